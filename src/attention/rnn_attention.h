@@ -1,0 +1,47 @@
+/* rnn_attention.h — the attention table for the RNN decoder (DESIGN.md §4).
+ *
+ * Legend: B batch, Tq query positions (1 per decoder step with input feeding), Tk source
+ * positions, Hq decoder hidden size, Hk encoder output size (keys = values = encoder states h̄_s).
+ *
+ * Each kind provides one row: the parameters it owns, forward, backward, workspace size, and
+ * supports(), so an unsupported combination is refused with a clear message. Score functions:
+ * Luong et al. 2015 eq. 8 (dot: h_tᵀ h̄_s; general: h_tᵀ W_a h̄_s), weights by eq. 7 (softmax over
+ * the unpadded source), context c_t = Σ_s a_t(s) h̄_s.
+ */
+#ifndef TRAINER_RNN_ATTENTION_H
+#define TRAINER_RNN_ATTENTION_H
+
+#include "attention/attention.h"
+#include "model/params.h"
+#include "ops/ops.h"
+
+typedef struct {
+    AttentionKind kind;
+    int Hq, Hk;
+    Param W_a; /* general: [Hq, Hk] */
+} RnnAttention;
+
+typedef struct {
+    AttentionKind kind;
+    /* 1 if this kind can serve as the RNN's attention with these sizes; else 0 and a reason. */
+    int (*supports)(int Hq, int Hk, char *why, size_t why_len);
+    /* Declares the parameters it owns under prefix (e.g. "dec.attn"). */
+    void (*declare)(RnnAttention *a, ParamSet *ps, const char *prefix);
+    /* ctx[B,Tq,Hk] = Σ_s weights[B,Tq,Tk] · keys[B,Tk,Hk]; q[B,Tq,Hq] the decoder states;
+     * qsave[B,Tq,Hk]: saved activation (the projected query); key_len[B] (backend memory). */
+    void (*forward)(const RnnAttention *a, const Backend *be, float *ctx, float *weights,
+                    float *qsave, const float *q, const float *keys, const int *key_len, int B,
+                    int Tq, int Tk);
+    /* Accumulates dq[B,Tq,Hq], dkeys[B,Tk,Hk] and parameter gradients; work: workspace floats. */
+    void (*backward)(const RnnAttention *a, const Backend *be, float *dq, float *dkeys,
+                     const float *dctx, const float *q, const float *qsave, const float *keys,
+                     const float *weights, int B, int Tq, int Tk, float *work);
+    /* Floats of workspace backward needs. */
+    size_t (*workspace)(int B, int Tq, int Hq, int Hk);
+} RnnAttentionOps;
+
+/* The row for kind, or NULL if the RNN has no implementation of that kind (error in why). */
+const RnnAttentionOps *rnn_attention_ops(AttentionKind kind, int Hq, int Hk, char *why,
+                                         size_t why_len);
+
+#endif

@@ -1,0 +1,67 @@
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+Status err_set(Err *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return STATUS_ERR;
+}
+
+Status err_prefix(Err *err, const char *fmt, ...) {
+    if (err) {
+        char head[1024], old[sizeof err->msg];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(head, sizeof head, fmt, ap);
+        va_end(ap);
+        memcpy(old, err->msg, sizeof old);
+        size_t k = strlen(head);
+        if (k > sizeof err->msg - 3) k = sizeof err->msg - 3;
+        memcpy(err->msg, head, k);
+        memcpy(err->msg + k, ": ", 2);
+        size_t room = sizeof err->msg - k - 3, n = strnlen(old, sizeof old);
+        if (n > room) n = room;
+        memcpy(err->msg + k + 2, old, n);
+        err->msg[k + 2 + n] = 0;
+    }
+    return STATUS_ERR;
+}
+
+void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    CHECK(p != NULL, "out of memory");
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    CHECK(p != NULL, "out of memory");
+    return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+    p = realloc(p, n ? n : 1);
+    CHECK(p != NULL, "out of memory");
+    return p;
+}
+
+char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,60 @@
+/* common.h — error conventions shared by every module (DESIGN.md §6).
+ *
+ * Two kinds of error:
+ *  - programmer errors and device failures: CHECK(cond, hint) prints the expression, file:line and
+ *    a hint, then aborts;
+ *  - input errors (config, corpus, SentencePiece model, checkpoint, command line): functions return
+ *    a Status (0 = OK, negative = error) and fill an Err with a message that names the file, line
+ *    or key, what was wrong and what to do. Only main() turns a Status into an exit code.
+ */
+#ifndef TRAINER_COMMON_H
+#define TRAINER_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int Status; /* 0 = OK, < 0 = error (message in Err) */
+#define STATUS_OK 0
+#define STATUS_ERR (-1)
+
+/* Error message buffer filled by a failing function. */
+typedef struct {
+    char msg[2048];
+} Err;
+
+/* Formats msg into err (if err is non-NULL) and returns STATUS_ERR, so that callers can write
+ * `return err_set(err, "file %s: ...", path);`. */
+Status err_set(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prefixes the message already in err with a formatted context ("while loading X: ..."). */
+Status err_prefix(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define CHECK(cond, hint)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "CHECK failed: %s at %s:%d (%s)\n", #cond, __FILE__, __LINE__, \
+                    (hint));                                                               \
+            abort();                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* malloc/calloc that abort with a message on out-of-memory (programmer/resource error). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Wall-clock seconds (monotonic). */
+double now_seconds(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,154 @@
+#include "data/batch.h"
+
+#include <string.h>
+
+#include "data/spm.h"
+
+static int src_len_of(const Encoded *e, long i) { return (int)(e->src_off[i + 1] - e->src_off[i]); }
+static int tgt_len_of(const Encoded *e, long i) {
+    return e->tgt_off ? (int)(e->tgt_off[i + 1] - e->tgt_off[i]) : 0;
+}
+
+long batch_filter(const Encoded *e, int max_len, long **keep) {
+    long n = 0;
+    *keep = xmalloc(sizeof(long) * (e->n ? e->n : 1));
+    for (long i = 0; i < e->n; i++) {
+        int s = src_len_of(e, i), t = tgt_len_of(e, i);
+        if (s >= 1 && s <= max_len && t >= 1 && t <= max_len) (*keep)[n++] = i;
+    }
+    return n;
+}
+
+static const Encoded *sort_e;
+static int cmp_len(const void *a, const void *b) {
+    long i = *(const long *)a, j = *(const long *)b;
+    int d = src_len_of(sort_e, i) - src_len_of(sort_e, j);
+    if (!d) d = tgt_len_of(sort_e, i) - tgt_len_of(sort_e, j);
+    return d;
+}
+
+/* qsort is not stable: sort (len, position) pairs by packing position as the final key. */
+typedef struct { long i; long pos; } Item;
+static int cmp_item(const void *a, const void *b) {
+    const Item *x = a, *y = b;
+    int d = cmp_len(&x->i, &y->i);
+    if (d) return d;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, int batch_tokens,
+                  Rng *rng, Err *err) {
+    memset(p, 0, sizeof *p);
+    Item *items = xmalloc(sizeof(Item) * (nkeep ? nkeep : 1));
+    for (long k = 0; k < nkeep; k++) items[k].i = keep[k];
+    if (rng) /* Fisher–Yates */
+        for (long k = nkeep - 1; k > 0; k--) {
+            long j = (long)rng_below(rng, (uint32_t)(k + 1));
+            Item t = items[k]; items[k] = items[j]; items[j] = t;
+        }
+    for (long k = 0; k < nkeep; k++) items[k].pos = k;
+    sort_e = e;
+    qsort(items, nkeep, sizeof(Item), cmp_item);
+    p->idx = xmalloc(sizeof(long) * (nkeep ? nkeep : 1));
+    p->start = xmalloc(sizeof(long) * (nkeep + 1));
+    long nb = 0, k = 0;
+    while (k < nkeep) {
+        long first = k;
+        int S = 0, T = 0;
+        while (k < nkeep) {
+            int s = src_len_of(e, items[k].i), t = tgt_len_of(e, items[k].i) + 1;
+            int S2 = s > S ? s : S, T2 = t > T ? t : T;
+            if ((long)(k - first + 1) * (S2 + T2) > batch_tokens) break;
+            S = S2, T = T2, k++;
+        }
+        if (k == first) {
+            int s = src_len_of(e, items[k].i), t = tgt_len_of(e, items[k].i) + 1;
+            free(items);
+            batch_plan_free(p);
+            return err_set(err, "train.batch_tokens = %d is too small for a pair of %d + %d "
+                           "tokens; raise train.batch_tokens or lower data.max_len", batch_tokens,
+                           s, t);
+        }
+        p->start[nb++] = first;
+    }
+    p->start[nb] = nkeep;
+    p->nbatches = nb;
+    /* shuffle the batch order: permute batch ranges */
+    long *order = xmalloc(sizeof(long) * (nb ? nb : 1));
+    for (long b = 0; b < nb; b++) order[b] = b;
+    if (rng)
+        for (long b = nb - 1; b > 0; b--) {
+            long j = (long)rng_below(rng, (uint32_t)(b + 1));
+            long t = order[b]; order[b] = order[j]; order[j] = t;
+        }
+    long *start2 = xmalloc(sizeof(long) * (nb + 1));
+    long w = 0;
+    for (long b = 0; b < nb; b++) {
+        start2[b] = w;
+        for (long q = p->start[order[b]]; q < p->start[order[b] + 1]; q++) p->idx[w++] = items[q].i;
+    }
+    start2[nb] = w;
+    free(p->start);
+    p->start = start2;
+    free(order);
+    free(items);
+    return STATUS_OK;
+}
+
+void batch_plan_free(BatchPlan *p) {
+    free(p->idx);
+    free(p->start);
+    memset(p, 0, sizeof *p);
+}
+
+void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T) {
+    *B = batch_tokens / 3; /* the shortest pair: 1 source token, 1 target token + EOS */
+    *S = max_len;
+    *T = max_len + 1;
+}
+
+void batch_fill(HostBatch *hb, const Encoded *e, const long *idx, int B) {
+    int S = 1, T = 1;
+    for (int b = 0; b < B; b++) {
+        int s = src_len_of(e, idx[b]), t = tgt_len_of(e, idx[b]) + 1;
+        if (s > S) S = s;
+        if (e->tgt_off && t > T) T = t;
+    }
+    if (B > hb->capB || S > hb->capS || T > hb->capT) {
+        host_batch_free(hb);
+        hb->capB = B, hb->capS = S, hb->capT = T;
+        hb->src = xmalloc(sizeof(int) * B * S);
+        hb->src_mask = xmalloc(sizeof(float) * B * S);
+        hb->src_len = xmalloc(sizeof(int) * B);
+        hb->tgt_in = xmalloc(sizeof(int) * B * T);
+        hb->tgt_out = xmalloc(sizeof(int) * B * T);
+    }
+    hb->B = B, hb->S = S, hb->T = T;
+    hb->src_tokens = hb->tgt_tokens = 0;
+    for (int b = 0; b < B; b++) {
+        long i = idx[b];
+        int s = src_len_of(e, i), t = tgt_len_of(e, i);
+        const int32_t *sid = e->src_ids + e->src_off[i];
+        hb->src_len[b] = s;
+        hb->src_tokens += s;
+        for (int k = 0; k < S; k++) {
+            hb->src[k * B + b] = k < s ? sid[k] : SPM_PAD_ID;
+            hb->src_mask[k * B + b] = k < s ? 1.0f : 0.0f;
+        }
+        const int32_t *tid = e->tgt_off ? e->tgt_ids + e->tgt_off[i] : NULL;
+        for (int k = 0; k < T; k++) {
+            hb->tgt_in[k * B + b] = k == 0 ? SPM_BOS_ID : (tid && k <= t) ? tid[k - 1] : SPM_PAD_ID;
+            hb->tgt_out[k * B + b] = (tid && k < t) ? tid[k] : (tid && k == t) ? SPM_EOS_ID : SPM_PAD_ID;
+        }
+        if (tid) hb->tgt_tokens += t + 1;
+    }
+}
+
+void host_batch_free(HostBatch *hb) {
+    free(hb->src);
+    free(hb->src_mask);
+    free(hb->src_len);
+    free(hb->tgt_in);
+    free(hb->tgt_out);
+    memset(hb, 0, sizeof *hb);
+}

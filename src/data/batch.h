@@ -1,0 +1,52 @@
+/* batch.h — token-budget batches of sentence pairs (DESIGN.md §1).
+ *
+ * Legend: B sentences in a batch, S longest source (subword tokens), T longest target + 1 (the
+ * decoder reads BOS y_1..y_n and predicts y_1..y_n EOS). A batch holds at most batch_tokens
+ * padded tokens: B·(S + T) ≤ batch_tokens.
+ *
+ * Bucketing: each epoch the kept pairs are shuffled by the seeded PRNG, stably sorted by
+ * (source length, target length) — so pairs of equal lengths stay in random order — cut into
+ * batches greedily, and the batch order is shuffled. The same seed and epoch RNG state give the
+ * same batches.
+ */
+#ifndef TRAINER_BATCH_H
+#define TRAINER_BATCH_H
+
+#include "common.h"
+#include "data/encoded.h"
+#include "rng.h"
+
+typedef struct {
+    long *idx;    /* sentence indices of every batch, concatenated */
+    long *start;  /* [nbatches + 1]: batch k is idx[start[k] .. start[k+1]) */
+    long nbatches;
+} BatchPlan;
+
+/* Host-side arrays of one batch, time-major, PAD = 0. */
+typedef struct {
+    int B, S, T;
+    int *src;       /* [S,B] */
+    int *src_len;   /* [B] */
+    float *src_mask;/* [S,B] 1 = token, 0 = padding */
+    int *tgt_in;    /* [T,B] BOS y_1 .. y_n, pad */
+    int *tgt_out;   /* [T,B] y_1 .. y_n EOS, pad */
+    long src_tokens, tgt_tokens; /* non-pad tokens (targets count EOS) */
+    int capB, capS, capT;
+} HostBatch;
+
+/* Indices of pairs whose two sides both have 1..max_len tokens (the training filter).
+ * Returns the count; *keep is malloc'd. */
+long batch_filter(const Encoded *e, int max_len, long **keep);
+/* Plans one epoch over keep[0..nkeep). rng == NULL: no shuffling (sorted by length, for
+ * evaluation). Errors: a single pair that does not fit in batch_tokens. */
+Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, int batch_tokens,
+                  Rng *rng, Err *err);
+void batch_plan_free(BatchPlan *p);
+/* Capacity bounds of any batch batch_plan can make with these settings (for rnn_reserve). */
+void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T);
+/* Fills hb (allocating on first use / growth) with pairs idx[0..B) of e; targets may be absent
+ * (e->tgt_ids NULL) for decoding, then T = 1 and the target arrays hold PAD. */
+void batch_fill(HostBatch *hb, const Encoded *e, const long *idx, int B);
+void host_batch_free(HostBatch *hb);
+
+#endif

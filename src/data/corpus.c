@@ -1,0 +1,413 @@
+/* corpus.c — streamed, validated reading of (parallel) text files through zlib. See corpus.h. */
+#include "data/corpus.h"
+
+#include <errno.h>
+#include <string.h>
+#include <zlib.h>
+
+enum { READ_BUF_BYTES = 64 * 1024 };
+
+/* ---------------------------------------------------------------------------------------------
+ * Line reader: one open file, a fixed read buffer, and a growable line buffer that holds at most
+ * limit + 1 bytes of the current line (the rest is counted, not stored).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    gzFile gz;
+    const char *path;
+    unsigned char *buf; /* [READ_BUF_BYTES] */
+    size_t buf_len, buf_pos;
+    int eof;        /* gzread reported the end of the data */
+    int started;    /* the first fill (and BOM check) has happened */
+    int had_bom;
+    char *line;     /* [line_cap], NUL-terminated stored bytes of the current line */
+    size_t line_cap;
+    long lineno;    /* lines returned so far */
+} LineReader;
+
+/* The current line as returned by lr_next. */
+typedef struct {
+    const char *text; /* stored bytes (all of them unless overlong), NUL-terminated */
+    size_t len;       /* true length in bytes after stripping CR */
+    int overlong;     /* limit > 0 and len > limit; text is then incomplete */
+    int had_cr;       /* a trailing '\r' was stripped */
+} LineView;
+
+/* Describes zlib's error state of r into err. Returns STATUS_ERR. */
+static Status lr_zlib_error(LineReader *r, int errnum, const char *zmsg, int saved_errno,
+                            Err *err) {
+    const char *redo = "re-create or re-download it (e.g. data/get_multi30k.sh for Multi30k)";
+    if (errnum == Z_BUF_ERROR)
+        return err_set(err, "%s: truncated gzip file (the compressed data ends in the middle of "
+                            "the stream); %s", r->path, redo);
+    if (errnum == Z_DATA_ERROR)
+        return err_set(err, "%s: corrupt gzip data (%s); %s", r->path,
+                       zmsg ? zmsg : "data error", redo);
+    if (errnum == Z_ERRNO)
+        return err_set(err, "%s: read error: %s; check that it is a readable regular file",
+                       r->path, strerror(saved_errno));
+    if (errnum == Z_MEM_ERROR)
+        return err_set(err, "%s: out of memory while decompressing", r->path);
+    return err_set(err, "%s: zlib error %d (%s) while reading; %s", r->path, errnum,
+                   zmsg ? zmsg : "?", redo);
+}
+
+static Status lr_open(LineReader *r, const char *path, Err *err) {
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    errno = 0;
+    r->gz = gzopen(path, "rb");
+    if (!r->gz) {
+        if (errno)
+            return err_set(err, "cannot open %s: %s; check the path (run data/get_multi30k.sh to "
+                                "fetch Multi30k)", path, strerror(errno));
+        return err_set(err, "cannot open %s: out of memory in zlib", path);
+    }
+    gzbuffer(r->gz, 128 * 1024);
+    r->buf = xmalloc(READ_BUF_BYTES);
+    r->line_cap = 256;
+    r->line = xmalloc(r->line_cap);
+    return STATUS_OK;
+}
+
+/* Closes r. If check is set (the file was read to its end without error), reports gzclose's
+ * verdict: Z_BUF_ERROR there means the data ended inside a gzip member (truncated file). */
+static Status lr_close(LineReader *r, int check, Err *err) {
+    Status st = STATUS_OK;
+    if (r->gz) {
+        int rc = gzclose_r(r->gz);
+        r->gz = NULL;
+        if (check && rc != Z_OK) {
+            if (rc == Z_BUF_ERROR)
+                st = lr_zlib_error(r, Z_BUF_ERROR, NULL, 0, err);
+            else if (rc == Z_ERRNO)
+                st = err_set(err, "%s: error while closing: %s", r->path, strerror(errno));
+            else
+                st = lr_zlib_error(r, rc, NULL, 0, err);
+        }
+    }
+    free(r->buf);
+    free(r->line);
+    r->buf = NULL;
+    r->line = NULL;
+    return st;
+}
+
+/* Refills the read buffer. Returns STATUS_OK (buf_len == 0 and eof set at the end of the data). */
+static Status lr_fill(LineReader *r, Err *err) {
+    errno = 0;
+    int got = gzread(r->gz, r->buf, READ_BUF_BYTES);
+    int saved_errno = errno;
+    int errnum = Z_OK;
+    const char *zmsg = gzerror(r->gz, &errnum);
+    /* gzread returns a short count or 0 (not -1) on a truncated stream, so always ask gzerror. */
+    if (got < 0 || errnum != Z_OK) return lr_zlib_error(r, errnum, zmsg, saved_errno, err);
+    r->buf_len = (size_t)got;
+    r->buf_pos = 0;
+    if (got < READ_BUF_BYTES) r->eof = 1; /* gzread only returns short at the end of data */
+    if (!r->started) {
+        r->started = 1;
+        /* gzread fills the whole request unless the data ends, so a BOM is never split here. */
+        if (r->buf_len >= 3 && r->buf[0] == 0xEF && r->buf[1] == 0xBB && r->buf[2] == 0xBF) {
+            r->buf_pos = 3;
+            r->had_bom = 1;
+        }
+    }
+    return STATUS_OK;
+}
+
+/* Appends n bytes to the current line, storing at most cap_bytes in total (SIZE_MAX: all). */
+static void lr_append(LineReader *r, size_t *stored, const unsigned char *p, size_t n,
+                      size_t cap_bytes) {
+    if (*stored >= cap_bytes) return;
+    if (n > cap_bytes - *stored) n = cap_bytes - *stored;
+    if (*stored + n + 1 > r->line_cap) {
+        size_t cap = r->line_cap;
+        while (*stored + n + 1 > cap) cap *= 2;
+        r->line = xrealloc(r->line, cap);
+        r->line_cap = cap;
+    }
+    memcpy(r->line + *stored, p, n);
+    *stored += n;
+}
+
+/* Reads the next line. Returns 1 (line in *v), 0 (end of file) or STATUS_ERR (< 0). limit > 0
+ * bounds the bytes stored per line to limit + 1; longer lines come back with v->overlong set. */
+static int lr_next(LineReader *r, long limit, LineView *v, Err *err) {
+    size_t cap_bytes = limit > 0 ? (size_t)limit + 1 : (size_t)-1;
+    size_t stored = 0, total = 0;
+    unsigned char last = 0;
+    int any = 0; /* saw at least one byte or the newline of this line */
+    for (;;) {
+        if (r->buf_pos == r->buf_len) {
+            if (r->eof) break;
+            if (lr_fill(r, err) != STATUS_OK) return STATUS_ERR;
+            if (r->buf_pos == r->buf_len) {
+                if (r->eof) break;
+                continue;
+            }
+        }
+        const unsigned char *start = r->buf + r->buf_pos;
+        size_t avail = r->buf_len - r->buf_pos;
+        const unsigned char *nl = memchr(start, '\n', avail);
+        size_t n = nl ? (size_t)(nl - start) : avail;
+        if (n) {
+            lr_append(r, &stored, start, n, cap_bytes);
+            total += n;
+            last = start[n - 1];
+        }
+        any = 1;
+        if (nl) {
+            r->buf_pos += n + 1;
+            goto got_line;
+        }
+        r->buf_pos += n;
+    }
+    if (!any) return 0; /* clean end of file: no partial last line */
+got_line:
+    v->had_cr = (total > 0 && last == '\r');
+    if (v->had_cr) {
+        total--;
+        if (stored > total) stored = total; /* the CR was stored: drop it */
+    }
+    r->line[stored] = '\0';
+    v->text = r->line;
+    v->len = total;
+    v->overlong = limit > 0 && total > (size_t)limit;
+    r->lineno++;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * UTF-8
+ * ------------------------------------------------------------------------------------------- */
+int corpus_utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c == 0) return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;      /* no overlong 3-byte forms */
+            else if (c == 0xED) hi = 0x9F; /* no surrogates U+D800..U+DFFF */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;      /* no overlong 4-byte forms */
+            else if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+        } else {
+            return 0; /* 0x80..0xC1 (continuation / overlong 2-byte lead) or 0xF5..0xFF */
+        }
+        if (n - i - 1 < need) return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (size_t k = 2; k <= need; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+static int blank(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
+            return 0;
+    return 1;
+}
+
+static char *dup_bytes(const char *s, size_t n) {
+    char *d = xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Public API
+ * ------------------------------------------------------------------------------------------- */
+void corpus_free_lines(char **lines, long n) {
+    if (!lines) return;
+    for (long i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+void corpus_free(Corpus *c) {
+    if (!c) return;
+    if (c->src) corpus_free_lines(c->src, c->n);
+    if (c->tgt) corpus_free_lines(c->tgt, c->n);
+    memset(c, 0, sizeof *c);
+}
+
+Status corpus_read_lines(const char *path, long max_line_bytes, char ***lines, long *n,
+                         CorpusStats *stats, Err *err) {
+    Status st = STATUS_ERR;
+    LineReader r;
+    char **out = NULL;
+    long count = 0, cap = 0, crlf = 0;
+    int opened = 0;
+    *lines = NULL;
+    *n = 0;
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (lr_open(&r, path, err) != STATUS_OK) goto cleanup;
+    opened = 1;
+    for (;;) {
+        LineView v;
+        int rc = lr_next(&r, max_line_bytes, &v, err);
+        if (rc < 0) goto cleanup;
+        if (rc == 0) break;
+        if (v.overlong) {
+            err_set(err, "%s, line %ld: line is %zu bytes, longer than the limit of %ld bytes; "
+                         "is this a one-sentence-per-line text file? (split the line or raise "
+                         "the limit)", path, r.lineno, v.len, max_line_bytes);
+            goto cleanup;
+        }
+        if (memchr(v.text, '\0', v.len)) {
+            err_set(err, "%s, line %ld: contains a NUL byte; is this a text file? (remove the "
+                         "NUL bytes)", path, r.lineno);
+            goto cleanup;
+        }
+        crlf += v.had_cr;
+        if (count == cap) {
+            cap = cap ? cap * 2 : 1024;
+            out = xrealloc(out, (size_t)cap * sizeof *out);
+        }
+        out[count++] = dup_bytes(v.text, v.len);
+    }
+    opened = 0;
+    if (lr_close(&r, 1, err) != STATUS_OK) goto cleanup;
+    if (stats) {
+        stats->pairs_read = stats->kept = count;
+        stats->crlf_stripped = crlf;
+        stats->bom_stripped = r.had_bom;
+        stats->max_line_bytes = max_line_bytes > 0 ? max_line_bytes : 0;
+    }
+    *lines = out;
+    *n = count;
+    out = NULL;
+    count = 0;
+    st = STATUS_OK;
+cleanup:
+    if (opened) lr_close(&r, 0, NULL);
+    corpus_free_lines(out, count);
+    if (st != STATUS_OK && stats) memset(stats, 0, sizeof *stats);
+    return st;
+}
+
+/* Counts the remaining lines of r (after the other file of a pair ended). Returns < 0 on error. */
+static long count_rest(LineReader *r, long limit, Err *err) {
+    LineView v;
+    int rc;
+    while ((rc = lr_next(r, limit, &v, err)) == 1) {
+    }
+    return rc < 0 ? -1 : r->lineno;
+}
+
+Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long max_line_bytes,
+                   Err *err) {
+    Status st = STATUS_ERR;
+    LineReader rs, rt;
+    int open_s = 0, open_t = 0;
+    long cap = 0;
+    CorpusStats s;
+    memset(c, 0, sizeof *c);
+    memset(&s, 0, sizeof s);
+    s.max_line_bytes = max_line_bytes > 0 ? max_line_bytes : 0;
+    if (lr_open(&rs, src_path, err) != STATUS_OK) goto cleanup;
+    open_s = 1;
+    if (lr_open(&rt, tgt_path, err) != STATUS_OK) goto cleanup;
+    open_t = 1;
+    for (;;) {
+        LineView a, b;
+        int ka = lr_next(&rs, max_line_bytes, &a, err);
+        if (ka < 0) goto cleanup;
+        int kb = lr_next(&rt, max_line_bytes, &b, err);
+        if (kb < 0) goto cleanup;
+        if (ka == 0 && kb == 0) break;
+        if (ka != kb) {
+            /* One file ended first: count the rest of the other so both counts can be named. */
+            long na = ka ? count_rest(&rs, max_line_bytes, err) : rs.lineno;
+            long nb = kb ? count_rest(&rt, max_line_bytes, err) : rt.lineno;
+            if (na < 0 || nb < 0) goto cleanup;
+            err_set(err, "line count mismatch: %s has %ld lines but %s has %ld lines; parallel "
+                         "files must have the same number of lines (line i of one translates "
+                         "line i of the other): check that both belong to the same split and "
+                         "that neither is truncated", src_path, na, tgt_path, nb);
+            goto cleanup;
+        }
+        s.pairs_read++;
+        s.crlf_stripped += a.had_cr + b.had_cr;
+        /* One reason per pair, in the order empty, too long, invalid UTF-8 (an overlong line is
+         * not tested for blankness: only its prefix is stored). */
+        if ((!a.overlong && blank(a.text, a.len)) || (!b.overlong && blank(b.text, b.len))) {
+            s.skipped_empty++;
+            continue;
+        }
+        if (a.overlong || b.overlong) {
+            s.skipped_long++;
+            continue;
+        }
+        if (!corpus_utf8_valid(a.text, a.len) || !corpus_utf8_valid(b.text, b.len)) {
+            s.skipped_utf8++;
+            continue;
+        }
+        if (c->n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            c->src = xrealloc(c->src, (size_t)cap * sizeof *c->src);
+            c->tgt = xrealloc(c->tgt, (size_t)cap * sizeof *c->tgt);
+        }
+        c->src[c->n] = dup_bytes(a.text, a.len);
+        c->tgt[c->n] = dup_bytes(b.text, b.len);
+        c->n++;
+    }
+    s.bom_stripped = rs.had_bom + rt.had_bom;
+    open_s = open_t = 0;
+    if (lr_close(&rs, 1, err) != STATUS_OK) {
+        lr_close(&rt, 0, NULL);
+        goto cleanup;
+    }
+    if (lr_close(&rt, 1, err) != STATUS_OK) goto cleanup;
+    s.kept = c->n;
+    if (c->n == 0) {
+        if (s.pairs_read == 0)
+            err_set(err, "no usable sentence pairs in %s / %s: both files are empty; check the "
+                         "paths (run data/get_multi30k.sh to fetch Multi30k)", src_path, tgt_path);
+        else
+            err_set(err, "no usable sentence pairs in %s / %s: all %ld pairs were skipped (%ld "
+                         "empty, %ld longer than %ld bytes, %ld invalid UTF-8); check the files' "
+                         "contents and encoding, or raise the line-length limit",
+                    src_path, tgt_path, s.pairs_read, s.skipped_empty, s.skipped_long,
+                    s.max_line_bytes, s.skipped_utf8);
+        goto cleanup;
+    }
+    if (c->n < cap) { /* trim the arrays to size */
+        c->src = xrealloc(c->src, (size_t)c->n * sizeof *c->src);
+        c->tgt = xrealloc(c->tgt, (size_t)c->n * sizeof *c->tgt);
+    }
+    c->stats = s;
+    st = STATUS_OK;
+cleanup:
+    if (open_s) lr_close(&rs, 0, NULL);
+    if (open_t) lr_close(&rt, 0, NULL);
+    if (st != STATUS_OK) corpus_free(c);
+    return st;
+}
+
+void corpus_print_summary(const Corpus *c, const char *label, FILE *f) {
+    const CorpusStats *s = &c->stats;
+    char lim[64];
+    if (s->max_line_bytes > 0)
+        snprintf(lim, sizeof lim, ">%ld bytes", s->max_line_bytes);
+    else
+        snprintf(lim, sizeof lim, "no limit");
+    fprintf(f, "%s: %ld pairs read, %ld kept, skipped: %ld empty, %ld too long (%s), %ld invalid "
+               "UTF-8; %ld CRLF, %ld BOM%s\n",
+            label ? label : "corpus", s->pairs_read, s->kept, s->skipped_empty, s->skipped_long,
+            lim, s->skipped_utf8, s->crlf_stripped, s->bom_stripped,
+            s->kept == 0 ? " (no usable pairs)" : "");
+}

@@ -1,0 +1,102 @@
+/* corpus.h — read and validate parallel text (one sentence a line), gzip or plain, through zlib.
+ *
+ * Files are read with gzopen/gzread, which decompress gzip transparently. A file that is not gzip
+ * data — even one named *.gz — is read as plain text, byte for byte (zlib's "transparent" mode);
+ * that is deliberate, so tests and users may pass plain .txt files anywhere a .gz is expected.
+ *
+ * What a "line" is:
+ *  - lines end at '\n'; a last line without a trailing '\n' is still a line, so "a\nb" and
+ *    "a\nb\n" both have 2 lines, "" has 0 and "\n" has 1 (an empty line);
+ *  - one '\r' at the end of a line ("\r\n" endings, or a lone trailing '\r' on the last line) is
+ *    stripped and counted in crlf_stripped; a '\r' elsewhere in a line is kept;
+ *  - a UTF-8 byte order mark (EF BB BF) at the very start of a file is stripped and counted in
+ *    bom_stripped; U+FEFF elsewhere is ordinary text and kept;
+ *  - nothing else is changed: no whitespace trimming, no Unicode normalisation (SentencePiece does
+ *    its own).
+ *  - Lengths are in BYTES after stripping CR/BOM, excluding the terminating NUL.
+ *
+ * Memory: files are streamed through a fixed 64 KiB read buffer; while a line is assembled at most
+ * max_line_bytes + 1 of its bytes are held (when max_line_bytes > 0), so a corrupt file with one
+ * gigantic "line" cannot exhaust memory. Only kept lines are stored, each in its own allocation of
+ * exactly its length + 1.
+ *
+ * Errors follow common.h: a Status is returned and Err names the file(s), what went wrong and what
+ * to do. Detected: missing/unreadable file (strerror), a truncated gzip file (zlib's "unexpected end
+ * of file", checked both after reading and at gzclose), corrupt gzip data (Z_DATA_ERROR, e.g. a bad
+ * CRC), parallel files with different line counts (both paths and both counts).
+ */
+#ifndef TRAINER_DATA_CORPUS_H
+#define TRAINER_DATA_CORPUS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common.h"
+
+/* Counts collected while reading. For corpus_load, the line counts are per side (both sides have
+ * the same count, or loading fails) and each skipped pair is counted ONCE, under the first reason
+ * that applies in the order: empty, too long, invalid UTF-8. crlf_stripped and bom_stripped add up
+ * over both files. */
+typedef struct {
+    long pairs_read;     /* lines read per side */
+    long kept;           /* pairs kept (= Corpus.n) */
+    long skipped_empty;  /* either side empty or only ASCII whitespace (after stripping CR/BOM;
+                          * a line over max_line_bytes counts as too long instead) */
+    long skipped_long;   /* either side longer than max_line_bytes bytes */
+    long skipped_utf8;   /* either side not strict UTF-8, or containing a NUL byte */
+    long crlf_stripped;  /* lines that ended in "\r\n" (or had a trailing lone '\r') */
+    long bom_stripped;   /* files that began with a UTF-8 BOM (0..2 for corpus_load) */
+    long max_line_bytes; /* the limit used (<= 0: none), for the summary */
+} CorpusStats;
+
+/* n kept pairs; src[i] and tgt[i] are NUL-terminated UTF-8 lines without newline, translations of
+ * each other. A zero-initialised Corpus is empty and may be passed to corpus_free. */
+typedef struct {
+    long n;
+    char **src; /* [n] */
+    char **tgt; /* [n] */
+    CorpusStats stats;
+} Corpus;
+
+/* Loads the parallel files src_path and tgt_path (gzip or plain; see above) into c, streaming
+ * both in lockstep. Pairs where either side is empty/whitespace-only, longer than max_line_bytes
+ * bytes (no limit if max_line_bytes <= 0), or not strict UTF-8 / containing a NUL byte are skipped
+ * and counted in c->stats; the others are kept in file order.
+ * Errors (c is left empty, safe to corpus_free): a file missing or unreadable; a truncated or
+ * corrupt gzip file; different line counts (the message names both files and both counts); and
+ * no usable pair at all — both files empty, or every pair skipped — since an empty training or
+ * evaluation set is always a mistake (the message says which case and the skip counts). */
+Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long max_line_bytes,
+                   Err *err);
+
+/* Prints one summary line for c to f, e.g.
+ * "train: 29000 pairs read, 28997 kept, skipped: 1 empty, 2 too long (>1000 bytes), 0 invalid
+ *  UTF-8; 0 CRLF, 0 BOM" (on one line). label may be NULL ("corpus"). */
+void corpus_print_summary(const Corpus *c, const char *label, FILE *f);
+
+/* Frees everything c owns and zeroes it. Safe on a zeroed or already-freed Corpus and on NULL. */
+void corpus_free(Corpus *c);
+
+/* Reads every line of one file (gzip or plain) into *lines (malloc'd array of *n malloc'd
+ * NUL-terminated strings; free with corpus_free_lines). Strips a leading BOM and one trailing CR
+ * per line, but otherwise keeps every line as it is, in order: empty lines and invalid UTF-8 are
+ * kept and not flagged (check with corpus_utf8_valid if needed). No line is ever truncated.
+ * max_line_bytes (> 0) is a safety limit: a line longer than that is an ERROR naming the file, the
+ * line number and its length (such a "line" usually means a binary or wrong file); <= 0 means no
+ * limit and unbounded memory per line. A line containing a NUL byte is an error too, since it
+ * could not be represented as a C string.
+ * stats, if non-NULL, is zeroed and filled: pairs_read = kept = *n (lines read), crlf_stripped,
+ * bom_stripped (0 or 1); the skipped_* fields stay 0. An empty file gives *n = 0 and STATUS_OK.
+ * Other errors as for corpus_load (missing/unreadable file, truncated/corrupt gzip); on error
+ * *lines = NULL and *n = 0. */
+Status corpus_read_lines(const char *path, long max_line_bytes, char ***lines, long *n,
+                         CorpusStats *stats, Err *err);
+
+/* Frees an array from corpus_read_lines (n strings, then the array). NULL is fine. */
+void corpus_free_lines(char **lines, long n);
+
+/* 1 if the n bytes at s are strict UTF-8 (Unicode 15 Table 3-7: no overlong forms, no surrogates
+ * U+D800..U+DFFF, nothing above U+10FFFF, no truncated sequences) and contain no NUL byte; else 0. */
+int corpus_utf8_valid(const char *s, size_t n);
+
+#endif

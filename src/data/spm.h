@@ -1,0 +1,64 @@
+/* spm.h — SentencePiece behind a small C API (DESIGN.md §1). The implementation (spm.cc) is the
+ * only C++ in the project: every C++ exception is caught and every non-OK SentencePiece status is
+ * returned as a Status with the library's message in Err (DESIGN.md §6).
+ *
+ * The project uses ONE joint unigram model for German and English. Its special ids are fixed:
+ * pad 0, unk 1, bos 2, eos 3; spm_load refuses a model with other ids.
+ *
+ * Thread safety: spm_encode / spm_decode / spm_piece / spm_vocab_size / spm_serialize may be
+ * called concurrently on one Spm (SentencePiece's Encode/Decode are const). spm_train changes
+ * process-wide SentencePiece settings (log level, random seed) and must not run concurrently with
+ * another spm_train. */
+#ifndef TRAINER_DATA_SPM_H
+#define TRAINER_DATA_SPM_H
+
+#include <stddef.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct Spm Spm;
+
+#define SPM_PAD_ID 0
+#define SPM_UNK_ID 1
+#define SPM_BOS_ID 2
+#define SPM_EOS_ID 3
+
+/* Trains a unigram model on text_files[0..n_files) (plain UTF-8, one sentence per line) and writes
+ * <model_prefix>.model and <model_prefix>.vocab (the folder must exist). character_coverage 1.0,
+ * at most 2,000,000 input sentences (randomly sampled beyond that), nmt_nfkc normalisation,
+ * num_threads worker threads (<= 0 means 1). Deterministic: the same files, vocab_size and
+ * num_threads give the same model, also when called several times in one process; a different
+ * num_threads can change it, so pass a fixed value, not the machine's core count (see spm.cc).
+ * The model records the prefix and input names. File names must not contain ','. */
+Status spm_train(const char *const *text_files, int n_files, int vocab_size,
+                 const char *model_prefix, int num_threads, Err *err);
+
+/* Loads a model file (<prefix>.model). */
+Status spm_load(Spm **out, const char *model_path, Err *err);
+/* Loads a serialized ModelProto (as stored in our checkpoints, from spm_serialize). */
+Status spm_load_from_bytes(Spm **out, const void *data, size_t n, Err *err);
+/* The serialized ModelProto as malloc'd bytes (*data freed by the caller with free()). */
+Status spm_serialize(const Spm *s, void **data, size_t *n, Err *err);
+
+int spm_vocab_size(const Spm *s);
+
+/* Encodes text into malloc'd ids (*ids, *n; *ids is non-NULL even when *n == 0). No BOS/EOS. */
+Status spm_encode(const Spm *s, const char *text, int **ids, int *n, Err *err);
+/* Decodes ids into malloc'd detokenised text. PAD/BOS/EOS ids are skipped; an id outside
+ * [0, vocab) is an error. */
+Status spm_decode(const Spm *s, const int *ids, int n, char **text, Err *err);
+
+/* The piece string of id (for plots/debugging); valid while s lives. "<out-of-range>" for a bad id. */
+const char *spm_piece(const Spm *s, int id);
+
+void spm_free(Spm *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,459 @@
+/* metrics.c — corpus BLEU (tokenizer 13a, 'exp' smoothing) and chrF, as sacreBLEU 2.x computes them
+ * by default. See metrics.h for the definitions and sources.
+ *
+ * Text is decoded from UTF-8 into arrays of code points (uint32_t) once; every step below works on
+ * code points so that it agrees with sacreBLEU's Python str operations. An n-gram is a span of code
+ * points: for BLEU a run of n tokens in the single-space-joined token string (tokens contain no
+ * whitespace, so span equality is tuple equality), for chrF n consecutive non-space characters.
+ * Clipped matches min(hyp_count, ref_count) are counted with one hash table per segment and order. */
+#include "eval/metrics.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common.h"
+
+/* ---------------------------------------------------------------- code point buffers */
+
+typedef struct {
+    uint32_t *v;
+    size_t n, cap;
+} CpBuf;
+
+static void cp_reserve(CpBuf *b, size_t want) {
+    if (want <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < want) cap *= 2;
+    b->v = xrealloc(b->v, cap * sizeof *b->v);
+    b->cap = cap;
+}
+
+static void cp_push(CpBuf *b, uint32_t c) {
+    if (b->n == b->cap) cp_reserve(b, b->n + 1);
+    b->v[b->n++] = c;
+}
+
+static void cp_free(CpBuf *b) {
+    free(b->v);
+    b->v = NULL;
+    b->n = b->cap = 0;
+}
+
+static void cp_swap(CpBuf *a, CpBuf *b) {
+    CpBuf t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Decodes UTF-8 into out (replacing its contents). An invalid or truncated sequence, an overlong
+ * form, a surrogate or a value above U+10FFFF yields U+FFFD for its first byte, and decoding
+ * resumes at the next byte. */
+static void utf8_decode(CpBuf *out, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    out->n = 0;
+    while (*p) {
+        uint32_t c = p[0];
+        int len = 0;
+        uint32_t min = 0;
+        if (c < 0x80) {
+            cp_push(out, c);
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, c &= 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, c &= 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, c &= 0x07, min = 0x10000;
+        }
+        int ok = len > 0;
+        for (int k = 1; ok && k < len; k++) {
+            if ((p[k] & 0xC0) != 0x80) ok = 0; /* also stops at the terminating NUL */
+            else c = (c << 6) | (p[k] & 0x3F);
+        }
+        if (ok && (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))) ok = 0;
+        if (ok) {
+            cp_push(out, c);
+            p += len;
+        } else {
+            cp_push(out, 0xFFFD);
+            p++;
+        }
+    }
+}
+
+/* Python's str.isspace(), which str.split() and str.rstrip() use. */
+static int py_isspace(uint32_t c) {
+    if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+    if (c < 0x85) return 0;
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static int is_digit(uint32_t c) { return c >= '0' && c <= '9'; } /* regex [0-9]: ASCII only */
+
+/* Python's in.replace(pat, rep) for a non-empty ASCII pattern: one left-to-right pass over
+ * non-overlapping occurrences. */
+static void replace_all(CpBuf *out, const CpBuf *in, const char *pat, const char *rep) {
+    size_t m = strlen(pat);
+    out->n = 0;
+    size_t i = 0;
+    while (i < in->n) {
+        size_t k = 0;
+        if (i + m <= in->n)
+            while (k < m && in->v[i + k] == (unsigned char)pat[k]) k++;
+        if (k == m) {
+            for (const char *r = rep; *r; r++) cp_push(out, (unsigned char)*r);
+            i += m;
+        } else {
+            cp_push(out, in->v[i++]);
+        }
+    }
+}
+
+static int contains_cp(const CpBuf *b, uint32_t c) {
+    for (size_t i = 0; i < b->n; i++)
+        if (b->v[i] == c) return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tokenizer 13a */
+
+/* The first regex of sacreBLEU's TokenizerRegexp: ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 ". */
+static int tok13a_punct(uint32_t c) {
+    return (c >= 0x7B && c <= 0x7E) ||  /* { | } ~ */
+           (c >= 0x5B && c <= 0x60) ||  /* [ \ ] ^ _ ` */
+           (c >= 0x20 && c <= 0x26) ||  /* space ! " # $ % & */
+           (c >= 0x28 && c <= 0x2B) ||  /* ( ) * + */
+           (c >= 0x3A && c <= 0x40) ||  /* : ; < = > ? @ */
+           c == 0x2F;                   /* / */
+}
+
+typedef struct {
+    CpBuf a, b;              /* scratch for the rewriting passes */
+} Tok13a;
+
+/* Tokenises the code points in `line` (destroyed) the way sacreBLEU's BLEU._preprocess_segment
+ * does with its default Tokenizer13a: rstrip(), then the mteval-v13a rules. Writes the tokens joined
+ * by single spaces to out, their start offsets in out to starts (if non-NULL) and returns the number
+ * of tokens. */
+static long tokenize_13a(Tok13a *t, CpBuf *line, CpBuf *out, CpBuf *starts) {
+    CpBuf *x = &t->a, *y = &t->b;
+    /* sent.rstrip() */
+    while (line->n > 0 && py_isspace(line->v[line->n - 1])) line->n--;
+    /* Tokenizer13a.__call__: the language-independent part. */
+    replace_all(x, line, "<skipped>", "");
+    replace_all(y, x, "-\n", "");
+    replace_all(x, y, "\n", " ");
+    if (contains_cp(x, '&')) {
+        replace_all(y, x, "&quot;", "\"");
+        replace_all(x, y, "&amp;", "&");
+        replace_all(y, x, "&lt;", "<");
+        replace_all(x, y, "&gt;", ">");
+    }
+    /* f' {line} ' and regex 1: punctuation gets a space on each side. */
+    y->n = 0;
+    cp_push(y, ' ');
+    for (size_t i = 0; i < x->n; i++) {
+        uint32_t c = x->v[i];
+        if (tok13a_punct(c)) {
+            cp_push(y, ' ');
+            cp_push(y, c);
+            cp_push(y, ' ');
+        } else {
+            cp_push(y, c);
+        }
+    }
+    cp_push(y, ' ');
+    cp_swap(x, y); /* current text in x */
+
+    /* Regexes 2-4 are two-character patterns; re.sub tries each position left to right and, after
+     * a match, resumes after both characters. */
+    /* 2: ([^0-9])([\.,]) -> "\1 \2 " (period and comma unless preceded by a digit) */
+    y->n = 0;
+    for (size_t i = 0; i < x->n;) {
+        if (i + 1 < x->n && !is_digit(x->v[i]) && (x->v[i + 1] == '.' || x->v[i + 1] == ',')) {
+            cp_push(y, x->v[i]);
+            cp_push(y, ' ');
+            cp_push(y, x->v[i + 1]);
+            cp_push(y, ' ');
+            i += 2;
+        } else {
+            cp_push(y, x->v[i++]);
+        }
+    }
+    cp_swap(x, y);
+    /* 3: ([\.,])([^0-9]) -> " \1 \2" (period and comma unless followed by a digit) */
+    y->n = 0;
+    for (size_t i = 0; i < x->n;) {
+        if (i + 1 < x->n && (x->v[i] == '.' || x->v[i] == ',') && !is_digit(x->v[i + 1])) {
+            cp_push(y, ' ');
+            cp_push(y, x->v[i]);
+            cp_push(y, ' ');
+            cp_push(y, x->v[i + 1]);
+            i += 2;
+        } else {
+            cp_push(y, x->v[i++]);
+        }
+    }
+    cp_swap(x, y);
+    /* 4: ([0-9])(-) -> "\1 \2 " (dash after a digit) */
+    y->n = 0;
+    for (size_t i = 0; i < x->n;) {
+        if (i + 1 < x->n && is_digit(x->v[i]) && x->v[i + 1] == '-') {
+            cp_push(y, x->v[i]);
+            cp_push(y, ' ');
+            cp_push(y, '-');
+            cp_push(y, ' ');
+            i += 2;
+        } else {
+            cp_push(y, x->v[i++]);
+        }
+    }
+    cp_swap(x, y);
+    /* ' '.join(line.split()) */
+    out->n = 0;
+    if (starts) starts->n = 0;
+    long ntok = 0;
+    for (size_t i = 0; i < x->n;) {
+        while (i < x->n && py_isspace(x->v[i])) i++;
+        if (i == x->n) break;
+        if (ntok > 0) cp_push(out, ' ');
+        if (starts) cp_push(starts, (uint32_t)out->n);
+        while (i < x->n && !py_isspace(x->v[i])) cp_push(out, x->v[i++]);
+        ntok++;
+    }
+    return ntok;
+}
+
+/* ---------------------------------------------------------------- n-gram matching */
+
+typedef struct {
+    const uint32_t *key; /* NULL: empty slot */
+    size_t len;
+    uint64_t hash;
+    long ref, hyp;       /* occurrences in the reference and (so far) in the hypothesis */
+} Slot;
+
+typedef struct {
+    Slot *s;
+    size_t alloc; /* slots allocated */
+    size_t mask;  /* slots in use for the current segment and order, minus 1 */
+} NgramTable;
+
+static uint64_t span_hash(const uint32_t *p, size_t len) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, one code point at a time */
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* Clears the table and sizes it for up to `entries` distinct keys. */
+static void table_reset(NgramTable *t, size_t entries) {
+    size_t cap = 16;
+    while (cap < 2 * entries) cap *= 2;
+    if (cap > t->alloc) {
+        free(t->s);
+        t->s = xmalloc(cap * sizeof *t->s);
+        t->alloc = cap;
+    }
+    memset(t->s, 0, cap * sizeof *t->s);
+    t->mask = cap - 1;
+}
+
+static Slot *table_get(NgramTable *t, const uint32_t *key, size_t len) {
+    uint64_t h = span_hash(key, len);
+    size_t i = (size_t)h & t->mask;
+    for (;;) {
+        Slot *s = &t->s[i];
+        if (!s->key) {
+            s->key = key;
+            s->len = len;
+            s->hash = h;
+            return s;
+        }
+        if (s->hash == h && s->len == len && memcmp(s->key, key, len * sizeof *key) == 0) return s;
+        i = (i + 1) & t->mask;
+    }
+}
+
+/* The clipped match count sum over distinct n-grams g of min(count_hyp(g), count_ref(g)), where the
+ * n-grams of each side are given by nr / nh spans (start offsets into ref / hyp, common length
+ * function). The hypothesis count of g climbing past k adds one match while k < count_ref(g). */
+typedef struct {
+    const uint32_t *base;
+    const uint32_t *start; /* offsets of each n-gram's first code point, or NULL: i-th starts at i */
+    const uint32_t *end;   /* offsets one past each n-gram's last code point, or NULL: start + n */
+    long count;
+    size_t n;
+} Spans;
+
+static void span_at(const Spans *sp, long i, const uint32_t **key, size_t *len) {
+    size_t st = sp->start ? sp->start[i] : (size_t)i;
+    size_t en = sp->end ? sp->end[i] : st + sp->n;
+    *key = sp->base + st;
+    *len = en - st;
+}
+
+static long clipped_matches(NgramTable *t, const Spans *ref, const Spans *hyp) {
+    if (ref->count <= 0 || hyp->count <= 0) return 0;
+    table_reset(t, (size_t)ref->count + (size_t)hyp->count);
+    const uint32_t *key;
+    size_t len;
+    for (long i = 0; i < ref->count; i++) {
+        span_at(ref, i, &key, &len);
+        table_get(t, key, len)->ref++;
+    }
+    long match = 0;
+    for (long i = 0; i < hyp->count; i++) {
+        span_at(hyp, i, &key, &len);
+        Slot *s = table_get(t, key, len);
+        if (++s->hyp <= s->ref) match++;
+    }
+    return match;
+}
+
+/* ---------------------------------------------------------------- BLEU */
+
+#define BLEU_ORDER 4
+
+/* Token end offsets (one past the last code point) from the start offsets of a joined string. */
+static void token_ends(CpBuf *ends, const CpBuf *starts, size_t joined_len) {
+    ends->n = 0;
+    for (size_t i = 0; i < starts->n; i++)
+        cp_push(ends, i + 1 < starts->n ? starts->v[i + 1] - 1 : (uint32_t)joined_len);
+}
+
+/* sacreBLEU's BLEU.compute_bleu with smooth_method='exp', effective_order=False. */
+static BleuScore bleu_from_stats(const int64_t correct[BLEU_ORDER], const int64_t total[BLEU_ORDER],
+                                 int64_t sys_len, int64_t ref_len) {
+    BleuScore r;
+    memset(&r, 0, sizeof r);
+    r.hyp_len = (long)sys_len;
+    r.ref_len = (long)ref_len;
+    r.ratio = ref_len ? (double)sys_len / (double)ref_len : 0.0;
+    r.bp = 1.0;
+    if (sys_len < ref_len) r.bp = sys_len > 0 ? exp(1.0 - (double)ref_len / (double)sys_len) : 0.0;
+
+    int any = 0;
+    for (int n = 0; n < BLEU_ORDER; n++) any |= correct[n] != 0;
+    if (!any) return r; /* score and precisions 0 (sacreBLEU issue #141) */
+
+    double smooth_mteval = 1.0;
+    for (int n = 0; n < BLEU_ORDER; n++) {
+        if (total[n] == 0) break; /* this and higher precisions stay 0 */
+        if (correct[n] == 0) {
+            smooth_mteval *= 2.0;
+            r.precisions[n] = 100.0 / (smooth_mteval * (double)total[n]);
+        } else {
+            r.precisions[n] = 100.0 * (double)correct[n] / (double)total[n];
+        }
+    }
+    /* score = bp * exp(sum(my_log(p)) / order), my_log(0) = -9999999999 */
+    double sum = 0.0;
+    for (int n = 0; n < BLEU_ORDER; n++)
+        sum += r.precisions[n] == 0.0 ? -9999999999.0 : log(r.precisions[n]);
+    r.score = r.bp * exp(sum / BLEU_ORDER);
+    return r;
+}
+
+BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) {
+    CHECK(n >= 0, "bleu_corpus: negative segment count");
+    CHECK(n == 0 || (hyps && refs), "bleu_corpus: NULL hypothesis or reference array");
+    if (n == 0) {
+        BleuScore zero;
+        memset(&zero, 0, sizeof zero);
+        return zero;
+    }
+    int64_t correct[BLEU_ORDER] = {0}, total[BLEU_ORDER] = {0}, sys_len = 0, ref_len = 0;
+    Tok13a tok = {0};
+    CpBuf line = {0}, hj = {0}, rj = {0}, hs = {0}, rs = {0}, he = {0}, re = {0};
+    NgramTable table = {0};
+    for (long s = 0; s < n; s++) {
+        CHECK(hyps[s] && refs[s], "bleu_corpus: NULL segment string");
+        utf8_decode(&line, refs[s]);
+        long rn = tokenize_13a(&tok, &line, &rj, &rs);
+        utf8_decode(&line, hyps[s]);
+        long hn = tokenize_13a(&tok, &line, &hj, &hs);
+        token_ends(&re, &rs, rj.n);
+        token_ends(&he, &hs, hj.n);
+        sys_len += hn;
+        ref_len += rn;
+        for (int o = 1; o <= BLEU_ORDER; o++) {
+            /* n-gram i spans tokens i .. i+o-1: from start[i] to end[i+o-1] */
+            Spans r = {rj.v, rs.v, rn >= o ? re.v + (o - 1) : NULL, rn - o + 1, 0};
+            Spans h = {hj.v, hs.v, hn >= o ? he.v + (o - 1) : NULL, hn - o + 1, 0};
+            if (h.count > 0) total[o - 1] += h.count;
+            correct[o - 1] += clipped_matches(&table, &r, &h);
+        }
+    }
+    cp_free(&tok.a), cp_free(&tok.b), cp_free(&line), cp_free(&hj), cp_free(&rj);
+    cp_free(&hs), cp_free(&rs), cp_free(&he), cp_free(&re);
+    free(table.s);
+    return bleu_from_stats(correct, total, sys_len, ref_len);
+}
+
+/* ---------------------------------------------------------------- chrF */
+
+#define CHRF_ORDER 6
+#define CHRF_BETA 2
+
+/* ''.join(line.split()) in place. */
+static void remove_whitespace(CpBuf *b) {
+    size_t k = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (!py_isspace(b->v[i])) b->v[k++] = b->v[i];
+    b->n = k;
+}
+
+/* sacreBLEU's CHRF._compute_f_score with eps_smoothing=False (the default). */
+static double chrf_from_stats(const int64_t hyp[CHRF_ORDER], const int64_t ref[CHRF_ORDER],
+                              const int64_t match[CHRF_ORDER]) {
+    const double factor = CHRF_BETA * CHRF_BETA;
+    double avg_prec = 0.0, avg_rec = 0.0;
+    int eff = 0;
+    for (int i = 0; i < CHRF_ORDER; i++) {
+        if (hyp[i] > 0 && ref[i] > 0) {
+            avg_prec += (double)match[i] / (double)hyp[i];
+            avg_rec += (double)match[i] / (double)ref[i];
+            eff++;
+        }
+    }
+    if (eff == 0) return 0.0;
+    avg_prec /= eff;
+    avg_rec /= eff;
+    if (avg_prec + avg_rec == 0.0) return 0.0;
+    double score = (1.0 + factor) * avg_prec * avg_rec;
+    score /= factor * avg_prec + avg_rec;
+    return 100.0 * score;
+}
+
+double chrf_corpus(const char *const *hyps, const char *const *refs, long n) {
+    CHECK(n >= 0, "chrf_corpus: negative segment count");
+    CHECK(n == 0 || (hyps && refs), "chrf_corpus: NULL hypothesis or reference array");
+    int64_t sh[CHRF_ORDER] = {0}, sr[CHRF_ORDER] = {0}, sm[CHRF_ORDER] = {0};
+    CpBuf h = {0}, r = {0};
+    NgramTable table = {0};
+    for (long s = 0; s < n; s++) {
+        CHECK(hyps[s] && refs[s], "chrf_corpus: NULL segment string");
+        utf8_decode(&h, hyps[s]);
+        utf8_decode(&r, refs[s]);
+        remove_whitespace(&h);
+        remove_whitespace(&r);
+        for (int o = 1; o <= CHRF_ORDER; o++) {
+            Spans rsp = {r.v, NULL, NULL, (long)r.n - o + 1, (size_t)o};
+            Spans hsp = {h.v, NULL, NULL, (long)h.n - o + 1, (size_t)o};
+            long rc = rsp.count > 0 ? rsp.count : 0, hc = hsp.count > 0 ? hsp.count : 0;
+            /* hypothesis n-grams count only when the reference has n-grams of this order */
+            if (rc > 0) sh[o - 1] += hc;
+            sr[o - 1] += rc;
+            sm[o - 1] += clipped_matches(&table, &rsp, &hsp);
+        }
+    }
+    cp_free(&h), cp_free(&r);
+    free(table.s);
+    return chrf_from_stats(sh, sr, sm);
+}

@@ -1,0 +1,63 @@
+/* metrics.h — corpus BLEU and chrF on detokenised text, as sacreBLEU computes them by default.
+ *
+ * Sources:
+ *  - BLEU: Papineni, Roukos, Ward, Zhu 2002, "BLEU: a Method for Automatic Evaluation of Machine
+ *    Translation" (modified n-gram precision, geometric mean over orders 1..4, brevity penalty).
+ *  - chrF: Popović 2015, "chrF: character n-gram F-score for automatic MT evaluation".
+ *  - Exact conventions: Post 2018, "A Call for Clarity in Reporting BLEU Scores" (sacreBLEU), as
+ *    implemented by sacrebleu 2.x `BLEU()` and `CHRF()` with their default arguments:
+ *      BLEU signature  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp
+ *      chrF signature  nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no
+ *    The fixtures in tests/fixtures/metrics/ (written by tests/reference/make_metric_fixtures.py
+ *    with sacrebleu) are matched to within 1e-9 by tests/unit/test_metrics.c.
+ *
+ * Input: n hypothesis and n reference segments, one reference per segment, each a NUL-terminated
+ * UTF-8 string (neither array nor any string may be NULL when n > 0: programmer error, CHECK).
+ * Characters are Unicode code points; an invalid UTF-8 byte is read as U+FFFD (sacreBLEU itself
+ * would have refused to decode such text). "Whitespace" means Python's str.isspace() set (ASCII
+ * whitespace, U+001C..U+001F, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000), because sacreBLEU splits with str.split().
+ *
+ * BLEU (units: percent, 0..100):
+ *  - each segment: rstrip whitespace, then tokenizer 13a (mteval-v13a: drop "<skipped>", join
+ *    "-\n", newline -> space, unescape &quot; &amp; &lt; &gt;, split off ASCII punctuation
+ *    {|}~[\]^_`space!"#$%&()*+:;<=>?@/, split '.'/',' unless between ASCII digits, split '-' after
+ *    an ASCII digit); case-sensitive;
+ *  - clipped n-gram matches and totals for n = 1..4 and token lengths are summed over the corpus;
+ *  - precision p_n = 100 * correct_n / total_n; if correct_n == 0 ('exp' smoothing, mteval's NIST
+ *    rule) p_n = 100 / (2^k * total_n) where k counts the zero-match orders so far;
+ *  - no effective order: if total_n == 0 for some n, p_n and all higher orders are 0 and the score is
+ *    0; if no n-gram of any order matches, score and all precisions are 0;
+ *  - bp = 1 if hyp_len >= ref_len, exp(1 - ref_len / hyp_len) if 0 < hyp_len < ref_len, 0 if
+ *    hyp_len == 0 < ref_len; score = bp * exp(mean_n log p_n); ratio = hyp_len / ref_len (0 when
+ *    ref_len == 0).
+ *
+ * chrF (units: percent, 0..100): whitespace removed, character n-grams for n = 1..6 over code
+ * points, beta = 2, case-sensitive. Per order, corpus sums of hypothesis n-grams (counted only for
+ * segments whose reference has n-grams of that order), reference n-grams and clipped matches.
+ * sacreBLEU's default (eps_smoothing = False) then averages precision and recall over the orders
+ * where both sums are > 0 ("effective order") and returns the F_beta of those two averages; 0 when no
+ * order qualifies or nothing matches.
+ *
+ * Empty input: n == 0 gives a BleuScore of all zeros and a chrF of 0 (sacreBLEU raises an error).
+ * Empty segments are ordinary segments with zero tokens / characters.
+ */
+#ifndef TRAINER_EVAL_METRICS_H
+#define TRAINER_EVAL_METRICS_H
+
+typedef struct {
+    double score;         /* BLEU in percent, 0..100 */
+    double precisions[4]; /* n-gram precisions n = 1..4 in percent (after 'exp' smoothing) */
+    double bp;            /* brevity penalty, 0..1 */
+    double ratio;         /* hyp_len / ref_len (0 when ref_len == 0) */
+    long hyp_len;         /* 13a tokens in all hypotheses (sacreBLEU's sys_len) */
+    long ref_len;         /* 13a tokens in all references */
+} BleuScore;
+
+/* Corpus BLEU of hyps[0..n) against refs[0..n) (see above). */
+BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n);
+
+/* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100. */
+double chrf_corpus(const char *const *hyps, const char *const *refs, long n);
+
+#endif

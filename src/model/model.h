@@ -1,0 +1,47 @@
+/* model.h — a translation model as the trainer, evaluator and translator see it: the config it
+ * was built from, its SentencePiece model, its backend, parameters and network, and the backend
+ * buffers a batch is uploaded into. Only the RNN encoder–decoder exists so far; model.type =
+ * transformer is refused with a message.
+ *
+ * Legend: B batch, S source length, T target length (time-major arrays as in data/batch.h).
+ */
+#ifndef TRAINER_MODEL_H
+#define TRAINER_MODEL_H
+
+#include "data/batch.h"
+#include "data/spm.h"
+#include "model/params.h"
+#include "model/rnn.h"
+#include "train/config.h"
+
+typedef struct {
+    Config cfg;
+    const Backend *be;
+    Spm *spm;      /* owned */
+    int V;
+    ParamSet ps;
+    RnnModel *rnn;
+    /* backend copies of the current batch */
+    int *d_src, *d_src_len, *d_tgt_in, *d_tgt_out;
+    float *d_src_mask;
+    long capNS, capNT;
+    int capB;
+} Model;
+
+/* Builds the model of cfg over spm (ownership of spm passes to m, also on error): chooses the
+ * backend (train.device), declares and allocates parameters (zero; call model_init_params or
+ * load a checkpoint). Errors: device unavailable, unsupported model or attention, with reason. */
+Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err);
+/* Initialises parameters uniformly in [-0.1, 0.1] from a PRNG seeded by train.seed. */
+void model_init_params(Model *m);
+/* Reserves activations and batch buffers for batches within these bounds (see rnn_reserve). */
+void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
+/* Uploads hb and runs the teacher-forced pass: returns the summed loss (nats) over target
+ * tokens; train != 0 adds dropout (keyed) and accumulates gradients scaled by grad_scale. */
+double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
+                  float grad_scale);
+/* Greedy decoding of hb's sources; out_ids [B * max_T] host (see rnn_greedy). */
+void model_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn);
+void model_free(Model *m);
+
+#endif

@@ -1,0 +1,67 @@
+#include "model/params.h"
+
+#include <string.h>
+
+void params_init_set(ParamSet *ps, const Backend *be) {
+    memset(ps, 0, sizeof *ps);
+    ps->be = be;
+}
+
+void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init, int ndim, int d0,
+                    int d1) {
+    CHECK(ndim == 1 || ndim == 2, "parameters are vectors or matrices");
+    for (int i = 0; i < ps->n; i++) CHECK(strcmp(ps->specs[i].name, name) != 0, name);
+    if (ps->n == ps->cap) {
+        ps->cap = ps->cap ? 2 * ps->cap : 64;
+        ps->specs = xrealloc(ps->specs, sizeof(ParamSpec) * ps->cap);
+    }
+    ParamSpec *s = &ps->specs[ps->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->ndim = ndim;
+    s->shape[0] = d0;
+    s->shape[1] = ndim == 2 ? d1 : 1;
+    s->size = (size_t)d0 * (ndim == 2 ? (size_t)d1 : 1);
+    s->offset = ps->total;
+    /* keep each tensor 16-float aligned (64 bytes) */
+    ps->total += (s->size + 15) / 16 * 16;
+    s->init = init;
+    s->bind = bind;
+}
+
+void params_allocate(ParamSet *ps) {
+    size_t bytes = ps->total * sizeof(float);
+    ps->data = ps->be->alloc(bytes);
+    ps->grad = ps->be->alloc(bytes);
+    ps->m = ps->be->alloc(bytes);
+    ps->v = ps->be->alloc(bytes);
+    for (int i = 0; i < ps->n; i++) {
+        ps->specs[i].bind->w = ps->data + ps->specs[i].offset;
+        ps->specs[i].bind->g = ps->grad + ps->specs[i].offset;
+    }
+}
+
+void params_initialise(ParamSet *ps, Rng *rng, float scale) {
+    float *host = xcalloc(ps->total, sizeof(float));
+    for (int i = 0; i < ps->n; i++) {
+        ParamSpec *s = &ps->specs[i];
+        if (s->init == INIT_UNIFORM)
+            for (size_t j = 0; j < s->size; j++)
+                host[s->offset + j] = (2.0f * rng_uniform(rng) - 1.0f) * scale;
+    }
+    ps->be->upload(ps->data, host, ps->total * sizeof(float));
+    free(host);
+}
+
+void params_zero_grad(ParamSet *ps) { ps->be->zero(ps->grad, ps->total * sizeof(float)); }
+
+void params_free(ParamSet *ps) {
+    if (ps->data) {
+        ps->be->free(ps->data);
+        ps->be->free(ps->grad);
+        ps->be->free(ps->m);
+        ps->be->free(ps->v);
+    }
+    free(ps->specs);
+    memset(ps, 0, sizeof *ps);
+}

@@ -1,0 +1,54 @@
+/* params.h — parameters carved from one table (DESIGN.md §5).
+ *
+ * A model declares each tensor once — name, shape, initialisation — with params_declare(); then
+ * params_allocate() carves parameters, gradients and the Adam moments m and v out of four flat
+ * buffers of the same layout, and binds every declared Param to its slices. The same table drives
+ * initialisation, checkpoint save/load (by name and shape) and the parameter count printed at
+ * start-up; the optimiser and gradient clipping run over the flat buffers.
+ */
+#ifndef TRAINER_PARAMS_H
+#define TRAINER_PARAMS_H
+
+#include "common.h"
+#include "ops/ops.h"
+#include "rng.h"
+
+typedef struct {
+    float *w; /* the parameter, in backend memory */
+    float *g; /* its gradient (same shape), in backend memory */
+} Param;
+
+typedef enum { INIT_UNIFORM, INIT_ZERO } ParamInit;
+
+typedef struct {
+    char name[96];
+    int ndim;
+    int shape[4];
+    size_t offset; /* in floats, into the flat buffers */
+    size_t size;   /* elements */
+    ParamInit init;
+    Param *bind;   /* where the model keeps its pointers */
+} ParamSpec;
+
+typedef struct {
+    ParamSpec *specs;
+    int n, cap;
+    size_t total; /* elements over all parameters */
+    const Backend *be;
+    float *data, *grad, *m, *v; /* [total] each, backend memory */
+} ParamSet;
+
+void params_init_set(ParamSet *ps, const Backend *be);
+/* Declares a parameter of shape dims[0..ndim-1] (ndim 1..4). Names must be unique. */
+void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init, int ndim,
+                    int d0, int d1);
+/* Allocates the four flat buffers (zeroed) and binds every Param. */
+void params_allocate(ParamSet *ps);
+/* Fills parameters by their init rule: uniform in [-scale, scale] (OpenNMT-py's param_init) or
+ * zero, drawing from rng in declaration order (host-generated, then uploaded). */
+void params_initialise(ParamSet *ps, Rng *rng, float scale);
+/* Zeroes the flat gradient buffer. */
+void params_zero_grad(ParamSet *ps);
+void params_free(ParamSet *ps);
+
+#endif

@@ -1,0 +1,145 @@
+/* backend_cpu.c — the CPU backend table: memory, dense algebra (OpenBLAS cblas_sgemm) and the
+ * small element-wise ops. The reference backend (DESIGN.md §2). */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "common.h"
+#include "ops/cpu/cpu_internal.h"
+
+static void *cpu_alloc(size_t bytes) {
+    void *p = NULL;
+    size_t n = (bytes + 63) / 64 * 64;
+    CHECK(posix_memalign(&p, 64, n ? n : 64) == 0, "out of host memory");
+    memset(p, 0, n);
+    return p;
+}
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes) memmove(dst, src, bytes);
+}
+static void cpu_zero(void *p, size_t bytes) {
+    if (bytes) memset(p, 0, bytes);
+}
+static void cpu_sync(void) {}
+
+void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
+                int transB, float alpha, float beta) {
+    if (M == 0 || Nc == 0) return;
+    int lda = transA ? M : K, ldb = transB ? K : Nc;
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, M, Nc, K, alpha, A, lda, B, ldb, beta, C, Nc);
+}
+
+void cpu_bias_forward(float *out, const float *bias, int N, int C) {
+#pragma omp parallel for if ((long)N * C > 65536)
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] += bias[c];
+}
+
+void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
+    /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1 */
+    static const float one = 1.0f;
+    float *ones = NULL;
+    if (N == 0) return;
+    ones = malloc(sizeof(float) * N);
+    CHECK(ones != NULL, "out of memory");
+    for (int n = 0; n < N; n++) ones[n] = one;
+    cblas_sgemv(CblasRowMajor, CblasTrans, N, C, 1.0f, dout, C, ones, 1, 1.0f, dbias, 1);
+    free(ones);
+}
+
+void cpu_axpy(float *y, float a, const float *x, size_t n) {
+#pragma omp parallel for if (n > 262144)
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+void cpu_scale(float *x, float a, size_t n) {
+#pragma omp parallel for if (n > 262144)
+    for (size_t i = 0; i < n; i++) x[i] *= a;
+}
+
+double cpu_sumsq(const float *x, size_t n) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) if (n > 262144)
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
+int cpu_all_finite(const float *x, size_t n) {
+    int ok = 1;
+#pragma omp parallel for reduction(& : ok) if (n > 262144)
+    for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) ? 1 : 0;
+    return ok;
+}
+
+void cpu_concat2_forward(float *out, const float *a, const float *b, int N, int Ca, int Cb) {
+    for (int n = 0; n < N; n++) {
+        memcpy(out + (size_t)n * (Ca + Cb), a + (size_t)n * Ca, sizeof(float) * Ca);
+        memcpy(out + (size_t)n * (Ca + Cb) + Ca, b + (size_t)n * Cb, sizeof(float) * Cb);
+    }
+}
+
+void cpu_concat2_backward(float *da, float *db, const float *dout, int N, int Ca, int Cb) {
+    for (int n = 0; n < N; n++) {
+        const float *row = dout + (size_t)n * (Ca + Cb);
+        if (da)
+            for (int c = 0; c < Ca; c++) da[(size_t)n * Ca + c] += row[c];
+        if (db)
+            for (int c = 0; c < Cb; c++) db[(size_t)n * Cb + c] += row[Ca + c];
+    }
+}
+
+void cpu_transpose01_forward(float *out, const float *inp, int D0, int D1, int C) {
+    for (int i = 0; i < D0; i++)
+        for (int j = 0; j < D1; j++)
+            memcpy(out + ((size_t)j * D0 + i) * C, inp + ((size_t)i * D1 + j) * C,
+                   sizeof(float) * C);
+}
+
+void cpu_transpose01_backward(float *dinp, const float *dout, int D0, int D1, int C) {
+    for (int i = 0; i < D0; i++)
+        for (int j = 0; j < D1; j++) {
+            float *d = dinp + ((size_t)i * D1 + j) * C;
+            const float *s = dout + ((size_t)j * D0 + i) * C;
+            for (int c = 0; c < C; c++) d[c] += s[c];
+        }
+}
+
+static const Backend CPU_BACKEND = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_sync,
+    .matmul = cpu_matmul,
+    .bias_forward = cpu_bias_forward,
+    .bias_backward = cpu_bias_backward,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .sumsq = cpu_sumsq,
+    .all_finite = cpu_all_finite,
+    .concat2_forward = cpu_concat2_forward,
+    .concat2_backward = cpu_concat2_backward,
+    .transpose01_forward = cpu_transpose01_forward,
+    .transpose01_backward = cpu_transpose01_backward,
+    .tanh_forward = cpu_tanh_forward,
+    .tanh_backward = cpu_tanh_backward,
+    .dropout_forward = cpu_dropout_forward,
+    .dropout_backward = cpu_dropout_backward,
+    .embedding_forward = cpu_embedding_forward,
+    .embedding_backward = cpu_embedding_backward,
+    .lstm_cell_forward = cpu_lstm_cell_forward,
+    .lstm_cell_backward = cpu_lstm_cell_backward,
+    .attn_forward = cpu_attn_forward,
+    .attn_backward = cpu_attn_backward,
+    .xent_forward_backward = cpu_xent_forward_backward,
+    .log_softmax = cpu_log_softmax,
+    .argmax = cpu_argmax,
+    .adam_update = cpu_adam_update,
+};
+
+const Backend *backend_cpu(void) { return &CPU_BACKEND; }

@@ -1,0 +1,43 @@
+/* cpu_internal.h — the CPU backend's functions (OpenBLAS + OpenMP), gathered into the table by
+ * backend_cpu.c. Semantics, shapes and sources are documented once, on the table in ops/ops.h. */
+#ifndef TRAINER_CPU_INTERNAL_H
+#define TRAINER_CPU_INTERNAL_H
+#include "ops/ops.h"
+
+void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
+                int transB, float alpha, float beta);
+void cpu_bias_forward(float *out, const float *bias, int N, int C);
+void cpu_bias_backward(float *dbias, const float *dout, int N, int C);
+void cpu_axpy(float *y, float a, const float *x, size_t n);
+void cpu_scale(float *x, float a, size_t n);
+double cpu_sumsq(const float *x, size_t n);
+int cpu_all_finite(const float *x, size_t n);
+void cpu_concat2_forward(float *out, const float *a, const float *b, int N, int Ca, int Cb);
+void cpu_concat2_backward(float *da, float *db, const float *dout, int N, int Ca, int Cb);
+void cpu_transpose01_forward(float *out, const float *inp, int D0, int D1, int C);
+void cpu_transpose01_backward(float *dinp, const float *dout, int D0, int D1, int C);
+void cpu_tanh_forward(float *out, const float *inp, size_t n);
+void cpu_tanh_backward(float *dinp, const float *dout, const float *out, size_t n);
+void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
+                         size_t n);
+void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n);
+void cpu_embedding_forward(float *out, const int *ids, const float *table, int N, int E);
+void cpu_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int E);
+void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev,
+                           const float *c_prev, const float *mask, int B, int H);
+void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
+                            const float *dc, const float *gates, const float *c,
+                            const float *c_prev, const float *mask, int B, int H);
+void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
+                      const int *key_len, float scale, int causal, int B, int Tq, int Tk, int D,
+                      int Dv);
+void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                       const float *k, const float *v, const float *weights, float scale, int B,
+                       int Tq, int Tk, int D, int Dv);
+double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
+                                 int V, float smoothing, int ignore_id, float grad_scale);
+void cpu_log_softmax(float *out, const float *logits, int N, int V);
+void cpu_argmax(int *ids, const float *x, int N, int V);
+void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
+                     float b1, float b2, float eps, int t);
+#endif

@@ -1,0 +1,61 @@
+/* elementwise.c — CPU element-wise ops, embedding and the Adam update (semantics in ops/ops.h). */
+#include <math.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_internal.h"
+#include "rng.h"
+
+void cpu_tanh_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) out[i] = tanhf(inp[i]);
+}
+
+void cpu_tanh_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    /* out = tanh(inp)  →  dinp += dout · (1 − out²) */
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i] * out[i]);
+}
+
+void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
+                         size_t n) {
+    float keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float u = (float)(rng_hash(key, i) >> 8) * (1.0f / 16777216.0f);
+        mask[i] = (p <= 0 || u >= p) ? keep_scale : 0.0f;
+        out[i] = inp[i] * mask[i];
+    }
+}
+
+void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
+    /* out = inp · mask  →  dinp += dout · mask */
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * mask[i];
+}
+
+void cpu_embedding_forward(float *out, const int *ids, const float *table, int N, int E) {
+    for (int n = 0; n < N; n++)
+        memcpy(out + (size_t)n * E, table + (size_t)ids[n] * E, sizeof(float) * E);
+}
+
+void cpu_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int E) {
+    /* out[n] = table[ids[n]]  →  dtable[ids[n]] += dout[n], rows summed in order */
+    for (int n = 0; n < N; n++) {
+        float *d = dtable + (size_t)ids[n] * E;
+        const float *g = dout + (size_t)n * E;
+        for (int e = 0; e < E; e++) d[e] += g[e];
+    }
+}
+
+void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
+                     float b1, float b2, float eps, int t) {
+    float c1 = 1.0f / (1.0f - powf(b1, (float)t));
+    float c2 = 1.0f / (1.0f - powf(b2, (float)t));
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float g = grad[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        param[i] -= lr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps);
+    }
+}

@@ -1,0 +1,56 @@
+/* xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7),
+ * log-softmax and argmax for decoding. Semantics in ops/ops.h. */
+#include <math.h>
+
+#include "ops/cpu/cpu_internal.h"
+
+double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
+                                 int V, float smoothing, int ignore_id, float grad_scale) {
+    double total = 0;
+    float conf = 1.0f - smoothing, uni = smoothing / (float)V;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (int n = 0; n < N; n++) {
+        if (targets[n] == ignore_id) continue;
+        const float *x = logits + (size_t)n * V;
+        float mx = -INFINITY;
+        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        double z = 0, sumx = 0;
+        for (int v = 0; v < V; v++) {
+            z += expf(x[v] - mx);
+            sumx += x[v];
+        }
+        double lse = mx + log(z); /* log Σ exp x */
+        /* loss = −(1−ε) log p_y − (ε/V) Σ_v log p_v, log p_v = x_v − lse */
+        total += -(double)conf * (x[targets[n]] - lse) - (double)uni * (sumx - (double)V * lse);
+        if (dlogits) {
+            float *g = dlogits + (size_t)n * V;
+            float inv = (float)(1.0 / z);
+            for (int v = 0; v < V; v++) g[v] += grad_scale * (expf(x[v] - mx) * inv - uni);
+            g[targets[n]] -= grad_scale * conf;
+        }
+    }
+    return total;
+}
+
+void cpu_log_softmax(float *out, const float *logits, int N, int V) {
+#pragma omp parallel for if ((long)N * V > 65536)
+    for (int n = 0; n < N; n++) {
+        const float *x = logits + (size_t)n * V;
+        float mx = -INFINITY;
+        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        double z = 0;
+        for (int v = 0; v < V; v++) z += expf(x[v] - mx);
+        float lse = mx + (float)log(z);
+        for (int v = 0; v < V; v++) out[(size_t)n * V + v] = x[v] - lse;
+    }
+}
+
+void cpu_argmax(int *ids, const float *x, int N, int V) {
+    for (int n = 0; n < N; n++) {
+        const float *r = x + (size_t)n * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (r[v] > r[best]) best = v;
+        ids[n] = best;
+    }
+}

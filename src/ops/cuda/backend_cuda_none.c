@@ -1,0 +1,11 @@
+/* backend_cuda_none.c — compiled when the build has no CUDA compiler: device = cuda is refused. */
+#include <stdio.h>
+
+#include "ops/ops.h"
+
+const Backend *backend_cuda(char *err_msg, size_t err_len) {
+    snprintf(err_msg, err_len,
+             "this build of trainer has no CUDA backend (nvcc was not found when it was built); "
+             "rebuild on a machine with the CUDA toolkit, or set train.device = cpu");
+    return NULL;
+}

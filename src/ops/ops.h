@@ -1,0 +1,136 @@
+/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair.
+ *
+ *   GRADIENTS ACCUMULATE. Every backward function ADDS (+=) into the gradients it produces, for
+ *   parameters and inputs alike; callers zero gradient buffers when a step begins.
+ *
+ * Conventions (DESIGN.md §3): outputs first, gradients first in backward, then inputs and saved
+ * activations, then dimensions. Tensors are float32, row-major, contiguous, and live wherever the
+ * backend keeps memory (host for cpu, device for cuda): model code never dereferences them.
+ * Integer arrays (token ids, lengths) are int32 and live in backend memory too (uploaded by the
+ * caller). Scalars that must reach the host (a loss, a norm) are return values.
+ *
+ * Shape letters: N rows (any flattened leading dims), C columns, B batch, S source length,
+ * T target length, E embedding, H hidden, V vocabulary, M/K/Nc matrix dims.
+ */
+#ifndef TRAINER_OPS_H
+#define TRAINER_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Backend Backend;
+
+struct Backend {
+    const char *name; /* "cpu" or "cuda" */
+
+    /* ---- memory ---- */
+    void *(*alloc)(size_t bytes);            /* zero-filled; aborts on failure */
+    void (*free)(void *p);
+    void (*upload)(void *dst, const void *src_host, size_t bytes);
+    void (*download)(void *dst_host, const void *src, size_t bytes);
+    void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend */
+    void (*zero)(void *p, size_t bytes);
+    void (*synchronize)(void);
+
+    /* ---- dense algebra ---- */
+    /* C[M,Nc] = alpha * op(A) op(B) + beta * C; op(A) is [M,K] (A stored [K,M] if transA),
+     * op(B) is [K,Nc] (B stored [Nc,K] if transB). cblas_sgemm / cublasSgemm. */
+    void (*matmul)(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
+                   int transB, float alpha, float beta);
+    /* out[N,C] += bias[C] */
+    void (*bias_forward)(float *out, const float *bias, int N, int C);
+    /* dbias[C] += sum_n dout[n,C] */
+    void (*bias_backward)(float *dbias, const float *dout, int N, int C);
+    /* y[n] += a * x[n] */
+    void (*axpy)(float *y, float a, const float *x, size_t n);
+    /* x[n] *= a */
+    void (*scale)(float *x, float a, size_t n);
+    /* returns sum x[n]^2 (accumulated in double) */
+    double (*sumsq)(const float *x, size_t n);
+    /* returns 1 if every element is finite */
+    int (*all_finite)(const float *x, size_t n);
+
+    /* ---- shape ops ---- */
+    /* out[N, Ca+Cb] = [a[N,Ca] | b[N,Cb]] */
+    void (*concat2_forward)(float *out, const float *a, const float *b, int N, int Ca, int Cb);
+    /* da += dout[:, :Ca]; db += dout[:, Ca:] (either may be NULL) */
+    void (*concat2_backward)(float *da, float *db, const float *dout, int N, int Ca, int Cb);
+    /* out[D1,D0,C] = transpose of inp[D0,D1,C] in its first two axes */
+    void (*transpose01_forward)(float *out, const float *inp, int D0, int D1, int C);
+    /* dinp[D0,D1,C] += transpose of dout[D1,D0,C] */
+    void (*transpose01_backward)(float *dinp, const float *dout, int D0, int D1, int C);
+
+    /* ---- element-wise ---- */
+    /* out = tanh(inp) */
+    void (*tanh_forward)(float *out, const float *inp, size_t n);
+    /* dinp += dout * (1 - out^2) */
+    void (*tanh_backward)(float *dinp, const float *dout, const float *out, size_t n);
+    /* Inverted dropout (Srivastava et al. 2014): mask[i] = keep ? 1/(1-p) : 0 drawn from
+     * rng_hash(key, i); out = inp * mask. p = 0 gives out = inp, mask = 1. */
+    void (*dropout_forward)(float *out, float *mask, const float *inp, float p, uint64_t key,
+                            size_t n);
+    /* dinp += dout * mask */
+    void (*dropout_backward)(float *dinp, const float *dout, const float *mask, size_t n);
+
+    /* ---- embedding ---- */
+    /* out[N,E] = table[ids[n], :] */
+    void (*embedding_forward)(float *out, const int *ids, const float *table, int N, int E);
+    /* dtable[ids[n], :] += dout[n, :] (deterministic: rows are summed in order) */
+    void (*embedding_backward)(float *dtable, const float *dout, const int *ids, int N, int E);
+
+    /* ---- LSTM cell (Hochreiter & Schmidhuber 1997; gate order i, f, g, o as in cuDNN) ----
+     * gates[B,4H]: on entry the pre-activations x W_ihᵀ + h_prev W_hhᵀ + b; on return the
+     * activations (σ(i), σ(f), tanh(g), σ(o)), kept for backward.
+     * c = f ⊙ c_prev + i ⊙ g; h = o ⊙ tanh(c). With mask[B] (1 = real step, 0 = padding;
+     * may be NULL) a masked row keeps its state: c = c_prev, h = h_prev. */
+    void (*lstm_cell_forward)(float *h, float *c, float *gates, const float *h_prev,
+                              const float *c_prev, const float *mask, int B, int H);
+    /* Given dh, dc (gradients w.r.t. this step's h and c, complete), writes dgates[B,4H]
+     * (pre-activation gradients; overwritten, not accumulated: it is a temporary) and accumulates
+     * dh_prev (masked rows only: dh passes through), dc_prev. */
+    void (*lstm_cell_backward)(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
+                               const float *dc, const float *gates, const float *c,
+                               const float *c_prev, const float *mask, int B, int H);
+
+    /* ---- attention core: scores materialised (Luong et al. 2015 eq. 7–8; Vaswani et al. 2017
+     * eq. 1) ----
+     * out[B,Tq,Dv] = softmax(scale · q kᵀ + mask) v, with weights[B,Tq,Tk] saved.
+     * q[B,Tq,D], k[B,Tk,D], v[B,Tk,Dv]; key_len[B]: keys at positions >= key_len[b] get weight 0
+     * (-inf score); causal: key s > query t + (Tk - Tq) is masked. A fully masked row yields
+     * zero weights and zero output. */
+    void (*attn_forward)(float *out, float *weights, const float *q, const float *k,
+                         const float *v, const int *key_len, float scale, int causal, int B,
+                         int Tq, int Tk, int D, int Dv);
+    /* dq, dk, dv accumulate (each may be NULL). */
+    void (*attn_backward)(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                          const float *k, const float *v, const float *weights, float scale,
+                          int B, int Tq, int Tk, int D, int Dv);
+
+    /* ---- output layer ----
+     * Fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7):
+     * target distribution (1-ε) one-hot + ε/V uniform; rows whose target == ignore_id add
+     * nothing. Returns the summed loss over counted rows (nats) and, when dlogits != NULL,
+     * ADDS grad_scale * d(loss)/d(logits) into dlogits[N,V]. logits[N,V], targets[N]. */
+    double (*xent_forward_backward)(float *dlogits, const float *logits, const int *targets,
+                                    int N, int V, float smoothing, int ignore_id,
+                                    float grad_scale);
+    /* out[N,V] = log_softmax(logits) row-wise (for decoding). */
+    void (*log_softmax)(float *out, const float *logits, int N, int V);
+    /* ids[N] = argmax_v x[n, v] (first on ties). */
+    void (*argmax)(int *ids, const float *x, int N, int V);
+
+    /* ---- optimiser (Kingma & Ba 2015, Algorithm 1, bias-corrected) ----
+     * Over n parameters: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+     * p -= lr · (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps); t >= 1. */
+    void (*adam_update)(float *param, const float *grad, float *m, float *v, size_t n, float lr,
+                        float b1, float b2, float eps, int t);
+};
+
+/* The CPU backend (OpenBLAS + OpenMP): always present; the reference. */
+const Backend *backend_cpu(void);
+
+/* The CUDA backend, or NULL with a message in err_msg (size err_len) when the build has no CUDA
+ * or no device is present. */
+const Backend *backend_cuda(char *err_msg, size_t err_len);
+
+#endif

@@ -1,0 +1,37 @@
+/* rng.h — the one seeded PRNG of the program (DESIGN.md §8): PCG32 (O'Neill 2014, "PCG: A Family
+ * of Simple Fast Space-Efficient Statistically Good Algorithms for Random Number Generation",
+ * the XSH-RR 64/32 member). Used for initialisation and shuffling; its state is saved in
+ * checkpoints. Dropout uses rng_hash (a counter-based stream keyed by seed and step) so that any
+ * backend, the GPU included, draws the same masks without sharing this state. */
+#ifndef TRAINER_RNG_H
+#define TRAINER_RNG_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint64_t state;
+    uint64_t inc; /* odd */
+} Rng;
+
+/* Seeds the generator (seed: any 64-bit value; stream: selects one of 2^63 sequences). */
+void rng_seed(Rng *r, uint64_t seed, uint64_t stream);
+/* Next uniform 32-bit integer. */
+uint32_t rng_u32(Rng *r);
+/* Uniform float in [0, 1) with 24 random bits. */
+float rng_uniform(Rng *r);
+/* Uniform integer in [0, n), n > 0, without modulo bias. */
+uint32_t rng_below(Rng *r, uint32_t n);
+/* Standard normal (Box–Muller). */
+float rng_normal(Rng *r);
+
+/* Counter-based hash: a uniform 32-bit value from (key, counter) (SplitMix64 finaliser,
+ * Steele et al. 2014). Pure function: the same inputs give the same output on every backend. */
+static inline uint32_t rng_hash(uint64_t key, uint64_t counter) {
+    uint64_t z = key + 0x9E3779B97F4A7C15ull * (counter + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint32_t)(z >> 32);
+}
+
+#endif

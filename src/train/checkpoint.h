@@ -1,0 +1,36 @@
+/* checkpoint.h — self-contained training checkpoints (DESIGN.md §7) on top of ckptfile.
+ *
+ * A checkpoint holds: the config text it was trained with ("config"), the SentencePiece model
+ * ("spm"), every parameter ("param/<name>") and its Adam moments ("adam_m/<name>",
+ * "adam_v/<name>") with their shapes, and the training state ("train_state": step, epoch, batch
+ * position in the epoch, the epoch's shuffling RNG, the Adam step, learning-rate scale, best
+ * validation BLEU, epochs without improvement, elapsed seconds). Written atomically and verified
+ * (ckpt_write_atomic); loading checks every tensor's name and shape against the model built from
+ * the stored config and refuses a missing, extra or misshapen tensor or a non-finite value.
+ */
+#ifndef TRAINER_CHECKPOINT_H
+#define TRAINER_CHECKPOINT_H
+
+#include "model/model.h"
+#include "rng.h"
+
+typedef struct {
+    long step;            /* optimizer steps done */
+    int epoch;            /* current epoch, 1-based */
+    long batch_in_epoch;  /* batches of this epoch already done */
+    Rng epoch_rng;        /* the shuffling RNG as it was before this epoch's plan */
+    int adam_t;           /* Adam's step counter */
+    double lr_scale;      /* plateau decay factor so far (1, lr_decay, lr_decay², ...) */
+    double best_bleu;     /* best validation BLEU so far (-1 = none yet) */
+    int bad_epochs;       /* epochs since the best */
+    double elapsed;       /* training seconds so far */
+} TrainState;
+
+/* Saves model parameters, Adam moments, config, SentencePiece model and st to path atomically.
+ * Errors: I/O (path and strerror), or a non-finite parameter (nothing is written). */
+Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err);
+/* Loads path into a new model (built on cfg_override's device if non-NULL) and st (may be NULL).
+ * All-or-nothing: on error m is left empty. Errors name the file and what was wrong. */
+Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
+
+#endif

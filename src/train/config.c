@@ -1,0 +1,688 @@
+/* config.c — strict INI parser driven by one table of keys (see config.h for the grammar). */
+#include "train/config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *const model_type_names[2] = {"rnn", "transformer"};
+const char *const cell_type_names[2] = {"lstm", "gru"};
+const char *const device_type_names[2] = {"cpu", "cuda"};
+
+static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
+                  sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int),
+              "enum fields are written through int *");
+static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a range up to 1e15");
+
+/* ---------------------------------------------------------------------------------------------
+ * The table: every key, once.
+ * ------------------------------------------------------------------------------------------- */
+typedef enum { T_INT, T_LONG, T_U64, T_FLOAT, T_BOOL, T_ENUM, T_STR } KeyType;
+static const char *const type_names[] = {"int", "int", "uint64", "float", "bool", "enum", "string"};
+
+typedef struct {
+    const char *section, *key;
+    KeyType type;
+    size_t off, size;            /* field offset and size in Config */
+    const char *def;             /* default, as it would be written in a file */
+    double lo, hi;               /* numeric range (T_INT, T_LONG, T_FLOAT) */
+    bool lo_open, hi_open;       /* exclusive bounds (T_FLOAT) */
+    const char *const *names;    /* T_ENUM: valid names, indexed by the enum value */
+    int n_names;
+    const char *help;
+} KeyDef;
+
+#define FIELD(f) offsetof(Config, f), sizeof(((Config *)0)->f)
+#define NAMES(a) a, (int)(sizeof a / sizeof a[0])
+#define K_INT(s, k, f, d, lo, hi, h) {s, k, T_INT, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h}
+#define K_LONG(s, k, f, d, lo, hi, h) {s, k, T_LONG, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h}
+#define K_U64(s, k, f, d, h) {s, k, T_U64, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
+#define K_FLT(s, k, f, d, lo, lo_open, hi, hi_open, h) \
+    {s, k, T_FLOAT, FIELD(f), d, lo, hi, lo_open, hi_open, NULL, 0, h}
+#define K_BOOL(s, k, f, d, h) {s, k, T_BOOL, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
+#define K_ENUM(s, k, f, d, names, h) {s, k, T_ENUM, FIELD(f), d, 0, 0, 0, 0, NAMES(names), h}
+#define K_STR(s, k, f, d, h) {s, k, T_STR, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
+
+static const KeyDef keys[] = {
+    K_STR("run", "name", name, "default",
+          "run name; config_load sets it from the file name unless given; names checkpoints/<name>"),
+
+    K_ENUM("model", "type", model_type, "rnn", model_type_names, "model family"),
+    K_ENUM("model", "cell", cell, "lstm", cell_type_names, "recurrent cell (rnn only)"),
+    K_ENUM("model", "attention", attention, "luong_general", attention_kind_names,
+           "attention kind (RNN decoder attention, or Transformer self/cross attention)"),
+    K_INT("model", "emb", emb, "256", 1, 65536, "embedding size E"),
+    K_INT("model", "hidden", hidden, "512", 2, 65536,
+          "decoder hidden size H; the bidirectional encoder uses H/2 per direction (even)"),
+    K_INT("model", "enc_layers", enc_layers, "1", 1, 16, "encoder layers"),
+    K_INT("model", "dec_layers", dec_layers, "1", 1, 16, "decoder layers"),
+    K_FLT("model", "dropout", dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
+    K_BOOL("model", "input_feeding", input_feeding, "true",
+           "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
+
+    K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
+    K_STR("data", "train_tgt", train_tgt, "data/multi30k/train.en.gz", "training target text"),
+    K_STR("data", "val_src", val_src, "data/multi30k/val.de.gz", "validation source text"),
+    K_STR("data", "val_tgt", val_tgt, "data/multi30k/val.en.gz", "validation target text"),
+    K_STR("data", "test_src", test_src, "data/multi30k/test_2016_flickr.de.gz",
+          "test source text (empty with test_tgt: no test set)"),
+    K_STR("data", "test_tgt", test_tgt, "data/multi30k/test_2016_flickr.en.gz",
+          "test target text"),
+    K_INT("data", "vocab_size", vocab_size, "8000", 100, 1000000,
+          "joint SentencePiece vocabulary size"),
+    K_INT("data", "max_len", max_len, "100", 1, 100000,
+          "max subword tokens per side of a training pair; longer pairs are skipped"),
+    K_INT("data", "max_line_bytes", max_line_bytes, "1000", 1, 1 << 20,
+          "raw lines longer than this are skipped"),
+    K_STR("data", "cache_dir", cache_dir, "data/cache", "folder for tokenized data and models"),
+
+    K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend"),
+    K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
+    K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most"),
+    K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
+    K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
+          "source+target tokens per batch (>= 2 * data.max_len)"),
+    K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)"),
+    K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps"),
+    K_FLT("train", "lr_decay", lr_decay, "0.5", 0, 1, 1, 0,
+          "lr factor when validation BLEU does not improve"),
+    K_FLT("train", "min_lr", min_lr, "1e-5", 0, 0, 10, 0, "learning-rate floor (<= lr)"),
+    K_FLT("train", "adam_beta1", adam_beta1, "0.9", 0, 0, 1, 1, "Adam beta1"),
+    K_FLT("train", "adam_beta2", adam_beta2, "0.999", 0, 0, 1, 1, "Adam beta2"),
+    K_FLT("train", "adam_eps", adam_eps, "1e-8", 0, 1, 1, 0, "Adam epsilon"),
+    K_FLT("train", "clip_norm", clip_norm, "5", 0, 0, 1e6, 0,
+          "clip the global gradient norm to this; 0 = off"),
+    K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing"),
+    K_INT("train", "patience", patience, "5", 0, 1000000,
+          "epochs without val BLEU improvement before stopping; 0 = never stop early"),
+    K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines"),
+    K_INT("train", "save_every", save_every, "500", 0, 1000000000,
+          "steps between checkpoints (also one per epoch end); 0 = epoch ends only"),
+    K_STR("train", "save_dir", save_dir, "", "checkpoint folder; empty = checkpoints/<name>"),
+    K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores"),
+    K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
+          "validation sentences used; 0 = all"),
+};
+enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
+static const char *const sections[] = {"run", "model", "data", "train"};
+enum { N_SECTIONS = (int)(sizeof sections / sizeof sections[0]) };
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------------------------- */
+#define FLD(c, k, T) ((T *)((char *)(c) + (k)->off))
+#define CFLD(c, k, T) ((const T *)((const char *)(c) + (k)->off))
+
+static int find_section(const char *s) {
+    for (int i = 0; i < N_SECTIONS; i++)
+        if (strcmp(s, sections[i]) == 0) return i;
+    return -1;
+}
+
+static const KeyDef *find_key(const char *section, const char *key) {
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].key, key) == 0) return &keys[i];
+    return NULL;
+}
+
+/* Appends formatted text to buf[n] (always NUL-terminated, silently truncated). */
+static void cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t n, const char *fmt, ...) {
+    size_t len = strlen(buf);
+    if (len + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+static void list_names(const KeyDef *k, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < k->n_names; i++) cat(buf, n, "%s%s", i ? ", " : "", k->names[i]);
+}
+
+static void list_keys(const char *section, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].section, section) == 0)
+            cat(buf, n, "%s%s", buf[0] ? ", " : "", keys[i].key);
+}
+
+static void list_sections(char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < N_SECTIONS; i++) cat(buf, n, "%s[%s]", i ? ", " : "", sections[i]);
+}
+
+/* "[1, 65536]", "[0, 1)", "0..18446744073709551615" — the accepted values of a number key. */
+static void range_text(const KeyDef *k, char *buf, size_t n) {
+    if (k->type == T_U64)
+        snprintf(buf, n, "[0, %llu]", (unsigned long long)UINT64_MAX);
+    else
+        snprintf(buf, n, "%c%.16g, %.16g%c", k->lo_open ? '(' : '[', k->lo, k->hi,
+                 k->hi_open ? ')' : ']');
+}
+
+static bool in_range(const KeyDef *k, double v) {
+    return (k->lo_open ? v > k->lo : v >= k->lo) && (k->hi_open ? v < k->hi : v <= k->hi);
+}
+
+/* Echo of user text for messages: at most 60 bytes, marked when cut. */
+static const char *echo(const char *s, char *buf, size_t n) {
+    snprintf(buf, n, "%.60s%s", s, strlen(s) > 60 ? "..." : "");
+    return buf;
+}
+
+static bool is_int_text(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    if (!*s) return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return false;
+    return true;
+}
+
+/* Shortest %.Ng (N <= 9) that reads back as exactly v. */
+static void format_float(float v, char *buf, size_t n) {
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, n, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) return;
+    }
+}
+
+/* Writes the value of key k in c as file text (strings unquoted). */
+static void value_text(const Config *c, const KeyDef *k, char *buf, size_t n) {
+    switch (k->type) {
+    case T_INT: snprintf(buf, n, "%d", *CFLD(c, k, int)); break;
+    case T_LONG: snprintf(buf, n, "%ld", *CFLD(c, k, long)); break;
+    case T_U64: snprintf(buf, n, "%llu", (unsigned long long)*CFLD(c, k, uint64_t)); break;
+    case T_FLOAT: format_float(*CFLD(c, k, float), buf, n); break;
+    case T_BOOL: snprintf(buf, n, "%s", *CFLD(c, k, int) ? "true" : "false"); break;
+    case T_ENUM: {
+        int v = *CFLD(c, k, int);
+        snprintf(buf, n, "%s", v >= 0 && v < k->n_names ? k->names[v] : "?");
+        break;
+    }
+    case T_STR: snprintf(buf, n, "%s", CFLD(c, k, char)); break;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The one setter: parses the text of a value (already trimmed) into the field of key k.
+ * where: "FILE:LINE" or "--set section.key", the head of every message.
+ * ------------------------------------------------------------------------------------------- */
+static Status set_value(Config *c, const KeyDef *k, const char *val, const char *where, Err *err) {
+    char range[96], names[512], e[80];
+    size_t len = strlen(val);
+    bool quoted = len > 0 && val[0] == '"';
+    if (k->type != T_STR && quoted)
+        return err_set(err, "%s: %s.%s = %s: quotes are only for string values; write the value "
+                       "without quotes", where, k->section, k->key, echo(val, e, sizeof e));
+    if (k->type != T_STR && len == 0)
+        return err_set(err, "%s: %s.%s has an empty value; write a value or remove the line to "
+                       "keep the default %s", where, k->section, k->key, k->def);
+    range_text(k, range, sizeof range);
+    const char *hint = (strchr(val, '#') || strchr(val, ';'))
+                           ? " (comments must be on a line of their own)" : "";
+
+    switch (k->type) {
+    case T_INT:
+    case T_LONG: {
+        if (!is_int_text(val))
+            return err_set(err, "%s: %s.%s = %s is not a whole number%s; write an integer in %s",
+                           where, k->section, k->key, echo(val, e, sizeof e), hint, range);
+        errno = 0;
+        long long v = strtoll(val, NULL, 10);
+        if (errno == ERANGE || !in_range(k, (double)v))
+            return err_set(err, "%s: %s.%s = %s is out of range; write an integer in %s", where,
+                           k->section, k->key, echo(val, e, sizeof e), range);
+        if (k->type == T_INT) *FLD(c, k, int) = (int)v;
+        else *FLD(c, k, long) = (long)v;
+        return STATUS_OK;
+    }
+    case T_U64: {
+        if (!is_int_text(val) || val[0] == '-')
+            return err_set(err, "%s: %s.%s = %s is not a non-negative whole number%s; write an "
+                           "integer in %s", where, k->section, k->key, echo(val, e, sizeof e),
+                           hint, range);
+        errno = 0;
+        unsigned long long v = strtoull(val, NULL, 10);
+        if (errno == ERANGE)
+            return err_set(err, "%s: %s.%s = %s is out of range; write an integer in %s", where,
+                           k->section, k->key, echo(val, e, sizeof e), range);
+        *FLD(c, k, uint64_t) = (uint64_t)v;
+        return STATUS_OK;
+    }
+    case T_FLOAT: {
+        const char *s = val + (val[0] == '+' || val[0] == '-');
+        if (strncasecmp(s, "nan", 3) == 0 || strncasecmp(s, "inf", 3) == 0)
+            return err_set(err, "%s: %s.%s = %s: NaN and infinity are not allowed; write a finite "
+                           "number in %s", where, k->section, k->key, echo(val, e, sizeof e),
+                           range);
+        bool digit = false, ok = true;
+        for (const char *p = val; *p; p++) {
+            if (*p >= '0' && *p <= '9') digit = true;
+            else if (!strchr("+-.eE", *p)) ok = false;
+        }
+        char *end = NULL;
+        errno = 0;
+        float v = ok && digit ? strtof(val, &end) : 0.0f;
+        if (!ok || !digit || end == val || *end != 0)
+            return err_set(err, "%s: %s.%s = %s is not a number%s; write a decimal number in %s",
+                           where, k->section, k->key, echo(val, e, sizeof e), hint, range);
+        if (errno == ERANGE || !isfinite(v) || !in_range(k, (double)v))
+            return err_set(err, "%s: %s.%s = %s is out of range; write a number in %s", where,
+                           k->section, k->key, echo(val, e, sizeof e), range);
+        *FLD(c, k, float) = v;
+        return STATUS_OK;
+    }
+    case T_BOOL: {
+        static const char *const t[] = {"true", "yes", "on", "1"}, *const f[] = {"false", "no",
+                                                                                 "off", "0"};
+        for (int i = 0; i < 4; i++) {
+            if (strcasecmp(val, t[i]) == 0) { *FLD(c, k, int) = 1; return STATUS_OK; }
+            if (strcasecmp(val, f[i]) == 0) { *FLD(c, k, int) = 0; return STATUS_OK; }
+        }
+        return err_set(err, "%s: %s.%s = %s is not a bool%s; write true or false (also yes/no, "
+                       "on/off, 1/0)", where, k->section, k->key, echo(val, e, sizeof e), hint);
+    }
+    case T_ENUM:
+        for (int i = 0; i < k->n_names; i++)
+            if (strcmp(val, k->names[i]) == 0) { *FLD(c, k, int) = i; return STATUS_OK; }
+        list_names(k, names, sizeof names);
+        return err_set(err, "%s: %s.%s = %s is not a valid name%s; write one of: %s", where,
+                       k->section, k->key, echo(val, e, sizeof e), hint, names);
+    case T_STR: {
+        if (quoted) {
+            if (len < 2 || val[len - 1] != '"')
+                return err_set(err, "%s: %s.%s = %s: unterminated quote; end the value with '\"' "
+                               "or remove the opening quote", where, k->section, k->key,
+                               echo(val, e, sizeof e));
+            val++;
+            len -= 2;
+        } else {
+            for (size_t i = 1; i < len; i++)
+                if ((val[i] == '#' || val[i] == ';') && (val[i - 1] == ' ' || val[i - 1] == '\t'))
+                    return err_set(err, "%s: %s.%s = %s looks like it has a trailing comment; "
+                                   "comments must be on a line of their own (quote the value if "
+                                   "the '%c' belongs to it)", where, k->section, k->key,
+                                   echo(val, e, sizeof e), val[i]);
+        }
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)val[i] < 0x20 || val[i] == 0x7f)
+                return err_set(err, "%s: %s.%s contains control character 0x%02x; remove it",
+                               where, k->section, k->key, (unsigned char)val[i]);
+        if (len >= k->size)
+            return err_set(err, "%s: %s.%s is %zu bytes long, over the %zu-byte limit; use a "
+                           "shorter value", where, k->section, k->key, len, k->size - 1);
+        char *dst = FLD(c, k, char);
+        memset(dst, 0, k->size);
+        memcpy(dst, val, len);
+        return STATUS_OK;
+    }
+    }
+    return err_set(err, "%s: internal error: bad key type", where);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Defaults
+ * ------------------------------------------------------------------------------------------- */
+void config_defaults(Config *c) {
+    static const size_t type_size[] = {sizeof(int), sizeof(long), sizeof(uint64_t), sizeof(float),
+                                       sizeof(int), sizeof(int), 0};
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeyDef *k = &keys[i];
+        CHECK(k->type == T_STR || k->size == type_size[k->type],
+              "config table: a key's type does not match its Config field");
+        CHECK(find_section(k->section) >= 0, "config table: section missing from sections[]");
+        Err err;
+        if (set_value(c, k, k->def, "default", &err) != STATUS_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            CHECK(0, "config table: a default does not parse");
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The parser
+ * ------------------------------------------------------------------------------------------- */
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
+    return s;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+static Status parse_text(Config *c, const char *text, size_t n, const char *src, Err *err) {
+    char line[CONFIG_MAX_LINE + 1], where[512 + 32], e[80], list[1024];
+    int key_line[N_KEYS] = {0}, section_line[N_SECTIONS] = {0};
+    int section = -1;
+    const char *p = text, *end = text + n;
+    if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3; /* byte-order mark */
+
+    for (int lineno = 1; p < end; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        const char *next = nl ? nl + 1 : end;
+        snprintf(where, sizeof where, "%.512s:%d", src, lineno);
+        if (len > 0 && p[len - 1] == '\r') len--;
+        if (len > CONFIG_MAX_LINE)
+            return err_set(err, "%s: line is %zu bytes long, over the %d-byte limit; shorten it "
+                           "(long lines are refused, never split)", where, len, CONFIG_MAX_LINE);
+        for (size_t i = 0; i < len;) {
+            unsigned char ch = (unsigned char)p[i];
+            if (ch == 0)
+                return err_set(err, "%s: NUL byte at column %zu; a config file is plain text, "
+                               "remove it", where, i + 1);
+            if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+                return err_set(err, "%s: control character 0x%02x at column %zu; remove it",
+                               where, ch, i + 1);
+            size_t u = utf8_len((const unsigned char *)p + i, len - i);
+            if (u == 0)
+                return err_set(err, "%s: invalid UTF-8 at column %zu; save the file as UTF-8",
+                               where, i + 1);
+            i += u;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p = next;
+
+        char *s = trim(line);
+        if (*s == 0 || *s == '#' || *s == ';') continue;
+
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (!close)
+                return err_set(err, "%s: unclosed section header %s; write [section]", where,
+                               echo(s, e, sizeof e));
+            if (*trim(close + 1))
+                return err_set(err, "%s: text after the section header: %s; put only [section] "
+                               "on the line (comments go on their own line)", where,
+                               echo(close + 1, e, sizeof e));
+            *close = 0;
+            char *name = trim(s + 1);
+            section = find_section(name);
+            list_sections(list, sizeof list);
+            if (section < 0)
+                return err_set(err, "%s: unknown section [%s]; valid sections: %s", where,
+                               echo(name, e, sizeof e), list);
+            if (section_line[section])
+                return err_set(err, "%s: section [%s] appears again (first at line %d); merge the "
+                               "two", where, name, section_line[section]);
+            section_line[section] = lineno;
+            continue;
+        }
+
+        char *eq = strchr(s, '=');
+        if (!eq)
+            return err_set(err, "%s: expected 'key = value', '[section]' or a '#' comment, got "
+                           "%s; add '= value' or comment the line out", where,
+                           echo(s, e, sizeof e));
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        if (!*key)
+            return err_set(err, "%s: missing key before '='; write key = value", where);
+        if (section < 0)
+            return err_set(err, "%s: key '%s' is outside any section; put it under a [section] "
+                           "header", where, echo(key, e, sizeof e));
+        const KeyDef *k = find_key(sections[section], key);
+        if (!k) {
+            list_keys(sections[section], list, sizeof list);
+            const char *other = NULL;
+            for (int i = 0; i < N_KEYS && !other; i++)
+                if (strcmp(keys[i].key, key) == 0) other = keys[i].section;
+            char hint[160] = "";
+            if (other) snprintf(hint, sizeof hint, " (%s is a key of [%s])", key, other);
+            return err_set(err, "%s: unknown key '%s' in [%s]%s; valid keys: %s", where,
+                           echo(key, e, sizeof e), sections[section], hint, list);
+        }
+        int ki = (int)(k - keys);
+        if (key_line[ki])
+            return err_set(err, "%s: duplicate key %s.%s (first at line %d); keep one", where,
+                           k->section, k->key, key_line[ki]);
+        key_line[ki] = lineno;
+        if (set_value(c, k, val, where, err) != STATUS_OK) return STATUS_ERR;
+    }
+    return STATUS_OK;
+}
+
+Status config_load_string(Config *c, const char *text, const char *source_name, Err *err) {
+    config_defaults(c);
+    return parse_text(c, text, strlen(text), source_name ? source_name : "<string>", err);
+}
+
+Status config_load(Config *c, const char *path, Err *err) {
+    Status st = STATUS_ERR;
+    char *buf = NULL;
+    size_t n = 0;
+    config_defaults(c);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        err_set(err, "%s: cannot open config file: %s; check the path", path, strerror(errno));
+        goto cleanup;
+    }
+    buf = xmalloc(CONFIG_MAX_FILE + 1);
+    n = fread(buf, 1, CONFIG_MAX_FILE + 1, f);
+    if (ferror(f)) {
+        err_set(err, "%s: cannot read config file: %s; check that it is a readable file", path,
+                strerror(errno));
+        goto cleanup;
+    }
+    if (n > CONFIG_MAX_FILE) {
+        err_set(err, "%s: config file is over %d bytes; is this the right file?", path,
+                CONFIG_MAX_FILE);
+        goto cleanup;
+    }
+    /* Name from the path: basename without ".ini"; the file's run.name (if any) overrides it. */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t blen = strlen(base);
+    if (blen > 4 && strcmp(base + blen - 4, ".ini") == 0) blen -= 4;
+    if (blen >= sizeof c->name) {
+        err_set(err, "%s: file name is too long for a run name (max %zu bytes); rename the file "
+                "or set run.name", path, sizeof c->name - 1);
+        goto cleanup;
+    }
+    memset(c->name, 0, sizeof c->name);
+    memcpy(c->name, base, blen);
+    st = parse_text(c, buf, n, path, err);
+cleanup:
+    if (f) fclose(f);
+    free(buf);
+    return st;
+}
+
+Status config_set(Config *c, const char *assignment, Err *err) {
+    char buf[CONFIG_MAX_LINE + 1], where[600], e[80], e2[80];
+    if (strlen(assignment) > CONFIG_MAX_LINE)
+        return err_set(err, "--set: argument is over %d bytes; shorten it", CONFIG_MAX_LINE);
+    strcpy(buf, assignment);
+    char *eq = strchr(buf, '=');
+    if (!eq)
+        return err_set(err, "--set %s: expected section.key=value; add '=value'",
+                       echo(assignment, e, sizeof e));
+    *eq = 0;
+    char *name = trim(buf), *val = trim(eq + 1);
+    char *dot = strchr(name, '.');
+    char list[1024];
+    if (!dot)
+        return err_set(err, "--set %s: expected section.key=value (e.g. train.lr=0.001); name the "
+                       "section", echo(assignment, e, sizeof e));
+    *dot = 0;
+    const char *sec = name, *key = dot + 1;
+    if (find_section(sec) < 0) {
+        list_sections(list, sizeof list);
+        return err_set(err, "--set %s.%s: unknown section [%s]; valid sections: %s",
+                       echo(sec, e, sizeof e), echo(key, e2, sizeof e2), e, list);
+    }
+    const KeyDef *k = find_key(sec, key);
+    if (!k) {
+        list_keys(sec, list, sizeof list);
+        return err_set(err, "--set %s.%s: unknown key '%s' in [%s]; valid keys: %s", sec,
+                       echo(key, e, sizeof e), e, sec, list);
+    }
+    snprintf(where, sizeof where, "--set %s.%s", k->section, k->key);
+    return set_value(c, k, val, where, err);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Validation
+ * ------------------------------------------------------------------------------------------- */
+Status config_validate(const Config *c, Err *err) {
+    char range[96];
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeyDef *k = &keys[i];
+        bool ok = true;
+        switch (k->type) {
+        case T_INT: ok = in_range(k, *CFLD(c, k, int)); break;
+        case T_LONG: ok = in_range(k, (double)*CFLD(c, k, long)); break;
+        case T_FLOAT: ok = isfinite(*CFLD(c, k, float)) && in_range(k, *CFLD(c, k, float)); break;
+        case T_BOOL: ok = *CFLD(c, k, int) == 0 || *CFLD(c, k, int) == 1; break;
+        case T_ENUM: ok = *CFLD(c, k, int) >= 0 && *CFLD(c, k, int) < k->n_names; break;
+        case T_STR: ok = memchr(CFLD(c, k, char), 0, k->size) != NULL; break;
+        case T_U64: break;
+        }
+        if (!ok) {
+            range_text(k, range, sizeof range);
+            return err_set(err, "config %s: %s.%s holds an invalid value; set it within %s",
+                           c->name, k->section, k->key,
+                           k->type == T_INT || k->type == T_LONG || k->type == T_FLOAT
+                               ? range : "its valid values");
+        }
+    }
+    const char *nm = c->name;
+    bool name_ok = nm[0] && strcmp(nm, ".") && strcmp(nm, "..");
+    for (const char *q = nm; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
+              *q == '.' || *q == '_' || *q == '-'))
+            name_ok = false;
+    if (!name_ok)
+        return err_set(err, "config: run.name '%s' cannot name a folder; use letters, digits, "
+                       "'.', '_' or '-' (rename the file or set run.name)", nm);
+#define RULE(cond, ...) \
+    do { if (!(cond)) return err_set(err, __VA_ARGS__); } while (0)
+    RULE(c->model_type != MODEL_RNN || c->hidden % 2 == 0,
+         "config %s: model.hidden = %d is odd, but the bidirectional encoder uses hidden/2 per "
+         "direction; set an even model.hidden", nm, c->hidden);
+    RULE(c->model_type != MODEL_TRANSFORMER || c->attention != ATTN_NONE,
+         "config %s: model.type = transformer needs an attention; set model.attention (e.g. sdp)",
+         nm);
+    RULE(!(c->model_type == MODEL_RNN && c->input_feeding && c->attention == ATTN_NONE),
+         "config %s: model.input_feeding = true needs an attention, but model.attention = none; "
+         "set model.input_feeding = false or choose an attention", nm);
+    RULE(c->min_lr <= c->lr,
+         "config %s: train.min_lr = %g is above train.lr = %g; lower train.min_lr", nm,
+         (double)c->min_lr, (double)c->lr);
+    RULE((long long)c->batch_tokens >= 2LL * c->max_len,
+         "config %s: train.batch_tokens = %d cannot hold one pair of data.max_len = %d tokens per "
+         "side; set train.batch_tokens >= %lld or lower data.max_len", nm, c->batch_tokens,
+         c->max_len, 2LL * c->max_len);
+    RULE(c->train_src[0] && c->train_tgt[0] && c->val_src[0] && c->val_tgt[0],
+         "config %s: data.train_src, train_tgt, val_src and val_tgt must all be set; give the "
+         "missing paths", nm);
+    RULE(!c->test_src[0] == !c->test_tgt[0],
+         "config %s: data.test_src and data.test_tgt must both be set or both be empty", nm);
+#undef RULE
+    return STATUS_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Output
+ * ------------------------------------------------------------------------------------------- */
+char *config_to_ini(const Config *c) {
+    size_t cap = 4096, len = 0;
+    char *out = xmalloc(cap), val[1100];
+    out[0] = 0;
+    for (int s = 0; s < N_SECTIONS; s++) {
+        size_t need = 64;
+        for (int i = 0; i < N_KEYS; i++) need += 64 + keys[i].size;
+        if (len + need > cap) out = xrealloc(out, cap = 2 * (len + need));
+        len += (size_t)snprintf(out + len, cap - len, "%s[%s]\n", s ? "\n" : "", sections[s]);
+        for (int i = 0; i < N_KEYS; i++) {
+            const KeyDef *k = &keys[i];
+            if (strcmp(k->section, sections[s]) != 0) continue;
+            value_text(c, k, val, sizeof val);
+            const char *q = k->type == T_STR ? "\"" : "";
+            len += (size_t)snprintf(out + len, cap - len, "%s = %s%s%s\n", k->key, q, val, q);
+        }
+    }
+    return out;
+}
+
+void config_print_keys(FILE *f) {
+    char extra[600];
+    fprintf(f, "Config keys (INI file sections; override with --set section.key=value):\n");
+    for (int s = 0; s < N_SECTIONS; s++) {
+        fprintf(f, "\n[%s]\n", sections[s]);
+        for (int i = 0; i < N_KEYS; i++) {
+            const KeyDef *k = &keys[i];
+            if (strcmp(k->section, sections[s]) != 0) continue;
+            extra[0] = 0;
+            if (k->type == T_ENUM) {
+                char names[512];
+                list_names(k, names, sizeof names);
+                snprintf(extra, sizeof extra, "; one of: %s", names);
+            } else if (k->type == T_INT || k->type == T_LONG || k->type == T_FLOAT) {
+                char range[96];
+                range_text(k, range, sizeof range);
+                snprintf(extra, sizeof extra, "; range %s", range);
+            }
+            char full[64];
+            snprintf(full, sizeof full, "%s.%s", k->section, k->key);
+            fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s\n", full, type_names[k->type], k->type == T_STR ? "\"" : "", k->def,
+                    k->type == T_STR ? "\"" : "", extra, k->help);
+        }
+    }
+}
+
+const char *config_save_dir(const Config *c, char *buf, size_t n) {
+    if (c->save_dir[0]) snprintf(buf, n, "%s", c->save_dir);
+    else snprintf(buf, n, "checkpoints/%s", c->name);
+    return buf;
+}
+
+int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
+    int count = 0;
+    char va[1100], vb[1100];
+    if (buf && n) buf[0] = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeyDef *k = &keys[i];
+        bool same = k->type == T_STR ? strcmp(CFLD(a, k, char), CFLD(b, k, char)) == 0
+                                     : memcmp(CFLD(a, k, char), CFLD(b, k, char), k->size) == 0;
+        if (same) continue;
+        count++;
+        if (buf && n) {
+            value_text(a, k, va, sizeof va);
+            value_text(b, k, vb, sizeof vb);
+            cat(buf, n, "%s%s.%s: %s -> %s", count > 1 ? "; " : "", k->section, k->key, va, vb);
+        }
+    }
+    return count;
+}

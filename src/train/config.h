@@ -1,0 +1,140 @@
+/* config.h — the run configuration: a strict INI file → one typed struct (DESIGN.md §1, §6).
+ *
+ * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
+ * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
+ * per-key validation, `trainer --help` and serialising back to INI text. To add a key: add a field
+ * here and one row there; nothing else.
+ *
+ * File grammar (UTF-8 text, lines of at most CONFIG_MAX_LINE bytes, LF or CRLF endings):
+ *
+ *     # a comment (a line whose first non-blank character is '#' or ';')
+ *     [model]                 a section header: [run], [model], [data] or [train]
+ *     emb = 256               key = value; whitespace around key and value is trimmed
+ *     train_src = "a b.gz"    string values may be wrapped in double quotes (kept verbatim inside)
+ *
+ * Comments are FULL-LINE ONLY: `emb = 256  # size` is an error (the value is "256  # size"), and
+ * the message says so. A leading UTF-8 byte-order mark is skipped. Everything else is refused,
+ * with "FILE:LINE: what was wrong; what to do": unknown section or key (the valid ones are
+ * listed), a key before any section, a line without '=', a repeated key or section, an empty
+ * value for a number/bool/enum, a bad number (trailing garbage, out of range, NaN, inf, hex),
+ * a bad bool (accepted, case-insensitive: true/false/yes/no/on/off/1/0), a bad enum name (the
+ * valid names are listed), quotes around a non-string value, a string longer than its field,
+ * a line longer than CONFIG_MAX_LINE bytes (never split), a NUL byte, a control character other
+ * than tab, invalid UTF-8, an unreadable or missing file (named, with strerror).
+ *
+ * Per-key ranges are checked while parsing; cross-key rules (hidden even, min_lr <= lr, ...)
+ * only in config_validate, which the caller runs once after the file and all --set overrides.
+ */
+#ifndef TRAINER_CONFIG_H
+#define TRAINER_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attention/attention.h"
+#include "common.h"
+
+#define CONFIG_MAX_LINE 4096          /* bytes per line, without the line ending */
+#define CONFIG_MAX_FILE (1 << 20)     /* bytes per config file */
+
+typedef enum { MODEL_RNN, MODEL_TRANSFORMER } ModelType;   /* names: rnn, transformer */
+typedef enum { CELL_LSTM, CELL_GRU } CellType;             /* names: lstm, gru */
+typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
+
+extern const char *const model_type_names[2];
+extern const char *const cell_type_names[2];
+extern const char *const device_type_names[2];
+
+typedef struct Config {
+    /* [run] */
+    char name[256];          /* run.name: config_load sets it to the file's basename without .ini
+                                (configs/luong.ini → "luong") unless the file sets run.name;
+                                default "default". Default save_dir is checkpoints/<name>. */
+    /* [model] */
+    ModelType model_type;    /* model.type = rnn | transformer (default rnn) */
+    CellType cell;           /* model.cell = lstm | gru (default lstm; rnn only) */
+    AttentionKind attention; /* model.attention, a name of attention_kind_names (luong_general) */
+    int emb;                 /* model.emb: embedding size E (256, 1..65536) */
+    int hidden;              /* model.hidden: decoder hidden size H; the bidirectional encoder uses
+                                H/2 per direction (512, 2..65536, even) */
+    int enc_layers;          /* model.enc_layers (1, 1..16) */
+    int dec_layers;          /* model.dec_layers (1, 1..16) */
+    float dropout;           /* model.dropout: drop probability (0.3, [0, 1)) */
+    int input_feeding;       /* model.input_feeding bool, 0/1 (true; needs an attention) */
+    /* [data] — paths are relative to the working directory */
+    char train_src[1024], train_tgt[1024]; /* data/multi30k/train.{de,en}.gz */
+    char val_src[1024], val_tgt[1024];     /* data/multi30k/val.{de,en}.gz */
+    char test_src[1024], test_tgt[1024];   /* data/multi30k/test_2016_flickr.{de,en}.gz;
+                                              both "" = no test set */
+    int vocab_size;          /* data.vocab_size: joint SentencePiece vocabulary (8000, 100..1e6) */
+    int max_len;             /* data.max_len: max subword tokens per side of a training pair
+                                (100, 1..100000); longer pairs are skipped */
+    int max_line_bytes;      /* data.max_line_bytes: longer raw lines are skipped (1000, 1..1<<20) */
+    char cache_dir[1024];    /* data.cache_dir (data/cache) */
+    /* [train] */
+    DeviceType device;       /* train.device = cpu | cuda (cpu) */
+    uint64_t seed;           /* train.seed: any 64-bit value (1) */
+    int max_epochs;          /* train.max_epochs (30, 1..1000000) */
+    long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */
+    int batch_tokens;        /* train.batch_tokens: source+target tokens per batch (4096);
+                                must be >= 2 * data.max_len so the longest pair fits */
+    float lr;                /* train.lr: peak learning rate (1e-3, (0, 10]) */
+    int warmup_steps;        /* train.warmup_steps: linear warm-up (500, >= 0) */
+    float lr_decay;          /* train.lr_decay: factor applied when validation BLEU does not
+                                improve (0.5, (0, 1]) */
+    float min_lr;            /* train.min_lr: decay floor (1e-5, [0, lr]) */
+    float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999 in [0, 1); 1e-8 in (0, 1] */
+    float clip_norm;         /* train.clip_norm: global gradient-norm clip; 0 = off (5.0) */
+    float label_smoothing;   /* train.label_smoothing (0.1, [0, 1)) */
+    int patience;            /* train.patience: epochs without val BLEU improvement before
+                                stopping; 0 = never stop early (5) */
+    int log_every;           /* train.log_every: steps between log lines (100, >= 1) */
+    int save_every;          /* train.save_every: steps between checkpoints, plus one at each
+                                epoch end; 0 = epoch ends only (500) */
+    char save_dir[1024];     /* train.save_dir: "" = checkpoints/<name> (see config_save_dir) */
+    int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
+    int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
+} Config;
+
+/* Fills *c with every key's default (and name "default"). Never fails. */
+void config_defaults(Config *c);
+
+/* Defaults, then the file at path. Sets c->name from the path's basename without ".ini" unless
+ * the file sets run.name. Errors: "PATH: <strerror>; ..." for an unreadable file, "PATH:LINE: ..."
+ * for any grammar or value error (see the top of this file). Does NOT run config_validate.
+ * On error *c holds the defaults plus the lines before the bad one. */
+Status config_load(Config *c, const char *path, Err *err);
+
+/* Defaults, then the same parser on a NUL-terminated string; source_name replaces the file name
+ * in messages ("SOURCE:LINE: ..."). Leaves c->name "default" unless the text sets run.name. */
+Status config_load_string(Config *c, const char *text, const char *source_name, Err *err);
+
+/* One command-line override "section.key=value" (value trimmed, quotes allowed for strings, an
+ * empty value allowed only for strings). Errors name "--set section.key" (or "--set ARG" when
+ * the argument itself is malformed) and say what to do. */
+Status config_set(Config *c, const char *assignment, Err *err);
+
+/* Every key's range/enum again (the struct may have been edited in code), then cross-key rules:
+ * rnn hidden even, transformer needs an attention, input_feeding needs an attention,
+ * min_lr <= lr, batch_tokens >= 2 * max_len, train/val paths non-empty, test paths both set or
+ * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."). */
+Status config_validate(const Config *c, Err *err);
+
+/* malloc'd (free()) INI text of every key, including [run] name. config_load_string of it gives
+ * back exactly *c (floats are written with the fewest digits, at most 9, that read back to the
+ * same float). */
+char *config_to_ini(const Config *c);
+
+/* Every key with its type, default, range or valid names, and help (for `trainer --help`). */
+void config_print_keys(FILE *f);
+
+/* c->save_dir, or "checkpoints/<name>" when it is empty; written to buf (n bytes, truncated
+ * if needed) and returned. */
+const char *config_save_dir(const Config *c, char *buf, size_t n);
+
+/* Number of keys whose values differ between a and b (floats compared bit for bit); if buf is
+ * non-NULL, a "section.key: A -> B; ..." summary is written there (truncated to n bytes).
+ * For checking a resumed run against its checkpoint's config. */
+int config_diff(const Config *a, const Config *b, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,315 @@
+#include "train/train.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "data/encoded.h"
+#include "eval/metrics.h"
+#include "eval/translate.h"
+#include "train/checkpoint.h"
+
+/* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
+void openblas_set_num_threads(int num_threads);
+
+void set_threads(int threads) {
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = 1;
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+}
+
+static volatile sig_atomic_t g_stop_signal = 0;
+static void on_signal(int sig) { g_stop_signal = sig; }
+
+static Status make_dir(const char *path, Err *err) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return err_set(err, "cannot create folder %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST)
+        return err_set(err, "cannot create folder %s: %s", buf, strerror(errno));
+    return STATUS_OK;
+}
+
+/* Writes the training text (both languages, one sentence a line) and trains the joint
+ * SentencePiece model save_dir/spm.model on it. One thread: the result is deterministic. */
+static Status train_spm(const Config *cfg, const Corpus *train, const char *dir, Spm **spm,
+                        Err *err) {
+    char txt[1100], prefix[1100], model[1200];
+    snprintf(txt, sizeof txt, "%s/spm_train.txt", dir);
+    snprintf(prefix, sizeof prefix, "%s/spm", dir);
+    snprintf(model, sizeof model, "%s.model", prefix);
+    FILE *f = fopen(txt, "w");
+    if (!f) return err_set(err, "cannot write %s: %s", txt, strerror(errno));
+    for (long i = 0; i < train->n; i++) fprintf(f, "%s\n%s\n", train->src[i], train->tgt[i]);
+    if (fclose(f)) return err_set(err, "cannot write %s: %s", txt, strerror(errno));
+    double t0 = now_seconds();
+    const char *files[1] = {txt};
+    if (spm_train(files, 1, cfg->vocab_size, prefix, 1, err)) return err_prefix(err, "SentencePiece training on %s", txt);
+    unlink(txt);
+    printf("SentencePiece: trained a joint unigram model of %d pieces in %.1f s -> %s\n",
+           cfg->vocab_size, now_seconds() - t0, model);
+    return spm_load(spm, model, err);
+}
+
+static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, const char *what,
+                           Encoded *e, Err *err) {
+    char cache[1200];
+    snprintf(cache, sizeof cache, "%s/%s.%s.enc", cfg->cache_dir, cfg->name, what);
+    if (make_dir(cfg->cache_dir, err)) return STATUS_ERR;
+    double t0 = now_seconds();
+    if (encoded_build(e, (const char *const *)c->src, (const char *const *)c->tgt, c->n, spm, cache,
+                      err))
+        return err_prefix(err, "encoding %s", what);
+    printf("%s: %ld pairs %s in %.2f s (%s)\n", what, e->n,
+           encoded_last_was_cache_hit ? "loaded from cache" : "encoded", now_seconds() - t0, cache);
+    return STATUS_OK;
+}
+
+static double lr_at(const Config *cfg, const TrainState *st) {
+    double w = cfg->warmup_steps > 0 ? fmin(1.0, (double)(st->step + 1) / cfg->warmup_steps) : 1.0;
+    double lr = cfg->lr * w * st->lr_scale;
+    return lr < cfg->min_lr && st->lr_scale < 1.0 ? cfg->min_lr : lr;
+}
+
+static void fmt_time(char *buf, size_t n, double s) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+/* Validation: teacher-forced perplexity and greedy BLEU/chrF on (up to val_max_sentences of)
+ * the validation set. */
+static Status validate(Model *m, const Corpus *val, const Encoded *venc, double *ppl, double *bleu,
+                       double *chrf, Err *err) {
+    long n = val->n;
+    if (m->cfg.val_max_sentences > 0 && m->cfg.val_max_sentences < n) n = m->cfg.val_max_sentences;
+    Encoded sub = *venc;
+    sub.n = n;
+    if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
+    char **hyp = NULL;
+    if (translate_lines(m, (const char *const *)val->src, n, &hyp, err)) return STATUS_ERR;
+    BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
+    *bleu = b.score;
+    *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
+    printf("  e.g. src: %s\n       hyp: %s\n       ref: %s\n", val->src[0], hyp[0], val->tgt[0]);
+    free_lines(hyp, n);
+    return STATUS_OK;
+}
+
+Status train_run(const Config *cfg_in, int resume, Err *err) {
+    Status rc = STATUS_ERR;
+    Config cfg = *cfg_in;
+    Corpus train = {0}, val = {0};
+    Encoded tenc = {0}, venc = {0};
+    Model model = {0};
+    BatchPlan plan = {0};
+    HostBatch hb = {0};
+    long *keep = NULL;
+    FILE *metrics = NULL;
+    Spm *spm = NULL;
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    char dir[1024], last[1100], best[1100], mpath[1100];
+    config_save_dir(&cfg, dir, sizeof dir);
+    snprintf(last, sizeof last, "%s/last.ckpt", dir);
+    snprintf(best, sizeof best, "%s/best.ckpt", dir);
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
+    set_threads(cfg.threads);
+    if (make_dir(dir, err)) goto cleanup;
+
+    if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, err)) goto cleanup;
+    corpus_print_summary(&train, "train", stdout);
+    if (corpus_load(&val, cfg.val_src, cfg.val_tgt, cfg.max_line_bytes, err)) goto cleanup;
+    corpus_print_summary(&val, "val", stdout);
+
+    if (resume) {
+        if (access(last, F_OK) != 0) {
+            err_set(err, "--resume: there is no checkpoint %s to resume from; run without "
+                    "--resume to start training", last);
+            goto cleanup;
+        }
+        if (checkpoint_load(last, &model, &st, (int)cfg.device, err)) goto cleanup;
+        /* keys that may change on resume; everything else must match the checkpoint */
+        Config c = model.cfg;
+        c.max_epochs = cfg.max_epochs, c.max_steps = cfg.max_steps, c.patience = cfg.patience;
+        c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
+        c.val_max_sentences = cfg.val_max_sentences, c.device = cfg.device;
+        snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg.save_dir);
+        char diff[2048];
+        if (config_diff(&c, &cfg, diff, sizeof diff)) {
+            err_set(err, "--resume: the config differs from the one %s was trained with (%s); "
+                    "resume with the original settings or start a new run in another "
+                    "train.save_dir", last, diff);
+            goto cleanup;
+        }
+        model.cfg = cfg;
+        printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", last, st.epoch,
+               st.step, st.batch_in_epoch);
+    } else {
+        if (train_spm(&cfg, &train, dir, &spm, err)) goto cleanup;
+        if (model_create(&model, &cfg, spm, err)) goto cleanup;
+        spm = NULL;
+        model_init_params(&model);
+        rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
+        unlink(mpath);
+    }
+    if (encode_split(&cfg, &train, model.spm, "train", &tenc, err)) goto cleanup;
+    if (encode_split(&cfg, &val, model.spm, "val", &venc, err)) goto cleanup;
+    long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
+    printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n", nkeep,
+           cfg.max_len, tenc.n - nkeep);
+    int bB, bS, bT;
+    batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
+    model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
+    printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
+           model_type_names[cfg.model_type], attention_kind_names[cfg.attention],
+           model.ps.total, model.be->name, omp_get_max_threads());
+    metrics = fopen(mpath, "a");
+    if (!metrics) {
+        err_set(err, "cannot open %s: %s", mpath, strerror(errno));
+        goto cleanup;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    ParamSet *ps = &model.ps;
+    const Backend *be = model.be;
+    double t_start = now_seconds() - st.elapsed, t_log = now_seconds();
+    double log_loss = 0;
+    long log_tok = 0, log_tokens_all = 0, log_steps = 0;
+    int nonfinite_run = 0, stop = 0;
+    for (; st.epoch <= cfg.max_epochs && !stop; st.epoch++) {
+        Rng rng = st.epoch_rng;
+        if (batch_plan(&plan, &tenc, keep, nkeep, cfg.batch_tokens, &rng, err)) goto cleanup;
+        for (; st.batch_in_epoch < plan.nbatches; st.batch_in_epoch++) {
+            long bi = st.batch_in_epoch;
+            int B = (int)(plan.start[bi + 1] - plan.start[bi]);
+            batch_fill(&hb, &tenc, plan.idx + plan.start[bi], B);
+            params_zero_grad(ps);
+            uint64_t key = rng_hash(cfg.seed, (uint64_t)st.step);
+            double loss = model_loss(&model, &hb, cfg.label_smoothing, 1, key,
+                                     1.0f / (float)hb.tgt_tokens);
+            double norm = sqrt(be->sumsq(ps->grad, ps->total));
+            if (!isfinite(norm) || !isfinite(loss)) {
+                fprintf(stderr, "step %ld: non-finite loss or gradient; update skipped\n", st.step);
+                if (++nonfinite_run >= 10) {
+                    err_set(err, "10 steps in a row had a non-finite loss or gradient; lower "
+                            "train.lr or check the data");
+                    goto cleanup;
+                }
+            } else {
+                nonfinite_run = 0;
+                if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
+                    be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
+                double lr = lr_at(&cfg, &st);
+                st.adam_t++;
+                be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)lr,
+                                cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, st.adam_t);
+            }
+            st.step++;
+            log_loss += loss;
+            log_tok += hb.tgt_tokens;
+            log_tokens_all += hb.tgt_tokens + hb.src_tokens;
+            log_steps++;
+            int last_batch = st.batch_in_epoch + 1 == plan.nbatches;
+            if (st.step % cfg.log_every == 0) {
+                double now = now_seconds(), el = now - t_start;
+                double tps = log_tokens_all / (now - t_log);
+                double spb = (now - t_log) / log_steps;
+                char e1[32], e2[32];
+                fmt_time(e1, sizeof e1, el);
+                fmt_time(e2, sizeof e2, spb * (plan.nbatches - st.batch_in_epoch - 1));
+                double l = log_loss / log_tok;
+                printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
+                       "elapsed %s, epoch ETA %s\n", st.epoch, st.step, st.batch_in_epoch + 1,
+                       plan.nbatches, l, exp(l), lr_at(&cfg, &st), tps, e1, e2);
+                fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.6f, "
+                        "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
+                        st.epoch, st.step, l, exp(l), lr_at(&cfg, &st), tps, el);
+                fflush(metrics);
+                fflush(stdout);
+                log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
+            }
+            int limit = cfg.max_steps > 0 && st.step >= cfg.max_steps;
+            if (limit || g_stop_signal ||
+                (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
+                st.batch_in_epoch++; /* position: the next batch to run */
+                st.elapsed = now_seconds() - t_start;
+                if (checkpoint_save(last, &model, &st, err)) goto cleanup;
+                st.batch_in_epoch--;
+                if (g_stop_signal) {
+                    printf("signal %d: saved %s at step %ld; continue with --resume\n",
+                           (int)g_stop_signal, last, st.step);
+                    rc = STATUS_OK;
+                    goto cleanup;
+                }
+                if (limit) {
+                    printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
+                    stop = 1;
+                    st.batch_in_epoch++;
+                    break;
+                }
+            }
+        }
+        if (stop) break;
+        /* end of epoch: validate, decay, early stopping, checkpoints */
+        batch_plan_free(&plan);
+        double vppl, vbleu, vchrf, t0 = now_seconds();
+        if (validate(&model, &val, &venc, &vppl, &vbleu, &vchrf, err)) goto cleanup;
+        int improved = vbleu > st.best_bleu;
+        if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
+        else st.bad_epochs++, st.lr_scale *= cfg.lr_decay;
+        st.elapsed = now_seconds() - t_start;
+        char e1[32];
+        fmt_time(e1, sizeof e1, st.elapsed);
+        printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s | "
+               "validation %.1f s | elapsed %s\n", st.epoch, vppl, vbleu, vchrf, st.best_bleu,
+               improved ? " new best" : "", now_seconds() - t0, e1);
+        fprintf(metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
+                "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f}\n",
+                st.epoch, st.step, vppl, vbleu, vchrf, lr_at(&cfg, &st), st.elapsed);
+        fflush(metrics);
+        fflush(stdout);
+        TrainState next = st;
+        next.epoch = st.epoch + 1;
+        next.batch_in_epoch = 0;
+        next.epoch_rng = rng;
+        if (improved && checkpoint_save(best, &model, &next, err)) goto cleanup;
+        if (checkpoint_save(last, &model, &next, err)) goto cleanup;
+        st.epoch_rng = rng;
+        st.batch_in_epoch = 0;
+        if (cfg.patience > 0 && st.bad_epochs >= cfg.patience) {
+            printf("early stopping: validation BLEU has not improved for %d epochs\n",
+                   st.bad_epochs);
+            break;
+        }
+    }
+    printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
+           st.best_bleu, best, dir);
+    rc = STATUS_OK;
+cleanup:
+    if (metrics) fclose(metrics);
+    batch_plan_free(&plan);
+    host_batch_free(&hb);
+    free(keep);
+    encoded_free(&tenc);
+    encoded_free(&venc);
+    corpus_free(&train);
+    corpus_free(&val);
+    if (model.rnn || model.spm) model_free(&model);
+    spm_free(spm);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* train.h — the training loop (Adam, gradient-norm clipping, warmup + plateau decay, label
+ * smoothing, per-epoch validation, early stopping, checkpoints, metrics).
+ *
+ * Learning rate at step s: lr · min(1, s / warmup_steps) · lr_scale, where lr_scale starts at 1
+ * and is multiplied by lr_decay after every epoch whose validation BLEU did not improve on the
+ * best (never below min_lr). Training stops after max_epochs, max_steps, or patience epochs
+ * without improvement.
+ *
+ * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
+ * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model.
+ */
+#ifndef TRAINER_TRAIN_H
+#define TRAINER_TRAIN_H
+
+#include "train/config.h"
+
+/* Trains as cfg says; resume != 0 continues from save_dir/last.ckpt exactly where it stopped.
+ * Errors: data, SentencePiece, model, checkpoint or I/O problems, with the file and a remedy. */
+Status train_run(const Config *cfg, int resume, Err *err);
+
+/* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). */
+void set_threads(int threads);
+
+#endif

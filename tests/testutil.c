@@ -1,0 +1,50 @@
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int test_failures = 0;
+int test_checks = 0;
+
+int test_report(const char *name) {
+    printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
+    return test_failures ? 1 : 0;
+}
+
+const char *test_tmpdir(void) {
+    static char buf[4096];
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, sizeof buf, "%s/trainer-test-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(buf)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    return buf;
+}
+
+int test_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    int rc = fclose(f);
+    return (w == n && rc == 0) ? 0 : -1;
+}
+
+char *test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    size_t r;
+    while ((r = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+        }
+    }
+    fclose(f);
+    buf[len] = 0;
+    if (n) *n = len;
+    return buf;
+}

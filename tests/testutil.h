@@ -1,0 +1,30 @@
+/* testutil.h — minimal test harness: a test's exit code is its verdict (DESIGN.md §9).
+ * EXPECT records a failure and goes on; test_main_end() returns 1 if anything failed.
+ * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
+#ifndef TRAINER_TESTUTIL_H
+#define TRAINER_TESTUTIL_H
+#include <stdio.h>
+
+extern int test_failures;
+extern int test_checks;
+
+#define EXPECT(cond, ...)                                                      \
+    do {                                                                       \
+        test_checks++;                                                         \
+        if (!(cond)) {                                                         \
+            test_failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+        }                                                                      \
+    } while (0)
+
+/* Prints "<name>: N checks, M failed" and returns the exit code (0 or 1). */
+int test_report(const char *name);
+/* A fresh empty temporary directory (mkdtemp under $TMPDIR or /tmp); removed by nobody. */
+const char *test_tmpdir(void);
+/* Writes bytes to path; returns 0 on success. */
+int test_write_file(const char *path, const void *data, size_t n);
+/* Reads a whole file (malloc'd, NUL-terminated); returns NULL on failure. */
+char *test_read_file(const char *path, size_t *n);
+#endif

@@ -1,0 +1,586 @@
+/* test_ckptfile.c — the checkpoint container: round trip, every truncation, every byte and bit
+ * flip, crafted lies in the table, atomic replacement and write failures. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "testutil.h"
+#include "train/ckptfile.h"
+
+static const char *g_dir;
+
+static char *path_in(const char *name) {
+    static char bufs[16][4096]; /* a ring, so that a few paths can be alive at once */
+    static int k = 0;
+    char *b = bufs[k++ & 15];
+    snprintf(b, 4096, "%s/%s", g_dir, name);
+    return b;
+}
+
+/* Number of entries (other than . and ..) in a folder; -1 if it cannot be opened. */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* True when a folder holds a file whose name contains ".tmp.". */
+static int has_temp_file(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strstr(e->d_name, ".tmp.")) found = 1;
+    closedir(d);
+    return found;
+}
+
+static CkptRecord rec(const char *name, CkptDType dt, int ndim, const int64_t *shape, void *data,
+                      size_t nbytes) {
+    CkptRecord r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.dtype = dt;
+    r.ndim = ndim;
+    for (int i = 0; i < ndim && i < CKPT_MAX_NDIM; i++) r.shape[i] = shape[i];
+    r.data = data;
+    r.nbytes = nbytes;
+    return r;
+}
+
+static int records_equal(const CkptRecord *a, const CkptRecord *b) {
+    if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->ndim != b->ndim ||
+        a->nbytes != b->nbytes)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return 0;
+    return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+}
+
+/* Expects ckpt_read(path) to fail cleanly with a message that names the file. Returns 1 if so. */
+static int read_fails(const char *path, const char *want_substr) {
+    CkptRecord *recs = (CkptRecord *)&recs; /* poisoned: must be reset to NULL */
+    int n = -7;
+    Err err;
+    err.msg[0] = 0;
+    Status st = ckpt_read(path, &recs, &n, &err);
+    int ok = st != STATUS_OK && recs == NULL && n == 0 && strstr(err.msg, path) != NULL &&
+             (!want_substr || strstr(err.msg, want_substr) != NULL);
+    if (!ok) {
+        fprintf(stderr, "  read of %s: st=%d n=%d msg='%s' (wanted '%s')\n", path, st, n, err.msg,
+                want_substr ? want_substr : "");
+        if (st == STATUS_OK) ckpt_records_free(recs, n);
+    } else if (getenv("CKPT_TEST_VERBOSE")) {
+        fprintf(stderr, "  refused: %s\n", err.msg);
+    }
+    return ok;
+}
+
+/* ---- little-endian patch helpers for crafting bad files ---- */
+static void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+/* Recomputes the header CRC after a deliberate edit of the header or table. */
+static void fix_header_crc(uint8_t *f) {
+    uint32_t count = get32(f + 12);
+    put32(f + 16, 0);
+    uLong c = crc32(0L, Z_NULL, 0);
+    c = crc32(c, f, CKPT_HEADER_BYTES + count * CKPT_DESC_BYTES);
+    put32(f + 16, (uint32_t)c);
+}
+static uint8_t *desc_at(uint8_t *f, int i) { return f + CKPT_HEADER_BYTES + i * CKPT_DESC_BYTES; }
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static void test_round_trip(void) {
+    enum { NF = 3 * 5, NI = 2 * 3 * 4, NB = 300, NBIG = 200000 };
+    float f[NF], f4[2 * 1 * 3 * 2];
+    int32_t iv[NI];
+    uint8_t blob[NB];
+    uint64_t step = 123456789012345ull, rngst[2] = {0xdeadbeefcafef00dull, 17};
+    float *big = malloc(NBIG * sizeof *big);
+    for (int i = 0; i < NF; i++) f[i] = (float)i * 0.25f - 1.0f;
+    for (int i = 0; i < 12; i++) f4[i] = -(float)i / 3.0f;
+    for (int i = 0; i < NI; i++) iv[i] = i * 1000 - 7;
+    for (int i = 0; i < NB; i++) blob[i] = (uint8_t)(i * 37 + 11);
+    for (int i = 0; i < NBIG; i++) big[i] = (float)(i % 97) * 1e-3f;
+    const char *cfg = "[model]\narch = rnn\nattention = luong_general\n";
+
+    CkptRecord in[9];
+    int k = 0;
+    in[k++] = rec("config", CKPT_U8, 1, (int64_t[]){(int64_t)strlen(cfg)}, (void *)cfg, strlen(cfg));
+    in[k++] = rec("enc.W", CKPT_F32, 2, (int64_t[]){3, 5}, f, sizeof f);
+    in[k++] = rec("enc.conv", CKPT_F32, 4, (int64_t[]){2, 1, 3, 2}, f4, sizeof f4);
+    in[k++] = rec("ids", CKPT_I32, 3, (int64_t[]){2, 3, 4}, iv, sizeof iv);
+    in[k++] = rec("spm.model", CKPT_U8, 1, (int64_t[]){NB}, blob, sizeof blob);
+    in[k++] = rec("step", CKPT_U64, 0, NULL, &step, sizeof step);
+    in[k++] = rec("rng", CKPT_U64, 1, (int64_t[]){2}, rngst, sizeof rngst);
+    in[k++] = rec("empty", CKPT_F32, 2, (int64_t[]){0, 7}, NULL, 0);
+    in[k++] = rec("adam.m big", CKPT_F32, 1, (int64_t[]){NBIG}, big, NBIG * sizeof *big);
+
+    int levels[] = {-1, 0, 1, 9};
+    for (size_t li = 0; li < sizeof levels / sizeof *levels; li++) {
+        const char *p = path_in("rt.ckpt");
+        Err err = {{0}};
+        Status st = ckpt_write_atomic(p, in, k, levels[li], &err);
+        EXPECT(st == STATUS_OK, "write at level %d: %s", levels[li], err.msg);
+        EXPECT(!has_temp_file(g_dir), "temp file left after a successful write");
+        CkptRecord *out = NULL;
+        int n = 0;
+        st = ckpt_read(p, &out, &n, &err);
+        EXPECT(st == STATUS_OK, "read at level %d: %s", levels[li], err.msg);
+        EXPECT(n == k, "read %d records, wrote %d", n, k);
+        for (int i = 0; st == STATUS_OK && i < k && i < n; i++) {
+            EXPECT(records_equal(&in[i], &out[i]), "record %d ('%s') differs", i, in[i].name);
+            EXPECT(out[i].data != NULL, "record '%s' has NULL data", out[i].name);
+            const CkptRecord *fr = ckpt_find(out, n, in[i].name);
+            EXPECT(fr == &out[i], "ckpt_find('%s')", in[i].name);
+        }
+        EXPECT(ckpt_find(out, n, "nope") == NULL, "ckpt_find of a missing name");
+        if (st == STATUS_OK) {
+            const CkptRecord *s = ckpt_find(out, n, "step");
+            EXPECT(s && s->ndim == 0 && s->nbytes == 8 && *(uint64_t *)s->data == step,
+                   "scalar step");
+        }
+        ckpt_records_free(out, n);
+        unlink(p);
+    }
+
+    /* zero records */
+    {
+        const char *p = path_in("zero.ckpt");
+        Err err = {{0}};
+        EXPECT(ckpt_write_atomic(p, NULL, 0, 1, &err) == STATUS_OK, "%s", err.msg);
+        CkptRecord *out = NULL;
+        int n = -1;
+        EXPECT(ckpt_read(p, &out, &n, &err) == STATUS_OK && n == 0, "%s", err.msg);
+        ckpt_records_free(out, n);
+        unlink(p);
+    }
+    free(big);
+    EXPECT(count_entries(g_dir) == 0, "folder not empty after round trips");
+}
+
+/* Writes the small file used by the corruption tests; returns its bytes. */
+static uint8_t *small_file(const char *p, size_t *size) {
+    static float w[6] = {1, 2, 3, 4, 5, 6};
+    static int32_t ids[3] = {7, 8, 9};
+    static uint8_t blob[5] = {'h', 'e', 'l', 'l', 'o'};
+    CkptRecord r[3] = {
+        rec("w", CKPT_F32, 2, (int64_t[]){2, 3}, w, sizeof w),
+        rec("ids", CKPT_I32, 1, (int64_t[]){3}, ids, sizeof ids),
+        rec("blob", CKPT_U8, 1, (int64_t[]){5}, blob, sizeof blob),
+    };
+    Err err = {{0}};
+    Status st = ckpt_write_atomic(p, r, 3, 9, &err);
+    EXPECT(st == STATUS_OK, "small file: %s", err.msg);
+    uint8_t *buf = (uint8_t *)test_read_file(p, size);
+    EXPECT(buf != NULL, "cannot read back %s", p);
+    return buf;
+}
+
+static void test_truncation_and_flips(void) {
+    const char *good = path_in("small.ckpt");
+    const char *bad = path_in("bad.ckpt");
+    size_t size = 0;
+    uint8_t *f = small_file(good, &size);
+    if (!f) return;
+    printf("small file: %zu bytes\n", size);
+
+    int trunc_ok = 0;
+    for (size_t len = 0; len < size; len++) {
+        test_write_file(bad, f, len);
+        trunc_ok += read_fails(bad, NULL);
+    }
+    EXPECT(trunc_ok == (int)size, "%d of %zu truncations refused", trunc_ok, size);
+
+    /* Every byte of the file is covered (header+table: header CRC, payloads: payload CRC), so
+     * every flip must be refused. */
+    uint8_t *g = malloc(size);
+    int byte_ok = 0, bit_ok = 0;
+    for (size_t i = 0; i < size; i++) {
+        memcpy(g, f, size);
+        g[i] ^= 0xFF;
+        test_write_file(bad, g, size);
+        byte_ok += read_fails(bad, NULL);
+    }
+    EXPECT(byte_ok == (int)size, "%d of %zu byte flips refused", byte_ok, size);
+    for (size_t i = 0; i < size * 8; i++) {
+        memcpy(g, f, size);
+        g[i / 8] ^= (uint8_t)(1u << (i % 8));
+        test_write_file(bad, g, size);
+        bit_ok += read_fails(bad, NULL);
+    }
+    EXPECT(bit_ok == (int)(size * 8), "%d of %zu bit flips refused", bit_ok, size * 8);
+
+    /* an extra byte at the end */
+    memcpy(g, f, size);
+    {
+        uint8_t *h = malloc(size + 1);
+        memcpy(h, f, size);
+        h[size] = 0;
+        test_write_file(bad, h, size + 1);
+        EXPECT(read_fails(bad, "after the last record"), "trailing byte");
+        free(h);
+    }
+
+    /* the untouched file still reads */
+    CkptRecord *out = NULL;
+    int n = 0;
+    Err err = {{0}};
+    EXPECT(ckpt_read(good, &out, &n, &err) == STATUS_OK && n == 3, "%s", err.msg);
+    ckpt_records_free(out, n);
+    free(g);
+    free(f);
+    unlink(bad);
+    unlink(good);
+}
+
+/* Applies an edit to a copy of the small file (recomputing the header CRC) and expects refusal
+ * with a message containing want. */
+static void crafted(const char *what, void (*edit)(uint8_t *f, size_t *size), const char *want) {
+    const char *good = path_in("c.ckpt");
+    const char *bad = path_in("cbad.ckpt");
+    size_t size = 0;
+    uint8_t *f = small_file(good, &size);
+    if (!f) return;
+    uint8_t *g = calloc(1, size + 4096);
+    memcpy(g, f, size);
+    edit(g, &size);
+    test_write_file(bad, g, size);
+    EXPECT(read_fails(bad, want), "crafted file: %s", what);
+    free(g);
+    free(f);
+    unlink(good);
+    unlink(bad);
+}
+
+static void e_magic(uint8_t *f, size_t *s) { (void)s; f[1] = 'X'; }
+static void e_future(uint8_t *f, size_t *s) { (void)s; put32(f + 8, CKPT_FORMAT_VERSION + 1); }
+static void e_future_crc(uint8_t *f, size_t *s) { e_future(f, s); fix_header_crc(f); }
+static void e_version0(uint8_t *f, size_t *s) { (void)s; put32(f + 8, 0); fix_header_crc(f); }
+static void e_many(uint8_t *f, size_t *s) { (void)s; put32(f + 12, 100001); }
+static void e_table_past_end(uint8_t *f, size_t *s) { (void)s; put32(f + 12, 1000); }
+static void e_dup(uint8_t *f, size_t *s) {
+    (void)s;
+    /* record 1 "ids" -> "w" (record 0's name) */
+    memset(desc_at(f, 1), 0, CKPT_NAME_MAX);
+    desc_at(f, 1)[0] = 'w';
+    fix_header_crc(f);
+}
+static void e_name_unterminated(uint8_t *f, size_t *s) {
+    (void)s;
+    memset(desc_at(f, 0), 'a', CKPT_NAME_MAX);
+    fix_header_crc(f);
+}
+static void e_name_unprintable(uint8_t *f, size_t *s) {
+    (void)s;
+    desc_at(f, 0)[0] = 0x07;
+    fix_header_crc(f);
+}
+static void e_dtype(uint8_t *f, size_t *s) { (void)s; put32(desc_at(f, 0) + 96, 9); fix_header_crc(f); }
+static void e_ndim(uint8_t *f, size_t *s) { (void)s; put32(desc_at(f, 0) + 100, 5); fix_header_crc(f); }
+static void e_negdim(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 0) + 104, (uint64_t)(int64_t)-2);
+    fix_header_crc(f);
+}
+static void e_overflow(uint8_t *f, size_t *s) {
+    /* 2^62 * 2^62 * 4 wraps around 64 bits */
+    (void)s;
+    put64(desc_at(f, 0) + 104, (uint64_t)1 << 62);
+    put64(desc_at(f, 0) + 112, (uint64_t)1 << 62);
+    put64(desc_at(f, 0) + 152, 0);
+    fix_header_crc(f);
+}
+static void e_shape_mismatch(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 0) + 104, 3); /* [3,3] f32 = 36 bytes, declared 24 */
+    fix_header_crc(f);
+}
+static void e_over_cap(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d = desc_at(f, 2); /* blob u8 [5] -> [9 GiB] */
+    put64(d + 104, (uint64_t)9 << 30);
+    put64(d + 152, (uint64_t)9 << 30);
+    fix_header_crc(f);
+}
+static void e_ratio(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d = desc_at(f, 2); /* blob u8 [5] -> [1 GiB] from ~13 compressed bytes */
+    put64(d + 104, (uint64_t)1 << 30);
+    put64(d + 152, (uint64_t)1 << 30);
+    fix_header_crc(f);
+}
+static void e_size_smaller(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d = desc_at(f, 2); /* blob decompresses to 5 bytes, declare 4 */
+    put64(d + 104, 4);
+    put64(d + 152, 4);
+    fix_header_crc(f);
+}
+static void e_size_larger(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d = desc_at(f, 2); /* declare 6 */
+    put64(d + 104, 6);
+    put64(d + 152, 6);
+    fix_header_crc(f);
+}
+static void e_offset_past_end(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 2) + 136, 1000000);
+    fix_header_crc(f);
+}
+static void e_csize_huge(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 2) + 144, UINT64_MAX - 3); /* offset + csize wraps */
+    fix_header_crc(f);
+}
+static void e_overlap(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d1 = desc_at(f, 1), *d0 = desc_at(f, 0);
+    memcpy(d1 + 136, d0 + 136, 8); /* record 1 points at record 0's payload */
+    fix_header_crc(f);
+}
+static void e_into_table(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 0) + 136, 8);
+    fix_header_crc(f);
+}
+static void e_payload_and_crc(uint8_t *f, size_t *s) {
+    /* change a payload byte AND fix its payload CRC: the zlib stream or the data CRC catch it */
+    uint8_t *d = desc_at(f, 2);
+    uint64_t off = 0, cs = 0;
+    for (int i = 0; i < 8; i++) off |= (uint64_t)d[136 + i] << (8 * i);
+    for (int i = 0; i < 8; i++) cs |= (uint64_t)d[144 + i] << (8 * i);
+    f[off + cs / 2] ^= 0x10;
+    put32(d + 164, (uint32_t)crc32(crc32(0L, Z_NULL, 0), f + off, (uInt)cs));
+    fix_header_crc(f);
+    (void)s;
+}
+
+static void test_crafted(void) {
+    crafted("bad magic", e_magic, "not a trainer checkpoint");
+    crafted("future version", e_future, "written by a newer trainer");
+    crafted("future version, CRC fixed", e_future_crc, "written by a newer trainer");
+    crafted("version 0", e_version0, "version 0");
+    crafted("too many records", e_many, "100001 records");
+    crafted("table past end", e_table_past_end, "record table");
+    crafted("duplicate names", e_dup, "used by two records");
+    crafted("unterminated name", e_name_unterminated, "NUL-terminated");
+    crafted("unprintable name", e_name_unprintable, "non-printable");
+    crafted("unknown dtype", e_dtype, "unknown dtype 9");
+    crafted("ndim 5", e_ndim, "5 dimensions");
+    crafted("negative dimension", e_negdim, "negative dimension -2");
+    crafted("shape overflow", e_overflow, "record limit");
+    crafted("shape vs size", e_shape_mismatch, "should hold 36 bytes but declares 24");
+    crafted("record over 8 GiB", e_over_cap, "record limit");
+    crafted("impossible ratio", e_ratio, "more than zlib can produce");
+    crafted("size smaller than data", e_size_smaller, "more than its declared 4 bytes");
+    crafted("size larger than data", e_size_larger, "decompresses to 5 bytes but declares 6");
+    crafted("offset past end", e_offset_past_end, "claims");
+    crafted("offset+size wraps", e_csize_huge, "claims");
+    crafted("overlapping records", e_overlap, "should start at");
+    crafted("record inside the table", e_into_table, "should start at");
+    crafted("payload changed, payload CRC fixed", e_payload_and_crc, "record 'blob'");
+
+    /* not a file, not there, a folder */
+    EXPECT(read_fails(path_in("missing.ckpt"), "cannot open"), "missing file");
+    EXPECT(read_fails(g_dir, "not a regular file"), "a folder");
+}
+
+static void test_writer_validation(void) {
+    const char *p = path_in("v.ckpt");
+    float x[4] = {0};
+    Err err;
+    CkptRecord r;
+    struct {
+        const char *what;
+        CkptRecord r;
+        const char *want;
+    } cases[] = {
+        {"nbytes", rec("a", CKPT_F32, 1, (int64_t[]){4}, x, 12), "should hold 16 bytes"},
+        {"dtype", rec("a", (CkptDType)7, 1, (int64_t[]){4}, x, 16), "unknown dtype"},
+        {"ndim", rec("a", CKPT_F32, 5, (int64_t[]){1, 1, 1, 4}, x, 16), "ndim 5"},
+        {"negative", rec("a", CKPT_F32, 2, (int64_t[]){-1, -4}, x, 16), "negative"},
+        {"empty name", rec("", CKPT_F32, 1, (int64_t[]){4}, x, 16), "empty"},
+        {"no data", rec("a", CKPT_F32, 1, (int64_t[]){4}, NULL, 16), "no data"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        err.msg[0] = 0;
+        Status st = ckpt_write_atomic(p, &cases[i].r, 1, 1, &err);
+        EXPECT(st != STATUS_OK && strstr(err.msg, p) && strstr(err.msg, cases[i].want),
+               "writer case %s: '%s'", cases[i].what, err.msg);
+    }
+    r = rec("a", CKPT_F32, 1, (int64_t[]){4}, x, 16);
+    memset(r.name, 'n', sizeof r.name); /* not NUL-terminated */
+    EXPECT(ckpt_write_atomic(p, &r, 1, 1, &err) != STATUS_OK && strstr(err.msg, "NUL"),
+           "long name: %s", err.msg);
+    CkptRecord two[2] = {rec("same", CKPT_F32, 1, (int64_t[]){4}, x, 16),
+                         rec("same", CKPT_F32, 1, (int64_t[]){4}, x, 16)};
+    EXPECT(ckpt_write_atomic(p, two, 2, 1, &err) != STATUS_OK &&
+               strstr(err.msg, "used by two records"), "duplicate: %s", err.msg);
+    EXPECT(ckpt_write_atomic(p, two, 1, 12, &err) != STATUS_OK && strstr(err.msg, "level 12"),
+           "level: %s", err.msg);
+    EXPECT(count_entries(g_dir) == 0, "writer validation left files behind");
+}
+
+static void test_write_failures(void) {
+    float x[4] = {1, 2, 3, 4};
+    CkptRecord r = rec("x", CKPT_F32, 1, (int64_t[]){4}, x, sizeof x);
+    Err err;
+
+    /* a folder that does not exist */
+    {
+        const char *p = path_in("no/such/folder/a.ckpt");
+        err.msg[0] = 0;
+        Status st = ckpt_write_atomic(p, &r, 1, 1, &err);
+        EXPECT(st != STATUS_OK, "write into a missing folder succeeded");
+        EXPECT(strstr(err.msg, p) && strstr(err.msg, strerror(ENOENT)), "message: %s", err.msg);
+        EXPECT(count_entries(g_dir) == 0, "something was left behind");
+    }
+    /* a "folder" that is a file */
+    {
+        const char *file = path_in("plainfile");
+        test_write_file(file, "x", 1);
+        char p[4200];
+        snprintf(p, sizeof p, "%s/a.ckpt", file);
+        err.msg[0] = 0;
+        EXPECT(ckpt_write_atomic(p, &r, 1, 1, &err) != STATUS_OK && strstr(err.msg, p) &&
+                   strstr(err.msg, strerror(ENOTDIR)), "folder is a file: %s", err.msg);
+        unlink(file);
+        EXPECT(count_entries(g_dir) == 0, "something was left behind");
+    }
+
+    /* overwriting replaces the old file */
+    const char *p = path_in("main.ckpt");
+    float oldv[4] = {9, 9, 9, 9}, newv[4] = {5, 6, 7, 8};
+    CkptRecord ro = rec("x", CKPT_F32, 1, (int64_t[]){4}, oldv, sizeof oldv);
+    CkptRecord rn = rec("x", CKPT_F32, 1, (int64_t[]){4}, newv, sizeof newv);
+    EXPECT(ckpt_write_atomic(p, &ro, 1, 1, &err) == STATUS_OK, "%s", err.msg);
+    size_t old_size = 0;
+    char *old_bytes = test_read_file(p, &old_size);
+    EXPECT(ckpt_write_atomic(p, &rn, 1, 1, &err) == STATUS_OK, "overwrite: %s", err.msg);
+    {
+        CkptRecord *out = NULL;
+        int n = 0;
+        EXPECT(ckpt_read(p, &out, &n, &err) == STATUS_OK && n == 1 &&
+                   memcmp(out[0].data, newv, sizeof newv) == 0, "overwrite content: %s", err.msg);
+        ckpt_records_free(out, n);
+        EXPECT(count_entries(g_dir) == 1, "exactly one file after overwrite");
+    }
+    /* put the old bytes back for the failure cases */
+    test_write_file(p, old_bytes, old_size);
+
+    /* a big incompressible record for failing writes */
+    size_t nbig = 1 << 20;
+    uint8_t *big = malloc(nbig);
+    uint32_t s = 12345;
+    for (size_t i = 0; i < nbig; i++) {
+        s = s * 1664525u + 1013904223u;
+        big[i] = (uint8_t)(s >> 24);
+    }
+    CkptRecord rb = rec("big", CKPT_U8, 1, (int64_t[]){(int64_t)nbig}, big, nbig);
+
+    /* failure in the middle of writing: a file-size limit (works as root too) */
+    {
+        struct rlimit old, lim;
+        getrlimit(RLIMIT_FSIZE, &old);
+        lim = old;
+        lim.rlim_cur = 64 * 1024;
+        void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) == 0) {
+            err.msg[0] = 0;
+            Status st = ckpt_write_atomic(p, &rb, 1, 0, &err);
+            setrlimit(RLIMIT_FSIZE, &old);
+            EXPECT(st != STATUS_OK, "write beyond RLIMIT_FSIZE succeeded");
+            EXPECT(strstr(err.msg, p) && strstr(err.msg, strerror(EFBIG)), "message: %s",
+                   err.msg);
+            size_t n = 0;
+            char *now = test_read_file(p, &n);
+            EXPECT(now && n == old_size && memcmp(now, old_bytes, n) == 0,
+                   "old checkpoint changed by a failed write");
+            free(now);
+            EXPECT(!has_temp_file(g_dir) && count_entries(g_dir) == 1, "temp file left behind");
+        } else {
+            printf("setrlimit failed (%s): file-size-limit subcase skipped\n", strerror(errno));
+        }
+        signal(SIGXFSZ, prev);
+    }
+
+    /* failure at the rename: the target is a folder */
+    {
+        const char *dp = path_in("isdir.ckpt");
+        mkdir(dp, 0755);
+        char inner[4200];
+        snprintf(inner, sizeof inner, "%s/isdir.ckpt/keep", g_dir);
+        test_write_file(inner, "k", 1);
+        err.msg[0] = 0;
+        EXPECT(ckpt_write_atomic(dp, &r, 1, 1, &err) != STATUS_OK && strstr(err.msg, dp) &&
+                   strstr(err.msg, "rename"), "rename onto a folder: %s", err.msg);
+        EXPECT(!has_temp_file(g_dir), "temp file left after a failed rename");
+        unlink(inner);
+        rmdir(dp);
+    }
+
+    /* read-only folder (not meaningful as root, who may write anyway) */
+    if (geteuid() != 0) {
+        chmod(g_dir, 0555);
+        err.msg[0] = 0;
+        Status st = ckpt_write_atomic(p, &rn, 1, 1, &err);
+        chmod(g_dir, 0755);
+        EXPECT(st != STATUS_OK && strstr(err.msg, p) && strstr(err.msg, strerror(EACCES)),
+               "read-only folder: %s", err.msg);
+        size_t n = 0;
+        char *now = test_read_file(p, &n);
+        EXPECT(now && n == old_size && memcmp(now, old_bytes, n) == 0,
+               "old checkpoint changed by a failed write");
+        free(now);
+    } else {
+        printf("running as root: read-only-folder subcase skipped (covered by the file-size "
+               "limit and rename failures)\n");
+    }
+
+    /* a validation failure leaves the old file alone too */
+    CkptRecord badr = rec("x", CKPT_F32, 1, (int64_t[]){4}, newv, 3);
+    EXPECT(ckpt_write_atomic(p, &badr, 1, 1, &err) != STATUS_OK, "bad record written");
+    {
+        CkptRecord *out = NULL;
+        int n = 0;
+        EXPECT(ckpt_read(p, &out, &n, &err) == STATUS_OK && n == 1 &&
+                   memcmp(out[0].data, oldv, sizeof oldv) == 0, "old content: %s", err.msg);
+        ckpt_records_free(out, n);
+    }
+    EXPECT(count_entries(g_dir) == 1, "only the checkpoint remains");
+    unlink(p);
+    free(big);
+    free(old_bytes);
+}
+
+int main(void) {
+    g_dir = test_tmpdir();
+    test_round_trip();
+    test_truncation_and_flips();
+    test_crafted();
+    test_writer_validation();
+    test_write_failures();
+    rmdir(g_dir);
+    return test_report("test_ckptfile");
+}

@@ -1,0 +1,416 @@
+/* test_config.c — the strict INI config parser: good files, ~40 bad ones (each must name its line
+ * and key), --set, validation, and the exact to_ini → load round trip. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "train/config.h"
+
+/* Parses text as "bad.ini" and expects an error that starts with "bad.ini:LINE: " and contains
+ * each of the (up to two) substrings. */
+static void expect_bad(int test_line, const char *text, int line, const char *s1, const char *s2) {
+    Config c;
+    Err err = {{0}};
+    Status st = config_load_string(&c, text, "bad.ini", &err);
+    char head[64];
+    snprintf(head, sizeof head, "bad.ini:%d: ", line);
+    EXPECT(st != STATUS_OK, "case at test line %d parsed but should fail", test_line);
+    EXPECT(strncmp(err.msg, head, strlen(head)) == 0, "case at test line %d: want '%s...', got: %s",
+           test_line, head, err.msg);
+    EXPECT(!s1 || strstr(err.msg, s1), "case at test line %d: want '%s' in: %s", test_line, s1,
+           err.msg);
+    EXPECT(!s2 || strstr(err.msg, s2), "case at test line %d: want '%s' in: %s", test_line, s2,
+           err.msg);
+}
+#define BAD(text, line, s1, s2) expect_bad(__LINE__, text, line, s1, s2)
+
+static void expect_bad_set(int test_line, const char *arg, const char *s1, const char *s2) {
+    Config c;
+    config_defaults(&c);
+    Config before = c;
+    Err err = {{0}};
+    EXPECT(config_set(&c, arg, &err) != STATUS_OK, "--set %s should fail", arg);
+    EXPECT(strncmp(err.msg, "--set ", 6) == 0, "test line %d: want '--set ...', got: %s",
+           test_line, err.msg);
+    EXPECT(!s1 || strstr(err.msg, s1), "test line %d: want '%s' in: %s", test_line, s1, err.msg);
+    EXPECT(!s2 || strstr(err.msg, s2), "test line %d: want '%s' in: %s", test_line, s2, err.msg);
+    EXPECT(config_diff(&before, &c, NULL, 0) == 0, "failed --set %s changed the config", arg);
+}
+#define BAD_SET(arg, s1, s2) expect_bad_set(__LINE__, arg, s1, s2)
+
+static void test_bad_files(void) {
+    /* structure */
+    BAD("[model]\nemb = 1\n[foo]\n", 3, "unknown section [foo]", "[train]");
+    BAD("[]\n", 1, "unknown section", NULL);
+    BAD("[model\nemb = 1\n", 1, "unclosed section header", NULL);
+    BAD("[model] # the model\n", 1, "text after the section header", NULL);
+    BAD("[model]\nemb = 8\n[data]\n[model]\n", 4, "appears again (first at line 1)", NULL);
+    BAD("emb = 256\n", 1, "'emb' is outside any section", "[section]");
+    BAD("# c\n[model]\nemb 256\n", 3, "expected 'key = value'", "emb 256");
+    BAD("[model]\n= 5\n", 2, "missing key", NULL);
+    BAD("[model]\nembsize = 3\n", 2, "unknown key 'embsize' in [model]", "valid keys: type, cell");
+    BAD("[model]\nlr = 0.1\n", 2, "unknown key 'lr'", "lr is a key of [train]");
+    BAD("[model]\nEmb = 3\n", 2, "unknown key 'Emb'", NULL); /* keys are case-sensitive */
+    BAD("[model]\nemb = 1\n\nemb = 2\n", 4, "duplicate key model.emb", "first at line 2");
+    /* numbers */
+    BAD("[model]\nemb =\n", 2, "model.emb has an empty value", "default 256");
+    BAD("[model]\nemb = 256abc\n", 2, "model.emb = 256abc is not a whole number", "[1, 65536]");
+    BAD("[model]\nemb = 65537\n", 2, "model.emb = 65537 is out of range", "[1, 65536]");
+    BAD("[model]\nemb = 0\n", 2, "out of range", NULL);
+    BAD("[model]\nemb = 99999999999999999999999\n", 2, "model.emb", "out of range");
+    BAD("[model]\nemb = 2.5\n", 2, "not a whole number", NULL);
+    BAD("[model]\nemb = 0x10\n", 2, "not a whole number", NULL);
+    BAD("[model]\nemb = \"256\"\n", 2, "quotes are only for string values", NULL);
+    BAD("[model]\nemb = 256 # size\n", 2, "not a whole number", "comments must be on a line");
+    BAD("[model]\ndropout = nan\n", 2, "model.dropout", "NaN and infinity are not allowed");
+    BAD("[train]\nlr = -inf\n", 2, "train.lr", "NaN and infinity");
+    BAD("[train]\nlr = 0.1x\n", 2, "train.lr = 0.1x is not a number", NULL);
+    BAD("[train]\nlr = 0x1p-3\n", 2, "train.lr = 0x1p-3 is not a number", NULL);
+    BAD("[train]\nlr = 1e40\n", 2, "train.lr = 1e40 is out of range", NULL);
+    BAD("[train]\nlr = 0\n", 2, "train.lr = 0 is out of range", "(0, 10]");
+    BAD("[model]\ndropout = 1\n", 2, "model.dropout = 1 is out of range", "[0, 1)");
+    BAD("[train]\nlr = 1e-3.5\n", 2, "not a number", NULL);
+    BAD("[train]\nlr = .\n", 2, "not a number", NULL);
+    BAD("[train]\nseed = -1\n", 2, "train.seed = -1 is not a non-negative", NULL);
+    BAD("[train]\nseed = 18446744073709551616\n", 2, "train.seed", "out of range");
+    BAD("[train]\nmax_steps = 1e5\n", 2, "train.max_steps = 1e5 is not a whole number", NULL);
+    /* bools, enums */
+    BAD("[model]\ninput_feeding = maybe\n", 2, "model.input_feeding = maybe is not a bool",
+        "true or false");
+    BAD("[model]\ninput_feeding =\n", 2, "empty value", NULL);
+    BAD("[model]\ntype = lstm\n", 2, "model.type = lstm is not a valid name", "rnn, transformer");
+    BAD("[model]\nattention = dotty\n", 2, "model.attention = dotty",
+        "none, bahdanau, luong_dot, luong_general");
+    BAD("[model]\nattention = Luong_Dot\n", 2, "not a valid name", NULL);
+    BAD("[train]\ndevice = gpu\n", 2, "train.device = gpu", "cpu, cuda");
+    /* strings */
+    BAD("[data]\ntrain_src = \"abc\n", 2, "data.train_src", "unterminated quote");
+    BAD("[data]\ntrain_src = a.gz # the source\n", 2, "data.train_src", "trailing comment");
+    /* bytes of the file */
+    BAD("[data]\n\n\x01\n", 3, "control character 0x01", NULL);
+    BAD("[data]\ncache_dir = a\rb\n", 2, "control character 0x0d", NULL);
+    BAD("[data]\ncache_dir = caf\xc3\n", 2, "invalid UTF-8 at column 16", NULL);
+    BAD("[data]\n\ncache_dir = \xc0\xaf\n", 3, "invalid UTF-8", NULL);       /* overlong */
+    BAD("[data]\ncache_dir = \xed\xa0\x80\n", 2, "invalid UTF-8", NULL);      /* surrogate */
+    BAD("[data]\ncache_dir = \xf4\x90\x80\x80\n", 2, "invalid UTF-8", NULL);  /* > U+10FFFF */
+    BAD("[data]\ncache_dir = \x80\n", 2, "invalid UTF-8", NULL);              /* lone trail */
+
+    /* a string that fits the line but not its 1024-byte field */
+    char *t = malloc(3000);
+    strcpy(t, "[data]\ntrain_src = ");
+    memset(t + strlen(t), 'a', 1100);
+    strcpy(t + strlen("[data]\ntrain_src = ") + 1100, "\n");
+    BAD(t, 2, "data.train_src is 1100 bytes long", "1023-byte limit");
+
+    /* over-long lines: refused with their line number, never split; 4096 bytes is still fine */
+    char *big = malloc(6000);
+    strcpy(big, "[data]\n# ok\n#");
+    memset(big + strlen(big), 'x', 4999);
+    strcpy(big + strlen("[data]\n# ok\n#") + 4999, "\ncache_dir = x\n");
+    BAD(big, 3, "line is 5000 bytes long", "4096-byte limit");
+    /* line 2 = "cache_dir = " + 4084 'y' = exactly 4096 bytes: accepted as a line, refused as a
+     * value (1023-byte field); one more byte (with CRLF) and the line itself is refused */
+    strcpy(big, "[data]\ncache_dir = ");
+    size_t h = strlen(big), l2 = strlen("[data]\n");
+    memset(big + h, 'y', l2 + 4096 - h);
+    strcpy(big + l2 + 4096, "\n");
+    Config c;
+    Err err = {{0}};
+    EXPECT(config_load_string(&c, big, "ok.ini", &err) != STATUS_OK &&
+               strstr(err.msg, "ok.ini:2: data.cache_dir is 4084 bytes long"),
+           "a 4096-byte line must reach the value check, got: %s", err.msg);
+    big[l2 + 4096] = 'y';
+    strcpy(big + l2 + 4097, "\r\n");
+    BAD(big, 2, "line is 4097 bytes long", NULL);
+    free(big);
+    free(t);
+}
+
+static void test_files_on_disk(void) {
+    const char *dir = test_tmpdir();
+    char path[4200];
+    Config c;
+    Err err = {{0}};
+
+    /* NUL byte: only a file can hold one */
+    snprintf(path, sizeof path, "%s/nul.ini", dir);
+    static const char nul[] = "[model]\nemb = 2\0 56\n";
+    EXPECT(test_write_file(path, nul, sizeof nul - 1) == 0, "write %s", path);
+    EXPECT(config_load(&c, path, &err) != STATUS_OK, "NUL byte accepted");
+    char want[4300];
+    snprintf(want, sizeof want, "%s:2: NUL byte at column 8", path);
+    EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+
+    /* missing file: named, with strerror */
+    snprintf(path, sizeof path, "%s/missing.ini", dir);
+    EXPECT(config_load(&c, path, &err) != STATUS_OK, "missing file accepted");
+    EXPECT(strstr(err.msg, path) && strstr(err.msg, "No such file or directory"), "got: %s",
+           err.msg);
+
+    /* a directory */
+    EXPECT(config_load(&c, dir, &err) != STATUS_OK && strstr(err.msg, dir), "directory: %s",
+           err.msg);
+
+    /* the name comes from the file name; [run] name wins */
+    snprintf(path, sizeof path, "%s/my_run.ini", dir);
+    const char *txt = "\xef\xbb\xbf# BOM, CRLF\r\n[model]\r\nhidden = 64\r\n";
+    EXPECT(test_write_file(path, txt, strlen(txt)) == 0, "write");
+    EXPECT(config_load(&c, path, &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(strcmp(c.name, "my_run") == 0 && c.hidden == 64, "name '%s' hidden %d", c.name,
+           c.hidden);
+    char sd[2048];
+    EXPECT(strcmp(config_save_dir(&c, sd, sizeof sd), "checkpoints/my_run") == 0, "%s", sd);
+
+    /* line numbers in a file count every line, comments and blanks included */
+    snprintf(path, sizeof path, "%s/lines.ini", dir);
+    txt = "# 1\n\n[train]\n; 4\n\nlr = 0.001\nlr_decay = 2\n";
+    EXPECT(test_write_file(path, txt, strlen(txt)) == 0, "write");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK, "lr_decay = 2 accepted");
+    snprintf(want, sizeof want, "%s:7: train.lr_decay = 2 is out of range", path);
+    EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+}
+
+static void test_fixtures(void) {
+    Config c;
+    Err err = {{0}};
+    EXPECT(config_load(&c, "tests/fixtures/configs/luong.ini", &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(strcmp(c.name, "luong") == 0, "name %s", c.name);
+    EXPECT(c.model_type == MODEL_RNN && c.cell == CELL_LSTM && c.attention == ATTN_LUONG_GENERAL,
+           "enums");
+    EXPECT(c.emb == 256 && c.hidden == 512 && c.enc_layers == 2 && c.dec_layers == 2, "sizes");
+    EXPECT(c.dropout == 0.3f && c.input_feeding == 1, "dropout %g", (double)c.dropout);
+    EXPECT(strcmp(c.train_src, "data/multi30k/train.de.gz") == 0, "quoted %s", c.train_src);
+    EXPECT(strcmp(c.train_tgt, "data/multi30k/train.en.gz") == 0, "plain %s", c.train_tgt);
+    EXPECT(c.max_len == 80 && c.vocab_size == 8000 && c.seed == 42, "data/train ints");
+    EXPECT(c.lr == 1e-3f && c.clip_norm == 5.0f && c.label_smoothing == 0.1f, "floats");
+    EXPECT(strcmp(c.val_src, "data/multi30k/val.de.gz") == 0, "default kept: %s", c.val_src);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "%s", err.msg);
+
+    EXPECT(config_load(&c, "tests/fixtures/configs/transformer_small.ini", &err) == STATUS_OK,
+           "%s", err.msg);
+    EXPECT(strcmp(c.name, "tf_small") == 0, "[run] name wins over the file name: %s", c.name);
+    EXPECT(c.model_type == MODEL_TRANSFORMER && c.attention == ATTN_FLASH &&
+               c.device == DEVICE_CUDA && c.input_feeding == 0,
+           "enums/bool");
+    EXPECT(c.max_steps == 100000 && c.warmup_steps == 4000 && c.adam_eps == 1e-9f, "train");
+    char sd[2048];
+    EXPECT(strcmp(config_save_dir(&c, sd, sizeof sd), "checkpoints/tf small") == 0, "%s", sd);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "%s", err.msg);
+}
+
+static void test_good_strings(void) {
+    Config c, d;
+    Err err = {{0}};
+    /* the empty text gives the defaults */
+    EXPECT(config_load_string(&c, "", "empty", &err) == STATUS_OK, "%s", err.msg);
+    config_defaults(&d);
+    EXPECT(memcmp(&c, &d, sizeof c) == 0, "empty text != defaults");
+    EXPECT(strcmp(c.name, "default") == 0 && c.emb == 256 && c.hidden == 512 && c.lr == 1e-3f &&
+               c.adam_beta2 == 0.999f && c.batch_tokens == 4096 && c.seed == 1 &&
+               c.attention == ATTN_LUONG_GENERAL && c.save_dir[0] == 0 && c.input_feeding == 1,
+           "defaults");
+    EXPECT(strcmp(c.test_src, "data/multi30k/test_2016_flickr.de.gz") == 0, "%s", c.test_src);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "defaults must validate: %s", err.msg);
+
+    /* bool spellings, whitespace, tabs, signs, quotes kept verbatim inside */
+    static const char *const yes[] = {"true", "YES", "On", "1"}, *const no[] = {"false", "no",
+                                                                               "OFF", "0"};
+    for (int i = 0; i < 4; i++) {
+        char txt[128];
+        snprintf(txt, sizeof txt, "[model]\ninput_feeding = %s\n", yes[i]);
+        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.input_feeding == 1, "%s",
+               yes[i]);
+        snprintf(txt, sizeof txt, "[model]\ninput_feeding=%s", no[i]); /* no final newline */
+        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.input_feeding == 0, "%s",
+               no[i]);
+    }
+    EXPECT(config_load_string(&c,
+                              "\t[ train ]\t\n  seed\t=  18446744073709551615  \n"
+                              "max_steps = +7\nmin_lr = 0\nlr = 2.5E-4\n"
+                              "[data]\ncache_dir = \"  spaced \"quoted\" # not a comment \"\n"
+                              "val_src = caf\xc3\xa9 \xf0\x9f\x98\x80.gz\n",
+                              "s", &err) == STATUS_OK,
+           "%s", err.msg);
+    EXPECT(c.seed == UINT64_MAX && c.max_steps == 7 && c.min_lr == 0 && c.lr == 2.5e-4f,
+           "numbers");
+    EXPECT(strcmp(c.cache_dir, "  spaced \"quoted\" # not a comment ") == 0, "[%s]", c.cache_dir);
+    EXPECT(strcmp(c.val_src, "caf\xc3\xa9 \xf0\x9f\x98\x80.gz") == 0, "utf8 %s", c.val_src);
+    /* empty string values are allowed (save_dir = "" means the default folder) */
+    EXPECT(config_load_string(&c, "[train]\nsave_dir =\n[data]\ntest_src = \"\"\ntest_tgt=\n",
+                              "s", &err) == STATUS_OK &&
+               c.save_dir[0] == 0 && c.test_src[0] == 0 && c.test_tgt[0] == 0,
+           "%s", err.msg);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "no test set is fine: %s", err.msg);
+    /* every attention name parses */
+    for (int i = 0; i < ATTN_KIND_COUNT; i++) {
+        char txt[128];
+        snprintf(txt, sizeof txt, "[model]\nattention = %s\n", attention_kind_names[i]);
+        EXPECT(config_load_string(&c, txt, "a", &err) == STATUS_OK && (int)c.attention == i,
+               "%s: %s", attention_kind_names[i], err.msg);
+    }
+}
+
+static void test_set(void) {
+    Config c;
+    Err err = {{0}};
+    EXPECT(config_load(&c, "tests/fixtures/configs/luong.ini", &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(config_set(&c, "model.hidden=1024", &err) == STATUS_OK && c.hidden == 1024, "%s",
+           err.msg);
+    EXPECT(config_set(&c, " train.lr = 0.002 ", &err) == STATUS_OK && c.lr == 0.002f, "%s",
+           err.msg);
+    EXPECT(config_set(&c, "model.attention=bahdanau", &err) == STATUS_OK &&
+               c.attention == ATTN_BAHDANAU, "%s", err.msg);
+    EXPECT(config_set(&c, "data.cache_dir=/tmp/a=b", &err) == STATUS_OK &&
+               strcmp(c.cache_dir, "/tmp/a=b") == 0, "value may contain '=': %s", c.cache_dir);
+    EXPECT(config_set(&c, "train.save_dir=\"out dir\"", &err) == STATUS_OK &&
+               strcmp(c.save_dir, "out dir") == 0, "%s", c.save_dir);
+    EXPECT(config_set(&c, "run.name=exp1", &err) == STATUS_OK && strcmp(c.name, "exp1") == 0,
+           "%s", err.msg);
+    EXPECT(config_set(&c, "model.input_feeding=no", &err) == STATUS_OK && !c.input_feeding, "b");
+    EXPECT(c.emb == 256 && c.enc_layers == 2, "other keys kept");
+    BAD_SET("model.hidden", "expected section.key=value", NULL);
+    BAD_SET("hidden=3", "name the section", NULL);
+    BAD_SET("modle.hidden=3", "unknown section [modle]", "[model]");
+    BAD_SET("model.hiden=3", "unknown key 'hiden' in [model]", "hidden");
+    BAD_SET("model.hidden=abc", "--set model.hidden: model.hidden = abc is not a whole number",
+            NULL);
+    BAD_SET("model.hidden=", "--set model.hidden: model.hidden has an empty value", NULL);
+    BAD_SET("train.dropout=0.1", "unknown key 'dropout' in [train]", NULL);
+    BAD_SET("model.type=cnn", "--set model.type: model.type = cnn", "rnn, transformer");
+}
+
+static void test_validate(void) {
+    static const struct {
+        const char *set, *want;
+    } cases[] = {
+        {"model.hidden=511", "model.hidden = 511 is odd"},
+        {"model.type=transformer\nmodel.attention=none\nmodel.input_feeding=0",
+         "transformer needs an attention"},
+        {"model.attention=none", "model.input_feeding = true needs an attention"},
+        {"train.min_lr=0.01", "train.min_lr = 0.01 is above train.lr = 0.001"},
+        {"train.batch_tokens=100", "train.batch_tokens = 100 cannot hold"},
+        {"data.train_src=", "must all be set"},
+        {"data.test_tgt=", "both be set or both be empty"},
+        {"run.name=a/b", "run.name 'a/b' cannot name a folder"},
+        {"run.name=..", "cannot name a folder"},
+        {"run.name=", "cannot name a folder"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Config c;
+        Err err = {{0}};
+        config_defaults(&c);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", cases[i].set);
+        for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n"))
+            EXPECT(config_set(&c, tok, &err) == STATUS_OK, "%s: %s", tok, err.msg);
+        EXPECT(config_validate(&c, &err) != STATUS_OK, "%s validated", cases[i].set);
+        EXPECT(strstr(err.msg, cases[i].want), "want '%s', got: %s", cases[i].want, err.msg);
+    }
+    /* transformer with an odd hidden is not the RNN's business; per-key ranges are re-checked */
+    Config c;
+    Err err = {{0}};
+    config_defaults(&c);
+    c.dropout = NAN;
+    EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.dropout"), "%s",
+           err.msg);
+    config_defaults(&c);
+    c.attention = ATTN_KIND_COUNT;
+    EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.attention"), "%s",
+           err.msg);
+    config_defaults(&c);
+    c.emb = 0;
+    EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.emb"), "%s", err.msg);
+}
+
+static void roundtrip(const Config *c, const char *what) {
+    char *ini = config_to_ini(c);
+    Config d;
+    Err err = {{0}};
+    char diff[2048];
+    EXPECT(config_load_string(&d, ini, "roundtrip", &err) == STATUS_OK, "%s: %s\n%s", what,
+           err.msg, ini);
+    EXPECT(config_diff(c, &d, diff, sizeof diff) == 0, "%s: %s", what, diff);
+    EXPECT(memcmp(c, &d, sizeof d) == 0, "%s: structs differ byte-wise", what);
+    free(ini);
+}
+
+static void test_roundtrip(void) {
+    Config c;
+    Err err = {{0}};
+    config_defaults(&c);
+    roundtrip(&c, "defaults");
+    char *ini = config_to_ini(&c);
+    EXPECT(strstr(ini, "[run]\nname = \"default\"\n") && strstr(ini, "\nlr = 0.001\n") &&
+               strstr(ini, "\nadam_eps = 1e-08\n") && strstr(ini, "\ninput_feeding = true\n"),
+           "readable output:\n%s", ini);
+    free(ini);
+
+    EXPECT(config_load(&c, "tests/fixtures/configs/transformer_small.ini", &err) == STATUS_OK,
+           "%s", err.msg);
+    roundtrip(&c, "transformer_small");
+
+    static const char *const sets[] = {
+        "run.name=x-1.y_z", "model.type=transformer", "model.cell=gru", "model.attention=linear",
+        "model.dropout=0.123456789", "train.lr=3.4e-7", "train.adam_eps=1.17549435e-38",
+        "train.clip_norm=999999.9", "train.seed=18446744073709551615",
+        "train.max_steps=1000000000000000", "data.cache_dir=\" a \"b\" #c ;d \"",
+        "data.train_src=\xe2\x82\xac.gz", "train.device=cuda", "train.save_dir=",
+        "model.input_feeding=false", "train.label_smoothing=0.99999994",
+    };
+    config_defaults(&c);
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        EXPECT(config_set(&c, sets[i], &err) == STATUS_OK, "%s: %s", sets[i], err.msg);
+    roundtrip(&c, "odd values");
+
+    /* many random floats in every float key's range survive the shortest-digits printing */
+    uint32_t s = 12345;
+    for (int i = 0; i < 2000; i++) {
+        s = s * 1664525u + 1013904223u;
+        float u = (float)(s >> 8) / 16777216.0f; /* [0, 1) */
+        c.dropout = u;
+        c.adam_beta1 = u * 0.5f;
+        c.lr = ldexpf(u + 0.5f, -(int)(s % 20)); /* (0, 1] */
+        c.min_lr = c.lr * u;
+        roundtrip(&c, "random floats");
+    }
+    config_defaults(&c);
+    Config d = c;
+    d.hidden = 128;
+    d.lr = 0.01f;
+    char diff[512];
+    EXPECT(config_diff(&c, &d, diff, sizeof diff) == 2 &&
+               strcmp(diff, "model.hidden: 512 -> 128; train.lr: 0.001 -> 0.01") == 0,
+           "diff: %s", diff);
+}
+
+static void test_print_keys(void) {
+    const char *dir = test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/help.txt", dir);
+    FILE *f = fopen(path, "w");
+    EXPECT(f != NULL, "fopen");
+    if (!f) return;
+    config_print_keys(f);
+    fclose(f);
+    char *txt = test_read_file(path, NULL);
+    EXPECT(txt && strstr(txt, "model.emb") && strstr(txt, "default 256") &&
+               strstr(txt, "range [1, 65536]") && strstr(txt, "luong_general") &&
+               strstr(txt, "[0, 1)") && strstr(txt, "train.val_max_sentences") &&
+               strstr(txt, "run.name"),
+           "help:\n%s", txt ? txt : "(null)");
+    free(txt);
+}
+
+int main(void) {
+    test_bad_files();
+    test_files_on_disk();
+    test_fixtures();
+    test_good_strings();
+    test_set();
+    test_validate();
+    test_roundtrip();
+    test_print_keys();
+    return test_report("test_config");
+}
