@@ -67,7 +67,7 @@ static Status train_spm(const Config *cfg, const Corpus *train, const char *dir,
 
 static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, const char *what,
                            Encoded *e, Err *err) {
-    char cache[1200];
+    char cache[1400];
     snprintf(cache, sizeof cache, "%s/%s.%s.enc", cfg->cache_dir, cfg->name, what);
     if (make_dir(cfg->cache_dir, err)) return STATUS_ERR;
     double t0 = now_seconds();
@@ -236,7 +236,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
                        "elapsed %s, epoch ETA %s\n", st.epoch, st.step, st.batch_in_epoch + 1,
                        plan.nbatches, l, exp(l), lr_at(&cfg, &st), tps, e1, e2);
-                fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.6f, "
+                fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
                         "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
                         st.epoch, st.step, l, exp(l), lr_at(&cfg, &st), tps, el);
                 fflush(metrics);
