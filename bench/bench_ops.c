@@ -1,1 +1,92 @@
-int main(void) { return 0; }
+/* bench_ops.c — times the CPU backend's hot ops at configs/luong.ini's sizes (a benchmark, not a
+ * test). Each op runs `reps` times after a warm-up; the median time is printed with GFLOP/s where
+ * the op is a matrix product.
+ *
+ *   bench_ops [threads]
+ *
+ * Sizes: B 150 sentences, S = T = 14 subwords (a 4096-token batch), E 256, H 512, V 8000.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "ops/ops.h"
+#include "rng.h"
+#include "train/train.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define REPS 15
+#define TIME(label, flops, stmt)                                                          \
+    do {                                                                                  \
+        double t[REPS];                                                                   \
+        stmt;                                                                             \
+        for (int r = 0; r < REPS; r++) {                                                  \
+            double t0 = now_seconds();                                                    \
+            stmt;                                                                         \
+            t[r] = now_seconds() - t0;                                                    \
+        }                                                                                 \
+        qsort(t, REPS, sizeof(double), cmp_double);                                       \
+        double med = t[REPS / 2];                                                         \
+        if ((flops) > 0)                                                                  \
+            printf("%-44s %9.3f ms  %7.1f GFLOP/s\n", label, med * 1e3, (flops) / med * 1e-9); \
+        else                                                                              \
+            printf("%-44s %9.3f ms\n", label, med * 1e3);                                 \
+    } while (0)
+
+static float *randn(const Backend *be, size_t n, Rng *rng) {
+    float *h = xmalloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) h[i] = rng_normal(rng) * 0.5f;
+    float *d = be->alloc(sizeof(float) * n);
+    be->upload(d, h, sizeof(float) * n);
+    free(h);
+    return d;
+}
+
+int main(int argc, char **argv) {
+    backend_cpu_prefer_fast_blas(argv);
+    set_threads(argc > 1 ? atoi(argv[1]) : 0);
+    const Backend *be = backend_cpu();
+    Rng rng;
+    rng_seed(&rng, 1, 1);
+    int B = 150, S = 14, T = 14, H = 512, V = 8000, E = 256;
+    int NT = B * T;
+    float *hdec = randn(be, (size_t)NT * H, &rng), *W_out = randn(be, (size_t)V * H, &rng);
+    float *logits = randn(be, (size_t)NT * V, &rng), *dlogits = randn(be, (size_t)NT * V, &rng);
+    float *dW = randn(be, (size_t)V * H, &rng);
+    int *tgt = xmalloc(sizeof(int) * NT);
+    for (int i = 0; i < NT; i++) tgt[i] = 4 + (int)rng_below(&rng, V - 4);
+    printf("CPU backend, B %d, S %d, T %d, E %d, H %d, V %d\n", B, S, T, E, H, V);
+    TIME("output projection fwd [B*T,H]x[H,V]", 2.0 * NT * H * V,
+         be->matmul(logits, hdec, W_out, NT, V, H, 0, 1, 1.0f, 0.0f));
+    TIME("output projection dW [V,B*T]x[B*T,H]", 2.0 * NT * H * V,
+         be->matmul(dW, dlogits, hdec, V, H, NT, 1, 0, 1.0f, 1.0f));
+    TIME("output projection dX [B*T,V]x[V,H]", 2.0 * NT * H * V,
+         be->matmul(hdec, dlogits, W_out, NT, H, V, 0, 0, 1.0f, 0.0f));
+    TIME("xent fwd+bwd (label smoothing) [B*T,V]", 0,
+         be->xent_forward_backward(dlogits, logits, tgt, NT, V, 0.1f, 0, 1e-3f));
+    TIME("bias backward [B*T,V]", 0, be->bias_backward(W_out, dlogits, NT, V));
+    float *x = randn(be, (size_t)B * (E + H), &rng), *Wih = randn(be, (size_t)4 * H * (E + H), &rng);
+    float *gates = randn(be, (size_t)B * 4 * H, &rng), *h = randn(be, (size_t)B * H, &rng);
+    float *c = randn(be, (size_t)B * H, &rng), *hp = randn(be, (size_t)B * H, &rng);
+    float *cp = randn(be, (size_t)B * H, &rng);
+    TIME("decoder step gates [B,E+H]x[E+H,4H]", 2.0 * B * (E + H) * 4 * H,
+         be->matmul(gates, x, Wih, B, 4 * H, E + H, 0, 1, 1.0f, 0.0f));
+    TIME("lstm cell fwd [B,4H]", 0, be->lstm_cell_forward(h, c, gates, hp, cp, NULL, B, H));
+    float *dg = randn(be, (size_t)B * 4 * H, &rng);
+    TIME("lstm cell bwd [B,4H]", 0,
+         be->lstm_cell_backward(dg, hp, cp, h, c, gates, c, cp, NULL, B, H));
+    float *keys = randn(be, (size_t)B * S * H, &rng), *ctx = randn(be, (size_t)B * H, &rng);
+    float *w = randn(be, (size_t)B * S, &rng), *dk = randn(be, (size_t)B * S * H, &rng);
+    int *len = xmalloc(sizeof(int) * B);
+    for (int b = 0; b < B; b++) len[b] = S - (b % 4);
+    TIME("attention fwd (one decoder step) [B,1,S,H]", 0,
+         be->attn_forward(ctx, w, h, keys, keys, len, 1.0f, 0, B, 1, S, H, H));
+    TIME("attention bwd (one decoder step) [B,1,S,H]", 0,
+         be->attn_backward(hp, dk, dk, ctx, h, keys, keys, w, 1.0f, B, 1, S, H, H));
+    return 0;
+}

@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# Installs, builds, fetches Multi30k and runs the whole CTest suite.
+# Installs, builds, fetches Multi30k and runs the whole CTest suite (extra arguments go to ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j2
-bash data/get_multi30k.sh
+bash scripts/prepare.sh
 ctest --test-dir build --output-on-failure -j2 "$@"

@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "data/corpus.h"
 #include "data/encoded.h"
@@ -31,19 +30,6 @@ static void usage(FILE *f) {
             "  trainer translate --checkpoint FILE [--device cpu|cuda] < in > out\n"
             "      translate standard input line by line\n"
             "  trainer --help     this text and every config key\n\n");
-}
-
-/* Debian's OpenBLAS picks its Haswell kernels on AVX-512 machines; the SkylakeX kernels are about
- * twice as fast there. OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main, so set it
- * and re-execute once. The user's own setting wins. */
-static void prefer_fast_blas(char **argv) {
-    if (getenv("OPENBLAS_CORETYPE") || getenv("TRAINER_NO_REEXEC")) return;
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f")) return;
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    setenv("TRAINER_NO_REEXEC", "1", 1);
-    execv("/proc/self/exe", argv);
-    /* exec failed: go on with the default kernels */
 }
 
 static int device_arg(const char *s, int *dev) {
@@ -202,7 +188,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-    prefer_fast_blas(argv);
+    backend_cpu_prefer_fast_blas(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);

@@ -129,6 +129,12 @@ struct Backend {
 /* The CPU backend (OpenBLAS + OpenMP): always present; the reference. */
 const Backend *backend_cpu(void);
 
+/* Debian's OpenBLAS 0.3.21 picks its Haswell (AVX2) kernels on AVX-512 machines; its SkylakeX
+ * kernels are about twice as fast there. OpenBLAS reads OPENBLAS_CORETYPE when it is loaded,
+ * before main(), so on an AVX-512 CPU this sets it and re-executes the program (argv) once.
+ * A user's own OPENBLAS_CORETYPE wins. Returns only when no re-execution happened. */
+void backend_cpu_prefer_fast_blas(char **argv);
+
 /* The CUDA backend, or NULL with a message in err_msg (size err_len) when the build has no CUDA
  * or no device is present. */
 const Backend *backend_cuda(char *err_msg, size_t err_len);

@@ -128,6 +128,13 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     snprintf(best, sizeof best, "%s/best.ckpt", dir);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
     set_threads(cfg.threads);
+    if (cfg.device == DEVICE_CUDA) { /* refuse before any data work */
+        char why[512];
+        if (!backend_cuda(why, sizeof why)) {
+            err_set(err, "train.device = cuda: %s", why);
+            goto cleanup;
+        }
+    }
     if (make_dir(dir, err)) goto cleanup;
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, err)) goto cleanup;

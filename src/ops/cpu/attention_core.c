@@ -2,7 +2,6 @@
  * eq. 7–8 with the dot score; Vaswani et al. 2017 eq. 1 with scale 1/√d). Semantics in
  * ops/ops.h. Parallel over the batch; each (b, t) row is independent. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
@@ -46,7 +45,7 @@ void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const
                        int Tq, int Tk, int D, int Dv) {
 #pragma omp parallel
     {
-        float *dw = malloc(sizeof(float) * (Tk > 0 ? Tk : 1));
+        float dw[Tk > 0 ? Tk : 1]; /* dL/da_s for one query row (Tk floats on the stack) */
 #pragma omp for
         for (int b = 0; b < B; b++) {
             for (int t = 0; t < Tq; t++) {
@@ -84,6 +83,5 @@ void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const
                 }
             }
         }
-        free(dw);
     }
 }

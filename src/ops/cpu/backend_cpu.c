@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "ops/cpu/cpu_internal.h"
@@ -39,14 +40,17 @@ void cpu_bias_forward(float *out, const float *bias, int N, int C) {
 
 void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
     /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1 */
-    static const float one = 1.0f;
-    float *ones = NULL;
-    if (N == 0) return;
-    ones = malloc(sizeof(float) * N);
-    CHECK(ones != NULL, "out of memory");
-    for (int n = 0; n < N; n++) ones[n] = one;
+    /* a vector of ones, grown on demand and kept (no allocation once the largest N was seen) */
+    static float *ones = NULL;
+    static int nones = 0;
+    if (N <= 0) return;
+    if (N > nones) {
+        free(ones);
+        ones = xmalloc(sizeof(float) * N);
+        for (int n = 0; n < N; n++) ones[n] = 1.0f;
+        nones = N;
+    }
     cblas_sgemv(CblasRowMajor, CblasTrans, N, C, 1.0f, dout, C, ones, 1, 1.0f, dbias, 1);
-    free(ones);
 }
 
 void cpu_axpy(float *y, float a, const float *x, size_t n) {
@@ -143,3 +147,13 @@ static const Backend CPU_BACKEND = {
 };
 
 const Backend *backend_cpu(void) { return &CPU_BACKEND; }
+
+void backend_cpu_prefer_fast_blas(char **argv) {
+    if (getenv("OPENBLAS_CORETYPE") || getenv("TRAINER_NO_REEXEC")) return;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) return;
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    setenv("TRAINER_NO_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed: go on with the default kernels */
+}
