@@ -1,0 +1,1017 @@
+/* test_ops.c — every op of the CPU backend table (backend_cpu(), src/ops/ops.h) against a plain
+ * reference written here in double precision, every backward against central finite
+ * differences, and the accumulate convention (DESIGN.md §3, §9).
+ *
+ * Forward: each op's output is compared with an obviously-correct double-precision loop.
+ * Backward: for an op out = f(x) we take L = Σ r ⊙ out with a fixed random r (so dout = r) and
+ *   compare the analytic gradient with (L(x + ε e_i) − L(x − ε e_i)) / (2ε), L accumulated in
+ *   double, ε = 1e-3 on float32 inputs. Tolerances are stated next to the constants below.
+ * Accumulate: every backward is run a second time into buffers pre-filled with random nonzero
+ *   values; the result must be prefill + gradient (lstm's dgates is documented as overwritten,
+ *   and is checked to be exactly that).
+ *
+ * Shapes are small but non-square (e.g. B 3, Tq 4, Tk 5, D 6, Dv 7) so that a swapped index
+ * shows. Inputs come from the repository's PCG32 (src/rng.h) with a fixed seed. One line per
+ * check group is printed (max abs / rel error); the exit code is the verdict. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "rng.h"
+#include "testutil.h"
+
+/* Tolerances.
+ * Forward against the double reference (float32 arithmetic inside the op):
+ *   |got − ref| ≤ FWD_ATOL + FWD_RTOL·|ref|.
+ * Backward against central finite differences (ε = 1e-3, loss in double from float32 outputs,
+ *   so the numeric derivative carries ~1e-4 of rounding noise):
+ *   |analytic − numeric| ≤ FD_ATOL + FD_RTOL·|numeric|.
+ * Accumulate (one float add per element, possibly fused/reordered):
+ *   |after − (prefill + grad)| ≤ ACC_TOL·(1 + |prefill| + |grad|). */
+#define FWD_ATOL 1e-5
+#define FWD_RTOL 1e-5
+#define FD_EPS 1e-3f
+#define FD_ATOL 1e-3
+#define FD_RTOL 1e-2
+#define ACC_TOL 1e-6
+
+static const Backend *be;
+static Rng rng;
+
+/* ------------------------------------------------------------------------------------------ */
+/* helpers                                                                                     */
+
+static float *fnew(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) {
+        perror("calloc");
+        exit(2);
+    }
+    return p;
+}
+static float *frand(size_t n, float lo, float hi) {
+    float *p = fnew(n);
+    for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * rng_uniform(&rng);
+    return p;
+}
+static float *fdup(const float *x, size_t n) {
+    float *p = fnew(n);
+    memcpy(p, x, sizeof(float) * n);
+    return p;
+}
+static double dot_rd(const float *r, const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)r[i] * (double)x[i];
+    return s;
+}
+
+/* One group of comparisons, reported in one line. */
+typedef struct {
+    char name[80];
+    long n;
+    int bad;
+    double max_abs, max_rel;
+} Stat;
+
+static void stat_begin(Stat *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->name, sizeof s->name, fmt, ap);
+    va_end(ap);
+    s->n = 0;
+    s->bad = 0;
+    s->max_abs = 0;
+    s->max_rel = 0;
+}
+
+/* Records got vs ref; fails when |got − ref| > atol + rtol·|ref| (NaN always fails). */
+static void stat_add(Stat *s, double got, double ref, double atol, double rtol, const char *what,
+                     long idx) {
+    double d = fabs(got - ref);
+    s->n++;
+    if (!(d <= atol + rtol * fabs(ref))) {
+        if (s->bad < 6)
+            fprintf(stderr, "  %s: %s[%ld]: got %.9g, expected %.9g (diff %.3g)\n", s->name, what,
+                    idx, got, ref, d);
+        s->bad++;
+    }
+    if (isnan(d)) d = INFINITY;
+    if (d > s->max_abs) s->max_abs = d;
+    if (fabs(ref) >= 1e-3 && d / fabs(ref) > s->max_rel) s->max_rel = d / fabs(ref);
+}
+
+/* A boolean property inside a group (counted as one value, error 0 or 1). */
+static void stat_true(Stat *s, int ok, const char *fmt, ...) {
+    s->n++;
+    if (!ok) {
+        if (s->bad < 6) {
+            va_list ap;
+            va_start(ap, fmt);
+            fprintf(stderr, "  %s: ", s->name);
+            vfprintf(stderr, fmt, ap);
+            fprintf(stderr, "\n");
+            va_end(ap);
+        }
+        s->bad++;
+        if (s->max_abs < 1) s->max_abs = 1;
+    }
+}
+
+static void stat_end(Stat *s) {
+    printf("%-46s %7ld values  max abs %.2e  max rel %.2e  %s\n", s->name, s->n, s->max_abs,
+           s->max_rel, s->bad ? "FAIL" : "ok");
+    EXPECT(s->bad == 0, "%s: %d of %ld values out of tolerance", s->name, s->bad, s->n);
+}
+
+typedef double (*LossFn)(void *ctx);
+
+/* Central finite differences of f with respect to every element of x (which f reads), compared
+ * with analytic[]. x is restored afterwards. */
+static void fd_check(Stat *st, const char *what, float *x, size_t n, const float *analytic,
+                     LossFn f, void *ctx) {
+    for (size_t i = 0; i < n; i++) {
+        float x0 = x[i], xp = x0 + FD_EPS, xm = x0 - FD_EPS;
+        x[i] = xp;
+        double lp = f(ctx);
+        x[i] = xm;
+        double lm = f(ctx);
+        x[i] = x0;
+        double num = (lp - lm) / ((double)xp - (double)xm);
+        stat_add(st, analytic[i], num, FD_ATOL, FD_RTOL, what, (long)i);
+    }
+}
+
+/* after must equal pre + g (the gradient computed into a zeroed buffer). */
+static void accum_check(Stat *st, const char *what, const float *after, const float *pre,
+                        const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        double ref = (double)pre[i] + (double)g[i];
+        stat_add(st, after[i], ref, ACC_TOL * (1 + fabs(pre[i]) + fabs(g[i])), 0, what, (long)i);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* memory                                                                                      */
+
+static void test_memory(void) {
+    Stat st;
+    stat_begin(&st, "memory alloc/upload/download/copy/zero");
+    size_t n = 37;
+    float *d = be->alloc(sizeof(float) * n);
+    float *d2 = be->alloc(sizeof(float) * n);
+    stat_true(&st, d != NULL && d2 != NULL, "alloc returned NULL");
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= d[i] == 0.0f;
+    stat_true(&st, zero, "alloc is not zero-filled");
+    float *h = frand(n, -1, 1), *back = fnew(n);
+    be->upload(d, h, sizeof(float) * n);
+    be->copy(d2, d, sizeof(float) * n);
+    be->synchronize();
+    be->download(back, d2, sizeof(float) * n);
+    stat_true(&st, memcmp(back, h, sizeof(float) * n) == 0, "upload/copy/download round trip");
+    be->zero(d2 + 3, sizeof(float) * 5);
+    be->download(back, d2, sizeof(float) * n);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= back[i] == ((i >= 3 && i < 8) ? 0.0f : h[i]);
+    stat_true(&st, ok, "zero touched the wrong range");
+    be->free(d);
+    be->free(d2);
+    free(h);
+    free(back);
+    stat_end(&st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* dense algebra                                                                               */
+
+static void test_matmul(void) {
+    const int M = 3, Nc = 5, K = 4;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int betacase = 0; betacase < 2; betacase++) {
+                float alpha = 0.7f, beta = betacase ? 0.0f : -0.3f;
+                Stat st;
+                stat_begin(&st, "matmul transA=%d transB=%d alpha=%.1f beta=%.1f", ta, tb,
+                           alpha, beta);
+                float *A = frand((size_t)M * K, -1, 1), *Bm = frand((size_t)K * Nc, -1, 1);
+                float *C0 = frand((size_t)M * Nc, -2, 2), *C = fdup(C0, (size_t)M * Nc);
+                be->matmul(C, A, Bm, M, Nc, K, ta, tb, alpha, beta);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < Nc; j++) {
+                        double s = 0;
+                        for (int k = 0; k < K; k++) {
+                            double a = ta ? A[k * M + i] : A[i * K + k];
+                            double b = tb ? Bm[j * K + k] : Bm[k * Nc + j];
+                            s += a * b;
+                        }
+                        double ref = alpha * s + beta * (double)C0[i * Nc + j];
+                        stat_add(&st, C[i * Nc + j], ref, FWD_ATOL, FWD_RTOL, "C", i * Nc + j);
+                    }
+                stat_end(&st);
+                free(A), free(Bm), free(C0), free(C);
+            }
+}
+
+typedef struct {
+    const float *X0, *r;
+    float *bias, *out;
+    int N, C;
+} BiasCtx;
+static double bias_loss(void *p) {
+    BiasCtx *c = p;
+    memcpy(c->out, c->X0, sizeof(float) * c->N * c->C);
+    be->bias_forward(c->out, c->bias, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
+}
+
+static void test_bias(void) {
+    const int N = 7, C = 6;
+    size_t nc = (size_t)N * C;
+    float *X0 = frand(nc, -1, 1), *bias = frand(C, -1, 1), *out = fdup(X0, nc);
+    Stat st;
+    stat_begin(&st, "bias_forward");
+    be->bias_forward(out, bias, N, C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], (double)X0[n * C + c] + bias[c], FWD_ATOL, FWD_RTOL,
+                     "out", n * C + c);
+    stat_end(&st);
+
+    float *r = frand(nc, -1, 1), *g0 = fnew(C);
+    be->bias_backward(g0, r, N, C);
+    BiasCtx ctx = {X0, r, bias, out, N, C};
+    stat_begin(&st, "bias_backward vs FD");
+    fd_check(&st, "dbias", bias, C, g0, bias_loss, &ctx);
+    stat_end(&st);
+    float *pre = frand(C, -2, 2), *acc = fdup(pre, C);
+    be->bias_backward(acc, r, N, C);
+    stat_begin(&st, "bias_backward accumulates");
+    accum_check(&st, "dbias", acc, pre, g0, C);
+    stat_end(&st);
+    free(X0), free(bias), free(out), free(r), free(g0), free(pre), free(acc);
+}
+
+static void test_axpy_scale(void) {
+    size_t sizes[2] = {1001, 300001}; /* the second takes the OpenMP path */
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -3, 3), *y0 = frand(n, -3, 3), *y = fdup(y0, n);
+        float a = -1.37f;
+        Stat st;
+        stat_begin(&st, "axpy n=%zu", n);
+        be->axpy(y, a, x, n);
+        for (size_t i = 0; i < n; i++)
+            stat_add(&st, y[i], (double)y0[i] + (double)a * x[i], FWD_ATOL, FWD_RTOL, "y",
+                     (long)i);
+        stat_end(&st);
+        stat_begin(&st, "scale n=%zu", n);
+        memcpy(y, y0, sizeof(float) * n);
+        be->scale(y, a, n);
+        for (size_t i = 0; i < n; i++)
+            stat_add(&st, y[i], (double)a * y0[i], FWD_ATOL, FWD_RTOL, "x", (long)i);
+        stat_end(&st);
+        free(x), free(y0), free(y);
+    }
+}
+
+static void test_sumsq_all_finite(void) {
+    size_t sizes[3] = {0, 1003, 300001};
+    Stat st;
+    stat_begin(&st, "sumsq");
+    for (int k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -2, 2);
+        double ref = 0;
+        for (size_t i = 0; i < n; i++) ref += (double)x[i] * (double)x[i];
+        /* double accumulation of exact float products: only summation order may differ */
+        stat_add(&st, be->sumsq(x, n), ref, 1e-12, 1e-10, "sumsq", (long)n);
+        free(x);
+    }
+    stat_end(&st);
+
+    stat_begin(&st, "all_finite");
+    for (int k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -1e30f, 1e30f);
+        stat_true(&st, be->all_finite(x, n) == 1, "n=%zu finite data reported non-finite", n);
+        if (n) { /* the largest finite floats are finite */
+            x[0] = FLT_MAX, x[n - 1] = -FLT_MAX, x[n / 2] = FLT_MIN / 4; /* a subnormal */
+            stat_true(&st, be->all_finite(x, n) == 1, "n=%zu: FLT_MAX/subnormal reported", n);
+        }
+        free(x);
+    }
+    const float bads[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 1; k < 3; k++) {
+        size_t n = sizes[k];
+        size_t pos[3] = {0, n / 2, n - 1};
+        for (int b = 0; b < 3; b++)
+            for (int j = 0; j < 3; j++) {
+                float *x = frand(n, -1, 1);
+                x[pos[j]] = bads[b];
+                stat_true(&st, be->all_finite(x, n) == 0, "n=%zu: %g at %zu not detected", n,
+                          (double)bads[b], pos[j]);
+                free(x);
+            }
+    }
+    stat_end(&st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* shape ops                                                                                   */
+
+typedef struct {
+    float *a, *b, *out;
+    const float *r;
+    int N, Ca, Cb;
+} ConcatCtx;
+static double concat_loss(void *p) {
+    ConcatCtx *c = p;
+    be->concat2_forward(c->out, c->a, c->b, c->N, c->Ca, c->Cb);
+    return dot_rd(c->r, c->out, (size_t)c->N * (c->Ca + c->Cb));
+}
+
+static void test_concat2(void) {
+    const int N = 3, Ca = 4, Cb = 5, C = Ca + Cb;
+    float *a = frand((size_t)N * Ca, -1, 1), *b = frand((size_t)N * Cb, -1, 1);
+    float *out = fnew((size_t)N * C);
+    Stat st;
+    stat_begin(&st, "concat2_forward");
+    be->concat2_forward(out, a, b, N, Ca, Cb);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], c < Ca ? a[n * Ca + c] : b[n * Cb + c - Ca], 0, 0,
+                     "out", n * C + c);
+    stat_end(&st);
+
+    float *r = frand((size_t)N * C, -1, 1);
+    float *ga = fnew((size_t)N * Ca), *gb = fnew((size_t)N * Cb);
+    be->concat2_backward(ga, gb, r, N, Ca, Cb);
+    ConcatCtx ctx = {a, b, out, r, N, Ca, Cb};
+    stat_begin(&st, "concat2_backward vs FD");
+    fd_check(&st, "da", a, (size_t)N * Ca, ga, concat_loss, &ctx);
+    fd_check(&st, "db", b, (size_t)N * Cb, gb, concat_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "concat2_backward accumulates (and NULL)");
+    float *pa = frand((size_t)N * Ca, -2, 2), *pb = frand((size_t)N * Cb, -2, 2);
+    float *aa = fdup(pa, (size_t)N * Ca), *ab = fdup(pb, (size_t)N * Cb);
+    be->concat2_backward(aa, ab, r, N, Ca, Cb);
+    accum_check(&st, "da", aa, pa, ga, (size_t)N * Ca);
+    accum_check(&st, "db", ab, pb, gb, (size_t)N * Cb);
+    memcpy(aa, pa, sizeof(float) * N * Ca);
+    be->concat2_backward(aa, NULL, r, N, Ca, Cb);
+    accum_check(&st, "da(db NULL)", aa, pa, ga, (size_t)N * Ca);
+    memcpy(ab, pb, sizeof(float) * N * Cb);
+    be->concat2_backward(NULL, ab, r, N, Ca, Cb);
+    accum_check(&st, "db(da NULL)", ab, pb, gb, (size_t)N * Cb);
+    stat_end(&st);
+    free(a), free(b), free(out), free(r), free(ga), free(gb), free(pa), free(pb), free(aa),
+        free(ab);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    int D0, D1, C;
+} TransCtx;
+static double trans_loss(void *p) {
+    TransCtx *c = p;
+    be->transpose01_forward(c->out, c->inp, c->D0, c->D1, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->D0 * c->D1 * c->C);
+}
+
+static void test_transpose01(void) {
+    const int D0 = 3, D1 = 4, C = 5;
+    size_t n = (size_t)D0 * D1 * C;
+    float *inp = frand(n, -1, 1), *out = fnew(n);
+    Stat st;
+    stat_begin(&st, "transpose01_forward");
+    be->transpose01_forward(out, inp, D0, D1, C);
+    for (int j = 0; j < D1; j++)
+        for (int i = 0; i < D0; i++)
+            for (int c = 0; c < C; c++)
+                stat_add(&st, out[(j * D0 + i) * C + c], inp[(i * D1 + j) * C + c], 0, 0, "out",
+                         (j * D0 + i) * C + c);
+    stat_end(&st);
+
+    float *r = frand(n, -1, 1), *g0 = fnew(n);
+    be->transpose01_backward(g0, r, D0, D1, C);
+    TransCtx ctx = {inp, out, r, D0, D1, C};
+    stat_begin(&st, "transpose01_backward vs FD");
+    fd_check(&st, "dinp", inp, n, g0, trans_loss, &ctx);
+    stat_end(&st);
+    float *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->transpose01_backward(acc, r, D0, D1, C);
+    stat_begin(&st, "transpose01_backward accumulates");
+    accum_check(&st, "dinp", acc, pre, g0, n);
+    stat_end(&st);
+    free(inp), free(out), free(r), free(g0), free(pre), free(acc);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* element-wise                                                                                */
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    size_t n;
+} TanhCtx;
+static double tanh_loss(void *p) {
+    TanhCtx *c = p;
+    be->tanh_forward(c->out, c->inp, c->n);
+    return dot_rd(c->r, c->out, c->n);
+}
+
+static void test_tanh(void) {
+    const size_t n = 53;
+    float *inp = frand(n, -3, 3), *out = fnew(n);
+    inp[0] = 0.0f, inp[1] = 20.0f, inp[2] = -20.0f;
+    Stat st;
+    stat_begin(&st, "tanh_forward");
+    be->tanh_forward(out, inp, n);
+    for (size_t i = 0; i < n; i++)
+        stat_add(&st, out[i], tanh((double)inp[i]), FWD_ATOL, FWD_RTOL, "out", (long)i);
+    stat_end(&st);
+
+    float *r = frand(n, -1, 1), *g0 = fnew(n);
+    be->tanh_forward(out, inp, n);
+    be->tanh_backward(g0, r, out, n);
+    TanhCtx ctx = {inp, out, r, n};
+    stat_begin(&st, "tanh_backward vs FD");
+    fd_check(&st, "dinp", inp, n, g0, tanh_loss, &ctx);
+    stat_end(&st);
+    be->tanh_forward(out, inp, n);
+    float *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->tanh_backward(acc, r, out, n);
+    stat_begin(&st, "tanh_backward accumulates");
+    accum_check(&st, "dinp", acc, pre, g0, n);
+    stat_end(&st);
+    free(inp), free(out), free(r), free(g0), free(pre), free(acc);
+}
+
+typedef struct {
+    float *inp, *out, *mask;
+    const float *r;
+    float p;
+    uint64_t key;
+    size_t n;
+} DropCtx;
+static double drop_loss(void *pp) {
+    DropCtx *c = pp;
+    be->dropout_forward(c->out, c->mask, c->inp, c->p, c->key, c->n);
+    return dot_rd(c->r, c->out, c->n);
+}
+
+static void test_dropout(void) {
+    const size_t n = 100000;
+    const float ps[2] = {0.3f, 0.5f};
+    for (int k = 0; k < 2; k++) {
+        float p = ps[k];
+        Stat st;
+        stat_begin(&st, "dropout_forward p=%.1f n=%zu", p, n);
+        float *inp = frand(n, -1, 1), *out = fnew(n), *mask = fnew(n);
+        float *out2 = fnew(n), *mask2 = fnew(n);
+        uint64_t key = 0x1234567ull + (uint64_t)k;
+        be->dropout_forward(out, mask, inp, p, key, n);
+        double keep_val = 1.0 / (1.0 - (double)p);
+        size_t kept = 0, badval = 0, badout = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (mask[i] == 0.0f) {
+                if (out[i] != 0.0f) badout++;
+            } else {
+                kept++;
+                if (fabs(mask[i] - keep_val) > 1e-6 * keep_val) badval++;
+                if (fabs(out[i] - (double)inp[i] * keep_val) > 1e-6 * (1 + fabs(out[i])))
+                    badout++;
+            }
+        }
+        stat_true(&st, badval == 0, "%zu mask values are neither 0 nor 1/(1-p)", badval);
+        stat_true(&st, badout == 0, "%zu outputs differ from inp * mask", badout);
+        double frac = (double)kept / n;
+        stat_add(&st, frac, 1.0 - p, 0.01, 0, "fraction kept", 0);
+        /* same key: bit-identical; a prefix is the same stream (mask[i] depends on (key, i)) */
+        be->dropout_forward(out2, mask2, inp, p, key, n);
+        stat_true(&st, memcmp(mask, mask2, sizeof(float) * n) == 0, "same key, different mask");
+        stat_true(&st, memcmp(out, out2, sizeof(float) * n) == 0, "same key, different out");
+        be->dropout_forward(out2, mask2, inp, p, key, 1000);
+        stat_true(&st, memcmp(mask, mask2, sizeof(float) * 1000) == 0,
+                  "mask of a prefix differs from the prefix of the mask");
+        /* another key: a different mask (expected disagreement 2p(1-p) ≥ 0.42) */
+        be->dropout_forward(out2, mask2, inp, p, key + 1, n);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
+        stat_true(&st, differ > n * 0.3, "key+1 gives a mask that differs in only %zu places",
+                  differ);
+        /* no structure along i: agreement of mask[i] and mask[i+lag] ≈ p² + (1−p)² */
+        const size_t lags[6] = {1, 2, 255, 1024, 4096, 65536};
+        for (int l = 0; l < 6; l++) {
+            size_t agree = 0, m = n - lags[l];
+            for (size_t i = 0; i < m; i++) agree += (mask[i] == 0.0f) == (mask[i + lags[l]] == 0.0f);
+            stat_add(&st, (double)agree / m, (double)p * p + (1.0 - p) * (1.0 - p), 0.02, 0,
+                     "lag agreement", (long)lags[l]);
+        }
+        be->dropout_forward(out2, mask2, inp, p, key ^ 0x8000000000000000ull, n);
+        differ = 0;
+        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
+        stat_true(&st, differ > n * 0.3, "high-bit key gives a mask differing in only %zu places",
+                  differ);
+        stat_end(&st);
+        free(inp), free(out), free(mask), free(out2), free(mask2);
+    }
+    {
+        Stat st;
+        stat_begin(&st, "dropout_forward p=0 is the identity");
+        float *inp = frand(1000, -1, 1), *out = fnew(1000), *mask = fnew(1000);
+        be->dropout_forward(out, mask, inp, 0.0f, 99, 1000);
+        for (int i = 0; i < 1000; i++) {
+            stat_add(&st, out[i], inp[i], 0, 0, "out", i);
+            stat_add(&st, mask[i], 1.0, 0, 0, "mask", i);
+        }
+        stat_end(&st);
+        free(inp), free(out), free(mask);
+    }
+    {
+        const size_t m = 41;
+        float *inp = frand(m, -1, 1), *out = fnew(m), *mask = fnew(m), *r = frand(m, -1, 1);
+        float *g0 = fnew(m);
+        DropCtx ctx = {inp, out, mask, r, 0.4f, 777, m};
+        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
+        be->dropout_backward(g0, r, mask, m);
+        Stat st;
+        stat_begin(&st, "dropout_backward vs FD");
+        fd_check(&st, "dinp", inp, m, g0, drop_loss, &ctx);
+        stat_end(&st);
+        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
+        float *pre = frand(m, -2, 2), *acc = fdup(pre, m);
+        be->dropout_backward(acc, r, mask, m);
+        stat_begin(&st, "dropout_backward accumulates");
+        accum_check(&st, "dinp", acc, pre, g0, m);
+        stat_end(&st);
+        free(inp), free(out), free(mask), free(r), free(g0), free(pre), free(acc);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* embedding                                                                                   */
+
+typedef struct {
+    const int *ids;
+    float *table, *out;
+    const float *r;
+    int N, E;
+} EmbCtx;
+static double emb_loss(void *p) {
+    EmbCtx *c = p;
+    be->embedding_forward(c->out, c->ids, c->table, c->N, c->E);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->E);
+}
+
+static void test_embedding(void) {
+    const int V = 7, E = 5, N = 9;
+    const int ids[9] = {3, 1, 3, 0, 6, 3, 1, 2, 3}; /* repeats; row 4 and 5 unused */
+    size_t vt = (size_t)V * E, ne = (size_t)N * E;
+    float *table = frand(vt, -1, 1), *out = fnew(ne);
+    Stat st;
+    stat_begin(&st, "embedding_forward");
+    be->embedding_forward(out, ids, table, N, E);
+    for (int n = 0; n < N; n++)
+        for (int e = 0; e < E; e++)
+            stat_add(&st, out[n * E + e], table[ids[n] * E + e], 0, 0, "out", n * E + e);
+    stat_end(&st);
+
+    float *r = frand(ne, -1, 1), *g0 = fnew(vt);
+    be->embedding_backward(g0, r, ids, N, E);
+    EmbCtx ctx = {ids, table, out, r, N, E};
+    stat_begin(&st, "embedding_backward vs FD");
+    fd_check(&st, "dtable", table, vt, g0, emb_loss, &ctx);
+    stat_end(&st);
+
+    float *pre = frand(vt, -2, 2), *acc = fdup(pre, vt), *acc2 = fdup(pre, vt);
+    be->embedding_backward(acc, r, ids, N, E);
+    stat_begin(&st, "embedding_backward accumulates");
+    accum_check(&st, "dtable", acc, pre, g0, vt);
+    stat_end(&st);
+    /* Deterministic: rows summed in order, i.e. bit-identical to a sequential float loop, and
+     * to a second run. */
+    stat_begin(&st, "embedding_backward deterministic (repeated ids)");
+    float *seq = fdup(pre, vt);
+    for (int n = 0; n < N; n++)
+        for (int e = 0; e < E; e++) seq[ids[n] * E + e] += r[n * E + e];
+    be->embedding_backward(acc2, r, ids, N, E);
+    for (size_t i = 0; i < vt; i++) {
+        stat_add(&st, acc[i], seq[i], 0, 0, "vs in-order sum", (long)i);
+        stat_add(&st, acc2[i], acc[i], 0, 0, "run twice", (long)i);
+    }
+    stat_end(&st);
+    free(table), free(out), free(r), free(g0), free(pre), free(acc), free(acc2), free(seq);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LSTM cell                                                                                   */
+
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+typedef struct {
+    float *pre;   /* [B,4H] saved pre-activations (perturbed by the FD) */
+    float *gates; /* [B,4H] scratch: overwritten by the forward */
+    float *h, *c, *h_prev, *c_prev;
+    const float *mask, *rh, *rc;
+    int B, H;
+} LstmCtx;
+static double lstm_loss(void *p) {
+    LstmCtx *x = p;
+    size_t g = (size_t)x->B * 4 * x->H, bh = (size_t)x->B * x->H;
+    memcpy(x->gates, x->pre, sizeof(float) * g); /* the forward writes activations in place */
+    be->lstm_cell_forward(x->h, x->c, x->gates, x->h_prev, x->c_prev, x->mask, x->B, x->H);
+    return dot_rd(x->rh, x->h, bh) + dot_rd(x->rc, x->c, bh);
+}
+
+static void test_lstm(int with_mask) {
+    const int B = 4, H = 5;
+    const float maskv[4] = {1, 0, 1, 0};
+    const float *mask = with_mask ? maskv : NULL;
+    size_t g = (size_t)B * 4 * H, bh = (size_t)B * H;
+    float *pre = frand(g, -2, 2), *gates = fdup(pre, g);
+    float *h_prev = frand(bh, -1, 1), *c_prev = frand(bh, -1.5f, 1.5f);
+    float *h = fnew(bh), *c = fnew(bh);
+    Stat st;
+    stat_begin(&st, "lstm_cell_forward (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
+    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < H; j++) {
+            const float *pr = pre + (size_t)b * 4 * H;
+            double i = sigm(pr[j]), f = sigm(pr[H + j]), gg = tanh(pr[2 * H + j]),
+                   o = sigm(pr[3 * H + j]);
+            double cp = c_prev[b * H + j];
+            double cn = f * cp + i * gg, hn = o * tanh(cn);
+            const float *ga = gates + (size_t)b * 4 * H;
+            stat_add(&st, ga[j], i, FWD_ATOL, FWD_RTOL, "act i", b * 4 * H + j);
+            stat_add(&st, ga[H + j], f, FWD_ATOL, FWD_RTOL, "act f", b * 4 * H + H + j);
+            stat_add(&st, ga[2 * H + j], gg, FWD_ATOL, FWD_RTOL, "act g", b * 4 * H + 2 * H + j);
+            stat_add(&st, ga[3 * H + j], o, FWD_ATOL, FWD_RTOL, "act o", b * 4 * H + 3 * H + j);
+            if (mask && mask[b] == 0.0f) { /* masked row keeps its state, exactly */
+                stat_add(&st, c[b * H + j], c_prev[b * H + j], 0, 0, "c (masked)", b * H + j);
+                stat_add(&st, h[b * H + j], h_prev[b * H + j], 0, 0, "h (masked)", b * H + j);
+            } else {
+                stat_add(&st, c[b * H + j], cn, FWD_ATOL, FWD_RTOL, "c", b * H + j);
+                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
+            }
+        }
+    stat_end(&st);
+
+    /* L = Σ rh ⊙ h + Σ rc ⊙ c, so dh = rh, dc = rc. */
+    float *rh = frand(bh, -1, 1), *rc = frand(bh, -1, 1);
+    float *dg = fnew(g), *dhp = fnew(bh), *dcp = fnew(bh);
+    memcpy(gates, pre, sizeof(float) * g);
+    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
+    be->lstm_cell_backward(dg, dhp, dcp, rh, rc, gates, c, c_prev, mask, B, H);
+    LstmCtx ctx = {pre, fnew(g), fnew(bh), fnew(bh), h_prev, c_prev, mask, rh, rc, B, H};
+    stat_begin(&st, "lstm_cell_backward vs FD (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
+    fd_check(&st, "dgates", pre, g, dg, lstm_loss, &ctx);
+    fd_check(&st, "dc_prev", c_prev, bh, dcp, lstm_loss, &ctx);
+    fd_check(&st, "dh_prev", h_prev, bh, dhp, lstm_loss, &ctx);
+    stat_end(&st);
+
+    /* dh_prev, dc_prev accumulate; dgates is documented as overwritten (a temporary). */
+    stat_begin(&st, "lstm_cell_backward accumulates (%s)", with_mask ? "mask" : "no mask");
+    float *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2), *pc = frand(bh, -2, 2);
+    float *ag = fdup(pg, g), *ah = fdup(ph, bh), *ac = fdup(pc, bh);
+    be->lstm_cell_backward(ag, ah, ac, rh, rc, gates, c, c_prev, mask, B, H);
+    for (size_t i = 0; i < g; i++)
+        stat_add(&st, ag[i], dg[i], 0, 0, "dgates overwritten", (long)i);
+    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
+    accum_check(&st, "dc_prev", ac, pc, dcp, bh);
+    stat_end(&st);
+    free(pre), free(gates), free(h_prev), free(c_prev), free(h), free(c), free(rh), free(rc);
+    free(dg), free(dhp), free(dcp), free(ctx.gates), free(ctx.h), free(ctx.c);
+    free(pg), free(ph), free(pc), free(ag), free(ah), free(ac);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* attention core                                                                              */
+
+typedef struct {
+    float *q, *k, *v, *out, *w;
+    const int *key_len;
+    const float *r;
+    float scale;
+    int causal, B, Tq, Tk, D, Dv;
+} AttnCtx;
+static double attn_loss(void *p) {
+    AttnCtx *a = p;
+    be->attn_forward(a->out, a->w, a->q, a->k, a->v, a->key_len, a->scale, a->causal, a->B,
+                     a->Tq, a->Tk, a->D, a->Dv);
+    return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
+}
+
+static int attn_allowed(int b, int t, int s, const int *key_len, int causal, int Tq, int Tk) {
+    if (s >= key_len[b]) return 0;
+    if (causal && s > t + (Tk - Tq)) return 0;
+    return 1;
+}
+
+static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, int causal,
+                      float scale) {
+    size_t nq = (size_t)B * Tq * D, nk = (size_t)B * Tk * D, nv = (size_t)B * Tk * Dv;
+    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk;
+    float *q = frand(nq, -1.5f, 1.5f), *k = frand(nk, -1.5f, 1.5f), *v = frand(nv, -1, 1);
+    float *out = fnew(no), *w = fnew(nw);
+    /* garbage in the outputs: the op must write every element */
+    for (size_t i = 0; i < no; i++) out[i] = 123.0f;
+    for (size_t i = 0; i < nw; i++) w[i] = 123.0f;
+    char tag[96];
+    snprintf(tag, sizeof tag, "B%d Tq%d Tk%d D%d Dv%d causal=%d len=%d,%d,%d", B, Tq, Tk, D, Dv,
+             causal, key_len[0], key_len[1], key_len[2]);
+    Stat st;
+    stat_begin(&st, "attn_forward %s", tag);
+    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, Tq, Tk, D, Dv);
+    int fully_masked_rows = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < Tq; t++) {
+            double e[64], a[64], mx = -INFINITY, z = 0;
+            int any = 0;
+            for (int s = 0; s < Tk; s++) {
+                if (!attn_allowed(b, t, s, key_len, causal, Tq, Tk)) continue;
+                double d = 0;
+                for (int j = 0; j < D; j++)
+                    d += (double)q[((size_t)b * Tq + t) * D + j] *
+                         (double)k[((size_t)b * Tk + s) * D + j];
+                e[s] = scale * d;
+                if (e[s] > mx) mx = e[s];
+                any = 1;
+            }
+            for (int s = 0; s < Tk; s++) {
+                a[s] = 0;
+                if (attn_allowed(b, t, s, key_len, causal, Tq, Tk)) z += (a[s] = exp(e[s] - mx));
+            }
+            if (any)
+                for (int s = 0; s < Tk; s++) a[s] /= z;
+            else
+                fully_masked_rows++;
+            const float *wr = w + ((size_t)b * Tq + t) * Tk;
+            double wsum = 0;
+            for (int s = 0; s < Tk; s++) {
+                long idx = (long)((b * Tq + t) * Tk + s);
+                if (attn_allowed(b, t, s, key_len, causal, Tq, Tk))
+                    stat_add(&st, wr[s], a[s], FWD_ATOL, FWD_RTOL, "weights", idx);
+                else /* a masked key gets exactly zero weight */
+                    stat_add(&st, wr[s], 0.0, 0, 0, "masked weight", idx);
+                wsum += wr[s];
+            }
+            stat_add(&st, wsum, any ? 1.0 : 0.0, FWD_ATOL, 0, "row sum of weights", b * Tq + t);
+            for (int d = 0; d < Dv; d++) {
+                double o = 0;
+                for (int s = 0; s < Tk; s++) o += a[s] * (double)v[((size_t)b * Tk + s) * Dv + d];
+                long idx = (long)((b * Tq + t) * Dv + d);
+                stat_add(&st, out[idx], o, any ? FWD_ATOL : 0, any ? FWD_RTOL : 0,
+                         any ? "out" : "out (fully masked row)", idx);
+            }
+        }
+    stat_end(&st);
+    (void)fully_masked_rows;
+
+    /* backward: L = Σ r ⊙ out */
+    float *r = frand(no, -1, 1);
+    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nv);
+    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, Tq, Tk, D, Dv);
+    be->attn_backward(gq, gk, gv, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    AttnCtx ctx = {q, k, v, fnew(no), fnew(nw), key_len, r, scale, causal, B, Tq, Tk, D, Dv};
+    stat_begin(&st, "attn_backward vs FD %s", tag);
+    fd_check(&st, "dq", q, nq, gq, attn_loss, &ctx);
+    fd_check(&st, "dk", k, nk, gk, attn_loss, &ctx);
+    fd_check(&st, "dv", v, nv, gv, attn_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "attn_backward accumulates (and NULL) %s", tag);
+    float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(nv, -2, 2);
+    float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, nv);
+    be->attn_backward(aq, ak, av, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    accum_check(&st, "dq", aq, pq, gq, nq);
+    accum_check(&st, "dk", ak, pk, gk, nk);
+    accum_check(&st, "dv", av, pv, gv, nv);
+    /* each gradient may be NULL; the others are unchanged by that */
+    memcpy(aq, pq, sizeof(float) * nq);
+    be->attn_backward(aq, NULL, NULL, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    accum_check(&st, "dq (dk,dv NULL)", aq, pq, gq, nq);
+    memcpy(ak, pk, sizeof(float) * nk);
+    be->attn_backward(NULL, ak, NULL, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    accum_check(&st, "dk (dq,dv NULL)", ak, pk, gk, nk);
+    memcpy(av, pv, sizeof(float) * nv);
+    be->attn_backward(NULL, NULL, av, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    accum_check(&st, "dv (dq,dk NULL)", av, pv, gv, nv);
+    stat_end(&st);
+
+    free(q), free(k), free(v), free(out), free(w), free(r), free(gq), free(gk), free(gv);
+    free(ctx.out), free(ctx.w), free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* output layer                                                                                */
+
+typedef struct {
+    float *logits;
+    const int *targets;
+    int N, V, ignore_id;
+    float smoothing, grad_scale;
+} XentCtx;
+static double xent_loss(void *p) {
+    XentCtx *x = p;
+    return x->grad_scale * be->xent_forward_backward(NULL, x->logits, x->targets, x->N, x->V,
+                                                     x->smoothing, x->ignore_id, 0.0f);
+}
+
+static double xent_ref(const float *logits, const int *targets, int N, int V, double eps,
+                       int ignore_id) {
+    double total = 0;
+    for (int n = 0; n < N; n++) {
+        if (targets[n] == ignore_id) continue;
+        const float *x = logits + (size_t)n * V;
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
+        double lse = mx + log(z);
+        /* target distribution q = (1-ε) one-hot + ε/V; loss = −Σ_v q_v log p_v */
+        for (int v = 0; v < V; v++) {
+            double qv = eps / V + (v == targets[n] ? 1.0 - eps : 0.0);
+            total -= qv * (x[v] - lse);
+        }
+    }
+    return total;
+}
+
+static void test_xent(float smoothing, float grad_scale) {
+    const int N = 6, V = 11, IGN = 1;
+    const int targets[6] = {3, IGN, 0, 10, 5, IGN};
+    size_t nv = (size_t)N * V;
+    float *logits = frand(nv, -3, 3);
+    logits[2 * V + 0] = 8.0f; /* a confident correct row */
+    Stat st;
+    stat_begin(&st, "xent_forward_backward loss (eps=%.2f)", smoothing);
+    double ref = xent_ref(logits, targets, N, V, smoothing, IGN);
+    float *g0 = fnew(nv);
+    double got = be->xent_forward_backward(g0, logits, targets, N, V, smoothing, IGN, grad_scale);
+    stat_add(&st, got, ref, 1e-5, 1e-6, "loss (with dlogits)", 0);
+    double got2 = be->xent_forward_backward(NULL, logits, targets, N, V, smoothing, IGN, 1.0f);
+    stat_add(&st, got2, ref, 1e-5, 1e-6, "loss (dlogits NULL)", 0);
+    /* ignored rows contribute nothing: loss of the counted rows alone is the same */
+    int only[6];
+    for (int n = 0; n < N; n++) only[n] = targets[n];
+    double part = 0;
+    for (int n = 0; n < N; n++)
+        if (targets[n] != IGN)
+            part += xent_ref(logits + (size_t)n * V, targets + n, 1, V, smoothing, IGN);
+    stat_add(&st, got, part, 1e-5, 1e-6, "loss = sum of counted rows", 0);
+    for (int n = 0; n < N; n++) only[n] = IGN;
+    stat_add(&st, be->xent_forward_backward(NULL, logits, only, N, V, smoothing, IGN, 1.0f), 0.0,
+             0, 0, "loss, all rows ignored", 0);
+    stat_end(&st);
+
+    XentCtx ctx = {logits, targets, N, V, IGN, smoothing, grad_scale};
+    stat_begin(&st, "xent dlogits vs FD (eps=%.2f, grad_scale=%.2f)", smoothing, grad_scale);
+    fd_check(&st, "dlogits", logits, nv, g0, xent_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "xent dlogits accumulates (eps=%.2f)", smoothing);
+    float *pre = frand(nv, -2, 2), *acc = fdup(pre, nv);
+    be->xent_forward_backward(acc, logits, targets, N, V, smoothing, IGN, grad_scale);
+    accum_check(&st, "dlogits", acc, pre, g0, nv);
+    for (int n = 0; n < N; n++)
+        if (targets[n] == IGN)
+            for (int v = 0; v < V; v++)
+                stat_add(&st, acc[n * V + v], pre[n * V + v], 0, 0, "ignored row untouched",
+                         n * V + v);
+    stat_end(&st);
+    free(logits), free(g0), free(pre), free(acc);
+}
+
+static void test_log_softmax(void) {
+    const int N = 4, V = 9;
+    size_t nv = (size_t)N * V;
+    float *x = frand(nv, -4, 4), *out = fnew(nv);
+    for (int v = 0; v < V; v++) {
+        x[2 * V + v] += 1000.0f; /* large logits: must not overflow */
+        x[3 * V + v] -= 1000.0f;
+    }
+    Stat st;
+    stat_begin(&st, "log_softmax");
+    be->log_softmax(out, x, N, V);
+    for (int n = 0; n < N; n++) {
+        const float *r = x + (size_t)n * V;
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = r[v] > mx ? r[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(r[v] - mx);
+        double lse = mx + log(z), psum = 0;
+        for (int v = 0; v < V; v++) {
+            /* around ±1000 one float ulp is 6e-5: allow for it */
+            double tol = fabs(r[v]) > 100 ? 2e-4 : FWD_ATOL;
+            stat_add(&st, out[n * V + v], r[v] - lse, tol, FWD_RTOL, "out", n * V + v);
+            psum += exp((double)out[n * V + v]);
+        }
+        stat_add(&st, psum, 1.0, 1e-3, 0, "Σ exp", n);
+    }
+    stat_end(&st);
+    free(x), free(out);
+}
+
+static void test_argmax(void) {
+    enum { N = 6, V = 5 };
+    const float x[N][V] = {
+        {0.1f, 3.0f, 3.0f, 2.0f, -1.0f},          /* tie: first (1) */
+        {-5.0f, -1.0f, -1.0f, -3.0f, -2.0f},      /* negative tie: 1 */
+        {-INFINITY, -INFINITY, 2.0f, 2.0f, 1.0f}, /* 2 */
+        {7.0f, 7.0f, 7.0f, 7.0f, 7.0f},           /* all equal: 0 */
+        {0.0f, 1.0f, 2.0f, 3.0f, 4.0f},           /* last: 4 */
+        {9.0f, 1.0f, 2.0f, 8.99f, 4.0f},          /* first: 0 */
+    };
+    const int want[N] = {1, 1, 2, 0, 4, 0};
+    int ids[N];
+    Stat st;
+    stat_begin(&st, "argmax (first on ties)");
+    be->argmax(ids, &x[0][0], N, V);
+    for (int n = 0; n < N; n++) stat_add(&st, ids[n], want[n], 0, 0, "id", n);
+    /* random rows against a plain loop */
+    const int N2 = 10, V2 = 13;
+    float *y = frand((size_t)N2 * V2, -1, 1);
+    int ids2[10];
+    be->argmax(ids2, y, N2, V2);
+    for (int n = 0; n < N2; n++) {
+        int best = 0;
+        for (int v = 1; v < V2; v++)
+            if (y[n * V2 + v] > y[n * V2 + best]) best = v;
+        stat_add(&st, ids2[n], best, 0, 0, "id (random)", n);
+    }
+    stat_end(&st);
+    free(y);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* optimiser                                                                                   */
+
+static void test_adam(void) {
+    const size_t n = 57;
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
+    float *p = frand(n, -1, 1), *m = fnew(n), *v = fnew(n);
+    double *pr = malloc(sizeof(double) * n), *mr = calloc(n, sizeof(double)),
+           *vr = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) pr[i] = p[i];
+    Stat st;
+    stat_begin(&st, "adam_update (t = 1..4)");
+    for (int t = 1; t <= 4; t++) {
+        float *g = frand(n, -2, 2);
+        g[0] = 0.0f;           /* zero gradient */
+        g[1] = 1e-4f * t;      /* tiny gradient */
+        if (t == 2) g[2] = 50; /* a spike */
+        be->adam_update(p, g, m, v, n, lr, b1, b2, eps, t);
+        double c1 = 1.0 - pow((double)b1, t), c2 = 1.0 - pow((double)b2, t);
+        for (size_t i = 0; i < n; i++) {
+            mr[i] = (double)b1 * mr[i] + (1.0 - (double)b1) * g[i];
+            vr[i] = (double)b2 * vr[i] + (1.0 - (double)b2) * (double)g[i] * g[i];
+            pr[i] -= (double)lr * (mr[i] / c1) / (sqrt(vr[i] / c2) + (double)eps);
+            /* the update is ~lr per step: compare p to 1e-3·lr, m and v relatively */
+            stat_add(&st, p[i], pr[i], 1e-3 * lr * t, 0, "param", (long)i);
+            stat_add(&st, m[i], mr[i], 1e-7, 1e-5, "m", (long)i);
+            stat_add(&st, v[i], vr[i], 1e-9, 1e-5, "v", (long)i);
+        }
+        free(g);
+    }
+    stat_end(&st);
+    free(p), free(m), free(v), free(pr), free(mr), free(vr);
+}
+
+int main(void) {
+    be = backend_cpu();
+    rng_seed(&rng, 20240611, 3);
+    test_memory();
+    test_matmul();
+    test_bias();
+    test_axpy_scale();
+    test_sumsq_all_finite();
+    test_concat2();
+    test_transpose01();
+    test_tanh();
+    test_dropout();
+    test_embedding();
+    test_lstm(1);
+    test_lstm(0);
+    {
+        /* padding (b=2 fully masked by key_len 0), non-causal, scale 1/√D */
+        const int len[3] = {5, 3, 0};
+        test_attn(3, 4, 5, 6, 7, len, 0, 1.0f / sqrtf(6.0f));
+        /* padding + causal (key s > t + Tk − Tq masked) */
+        test_attn(3, 4, 5, 6, 7, len, 1, 1.0f / sqrtf(6.0f));
+        /* Tq > Tk causal: query t = 0 sees no key (fully masked by causality); other scale */
+        const int len2[3] = {4, 2, 3};
+        test_attn(3, 5, 4, 6, 7, len2, 1, 0.8f);
+    }
+    test_xent(0.1f, 0.5f);
+    test_xent(0.0f, 1.0f);
+    test_log_softmax();
+    test_argmax();
+    test_adam();
+    return test_report("test_ops");
+}
