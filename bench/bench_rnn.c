@@ -1,0 +1,251 @@
+/* bench_rnn.c — training throughput of the RNN encoder–decoder, and the batches it ran on.
+ *
+ *   bench_rnn --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
+ *             [--threads T] [--spm MODEL]
+ *
+ * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
+ * filter, seeded bucketing), writes the first W + N of them to FILE for bench_rnn_torch.py, then
+ * runs W warm-up and N timed training steps as src/train/train.c does them (zero gradients,
+ * forward + backward with dropout and label smoothing, grad_scale = 1 / target tokens,
+ * global-norm clip, Adam) and prints
+ *
+ *   trainer: X tokens/s (N steps, T threads)
+ *
+ * where tokens are the non-padding source + target tokens of the timed batches (targets count
+ * EOS), as in the trainer's own tok/s. Host-side batch building is done before timing (the
+ * PyTorch script also gets its tensors ready beforehand).
+ *
+ * SentencePiece model: --spm MODEL, else <save_dir>/spm.model when it exists (the trainer trains
+ * it deterministically at the start of a run, so it is the same model), else one is trained on
+ * the training text in a temporary folder exactly as the trainer does.
+ *
+ * Dump format (little-endian; see bench/README.md):
+ *   header: char magic[8] "BRNNDUMP", int32 version (1),
+ *           int32 V, E, H, enc_layers, dec_layers, input_feeding, warmup_steps, threads,
+ *           float32 dropout, label_smoothing, lr, clip_norm, adam_beta1, adam_beta2, adam_eps,
+ *           int64 parameter count (ours), int32 nbatches, int32 warmup (W)
+ *   per batch: int32 B, S, T; int32 src[S*B], src_len[B], tgt_in[T*B], tgt_out[T*B]
+ *              (time-major: element [t*B + b]; PAD = 0)
+ *   trailer: uint32 CRC32 (zlib) of every byte before it.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "data/encoded.h"
+#include "data/spm.h"
+#include "model/model.h"
+#include "train/config.h"
+#include "train/train.h"
+
+
+/* ---- dump writer: an in-memory buffer, CRC'd and written at the end ---- */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+} Buf;
+
+static void put(Buf *b, const void *x, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 4096;
+        b->p = xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+static void put_i32(Buf *b, int32_t v) { put(b, &v, 4); }
+
+static Status write_dump(const char *path, const Config *cfg, int V, size_t nparams, int threads,
+                         const HostBatch *hb, int nb, int warmup, Err *err) {
+    Buf b = {0};
+    put(&b, "BRNNDUMP", 8);
+    put_i32(&b, 1);
+    int32_t ints[8] = {V, cfg->emb, cfg->hidden, cfg->enc_layers, cfg->dec_layers,
+                       cfg->input_feeding, cfg->warmup_steps, threads};
+    put(&b, ints, sizeof ints);
+    float fl[7] = {cfg->dropout, cfg->label_smoothing, cfg->lr, cfg->clip_norm,
+                   cfg->adam_beta1, cfg->adam_beta2, cfg->adam_eps};
+    put(&b, fl, sizeof fl);
+    int64_t np = (int64_t)nparams;
+    put(&b, &np, 8);
+    put_i32(&b, nb);
+    put_i32(&b, warmup);
+    for (int k = 0; k < nb; k++) {
+        const HostBatch *h = &hb[k];
+        put_i32(&b, h->B), put_i32(&b, h->S), put_i32(&b, h->T);
+        put(&b, h->src, sizeof(int) * (size_t)h->S * h->B);
+        put(&b, h->src_len, sizeof(int) * (size_t)h->B);
+        put(&b, h->tgt_in, sizeof(int) * (size_t)h->T * h->B);
+        put(&b, h->tgt_out, sizeof(int) * (size_t)h->T * h->B);
+    }
+    uint32_t crc = (uint32_t)crc32(0L, b.p, (uInt)b.n);
+    put(&b, &crc, 4);
+    Status rc = STATUS_OK;
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b.p, 1, b.n, f) != b.n) rc = err_set(err, "cannot write %s", path);
+    if (f && fclose(f) && rc == STATUS_OK) rc = err_set(err, "cannot write %s", path);
+    free(b.p);
+    return rc;
+}
+
+/* Trains the joint SentencePiece model on both sides of the training text, as train.c does. */
+static Status train_spm_tmp(const Config *cfg, const Corpus *train, Spm **spm, Err *err) {
+    char dir[] = "/tmp/bench_rnn.XXXXXX", txt[256], prefix[256], model[300], vocab[300];
+    if (!mkdtemp(dir)) return err_set(err, "cannot create a temporary folder in /tmp");
+    snprintf(txt, sizeof txt, "%s/spm_train.txt", dir);
+    snprintf(prefix, sizeof prefix, "%s/spm", dir);
+    snprintf(model, sizeof model, "%s.model", prefix);
+    snprintf(vocab, sizeof vocab, "%s.vocab", prefix);
+    Status rc = STATUS_ERR;
+    FILE *f = fopen(txt, "w");
+    if (!f) return err_set(err, "cannot write %s", txt);
+    for (long i = 0; i < train->n; i++) fprintf(f, "%s\n%s\n", train->src[i], train->tgt[i]);
+    if (fclose(f)) {
+        err_set(err, "cannot write %s", txt);
+        goto done;
+    }
+    const char *files[1] = {txt};
+    printf("bench_rnn: training the SentencePiece model (%d pieces) in %s\n", cfg->vocab_size, dir);
+    if (spm_train(files, 1, cfg->vocab_size, prefix, 1, err)) goto done;
+    rc = spm_load(spm, model, err);
+done:
+    unlink(txt), unlink(model), unlink(vocab), rmdir(dir);
+    return rc;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_rnn --config FILE [--batches N] [--warmup W] [--dump FILE] "
+                    "[--threads T] [--spm MODEL]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    backend_cpu_prefer_fast_blas(argv);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *config = NULL, *dump = NULL, *spm_path = NULL;
+    int nsteps = 20, warmup = 3, threads = -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
+        else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nsteps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--spm") && i + 1 < argc) spm_path = argv[++i];
+        else return usage();
+    }
+    if (!config || nsteps < 1 || warmup < 0) return usage();
+
+    Err err = {{0}};
+    Config cfg;
+    Corpus train = {0};
+    Encoded tenc = {0};
+    Model model = {0};
+    BatchPlan plan = {0};
+    HostBatch *hbs = NULL;
+    long *keep = NULL;
+    Spm *spm = NULL;
+    int rc = 1, nb = warmup + nsteps;
+    if (config_load(&cfg, config, &err) || config_validate(&cfg, &err)) goto fail;
+    if (threads < 0) threads = cfg.threads;
+    set_threads(threads);
+    threads = omp_get_max_threads();
+
+    if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, &err)) goto fail;
+    char dir[1024], def_spm[1100], cache[1400];
+    config_save_dir(&cfg, dir, sizeof dir);
+    snprintf(def_spm, sizeof def_spm, "%s/spm.model", dir);
+    if (!spm_path && access(def_spm, R_OK) == 0) spm_path = def_spm;
+    if (spm_path) {
+        printf("bench_rnn: SentencePiece model %s\n", spm_path);
+        if (spm_load(&spm, spm_path, &err)) goto fail;
+    } else if (train_spm_tmp(&cfg, &train, &spm, &err)) {
+        goto fail;
+    }
+    /* a cache of our own, so that the trainer's cache is never rewritten */
+    snprintf(cache, sizeof cache, "%s/bench_rnn.%s.train.enc", cfg.cache_dir, cfg.name);
+    if (encoded_build(&tenc, (const char *const *)train.src, (const char *const *)train.tgt,
+                      train.n, spm, cache, &err))
+        goto fail;
+    long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
+
+    if (model_create(&model, &cfg, spm, &err)) goto fail;
+    spm = NULL;
+    model_init_params(&model);
+    int bB, bS, bT;
+    batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
+    model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
+
+    /* the first epoch's batches, as train_run plans them */
+    Rng rng;
+    rng_seed(&rng, cfg.seed, 0x5eed);
+    if (batch_plan(&plan, &tenc, keep, nkeep, cfg.batch_tokens, &rng, &err)) goto fail;
+    if (plan.nbatches < nb) {
+        err_set(&err, "the epoch has only %ld batches; ask for fewer (--batches + --warmup)",
+                plan.nbatches);
+        goto fail;
+    }
+    hbs = xcalloc(nb, sizeof *hbs);
+    long tokens_timed = 0;
+    for (int k = 0; k < nb; k++) {
+        batch_fill(&hbs[k], &tenc, plan.idx + plan.start[k], (int)(plan.start[k + 1] - plan.start[k]));
+        if (k >= warmup) tokens_timed += hbs[k].src_tokens + hbs[k].tgt_tokens;
+    }
+    printf("bench_rnn: V %d, E %d, H %d, layers %d/%d, dropout %g, label smoothing %g; "
+           "%zu parameters; %d threads; OPENBLAS_CORETYPE=%s\n",
+           model.V, cfg.emb, cfg.hidden, cfg.enc_layers, cfg.dec_layers, cfg.dropout,
+           cfg.label_smoothing, model.ps.total, threads,
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+    if (dump) {
+        if (write_dump(dump, &cfg, model.V, model.ps.total, threads, hbs, nb, warmup, &err))
+            goto fail;
+        printf("bench_rnn: wrote %d batches (%d warm-up + %d timed) to %s\n", nb, warmup, nsteps,
+               dump);
+    }
+
+    ParamSet *ps = &model.ps;
+    const Backend *be = model.be;
+    double t0 = 0;
+    for (int k = 0; k < nb; k++) {
+        if (k == warmup) t0 = now_seconds();
+        HostBatch *hb = &hbs[k];
+        params_zero_grad(ps);
+        uint64_t key = rng_hash(cfg.seed, (uint64_t)k);
+        double loss = model_loss(&model, hb, cfg.label_smoothing, 1, key,
+                                 1.0f / (float)hb->tgt_tokens);
+        double norm = sqrt(be->sumsq(ps->grad, ps->total));
+        if (isfinite(norm) && isfinite(loss)) {
+            if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
+                be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
+            double w = cfg.warmup_steps > 0 ? fmin(1.0, (double)(k + 1) / cfg.warmup_steps) : 1.0;
+            be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)(cfg.lr * w),
+                            cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, k + 1);
+        }
+        if (k == 0 || k == nb - 1)
+            printf("bench_rnn: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
+                   k, loss / hb->tgt_tokens, hb->B, hb->S, hb->T, norm);
+    }
+    double dt = now_seconds() - t0;
+    printf("bench_rnn: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
+    printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "bench_rnn: %s\n", err.msg);
+done:
+    if (hbs)
+        for (int k = 0; k < nb; k++) host_batch_free(&hbs[k]);
+    free(hbs);
+    batch_plan_free(&plan);
+    free(keep);
+    encoded_free(&tenc);
+    corpus_free(&train);
+    if (model.rnn || model.spm) model_free(&model);
+    spm_free(spm);
+    return rc;
+}
