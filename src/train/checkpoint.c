@@ -29,11 +29,18 @@ Status checkpoint_save(const char *path, const Model *m, const TrainState *st, E
     be->download(host, ps->data, sizeof(float) * ps->total);
     be->download(host + ps->total, ps->m, sizeof(float) * ps->total);
     be->download(host + 2 * ps->total, ps->v, sizeof(float) * ps->total);
-    for (size_t i = 0; i < ps->total; i++)
-        if (!isfinite(host[i])) {
-            err_set(err, "refusing to write checkpoint %s: a parameter is not finite (NaN or Inf)",
-                    path);
-            goto cleanup;
+    static const char *what[3] = {"parameter", "Adam first moment of", "Adam second moment of"};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ps->n; i++) {
+            const ParamSpec *s = &ps->specs[i];
+            const float *x = host + k * ps->total + s->offset;
+            for (size_t j = 0; j < s->size; j++)
+                if (!isfinite(x[j])) {
+                    err_set(err, "refusing to write checkpoint %s: the %s '%s' holds a "
+                            "non-finite value (NaN or Inf) at element %zu; the previous "
+                            "checkpoint is kept", path, what[k], s->name, j);
+                    goto cleanup;
+                }
         }
     recs[n] = (CkptRecord){.dtype = CKPT_U8, .ndim = 1, .shape = {(int64_t)strlen(ini)},
                            .data = ini, .nbytes = strlen(ini)};
@@ -119,13 +126,23 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                         "for this model", path, name);
                 goto fail;
             }
-            int ok = r->dtype == CKPT_F32 && r->ndim == s->ndim;
+            if (r->dtype != CKPT_F32) {
+                err_set(err, "checkpoint %s: tensor '%s' is %s, expected f32; the file was not "
+                        "written by this trainer", path, name, ckpt_dtype_name(r->dtype));
+                goto fail;
+            }
+            int ok = r->ndim == s->ndim;
             for (int d = 0; ok && d < s->ndim; d++) ok = r->shape[d] == s->shape[d];
             if (!ok) {
-                err_set(err, "checkpoint %s: tensor '%s' has shape [%lld, %lld] but the model "
-                        "needs [%d, %d]", path, name, (long long)r->shape[0],
-                        (long long)(r->ndim > 1 ? r->shape[1] : 1), s->shape[0],
-                        s->ndim > 1 ? s->shape[1] : 1);
+                char have[96] = "", want[96] = "";
+                for (int d = 0; d < r->ndim; d++)
+                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld",
+                             d ? ", " : "", (long long)r->shape[d]);
+                for (int d = 0; d < s->ndim; d++)
+                    snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d",
+                             d ? ", " : "", s->shape[d]);
+                err_set(err, "checkpoint %s: tensor '%s' has shape [%s] but the model needs "
+                        "[%s]; the file was written for another model", path, name, have, want);
                 goto fail;
             }
             float *dst = host + k * ps->total + s->offset;

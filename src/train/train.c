@@ -1,6 +1,7 @@
 #include "train/train.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -28,6 +29,20 @@ void set_threads(int threads) {
 
 static volatile sig_atomic_t g_stop_signal = 0;
 static void on_signal(int sig) { g_stop_signal = sig; }
+
+/* Removes temporary files a killed save left behind (<dir>/<name>.ckpt.tmp.<pid>). */
+static void remove_stale_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        if (!strstr(ent->d_name, ".ckpt.tmp.")) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        if (unlink(path) == 0) printf("removed %s, left by an interrupted save\n", path);
+    }
+    closedir(d);
+}
 
 static Status make_dir(const char *path, Err *err) {
     char buf[1024];
@@ -136,6 +151,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         }
     }
     if (make_dir(dir, err)) goto cleanup;
+    remove_stale_temps(dir);
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, err)) goto cleanup;
     corpus_print_summary(&train, "train", stdout);

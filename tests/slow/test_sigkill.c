@@ -1,0 +1,248 @@
+/* test_sigkill.c — SIGKILL at any moment leaves a usable checkpoint (DESIGN.md §7).
+ *
+ * The tiny config (tests/fixtures/tiny.ini) on the first 2000/100 Multi30k pairs, one thread,
+ * train.save_every = 1: last.ckpt is rewritten after every step, so most of a step's time is spent
+ * saving and most kills land inside a save. The trainer is started, killed with SIGKILL after a
+ * seeded random delay (0.2 s first, then 0.2–3 s), checked, resumed with --resume, killed again,
+ * N_KILLS times. After each kill:
+ *   - once a save has happened, last.ckpt exists, loads, its step never goes backwards, and
+ *     `trainer eval --checkpoint last.ckpt --src val.de --ref val.en --json` exits 0 with a JSON
+ *     last line;
+ *   - before the first save, `--resume` is refused cleanly (status 1, a message naming
+ *     last.ckpt), and the next run starts afresh;
+ *   - every file named *.ckpt is a complete checkpoint (a temporary file is never left under a
+ *     checkpoint's name); leftover *.tmp.* files are allowed and reported.
+ * Finally a --resume runs to train.max_steps = (step of last.ckpt) + 20 and must exit 0 with
+ * metrics.jsonl reaching that step; every step logged more than once (redone after a kill) must
+ * have logged the same loss each time (bit for bit), and every step 1..max_steps is logged.
+ * The seed can be changed with SIGKILL_SEED=<n> (default 20240611).
+ */
+#include <math.h>
+
+#include "trainer_run.h"
+#include "train/checkpoint.h"
+
+#define N_KILLS 10
+#define TIMEOUT 180.0
+
+static const char *g_work, *g_dir;
+static int g_run_no = 0;
+
+static uint64_t g_rng;
+static double uniform01(void) { /* xorshift64* */
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return (double)((g_rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static void train_argv(TrArgv *a, int resume, long max_steps) {
+    tr_train_argv(a, g_work, g_dir);
+    tr_arg(a, "--set");
+    tr_arg(a, "train.save_every=1");
+    tr_arg(a, "--set");
+    tr_arg(a, "train.max_epochs=%d", max_steps ? 1000 : 50);
+    tr_arg(a, "--set");
+    tr_arg(a, "train.max_steps=%ld", max_steps);
+    if (resume) tr_arg(a, "--resume");
+}
+
+/* Step stored in a checkpoint, or -1 (message printed) if it does not load. */
+static long checkpoint_step(const char *path, char *msg, size_t n) {
+    Model m;
+    TrainState st;
+    Err err;
+    if (checkpoint_load(path, &m, &st, -1, &err)) {
+        snprintf(msg, n, "%s", err.msg);
+        return -1;
+    }
+    model_free(&m);
+    return st.step;
+}
+
+static char g_seen[256][256]; /* temporary files already reported */
+static int g_nseen = 0;
+
+/* Lists the run folder: every *.ckpt must load; *.tmp.* files are counted and reported. */
+static int check_folder(int kill_no) {
+    DIR *d = opendir(g_dir);
+    if (!d) return 0;
+    int ntmp = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        const char *path = tr_fmt("%s/%s", g_dir, nm);
+        size_t len = strlen(nm);
+        if (strstr(nm, ".tmp.")) {
+            ntmp++;
+            int seen = 0;
+            for (int i = 0; i < g_nseen && !seen; i++) seen = !strcmp(g_seen[i], nm);
+            if (!seen && g_nseen < 256) {
+                snprintf(g_seen[g_nseen++], sizeof g_seen[0], "%s", nm);
+                printf("  kill %d: new leftover temporary file %s (%ld bytes)\n", kill_no, nm,
+                       tr_file_size(path));
+            }
+        } else if (len > 5 && !strcmp(nm + len - 5, ".ckpt")) {
+            char msg[2048] = "";
+            long s = checkpoint_step(path, msg, sizeof msg);
+            EXPECT(s >= 0, "kill %d: %s bears a checkpoint's name but does not load: %s", kill_no,
+                   nm, msg);
+        }
+    }
+    closedir(d);
+    return ntmp;
+}
+
+/* eval --json on a checkpoint: exit 0 and a JSON last line. */
+static void expect_eval_ok(const char *ckpt, int kill_no) {
+    TrArgv a = {0};
+    tr_arg(&a, "%s", tr_bin());
+    tr_arg(&a, "eval");
+    tr_arg(&a, "--checkpoint");
+    tr_arg(&a, "%s", ckpt);
+    tr_arg(&a, "--src");
+    tr_arg(&a, "%s/val.de", g_work);
+    tr_arg(&a, "--ref");
+    tr_arg(&a, "%s/val.en", g_work);
+    tr_arg(&a, "--json");
+    const char *log = tr_fmt("%s/eval%02d.log", g_work, kill_no);
+    int rc = tr_run(a.v, log, NULL, TIMEOUT);
+    static const char *const keys[] = {"bleu", "chrf", "ppl", "sentences", "seconds", NULL};
+    char why[512] = "";
+    int json_ok = rc == 0 && tr_json_object_has_numbers(tr_last_line(log), keys, why, sizeof why);
+    EXPECT(rc == 0 && json_ok, "kill %d: eval of %s: exit %d, %s", kill_no, ckpt, rc, why);
+    if (rc != 0) tr_print_tail(log, 10);
+    tr_argv_free(&a);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    double t_start = tr_now();
+    tr_require_data("test_sigkill");
+    const char *seed_env = getenv("SIGKILL_SEED");
+    uint64_t seed = seed_env && *seed_env ? strtoull(seed_env, NULL, 10) : 20240611ull;
+    g_rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    g_work = strdup(test_tmpdir());
+    g_dir = strdup(tr_fmt("%s/run", g_work));
+    printf("test_sigkill: working in %s, seed %llu, %d kills (threads = 1, save_every = 1)\n",
+           g_work, (unsigned long long)seed, N_KILLS);
+    tr_make_slices(g_work, 2000, 100);
+    const char *last = strdup(tr_fmt("%s/last.ckpt", g_dir));
+
+    int resume = 0, ever_saved = 0, kills_with_tmp = 0, refusals = 0;
+    long prev_step = 0;
+    for (int k = 1; k <= N_KILLS; k++) {
+        TrArgv a;
+        train_argv(&a, resume, 0);
+        const char *log = tr_fmt("%s/train%02d.log", g_work, ++g_run_no);
+        double delay = k == 1 ? 0.2 : 0.2 + 2.8 * uniform01();
+        pid_t pid = tr_spawn(a.v, log, 0, NULL);
+        tr_argv_free(&a);
+        tr_sleep(delay);
+        int status = 0;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            EXPECT(0, "kill %d: the trainer (%s) ended by itself before the kill (status 0x%x)",
+                   k, resume ? "--resume" : "fresh", status);
+            tr_print_tail(log, 10);
+        } else {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+        int ntmp = check_folder(k);
+        kills_with_tmp += ntmp > 0;
+        if (tr_exists(last)) {
+            char msg[2048] = "";
+            long s = checkpoint_step(last, msg, sizeof msg);
+            printf("kill %d after %.2f s (%s): last.ckpt at step %ld, %d temporary file(s)\n", k,
+                   delay, resume ? "resumed run" : "fresh run", s, ntmp);
+            EXPECT(s >= 0, "kill %d: last.ckpt does not load: %s", k, msg);
+            EXPECT(s >= prev_step, "kill %d: last.ckpt went back from step %ld to %ld", k,
+                   prev_step, s);
+            if (s > prev_step) prev_step = s;
+            ever_saved = 1;
+            expect_eval_ok(last, k);
+            resume = 1;
+        } else {
+            printf("kill %d after %.2f s (%s): no last.ckpt yet, %d temporary file(s)\n", k,
+                   delay, resume ? "resumed run" : "fresh run", ntmp);
+            EXPECT(!ever_saved, "kill %d: last.ckpt disappeared (it existed before)", k);
+            /* --resume must refuse cleanly; the next run then starts afresh */
+            TrArgv b;
+            train_argv(&b, 1, 0);
+            const char *rlog = tr_fmt("%s/refused%02d.log", g_work, k);
+            int rc = tr_run(b.v, rlog, NULL, TIMEOUT);
+            tr_argv_free(&b);
+            printf("  --resume without a checkpoint: exit %d: %s\n", rc, tr_last_line(rlog));
+            EXPECT(rc == 1 && tr_file_contains(rlog, "last.ckpt"),
+                   "kill %d: --resume without a checkpoint should fail with status 1 and name "
+                   "last.ckpt (exit %d)", k, rc);
+            EXPECT(!tr_exists(last), "kill %d: a refused --resume created last.ckpt", k);
+            refusals++;
+            resume = 0;
+        }
+    }
+    EXPECT(ever_saved, "no checkpoint was ever saved during the %d kills", N_KILLS);
+    printf("%d of %d kills left a temporary file (killed inside a save); %d resume refusals\n",
+           kills_with_tmp, N_KILLS, refusals);
+
+    /* ---- the last run goes to the end ---- */
+    long max_steps = prev_step + 20;
+    TrArgv a;
+    train_argv(&a, resume, max_steps);
+    const char *log = tr_fmt("%s/final.log", g_work);
+    tr_print_argv("final run", a.v);
+    int rc = tr_run(a.v, log, NULL, TIMEOUT);
+    tr_argv_free(&a);
+    printf("final run to max_steps = %ld: exit %d\n", max_steps, rc);
+    EXPECT(rc == 0, "the final run to max_steps = %ld failed (exit %d)", max_steps, rc);
+    if (rc != 0) tr_print_tail(log, 15);
+    EXPECT(!resume || tr_file_contains(log, tr_fmt("resumed from %s", last)),
+           "the final run did not resume from %s", last);
+    check_folder(N_KILLS + 1);
+    char msg[2048] = "";
+    long s = checkpoint_step(last, msg, sizeof msg);
+    EXPECT(s == max_steps, "last.ckpt is at step %ld, expected %ld (%s)", s, max_steps, msg);
+    if (tr_exists(tr_fmt("%s/best.ckpt", g_dir)))
+        expect_eval_ok(tr_fmt("%s/best.ckpt", g_dir), N_KILLS + 1);
+
+    TrMetrics m;
+    EXPECT(tr_metrics_read(tr_fmt("%s/metrics.jsonl", g_dir), &m) == 0, "no metrics.jsonl");
+    if (m.bad_lines) printf("metrics.jsonl: %ld malformed line(s) (a kill inside a write)\n",
+                            m.bad_lines);
+    long top = 0, dup = 0, dup_bad = 0, missing = 0;
+    for (long i = 0; i < m.n; i++)
+        if (m.steps[i].step > top) top = m.steps[i].step;
+    EXPECT(m.n > 0 && m.steps[m.n - 1].step == max_steps,
+           "metrics.jsonl ends at step %ld, expected max_steps = %ld",
+           m.n ? m.steps[m.n - 1].step : -1, max_steps);
+    EXPECT(top == max_steps, "metrics.jsonl reaches step %ld, expected %ld", top, max_steps);
+    for (long st = 1; st <= max_steps; st++) {
+        const char *loss = NULL;
+        int seen = 0;
+        for (long i = 0; i < m.n; i++) {
+            if (m.steps[i].step != st) continue;
+            if (!loss) loss = m.steps[i].loss;
+            else if (strcmp(loss, m.steps[i].loss)) {
+                if (dup_bad++ < 5) fprintf(stderr, "  step %ld logged losses %s and %s\n", st,
+                                           loss, m.steps[i].loss);
+            }
+            seen++;
+        }
+        dup += seen > 1;
+        missing += seen == 0;
+    }
+    printf("metrics.jsonl: %ld train lines, %ld steps redone after a kill, %ld of them with a "
+           "different loss, %ld steps missing\n", m.n, dup, dup_bad, missing);
+    EXPECT(dup_bad == 0, "%ld steps redone after a kill logged a different loss (resume is not "
+           "exact)", dup_bad);
+    EXPECT(missing <= m.bad_lines, "%ld steps of 1..%ld are missing from metrics.jsonl", missing,
+           max_steps);
+    tr_metrics_free(&m);
+
+    printf("test_sigkill: %.1f s\n", tr_now() - t_start);
+    int verdict = test_report("test_sigkill");
+    if (verdict == 0) tr_rm_rf(g_work);
+    else printf("test_sigkill: files kept in %s\n", g_work);
+    return verdict;
+}
