@@ -1,0 +1,101 @@
+/* test_batch.c — token-budget batching: every kept pair appears exactly once per epoch, no batch
+ * exceeds batch_tokens padded tokens, batches are length-bucketed, the same seed and RNG state
+ * give the same batches, another epoch's state gives another order, and batch_fill lays out
+ * BOS/EOS/PAD as documented. */
+#include <string.h>
+
+#include "data/batch.h"
+#include "data/spm.h"
+#include "testutil.h"
+
+int main(void) {
+    Rng r;
+    rng_seed(&r, 3, 3);
+    long n = 3000;
+    Encoded e = {0};
+    e.n = n;
+    e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
+    e.tgt_off = xmalloc(sizeof(int64_t) * (n + 1));
+    e.src_ids = xmalloc(sizeof(int32_t) * n * 60);
+    e.tgt_ids = xmalloc(sizeof(int32_t) * n * 60);
+    e.src_off[0] = e.tgt_off[0] = 0;
+    for (long i = 0; i < n; i++) {
+        int s = (int)rng_below(&r, 60), t = 1 + (int)rng_below(&r, 59); /* some empty sources */
+        for (int k = 0; k < s; k++) e.src_ids[e.src_off[i] + k] = 4 + (int)rng_below(&r, 100);
+        for (int k = 0; k < t; k++) e.tgt_ids[e.tgt_off[i] + k] = 4 + (int)rng_below(&r, 100);
+        e.src_off[i + 1] = e.src_off[i] + s;
+        e.tgt_off[i + 1] = e.tgt_off[i] + t;
+    }
+    long *keep;
+    int max_len = 50, budget = 800;
+    long nk = batch_filter(&e, max_len, &keep);
+    long expect = 0;
+    for (long i = 0; i < n; i++) {
+        long s = e.src_off[i + 1] - e.src_off[i], t = e.tgt_off[i + 1] - e.tgt_off[i];
+        expect += s >= 1 && s <= max_len && t >= 1 && t <= max_len;
+    }
+    EXPECT(nk == expect && nk > 0 && nk < n, "filter kept %ld, expected %ld", nk, expect);
+
+    Rng a, b;
+    rng_seed(&a, 42, 7);
+    b = a;
+    BatchPlan p1, p2, p3;
+    Err err;
+    EXPECT(batch_plan(&p1, &e, keep, nk, budget, &a, &err) == 0, "%s", err.msg);
+    EXPECT(batch_plan(&p2, &e, keep, nk, budget, &b, &err) == 0, "%s", err.msg);
+    EXPECT(batch_plan(&p3, &e, keep, nk, budget, &a, &err) == 0, "%s", err.msg); /* next epoch */
+    EXPECT(p1.nbatches == p2.nbatches && !memcmp(p1.idx, p2.idx, sizeof(long) * nk),
+           "same RNG state must give the same batches");
+    EXPECT(memcmp(p1.idx, p3.idx, sizeof(long) * nk) != 0, "the next epoch must differ");
+
+    char *seen = xcalloc(n, 1);
+    int over = 0, spread_bad = 0;
+    HostBatch hb = {0};
+    int bB, bS, bT;
+    batch_bounds(budget, max_len, &bB, &bS, &bT);
+    for (long k = 0; k < p1.nbatches; k++) {
+        int B = (int)(p1.start[k + 1] - p1.start[k]);
+        const long *ix = p1.idx + p1.start[k];
+        batch_fill(&hb, &e, ix, B);
+        if ((long)B * (hb.S + hb.T) > budget) over++;
+        EXPECT(B <= bB && hb.S <= bS && hb.T <= bT, "batch %ld beyond batch_bounds", k);
+        int mn = 1 << 30, mx = 0;
+        for (int q = 0; q < B; q++) {
+            seen[ix[q]]++;
+            int s = (int)(e.src_off[ix[q] + 1] - e.src_off[ix[q]]);
+            mn = s < mn ? s : mn, mx = s > mx ? s : mx;
+        }
+        if (mx - mn > 2) spread_bad++; /* sorted by source length: neighbours are close */
+        if (k == 0) { /* layout of the first batch */
+            for (int q = 0; q < B; q++) {
+                long i = ix[q];
+                int t = (int)(e.tgt_off[i + 1] - e.tgt_off[i]);
+                EXPECT(hb.tgt_in[q] == SPM_BOS_ID, "tgt_in starts with BOS");
+                EXPECT(hb.tgt_out[t * B + q] == SPM_EOS_ID, "tgt_out has EOS at position %d", t);
+                EXPECT(hb.tgt_in[1 * B + q] == e.tgt_ids[e.tgt_off[i]], "tgt_in[1] = y_1");
+                EXPECT(hb.tgt_out[q] == e.tgt_ids[e.tgt_off[i]], "tgt_out[0] = y_1");
+                for (int s = hb.src_len[q]; s < hb.S; s++)
+                    EXPECT(hb.src[s * B + q] == SPM_PAD_ID && hb.src_mask[s * B + q] == 0.0f,
+                           "source padding");
+            }
+        }
+    }
+    long dup = 0, missing = 0;
+    for (long k = 0; k < nk; k++) missing += seen[keep[k]] == 0, dup += seen[keep[k]] > 1;
+    EXPECT(missing == 0 && dup == 0, "%ld kept pairs missing, %ld repeated", missing, dup);
+    EXPECT(over == 0, "%d batches exceed %d tokens", over, budget);
+    EXPECT(spread_bad == 0, "%d batches mix source lengths more than 2 apart", spread_bad);
+    printf("%ld pairs kept of %ld, %ld batches of <= %d tokens\n", nk, n, p1.nbatches, budget);
+
+    BatchPlan bad;
+    EXPECT(batch_plan(&bad, &e, keep, nk, 20, &a, &err) != 0 && strstr(err.msg, "batch_tokens"),
+           "a budget smaller than one pair must be refused with a message: %s", err.msg);
+    batch_plan_free(&p1);
+    batch_plan_free(&p2);
+    batch_plan_free(&p3);
+    host_batch_free(&hb);
+    free(seen);
+    free(keep);
+    encoded_free(&e);
+    return test_report("test_batch");
+}
