@@ -192,7 +192,6 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
-        printf("config keys (INI sections [run] [model] [data] [train]):\n");
         config_print_keys(stdout);
         return 0;
     }

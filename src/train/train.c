@@ -269,10 +269,10 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             int limit = cfg.max_steps > 0 && st.step >= cfg.max_steps;
             if (limit || g_stop_signal ||
                 (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
-                st.batch_in_epoch++; /* position: the next batch to run */
-                st.elapsed = now_seconds() - t_start;
-                if (checkpoint_save(last, &model, &st, err)) goto cleanup;
-                st.batch_in_epoch--;
+                TrainState pos = st; /* the position to resume at: the next batch */
+                pos.batch_in_epoch++;
+                pos.elapsed = now_seconds() - t_start;
+                if (checkpoint_save(last, &model, &pos, err)) goto cleanup;
                 if (g_stop_signal) {
                     printf("signal %d: saved %s at step %ld; continue with --resume\n",
                            (int)g_stop_signal, last, st.step);
@@ -282,7 +282,6 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 if (limit) {
                     printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
                     stop = 1;
-                    st.batch_in_epoch++;
                     break;
                 }
             }
