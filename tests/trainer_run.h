@@ -502,4 +502,18 @@ TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, 
     return 1;
 }
 
+
+/* argv of `trainer eval --checkpoint CKPT --src SRC --ref REF --json` (free with tr_argv_free). */
+TR_FN void tr_eval_argv(TrArgv *a, const char *ckpt, const char *src, const char *ref) {
+    tr_arg(a, "%s", tr_bin());
+    tr_arg(a, "eval");
+    tr_arg(a, "--checkpoint");
+    tr_arg(a, "%s", ckpt);
+    tr_arg(a, "--src");
+    tr_arg(a, "%s", src);
+    tr_arg(a, "--ref");
+    tr_arg(a, "%s", ref);
+    tr_arg(a, "--json");
+}
+
 #endif

@@ -202,10 +202,13 @@ static void shape_str(char *buf, size_t n, uint32_t ndim, const uint64_t *shape)
 
 /* ---- low-level I/O ---- */
 
-static int write_all(int fd, const void *buf, size_t n) {
+/* Writes all n bytes (at offset off when off >= 0, else at the file position), retrying short
+ * writes and EINTR; returns 0, or -1 with errno set. */
+static int write_fully(int fd, const void *buf, size_t n, off_t off) {
     const uint8_t *p = buf;
     while (n > 0) {
-        ssize_t w = write(fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n);
+        size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+        ssize_t w = off >= 0 ? pwrite(fd, p, chunk, off) : write(fd, p, chunk);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -216,27 +219,15 @@ static int write_all(int fd, const void *buf, size_t n) {
         }
         p += w;
         n -= (size_t)w;
+        if (off >= 0) off += w;
     }
     return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t n) { return write_fully(fd, buf, n, -1); }
+
 static int pwrite_all(int fd, const void *buf, size_t n, off_t off) {
-    const uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n, off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (w == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-        off += w;
-    }
-    return 0;
+    return write_fully(fd, buf, n, off);
 }
 
 /* Reads exactly n bytes at off. Returns 0, or -1 with errno set (0 for a short file). */

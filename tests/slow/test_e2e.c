@@ -30,15 +30,7 @@ static double mean_loss(const TrMetrics *m, long from, long n) {
 static int run_eval(const char *ckpt, const char *src, const char *ref, const char *tag,
                     char *line, size_t n) {
     TrArgv a = {0};
-    tr_arg(&a, "%s", tr_bin());
-    tr_arg(&a, "eval");
-    tr_arg(&a, "--checkpoint");
-    tr_arg(&a, "%s", ckpt);
-    tr_arg(&a, "--src");
-    tr_arg(&a, "%s", src);
-    tr_arg(&a, "--ref");
-    tr_arg(&a, "%s", ref);
-    tr_arg(&a, "--json");
+    tr_eval_argv(&a, ckpt, src, ref);
     tr_print_argv(tag, a.v);
     const char *out = tr_fmt("%s/%s.out", g_work, tag), *err = tr_fmt("%s/%s.err", g_work, tag);
     int rc = tr_wait(tr_spawn2(a.v, out, err, 0, NULL), TIMEOUT);

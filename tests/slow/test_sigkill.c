@@ -96,15 +96,7 @@ static int check_folder(int kill_no) {
 /* eval --json on a checkpoint: exit 0 and a JSON last line. */
 static void expect_eval_ok(const char *ckpt, int kill_no) {
     TrArgv a = {0};
-    tr_arg(&a, "%s", tr_bin());
-    tr_arg(&a, "eval");
-    tr_arg(&a, "--checkpoint");
-    tr_arg(&a, "%s", ckpt);
-    tr_arg(&a, "--src");
-    tr_arg(&a, "%s/val.de", g_work);
-    tr_arg(&a, "--ref");
-    tr_arg(&a, "%s/val.en", g_work);
-    tr_arg(&a, "--json");
+    tr_eval_argv(&a, ckpt, tr_fmt("%s/val.de", g_work), tr_fmt("%s/val.en", g_work));
     const char *log = tr_fmt("%s/eval%02d.log", g_work, kill_no);
     int rc = tr_run(a.v, log, NULL, TIMEOUT);
     static const char *const keys[] = {"bleu", "chrf", "ppl", "sentences", "seconds", NULL};
