@@ -44,6 +44,40 @@ static void remove_stale_temps(const char *dir) {
     closedir(d);
 }
 
+/* On resume: drops the lines of metrics.jsonl that a killed run wrote after the checkpoint's
+ * step, so that every step appears once. Rewritten atomically (temporary file + rename). */
+static Status trim_metrics(const char *path, long step, Err *err) {
+    FILE *in = fopen(path, "r");
+    if (!in) return STATUS_OK; /* nothing logged yet */
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        return err_set(err, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    long dropped = 0;
+    while (getline(&line, &cap, in) > 0) {
+        const char *k = strstr(line, "\"step\": ");
+        if (k && strtol(k + 8, NULL, 10) > step) {
+            dropped++;
+            continue;
+        }
+        fputs(line, out);
+    }
+    free(line);
+    fclose(in);
+    if (fclose(out) || rename(tmp, path)) {
+        unlink(tmp);
+        return err_set(err, "cannot rewrite %s: %s", path, strerror(errno));
+    }
+    if (dropped) printf("metrics: dropped %ld lines logged after step %ld by the interrupted run\n",
+                        dropped, step);
+    return STATUS_OK;
+}
+
 static Status make_dir(const char *path, Err *err) {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -179,6 +213,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         }
         model.cfg = cfg;
+        if (trim_metrics(mpath, st.step, err)) goto cleanup;
         printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", last, st.epoch,
                st.step, st.batch_in_epoch);
     } else {
