@@ -44,8 +44,6 @@ Status translate_lines(Model *m, const char *const *lines, long n, char ***out, 
     long k = 0;
     while (k < n && e.src_off[order[k] + 1] == e.src_off[order[k]]) res[order[k++]] = xstrdup("");
     while (k < n) {
-        int S = (int)(e.src_off[order[n - 1] + 1] - e.src_off[order[n - 1]]);
-        (void)S;
         /* sentences sorted by length: take as many as fit the token budget at the longest */
         long first = k;
         int maxT = 0;
