@@ -516,4 +516,28 @@ TR_FN void tr_eval_argv(TrArgv *a, const char *ckpt, const char *src, const char
     tr_arg(a, "--json");
 }
 
+
+/* Start of a slow test: line-buffered stdout, skip (exit 77) without data/multi30k, a fresh
+ * work folder holding the 2000-pair training and 100-pair validation slices. Returns the folder
+ * (malloc'd) and the start time in *t_start. */
+TR_FN char *tr_begin(const char *test, double *t_start) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    *t_start = tr_now();
+    tr_require_data(test);
+    char *work = strdup(test_tmpdir());
+    printf("%s: working in %s (threads = 1)\n", test, work);
+    tr_make_slices(work, 2000, 100);
+    return work;
+}
+
+/* End of a slow test: prints the time and the verdict; removes work when it passed, keeps it
+ * (and says where) when it failed. Returns the exit code. */
+TR_FN int tr_finish(const char *test, const char *work, double t_start) {
+    printf("%s: %.1f s\n", test, tr_now() - t_start);
+    int verdict = test_report(test);
+    if (verdict == 0) tr_rm_rf(work);
+    else printf("%s: files kept in %s\n", test, work);
+    return verdict;
+}
+
 #endif

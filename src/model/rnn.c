@@ -341,7 +341,6 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     /* logits = h̃_drop W_outᵀ + b_out */
     be->matmul(m->W_out.g, m->dlogits, m->htil_drop, V, H, (int)NT, 1, 0, 1.0f, 1.0f);
     be->bias_backward(m->b_out.g, m->dlogits, (int)NT, V);
-    be->zero(m->d_htil_drop, sizeof(float) * NT * H);
     be->matmul(m->d_htil_drop, m->dlogits, m->W_out.w, (int)NT, H, V, 0, 0, 1.0f, 0.0f);
     be->zero(m->d_htil, sizeof(float) * NT * H);
     be->dropout_backward(m->d_htil, m->d_htil_drop, m->htil_mask, NT * H);
@@ -448,6 +447,7 @@ void rnn_greedy(RnnModel *m, const RnnBatch *b, int max_T, int *out_ids, float *
     encoder_forward(m, b, 0, 0);
     int *ids = xmalloc(sizeof(int) * B);
     char *done = xcalloc(B, 1);
+    float *w = attn_out ? xmalloc(sizeof(float) * B * S) : NULL; /* one step's weights [B,S] */
     for (int i = 0; i < B; i++) ids[i] = SPM_BOS_ID;
     for (int i = 0; i < B * max_T; i++) out_ids[i] = SPM_PAD_ID;
     for (int t = 0; t < max_T; t++) {
@@ -467,16 +467,15 @@ void rnn_greedy(RnnModel *m, const RnnBatch *b, int max_T, int *out_ids, float *
             all &= done[i];
         }
         if (attn_out) {
-            float *w = xmalloc(sizeof(float) * B * S);
             be->download(w, m->attw + (size_t)t * B * S, sizeof(float) * B * S);
             for (int i = 0; i < B; i++)
                 memcpy(attn_out + ((size_t)i * max_T + t) * S, w + (size_t)i * S, sizeof(float) * S);
-            free(w);
         }
         if (all) break;
     }
     free(ids);
     free(done);
+    free(w);
 }
 
 void rnn_free(RnnModel *m) {

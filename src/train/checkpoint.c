@@ -8,6 +8,9 @@
 enum { ST_STEP, ST_EPOCH, ST_BATCH, ST_RNG_STATE, ST_RNG_INC, ST_ADAM_T, ST_LR_SCALE, ST_BEST,
        ST_BAD, ST_ELAPSED, ST_COUNT };
 
+/* Record-name prefixes of the three flat buffers: parameters, Adam m, Adam v. */
+static const char *const prefix[3] = {"param/", "adam_m/", "adam_v/"};
+
 static uint64_t f2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static double u2f(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 
@@ -51,7 +54,6 @@ Status checkpoint_save(const char *path, const Model *m, const TrainState *st, E
     recs[n] = (CkptRecord){.dtype = CKPT_U64, .ndim = 1, .shape = {ST_COUNT}, .data = state,
                            .nbytes = sizeof state};
     snprintf(recs[n++].name, CKPT_NAME_MAX, "train_state");
-    static const char *prefix[3] = {"param/", "adam_m/", "adam_v/"};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
@@ -114,7 +116,6 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     ParamSet *ps = &m->ps;
     host = xmalloc(sizeof(float) * ps->total * 3);
     memset(host, 0, sizeof(float) * ps->total * 3);
-    static const char *prefix[3] = {"param/", "adam_m/", "adam_v/"};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];

@@ -29,8 +29,11 @@ typedef struct {
 /* Saves model parameters, Adam moments, config, SentencePiece model and st to path atomically.
  * Errors: I/O (path and strerror), or a non-finite parameter (nothing is written). */
 Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err);
-/* Loads path into a new model (built on cfg_override's device if non-NULL) and st (may be NULL).
- * All-or-nothing: on error m is left empty. Errors name the file and what was wrong. */
+/* Loads path into a new model and st (may be NULL). device_override: a DeviceType to build the
+ * model on, or -1 for the device in the stored config. All-or-nothing: on error m is left empty.
+ * Errors (message names the file): unreadable or corrupt file, not a trainer checkpoint, a
+ * stored config or SentencePiece model that does not load, a tensor missing, extra, of another
+ * shape or type, or holding a non-finite value. */
 Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
 
 #endif

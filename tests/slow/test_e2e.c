@@ -42,12 +42,8 @@ static int run_eval(const char *ckpt, const char *src, const char *ref, const ch
 }
 
 int main(void) {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t_start = tr_now();
-    tr_require_data("test_e2e");
-    g_work = strdup(test_tmpdir());
-    printf("test_e2e: working in %s (threads = 1)\n", g_work);
-    tr_make_slices(g_work, 2000, 100);
+    double t_start;
+    g_work = tr_begin("test_e2e", &t_start);
     const char *dir = strdup(tr_fmt("%s/run", g_work));
 
     /* ---- train ---- */
@@ -161,9 +157,5 @@ int main(void) {
     free(text);
 
     tr_metrics_free(&m);
-    printf("test_e2e: %.1f s\n", tr_now() - t_start);
-    int verdict = test_report("test_e2e");
-    if (verdict == 0) tr_rm_rf(g_work);
-    else printf("test_e2e: files kept in %s\n", g_work);
-    return verdict;
+    return tr_finish("test_e2e", g_work, t_start);
 }

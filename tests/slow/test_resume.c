@@ -159,12 +159,8 @@ static void expect_same_checkpoint(const char *pa, const char *pb, const char *w
 }
 
 int main(void) {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t_start = tr_now();
-    tr_require_data("test_resume");
-    g_work = strdup(test_tmpdir());
-    printf("test_resume: working in %s (threads = 1)\n", g_work);
-    tr_make_slices(g_work, 2000, 100);
+    double t_start;
+    g_work = tr_begin("test_resume", &t_start);
 
     /* ---- A: the uninterrupted reference ---- */
     const char *dA = tr_fmt("%s/A", g_work);
@@ -283,9 +279,5 @@ int main(void) {
     EXPECT(!tr_exists(tr_fmt("%s/last.ckpt", dE)), "a refused --resume created last.ckpt");
 
     tr_metrics_free(&mA);
-    printf("test_resume: %.1f s\n", tr_now() - t_start);
-    int verdict = test_report("test_resume");
-    if (verdict == 0) tr_rm_rf(g_work);
-    else printf("test_resume: files kept in %s\n", g_work);
-    return verdict;
+    return tr_finish("test_resume", g_work, t_start);
 }

@@ -232,9 +232,5 @@ int main(void) {
            max_steps);
     tr_metrics_free(&m);
 
-    printf("test_sigkill: %.1f s\n", tr_now() - t_start);
-    int verdict = test_report("test_sigkill");
-    if (verdict == 0) tr_rm_rf(g_work);
-    else printf("test_sigkill: files kept in %s\n", g_work);
-    return verdict;
+    return tr_finish("test_sigkill", g_work, t_start);
 }
