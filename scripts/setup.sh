@@ -2,7 +2,7 @@
 # Installs what trainer needs from Debian's packages (skips the install when all are present).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libopenblas-openmp-dev
-      libsentencepiece-dev curl ca-certificates)
+      libsentencepiece-dev curl ca-certificates gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

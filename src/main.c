@@ -1,8 +1,11 @@
 /* main.c — the command line: train (default) | eval | translate.
  *
  *   trainer [train] --config FILE [--set section.key=value]... [--resume]
- *   trainer eval --checkpoint FILE --src FILE --ref FILE [--json] [--device cpu|cuda]
- *   trainer translate --checkpoint FILE [--device cpu|cuda] < input > output
+ *   trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
+ *                [--device cpu|cuda]
+ *   trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
+ *                     [--device cpu|cuda] < input > output
+ *   trainer compare RUN_DIR|CONFIG... [--out DIR] [options, see eval/compare.h]
  *
  * Only this file turns a Status into an exit code: 0 success, 1 a failure of the run, 2 a bad
  * command line.
@@ -13,7 +16,9 @@
 
 #include "data/corpus.h"
 #include "data/encoded.h"
+#include "eval/compare.h"
 #include "eval/metrics.h"
+#include "eval/plot.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -24,11 +29,17 @@ static void usage(FILE *f) {
             "usage:\n"
             "  trainer [train] --config FILE [--set section.key=value]... [--resume]\n"
             "      train a model; --resume continues from <save_dir>/last.ckpt\n"
-            "  trainer eval --checkpoint FILE --src FILE --ref FILE [--json] [--device cpu|cuda]\n"
-            "      translate --src greedily and print BLEU, chrF (sacreBLEU defaults) and "
-            "perplexity\n"
-            "  trainer translate --checkpoint FILE [--device cpu|cuda] < in > out\n"
-            "      translate standard input line by line\n"
+            "  trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A]\n"
+            "               [--json] [--device cpu|cuda]\n"
+            "      translate --src and print BLEU, chrF (sacreBLEU defaults) and perplexity;\n"
+            "      greedy by default, beam search with --beam K (length penalty A, Wu et al.\n"
+            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy)\n"
+            "  trainer translate --checkpoint FILE [--beam K] [--len-penalty A]\n"
+            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
+            "      translate standard input line by line; --attention-map draws the attention\n"
+            "      of the first line's translation\n"
+            "  trainer compare RUN_DIR|CONFIG... [--out DIR] [--beam K] [--len-penalty A]\n"
+            "      a report comparing runs (tables, curves, attention heatmaps) in DIR\n"
             "  trainer --help     this text and every config key\n\n");
 }
 
@@ -73,28 +84,26 @@ static int cmd_train(int argc, char **argv) {
 }
 
 typedef struct {
-    const char *checkpoint, *src, *ref;
-    int json, device, beam;
+    const char *checkpoint, *src, *ref, *attention_map;
+    int json, device, len_penalty_set;
+    DecodeOpts dec;
 } EvalArgs;
 
 static int parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
     memset(a, 0, sizeof *a);
     a->device = -1;
-    a->beam = 1;
+    a->dec.beam = 1;
     for (int i = 0; i < argc; i++) {
+        int r = parse_decode_arg(argc, argv, &i, &a->dec, &a->len_penalty_set, cmd);
+        if (r == 2) return 2;
+        if (r == 1) continue;
         if (!strcmp(argv[i], "--checkpoint") && i + 1 < argc) a->checkpoint = argv[++i];
         else if (!strcmp(argv[i], "--src") && i + 1 < argc) a->src = argv[++i];
         else if (!strcmp(argv[i], "--ref") && i + 1 < argc) a->ref = argv[++i];
+        else if (!strcmp(argv[i], "--attention-map") && i + 1 < argc) a->attention_map = argv[++i];
         else if (!strcmp(argv[i], "--json")) a->json = 1;
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             if (device_arg(argv[++i], &a->device)) return 2;
-        } else if (!strcmp(argv[i], "--beam") && i + 1 < argc) {
-            a->beam = atoi(argv[++i]);
-            if (a->beam != 1) {
-                fprintf(stderr, "trainer %s: --beam %s: only greedy decoding (--beam 1) is "
-                        "implemented so far\n", cmd, argv[i]);
-                return 2;
-            }
         } else {
             fprintf(stderr, "trainer %s: unknown or incomplete argument '%s'\n", cmd, argv[i]);
             usage(stderr);
@@ -112,6 +121,10 @@ static int cmd_eval(int argc, char **argv) {
     EvalArgs a;
     int rc = parse_eval_args(argc, argv, &a, "eval");
     if (rc) return rc;
+    if (a.attention_map) {
+        fprintf(stderr, "trainer eval: --attention-map belongs to translate\n");
+        return 2;
+    }
     if (!a.src || !a.ref) {
         fprintf(stderr, "trainer eval: --src FILE and --ref FILE are required\n");
         return 2;
@@ -134,18 +147,23 @@ static int cmd_eval(int argc, char **argv) {
                       &err))
         goto done;
     if (eval_perplexity(&m, &e, &ppl, NULL, &err)) goto done;
-    if (translate_lines(&m, (const char *const *)c.src, c.n, &hyp, &err)) goto done;
+    if (translate_lines(&m, (const char *const *)c.src, c.n, &a.dec, &hyp, NULL, &err)) goto done;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c.tgt, c.n);
     double chrf = chrf_corpus((const char *const *)hyp, (const char *const *)c.tgt, c.n);
     double secs = now_seconds() - t0;
     printf("BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %ld ref_len = %ld)\n",
            b.score, b.precisions[0], b.precisions[1], b.precisions[2], b.precisions[3], b.bp,
            b.ratio, b.hyp_len, b.ref_len);
-    printf("chrF2 = %.2f\nperplexity = %.3f\nsentences = %ld, %.1f s, greedy decoding\n", chrf,
-           ppl, c.n, secs);
+    char how[64];
+    if (a.dec.beam > 1) snprintf(how, sizeof how, "beam %d, length penalty %g", a.dec.beam,
+                                 (double)a.dec.len_penalty);
+    else snprintf(how, sizeof how, "greedy decoding");
+    printf("chrF2 = %.2f\nperplexity = %.3f\nsentences = %ld, %.1f s, %s\n", chrf, ppl, c.n,
+           secs, how);
     if (a.json)
         printf("{\"bleu\": %.4f, \"chrf\": %.4f, \"ppl\": %.4f, \"sentences\": %ld, "
-               "\"seconds\": %.3f}\n", b.score, chrf, ppl, c.n, secs);
+               "\"seconds\": %.3f, \"beam\": %d, \"len_penalty\": %g}\n", b.score, chrf, ppl,
+               c.n, secs, a.dec.beam, (double)a.dec.len_penalty);
     rc = 0;
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
@@ -160,6 +178,10 @@ static int cmd_translate(int argc, char **argv) {
     EvalArgs a;
     int rc = parse_eval_args(argc, argv, &a, "translate");
     if (rc) return rc;
+    if (a.attention_map && a.json) {
+        fprintf(stderr, "trainer translate: --json belongs to eval\n");
+        return 2;
+    }
     if (a.src || a.ref) {
         fprintf(stderr, "trainer translate: reads standard input; --src/--ref belong to eval\n");
         return 2;
@@ -172,16 +194,37 @@ static int cmd_translate(int argc, char **argv) {
     }
     set_threads(m.cfg.threads);
     char **lines = NULL, **out = NULL;
+    AttnMap *maps = NULL;
     long n = 0;
     CorpusStats st;
     rc = 1;
     if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
-    if (translate_lines(&m, (const char *const *)lines, n, &out, &err)) goto done;
+    if (a.attention_map && n == 0) {
+        err_set(&err, "--attention-map %s: there is no input line to translate", a.attention_map);
+        goto done;
+    }
+    if (a.attention_map) {
+        maps = xcalloc(n, sizeof *maps);
+        if (!model_has_attention(&m)) {
+            err_set(&err, "--attention-map: %s has no attention to draw (model.attention = none)",
+                    a.checkpoint);
+            goto done;
+        }
+    }
+    if (translate_lines(&m, (const char *const *)lines, n, &a.dec, &out, maps, &err)) goto done;
     for (long i = 0; i < n; i++) printf("%s\n", out[i]);
+    if (maps) {
+        fflush(stdout);
+        if (plot_attention_png(&maps[0], a.attention_map, lines[0], &err)) goto done;
+        fprintf(stderr, "attention of line 1 (%d source × %d target pieces) drawn in %s\n",
+                maps[0].S, maps[0].T, a.attention_map);
+    }
     rc = 0;
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
     free_lines(out, n);
+    for (long i = 0; maps && i < n; i++) attn_map_free(&maps[i]);
+    free(maps);
     corpus_free_lines(lines, n);
     model_free(&m);
     return rc;
@@ -197,6 +240,7 @@ int main(int argc, char **argv) {
     }
     if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
     if (argc >= 2 && argv[1][0] != '-') {
         fprintf(stderr, "trainer: unknown command '%s'\n", argv[1]);

@@ -3,7 +3,6 @@
  * general: score(h_t, h̄_s) = h_tᵀ W_a h̄_s = (h_t W_a) · h̄_s — the query is projected once per
  * step (B·Hq·Hk) instead of projecting every source state. */
 #include <stdio.h>
-#include <string.h>
 
 #include "attention/rnn_attention.h"
 
@@ -59,22 +58,10 @@ static size_t luong_workspace(int B, int Tq, int Hq, int Hk) {
     return (size_t)B * Tq * Hk;
 }
 
-static const RnnAttentionOps LUONG_DOT = {ATTN_LUONG_DOT,     luong_dot_supports,
-                                          luong_dot_declare,  luong_forward,
-                                          luong_backward,     luong_workspace};
-static const RnnAttentionOps LUONG_GENERAL = {ATTN_LUONG_GENERAL,    luong_general_supports,
-                                              luong_general_declare, luong_forward,
-                                              luong_backward,        luong_workspace};
-
-const RnnAttentionOps *rnn_attention_ops(AttentionKind kind, int Hq, int Hk, char *why,
-                                         size_t why_len) {
-    const RnnAttentionOps *ops = NULL;
-    if (kind == ATTN_LUONG_DOT) ops = &LUONG_DOT;
-    if (kind == ATTN_LUONG_GENERAL) ops = &LUONG_GENERAL;
-    if (!ops) {
-        snprintf(why, why_len, "attention '%s' is not implemented for the RNN decoder yet "
-                 "(available: luong_dot, luong_general)", attention_kind_names[kind]);
-        return NULL;
-    }
-    return ops->supports(Hq, Hk, why, why_len) ? ops : NULL;
-}
+const RnnAttentionOps rnn_attention_luong_dot = {
+    .kind = ATTN_LUONG_DOT, .supports = luong_dot_supports, .declare = luong_dot_declare,
+    .forward = luong_forward, .backward = luong_backward, .workspace = luong_workspace};
+const RnnAttentionOps rnn_attention_luong_general = {
+    .kind = ATTN_LUONG_GENERAL, .supports = luong_general_supports,
+    .declare = luong_general_declare, .forward = luong_forward, .backward = luong_backward,
+    .workspace = luong_workspace};

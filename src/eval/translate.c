@@ -10,12 +10,37 @@ static int cmp_src_len(const void *a, const void *b) {
     return li != lj ? (li < lj ? -1 : 1) : (i > j) - (i < j);
 }
 
-Status translate_lines(Model *m, const char *const *lines, long n, char ***out, Err *err) {
+/* The pieces of ids[0..n) as malloc'd strings. */
+static char **pieces(const Spm *spm, const int *ids, int n) {
+    char **p = xmalloc(sizeof(char *) * (n ? n : 1));
+    for (int i = 0; i < n; i++) p[i] = xstrdup(spm_piece(spm, ids[i]));
+    return p;
+}
+
+void attn_map_free(AttnMap *a) {
+    if (!a) return;
+    for (int i = 0; a->src && i < a->S; i++) free(a->src[i]);
+    for (int i = 0; a->tgt && i < a->T; i++) free(a->tgt[i]);
+    free(a->src), free(a->tgt), free(a->w);
+    memset(a, 0, sizeof *a);
+}
+
+Status translate_lines(Model *m, const char *const *lines, long n, const DecodeOpts *opt,
+                       char ***out, AttnMap *maps, Err *err) {
+    if (opt->beam < 1 || opt->beam > 64)
+        return err_set(err, "--beam %d: the beam size must be between 1 and 64", opt->beam);
+    if (!(opt->len_penalty >= 0.0f))
+        return err_set(err, "--len-penalty %g: the length penalty α must be >= 0",
+                       (double)opt->len_penalty);
+    if (maps && !model_has_attention(m))
+        return err_set(err, "this model has no attention to draw (model.attention = none)");
+    if (maps) memset(maps, 0, sizeof(AttnMap) * n);
     Status rc = STATUS_ERR;
     Encoded e = {0};
     HostBatch hb = {0};
     long *order = xmalloc(sizeof(long) * (n ? n : 1));
-    int *ids = NULL;
+    int *ids = NULL, K = opt->beam;
+    float *attn = NULL;
     char **res = xcalloc(n ? n : 1, sizeof(char *));
     e.n = n;
     e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
@@ -50,18 +75,30 @@ Status translate_lines(Model *m, const char *const *lines, long n, char ***out, 
         while (k < n) {
             int s = (int)(e.src_off[order[k] + 1] - e.src_off[order[k]]);
             int T = 2 * s + 10;
-            if ((k - first + 1) * (long)T > TRANSLATE_BATCH_TOKENS && k > first) break;
+            if ((k - first + 1) * (long)T * K > TRANSLATE_BATCH_TOKENS && k > first) break;
             maxT = T, k++;
         }
         int B = (int)(k - first);
         batch_fill(&hb, &e, order + first, B);
-        model_reserve(m, B, hb.S, maxT, (long)B * hb.S, (long)B * maxT);
+        model_reserve(m, B * K, hb.S, maxT, (long)B * K * hb.S, (long)B * K * maxT);
         ids = xrealloc(ids, sizeof(int) * B * maxT);
-        model_greedy(m, &hb, maxT, ids, NULL);
+        if (maps) attn = xrealloc(attn, sizeof(float) * B * maxT * hb.S);
+        decode_batch(m, &hb, opt, maxT, ids, maps ? attn : NULL);
         for (int b = 0; b < B; b++) {
+            long li = order[first + b];
+            const int *y = ids + (size_t)b * maxT;
             int len = 0;
-            while (len < maxT && ids[b * maxT + len] != SPM_EOS_ID && ids[b * maxT + len] != SPM_PAD_ID) len++;
-            if (spm_decode(m->spm, ids + b * maxT, len, &res[order[first + b]], err)) goto cleanup;
+            while (len < maxT && y[len] != SPM_EOS_ID && y[len] != SPM_PAD_ID) len++;
+            if (spm_decode(m->spm, y, len, &res[li], err)) goto cleanup;
+            if (!maps) continue;
+            AttnMap *a = &maps[li]; /* rows: the output pieces and EOS; columns: the source */
+            int Ts = len + (len < maxT && y[len] == SPM_EOS_ID), Ss = (int)(e.src_off[li + 1] - e.src_off[li]);
+            a->S = Ss, a->T = Ts;
+            a->src = pieces(m->spm, e.src_ids + e.src_off[li], Ss);
+            a->tgt = pieces(m->spm, y, Ts);
+            a->w = xmalloc(sizeof(float) * (Ts ? Ts : 1) * (Ss ? Ss : 1));
+            for (int t = 0; t < Ts; t++)
+                memcpy(a->w + (size_t)t * Ss, attn + ((size_t)b * maxT + t) * hb.S, sizeof(float) * Ss);
         }
     }
     *out = res;
@@ -69,7 +106,10 @@ Status translate_lines(Model *m, const char *const *lines, long n, char ***out, 
     rc = STATUS_OK;
 cleanup:
     if (res) free_lines(res, n);
+    if (rc && maps)
+        for (long i = 0; i < n; i++) attn_map_free(&maps[i]);
     free(ids);
+    free(attn);
     free(order);
     free(e.src_ids);
     free(e.src_off);

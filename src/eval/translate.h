@@ -1,8 +1,10 @@
 /* translate.h — decoding and scoring with a trained model.
  *
- * translate_lines: greedy decoding (the argmax of p(y_t | y_<t, x) at each step, until EOS or
- * max length 2·S + 10 tokens, S the source length in subwords) of raw UTF-8 lines, batched by
- * source length; returns detokenised text in the input order.
+ * translate_lines: greedy decoding (the argmax of p(y_t | y_<t, x) at each step) or beam search
+ * (Wu et al. 2016: K hypotheses per sentence, finished ones ranked by log p(Y|X) / lp(Y) with
+ * lp(Y) = ((5 + |Y|) / 6)^α, eq. 14) of raw UTF-8 lines, until EOS or max length 2·S + 10
+ * tokens (S the source length in subwords), batched by source length; returns detokenised text
+ * in the input order, and optionally each translation's attention.
  * eval_perplexity: teacher-forced perplexity exp(Σ −log p(y_t) / N) over the target tokens
  * (EOS included, no label smoothing).
  */
@@ -10,10 +12,23 @@
 #define TRAINER_TRANSLATE_H
 
 #include "data/encoded.h"
+#include "eval/decode.h"
 #include "model/model.h"
 
-/* out: malloc'd array of n malloc'd strings. Errors: SentencePiece failures, with the line. */
-Status translate_lines(Model *m, const char *const *lines, long n, char ***out, Err *err);
+/* One translation's attention: w[T,S], row t the weights over the source pieces when the
+ * t-th target piece was produced (the last row is EOS's). Pieces are SentencePiece strings. */
+typedef struct {
+    int S, T;
+    char **src, **tgt; /* S and T malloc'd strings */
+    float *w;          /* [T,S] */
+} AttnMap;
+
+/* out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
+ * attn_map_free). Errors: SentencePiece failures (with the line); maps requested from a model
+ * without attention; beam < 1 or len_penalty < 0. */
+Status translate_lines(Model *m, const char *const *lines, long n, const DecodeOpts *opt,
+                       char ***out, AttnMap *maps, Err *err);
+void attn_map_free(AttnMap *a);
 /* Perplexity of the pairs in e (all of them, no length filter); *tokens gets N. */
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err);
 void free_lines(char **lines, long n);

@@ -16,11 +16,10 @@ Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
     }
     if (cfg->model_type != MODEL_RNN)
         return err_set(err, "model.type = transformer is not implemented yet; use model.type = rnn");
-    if (cfg->cell != CELL_LSTM)
-        return err_set(err, "model.cell = gru is not implemented yet; use model.cell = lstm");
     params_init_set(&m->ps, m->be);
     if (rnn_create(&m->rnn, &m->ps, m->V, cfg->emb, cfg->hidden, cfg->enc_layers,
-                   cfg->dec_layers, cfg->dropout, cfg->input_feeding, cfg->attention, err))
+                   cfg->dec_layers, cfg->dropout, cfg->cell == CELL_GRU, cfg->input_feeding,
+                   cfg->attention, err))
         return STATUS_ERR;
     /* every op the model calls must exist on the backend */
     const void *const *ops = (const void *const *)&m->be->alloc;
@@ -77,10 +76,22 @@ double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uin
     return rnn_forward_backward(m->rnn, &b, smoothing, train, key, grad_scale);
 }
 
-void model_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn) {
+void model_decode_begin(Model *m, const HostBatch *hb, int K) {
     RnnBatch b = upload(m, hb);
-    rnn_greedy(m->rnn, &b, max_T, out_ids, attn);
+    rnn_decode_begin(m->rnn, &b, K);
 }
+
+const float *model_decode_step(Model *m, int t, const int *ids, int log_probs) {
+    return rnn_decode_step(m->rnn, t, ids, log_probs);
+}
+
+void model_decode_reorder(Model *m, int t, const int *parent) {
+    rnn_decode_reorder(m->rnn, t, parent);
+}
+
+const float *model_decode_attention(Model *m, int t) { return rnn_decode_attention(m->rnn, t); }
+
+int model_has_attention(const Model *m) { return rnn_has_attention(m->rnn); }
 
 void model_free(Model *m) {
     if (m->d_src) {

@@ -40,8 +40,15 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * tokens; train != 0 adds dropout (keyed) and accumulates gradients scaled by grad_scale. */
 double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
                   float grad_scale);
-/* Greedy decoding of hb's sources; out_ids [B * max_T] host (see rnn_greedy). */
-void model_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn);
+/* Incremental decoding of hb's sources with K rows per sentence (rnn.h, rnn_decode_*): ids and
+ * parent are backend memory [B·K]; the returned scores [B·K, V] and attention weights [B·K, S]
+ * are backend memory, valid until the next call. model_reserve must allow B·K sentences. */
+void model_decode_begin(Model *m, const HostBatch *hb, int K);
+const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
+void model_decode_reorder(Model *m, int t, const int *parent);
+const float *model_decode_attention(Model *m, int t);
+/* 1 if the model has an attention to show (model.attention != none). */
+int model_has_attention(const Model *m);
 void model_free(Model *m);
 
 #endif

@@ -1,121 +1,197 @@
-/* rnn.c — RNN encoder–decoder with attention: forward, backward, greedy decoding (see rnn.h).
+/* rnn.c — RNN encoder–decoder with attention: forward, backward, incremental decoding (rnn.h).
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden, Hd = H/2
- * encoder hidden per direction, V vocabulary. Activations are time-major: [S,B,·], [T,B,·].
+ * encoder hidden per direction, V vocabulary, G gate blocks (LSTM 4, GRU 3). Activations are
+ * time-major: [S,B,·], [T,B,·]; the attention works batch-major ([B,S,H] keys).
  */
 #include "model/rnn.h"
 
 #include <string.h>
 
-#include "rng.h"
 #include "data/spm.h"
+#include "rng.h"
 
 #define MAXL 8
 
+typedef enum { DEC_NONE, DEC_LUONG, DEC_BAHDANAU } DecStyle;
+
+/* The source side a decoder step attends to: B rows (sentences, or sentences × beams). */
+typedef struct {
+    int B, S;
+    const float *enc_out; /* [B,S,H] */
+    const int *src_len;   /* [B] */
+} DecSrc;
+
 struct RnnModel {
     const Backend *be;
-    int V, E, H, Hd, Le, Ld, input_feeding;
+    int V, E, H, Hd, Le, Ld, gru, feed, stepwise;
+    DecStyle style;
     float p; /* dropout */
     Param emb_src, emb_tgt; /* [V,E] */
-    LstmLayer enc[2 * MAXL]; /* layer l, direction d at [2l+d]; in → 4Hd */
-    LstmLayer dec[MAXL];
+    RnnLayer enc[2 * MAXL]; /* layer l, direction d at [2l+d]; in → G·Hd */
+    RnnLayer dec[MAXL];
     RnnAttention attn;
-    const RnnAttentionOps *aops;
-    Param W_c;          /* [H, 2H]: h̃ = tanh(W_c [c; h]) */
-    Param W_out, b_out; /* [V, H], [V] */
+    const RnnAttentionOps *aops; /* NULL for attention = none */
+    Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
+    Param W_out, b_out;          /* [V, H], [V] */
 
     /* ---- activations (backend memory), capacity below ---- */
     int capB, capS, capT;
     long capNS, capNT;
     void *allocs[256];
     int nallocs;
-    float *src_emb, *src_emb_mask, *src_x;      /* [S,B,E] */
-    float *enc_gates[2 * MAXL];                 /* [S,B,4Hd] */
-    float *enc_h[2 * MAXL], *enc_c[2 * MAXL];   /* [S,B,Hd] */
-    float *enc_cat[MAXL];                       /* [S,B,H] layer output [→h; ←h] */
-    float *enc_x[MAXL], *enc_xmask[MAXL];       /* [S,B,H] input of layer l > 0 (dropped) */
-    float *enc_out;                             /* [B,S,H] top layer, batch-major */
-    float *zeros;                               /* [B,H] */
-    float *tgt_emb, *tgt_emb_mask, *tgt_x;      /* [T,B,E] */
-    float *dec_x[MAXL], *dec_xmask[MAXL];       /* [T,B,in_l] */
-    float *dec_gates[MAXL];                     /* [T,B,4H] */
-    float *dec_h[MAXL], *dec_c[MAXL];           /* [T,B,H] */
-    float *dec_h0[MAXL], *dec_c0[MAXL];         /* [B,H] initial state */
-    float *qsave, *ctx;                         /* [T,B,H] */
-    float *attw;                                /* [T,B,S] */
-    float *cat;                                 /* [T,B,2H] [c_t; h_t] */
-    float *htil, *htil_drop, *htil_mask;        /* [T,B,H] */
-    float *logits, *dlogits;                    /* [T,B,V] */
+    float *src_emb, *src_emb_mask, *src_x;            /* [S,B,E] */
+    float *enc_gx[2 * MAXL], *enc_gh[2 * MAXL];       /* [S,B,G·Hd], GRU [S,B,3Hd] */
+    float *enc_h[2 * MAXL], *enc_c[2 * MAXL];         /* [S,B,Hd] */
+    float *enc_cat[MAXL];                             /* [S,B,H] layer output [→h; ←h] */
+    float *enc_x[MAXL], *enc_xmask[MAXL];             /* [S,B,H] input of layer l > 0 (dropped) */
+    float *enc_out;                                   /* [B,S,H] top layer, batch-major */
+    float *enc_out_beam;                              /* [B·K,S,H] decoding with K > 1 */
+    float *zeros;                                     /* [B,H] */
+    float *tgt_emb, *tgt_emb_mask, *tgt_x;            /* [T,B,E] */
+    float *dec_x[MAXL], *dec_xmask[MAXL];             /* [T,B,in_l] */
+    float *dec_gx[MAXL], *dec_gh[MAXL];               /* [T,B,G·H], GRU [T,B,3H] */
+    float *dec_h[MAXL], *dec_c[MAXL];                 /* [T,B,H] */
+    float *dec_h0[MAXL], *dec_c0[MAXL];               /* [B,H] initial state */
+    float *qsave, *ctx;                               /* [T,B,H] (batched Luong: [B,T,H]) */
+    float *attw;                                      /* [T,B,S] (batched Luong: [B,T,S]) */
+    float *q_bm, *ctx_bm;                             /* [B,T,H] batched Luong attention */
+    float *cat;                                       /* [T,B,2H] [c_t; h_t] */
+    float *htil, *htil_drop, *htil_mask;              /* [T,B,H] */
+    float *logits, *dlogits;                          /* [T,B,V] */
     /* gradients / scratch */
-    float *d_htil, *d_htil_drop;                /* [T,B,H] */
-    float *d_cat;                               /* [B,2H] */
-    float *d_ctx_all;                           /* [T,B,H] */
-    float *d_hq, *d_pre;                        /* [B,H] */
-    float *d_dec_gates[MAXL];                   /* [T,B,4H] */
-    float *dh[MAXL][2], *dc[MAXL][2];           /* [B,H] current / previous */
-    float *d_x;                                 /* [B, E+H] */
-    float *d_tgt_x;                             /* [T,B,E] */
-    float *d_enc_out, *d_enc_cat;               /* [B,S,H], [S,B,H] */
-    float *d_enc_hdir[2];                       /* [S,B,Hd] */
-    float *d_enc_gates;                         /* [S,B,4Hd] */
-    float *d_enc_x;                             /* [S,B,max(E,H)] */
-    float *d_src_x;                             /* [S,B,E] */
-    float *d_hrec[2], *d_crec[2];               /* [B,Hd] */
+    float *d_htil, *d_htil_drop;                      /* [T,B,H] */
+    float *d_cat_all;                                 /* [T,B,2H] */
+    float *d_ctx_all, *d_htop_all;                    /* [T,B,H] */
+    float *d_cat, *d_pre;                             /* [B,2H], [B,H] */
+    float *d_dec_gx[MAXL], *d_dec_gh[MAXL];           /* [T,B,G·H], GRU [T,B,3H] */
+    float *dh[MAXL][2], *dc[MAXL][2];                 /* [B,H] current / previous */
+    float *d_x;                                       /* [B, in0] */
+    float *d_tgt_x;                                   /* [T,B,E] */
+    float *d_enc_out, *d_enc_cat;                     /* [B,S,H], [S,B,H] */
+    float *d_enc_hdir[2];                             /* [S,B,Hd] */
+    float *d_enc_gx, *d_enc_gh;                       /* [S,B,G·Hd], GRU [S,B,3Hd] */
+    float *d_enc_x;                                   /* [S,B,max(E,H)] */
+    float *d_src_x;                                   /* [S,B,E] */
+    float *d_hrec[2], *d_crec[2];                     /* [B,Hd] */
     float *attn_work;
-    float *step_attw;                           /* [B,S] for greedy */
-    int *dev_ids;                               /* [B] */
+    float *tmp_rows;                                  /* [B,H] reorder scratch */
+    int *beam_len, *beam_idx;                         /* [B] decoding: src_len and row map */
+    DecSrc dsrc;                                      /* decoding: the rows being decoded */
 };
 
-static void declare_lstm(ParamSet *ps, LstmLayer *L, const char *name, int in, int h) {
+/* ---------------------------------------------------------------------------------------- */
+/* cells                                                                                    */
+
+static void declare_layer(ParamSet *ps, RnnLayer *L, const char *name, int gru, int in, int h) {
     char buf[96];
-    L->in = in, L->h = h;
+    L->gru = gru, L->in = in, L->h = h, L->G = gru ? 3 : 4;
     snprintf(buf, sizeof buf, "%s.W_ih", name);
-    params_declare(ps, &L->W_ih, buf, INIT_UNIFORM, 2, 4 * h, in);
+    params_declare(ps, &L->W_ih, buf, INIT_UNIFORM, 2, L->G * h, in);
     snprintf(buf, sizeof buf, "%s.W_hh", name);
-    params_declare(ps, &L->W_hh, buf, INIT_UNIFORM, 2, 4 * h, h);
-    snprintf(buf, sizeof buf, "%s.b", name);
-    params_declare(ps, &L->b, buf, INIT_UNIFORM, 1, 4 * h, 0);
+    params_declare(ps, &L->W_hh, buf, INIT_UNIFORM, 2, L->G * h, h);
+    snprintf(buf, sizeof buf, gru ? "%s.b_ih" : "%s.b", name);
+    params_declare(ps, &L->b, buf, INIT_UNIFORM, 1, L->G * h, 0);
+    if (gru) {
+        snprintf(buf, sizeof buf, "%s.b_hh", name);
+        params_declare(ps, &L->b_hh, buf, INIT_UNIFORM, 1, 3 * h, 0);
+    }
 }
 
+/* One step of cell L: gx[B,G·h] holds x W_ihᵀ + b on entry; gh[B,3h] is GRU scratch that
+ * backward needs again. Writes h (and c for LSTM). */
+static void cell_forward(const Backend *be, const RnnLayer *L, float *gx, float *gh,
+                         const float *hp, const float *cp, float *h, float *c, const float *mask,
+                         int B) {
+    if (!L->gru) {
+        be->matmul(gx, hp, L->W_hh.w, B, 4 * L->h, L->h, 0, 1, 1.0f, 1.0f);
+        be->lstm_cell_forward(h, c, gx, hp, cp, mask, B, L->h);
+    } else {
+        be->matmul(gh, hp, L->W_hh.w, B, 3 * L->h, L->h, 0, 1, 1.0f, 0.0f);
+        be->bias_forward(gh, L->b_hh.w, B, 3 * L->h);
+        be->gru_cell_forward(h, gx, gh, hp, mask, B, L->h);
+    }
+}
+
+/* Backward of cell_forward, dh and dc complete: writes dgx (and dgh, GRU) and accumulates dhp
+ * (recurrent product included) and dcp (LSTM). */
+static void cell_backward(const Backend *be, const RnnLayer *L, float *dgx, float *dgh,
+                          float *dhp, float *dcp, const float *dh, const float *dc,
+                          const float *gx, const float *gh, const float *hp, const float *c,
+                          const float *cp, const float *mask, int B) {
+    if (!L->gru) {
+        be->lstm_cell_backward(dgx, dhp, dcp, dh, dc, gx, c, cp, mask, B, L->h);
+        be->matmul(dhp, dgx, L->W_hh.w, B, L->h, 4 * L->h, 0, 0, 1.0f, 1.0f);
+    } else {
+        be->gru_cell_backward(dgx, dgh, dhp, dh, gx, gh, hp, mask, B, L->h);
+        be->matmul(dhp, dgh, L->W_hh.w, B, L->h, 3 * L->h, 0, 0, 1.0f, 1.0f);
+    }
+}
+
+/* Weight gradients of the input side over N rows: dW_ih += dgxᵀ x, db += Σ dgx, and for GRU
+ * db_hh += Σ dgh (the LSTM's single bias sits in gx). */
+static void cell_input_grads(const Backend *be, RnnLayer *L, const float *dgx, const float *dgh,
+                             const float *x, int N) {
+    be->matmul(L->W_ih.g, dgx, x, L->G * L->h, L->in, N, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(L->b.g, dgx, N, L->G * L->h);
+    if (L->gru) be->bias_backward(L->b_hh.g, dgh, N, 3 * L->h);
+}
+
+/* dW_hh += dghᵀ hprev over N rows (dgh: LSTM's dgates, GRU's hidden-side gradient). */
+static void cell_recurrent_grads(const Backend *be, RnnLayer *L, const float *dgh,
+                                 const float *hprev, int N) {
+    be->matmul(L->W_hh.g, dgh, hprev, L->G * L->h, L->h, N, 1, 0, 1.0f, 1.0f);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
-                  int dec_layers, float dropout, int input_feeding, AttentionKind attention,
-                  Err *err) {
+                  int dec_layers, float dropout, int gru, int input_feeding,
+                  AttentionKind attention, Err *err) {
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
                                    "uses hidden/2 per direction)", H);
     if (enc_layers > MAXL || dec_layers > MAXL)
         return err_set(err, "at most %d layers are supported", MAXL);
-    if (!input_feeding)
-        return err_set(err, "model.input_feeding = false is not implemented yet in this build; "
-                            "set model.input_feeding = true");
-    const RnnAttentionOps *aops = rnn_attention_ops(attention, H, H, why, sizeof why);
-    if (!aops) return err_set(err, "model.attention: %s", why);
+    DecStyle style = attention == ATTN_NONE ? DEC_NONE
+                     : attention == ATTN_BAHDANAU ? DEC_BAHDANAU : DEC_LUONG;
+    if (input_feeding && style != DEC_LUONG)
+        return err_set(err, "model.input_feeding = true applies to the Luong attentions; with "
+                            "model.attention = %s set model.input_feeding = false",
+                       attention_kind_names[attention]);
+    const RnnAttentionOps *aops = NULL;
+    if (style != DEC_NONE && !(aops = rnn_attention_ops(attention, H, H, why, sizeof why)))
+        return err_set(err, "model.attention: %s", why);
     RnnModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->V = V, m->E = E, m->H = H, m->Hd = H / 2, m->Le = enc_layers, m->Ld = dec_layers;
-    m->p = dropout, m->input_feeding = input_feeding, m->aops = aops;
+    m->p = dropout, m->gru = gru, m->feed = input_feeding, m->style = style, m->aops = aops;
     params_declare(ps, &m->emb_src, "enc.emb", INIT_UNIFORM, 2, V, E);
     for (int l = 0; l < m->Le; l++)
         for (int d = 0; d < 2; d++) {
             char name[64];
             snprintf(name, sizeof name, "enc.l%d.%s", l, d ? "bwd" : "fwd");
-            declare_lstm(ps, &m->enc[2 * l + d], name, l ? H : E, m->Hd);
+            declare_layer(ps, &m->enc[2 * l + d], name, gru, l ? H : E, m->Hd);
         }
     params_declare(ps, &m->emb_tgt, "dec.emb", INIT_UNIFORM, 2, V, E);
+    int in0 = E + (input_feeding || style == DEC_BAHDANAU ? H : 0);
     for (int l = 0; l < m->Ld; l++) {
         char name[64];
         snprintf(name, sizeof name, "dec.l%d", l);
-        declare_lstm(ps, &m->dec[l], name, l ? H : E + (input_feeding ? H : 0), H);
+        declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
     m->attn.kind = attention, m->attn.Hq = H, m->attn.Hk = H;
-    aops->declare(&m->attn, ps, "dec.attn");
-    params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, 2 * H);
+    if (aops) aops->declare(&m->attn, ps, "dec.attn");
+    params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);
     *out = m;
     return STATUS_OK;
 }
+
+void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
+int rnn_has_attention(const RnnModel *m) { return m->aops != NULL; }
 
 static float *act(RnnModel *m, size_t n) {
     CHECK(m->nallocs < 256, "too many activation buffers");
@@ -138,12 +214,13 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     if (NT < m->capNT) NT = m->capNT;
     free_acts(m);
     m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
-    int E = m->E, H = m->H, Hd = m->Hd, V = m->V;
-    int in0 = E + (m->input_feeding ? H : 0);
+    int E = m->E, H = m->H, Hd = m->Hd, V = m->V, G = m->gru ? 3 : 4;
+    int in0 = m->dec[0].in;
     m->src_emb = act(m, NS * E), m->src_emb_mask = act(m, NS * E), m->src_x = act(m, NS * E);
     for (int l = 0; l < m->Le; l++) {
         for (int d = 0; d < 2; d++) {
-            m->enc_gates[2 * l + d] = act(m, NS * 4 * Hd);
+            m->enc_gx[2 * l + d] = act(m, NS * G * Hd);
+            m->enc_gh[2 * l + d] = m->gru ? act(m, NS * 3 * Hd) : NULL;
             m->enc_h[2 * l + d] = act(m, NS * Hd);
             m->enc_c[2 * l + d] = act(m, NS * Hd);
         }
@@ -151,58 +228,71 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
         if (l) m->enc_x[l] = act(m, NS * H), m->enc_xmask[l] = act(m, NS * H);
     }
     m->enc_out = act(m, NS * H);
+    m->enc_out_beam = act(m, NS * H);
     m->zeros = act(m, (size_t)B * H);
+    m->be->zero(m->zeros, sizeof(float) * B * H);
     m->tgt_emb = act(m, NT * E), m->tgt_emb_mask = act(m, NT * E), m->tgt_x = act(m, NT * E);
     for (int l = 0; l < m->Ld; l++) {
-        int in = l ? H : in0;
+        int in = m->dec[l].in;
         m->dec_x[l] = act(m, NT * in);
         if (l) m->dec_xmask[l] = act(m, NT * H);
-        m->dec_gates[l] = act(m, NT * 4 * H);
+        m->dec_gx[l] = act(m, NT * G * H);
+        m->dec_gh[l] = m->gru ? act(m, NT * 3 * H) : NULL;
         m->dec_h[l] = act(m, NT * H), m->dec_c[l] = act(m, NT * H);
         m->dec_h0[l] = act(m, (size_t)B * H), m->dec_c0[l] = act(m, (size_t)B * H);
-        m->d_dec_gates[l] = act(m, NT * 4 * H);
+        m->d_dec_gx[l] = act(m, NT * G * H);
+        m->d_dec_gh[l] = m->gru ? act(m, NT * 3 * H) : m->d_dec_gx[l];
         for (int k = 0; k < 2; k++)
             m->dh[l][k] = act(m, (size_t)B * H), m->dc[l][k] = act(m, (size_t)B * H);
     }
     m->qsave = act(m, NT * H), m->ctx = act(m, NT * H), m->attw = act(m, NT * S);
+    m->q_bm = act(m, NT * H), m->ctx_bm = act(m, NT * H);
     m->cat = act(m, NT * 2 * H);
     m->htil = act(m, NT * H), m->htil_drop = act(m, NT * H), m->htil_mask = act(m, NT * H);
     m->logits = act(m, NT * V), m->dlogits = act(m, NT * V);
     m->d_htil = act(m, NT * H), m->d_htil_drop = act(m, NT * H);
-    m->d_cat = act(m, (size_t)B * 2 * H), m->d_ctx_all = act(m, NT * H);
-    m->d_hq = act(m, (size_t)B * H), m->d_pre = act(m, (size_t)B * H);
+    m->d_cat_all = act(m, NT * 2 * H);
+    m->d_ctx_all = act(m, NT * H), m->d_htop_all = act(m, NT * H);
+    m->d_cat = act(m, (size_t)B * 2 * H), m->d_pre = act(m, (size_t)B * H);
     m->d_x = act(m, (size_t)B * (in0 > H ? in0 : H));
     m->d_tgt_x = act(m, NT * E);
     m->d_enc_out = act(m, NS * H), m->d_enc_cat = act(m, NS * H);
     m->d_enc_hdir[0] = act(m, NS * Hd), m->d_enc_hdir[1] = act(m, NS * Hd);
-    m->d_enc_gates = act(m, NS * 4 * Hd);
+    m->d_enc_gx = act(m, NS * G * Hd);
+    m->d_enc_gh = m->gru ? act(m, NS * 3 * Hd) : m->d_enc_gx;
     m->d_enc_x = act(m, NS * (E > H ? E : H));
     m->d_src_x = act(m, NS * E);
     for (int k = 0; k < 2; k++) m->d_hrec[k] = act(m, (size_t)B * Hd), m->d_crec[k] = act(m, (size_t)B * Hd);
-    m->attn_work = act(m, m->aops->workspace(B, 1, H, H));
-    m->step_attw = act(m, (size_t)B * S);
-    m->dev_ids = (int *)act(m, (size_t)B);
+    if (m->aops) {
+        m->attn_work = act(m, m->aops->workspace(B, T, H, H)); /* batched: Tq = T */
+        if (m->attn.A) m->attn.kp = act(m, NS * m->attn.A), m->attn.dkp = act(m, NS * m->attn.A);
+    }
+    m->tmp_rows = act(m, (size_t)B * H);
+    m->beam_len = (int *)act(m, (size_t)B);
+    m->beam_idx = (int *)act(m, (size_t)B);
 }
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
 
+/* ---------------------------------------------------------------------------------------- */
+/* encoder                                                                                  */
+
 /* One direction of one encoder layer over all S steps. x[S,B,in] → h, c [S,B,Hd]. */
 static void enc_direction_forward(RnnModel *m, int ld, const float *x, const RnnBatch *b) {
     const Backend *be = m->be;
-    LstmLayer *L = &m->enc[ld];
-    int B = b->B, S = b->S, Hd = m->Hd, rev = ld & 1;
-    float *gates = m->enc_gates[ld], *h = m->enc_h[ld], *c = m->enc_c[ld];
-    /* gates_t = x_t W_ihᵀ + b for all t at once, then + h_{t-1} W_hhᵀ step by step */
-    be->matmul(gates, x, L->W_ih.w, S * B, 4 * Hd, L->in, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(gates, L->b.w, S * B, 4 * Hd);
+    RnnLayer *L = &m->enc[ld];
+    int B = b->B, S = b->S, Hd = m->Hd, G = L->G, rev = ld & 1;
+    float *gx = m->enc_gx[ld], *gh = m->enc_gh[ld], *h = m->enc_h[ld], *c = m->enc_c[ld];
+    /* gx_t = x_t W_ihᵀ + b for all t at once; the recurrent part step by step */
+    be->matmul(gx, x, L->W_ih.w, S * B, G * Hd, L->in, 0, 1, 1.0f, 0.0f);
+    be->bias_forward(gx, L->b.w, S * B, G * Hd);
     for (int i = 0; i < S; i++) {
         int t = rev ? S - 1 - i : i, tp = rev ? t + 1 : t - 1;
+        size_t o = (size_t)t * B * Hd;
         const float *hp = i ? h + (size_t)tp * B * Hd : m->zeros;
         const float *cp = i ? c + (size_t)tp * B * Hd : m->zeros;
-        float *g = gates + (size_t)t * B * 4 * Hd;
-        be->matmul(g, hp, L->W_hh.w, B, 4 * Hd, Hd, 0, 1, 1.0f, 1.0f);
-        be->lstm_cell_forward(h + (size_t)t * B * Hd, c + (size_t)t * B * Hd, g, hp, cp,
-                              b->src_mask + (size_t)t * B, B, Hd);
+        cell_forward(be, L, gx + o * G, gh ? gh + o * 3 : NULL, hp, cp, h + o, c + o,
+                     b->src_mask + (size_t)t * B, B);
     }
 }
 
@@ -212,37 +302,34 @@ static void enc_direction_forward(RnnModel *m, int ld, const float *x, const Rnn
 static void enc_direction_backward(RnnModel *m, int ld, const float *x, const RnnBatch *b,
                                    const float *dh_out, float *dhrec, float *dcrec, float *d_x) {
     const Backend *be = m->be;
-    LstmLayer *L = &m->enc[ld];
-    int B = b->B, S = b->S, Hd = m->Hd, rev = ld & 1;
-    float *h = m->enc_h[ld], *c = m->enc_c[ld], *gates = m->enc_gates[ld];
-    float *dg = m->d_enc_gates;
+    RnnLayer *L = &m->enc[ld];
+    int B = b->B, S = b->S, Hd = m->Hd, G = L->G, rev = ld & 1;
+    float *h = m->enc_h[ld], *c = m->enc_c[ld], *gx = m->enc_gx[ld], *gh = m->enc_gh[ld];
+    float *dgx = m->d_enc_gx, *dgh = m->d_enc_gh;
     float *dh = m->d_hrec[0] == dhrec ? m->d_hrec[1] : m->d_hrec[0]; /* scratch for dh_prev */
     float *dcp = m->d_crec[0] == dcrec ? m->d_crec[1] : m->d_crec[0];
     for (int i = S - 1; i >= 0; i--) {
         int t = rev ? S - 1 - i : i, tp = rev ? t + 1 : t - 1;
+        size_t o = (size_t)t * B * Hd;
+        const float *hp = i ? h + (size_t)tp * B * Hd : m->zeros;
         const float *cp = i ? c + (size_t)tp * B * Hd : m->zeros;
         /* total dh_t = from the layer above + from step t+1 (carried in dhrec) */
-        be->axpy(dhrec, 1.0f, dh_out + (size_t)t * B * Hd, (size_t)B * Hd);
+        be->axpy(dhrec, 1.0f, dh_out + o, (size_t)B * Hd);
         be->zero(dh, sizeof(float) * B * Hd);
         be->zero(dcp, sizeof(float) * B * Hd);
-        float *g = dg + (size_t)t * B * 4 * Hd;
-        be->lstm_cell_backward(g, dh, dcp, dhrec, dcrec, gates + (size_t)t * B * 4 * Hd,
-                               c + (size_t)t * B * Hd, cp, b->src_mask + (size_t)t * B, B, Hd);
-        /* gates_t += h_{t-1} W_hhᵀ  →  dh_{t-1} += dgates_t W_hh */
-        be->matmul(dh, g, L->W_hh.w, B, Hd, 4 * Hd, 0, 0, 1.0f, 1.0f);
+        cell_backward(be, L, dgx + o * G, dgh + o * (L->gru ? 3 : 4), dh, dcp, dhrec, dcrec,
+                      gx + o * G, gh ? gh + o * 3 : NULL, hp, c + o, cp,
+                      b->src_mask + (size_t)t * B, B);
         float *tmp = dhrec; dhrec = dh; dh = tmp;
         tmp = dcrec; dcrec = dcp; dcp = tmp;
     }
-    /* dW_hh += Σ_t dgates_tᵀ h_{t-1} (h_{-1} = 0 contributes nothing): one product */
-    if (S > 1) {
-        const float *dg1 = rev ? dg : dg + (size_t)B * 4 * Hd;
-        const float *hprev = rev ? h + (size_t)B * Hd : h;
-        be->matmul(L->W_hh.g, dg1, hprev, 4 * Hd, Hd, (S - 1) * B, 1, 0, 1.0f, 1.0f);
-    }
-    /* gates = x W_ihᵀ + b  →  dW_ih += dgatesᵀ x, db += Σ dgates, dx += dgates W_ih */
-    be->matmul(L->W_ih.g, dg, x, 4 * Hd, L->in, S * B, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(L->b.g, dg, S * B, 4 * Hd);
-    be->matmul(d_x, dg, L->W_ih.w, S * B, L->in, 4 * Hd, 0, 0, 1.0f, 1.0f);
+    /* dW_hh += Σ_t dgh_tᵀ h_{t-1} (h_{-1} = 0 contributes nothing): one product */
+    int Gh = L->gru ? 3 : 4;
+    if (S > 1)
+        cell_recurrent_grads(be, L, rev ? dgh : dgh + (size_t)B * Gh * Hd,
+                             rev ? h + (size_t)B * Hd : h, (S - 1) * B);
+    cell_input_grads(be, L, dgx, dgh, x, S * B);
+    be->matmul(d_x, dgx, L->W_ih.w, S * B, L->in, G * Hd, 0, 0, 1.0f, 1.0f);
 }
 
 static void encoder_forward(RnnModel *m, const RnnBatch *b, int train, uint64_t key) {
@@ -277,40 +364,134 @@ static void encoder_forward(RnnModel *m, const RnnBatch *b, int train, uint64_t 
     }
 }
 
-/* Decoder step t: emb_t [B,E] (dropped) → h̃_t at m->htil[t]. Slot t of every activation. */
-static void decoder_step(RnnModel *m, int t, const float *emb_t, const RnnBatch *b, int train,
-                         uint64_t key) {
+/* ---------------------------------------------------------------------------------------- */
+/* decoder                                                                                  */
+
+/* The state the Bahdanau attention asks with at step t: s_{t−1} of the top layer. */
+static const float *prev_top(RnnModel *m, int t, int B) {
+    int top = m->Ld - 1;
+    return t ? m->dec_h[top] + (size_t)(t - 1) * B * m->H : m->dec_h0[top];
+}
+
+/* The output layer over nt steps from step t0 (B rows each): h̃ = tanh(W_c [c; h]) (none:
+ * tanh(W_c h)). */
+static void output_forward(RnnModel *m, int t0, int nt, int B) {
     const Backend *be = m->be;
-    int B = b->B, S = b->S, E = m->E, H = m->H;
+    int H = m->H, N = nt * B;
+    size_t o = (size_t)t0 * B * H;
+    const float *in = m->dec_h[m->Ld - 1] + o;
+    if (m->style != DEC_NONE) {
+        be->concat2_forward(m->cat + 2 * o, m->ctx + o, in, N, H, H);
+        in = m->cat + 2 * o;
+    }
+    int in_w = m->style == DEC_NONE ? H : 2 * H;
+    be->matmul(m->htil + o, in, m->W_c.w, N, H, in_w, 0, 1, 1.0f, 0.0f);
+    be->tanh_forward(m->htil + o, m->htil + o, (size_t)N * H);
+}
+
+/* Decoder step t over src->B rows: emb_t [B,E] (dropped) → top state h_t at slot t; with
+ * per_step also the Luong attention on h_t and h̃_t (input feeding, decoding, the stepwise
+ * test switch). */
+static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *src, int per_step,
+                         int train, uint64_t key) {
+    const Backend *be = m->be;
+    int B = src->B, S = src->S, E = m->E, H = m->H, top = m->Ld - 1;
     size_t BH = (size_t)B * H;
+    float *ctx = m->ctx + (size_t)t * BH;
+    if (m->style == DEC_BAHDANAU) /* c_t from s_{t−1} */
+        m->aops->forward(&m->attn, be, ctx, m->attw + (size_t)t * B * S, m->qsave + (size_t)t * BH,
+                         prev_top(m, t, B), src->enc_out, src->src_len, B, 1, S);
     for (int l = 0; l < m->Ld; l++) {
-        LstmLayer *L = &m->dec[l];
+        RnnLayer *L = &m->dec[l];
         float *x = m->dec_x[l] + (size_t)t * B * L->in;
-        if (l == 0) { /* input feeding: x = [y_{t-1}; h̃_{t-1}] */
-            const float *hprev_til = t ? m->htil + (size_t)(t - 1) * BH : m->zeros;
-            be->concat2_forward(x, emb_t, hprev_til, B, E, H);
-        } else { /* x = dropout(h_{l-1,t}) */
+        if (l) { /* x = dropout(h_{l-1,t}) */
             be->dropout_forward(x, m->dec_xmask[l] + (size_t)t * BH, m->dec_h[l - 1] + (size_t)t * BH,
                                 train ? m->p : 0.0f, site_key(key, 200 + 1000 * (uint64_t)t + l), BH);
+        } else if (m->feed) { /* input feeding: x = [y_{t-1}; h̃_{t-1}] */
+            be->concat2_forward(x, emb_t, t ? m->htil + (size_t)(t - 1) * BH : m->zeros, B, E, H);
+        } else if (m->style == DEC_BAHDANAU) { /* x = [y_{t-1}; c_t] */
+            be->concat2_forward(x, emb_t, ctx, B, E, H);
+        } else {
+            be->copy(x, emb_t, sizeof(float) * B * E);
         }
         const float *hp = t ? m->dec_h[l] + (size_t)(t - 1) * BH : m->dec_h0[l];
         const float *cp = t ? m->dec_c[l] + (size_t)(t - 1) * BH : m->dec_c0[l];
-        float *g = m->dec_gates[l] + (size_t)t * B * 4 * H;
-        be->matmul(g, x, L->W_ih.w, B, 4 * H, L->in, 0, 1, 1.0f, 0.0f);
-        be->matmul(g, hp, L->W_hh.w, B, 4 * H, H, 0, 1, 1.0f, 1.0f);
-        be->bias_forward(g, L->b.w, B, 4 * H);
-        be->lstm_cell_forward(m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, g, hp, cp,
-                              NULL, B, H);
+        float *gx = m->dec_gx[l] + (size_t)t * BH * L->G;
+        be->matmul(gx, x, L->W_ih.w, B, L->G * H, L->in, 0, 1, 1.0f, 0.0f);
+        be->bias_forward(gx, L->b.w, B, L->G * H);
+        cell_forward(be, L, gx, m->gru ? m->dec_gh[l] + (size_t)t * BH * 3 : NULL, hp, cp,
+                     m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, NULL, B);
     }
-    const float *ht = m->dec_h[m->Ld - 1] + (size_t)t * BH;
-    float *ctx = m->ctx + (size_t)t * BH;
-    m->aops->forward(&m->attn, be, ctx, m->attw + (size_t)t * B * S, m->qsave + (size_t)t * BH, ht,
-                     m->enc_out, b->src_len, B, 1, S);
-    float *cat = m->cat + (size_t)t * 2 * BH;
-    be->concat2_forward(cat, ctx, ht, B, H, H);
-    float *ht_til = m->htil + (size_t)t * BH;
-    be->matmul(ht_til, cat, m->W_c.w, B, H, 2 * H, 0, 1, 1.0f, 0.0f); /* W_c [c; h] */
-    be->tanh_forward(ht_til, ht_til, BH);                             /* h̃ = tanh(·) */
+    if (!per_step) return;
+    if (m->style == DEC_LUONG) /* c_t from h_t */
+        m->aops->forward(&m->attn, be, ctx, m->attw + (size_t)t * B * S, m->qsave + (size_t)t * BH,
+                         m->dec_h[top] + (size_t)t * BH, src->enc_out, src->src_len, B, 1, S);
+    output_forward(m, t, 1, B);
+}
+
+/* Luong attention without input feeding, batched over all T positions: one call with Tq = T. */
+static void luong_batched_forward(RnnModel *m, const RnnBatch *b) {
+    const Backend *be = m->be;
+    int B = b->B, S = b->S, T = b->T, H = m->H;
+    be->transpose01_forward(m->q_bm, m->dec_h[m->Ld - 1], T, B, H); /* [B,T,H] */
+    m->aops->forward(&m->attn, be, m->ctx_bm, m->attw, m->qsave, m->q_bm, m->enc_out, b->src_len,
+                     B, T, S);
+    be->transpose01_forward(m->ctx, m->ctx_bm, B, T, H); /* [T,B,H] */
+}
+
+/* Backward of one step's output layer (and Luong attention) at step t: from d_htil[t] into
+ * dh_top (the top layer's dh of step t), d_ctx_all[t] and d_enc_out. */
+static void output_step_backward(RnnModel *m, int t, const RnnBatch *b, float *dh_top) {
+    const Backend *be = m->be;
+    int B = b->B, S = b->S, H = m->H, top = m->Ld - 1;
+    size_t BH = (size_t)B * H;
+    const float *ht = m->dec_h[top] + (size_t)t * BH;
+    be->zero(m->d_pre, sizeof(float) * BH);
+    be->tanh_backward(m->d_pre, m->d_htil + (size_t)t * BH, m->htil + (size_t)t * BH, BH);
+    if (m->style == DEC_NONE) { /* pre = h W_cᵀ */
+        be->matmul(m->W_c.g, m->d_pre, ht, H, H, B, 1, 0, 1.0f, 1.0f);
+        be->matmul(dh_top, m->d_pre, m->W_c.w, B, H, H, 0, 0, 1.0f, 1.0f);
+        return;
+    }
+    /* pre = [c; h] W_cᵀ  →  dW_c += dpreᵀ [c; h], d[c; h] = dpre W_c */
+    be->matmul(m->W_c.g, m->d_pre, m->cat + (size_t)t * 2 * BH, H, 2 * H, B, 1, 0, 1.0f, 1.0f);
+    be->matmul(m->d_cat, m->d_pre, m->W_c.w, B, 2 * H, H, 0, 0, 1.0f, 0.0f);
+    float *dctx = m->d_ctx_all + (size_t)t * BH;
+    be->concat2_backward(dctx, dh_top, m->d_cat, B, H, H);
+    if (m->style == DEC_LUONG) /* c_t = attn(h_t, h̄) */
+        m->aops->backward(&m->attn, be, dh_top, m->d_enc_out, dctx, ht, m->qsave + (size_t)t * BH,
+                          m->enc_out, m->attw + (size_t)t * B * S, B, 1, S, m->attn_work);
+}
+
+/* Backward of output_forward over all T steps and of luong_batched_forward: fills d_htop_all
+ * and d_ctx_all, accumulates d_enc_out. */
+static void output_batched_backward(RnnModel *m, const RnnBatch *b) {
+    const Backend *be = m->be;
+    int B = b->B, S = b->S, T = b->T, H = m->H, N = B * T;
+    size_t NH = (size_t)N * H;
+    float *d_pre = m->d_htil_drop; /* free once d_htil is formed */
+    be->zero(d_pre, sizeof(float) * NH);
+    be->tanh_backward(d_pre, m->d_htil, m->htil, NH);
+    be->zero(m->d_htop_all, sizeof(float) * NH);
+    if (m->style == DEC_NONE) {
+        const float *h = m->dec_h[m->Ld - 1];
+        be->matmul(m->W_c.g, d_pre, h, H, H, N, 1, 0, 1.0f, 1.0f);
+        be->matmul(m->d_htop_all, d_pre, m->W_c.w, N, H, H, 0, 0, 1.0f, 0.0f);
+        return;
+    }
+    be->matmul(m->W_c.g, d_pre, m->cat, H, 2 * H, N, 1, 0, 1.0f, 1.0f);
+    be->matmul(m->d_cat_all, d_pre, m->W_c.w, N, 2 * H, H, 0, 0, 1.0f, 0.0f);
+    be->concat2_backward(m->d_ctx_all, m->d_htop_all, m->d_cat_all, N, H, H);
+    if (m->style != DEC_LUONG) return;
+    /* ctx = transpose(ctx_bm), ctx_bm = attn(q_bm), q_bm = transpose(h_top); ctx_bm and cat
+     * are free now and serve as the gradients' scratch */
+    float *dctx_bm = m->ctx_bm, *dq_bm = m->cat;
+    be->zero(dctx_bm, sizeof(float) * NH);
+    be->transpose01_backward(dctx_bm, m->d_ctx_all, B, T, H);
+    be->zero(dq_bm, sizeof(float) * NH);
+    m->aops->backward(&m->attn, be, dq_bm, m->d_enc_out, dctx_bm, m->q_bm, m->qsave, m->enc_out,
+                      m->attw, B, T, S, m->attn_work);
+    be->transpose01_backward(m->d_htop_all, dq_bm, T, B, H);
 }
 
 double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int train,
@@ -320,11 +501,19 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     size_t BH = (size_t)B * H, NT = (size_t)T * B, NS = (size_t)S * B;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)NS <= m->capNS &&
               (long)NT <= m->capNT, "batch larger than rnn_reserve'd capacity");
+    int per_step = m->feed || m->stepwise;
     encoder_forward(m, b, train, key);
+    if (m->aops && m->aops->begin) m->aops->begin(&m->attn, be, m->enc_out, B, S);
+    DecSrc src = {B, S, m->enc_out, b->src_len};
     be->embedding_forward(m->tgt_emb, b->tgt_in, m->emb_tgt.w, (int)NT, E);
     be->dropout_forward(m->tgt_x, m->tgt_emb_mask, m->tgt_emb, train ? m->p : 0.0f,
                         site_key(key, 2), NT * E);
-    for (int t = 0; t < T; t++) decoder_step(m, t, m->tgt_x + (size_t)t * B * E, b, train, key);
+    for (int t = 0; t < T; t++)
+        decoder_step(m, t, m->tgt_x + (size_t)t * B * E, &src, per_step, train, key);
+    if (!per_step) {
+        if (m->style == DEC_LUONG) luong_batched_forward(m, b);
+        output_forward(m, 0, T, B);
+    }
     /* p(y_t) = softmax(W_out dropout(h̃_t) + b_out) for all t at once */
     be->dropout_forward(m->htil_drop, m->htil_mask, m->htil, train ? m->p : 0.0f,
                         site_key(key, 3), NT * H);
@@ -346,6 +535,9 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     be->dropout_backward(m->d_htil, m->d_htil_drop, m->htil_mask, NT * H);
     be->zero(m->d_enc_out, sizeof(float) * NS * H);
     be->zero(m->d_tgt_x, sizeof(float) * NT * E);
+    be->zero(m->d_ctx_all, sizeof(float) * NT * H);
+    if (m->attn.dkp) be->zero(m->attn.dkp, sizeof(float) * NS * m->attn.A);
+    if (!per_step) output_batched_backward(m, b);
     int cur[MAXL];
     for (int l = 0; l < m->Ld; l++) {
         cur[l] = 0;
@@ -354,52 +546,47 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     }
     int top = m->Ld - 1;
     for (int t = T - 1; t >= 0; t--) {
-        const float *ht = m->dec_h[top] + (size_t)t * BH;
-        float *ht_til = m->htil + (size_t)t * BH;
-        /* h̃ = tanh(pre) */
-        be->zero(m->d_pre, sizeof(float) * BH);
-        be->tanh_backward(m->d_pre, m->d_htil + (size_t)t * BH, ht_til, BH);
-        /* pre = [c; h] W_cᵀ  →  dW_c += dpreᵀ [c; h], d[c; h] = dpre W_c */
-        be->matmul(m->W_c.g, m->d_pre, m->cat + (size_t)t * 2 * BH, H, 2 * H, B, 1, 0, 1.0f, 1.0f);
-        be->matmul(m->d_cat, m->d_pre, m->W_c.w, B, 2 * H, H, 0, 0, 1.0f, 0.0f);
-        float *dctx = m->d_ctx_all + (size_t)t * BH;
-        be->zero(dctx, sizeof(float) * BH);
-        be->concat2_backward(dctx, m->dh[top][cur[top]], m->d_cat, B, H, H);
-        /* attention: c_t = attn(h_t, h̄) */
-        m->aops->backward(&m->attn, be, m->dh[top][cur[top]], m->d_enc_out, dctx, ht,
-                          m->qsave + (size_t)t * BH, m->enc_out, m->attw + (size_t)t * B * S, B, 1,
-                          S, m->attn_work);
+        if (per_step) output_step_backward(m, t, b, m->dh[top][cur[top]]);
+        else be->axpy(m->dh[top][cur[top]], 1.0f, m->d_htop_all + (size_t)t * BH, BH);
         for (int l = top; l >= 0; l--) {
-            LstmLayer *L = &m->dec[l];
-            float *dhc = m->dh[l][cur[l]], *dcc = m->dc[l][cur[l]];
+            RnnLayer *L = &m->dec[l];
+            size_t o = (size_t)t * BH;
             float *dhp = m->dh[l][!cur[l]], *dcp = m->dc[l][!cur[l]];
-            const float *cp = t ? m->dec_c[l] + (size_t)(t - 1) * BH : m->dec_c0[l];
-            float *g = m->d_dec_gates[l] + (size_t)t * B * 4 * H;
+            const float *hp = t ? m->dec_h[l] + o - BH : m->dec_h0[l];
+            const float *cp = t ? m->dec_c[l] + o - BH : m->dec_c0[l];
+            float *dgx = m->d_dec_gx[l] + o * L->G;
             be->zero(dhp, sizeof(float) * BH);
             be->zero(dcp, sizeof(float) * BH);
-            be->lstm_cell_backward(g, dhp, dcp, dhc, dcc, m->dec_gates[l] + (size_t)t * B * 4 * H,
-                                   m->dec_c[l] + (size_t)t * BH, cp, NULL, B, H);
-            /* gates = x W_ihᵀ + h_{t-1} W_hhᵀ + b */
-            be->matmul(dhp, g, L->W_hh.w, B, H, 4 * H, 0, 0, 1.0f, 1.0f);
-            be->matmul(m->d_x, g, L->W_ih.w, B, L->in, 4 * H, 0, 0, 1.0f, 0.0f);
-            if (l) { /* x = dropout(h_{l-1,t}) */
-                be->dropout_backward(m->dh[l - 1][cur[l - 1]], m->d_x,
-                                     m->dec_xmask[l] + (size_t)t * BH, BH);
-            } else { /* x = [y_{t-1}; h̃_{t-1}] */
-                be->concat2_backward(m->d_tgt_x + (size_t)t * B * E,
-                                     t ? m->d_htil + (size_t)(t - 1) * BH : NULL, m->d_x, B, E, H);
-            }
+            cell_backward(be, L, dgx, m->d_dec_gh[l] + o * (L->gru ? 3 : 4), dhp, dcp,
+                          m->dh[l][cur[l]], m->dc[l][cur[l]], m->dec_gx[l] + o * L->G,
+                          m->gru ? m->dec_gh[l] + o * 3 : NULL, hp, m->dec_c[l] + o, cp, NULL, B);
+            be->matmul(m->d_x, dgx, L->W_ih.w, B, L->in, L->G * H, 0, 0, 1.0f, 0.0f);
+            float *d_emb = m->d_tgt_x + (size_t)t * B * E;
+            if (l) /* x = dropout(h_{l-1,t}) */
+                be->dropout_backward(m->dh[l - 1][cur[l - 1]], m->d_x, m->dec_xmask[l] + o, BH);
+            else if (m->feed) /* x = [y_{t-1}; h̃_{t-1}] */
+                be->concat2_backward(d_emb, t ? m->d_htil + o - BH : NULL, m->d_x, B, E, H);
+            else if (m->style == DEC_BAHDANAU) /* x = [y_{t-1}; c_t] */
+                be->concat2_backward(d_emb, m->d_ctx_all + o, m->d_x, B, E, H);
+            else
+                be->axpy(d_emb, 1.0f, m->d_x, (size_t)B * E);
             cur[l] = !cur[l];
         }
+        if (m->style == DEC_BAHDANAU) /* c_t = attn(s_{t−1}, h̄): into s_{t−1}'s gradient */
+            m->aops->backward(&m->attn, be, m->dh[top][cur[top]], m->d_enc_out,
+                              m->d_ctx_all + (size_t)t * BH, prev_top(m, t, B),
+                              m->qsave + (size_t)t * BH, m->enc_out, m->attw + (size_t)t * B * S,
+                              B, 1, S, m->attn_work);
     }
+    if (m->aops && m->aops->end_backward)
+        m->aops->end_backward(&m->attn, be, m->d_enc_out, m->enc_out, B, S);
     for (int l = 0; l < m->Ld; l++) { /* batched weight gradients of the decoder layers */
-        LstmLayer *L = &m->dec[l];
-        float *g = m->d_dec_gates[l];
-        be->matmul(L->W_ih.g, g, m->dec_x[l], 4 * H, L->in, (int)NT, 1, 0, 1.0f, 1.0f);
-        be->bias_backward(L->b.g, g, (int)NT, 4 * H);
-        be->matmul(L->W_hh.g, g, m->dec_h0[l], 4 * H, H, B, 1, 0, 1.0f, 1.0f);
+        RnnLayer *L = &m->dec[l];
+        float *dgh = m->d_dec_gh[l];
+        cell_input_grads(be, L, m->d_dec_gx[l], dgh, m->dec_x[l], (int)NT);
+        cell_recurrent_grads(be, L, dgh, m->dec_h0[l], B);
         if (T > 1)
-            be->matmul(L->W_hh.g, g + BH * 4, m->dec_h[l], 4 * H, H, (T - 1) * B, 1, 0, 1.0f, 1.0f);
+            cell_recurrent_grads(be, L, dgh + BH * (L->gru ? 3 : 4), m->dec_h[l], (T - 1) * B);
     }
     /* target embedding: x = dropout(emb(y)) */
     be->zero(m->tgt_x, sizeof(float) * NT * E); /* reuse as scratch for d(emb) */
@@ -439,43 +626,66 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     return loss;
 }
 
-void rnn_greedy(RnnModel *m, const RnnBatch *b, int max_T, int *out_ids, float *attn_out) {
+/* ---------------------------------------------------------------------------------------- */
+/* incremental decoding                                                                     */
+
+/* rows[r] = rows[idx[r]] for n rows of D floats, in place through tmp_rows. */
+static void gather_in_place(RnnModel *m, float *rows, const int *idx, int n, int D) {
+    m->be->gather_rows(m->tmp_rows, rows, idx, n, D);
+    m->be->copy(rows, m->tmp_rows, sizeof(float) * (size_t)n * D);
+}
+
+void rnn_decode_begin(RnnModel *m, const RnnBatch *b, int K) {
     const Backend *be = m->be;
-    int B = b->B, S = b->S, E = m->E, H = m->H, V = m->V;
-    CHECK(B <= m->capB && S <= m->capS && max_T <= m->capT && (long)S * B <= m->capNS &&
-              (long)max_T * B <= m->capNT, "decode batch larger than rnn_reserve'd capacity");
+    int B = b->B, S = b->S, H = m->H, R = B * K;
+    CHECK(R <= m->capB && (long)S * R <= m->capNS && S <= m->capS,
+          "decode batch larger than rnn_reserve'd capacity");
     encoder_forward(m, b, 0, 0);
-    int *ids = xmalloc(sizeof(int) * B);
-    char *done = xcalloc(B, 1);
-    float *w = attn_out ? xmalloc(sizeof(float) * B * S) : NULL; /* one step's weights [B,S] */
-    for (int i = 0; i < B; i++) ids[i] = SPM_BOS_ID;
-    for (int i = 0; i < B * max_T; i++) out_ids[i] = SPM_PAD_ID;
-    for (int t = 0; t < max_T; t++) {
-        be->upload(m->dev_ids, ids, sizeof(int) * B);
-        float *emb = m->tgt_x + (size_t)t * B * E;
-        be->embedding_forward(emb, m->dev_ids, m->emb_tgt.w, B, E);
-        decoder_step(m, t, emb, b, 0, 0);
-        be->matmul(m->logits, m->htil + (size_t)t * B * H, m->W_out.w, B, V, H, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(m->logits, m->b_out.w, B, V);
-        be->argmax(m->dev_ids, m->logits, B, V);
-        be->download(ids, m->dev_ids, sizeof(int) * B);
-        int all = 1;
-        for (int i = 0; i < B; i++) {
-            if (done[i]) continue;
-            out_ids[i * max_T + t] = ids[i];
-            if (ids[i] == SPM_EOS_ID) done[i] = 1;
-            all &= done[i];
+    m->dsrc = (DecSrc){R, S, m->enc_out, b->src_len};
+    if (K > 1) { /* row i·K + k reads sentence i */
+        int *len = xmalloc(sizeof(int) * B), *rl = xmalloc(sizeof(int) * R);
+        int *idx = xmalloc(sizeof(int) * R);
+        be->download(len, b->src_len, sizeof(int) * B);
+        for (int r = 0; r < R; r++) idx[r] = r / K, rl[r] = len[r / K];
+        be->upload(m->beam_len, rl, sizeof(int) * R);
+        be->upload(m->beam_idx, idx, sizeof(int) * R);
+        be->gather_rows(m->enc_out_beam, m->enc_out, m->beam_idx, R, S * H);
+        for (int l = 0; l < m->Ld; l++) {
+            gather_in_place(m, m->dec_h0[l], m->beam_idx, R, H);
+            gather_in_place(m, m->dec_c0[l], m->beam_idx, R, H);
         }
-        if (attn_out) {
-            be->download(w, m->attw + (size_t)t * B * S, sizeof(float) * B * S);
-            for (int i = 0; i < B; i++)
-                memcpy(attn_out + ((size_t)i * max_T + t) * S, w + (size_t)i * S, sizeof(float) * S);
-        }
-        if (all) break;
+        m->dsrc = (DecSrc){R, S, m->enc_out_beam, m->beam_len};
+        free(len), free(rl), free(idx);
     }
-    free(ids);
-    free(done);
-    free(w);
+    if (m->aops && m->aops->begin) m->aops->begin(&m->attn, be, m->dsrc.enc_out, R, S);
+}
+
+const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) {
+    const Backend *be = m->be;
+    int R = m->dsrc.B, E = m->E, H = m->H, V = m->V;
+    CHECK(t < m->capT && (long)(t + 1) * R <= m->capNT, "decoding past rnn_reserve'd length");
+    float *emb = m->tgt_x + (size_t)t * R * E;
+    be->embedding_forward(emb, ids, m->emb_tgt.w, R, E);
+    decoder_step(m, t, emb, &m->dsrc, 1, 0, 0);
+    be->matmul(m->logits, m->htil + (size_t)t * R * H, m->W_out.w, R, V, H, 0, 1, 1.0f, 0.0f);
+    be->bias_forward(m->logits, m->b_out.w, R, V);
+    if (!log_probs) return m->logits;
+    be->log_softmax(m->dlogits, m->logits, R, V);
+    return m->dlogits;
+}
+
+void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
+    int R = m->dsrc.B, H = m->H;
+    size_t o = (size_t)t * R * H;
+    for (int l = 0; l < m->Ld; l++) {
+        gather_in_place(m, m->dec_h[l] + o, parent, R, H);
+        if (!m->gru) gather_in_place(m, m->dec_c[l] + o, parent, R, H);
+    }
+    if (m->feed) gather_in_place(m, m->htil + o, parent, R, H);
+}
+
+const float *rnn_decode_attention(RnnModel *m, int t) {
+    return m->aops ? m->attw + (size_t)t * m->dsrc.B * m->dsrc.S : NULL;
 }
 
 void rnn_free(RnnModel *m) {

@@ -1,16 +1,25 @@
-/* rnn.h — the RNN encoder–decoder with attention (Luong et al. 2015).
+/* rnn.h — the RNN encoder–decoder with attention (Bahdanau et al. 2015; Luong et al. 2015).
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden size
  * (the bidirectional encoder has H/2 per direction, so its output h̄_s is H wide), V vocabulary,
- * L layers. Token arrays are time-major: src[S,B], tgt_in[T,B], tgt_out[T,B].
+ * L layers, K beam size. Token arrays are time-major: src[S,B], tgt_in[T,B], tgt_out[T,B].
  *
- * Encoder: embedding → L bidirectional LSTM layers (padding steps keep their state, so the
- * backward direction starts at each sentence's true end); h̄_s = [→h_s; ←h_s].
- * Decoder: embedding → L LSTM layers initialised from the encoder's final states (layer l gets
- * [→h_final; ←h_final] of encoder layer l when the layer counts match, zeros otherwise); input
- * feeding (§3.3): layer 0 reads [y_{t-1}; h̃_{t-1}]; attention on the top state h_t gives c_t;
- * h̃_t = tanh(W_c [c_t; h_t]) (eq. 5); p(y_t) = softmax(W_out dropout(h̃_t) + b_out) (eq. 6).
- * Dropout (inverted) on embeddings, between layers and on h̃.
+ * Cells: LSTM (gate order i, f, g, o) or GRU (Cho et al. 2014; r, z, n, as cuDNN).
+ * Encoder: embedding → L bidirectional layers (padding steps keep their state, so the backward
+ * direction starts at each sentence's true end); h̄_s = [→h_s; ←h_s].
+ * Decoder: embedding → L layers initialised from the encoder's final states (layer l gets
+ * [→h_final; ←h_final] (and c) of encoder layer l when the layer counts match, zeros otherwise).
+ * Attention styles (model.attention):
+ *  - luong_dot | luong_general | luong_concat (Luong et al. 2015): attention on the current top
+ *    state h_t gives c_t; h̃_t = tanh(W_c [c_t; h_t]) (eq. 5). With input feeding (§3.3) layer 0
+ *    reads [y_{t−1}; h̃_{t−1}] and everything runs step by step; without it layer 0 reads y_{t−1},
+ *    the RNN runs first and the attention then runs once over all T positions (one batched call).
+ *  - bahdanau (Bahdanau et al. 2015 §3.1, eq. 4–6): the previous top state s_{t−1} (the initial
+ *    state at t = 0) scores the source; layer 0 reads [y_{t−1}; c_t]; the output layer reads
+ *    c_t too: h̃_t = tanh(W_c [c_t; s_t]).
+ *  - none (Sutskever et al. 2014 with a bidirectional encoder): h̃_t = tanh(W_c h_t).
+ * p(y_t) = softmax(W_out dropout(h̃_t) + b_out) (Luong eq. 6). Dropout (inverted) on
+ * embeddings, between layers and on h̃.
  */
 #ifndef TRAINER_RNN_H
 #define TRAINER_RNN_H
@@ -20,9 +29,11 @@
 #include "ops/ops.h"
 
 typedef struct {
-    Param W_ih, W_hh, b; /* [4h, in], [4h, h], [4h] */
-    int in, h;
-} LstmLayer;
+    int gru;              /* 0 LSTM, 1 GRU */
+    int in, h, G;         /* input size, hidden size, gate blocks (LSTM 4, GRU 3) */
+    Param W_ih, W_hh, b;  /* [G·h, in], [G·h, h], [G·h] (GRU: b is b_ih) */
+    Param b_hh;           /* GRU only: [3h] */
+} RnnLayer;
 
 typedef struct {
     int B, S, T;
@@ -35,11 +46,12 @@ typedef struct {
 
 typedef struct RnnModel RnnModel;
 
-/* Creates the model and declares its parameters in ps (not yet allocated). Errors: a cell,
- * attention kind or size this model cannot use, with the reason. */
+/* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
+ * Errors: an attention kind or size this model cannot use, input feeding with bahdanau or none,
+ * with the reason. */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
-                  int dec_layers, float dropout, int input_feeding, AttentionKind attention,
-                  Err *err);
+                  int dec_layers, float dropout, int gru, int input_feeding,
+                  AttentionKind attention, Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS = B·S source tokens and NT = B·T target tokens (padding included). Grows only: the trainer
  * calls it once with the batcher's bounds, so the training step never allocates. */
@@ -49,10 +61,23 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
  * Returns the summed label-smoothed cross-entropy over non-pad targets (nats). */
 double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int train,
                             uint64_t dropout_key, float grad_scale);
-/* Greedy decoding of a batch (b->tgt_* unused): out_ids[B * max_T] (host) receives each
- * sentence's ids up to and including EOS (then PAD). attn_out (host, may be NULL) receives
- * weights [B, max_T, S]. */
-void rnn_greedy(RnnModel *m, const RnnBatch *b, int max_T, int *out_ids, float *attn_out);
+/* Test switch: with on != 0 the Luong attention without input feeding and the output layer run
+ * step by step (as in decoding) instead of batched over all T positions; same mathematics. */
+void rnn_set_stepwise(RnnModel *m, int on);
+
+/* ---- incremental decoding (search/decode.c drives these) ----
+ * rnn_decode_begin encodes b (b->tgt_* unused) and sets up K rows per sentence, row i·K + k
+ * (K = 1 for greedy); needs rnn_reserve'd room for B·K sentences. Then for t = 0, 1, …:
+ * rnn_decode_step feeds ids[B·K] (backend memory; BOS at t = 0) and returns the backend pointer
+ * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
+ * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
+ * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S]. */
+void rnn_decode_begin(RnnModel *m, const RnnBatch *b, int K);
+const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
+void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
+const float *rnn_decode_attention(RnnModel *m, int t);
+/* 1 if the model has an attention (model.attention != none). */
+int rnn_has_attention(const RnnModel *m);
 void rnn_free(RnnModel *m);
 
 #endif

@@ -92,6 +92,40 @@ struct Backend {
                                const float *dc, const float *gates, const float *c,
                                const float *c_prev, const float *mask, int B, int H);
 
+    /* ---- GRU cell (Cho et al. 2014, in the form of cuDNN and PyTorch; gate order r, z, n) ----
+     * gx[B,3H]: on entry x W_ihᵀ + b_ih; on return the activations (r, z, n), kept for backward.
+     * gh[B,3H]: h_prev W_hhᵀ + b_hh (read only; its n part is needed again by backward).
+     * r = σ(gx_r + gh_r); z = σ(gx_z + gh_z); n = tanh(gx_n + r ⊙ gh_n);
+     * h = (1 − z) ⊙ n + z ⊙ h_prev. With mask[B] (may be NULL) a masked row keeps h = h_prev. */
+    void (*gru_cell_forward)(float *h, float *gx, const float *gh, const float *h_prev,
+                             const float *mask, int B, int H);
+    /* Given dh[B,H] (complete), writes dgx[B,3H] and dgh[B,3H] (pre-activation gradients of the
+     * two products; overwritten: temporaries) and accumulates dh_prev (the direct z ⊙ h_prev
+     * path only; the caller adds dgh W_hh). Masked rows: dgx = dgh = 0, dh_prev += dh. */
+    void (*gru_cell_backward)(float *dgx, float *dgh, float *dh_prev, const float *dh,
+                              const float *gx, const float *gh, const float *h_prev,
+                              const float *mask, int B, int H);
+
+    /* ---- additive attention (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 "concat") ----
+     * score[b,t,s] = vᵀ tanh(qp[b,t,:] + kp[b,s,:]) for s < key_len[b], −∞ beyond;
+     * weights[B,Tq,Tk] = softmax_s(score) (saved); out[B,Tq,Dv] = Σ_s weights · values[b,s,:].
+     * qp[B,Tq,A] = the projected queries (W q), kp[B,Tk,A] = the projected keys (U h_s), v[A].
+     * A row with key_len 0 gets zero weights and zero output. */
+    void (*additive_attn_forward)(float *out, float *weights, const float *qp, const float *kp,
+                                  const float *v, const float *values, const int *key_len, int B,
+                                  int Tq, int Tk, int A, int Dv);
+    /* Accumulates dqp[B,Tq,A], dkp[B,Tk,A], dv[A], dvalues[B,Tk,Dv] (each may be NULL); the
+     * tanh is recomputed from qp and kp, so nothing of size B·Tq·Tk·A is stored. */
+    void (*additive_attn_backward)(float *dqp, float *dkp, float *dv, float *dvalues,
+                                   const float *dout, const float *qp, const float *kp,
+                                   const float *v, const float *values, const float *weights,
+                                   int B, int Tq, int Tk, int A, int Dv);
+
+    /* ---- rows ----
+     * dst[i, :] = src[idx[i], :] for i < n, rows of D floats (beam search: expand and reorder
+     * hypotheses). idx in backend memory; dst and src must not overlap. */
+    void (*gather_rows)(float *dst, const float *src, const int *idx, int n, int D);
+
     /* ---- attention core: scores materialised (Luong et al. 2015 eq. 7–8; Vaswani et al. 2017
      * eq. 1) ----
      * out[B,Tq,Dv] = softmax(scale · q kᵀ + mask) v, with weights[B,Tq,Tk] saved.

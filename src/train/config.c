@@ -594,9 +594,18 @@ Status config_validate(const Config *c, Err *err) {
     RULE(c->model_type != MODEL_TRANSFORMER || c->attention != ATTN_NONE,
          "config %s: model.type = transformer needs an attention; set model.attention (e.g. sdp)",
          nm);
-    RULE(!(c->model_type == MODEL_RNN && c->input_feeding && c->attention == ATTN_NONE),
-         "config %s: model.input_feeding = true needs an attention, but model.attention = none; "
-         "set model.input_feeding = false or choose an attention", nm);
+    int luong = c->attention == ATTN_LUONG_DOT || c->attention == ATTN_LUONG_GENERAL ||
+                c->attention == ATTN_LUONG_CONCAT;
+    RULE(c->model_type != MODEL_RNN || luong || c->attention == ATTN_NONE ||
+             c->attention == ATTN_BAHDANAU,
+         "config %s: model.attention = %s is not an RNN attention; for model.type = rnn choose "
+         "none, bahdanau, luong_dot, luong_general or luong_concat", nm,
+         attention_kind_names[c->attention]);
+    RULE(!(c->model_type == MODEL_RNN && c->input_feeding && !luong),
+         "config %s: model.input_feeding = true belongs to the Luong attentions (Luong et al. "
+         "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,
+         attention_kind_names[c->attention],
+         c->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
     RULE(c->min_lr <= c->lr,
          "config %s: train.min_lr = %g is above train.lr = %g; lower train.min_lr", nm,
          (double)c->min_lr, (double)c->lr);

@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,13 +151,22 @@ static Status validate(Model *m, const Corpus *val, const Encoded *venc, double 
     sub.n = n;
     if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
     char **hyp = NULL;
-    if (translate_lines(m, (const char *const *)val->src, n, &hyp, err)) return STATUS_ERR;
+    DecodeOpts greedy = {1, 0.0f};
+    if (translate_lines(m, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
+        return STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
     *bleu = b.score;
     *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
     printf("  e.g. src: %s\n       hyp: %s\n       ref: %s\n", val->src[0], hyp[0], val->tgt[0]);
     free_lines(hyp, n);
     return STATUS_OK;
+}
+
+/* Peak resident set size of this process so far, in MiB (getrusage ru_maxrss, KiB on Linux). */
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return ru.ru_maxrss / 1024.0;
 }
 
 Status train_run(const Config *cfg_in, int resume, Err *err) {
@@ -336,8 +346,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                "validation %.1f s | elapsed %s\n", st.epoch, vppl, vbleu, vchrf, st.best_bleu,
                improved ? " new best" : "", now_seconds() - t0, e1);
         fprintf(metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
-                "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f}\n",
-                st.epoch, st.step, vppl, vbleu, vchrf, lr_at(&cfg, &st), st.elapsed);
+                "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
+                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf, lr_at(&cfg, &st),
+                st.elapsed, peak_rss_mb());
         fflush(metrics);
         fflush(stdout);
         TrainState next = st;

@@ -1,48 +1,120 @@
-/* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences.
- * Every parameter element of a tiny model (V 13, E 4, H 6, 2+2 layers, batch of 3 with padding)
- * is perturbed by ±eps; the analytic gradient must match (loss in float32, so the tolerance is
- * |a − n| ≤ 2e-3 + 2e-2·|n|). Dropout is on (p = 0.2): masks are a pure function of the key, so
- * the perturbed passes see the same masks. Run for each RNN attention kind. */
+/* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
+ * every attention kind, both cells and both input-feeding settings, and the batched attention
+ * (input_feeding = false) against the step-by-step one.
+ *
+ * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
+ * padding) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
+ * elements of bigger ones — and the analytic gradient must match (loss in float32, so the
+ * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|). Dropout is on (p = 0.2): masks are a pure function of
+ * the key, so the perturbed passes see the same masks.
+ * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
+ * the same loss and gradients up to float32 reordering (|a − b| ≤ 1e-5 + 1e-4·|b|).
+ * Padding: a source token past a sentence's length, changed, must not change the loss. */
 #include <math.h>
+#include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "data/spm.h"
 #include "model/rnn.h"
 #include "testutil.h"
 
-static void run(AttentionKind kind, int Le, int Ld) {
-    const Backend *be = backend_cpu();
-    ParamSet ps;
-    params_init_set(&ps, be);
+typedef struct {
     RnnModel *m;
+    ParamSet ps;
+    RnnBatch batch;
+    int src[5 * 3], tin[4 * 3], tout[4 * 3], src_len[3];
+    float mask[5 * 3];
+} Fixture;
+
+static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
+    static char buf[128];
+    snprintf(buf, sizeof buf, "%s %s feed=%d Le=%d Ld=%d", attention_kind_names[kind],
+             gru ? "gru" : "lstm", feed, Le, Ld);
+    return buf;
+}
+
+static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, int Ld) {
+    const Backend *be = backend_cpu();
     Err err;
     int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
-    if (rnn_create(&m, &ps, V, E, H, Le, Ld, 0.2f, 1, kind, &err)) {
-        EXPECT(0, "rnn_create: %s", err.msg);
-        return;
+    params_init_set(&f->ps, be);
+    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, &err)) {
+        EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
+        return 1;
     }
-    params_allocate(&ps);
+    params_allocate(&f->ps);
     Rng rng;
     rng_seed(&rng, 7, 1);
-    params_initialise(&ps, &rng, 0.5f);
-    rnn_reserve(m, B, S, T, (long)B * S, (long)B * T);
+    params_initialise(&f->ps, &rng, 0.5f);
+    rnn_reserve(f->m, B, S, T, (long)B * S, (long)B * T);
     int src_len[3] = {5, 3, 1}, tgt_len[3] = {4, 2, 3};
-    int src[5 * 3], tin[4 * 3], tout[4 * 3];
-    float mask[5 * 3];
+    memcpy(f->src_len, src_len, sizeof src_len);
     for (int t = 0; t < S; t++)
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
-            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
-            mask[t * B + b] = (float)real;
-        }
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++) {
-            tin[t * B + b] = t == 0 ? SPM_BOS_ID : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            f->src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            f->mask[t * B + b] = (float)real;
         }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            tout[t * B + b] = t + 1 < tgt_len[b] ? tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? SPM_EOS_ID : SPM_PAD_ID;
-    RnnBatch batch = {B, S, T, src, src_len, mask, tin, tout};
+            f->tin[t * B + b] = t == 0 ? SPM_BOS_ID : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            f->tout[t * B + b] = t + 1 < tgt_len[b] ? f->tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? SPM_EOS_ID : SPM_PAD_ID;
+    f->batch = (RnnBatch){B, S, T, f->src, f->src_len, f->mask, f->tin, f->tout};
+    return 0;
+}
+
+static void fixture_free(Fixture *f) {
+    rnn_free(f->m);
+    params_free(&f->ps);
+}
+
+/* Batched attention and output layer vs step by step: same loss, same gradients. */
+static void run_stepwise(AttentionKind kind, int gru) {
+    Fixture f;
+    if (fixture(&f, kind, gru, 0, 1, 1)) return;
+    uint64_t key = 99;
+    params_zero_grad(&f.ps);
+    double l1 = rnn_forward_backward(f.m, &f.batch, 0.1f, 1, key, 1.0f);
+    float *g1 = xmalloc(sizeof(float) * f.ps.total);
+    memcpy(g1, f.ps.grad, sizeof(float) * f.ps.total);
+    rnn_set_stepwise(f.m, 1);
+    params_zero_grad(&f.ps);
+    double l2 = rnn_forward_backward(f.m, &f.batch, 0.1f, 1, key, 1.0f);
+    double worst = 0;
+    int bad = 0;
+    for (size_t i = 0; i < f.ps.total; i++) {
+        double a = g1[i], b = f.ps.grad[i], d = fabs(a - b);
+        if (d > 1e-5 + 1e-4 * fabs(b)) bad++;
+        if (d > worst) worst = d;
+    }
+    printf("%s: batched vs step by step: loss %.9g vs %.9g, worst gradient difference %.2e\n",
+           describe(kind, gru, 0, 1, 1), l1, l2, worst);
+    EXPECT(fabs(l1 - l2) <= 1e-5 * fabs(l2), "%s: loss batched %.9g, step by step %.9g",
+           describe(kind, gru, 0, 1, 1), l1, l2);
+    EXPECT(bad == 0, "%s: %d gradients differ between batched and step by step",
+           describe(kind, gru, 0, 1, 1), bad);
+    /* padding: change a padded source token; nothing may change */
+    rnn_set_stepwise(f.m, 0);
+    f.src[4 * 3 + 1] = 5; /* t = 4, sentence 1 (length 3) */
+    double l3 = rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f);
+    EXPECT(l3 == rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f), "not deterministic");
+    f.src[4 * 3 + 1] = 9;
+    double l4 = rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f);
+    EXPECT(l3 == l4, "%s: a padded source token changed the loss (%.9g vs %.9g)",
+           describe(kind, gru, 0, 1, 1), l3, l4);
+    free(g1);
+    fixture_free(&f);
+}
+
+static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
+    Fixture f;
+    if (fixture(&f, kind, gru, feed, Le, Ld)) return;
+    RnnModel *m = f.m;
+    ParamSet ps = f.ps;
+    RnnBatch batch = f.batch;
     uint64_t key = 12345;
     params_zero_grad(&ps);
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 1.0f);
@@ -53,7 +125,8 @@ static void run(AttentionKind kind, int Le, int Ld) {
     float eps = 1e-2f;
     for (int i = 0; i < ps.n; i++) {
         ParamSpec *s = &ps.specs[i];
-        for (size_t j = 0; j < s->size; j++) {
+        size_t stride = s->size <= 48 ? 1 : s->size / 48;
+        for (size_t j = 0; j < s->size; j += stride) {
             float *w = ps.data + s->offset + j, w0 = *w;
             *w = w0 + eps;
             double lp = rnn_forward_backward(m, &batch, 0.1f, 1, key, 0.0f);
@@ -65,22 +138,33 @@ static void run(AttentionKind kind, int Le, int Ld) {
             if (diff > 2e-3 + 2e-2 * fabs(num)) {
                 if (bad++ < 10)
                     fprintf(stderr, "%s %s[%zu]: analytic %.6f numeric %.6f\n",
-                            attention_kind_names[kind], s->name, j, an, num);
+                            describe(kind, gru, feed, Le, Ld), s->name, j, an, num);
             }
             if (fabs(num) > 1e-3 && diff / fabs(num) > maxrel) maxrel = diff / fabs(num);
         }
     }
-    printf("%s Le=%d Ld=%d: %zu parameters, max relative error %.2e, %d bad\n",
-           attention_kind_names[kind], Le, Ld, ps.total, maxrel, bad);
-    EXPECT(bad == 0, "%d gradient elements disagree", bad);
+    printf("%s: %zu parameters, max relative error %.2e, %d bad\n",
+           describe(kind, gru, feed, Le, Ld), ps.total, maxrel, bad);
+    EXPECT(bad == 0, "%s: %d gradient elements disagree", describe(kind, gru, feed, Le, Ld), bad);
     free(grad);
-    rnn_free(m);
-    params_free(&ps);
+    fixture_free(&f);
 }
 
 int main(void) {
-    run(ATTN_LUONG_GENERAL, 2, 2);
-    run(ATTN_LUONG_GENERAL, 1, 2);
-    run(ATTN_LUONG_DOT, 1, 1);
+    omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
+    const AttentionKind luong[] = {ATTN_LUONG_DOT, ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT};
+    for (int gru = 0; gru < 2; gru++) {
+        for (int k = 0; k < 3; k++)
+            for (int feed = 0; feed < 2; feed++) run(luong[k], gru, feed, 1, 1);
+        run(ATTN_BAHDANAU, gru, 0, 1, 1);
+        run(ATTN_NONE, gru, 0, 1, 1);
+        run(ATTN_LUONG_GENERAL, gru, 1, 2, 2); /* stacked layers, encoder → decoder states */
+        run(ATTN_BAHDANAU, gru, 0, 2, 2);
+    }
+    run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
+    const AttentionKind all[] = {ATTN_NONE, ATTN_BAHDANAU, ATTN_LUONG_DOT, ATTN_LUONG_GENERAL,
+                                 ATTN_LUONG_CONCAT};
+    for (int gru = 0; gru < 2; gru++)
+        for (int k = 0; k < 5; k++) run_stepwise(all[k], gru);
     return test_report("test_rnn_grad");
 }

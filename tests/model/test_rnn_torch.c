@@ -154,7 +154,7 @@ static void run(const char *path) {
     params_init_set(&ps, be);
     RnnModel *m;
     Err err;
-    if (rnn_create(&m, &ps, fx.V, fx.E, fx.H, fx.Le, fx.Ld, 0.0f, 1, kind, &err)) {
+    if (rnn_create(&m, &ps, fx.V, fx.E, fx.H, fx.Le, fx.Ld, 0.0f, 0, 1, kind, &err)) {
         EXPECT(0, "rnn_create: %s", err.msg);
         free_fixture(&fx);
         return;

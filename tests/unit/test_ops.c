@@ -7,8 +7,8 @@
  *   compare the analytic gradient with (L(x + ε e_i) − L(x − ε e_i)) / (2ε), L accumulated in
  *   double, ε = 1e-3 on float32 inputs. Tolerances are stated next to the constants below.
  * Accumulate: every backward is run a second time into buffers pre-filled with random nonzero
- *   values; the result must be prefill + gradient (lstm's dgates is documented as overwritten,
- *   and is checked to be exactly that).
+ *   values; the result must be prefill + gradient (lstm's dgates and gru's dgx, dgh are
+ *   documented as overwritten, and are checked to be exactly that).
  *
  * Shapes are small but non-square (e.g. B 3, Tq 4, Tk 5, D 6, Dv 7) so that a swapped index
  * shows. Inputs come from the repository's PCG32 (src/rng.h) with a fixed seed. One line per
@@ -693,6 +693,93 @@ static void test_lstm(int with_mask) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* GRU cell                                                                                    */
+
+typedef struct {
+    float *pre; /* [B,3H] saved x-side pre-activations (perturbed by the FD) */
+    float *gx;  /* [B,3H] scratch: overwritten by the forward */
+    float *gh, *h, *h_prev;
+    const float *mask, *rh;
+    int B, H;
+} GruCtx;
+static double gru_loss(void *p) {
+    GruCtx *x = p;
+    memcpy(x->gx, x->pre, sizeof(float) * x->B * 3 * x->H); /* activations are written in place */
+    be->gru_cell_forward(x->h, x->gx, x->gh, x->h_prev, x->mask, x->B, x->H);
+    return dot_rd(x->rh, x->h, (size_t)x->B * x->H);
+}
+
+static void test_gru(int with_mask) {
+    const int B = 3, H = 5;
+    const float maskv[3] = {1, 0, 1};
+    const float *mask = with_mask ? maskv : NULL;
+    const char *mtag = with_mask ? "mask 1,0,1" : "mask NULL";
+    size_t g = (size_t)B * 3 * H, bh = (size_t)B * H;
+    float *pre = frand(g, -2, 2), *gx = fdup(pre, g), *gh = frand(g, -2, 2);
+    float *h_prev = frand(bh, -1, 1), *h = fnew(bh);
+    for (size_t i = 0; i < bh; i++) h[i] = 123.0f; /* the op must write every element */
+    Stat st;
+    stat_begin(&st, "gru_cell_forward (%s)", mtag);
+    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < H; j++) {
+            const float *px = pre + (size_t)b * 3 * H, *ph = gh + (size_t)b * 3 * H;
+            double r = sigm((double)px[j] + ph[j]), z = sigm((double)px[H + j] + ph[H + j]);
+            double n = tanh((double)px[2 * H + j] + r * ph[2 * H + j]);
+            double hp = h_prev[b * H + j], hn = (1 - z) * n + z * hp;
+            const float *ga = gx + (size_t)b * 3 * H;
+            stat_add(&st, ga[j], r, FWD_ATOL, FWD_RTOL, "act r", b * 3 * H + j);
+            stat_add(&st, ga[H + j], z, FWD_ATOL, FWD_RTOL, "act z", b * 3 * H + H + j);
+            stat_add(&st, ga[2 * H + j], n, FWD_ATOL, FWD_RTOL, "act n", b * 3 * H + 2 * H + j);
+            if (mask && mask[b] == 0.0f) /* masked row keeps its state, exactly */
+                stat_add(&st, h[b * H + j], hp, 0, 0, "h (masked)", b * H + j);
+            else
+                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
+        }
+    stat_end(&st);
+
+    /* L = Σ rh ⊙ h, so dh = rh. gh is an input of the op like gx, so FD on gh gives dgh, and
+     * FD on h_prev (gh held fixed) gives the direct z ⊙ h_prev path that dh_prev holds. */
+    float *rh = frand(bh, -1, 1);
+    float *dgx = fnew(g), *dgh = fnew(g), *dhp = fnew(bh);
+    memcpy(gx, pre, sizeof(float) * g);
+    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
+    be->gru_cell_backward(dgx, dgh, dhp, rh, gx, gh, h_prev, mask, B, H);
+    GruCtx ctx = {pre, fnew(g), gh, fnew(bh), h_prev, mask, rh, B, H};
+    stat_begin(&st, "gru_cell_backward vs FD (%s)", mtag);
+    fd_check(&st, "dgx", pre, g, dgx, gru_loss, &ctx);
+    fd_check(&st, "dgh", gh, g, dgh, gru_loss, &ctx);
+    fd_check(&st, "dh_prev", h_prev, bh, dhp, gru_loss, &ctx);
+    if (mask) /* a masked row: exactly zero pre-activation gradients, dh passed through */
+        for (int b = 0; b < B; b++) {
+            if (mask[b] != 0.0f) continue;
+            for (int j = 0; j < 3 * H; j++) {
+                stat_add(&st, dgx[b * 3 * H + j], 0.0, 0, 0, "dgx (masked row)", b * 3 * H + j);
+                stat_add(&st, dgh[b * 3 * H + j], 0.0, 0, 0, "dgh (masked row)", b * 3 * H + j);
+            }
+            for (int j = 0; j < H; j++)
+                stat_add(&st, dhp[b * H + j], rh[b * H + j], 0, 0, "dh_prev (masked row)",
+                         b * H + j);
+        }
+    stat_end(&st);
+
+    /* dh_prev accumulates; dgx and dgh are documented as overwritten (temporaries). */
+    stat_begin(&st, "gru_cell_backward accumulates (%s)", mtag);
+    float *px = frand(g, -3, 3), *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2);
+    float *ax = fdup(px, g), *ag = fdup(pg, g), *ah = fdup(ph, bh);
+    be->gru_cell_backward(ax, ag, ah, rh, gx, gh, h_prev, mask, B, H);
+    for (size_t i = 0; i < g; i++) {
+        stat_add(&st, ax[i], dgx[i], 0, 0, "dgx overwritten", (long)i);
+        stat_add(&st, ag[i], dgh[i], 0, 0, "dgh overwritten", (long)i);
+    }
+    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
+    stat_end(&st);
+    free(pre), free(gx), free(gh), free(h_prev), free(h), free(rh), free(dgx), free(dgh);
+    free(dhp), free(ctx.gx), free(ctx.h), free(px), free(pg), free(ph), free(ax), free(ag);
+    free(ah);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* attention core                                                                              */
 
 typedef struct {
@@ -808,6 +895,239 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
 
     free(q), free(k), free(v), free(out), free(w), free(r), free(gq), free(gk), free(gv);
     free(ctx.out), free(ctx.w), free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* additive attention                                                                          */
+
+typedef struct {
+    float *qp, *kp, *v, *values, *out, *w;
+    const int *key_len;
+    const float *r;
+    int B, Tq, Tk, A, Dv;
+} AddAttnCtx;
+static double add_attn_loss(void *p) {
+    AddAttnCtx *a = p;
+    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, a->B,
+                              a->Tq, a->Tk, a->A, a->Dv);
+    return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
+}
+
+/* The double-precision reference: weights a[B,Tq,Tk] and out[B,Tq,Dv] (forward), and, when r
+ * (= dout) is given, the gradients of L = Σ r ⊙ out written (not added) into gqp, gkp, gv,
+ * gvalues, by the chain rule written out plainly. */
+static void add_attn_ref(double *a, double *out, double *gqp, double *gkp, double *gv,
+                         double *gvalues, const float *qp, const float *kp, const float *v,
+                         const float *values, const int *key_len, const float *r, int B, int Tq,
+                         int Tk, int A, int Dv) {
+    if (r) {
+        memset(gqp, 0, sizeof(double) * B * Tq * A);
+        memset(gkp, 0, sizeof(double) * B * Tk * A);
+        memset(gv, 0, sizeof(double) * A);
+        memset(gvalues, 0, sizeof(double) * B * Tk * Dv);
+    }
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < Tq; t++) {
+            const float *q = qp + ((size_t)b * Tq + t) * A;
+            double e[64], mx = -INFINITY, z = 0;
+            double *ar = a + ((size_t)b * Tq + t) * Tk;
+            int len = key_len[b];
+            for (int s = 0; s < len; s++) {
+                const float *k = kp + ((size_t)b * Tk + s) * A;
+                e[s] = 0;
+                for (int j = 0; j < A; j++) e[s] += (double)v[j] * tanh((double)q[j] + k[j]);
+                if (e[s] > mx) mx = e[s];
+            }
+            for (int s = 0; s < Tk; s++) ar[s] = s < len ? exp(e[s] - mx) : 0.0;
+            for (int s = 0; s < len; s++) z += ar[s];
+            for (int s = 0; s < len; s++) ar[s] /= z;
+            double *o = out + ((size_t)b * Tq + t) * Dv;
+            for (int d = 0; d < Dv; d++) {
+                o[d] = 0;
+                for (int s = 0; s < len; s++)
+                    o[d] += ar[s] * (double)values[((size_t)b * Tk + s) * Dv + d];
+            }
+            if (!r) continue;
+            const float *go = r + ((size_t)b * Tq + t) * Dv;
+            double da[64], dot = 0;
+            for (int s = 0; s < len; s++) {
+                da[s] = 0;
+                for (int d = 0; d < Dv; d++) {
+                    da[s] += (double)go[d] * values[((size_t)b * Tk + s) * Dv + d];
+                    gvalues[((size_t)b * Tk + s) * Dv + d] += ar[s] * go[d];
+                }
+                dot += ar[s] * da[s];
+            }
+            for (int s = 0; s < len; s++) {
+                double de = ar[s] * (da[s] - dot);
+                const float *k = kp + ((size_t)b * Tk + s) * A;
+                for (int j = 0; j < A; j++) {
+                    double u = tanh((double)q[j] + k[j]), du = de * v[j] * (1 - u * u);
+                    gqp[((size_t)b * Tq + t) * A + j] += du;
+                    gkp[((size_t)b * Tk + s) * A + j] += du;
+                    gv[j] += de * u;
+                }
+            }
+        }
+}
+
+static void test_additive_attn(int B, int Tq, int Tk, int A, int Dv, const int *key_len) {
+    size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
+    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk;
+    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(A, -1.5f, 1.5f);
+    float *values = frand(nval, -1, 1), *out = fnew(no), *w = fnew(nw);
+    /* garbage in the outputs: the op must write every element */
+    for (size_t i = 0; i < no; i++) out[i] = 123.0f;
+    for (size_t i = 0; i < nw; i++) w[i] = 123.0f;
+    char tag[96];
+    snprintf(tag, sizeof tag, "B%d Tq%d Tk%d A%d Dv%d len=%d,%d,%d", B, Tq, Tk, A, Dv,
+             key_len[0], key_len[1], key_len[2]);
+    double *ra = malloc(sizeof(double) * nw), *ro = malloc(sizeof(double) * no);
+    add_attn_ref(ra, ro, NULL, NULL, NULL, NULL, qp, kp, v, values, key_len, NULL, B, Tq, Tk, A,
+                 Dv);
+    Stat st;
+    stat_begin(&st, "additive_attn_forward %s", tag);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < Tq; t++) {
+            int any = key_len[b] > 0;
+            double wsum = 0;
+            for (int s = 0; s < Tk; s++) {
+                long idx = (long)((b * Tq + t) * Tk + s);
+                if (s < key_len[b])
+                    stat_add(&st, w[idx], ra[idx], FWD_ATOL, FWD_RTOL, "weights", idx);
+                else /* a padded key gets exactly zero weight */
+                    stat_add(&st, w[idx], 0.0, 0, 0, "masked weight", idx);
+                wsum += w[idx];
+            }
+            stat_add(&st, wsum, any ? 1.0 : 0.0, FWD_ATOL, 0, "row sum of weights", b * Tq + t);
+            for (int d = 0; d < Dv; d++) {
+                long idx = (long)((b * Tq + t) * Dv + d);
+                stat_add(&st, out[idx], ro[idx], any ? FWD_ATOL : 0, any ? FWD_RTOL : 0,
+                         any ? "out" : "out (key_len 0)", idx);
+            }
+        }
+    stat_end(&st);
+
+    /* backward: L = Σ r ⊙ out */
+    float *r = frand(no, -1, 1);
+    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, B, Tq, Tk, A, Dv};
+    stat_begin(&st, "additive_attn_backward vs FD %s", tag);
+    fd_check(&st, "dqp", qp, nq, gq, add_attn_loss, &ctx);
+    fd_check(&st, "dkp", kp, nk, gk, add_attn_loss, &ctx);
+    fd_check(&st, "dv", v, A, gv, add_attn_loss, &ctx);
+    fd_check(&st, "dvalues", values, nval, gval, add_attn_loss, &ctx);
+    /* padded keys receive exactly nothing */
+    for (int b = 0; b < B; b++)
+        for (int s = key_len[b]; s < Tk; s++) {
+            for (int j = 0; j < A; j++)
+                stat_add(&st, gk[((size_t)b * Tk + s) * A + j], 0.0, 0, 0, "dkp (padded)",
+                         (long)(((size_t)b * Tk + s) * A + j));
+            for (int d = 0; d < Dv; d++)
+                stat_add(&st, gval[((size_t)b * Tk + s) * Dv + d], 0.0, 0, 0, "dvalues (padded)",
+                         (long)(((size_t)b * Tk + s) * Dv + d));
+        }
+    stat_end(&st);
+
+    stat_begin(&st, "additive_attn_backward accumulates (and NULL) %s", tag);
+    float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(A, -2, 2);
+    float *pval = frand(nval, -2, 2);
+    float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, A), *aval = fdup(pval, nval);
+    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    accum_check(&st, "dqp", aq, pq, gq, nq);
+    accum_check(&st, "dkp", ak, pk, gk, nk);
+    accum_check(&st, "dv", av, pv, gv, A);
+    accum_check(&st, "dvalues", aval, pval, gval, nval);
+    /* each gradient may be NULL; the others are unchanged by that */
+    memcpy(aq, pq, sizeof(float) * nq);
+    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    accum_check(&st, "dqp (others NULL)", aq, pq, gq, nq);
+    memcpy(ak, pk, sizeof(float) * nk);
+    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    accum_check(&st, "dkp (others NULL)", ak, pk, gk, nk);
+    memcpy(av, pv, sizeof(float) * A);
+    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    accum_check(&st, "dv (others NULL)", av, pv, gv, A);
+    memcpy(aval, pval, sizeof(float) * nval);
+    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, Tq, Tk, A,
+                               Dv);
+    accum_check(&st, "dvalues (others NULL)", aval, pval, gval, nval);
+    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A,
+                               Dv); /* all NULL: a no-op that must not crash */
+    stat_end(&st);
+
+    free(qp), free(kp), free(v), free(values), free(out), free(w), free(ra), free(ro), free(r);
+    free(gq), free(gk), free(gv), free(gval), free(ctx.out), free(ctx.w), free(pq), free(pk);
+    free(pv), free(pval), free(aq), free(ak), free(av), free(aval);
+}
+
+/* A shape above the ops' OpenMP threshold (B·Tq·Tk·A > 16384), so the parallel code runs:
+ * forward and backward against the double-precision reference (finite differences would be
+ * slow here), and the backward run twice must be bit-identical (dv is reduced in the order of
+ * b, not by atomics). Backward tolerance: float32 sums of up to B·Tq·Tk terms,
+ *   |got − ref| ≤ 1e-4 + 1e-4·|ref|. */
+static void test_additive_attn_parallel(void) {
+    enum { B = 16, Tq = 8, Tk = 9, A = 32, Dv = 12 };
+    int key_len[B];
+    for (int b = 0; b < B; b++) key_len[b] = (b * 5) % (Tk + 1); /* 0 .. Tk, 0 and Tk included */
+    size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
+    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk;
+    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(A, -1, 1);
+    float *values = frand(nval, -1, 1), *out = fnew(no), *w = fnew(nw), *r = frand(no, -1, 1);
+    double *ra = malloc(sizeof(double) * nw), *ro = malloc(sizeof(double) * no);
+    double *rq = malloc(sizeof(double) * nq), *rk = malloc(sizeof(double) * nk);
+    double *rv = malloc(sizeof(double) * A), *rval = malloc(sizeof(double) * nval);
+    add_attn_ref(ra, ro, rq, rk, rv, rval, qp, kp, v, values, key_len, r, B, Tq, Tk, A, Dv);
+    Stat st;
+    stat_begin(&st, "additive_attn B%d Tq%d Tk%d A%d Dv%d (OpenMP) vs ref", B, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
+    for (size_t i = 0; i < nw; i++) stat_add(&st, w[i], ra[i], FWD_ATOL, FWD_RTOL, "w", (long)i);
+    for (size_t i = 0; i < no; i++)
+        stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    for (size_t i = 0; i < nq; i++) stat_add(&st, gq[i], rq[i], 1e-4, 1e-4, "dqp", (long)i);
+    for (size_t i = 0; i < nk; i++) stat_add(&st, gk[i], rk[i], 1e-4, 1e-4, "dkp", (long)i);
+    for (int i = 0; i < A; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", i);
+    for (size_t i = 0; i < nval; i++)
+        stat_add(&st, gval[i], rval[i], 1e-4, 1e-4, "dvalues", (long)i);
+    float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(A), *gval2 = fnew(nval);
+    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    stat_true(&st, memcmp(gq, gq2, sizeof(float) * nq) == 0, "dqp differs between two runs");
+    stat_true(&st, memcmp(gk, gk2, sizeof(float) * nk) == 0, "dkp differs between two runs");
+    stat_true(&st, memcmp(gv, gv2, sizeof(float) * A) == 0, "dv differs between two runs");
+    stat_true(&st, memcmp(gval, gval2, sizeof(float) * nval) == 0,
+              "dvalues differs between two runs");
+    stat_end(&st);
+    free(qp), free(kp), free(v), free(values), free(out), free(w), free(r), free(ra), free(ro);
+    free(rq), free(rk), free(rv), free(rval), free(gq), free(gk), free(gv), free(gval);
+    free(gq2), free(gk2), free(gv2), free(gval2);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* rows                                                                                        */
+
+static void test_gather_rows(void) {
+    enum { R = 4, D = 5, N = 7 };
+    const int idx[N] = {2, 0, 2, 3, 3, 1, 2}; /* repeats, out of order, every row used */
+    float *src = frand((size_t)R * D, -1, 1), *src0 = fdup(src, (size_t)R * D);
+    float *dst = fnew((size_t)(N + 1) * D); /* one row more than written: must stay untouched */
+    for (int i = 0; i < (N + 1) * D; i++) dst[i] = 123.0f;
+    Stat st;
+    stat_begin(&st, "gather_rows (repeated indices)");
+    be->gather_rows(dst, src, idx, N, D);
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < D; d++)
+            stat_add(&st, dst[i * D + d], src[idx[i] * D + d], 0, 0, "dst", i * D + d);
+    for (int d = 0; d < D; d++) stat_add(&st, dst[N * D + d], 123.0, 0, 0, "row n untouched", d);
+    stat_true(&st, memcmp(src, src0, sizeof(float) * R * D) == 0, "src modified");
+    be->gather_rows(dst, src, idx, 0, D); /* n = 0: nothing written */
+    for (int d = 0; d < D; d++) stat_add(&st, dst[d], src[idx[0] * D + d], 0, 0, "n=0", d);
+    stat_end(&st);
+    free(src), free(src0), free(dst);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -998,6 +1318,8 @@ int main(void) {
     test_embedding();
     test_lstm(1);
     test_lstm(0);
+    test_gru(1);
+    test_gru(0);
     {
         /* padding (b=2 fully masked by key_len 0), non-causal, scale 1/√D */
         const int len[3] = {5, 3, 0};
@@ -1008,6 +1330,16 @@ int main(void) {
         const int len2[3] = {4, 2, 3};
         test_attn(3, 5, 4, 6, 7, len2, 1, 0.8f);
     }
+    {
+        /* key_len: full, partial, 0 (zero weights and output) */
+        const int len[3] = {5, 3, 0};
+        test_additive_attn(3, 4, 5, 6, 7, len);
+        /* Tq = 1 (one decoder step, as the RNN calls it), other lengths */
+        const int len2[3] = {2, 5, 1};
+        test_additive_attn(3, 1, 5, 6, 7, len2);
+        test_additive_attn_parallel();
+    }
+    test_gather_rows();
     test_xent(0.1f, 0.5f);
     test_xent(0.0f, 1.0f);
     test_log_softmax();

@@ -28,6 +28,19 @@ void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev
 void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
                             const float *dc, const float *gates, const float *c,
                             const float *c_prev, const float *mask, int B, int H);
+void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_prev,
+                          const float *mask, int B, int H);
+void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *dh,
+                           const float *gx, const float *gh, const float *h_prev,
+                           const float *mask, int B, int H);
+void cpu_additive_attn_forward(float *out, float *weights, const float *qp, const float *kp,
+                               const float *v, const float *values, const int *key_len, int B,
+                               int Tq, int Tk, int A, int Dv);
+void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
+                                const float *dout, const float *qp, const float *kp,
+                                const float *v, const float *values, const float *weights, int B,
+                                int Tq, int Tk, int A, int Dv);
+void cpu_gather_rows(float *dst, const float *src, const int *idx, int n, int D);
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                       const int *key_len, float scale, int causal, int B, int Tq, int Tk, int D,
                       int Dv);

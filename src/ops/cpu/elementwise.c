@@ -1,4 +1,5 @@
-/* elementwise.c — CPU element-wise ops, embedding and the Adam update (semantics in ops/ops.h). */
+/* elementwise.c — CPU element-wise ops, embedding, row gather and the Adam update (semantics in
+ * ops/ops.h). */
 #include <math.h>
 #include <string.h>
 
@@ -45,6 +46,12 @@ void cpu_embedding_backward(float *dtable, const float *dout, const int *ids, in
         const float *g = dout + (size_t)n * E;
         for (int e = 0; e < E; e++) d[e] += g[e];
     }
+}
+
+void cpu_gather_rows(float *dst, const float *src, const int *idx, int n, int D) {
+    /* dst[i, :] = src[idx[i], :]; dst [n,D], src [*,D] (repeated indices allowed) */
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * D, src + (size_t)idx[i] * D, sizeof(float) * D);
 }
 
 void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,

@@ -1,0 +1,705 @@
+/* compare.c — `trainer compare` (see compare.h). */
+#include "eval/compare.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/corpus.h"
+#include "eval/decode.h"
+#include "eval/metrics.h"
+#include "eval/plot.h"
+#include "eval/translate.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/train.h"
+
+#define CMP_MAX_SENTENCES 64
+#define DASH "\xe2\x80\x94" /* — */
+
+/* One run: where it is, what metrics.jsonl says, what the test set gives. */
+typedef struct {
+    char arg[1024];        /* the RUN argument as given */
+    char name[256];        /* display and file name ([A-Za-z0-9._-], unique) */
+    char dir[1024];        /* run folder */
+    int from_config;       /* RUN was an .ini */
+    Config ini;            /* the loaded config when from_config */
+    /* from the checkpoint */
+    Config cfg;
+    long params;
+    char test_src[1024], test_tgt[1024];
+    long test_n;
+    /* from metrics.jsonl */
+    CurvePoint *pts;
+    int npts;
+    int epochs;
+    double train_secs, tok_s, peak_mib, best_ppl, best_bleu;
+    int has_secs, has_tok_s, has_peak;
+    /* test scores */
+    double bleu_g, chrf_g, bleu_b, chrf_b;
+    /* attention maps: which sentence indices were drawn (-1 = none) */
+    int has_attention;
+    int drawn[CMP_MAX_SENTENCES];
+    int ndrawn;
+} Run;
+
+typedef struct {
+    Run *runs;
+    int nruns;
+    const char *out_dir;
+    DecodeOpts beam;
+    int device;                       /* -1 = each checkpoint's */
+    int sentences[CMP_MAX_SENTENCES]; /* test sentence indices for the maps */
+    int nsentences;
+    int sentences_given;
+    const char *test_src, *test_tgt; /* overrides, or NULL */
+} Compare;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: trainer compare RUN... [--out DIR] [--beam K] [--len-penalty A]\n"
+            "                       [--sentences i,j,k] [--test-src FILE --test-tgt FILE]\n"
+            "                       [--device cpu|cuda]\n"
+            "  RUN: a run folder (with best.ckpt and metrics.jsonl, e.g. checkpoints/luong) or a\n"
+            "       config .ini (trained first when its folder has no best.ckpt yet)\n"
+            "  --out DIR          output folder (default: compare)\n"
+            "  --beam K           beam size of the second decoding (1..64, default 5)\n"
+            "  --len-penalty A    length penalty alpha for the beam (0..10, default 1.0)\n"
+            "  --sentences i,j,k  0-based test sentences for the attention maps (default 0,1,2)\n"
+            "  --test-src/--test-tgt  test set for every run (default: each run's "
+            "data.test_src/test_tgt)\n"
+            "  --device cpu|cuda  device to evaluate on (default: each checkpoint's)\n"
+            "writes DIR/compare.md, DIR/compare.csv, DIR/curves.png, "
+            "DIR/attention_<run>_<i>.png\n");
+}
+
+/* ---- small helpers ---- */
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* mkdir -p */
+static Status make_dirs(const char *path, Err *err) {
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return err_set(err, "--out %s: path too long", path);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return err_set(err, "cannot create the output folder %s: %s; choose another "
+                               "--out DIR", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    if (!is_dir(path))
+        return err_set(err, "--out %s exists but is not a folder; choose another --out DIR",
+                       path);
+    return STATUS_OK;
+}
+
+/* The last path component of p (without trailing slashes) into buf. */
+static void base_name(const char *p, char *buf, size_t n) {
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/') len--;
+    size_t start = len;
+    while (start > 0 && p[start - 1] != '/') start--;
+    size_t k = len - start;
+    if (k >= n) k = n - 1;
+    memcpy(buf, p + start, k);
+    buf[k] = 0;
+}
+
+/* Reduces s to [A-Za-z0-9._-] ("run" if empty or "."/".."). */
+static void sanitize(char *s) {
+    for (char *p = s; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-')) *p = '_';
+    if (!*s || !strcmp(s, ".") || !strcmp(s, "..")) strcpy(s, "run");
+}
+
+static void uniquify(Run *runs, int i) {
+    char base[256];
+    memcpy(base, runs[i].name, sizeof base);
+    for (int k = 2;; k++) {
+        int clash = 0;
+        for (int j = 0; j < i; j++) clash |= !strcmp(runs[j].name, runs[i].name);
+        if (!clash) return;
+        snprintf(runs[i].name, sizeof runs[i].name, "%.240s_%d", base, k);
+    }
+}
+
+/* "--sentences 0,1,2" → indices. Returns 0 or 2 (message on stderr). */
+static int parse_sentences(const char *s, Compare *c) {
+    c->nsentences = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 100000000 || errno || (*end && *end != ',')) {
+            fprintf(stderr, "trainer compare: --sentences %s: give 0-based test sentence "
+                    "indices separated by commas, e.g. 0,1,2\n", s);
+            return 2;
+        }
+        if (c->nsentences == CMP_MAX_SENTENCES) {
+            fprintf(stderr, "trainer compare: --sentences %s: at most %d sentences\n", s,
+                    CMP_MAX_SENTENCES);
+            return 2;
+        }
+        c->sentences[c->nsentences++] = (int)v;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) {
+            fprintf(stderr, "trainer compare: --sentences %s: trailing comma\n", s);
+            return 2;
+        }
+    }
+    if (c->nsentences == 0) {
+        fprintf(stderr, "trainer compare: --sentences needs at least one index, e.g. 0,1,2\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- metrics.jsonl ---- */
+
+/* The number after "key": in line; 1 if found and finite. */
+static int json_num(const char *line, const char *key, double *v) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    while (*p == ' ' || *p == '\t') p++;
+    char *end;
+    double d = strtod(p, &end);
+    if (end == p || !isfinite(d)) return 0;
+    *v = d;
+    return 1;
+}
+
+/* The string after "type": in line into buf; 1 if found. */
+static int json_type(const char *line, char *buf, size_t n) {
+    const char *p = strstr(line, "\"type\":");
+    if (!p) return 0;
+    p += 7;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p++ != '"') return 0;
+    size_t k = 0;
+    while (*p && *p != '"' && k + 1 < n) buf[k++] = *p++;
+    buf[k] = 0;
+    return *p == '"';
+}
+
+static Status read_metrics(Run *r, Err *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", r->dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(err, "%s: cannot read: %s; compare needs the metrics.jsonl that "
+                       "`trainer train` writes next to best.ckpt", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0, bad = 0, ntok = 0;
+    int pcap = 0;
+    double tok_sum = 0;
+    r->best_ppl = INFINITY, r->best_bleu = -INFINITY;
+    while (getline(&line, &cap, f) != -1) {
+        lineno++;
+        char type[32];
+        double v;
+        const char *p = line;
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) continue;
+        if (!json_type(p, type, sizeof type)) {
+            bad++;
+            continue;
+        }
+        if (!strcmp(type, "train")) {
+            if (json_num(p, "tok_s", &v)) tok_sum += v, ntok++;
+        } else if (!strcmp(type, "val")) {
+            double e, ppl, bleu;
+            if (!json_num(p, "epoch", &e) || !json_num(p, "val_ppl", &ppl) ||
+                !json_num(p, "val_bleu", &bleu)) {
+                bad++;
+                continue;
+            }
+            if (r->npts == pcap) {
+                pcap = pcap ? 2 * pcap : 16;
+                r->pts = xrealloc(r->pts, sizeof *r->pts * (size_t)pcap);
+            }
+            r->pts[r->npts++] = (CurvePoint){(int)e, bleu, ppl};
+            if ((int)e > r->epochs) r->epochs = (int)e;
+            if (ppl < r->best_ppl) r->best_ppl = ppl;
+            if (bleu > r->best_bleu) r->best_bleu = bleu;
+            if (json_num(p, "elapsed", &v)) r->train_secs = v, r->has_secs = 1;
+            if (json_num(p, "peak_rss_mb", &v)) {
+                if (!r->has_peak || v > r->peak_mib) r->peak_mib = v;
+                r->has_peak = 1;
+            }
+        }
+    }
+    int rerr = ferror(f);
+    free(line);
+    fclose(f);
+    if (rerr) return err_set(err, "%s: read error", path);
+    if (ntok) r->tok_s = tok_sum / (double)ntok, r->has_tok_s = 1;
+    if (bad)
+        fprintf(stderr, "trainer compare: warning: %s: %ld of %ld lines are not train/val "
+                "records this version understands; skipped\n", path, bad, lineno);
+    if (r->npts == 0)
+        fprintf(stderr, "trainer compare: warning: %s has no validation line; the validation "
+                "columns of run %s stay empty\n", path, r->name);
+    return STATUS_OK;
+}
+
+/* ---- resolving RUN arguments ---- */
+
+/* Fills r from the argument; returns 0, or 2 with a message on stderr. */
+static int resolve_run(Run *r, const char *arg) {
+    Err err;
+    snprintf(r->arg, sizeof r->arg, "%s", arg);
+    if (is_dir(arg)) {
+        char ck[1100], mj[1100];
+        snprintf(r->dir, sizeof r->dir, "%s", arg);
+        snprintf(ck, sizeof ck, "%s/best.ckpt", arg);
+        snprintf(mj, sizeof mj, "%s/metrics.jsonl", arg);
+        int has_ck = is_file(ck), has_mj = is_file(mj);
+        if (!has_ck || !has_mj) {
+            fprintf(stderr, "trainer compare: RUN %s: this folder has no %s%s%s; give a run "
+                    "folder written by `trainer train` (its train.save_dir, e.g. "
+                    "checkpoints/luong) or the run's config .ini (compare then trains it)\n",
+                    arg, has_ck ? "" : "best.ckpt", !has_ck && !has_mj ? " and no " : "",
+                    has_mj ? "" : "metrics.jsonl");
+            return 2;
+        }
+        base_name(arg, r->name, sizeof r->name);
+        return 0;
+    }
+    if (!is_file(arg)) {
+        fprintf(stderr, "trainer compare: RUN %s: %s; give a run folder (with best.ckpt and "
+                "metrics.jsonl) or a config .ini\n", arg,
+                access(arg, F_OK) == 0 ? "not a regular file or folder" : strerror(errno));
+        return 2;
+    }
+    if (config_load(&r->ini, arg, &err) || config_validate(&r->ini, &err)) {
+        fprintf(stderr, "trainer compare: RUN %s is neither a run folder nor a usable config "
+                "file: %s\n", arg, err.msg);
+        return 2;
+    }
+    r->from_config = 1;
+    config_save_dir(&r->ini, r->dir, sizeof r->dir);
+    snprintf(r->name, sizeof r->name, "%s", r->ini.name);
+    return 0;
+}
+
+/* Trains a config RUN whose folder has no best.ckpt yet. */
+static Status train_if_needed(Run *r, Err *err) {
+    char ck[1100], last[1100];
+    snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
+    snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
+    if (!r->from_config || is_file(ck)) return STATUS_OK;
+    int resume = is_file(last);
+    fprintf(stderr, "trainer compare: %s has no best.ckpt yet: %s training %s first\n", r->dir,
+            resume ? "resuming (from last.ckpt)" : "starting", r->arg);
+    if (train_run(&r->ini, resume, err)) return err_prefix(err, "training %s", r->arg);
+    if (!is_file(ck))
+        return err_set(err, "training %s finished without %s (best.ckpt is written after the "
+                       "first epoch's validation; train.max_steps = %ld may stop before it); "
+                       "raise train.max_steps or set it to 0", r->arg, ck, r->ini.max_steps);
+    return STATUS_OK;
+}
+
+/* ---- evaluation ---- */
+
+static Status score(Model *m, const Corpus *c, const DecodeOpts *o, double *bleu, double *chrf,
+                    Err *err) {
+    char **hyp = NULL;
+    double t0 = now_seconds();
+    if (translate_lines(m, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
+        STATUS_ERR;
+    BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
+    *bleu = b.score;
+    *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
+    free_lines(hyp, c->n);
+    fprintf(stderr, "  %s: BLEU %.2f chrF %.2f (%ld sentences, %.1f s)\n",
+            o->beam == 1 ? "greedy" : "beam", *bleu, *chrf, c->n, now_seconds() - t0);
+    return STATUS_OK;
+}
+
+static Status attention_maps(Compare *cmp, Run *r, Model *m, const Corpus *c, Err *err) {
+    Status rc = STATUS_ERR;
+    const char *lines[CMP_MAX_SENTENCES];
+    int idx[CMP_MAX_SENTENCES], n = 0;
+    AttnMap maps[CMP_MAX_SENTENCES];
+    char **out = NULL;
+    memset(maps, 0, sizeof maps);
+    for (int k = 0; k < cmp->nsentences; k++) {
+        if (cmp->sentences[k] >= c->n) continue; /* checked in eval_run when given explicitly */
+        idx[n] = cmp->sentences[k];
+        lines[n++] = c->src[cmp->sentences[k]];
+    }
+    if (n == 0) return STATUS_OK;
+    DecodeOpts greedy = {1, 0.0f};
+    if (translate_lines(m, lines, n, &greedy, &out, maps, err))
+        return err_prefix(err, "attention maps of run %s", r->name);
+    for (int k = 0; k < n; k++) {
+        char path[1400], title[1600];
+        snprintf(path, sizeof path, "%s/attention_%s_%d.png", cmp->out_dir, r->name, idx[k]);
+        snprintf(title, sizeof title, "%s: test sentence %d (greedy)", r->name, idx[k]);
+        if (plot_attention_png(&maps[k], path, title, err)) goto cleanup;
+        r->drawn[r->ndrawn++] = idx[k];
+    }
+    rc = STATUS_OK;
+cleanup:
+    for (int k = 0; k < n; k++) attn_map_free(&maps[k]);
+    free_lines(out, n);
+    return rc;
+}
+
+static Status eval_run(Compare *cmp, Run *r, Err *err) {
+    Status rc = STATUS_ERR;
+    Model m;
+    Corpus c = {0};
+    char ck[1100];
+    snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
+    fprintf(stderr, "trainer compare: run %s: %s\n", r->name, ck);
+    if (read_metrics(r, err)) return STATUS_ERR;
+    if (checkpoint_load(ck, &m, NULL, cmp->device, err)) return STATUS_ERR;
+    set_threads(m.cfg.threads);
+    r->cfg = m.cfg;
+    r->params = (long)m.ps.total;
+    r->has_attention = model_has_attention(&m);
+    const Config *tc = r->from_config ? &r->ini : &m.cfg;
+    snprintf(r->test_src, sizeof r->test_src, "%s", cmp->test_src ? cmp->test_src : tc->test_src);
+    snprintf(r->test_tgt, sizeof r->test_tgt, "%s", cmp->test_tgt ? cmp->test_tgt : tc->test_tgt);
+    if (!r->test_src[0] || !r->test_tgt[0]) {
+        err_set(err, "run %s: %s has no test set (data.test_src and data.test_tgt are empty); "
+                "set them in the config (e.g. data/multi30k/test_2016_flickr.de.gz and .en.gz) "
+                "or give --test-src FILE --test-tgt FILE", r->name,
+                r->from_config ? r->arg : "the config stored in best.ckpt");
+        goto cleanup;
+    }
+    if (corpus_load(&c, r->test_src, r->test_tgt, m.cfg.max_line_bytes, err)) {
+        err_prefix(err, "run %s: test set", r->name);
+        goto cleanup;
+    }
+    r->test_n = c.n;
+    if (cmp->sentences_given)
+        for (int k = 0; k < cmp->nsentences; k++)
+            if (cmp->sentences[k] >= c.n) {
+                err_set(err, "--sentences %d: the test set of run %s (%s) has only %ld usable "
+                        "pairs (indices 0..%ld)", cmp->sentences[k], r->name, r->test_src, c.n,
+                        c.n - 1);
+                goto cleanup;
+            }
+    DecodeOpts greedy = {1, 0.0f};
+    if (score(&m, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
+    if (cmp->beam.beam == 1) /* K = 1 is greedy decoding (decode.h) */
+        r->bleu_b = r->bleu_g, r->chrf_b = r->chrf_g;
+    else if (score(&m, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
+        goto fail_decode;
+    if (r->has_attention && attention_maps(cmp, r, &m, &c, err)) goto cleanup;
+    rc = STATUS_OK;
+    goto cleanup;
+fail_decode:
+    err_prefix(err, "run %s: decoding %s", r->name, r->test_src);
+cleanup:
+    corpus_free(&c);
+    model_free(&m);
+    return rc;
+}
+
+/* ---- output ---- */
+
+static void cpu_model(char *buf, size_t n) {
+    snprintf(buf, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10)) continue;
+            char *p = strchr(line, ':');
+            if (!p) continue;
+            p++;
+            while (*p == ' ' || *p == '\t') p++;
+            size_t k = strcspn(p, "\r\n");
+            snprintf(buf, n, "%.*s", (int)k, p);
+            break;
+        }
+        fclose(f);
+    }
+    if (!strcmp(buf, "unknown CPU")) {
+        struct utsname u;
+        if (uname(&u) == 0) snprintf(buf, n, "unknown %s CPU", u.machine);
+    }
+}
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    long t = (long)llround(s);
+    if (t >= 3600) snprintf(buf, n, "%ld h %02ld min", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ld min %02ld s", t / 60, t % 60);
+    else snprintf(buf, n, "%.1f s", s);
+}
+
+static const char *attn_name(AttentionKind k) {
+    return ((int)k >= 0 && (int)k < ATTN_KIND_COUNT) ? attention_kind_names[k] : "?";
+}
+
+/* The Markdown table (header, rule, one row per run). */
+static void write_md_table(FILE *f, const Compare *c) {
+    fprintf(f, "| run | model | cell | attention | input feeding | parameters | epochs | "
+               "training time | tokens/s | peak memory (MiB) | best val ppl | best val BLEU | "
+               "test BLEU greedy | test chrF greedy | test BLEU beam %d | test chrF beam %d |\n",
+            c->beam.beam, c->beam.beam);
+    fprintf(f, "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (int i = 0; i < c->nruns; i++) {
+        const Run *r = &c->runs[i];
+        int rnn = r->cfg.model_type == MODEL_RNN;
+        char secs[64], tok[64], peak[64], ppl[64], bleu[64];
+        if (r->has_secs) fmt_duration(secs, sizeof secs, r->train_secs);
+        else snprintf(secs, sizeof secs, DASH);
+        if (r->has_tok_s) snprintf(tok, sizeof tok, "%.0f", r->tok_s);
+        else snprintf(tok, sizeof tok, DASH);
+        if (r->has_peak) snprintf(peak, sizeof peak, "%.0f", r->peak_mib);
+        else snprintf(peak, sizeof peak, DASH);
+        if (r->npts) {
+            snprintf(ppl, sizeof ppl, "%.2f", r->best_ppl);
+            snprintf(bleu, sizeof bleu, "%.2f", r->best_bleu);
+        } else {
+            snprintf(ppl, sizeof ppl, DASH);
+            snprintf(bleu, sizeof bleu, DASH);
+        }
+        fprintf(f, "| %s | %s | %s | %s | %s | %ld | %d | %s | %s | %s | %s | %s | %.2f | %.2f | "
+                   "%.2f | %.2f |\n",
+                r->name, model_type_names[r->cfg.model_type],
+                rnn ? cell_type_names[r->cfg.cell] : DASH, attn_name(r->cfg.attention),
+                rnn ? (r->cfg.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs, secs,
+                tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+    }
+}
+
+/* A CSV text field (RFC 4180 quoting when needed). */
+static void csv_text(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static Status close_checked(FILE *f, const char *path, Err *err) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return err_set(err, "%s: write failed (%s); check the free space and permissions of "
+                       "the output folder", path, strerror(errno));
+    return STATUS_OK;
+}
+
+static Status write_csv(const Compare *c, Err *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/compare.csv", c->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "run,model,cell,attention,input_feeding,parameters,epochs,train_seconds,tok_s,"
+               "peak_mib,best_val_ppl,best_val_bleu,test_bleu_greedy,test_chrf_greedy,"
+               "test_bleu_beam,test_chrf_beam\n");
+    for (int i = 0; i < c->nruns; i++) {
+        const Run *r = &c->runs[i];
+        int rnn = r->cfg.model_type == MODEL_RNN;
+        csv_text(f, r->name);
+        fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model_type],
+                rnn ? cell_type_names[r->cfg.cell] : "", attn_name(r->cfg.attention),
+                rnn ? (r->cfg.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
+        if (r->has_secs) fprintf(f, "%.1f", r->train_secs);
+        fputc(',', f);
+        if (r->has_tok_s) fprintf(f, "%.1f", r->tok_s);
+        fputc(',', f);
+        if (r->has_peak) fprintf(f, "%.1f", r->peak_mib);
+        fputc(',', f);
+        if (r->npts) fprintf(f, "%.4f,%.4f", r->best_ppl, r->best_bleu);
+        else fputc(',', f);
+        fprintf(f, ",%.4f,%.4f,%.4f,%.4f\n", r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+    }
+    return close_checked(f, path, err);
+}
+
+static Status write_md(const Compare *c, Err *err) {
+    char path[1100], cpu[256], date[64];
+    snprintf(path, sizeof path, "%s/compare.md", c->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    cpu_model(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M %Z", &tm);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(f, "# Comparison of %d run%s\n\n", c->nruns, c->nruns == 1 ? "" : "s");
+    write_md_table(f, c);
+    fprintf(f, "\nMachine: %s, %ld cores; %s. Evaluated on %s.\n", cpu, cores, date,
+            c->device < 0 ? "each checkpoint's train.device" : device_type_names[c->device]);
+    fprintf(f, "Decoding: greedy, and beam search with K = %d and length penalty "
+               "α = %.2f (Wu et al. 2016 eq. 14); at most 2·S + 10 target pieces. BLEU and chrF "
+               "as sacreBLEU's defaults, in percent. Training time and tokens/s are from each "
+               "run's metrics.jsonl (the machine that trained it); peak memory is the training "
+               "process's peak resident set.\n\n",
+            c->beam.beam, (double)c->beam.len_penalty);
+    fprintf(f, "## Runs\n\n");
+    for (int i = 0; i < c->nruns; i++) {
+        const Run *r = &c->runs[i];
+        fprintf(f, "- **%s**: %s `%s`, checkpoint `%s/best.ckpt`; test set `%s` / `%s` "
+                "(%ld pairs)\n", r->name, r->from_config ? "config" : "folder",
+                r->from_config ? r->arg : r->dir, r->dir, r->test_src, r->test_tgt, r->test_n);
+    }
+    fprintf(f, "\n## Validation curves\n\n![validation BLEU and perplexity by epoch](curves.png)"
+               "\n\n## Attention (greedy translations of test sentences)\n\n");
+    for (int i = 0; i < c->nruns; i++) {
+        const Run *r = &c->runs[i];
+        if (!r->has_attention) {
+            fprintf(f, "- %s: skipped, the model has no attention (model.attention = none)\n",
+                    r->name);
+            continue;
+        }
+        if (r->ndrawn == 0)
+            fprintf(f, "- %s: no map (the selected sentences are beyond its test set)\n",
+                    r->name);
+        for (int k = 0; k < r->ndrawn; k++)
+            fprintf(f, "### %s, test sentence %d\n\n![attention of %s on test sentence %d]"
+                       "(attention_%s_%d.png)\n\n", r->name, r->drawn[k], r->name,
+                    r->drawn[k], r->name, r->drawn[k]);
+    }
+    return close_checked(f, path, err);
+}
+
+static Status write_curves(const Compare *c, Err *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/curves.png", c->out_dir);
+    const char **names = xcalloc((size_t)c->nruns, sizeof(char *));
+    const CurvePoint **pts = xcalloc((size_t)c->nruns, sizeof(CurvePoint *));
+    int *npts = xcalloc((size_t)c->nruns, sizeof(int));
+    for (int i = 0; i < c->nruns; i++) {
+        names[i] = c->runs[i].name;
+        pts[i] = c->runs[i].pts;
+        npts[i] = c->runs[i].npts;
+    }
+    Status rc = plot_curves_png(path, "validation curves", c->nruns, names, pts, npts, err);
+    free(names);
+    free(pts);
+    free(npts);
+    return rc;
+}
+
+/* ---- the command ---- */
+
+int cmd_compare(int argc, char **argv) {
+    Compare c;
+    Err err;
+    int rc = 2, alpha_set = 0;
+    memset(&c, 0, sizeof c);
+    c.out_dir = "compare";
+    c.device = -1;
+    c.beam = (DecodeOpts){5, 1.0f};
+    c.nsentences = 3;
+    c.sentences[0] = 0, c.sentences[1] = 1, c.sentences[2] = 2;
+    const char **args = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(char *));
+    int nargs = 0;
+    for (int i = 0; i < argc; i++) {
+        int d = parse_decode_arg(argc, argv, &i, &c.beam, &alpha_set, "compare");
+        if (d == 2) goto done;
+        if (d == 1) continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            c.out_dir = argv[++i];
+            if (!*c.out_dir) {
+                fprintf(stderr, "trainer compare: --out needs a folder name\n");
+                goto done;
+            }
+        } else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) {
+            if (parse_sentences(argv[++i], &c)) goto done;
+            c.sentences_given = 1;
+        } else if (!strcmp(argv[i], "--test-src") && i + 1 < argc) {
+            c.test_src = argv[++i];
+        } else if (!strcmp(argv[i], "--test-tgt") && i + 1 < argc) {
+            c.test_tgt = argv[++i];
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            i++;
+            if (!strcmp(argv[i], "cpu")) c.device = DEVICE_CPU;
+            else if (!strcmp(argv[i], "cuda")) c.device = DEVICE_CUDA;
+            else {
+                fprintf(stderr, "trainer compare: --device must be cpu or cuda, not '%s'\n",
+                        argv[i]);
+                goto done;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "trainer compare: unknown or incomplete argument '%s'\n", argv[i]);
+            usage(stderr);
+            goto done;
+        } else {
+            args[nargs++] = argv[i];
+        }
+    }
+    if (!alpha_set) c.beam.len_penalty = 1.0f; /* the documented default, also for --beam 1 */
+    if (nargs == 0) {
+        fprintf(stderr, "trainer compare: give at least one RUN (a run folder or a config "
+                ".ini)\n");
+        usage(stderr);
+        goto done;
+    }
+    if (!c.test_src != !c.test_tgt) {
+        fprintf(stderr, "trainer compare: give both --test-src FILE and --test-tgt FILE, or "
+                "neither\n");
+        goto done;
+    }
+    c.runs = xcalloc((size_t)nargs, sizeof(Run));
+    c.nruns = nargs;
+    for (int i = 0; i < nargs; i++) {
+        if (resolve_run(&c.runs[i], args[i])) goto done;
+        sanitize(c.runs[i].name);
+        uniquify(c.runs, i);
+    }
+    /* the usage checks are done; from here on a problem is a failure (1) */
+    rc = 1;
+    if (!plot_gnuplot_available(&err)) goto fail;
+    if (make_dirs(c.out_dir, &err)) goto fail;
+    for (int i = 0; i < c.nruns; i++)
+        if (train_if_needed(&c.runs[i], &err)) goto fail;
+    for (int i = 0; i < c.nruns; i++)
+        if (eval_run(&c, &c.runs[i], &err)) goto fail;
+    if (write_curves(&c, &err)) goto fail;
+    if (write_csv(&c, &err)) goto fail;
+    if (write_md(&c, &err)) goto fail;
+    write_md_table(stdout, &c);
+    fprintf(stdout, "\nwrote %s/compare.md, %s/compare.csv and the plots in %s\n", c.out_dir,
+            c.out_dir, c.out_dir);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "trainer compare: %s\n", err.msg);
+done:
+    for (int i = 0; i < c.nruns; i++) free(c.runs[i].pts);
+    free(c.runs);
+    free(args);
+    return rc;
+}

@@ -1,0 +1,219 @@
+/* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
+ * every RNN attention kind, both cells and both input-feeding settings, on tiny random models
+ * (V 13, E 4, H 6, 2 sentences of 5 and 3 source tokens):
+ *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
+ *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
+ *  2. Reordering: with 2 rows per sentence fed two different sequences, the rows swap
+ *     (rnn_decode_reorder) after every step while the sequences follow them; each sequence's
+ *     Σ log p must still equal its own teacher-forced value. A reorder that dropped or mixed any
+ *     piece of state (h, c, the fed-back h̃, the expanded source) would break it.
+ *  3. Beam 1 = greedy: decode_beam with K = 1 returns the same ids and attention as
+ *     decode_greedy.
+ *  4. Beam search is exact when the beam holds every prefix: with max_T = 3 and K = 169 = V²,
+ *     its result equals the best of all 13³ outputs found by scoring each one by teacher
+ *     forcing, with the length penalty α = 0 and α = 1 (Wu et al. 2016 eq. 14); for one case of
+ *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU).
+ * The Model is assembled by hand (no tokenizer is needed to decode ids); its output bias for
+ * PAD is −30, so no search picks PAD, which teacher forcing could not score, and its EOS bias
+ * is lowered by 2 so that the best output is not always EOS alone. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "data/spm.h"
+#include "eval/decode.h"
+#include "model/model.h"
+#include "testutil.h"
+
+enum { V = 13, E = 4, H = 6, B = 2, S = 5, T = 4 };
+
+typedef struct {
+    AttentionKind kind;
+    int gru, feed;
+} Case;
+
+static const char *name(Case c) {
+    static char buf[96];
+    snprintf(buf, sizeof buf, "%s %s feed=%d", attention_kind_names[c.kind], c.gru ? "gru" : "lstm",
+             c.feed);
+    return buf;
+}
+
+static int src[S * B], src_len[B] = {5, 3};
+static float mask[S * B];
+
+static int build(Model *m, Case c) {
+    Err err;
+    memset(m, 0, sizeof *m);
+    m->be = backend_cpu();
+    m->V = V;
+    params_init_set(&m->ps, m->be);
+    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, &err)) {
+        EXPECT(0, "%s: rnn_create: %s", name(c), err.msg);
+        return 1;
+    }
+    params_allocate(&m->ps);
+    Rng rng;
+    rng_seed(&rng, 11, (uint64_t)c.kind * 4 + (uint64_t)c.gru * 2 + (uint64_t)c.feed);
+    params_initialise(&m->ps, &rng, 0.8f); /* peaked enough that outputs differ */
+    /* PAD is never an output (teacher forcing ignores PAD targets, so it could not score one) */
+    for (int i = 0; i < m->ps.n; i++)
+        if (!strcmp(m->ps.specs[i].name, "out.b")) {
+            m->ps.data[m->ps.specs[i].offset + SPM_PAD_ID] = -30;
+            m->ps.data[m->ps.specs[i].offset + SPM_EOS_ID] -= 2; /* longer outputs compete */
+        }
+    model_reserve(m, 256 * B, S, 8, 256L * B * S, 256L * B * 8);
+    return 0;
+}
+
+/* Σ over the batch of log p(tout | tin) by teacher forcing (one sentence per row of tin). */
+static double teacher_forced(Model *m, const int *tin, const int *tout, int nb, int nt,
+                             const int *src_b, const int *len_b, const float *mask_b) {
+    RnnBatch b = {nb, S, nt, src_b, len_b, mask_b, tin, tout};
+    return -rnn_forward_backward(m->rnn, &b, 0.0f, 0, 0, 0.0f);
+}
+
+static void check_steps(Case c) {
+    Model m;
+    if (build(&m, c)) return;
+    Rng rng;
+    rng_seed(&rng, 5, 5);
+    /* sequence A: tin/tout as in training; sequence B: other tokens */
+    int tin[2][T * B], tout[2][T * B];
+    for (int q = 0; q < 2; q++)
+        for (int t = 0; t < T; t++)
+            for (int b = 0; b < B; b++) {
+                tin[q][t * B + b] = t ? tout[q][(t - 1) * B + b] : SPM_BOS_ID;
+                tout[q][t * B + b] = 4 + (int)rng_below(&rng, V - 4);
+            }
+    double ref[2];
+    for (int q = 0; q < 2; q++) ref[q] = teacher_forced(&m, tin[q], tout[q], B, T, src, src_len, mask);
+
+    /* 1. K = 1, step by step */
+    RnnBatch rb = {B, S, 0, src, src_len, mask, NULL, NULL};
+    rnn_decode_begin(m.rnn, &rb, 1);
+    double sum = 0;
+    for (int t = 0; t < T; t++) {
+        const float *lp = rnn_decode_step(m.rnn, t, tin[0] + t * B, 1);
+        for (int b = 0; b < B; b++) sum += lp[b * V + tout[0][t * B + b]];
+    }
+    EXPECT(fabs(sum - ref[0]) <= 1e-5 * fabs(ref[0]), "%s: step by step Σ log p %.9g, teacher "
+           "forcing %.9g", name(c), sum, ref[0]);
+
+    /* 2. K = 2, rows swap after every step; where[q][b] = the row holding sequence q */
+    rnn_decode_begin(m.rnn, &rb, 2);
+    int where[2][B], ids[2 * B], parent[2 * B];
+    double got[2] = {0, 0};
+    for (int b = 0; b < B; b++) where[0][b] = 2 * b, where[1][b] = 2 * b + 1;
+    for (int t = 0; t < T; t++) {
+        for (int q = 0; q < 2; q++)
+            for (int b = 0; b < B; b++) ids[where[q][b]] = tin[q][t * B + b];
+        const float *lp = rnn_decode_step(m.rnn, t, ids, 1);
+        for (int q = 0; q < 2; q++)
+            for (int b = 0; b < B; b++) got[q] += lp[where[q][b] * V + tout[q][t * B + b]];
+        for (int b = 0; b < B; b++) { /* swap the two rows of every sentence */
+            parent[2 * b] = 2 * b + 1, parent[2 * b + 1] = 2 * b;
+            for (int q = 0; q < 2; q++) where[q][b] ^= 1;
+        }
+        rnn_decode_reorder(m.rnn, t, parent);
+    }
+    for (int q = 0; q < 2; q++)
+        EXPECT(fabs(got[q] - ref[q]) <= 1e-5 * fabs(ref[q]), "%s: with reordering, sequence %d "
+               "Σ log p %.9g, teacher forcing %.9g", name(c), q, got[q], ref[q]);
+    printf("%s: Σ log p teacher forcing %.6f, step by step %.6f, reordered %.6f / %.6f\n",
+           name(c), ref[0], sum, got[0], got[1]);
+    model_free(&m);
+}
+
+static HostBatch host_batch(void) {
+    HostBatch hb = {0};
+    hb.B = B, hb.S = S, hb.T = 0;
+    hb.src = src, hb.src_len = src_len, hb.src_mask = mask;
+    return hb;
+}
+
+static void check_search(Case c, int exhaustive) {
+    Model m;
+    if (build(&m, c)) return;
+    HostBatch hb = host_batch();
+    /* 3. beam 1 = greedy */
+    enum { MT = 6 };
+    int g[B * MT], k1[B * MT];
+    float ga[B * MT * S], ka[B * MT * S];
+    memset(ga, 0, sizeof ga), memset(ka, 0, sizeof ka);
+    int att = model_has_attention(&m);
+    decode_greedy(&m, &hb, MT, g, att ? ga : NULL);
+    decode_beam(&m, &hb, 1, 0.0f, MT, k1, att ? ka : NULL);
+    EXPECT(!memcmp(g, k1, sizeof g), "%s: beam 1 ids differ from greedy", name(c));
+    EXPECT(!memcmp(ga, ka, sizeof ga), "%s: beam 1 attention differs from greedy", name(c));
+
+    /* 4. exact search: every output of up to 3 tokens, scored by teacher forcing */
+    if (!exhaustive) {
+        model_free(&m);
+        return;
+    }
+    static double lp[B][V * V * V];
+    static int lens[V * V * V];
+    for (int code = 0; code < V * V * V; code++) {
+        int y[3] = {code % V, code / V % V, code / (V * V)}, len = 3;
+        if (y[0] == SPM_EOS_ID) len = 1;
+        else if (y[1] == SPM_EOS_ID) len = 2;
+        lens[code] = len;
+        int skip = (len == 1 && code >= V) || (len == 2 && code >= V * V); /* counted already */
+        for (int t = 0; t < len; t++) skip |= y[t] == SPM_PAD_ID; /* not an output, see above */
+        for (int b = 0; b < B; b++) {
+            lp[b][code] = -INFINITY;
+            if (skip) continue;
+            int tin[3], tout[3], srcb[S], lenb = src_len[b];
+            float maskb[S];
+            for (int s = 0; s < S; s++) srcb[s] = src[s * B + b], maskb[s] = mask[s * B + b];
+            for (int t = 0; t < len; t++) tin[t] = t ? y[t - 1] : SPM_BOS_ID, tout[t] = y[t];
+            lp[b][code] = teacher_forced(&m, tin, tout, 1, len, srcb, &lenb, maskb);
+        }
+    }
+    for (int ai = 0; ai < 2; ai++) {
+        float alpha = ai ? 1.0f : 0.0f;
+        int out[B * 3];
+        decode_beam(&m, &hb, V * V, alpha, 3, out, NULL);
+        for (int b = 0; b < B; b++) {
+            double best = -INFINITY;
+            int bc = 0;
+            for (int code = 0; code < V * V * V; code++) {
+                double sc = lp[b][code] / (ai ? pow((5.0 + lens[code]) / 6.0, alpha) : 1.0);
+                if (sc > best) best = sc, bc = code;
+            }
+            int y[3] = {bc % V, bc / V % V, bc / (V * V)}, same = 1;
+            for (int t = 0; t < 3; t++) same &= out[b * 3 + t] == (t < lens[bc] ? y[t] : SPM_PAD_ID);
+            EXPECT(same, "%s α=%g sentence %d: beam K=169 gives %d %d %d, exhaustive search "
+                   "%d %d %d (len %d, score %.6f)", name(c), (double)alpha, b, out[b * 3],
+                   out[b * 3 + 1], out[b * 3 + 2], y[0], y[1], y[2], lens[bc], best);
+            if (same) printf("%s α=%g sentence %d: beam = exhaustive best of %d outputs (len %d, "
+                             "score %.4f)\n", name(c), (double)alpha, b, V * V * V, lens[bc], best);
+        }
+    }
+    model_free(&m);
+}
+
+int main(void) {
+    omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
+    Rng rng;
+    rng_seed(&rng, 3, 3);
+    for (int t = 0; t < S; t++)
+        for (int b = 0; b < B; b++) {
+            int real = t < src_len[b];
+            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            mask[t * B + b] = (float)real;
+        }
+    const Case cases[] = {
+        {ATTN_NONE, 0, 0},          {ATTN_BAHDANAU, 0, 0},       {ATTN_LUONG_DOT, 0, 0},
+        {ATTN_LUONG_DOT, 0, 1},     {ATTN_LUONG_GENERAL, 0, 0},  {ATTN_LUONG_GENERAL, 0, 1},
+        {ATTN_LUONG_CONCAT, 0, 0},  {ATTN_LUONG_CONCAT, 0, 1},   {ATTN_NONE, 1, 0},
+        {ATTN_BAHDANAU, 1, 0},      {ATTN_LUONG_GENERAL, 1, 0},  {ATTN_LUONG_CONCAT, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_steps(cases[i]);
+        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11);
+    }
+    return test_report("test_decode");
+}

@@ -1,0 +1,267 @@
+/* test_compare.c — `trainer compare` end to end (src/eval/compare.h, src/eval/plot.h).
+ *
+ * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini
+ * (2 epochs), one thread; the 100 validation pairs double as the test set
+ * (data.test_src/test_tgt). Two runs:
+ *   general  trained here with `trainer train` (model.attention = luong_general) and given to
+ *            compare as a run FOLDER;
+ *   dot      model.attention = luong_dot, given to compare as a CONFIG .ini (written here with
+ *            config_to_ini) whose folder has no best.ckpt yet, so compare trains it itself.
+ * `trainer compare general dot.ini --out D --beam 2` must exit 0 and write:
+ *   - compare.csv: the header and one row per run (names "general", "dot"), 16 fields, every
+ *     numeric field a complete number (peak_mib too: these runs log peak_rss_mb), parameters
+ *     > 0, epochs = 2, the attention names, BLEU and chrF in [0, 100], perplexity > 1;
+ *   - compare.md: one table row per run, the machine line, links to the PNGs;
+ *   - curves.png and attention_<run>_{0,1,2}.png for both runs, each starting with the PNG
+ *     signature; the Markdown table on stdout.
+ * Refusals: an empty folder and a missing path as RUN exit 2 with a message naming the argument;
+ * a config without a test set exits 1 naming data.test_src.
+ * Needs the gnuplot program: without it the test FAILS (CI installs gnuplot), it does not skip.
+ */
+#include <math.h>
+
+#include "train/config.h"
+#include "trainer_run.h"
+
+#define TIMEOUT 240.0
+
+static const char *g_work;
+
+static const unsigned char PNG_SIG[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+
+static int is_png(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char b[8];
+    size_t r = fread(b, 1, 8, f);
+    fclose(f);
+    return r == 8 && memcmp(b, PNG_SIG, 8) == 0;
+}
+
+/* Runs `trainer compare ARGS...` (NULL-terminated); stdout/stderr into tag.out / tag.err. */
+static int compare(const char *tag, ...) {
+    TrArgv a = {0};
+    tr_arg(&a, "%s", tr_bin());
+    tr_arg(&a, "compare");
+    va_list ap;
+    va_start(ap, tag);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
+    va_end(ap);
+    tr_print_argv(tag, a.v);
+    const char *out = tr_fmt("%s/%s.out", g_work, tag), *err = tr_fmt("%s/%s.err", g_work, tag);
+    double t0 = tr_now();
+    int rc = tr_wait(tr_spawn2(a.v, out, err, 0, NULL), TIMEOUT);
+    tr_argv_free(&a);
+    printf("  -> exit %d in %.1f s\n", rc, tr_now() - t0);
+    return rc;
+}
+
+/* A config .ini: tiny.ini with the work slices, test set = val slice (test != 0) or none,
+ * save_dir, and extra
+ * "section.key=value" overrides (NULL-terminated). */
+static void write_ini(const char *path, const char *name, const char *save_dir, int test,
+                      ...) {
+    Config c;
+    Err err;
+    int ok = config_load(&c, TR_CONFIG, &err) == 0;
+    const char *sets[] = {
+        tr_fmt("run.name=%s", name),
+        tr_fmt("data.train_src=%s/train.de", g_work),
+        tr_fmt("data.train_tgt=%s/train.en", g_work),
+        tr_fmt("data.val_src=%s/val.de", g_work),
+        tr_fmt("data.val_tgt=%s/val.en", g_work),
+        tr_fmt("data.test_src=%s", test ? tr_fmt("%s/val.de", g_work) : ""),
+        tr_fmt("data.test_tgt=%s", test ? tr_fmt("%s/val.en", g_work) : ""),
+        tr_fmt("data.cache_dir=%s/cache", save_dir),
+        tr_fmt("train.save_dir=%s", save_dir),
+        "train.threads=1",
+    };
+    for (size_t i = 0; ok && i < sizeof sets / sizeof *sets; i++)
+        ok = config_set(&c, sets[i], &err) == 0;
+    va_list ap;
+    va_start(ap, test);
+    for (const char *s; ok && (s = va_arg(ap, const char *)) != NULL;)
+        ok = config_set(&c, s, &err) == 0;
+    va_end(ap);
+    if (ok) ok = config_validate(&c, &err) == 0;
+    if (!ok) {
+        fprintf(stderr, "FAIL: cannot build the config %s: %s\n", path, err.msg);
+        exit(1);
+    }
+    char *text = config_to_ini(&c);
+    if (test_write_file(path, text, strlen(text)) != 0) {
+        fprintf(stderr, "FAIL: cannot write %s\n", path);
+        exit(1);
+    }
+    free(text);
+}
+
+/* A complete number (strtod takes all of it). */
+static int num(const char *s, double *v) {
+    char *end;
+    if (!*s) return 0;
+    *v = strtod(s, &end);
+    return *end == 0 && isfinite(*v);
+}
+
+/* Splits a CSV line (no quoted fields expected) in place; returns the field count. */
+static int split_csv(char *line, char **f, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n == max) return max + 1;
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    size_t len = strlen(f[n - 1]);
+    while (len && (f[n - 1][len - 1] == '\r')) f[n - 1][--len] = 0;
+    return n;
+}
+
+static void check_csv(const char *path) {
+    static const char *const header =
+        "run,model,cell,attention,input_feeding,parameters,epochs,train_seconds,tok_s,peak_mib,"
+        "best_val_ppl,best_val_bleu,test_bleu_greedy,test_chrf_greedy,test_bleu_beam,"
+        "test_chrf_beam";
+    static const char *const names[2] = {"general", "dot"};
+    static const char *const attn[2] = {"luong_general", "luong_dot"};
+    char *t = test_read_file(path, NULL);
+    EXPECT(t != NULL, "cannot read %s", path);
+    if (!t) return;
+    char *save = NULL, *lines[8];
+    int nl = 0;
+    for (char *l = strtok_r(t, "\n", &save); l && nl < 8; l = strtok_r(NULL, "\n", &save))
+        lines[nl++] = l;
+    EXPECT(nl == 3, "%s: %d lines, expected the header and 2 rows", path, nl);
+    if (nl >= 1) EXPECT(!strcmp(lines[0], header), "%s header: '%s'", path, lines[0]);
+    for (int r = 0; r < 2 && r + 1 < nl; r++) {
+        char *f[20];
+        int nf = split_csv(lines[r + 1], f, 19);
+        EXPECT(nf == 16, "%s row %d: %d fields, expected 16", path, r + 1, nf);
+        if (nf != 16) continue;
+        EXPECT(!strcmp(f[0], names[r]), "row %d: run '%s', expected '%s'", r + 1, f[0], names[r]);
+        EXPECT(!strcmp(f[1], "rnn") && !strcmp(f[2], "lstm") && !strcmp(f[3], attn[r]) &&
+                   !strcmp(f[4], "yes"),
+               "row %d: model '%s' cell '%s' attention '%s' input feeding '%s'", r + 1, f[1],
+               f[2], f[3], f[4]);
+        double v[16];
+        for (int k = 5; k < 16; k++)
+            EXPECT(num(f[k], &v[k]), "row %d field %d ('%s') is not a number", r + 1, k + 1,
+                   f[k]);
+        printf("%s: params %s epochs %s time %s s tok/s %s peak %s MiB val ppl %s val BLEU %s "
+               "test BLEU/chrF greedy %s/%s beam %s/%s\n", f[0], f[5], f[6], f[7], f[8], f[9],
+               f[10], f[11], f[12], f[13], f[14], f[15]);
+        EXPECT(v[5] > 1000 && v[5] == floor(v[5]), "row %d: parameters %s", r + 1, f[5]);
+        EXPECT(v[6] == 2, "row %d: epochs %s, expected 2", r + 1, f[6]);
+        EXPECT(v[7] > 0 && v[8] > 0 && v[9] > 0, "row %d: time %s, tok/s %s, peak %s", r + 1,
+               f[7], f[8], f[9]);
+        EXPECT(v[10] > 1, "row %d: best validation perplexity %s", r + 1, f[10]);
+        for (int k = 11; k < 16; k++)
+            EXPECT(v[k] >= 0 && v[k] <= 100, "row %d field %d: %s not in [0, 100]", r + 1, k + 1,
+                   f[k]);
+    }
+    free(t);
+}
+
+int main(void) {
+    double t_start;
+    g_work = tr_begin("test_compare", &t_start);
+    EXPECT(system("command -v gnuplot >/dev/null 2>&1") == 0,
+           "the gnuplot program is not installed (apt-get install gnuplot-nox); trainer compare "
+           "needs it for its PNG plots");
+
+    /* ---- run 1: trained here, compared as a folder ---- */
+    const char *general = strdup(tr_fmt("%s/general", g_work));
+    TrArgv a;
+    tr_train_argv(&a, g_work, general);
+    tr_arg(&a, "--set");
+    tr_arg(&a, "model.attention=luong_general");
+    tr_arg(&a, "--set");
+    tr_arg(&a, "data.test_src=%s/val.de", g_work);
+    tr_arg(&a, "--set");
+    tr_arg(&a, "data.test_tgt=%s/val.en", g_work);
+    tr_print_argv("train general", a.v);
+    const char *log = tr_fmt("%s/train_general.log", g_work);
+    double t0 = tr_now();
+    int rc = tr_run(a.v, log, NULL, TIMEOUT);
+    tr_argv_free(&a);
+    printf("  -> exit %d in %.1f s\n", rc, tr_now() - t0);
+    EXPECT(rc == 0, "training the luong_general run failed (exit %d)", rc);
+    if (rc != 0) {
+        tr_print_tail(log, 20);
+        return test_report("test_compare");
+    }
+
+    /* ---- run 2: a config whose folder is empty; compare trains it ---- */
+    const char *dot_ini = strdup(tr_fmt("%s/dot.ini", g_work));
+    const char *dot_dir = strdup(tr_fmt("%s/dot", g_work));
+    write_ini(dot_ini, "dot", dot_dir, 1, "model.attention=luong_dot", NULL);
+
+    const char *out = strdup(tr_fmt("%s/cmp", g_work));
+    rc = compare("compare", general, dot_ini, "--out", out, "--beam", "2", NULL);
+    EXPECT(rc == 0, "trainer compare failed (exit %d)", rc);
+    if (rc != 0) {
+        tr_print_tail(tr_fmt("%s/compare.err", g_work), 20);
+        tr_print_tail(tr_fmt("%s/compare.out", g_work), 10);
+    }
+    EXPECT(tr_exists(tr_fmt("%s/best.ckpt", dot_dir)), "compare did not train %s into %s",
+           dot_ini, dot_dir);
+
+    /* ---- outputs ---- */
+    const char *csv = tr_fmt("%s/compare.csv", out), *md = strdup(tr_fmt("%s/compare.md", out));
+    EXPECT(tr_exists(csv), "%s missing", csv);
+    EXPECT(tr_exists(md), "%s missing", md);
+    check_csv(csv);
+    char *mdt = test_read_file(md, NULL);
+    if (mdt) {
+        int rows = 0;
+        for (char *p = mdt; (p = strstr(p, "\n| ")) != NULL; p++) rows++;
+        /* the header row and the two runs (the rule line starts with "|-") */
+        EXPECT(rows == 3, "%s: %d table lines starting with '| ', expected 3", md, rows);
+        EXPECT(strstr(mdt, "| general | rnn |") && strstr(mdt, "| dot | rnn |"),
+               "%s lacks a row for each run", md);
+        EXPECT(strstr(mdt, "Machine: ") && strstr(mdt, "cores"), "%s: no machine line", md);
+        EXPECT(strstr(mdt, "K = 2"), "%s: the decoding settings (beam 2) are not named", md);
+        EXPECT(strstr(mdt, "](curves.png)") && strstr(mdt, "](attention_general_0.png)") &&
+                   strstr(mdt, "](attention_dot_2.png)"),
+               "%s: image links missing", md);
+    }
+    free(mdt);
+    EXPECT(tr_file_contains(tr_fmt("%s/compare.out", g_work), "| general | rnn |"),
+           "the Markdown table was not printed on stdout");
+    const char *pngs[7] = {"curves.png"};
+    int np = 1;
+    static const char *const runs[2] = {"general", "dot"};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 3; i++) pngs[np++] = strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
+    for (int i = 0; i < np; i++) {
+        const char *p = tr_fmt("%s/%s", out, pngs[i]);
+        EXPECT(is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));
+    }
+
+    /* ---- refusals ---- */
+    const char *empty = strdup(tr_fmt("%s/empty_run", g_work));
+    mkdir(empty, 0755);
+    rc = compare("bad_empty", general, empty, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 2, "compare with an empty folder as RUN exited %d, expected 2", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/bad_empty.err", g_work), empty) &&
+               tr_file_contains(tr_fmt("%s/bad_empty.err", g_work), "best.ckpt"),
+           "the message does not name the empty folder %s and best.ckpt", empty);
+    const char *missing = tr_fmt("%s/no_such_run", g_work);
+    rc = compare("bad_missing", missing, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 2, "compare with a missing path as RUN exited %d, expected 2", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/bad_missing.err", g_work), missing),
+           "the message does not name %s", missing);
+    const char *notest = strdup(tr_fmt("%s/notest.ini", g_work));
+    /* same folder as "general" (has best.ckpt: no training), but the .ini has no test set */
+    write_ini(notest, "notest", general, 0, "model.attention=luong_general", NULL);
+    rc = compare("bad_notest", notest, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 1, "compare with a config without a test set exited %d, expected 1", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/bad_notest.err", g_work), "data.test_src"),
+           "the message does not name data.test_src");
+
+    return tr_finish("test_compare", g_work, t_start);
+}
