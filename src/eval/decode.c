@@ -107,7 +107,9 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
             for (int c = 0; c < n && live < K; c++) {
                 int len = t + 1, last = t == max_T - 1;
                 if (top[c].token == SPM_EOS_ID || last) {
-                    if (nfin[i] == K) continue;
+                    /* only an ending among the K best candidates finishes a hypothesis: the
+                     * lower ones would fill the K slots with poor short outputs */
+                    if (c >= K || nfin[i] == K) continue;
                     Hyp *h = &fin[(size_t)i * K + nfin[i]++];
                     h->norm = top[c].score / length_penalty(len, alpha);
                     h->len = len;

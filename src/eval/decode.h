@@ -3,7 +3,8 @@
  * Legend: B sentences, S source length, K beam size, V vocabulary, max_T the longest output.
  * Greedy: y_t = argmax p(y_t | y_<t, x) until EOS. Beam search (Wu et al. 2016 §7): K
  * hypotheses per sentence; each step keeps the K best continuations by log p(y_≤t | x) among the
- * K·V candidates; a candidate ending in EOS is finished and scored s(Y) = log p(Y | X) / lp(Y)
+ * K·V candidates; a candidate ending in EOS that ranks among the K best is finished (as in
+ * fairseq; lower ones are dropped) and scored s(Y) = log p(Y | X) / lp(Y)
  * with lp(Y) = ((5 + |Y|) / 6)^α (eq. 14, no coverage penalty; |Y| counts EOS); a sentence stops
  * when it has K finished hypotheses (or at max_T, where the live ones are finished as they
  * are) and returns the best s(Y). With K = 1 this is greedy decoding.
