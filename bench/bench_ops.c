@@ -88,5 +88,31 @@ int main(int argc, char **argv) {
          be->attn_forward(ctx, w, h, keys, keys, len, 1.0f, 0, B, 1, S, H, H));
     TIME("attention bwd (one decoder step) [B,1,S,H]", 0,
          be->attn_backward(hp, dk, dk, ctx, h, keys, keys, w, 1.0f, B, 1, S, H, H));
+
+    /* self-attention at Transformer sizes: flash (src/ops/cpu/flash.c) vs materialised weights;
+     * AB 2 sentences, NH 8 heads of HS 64, AT 256 positions, causal (decoder), full lengths */
+    {
+        int AB = 2, NH = 8, AT = 256, HS = 64;
+        size_t n = (size_t)AB * NH * AT * HS;
+        float *aq = randn(be, n, &rng), *ak = randn(be, n, &rng), *av = randn(be, n, &rng);
+        float *ao = randn(be, n, &rng), *ago = randn(be, n, &rng), *adq = randn(be, n, &rng);
+        float *adk = randn(be, n, &rng), *adv = randn(be, n, &rng);
+        float *alse = randn(be, (size_t)AB * NH * AT, &rng);
+        float *aw = randn(be, (size_t)AB * NH * AT * AT, &rng);
+        int *alen = xmalloc(sizeof(int) * AB * NH);
+        for (int i = 0; i < AB * NH; i++) alen[i] = AT;
+        float sc = 0.125f;                                  /* 1/√HS */
+        double fl = 2.0 * 2.0 * AB * NH * AT * AT * HS / 2; /* q kᵀ and a v, causal half */
+        TIME("flash attn fwd [2,8,256,64] causal", fl,
+             be->flash_attn_forward(ao, alse, aq, ak, av, alen, sc, 1, AB, NH, AT, AT, HS, HS));
+        TIME("flash attn bwd [2,8,256,64] causal", 2.5 * fl,
+             be->flash_attn_backward(adq, adk, adv, ago, aq, ak, av, ao, alse, alen, sc, 1, AB,
+                                     NH, AT, AT, HS, HS));
+        TIME("materialised attn fwd [2,8,256,64] causal", fl,
+             be->attn_forward(ao, aw, aq, ak, av, alen, sc, 1, AB * NH, AT, AT, HS, HS));
+        TIME("materialised attn bwd [2,8,256,64] causal", 2.0 * fl,
+             be->attn_backward(adq, adk, adv, ago, aq, ak, av, aw, sc, AB * NH, AT, AT, HS, HS));
+        free(alen);
+    }
     return 0;
 }

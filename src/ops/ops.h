@@ -121,6 +121,47 @@ struct Backend {
                                    const float *v, const float *values, const float *weights,
                                    int B, int Tq, int Tk, int A, int Dv);
 
+    /* ---- efficient attention kinds (multi-head; Transformer) ----
+     * Layout: q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv], out[B,NH,Tq,Dv]; key_len[B] (backend
+     * memory): keys at positions >= key_len[b] take no part; causal: key s is visible to query t
+     * only if s <= t + (Tk − Tq) (as attn_forward). Backward passes accumulate into dq, dk, dv
+     * (each may be NULL).
+     *
+     * Flash attention (Dao et al. 2022, Algorithm 1 forward, Algorithm 2 backward): exact
+     * softmax(scale·q kᵀ + mask) v computed over tiles of keys with the online softmax; keeps only
+     * lse[B,NH,Tq] = log Σ_s exp(scale·q·k_s) per row (−∞ for a row with no visible key, whose
+     * output is 0); the backward recomputes the scores tile by tile from q, k and lse, using
+     * rowsum(dout ⊙ out); no Tq×Tk matrix is stored, extra memory is O(tile) per thread. */
+    void (*flash_attn_forward)(float *out, float *lse, const float *q, const float *k,
+                               const float *v, const int *key_len, float scale, int causal, int B,
+                               int NH, int Tq, int Tk, int D, int Dv);
+    void (*flash_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
+                                const float *q, const float *k, const float *v, const float *out,
+                                const float *lse, const int *key_len, float scale, int causal,
+                                int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* Linear attention (Katharopoulos et al. 2020 eq. 6–9), φ(x) = elu(x) + 1:
+     * out_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / (φ(q_t)ᵀ Σ_s φ(k_s) + 1e-6) over the visible keys s;
+     * causal: prefix sums over s (eq. 8–9); the backward recomputes the running sums forward and
+     * backward in time (§3.3.1) instead of storing one D×Dv state per position. Nothing of size
+     * Tq×Tk or T·D·Dv is stored. A row with no visible key gets out = 0. */
+    void (*linear_attn_forward)(float *out, const float *q, const float *k, const float *v,
+                                const int *key_len, int causal, int B, int NH, int Tq, int Tk,
+                                int D, int Dv);
+    void (*linear_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
+                                 const float *q, const float *k, const float *v,
+                                 const int *key_len, int causal, int B, int NH, int Tq, int Tk,
+                                 int D, int Dv);
+    /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
+     * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
+     * key_len[b] visible positions); no causal form (callers must refuse one). */
+    void (*efficient_attn_forward)(float *out, const float *q, const float *k, const float *v,
+                                   const int *key_len, int B, int NH, int Tq, int Tk, int D,
+                                   int Dv);
+    void (*efficient_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
+                                    const float *q, const float *k, const float *v,
+                                    const int *key_len, int B, int NH, int Tq, int Tk, int D,
+                                    int Dv);
+
     /* ---- rows ----
      * dst[i, :] = src[idx[i], :] for i < n, rows of D floats (beam search: expand and reorder
      * hypotheses). idx in backend memory; dst and src must not overlap. */

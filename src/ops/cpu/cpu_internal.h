@@ -53,4 +53,23 @@ void cpu_log_softmax(float *out, const float *logits, int N, int V);
 void cpu_argmax(int *ids, const float *x, int N, int V);
 void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                      float b1, float b2, float eps, int t);
+void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
+                            const float *v, const int *key_len, float scale, int causal, int B,
+                            int NH, int Tq, int Tk, int D, int Dv);
+void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *out, const float *lse,
+                             const int *key_len, float scale, int causal, int B, int NH, int Tq,
+                             int Tk, int D, int Dv);
+void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
+                             const int *key_len, int causal, int B, int NH, int Tq, int Tk, int D,
+                             int Dv);
+void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                              const float *k, const float *v, const int *key_len, int causal,
+                              int B, int NH, int Tq, int Tk, int D, int Dv);
+void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
+                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv);
+void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                 const float *q, const float *k, const float *v,
+                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv);
+
 #endif

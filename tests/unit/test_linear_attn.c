@@ -1,0 +1,758 @@
+/* test_linear_attn.c — the CPU linear-time attention ops (backend_cpu(), src/ops/ops.h "efficient
+ * attention kinds"; src/ops/cpu/linear_attn.c) against plain double-precision references
+ * (DESIGN.md §9).
+ *
+ * Linear attention (Katharopoulos et al. 2020 eq. 6–9, §3.3.1), φ(x) = elu(x) + 1. The reference
+ * is the explicit quadratic masked form: for every row t and key s, w_ts = φ(q_t)·φ(k_s) if s is
+ * visible (s < key_len[b] and, causal, s ≤ t + Tk − Tq) else 0, and
+ *   out_t = Σ_s w_ts v_s / (Σ_s w_ts + 1e-6)     (out_t = 0 when no key is visible),
+ * so the op's prefix-sum (causal) form must equal it ("causal linear equals its quadratic masked
+ * form", DESIGN.md §9). Its gradient, derived on the quadratic form:
+ *   den_t = Σ_s w_ts + 1e-6,  dL/dw_ts = (g_t·v_s − g_t·out_t) / den_t,
+ *   dL/dφ(q_t) = Σ_s dL/dw_ts φ(k_s),  dL/dφ(k_s) = Σ_t dL/dw_ts φ(q_t),
+ *   dv_s = Σ_t w_ts g_t / den_t,
+ *   dq = dL/dφ(q) ⊙ φ'(q),  dk = dL/dφ(k) ⊙ φ'(k),  φ'(x) = 1 (x > 0), eˣ (x ≤ 0).
+ * Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v), ρ_q the softmax of each
+ *   row of q over D, ρ_k the softmax of each column of k over the visible keys (0 for padded).
+ *   Reference gradient: dP_t = C g_t, dq = P ⊙ (dP − P·dP), dC = Σ_t P_t g_tᵀ, dK_s = dC v_s,
+ *   dk_sd = K_sd (dK_sd − Σ_s' K_s'd dK_s'd) (the column sum taken explicitly), dv_s = dCᵀ K_s.
+ *
+ * Checks per case: forward vs the reference (output overwritten, key_len 0 / partial / full,
+ * Tq ≠ Tk, D ≠ Dv); padded keys are never read (NaN there changes nothing); backward vs the
+ * reference gradient and vs central finite differences of the float op (L = Σ r ⊙ out with a fixed
+ * random r, so dout = r); padded keys get exactly zero dk, dv and rows with no visible key get
+ * exactly zero dq; accumulate (prefilled buffers end as prefill + gradient); NULL gradients
+ * (each alone equals the full run bit for bit); results bit-identical for 1 and 2 OpenMP
+ * threads. The double references' own gradients are checked against double finite differences.
+ * One line per check group (max abs / rel error); the exit code is the verdict. */
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "rng.h"
+#include "testutil.h"
+
+/* Tolerances.
+ * Forward, float32 op vs double reference (sums of ≤ 40 terms of size O(1) in float32):
+ *   |got − ref| ≤ FWD_ATOL + FWD_RTOL·|ref|.
+ * Backward, float32 op vs the double reference gradient (adds the cancellation in
+ *   S g − z (g·out) and R v − r, terms O(1..10)): |got − ref| ≤ GRAD_ATOL + GRAD_RTOL·|ref|.
+ * Backward vs central finite differences of the float32 op (ε = FD_EPS; the loss is summed in
+ *   double from float32 outputs, so the quotient carries ~1e-4 of rounding noise):
+ *   |analytic − numeric| ≤ FD_ATOL + FD_RTOL·|numeric|.
+ * The double references' gradients vs double central differences (ε = REF_FD_EPS; truncation
+ *   O(ε²) ≈ 1e-12, rounding ≈ 1e-16/ε = 1e-10): ≤ REF_FD_TOL·(1 + |numeric|).
+ * Accumulate (one float add per element, possibly fused): |after − (pre + g)| ≤
+ *   ACC_TOL·(1 + |pre| + |g|).
+ * The causal "equals its quadratic masked form" check uses FWD_* and GRAD_*; NULL, padding and
+ *   thread-count checks are exact (bit-identical). */
+#define FWD_ATOL 1e-5
+#define FWD_RTOL 1e-5
+#define GRAD_ATOL 1e-5
+#define GRAD_RTOL 1e-4
+#define FD_EPS 1e-3f
+#define FD_ATOL 1e-3
+#define FD_RTOL 1e-2
+#define REF_FD_EPS 1e-6
+#define REF_FD_TOL 1e-7
+#define ACC_TOL 1e-6
+#define LIN_EPS 1e-6 /* the normaliser's guard in linear attention (ops.h) */
+
+static const Backend *be;
+static Rng rng;
+
+/* ------------------------------------------------------------------------------------------ */
+/* helpers (as in test_ops.c)                                                                  */
+
+static float *fnew(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) {
+        perror("calloc");
+        exit(2);
+    }
+    return p;
+}
+static double *dnew(size_t n) {
+    double *p = calloc(n ? n : 1, sizeof(double));
+    if (!p) {
+        perror("calloc");
+        exit(2);
+    }
+    return p;
+}
+static float *frand(size_t n, float lo, float hi) {
+    float *p = fnew(n);
+    for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * rng_uniform(&rng);
+    return p;
+}
+static float *fdup(const float *x, size_t n) {
+    float *p = fnew(n);
+    memcpy(p, x, sizeof(float) * n);
+    return p;
+}
+static double *d_of(const float *x, size_t n) {
+    double *p = dnew(n);
+    for (size_t i = 0; i < n; i++) p[i] = x[i];
+    return p;
+}
+static double dot_rd(const float *r, const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)r[i] * (double)x[i];
+    return s;
+}
+
+/* One group of comparisons, reported in one line. */
+typedef struct {
+    char name[96];
+    long n;
+    int bad;
+    double max_abs, max_rel;
+} Stat;
+
+static void stat_begin(Stat *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->name, sizeof s->name, fmt, ap);
+    va_end(ap);
+    s->n = 0;
+    s->bad = 0;
+    s->max_abs = 0;
+    s->max_rel = 0;
+}
+
+/* Records got vs ref; fails when |got − ref| > atol + rtol·|ref| (NaN always fails). */
+static void stat_add(Stat *s, double got, double ref, double atol, double rtol, const char *what,
+                     long idx) {
+    double d = fabs(got - ref);
+    s->n++;
+    if (!(d <= atol + rtol * fabs(ref))) {
+        if (s->bad < 6)
+            fprintf(stderr, "  %s: %s[%ld]: got %.9g, expected %.9g (diff %.3g)\n", s->name, what,
+                    idx, got, ref, d);
+        s->bad++;
+    }
+    if (isnan(d)) d = INFINITY;
+    if (d > s->max_abs) s->max_abs = d;
+    if (fabs(ref) >= 1e-3 && d / fabs(ref) > s->max_rel) s->max_rel = d / fabs(ref);
+}
+
+/* A boolean property inside a group (counted as one value, error 0 or 1). */
+static void stat_true(Stat *s, int ok, const char *fmt, ...) {
+    s->n++;
+    if (!ok) {
+        if (s->bad < 6) {
+            va_list ap;
+            va_start(ap, fmt);
+            fprintf(stderr, "  %s: ", s->name);
+            vfprintf(stderr, fmt, ap);
+            fprintf(stderr, "\n");
+            va_end(ap);
+        }
+        s->bad++;
+        if (s->max_abs < 1) s->max_abs = 1;
+    }
+}
+
+static void stat_end(Stat *s) {
+    printf("%-62s %6ld values  max abs %.2e  max rel %.2e  %s\n", s->name, s->n, s->max_abs,
+           s->max_rel, s->bad ? "FAIL" : "ok");
+    EXPECT(s->bad == 0, "%s: %d of %ld values out of tolerance", s->name, s->bad, s->n);
+}
+
+static void stat_arr(Stat *s, const float *got, const double *ref, size_t n, double atol,
+                     double rtol, const char *what) {
+    for (size_t i = 0; i < n; i++) stat_add(s, got[i], ref[i], atol, rtol, what, (long)i);
+}
+
+/* Bitwise equality of two float arrays, one boolean value per array. */
+static void stat_same(Stat *s, const float *a, const float *b, size_t n, const char *what) {
+    stat_true(s, memcmp(a, b, sizeof(float) * n) == 0, "%s differs", what);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the problem: one op, shapes and inputs                                                      */
+
+enum { LINEAR, EFFICIENT };
+
+typedef struct {
+    int kind, causal;
+    int B, NH, Tq, Tk, D, Dv;
+    const int *key_len; /* [B] */
+    float *q, *k, *v;   /* [B,NH,Tq,D], [B,NH,Tk,D], [B,NH,Tk,Dv] */
+    float *r;           /* [B,NH,Tq,Dv]: dout = dL/dout for L = Σ r ⊙ out */
+    float *out;         /* [B,NH,Tq,Dv] scratch for the loss */
+    size_t nq, nk, nv, no;
+} Prob;
+
+static const char *kind_name(const Prob *p) {
+    return p->kind == LINEAR ? (p->causal ? "linear causal" : "linear") : "efficient";
+}
+
+static void prob_init(Prob *p, int kind, int causal, int B, int NH, int Tq, int Tk, int D, int Dv,
+                      const int *key_len) {
+    p->kind = kind, p->causal = causal;
+    p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->D = D, p->Dv = Dv;
+    p->key_len = key_len;
+    p->nq = (size_t)B * NH * Tq * D;
+    p->nk = (size_t)B * NH * Tk * D;
+    p->nv = (size_t)B * NH * Tk * Dv;
+    p->no = (size_t)B * NH * Tq * Dv;
+    /* q, k in [−2, 2]: both branches of elu (and of φ') are exercised */
+    p->q = frand(p->nq, -2, 2);
+    p->k = frand(p->nk, -2, 2);
+    p->v = frand(p->nv, -1, 1);
+    p->r = frand(p->no, -1, 1);
+    p->out = fnew(p->no);
+}
+
+static void prob_free(Prob *p) {
+    free(p->q), free(p->k), free(p->v), free(p->r), free(p->out);
+}
+
+static void op_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v) {
+    if (p->kind == LINEAR)
+        be->linear_attn_forward(out, q, k, v, p->key_len, p->causal, p->B, p->NH, p->Tq, p->Tk,
+                                p->D, p->Dv);
+    else
+        be->efficient_attn_forward(out, q, k, v, p->key_len, p->B, p->NH, p->Tq, p->Tk, p->D,
+                                   p->Dv);
+}
+
+static void op_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *dout,
+                   const float *q, const float *k, const float *v) {
+    if (p->kind == LINEAR)
+        be->linear_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->causal, p->B, p->NH,
+                                 p->Tq, p->Tk, p->D, p->Dv);
+    else
+        be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->B, p->NH, p->Tq,
+                                    p->Tk, p->D, p->Dv);
+}
+
+static int klen(const Prob *p, int b) {
+    int len = p->key_len[b];
+    return len < p->Tk ? len : p->Tk;
+}
+
+/* Key s visible to query row t of batch b (written out independently of the op). */
+static int visible(const Prob *p, int b, int t, int s) {
+    if (s >= klen(p, b)) return 0;
+    if (p->causal && s > t + (p->Tk - p->Tq)) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* double-precision references                                                                 */
+
+static double phi_d(double x) { return x > 0 ? x + 1 : exp(x); }
+static double dphi_d(double x) { return x > 0 ? 1 : exp(x); }
+
+/* Linear attention, quadratic masked form; gradients added into dq, dk, dv when non-NULL. */
+static void ref_linear(const Prob *p, double *out, double *dq, double *dk, double *dv,
+                       const double *q, const double *k, const double *v, const double *g) {
+    int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
+    double *w = dnew((size_t)Tk), *o = dnew((size_t)Dv);
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->NH; h++) {
+            size_t bh = (size_t)b * p->NH + h;
+            const double *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * Dv;
+            for (int t = 0; t < Tq; t++) {
+                double W = 0;
+                int any = 0;
+                for (int s = 0; s < Tk; s++) {
+                    w[s] = 0;
+                    if (!visible(p, b, t, s)) continue;
+                    any = 1;
+                    for (int d = 0; d < D; d++)
+                        w[s] += phi_d(qb[(size_t)t * D + d]) * phi_d(kb[(size_t)s * D + d]);
+                    W += w[s];
+                }
+                double den = W + LIN_EPS;
+                for (int e = 0; e < Dv; e++) {
+                    o[e] = 0;
+                    for (int s = 0; s < Tk; s++) o[e] += w[s] * vb[(size_t)s * Dv + e];
+                    o[e] = any ? o[e] / den : 0;
+                }
+                if (out) memcpy(out + (bh * Tq + t) * Dv, o, sizeof(double) * Dv);
+                if (!g || !any) continue;
+                const double *gt = g + (bh * Tq + t) * Dv;
+                double go = 0;
+                for (int e = 0; e < Dv; e++) go += gt[e] * o[e];
+                for (int s = 0; s < Tk; s++) {
+                    if (!visible(p, b, t, s)) continue;
+                    double gv = 0;
+                    for (int e = 0; e < Dv; e++) gv += gt[e] * vb[(size_t)s * Dv + e];
+                    double dw = (gv - go) / den; /* dL/dw_ts */
+                    for (int d = 0; d < D; d++) {
+                        double qd = qb[(size_t)t * D + d], kd = kb[(size_t)s * D + d];
+                        if (dq) dq[(bh * Tq + t) * D + d] += dw * phi_d(kd) * dphi_d(qd);
+                        if (dk) dk[(bh * Tk + s) * D + d] += dw * phi_d(qd) * dphi_d(kd);
+                    }
+                    if (dv)
+                        for (int e = 0; e < Dv; e++)
+                            dv[(bh * Tk + s) * Dv + e] += w[s] / den * gt[e];
+                }
+            }
+        }
+    free(w), free(o);
+}
+
+/* Efficient attention; gradients added into dq, dk, dv when non-NULL. */
+static void ref_efficient(const Prob *p, double *out, double *dq, double *dk, double *dv,
+                          const double *q, const double *k, const double *v, const double *g) {
+    int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
+    double *K = dnew((size_t)Tk * D), *C = dnew((size_t)D * Dv), *P = dnew((size_t)Tq * D);
+    double *dC = dnew((size_t)D * Dv), *dK = dnew((size_t)Tk * D), *dP = dnew((size_t)D);
+/* row-major element (i, j) of a matrix with n columns */
+#define AT(x, i, j, n) (x)[(size_t)(i) * (n) + (j)]
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->NH; h++) {
+            size_t bh = (size_t)b * p->NH + h;
+            int L = klen(p, b);
+            const double *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * Dv;
+            /* ρ_q: softmax of each row of q */
+            for (int t = 0; t < Tq; t++) {
+                double m = -INFINITY, z = 0;
+                for (int d = 0; d < D; d++) m = fmax(m, AT(qb, t, d, D));
+                for (int d = 0; d < D; d++) z += exp(AT(qb, t, d, D) - m);
+                for (int d = 0; d < D; d++) AT(P, t, d, D) = exp(AT(qb, t, d, D) - m) / z;
+            }
+            /* ρ_k: softmax of each column of k over s < L, 0 beyond */
+            for (int d = 0; d < D; d++) {
+                double m = -INFINITY, z = 0;
+                for (int s = 0; s < L; s++) m = fmax(m, AT(kb, s, d, D));
+                for (int s = 0; s < L; s++) z += exp(AT(kb, s, d, D) - m);
+                for (int s = 0; s < Tk; s++)
+                    AT(K, s, d, D) = s < L ? exp(AT(kb, s, d, D) - m) / z : 0;
+            }
+            /* C = ρ_k(k)ᵀ v */
+            for (int d = 0; d < D; d++)
+                for (int e = 0; e < Dv; e++) {
+                    double c = 0;
+                    for (int s = 0; s < Tk; s++) c += AT(K, s, d, D) * AT(vb, s, e, Dv);
+                    AT(C, d, e, Dv) = c;
+                }
+            /* out = ρ_q(q) C */
+            if (out)
+                for (int t = 0; t < Tq; t++)
+                    for (int e = 0; e < Dv; e++) {
+                        double o = 0;
+                        for (int d = 0; d < D; d++) o += AT(P, t, d, D) * AT(C, d, e, Dv);
+                        out[(bh * Tq + t) * Dv + e] = o;
+                    }
+            if (!g || L == 0) continue;
+            const double *gb = g + bh * Tq * Dv;
+            memset(dC, 0, sizeof(double) * D * Dv);
+            for (int t = 0; t < Tq; t++) {
+                double pdp = 0;
+                for (int d = 0; d < D; d++) {
+                    dP[d] = 0;
+                    for (int e = 0; e < Dv; e++) dP[d] += AT(C, d, e, Dv) * AT(gb, t, e, Dv);
+                    pdp += AT(P, t, d, D) * dP[d];
+                }
+                for (int d = 0; d < D; d++) {
+                    double pd = AT(P, t, d, D);
+                    if (dq) dq[(bh * Tq + t) * D + d] += pd * (dP[d] - pdp);
+                    for (int e = 0; e < Dv; e++) AT(dC, d, e, Dv) += pd * AT(gb, t, e, Dv);
+                }
+            }
+            for (int s = 0; s < L; s++)
+                for (int d = 0; d < D; d++) {
+                    double a = 0;
+                    for (int e = 0; e < Dv; e++) a += AT(dC, d, e, Dv) * AT(vb, s, e, Dv);
+                    AT(dK, s, d, D) = a;
+                }
+            for (int d = 0; d < D; d++) {
+                double cs = 0; /* Σ_s K_sd dK_sd, explicitly */
+                for (int s = 0; s < L; s++) cs += AT(K, s, d, D) * AT(dK, s, d, D);
+                if (dk)
+                    for (int s = 0; s < L; s++)
+                        dk[(bh * Tk + s) * D + d] += AT(K, s, d, D) * (AT(dK, s, d, D) - cs);
+            }
+            if (dv)
+                for (int s = 0; s < L; s++)
+                    for (int e = 0; e < Dv; e++) {
+                        double a = 0;
+                        for (int d = 0; d < D; d++) a += AT(dC, d, e, Dv) * AT(K, s, d, D);
+                        dv[(bh * Tk + s) * Dv + e] += a;
+                    }
+        }
+#undef AT
+    free(K), free(C), free(P), free(dC), free(dK), free(dP);
+}
+
+static void ref_op(const Prob *p, double *out, double *dq, double *dk, double *dv,
+                   const double *q, const double *k, const double *v, const double *g) {
+    if (p->kind == LINEAR)
+        ref_linear(p, out, dq, dk, dv, q, k, v, g);
+    else
+        ref_efficient(p, out, dq, dk, dv, q, k, v, g);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* finite differences                                                                          */
+
+/* L = Σ r ⊙ op(q, k, v), in double from the float32 output. */
+static double loss_op(const Prob *p) {
+    op_fwd(p, p->out, p->q, p->k, p->v);
+    return dot_rd(p->r, p->out, p->no);
+}
+
+/* Central differences of the float op w.r.t. every element of x (one of p->q, p->k, p->v). */
+static void fd_check(Stat *st, const char *what, const Prob *p, float *x, size_t n,
+                     const float *analytic) {
+    for (size_t i = 0; i < n; i++) {
+        float x0 = x[i], xp = x0 + FD_EPS, xm = x0 - FD_EPS;
+        x[i] = xp;
+        double lp = loss_op(p);
+        x[i] = xm;
+        double lm = loss_op(p);
+        x[i] = x0;
+        double num = (lp - lm) / ((double)xp - (double)xm);
+        stat_add(st, analytic[i], num, FD_ATOL, FD_RTOL, what, (long)i);
+    }
+}
+
+/* after must equal pre + g (the gradient computed into a zeroed buffer). */
+static void accum_check(Stat *st, const char *what, const float *after, const float *pre,
+                        const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        double ref = (double)pre[i] + (double)g[i];
+        stat_add(st, after[i], ref, ACC_TOL * (1 + fabs(pre[i]) + fabs(g[i])), 0, what, (long)i);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the checks of one case                                                                      */
+
+static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D, int Dv,
+                      const int *key_len, const char *tag, int do_fd) {
+    Prob P, *p = &P;
+    prob_init(p, kind, causal, B, NH, Tq, Tk, D, Dv, key_len);
+    const char *kn = kind_name(p);
+    Stat st;
+
+    /* forward vs the double reference; out is overwritten (prefilled with NaN) */
+    double *q64 = d_of(p->q, p->nq), *k64 = d_of(p->k, p->nk), *v64 = d_of(p->v, p->nv);
+    double *g64 = d_of(p->r, p->no);
+    double *ro = dnew(p->no), *rq = dnew(p->nq), *rk = dnew(p->nk), *rv = dnew(p->nv);
+    ref_op(p, ro, rq, rk, rv, q64, k64, v64, g64);
+    float *out = fnew(p->no);
+    for (size_t i = 0; i < p->no; i++) out[i] = NAN;
+    stat_begin(&st, "%s forward vs double ref %s", kn, tag);
+    op_fwd(p, out, p->q, p->k, p->v);
+    stat_arr(&st, out, ro, p->no, FWD_ATOL, FWD_RTOL, "out");
+    /* rows with no visible key: exactly 0 */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < Tq; t++) {
+                int any = 0;
+                for (int s = 0; s < Tk; s++) any |= visible(p, b, t, s);
+                if (any) continue;
+                const float *o = out + (((size_t)b * NH + h) * Tq + t) * Dv;
+                int zero = 1;
+                for (int e = 0; e < Dv; e++) zero &= o[e] == 0.0f && !signbit(o[e]);
+                stat_true(&st, zero, "row b%d h%d t%d has no visible key but out != +0", b, h, t);
+            }
+    stat_end(&st);
+
+    /* backward (into zeroed buffers) vs the double reference gradient */
+    float *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
+    op_bwd(p, gq, gk, gv, p->r, p->q, p->k, p->v);
+    stat_begin(&st, "%s backward vs double ref grad %s", kn, tag);
+    stat_arr(&st, gq, rq, p->nq, GRAD_ATOL, GRAD_RTOL, "dq");
+    stat_arr(&st, gk, rk, p->nk, GRAD_ATOL, GRAD_RTOL, "dk");
+    stat_arr(&st, gv, rv, p->nv, GRAD_ATOL, GRAD_RTOL, "dv");
+    stat_end(&st);
+
+    /* padding: padded keys get exactly zero dk, dv; rows with no visible key get zero dq; NaN
+     * in padded keys / values changes nothing (they are never read) */
+    stat_begin(&st, "%s padding: zero grads, padded keys unread %s", kn, tag);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            size_t bh = (size_t)b * NH + h;
+            for (int s = klen(p, b); s < Tk; s++) {
+                int zero = 1;
+                for (int d = 0; d < D; d++) zero &= gk[(bh * Tk + s) * D + d] == 0.0f;
+                for (int e = 0; e < Dv; e++) zero &= gv[(bh * Tk + s) * Dv + e] == 0.0f;
+                stat_true(&st, zero, "padded key b%d h%d s%d has a nonzero dk/dv", b, h, s);
+            }
+            for (int t = 0; t < Tq; t++) {
+                int any = 0;
+                for (int s = 0; s < Tk; s++) any |= visible(p, b, t, s);
+                if (any) continue;
+                int zero = 1;
+                for (int d = 0; d < D; d++) zero &= gq[(bh * Tq + t) * D + d] == 0.0f;
+                stat_true(&st, zero, "row b%d h%d t%d sees no key but has a nonzero dq", b, h, t);
+            }
+        }
+    {
+        float *kn2 = fdup(p->k, p->nk), *vn2 = fdup(p->v, p->nv);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                size_t bh = (size_t)b * NH + h;
+                for (int s = klen(p, b); s < Tk; s++) {
+                    for (int d = 0; d < D; d++) kn2[(bh * Tk + s) * D + d] = NAN;
+                    for (int e = 0; e < Dv; e++) vn2[(bh * Tk + s) * Dv + e] = NAN;
+                }
+            }
+        float *o2 = fnew(p->no), *q2 = fnew(p->nq), *k2 = fnew(p->nk), *v2 = fnew(p->nv);
+        op_fwd(p, o2, p->q, kn2, vn2);
+        op_bwd(p, q2, k2, v2, p->r, p->q, kn2, vn2);
+        stat_same(&st, o2, out, p->no, "out with NaN padding");
+        stat_same(&st, q2, gq, p->nq, "dq with NaN padding");
+        stat_same(&st, k2, gk, p->nk, "dk with NaN padding");
+        stat_same(&st, v2, gv, p->nv, "dv with NaN padding");
+        free(kn2), free(vn2), free(o2), free(q2), free(k2), free(v2);
+    }
+    stat_end(&st);
+
+    /* backward vs central finite differences of the float op */
+    if (do_fd) {
+        stat_begin(&st, "%s backward vs FD (eps %.0e) %s", kn, (double)FD_EPS, tag);
+        fd_check(&st, "dq", p, p->q, p->nq, gq);
+        fd_check(&st, "dk", p, p->k, p->nk, gk);
+        fd_check(&st, "dv", p, p->v, p->nv, gv);
+        stat_end(&st);
+    }
+
+    /* accumulate: prefilled buffers end as prefill + gradient */
+    stat_begin(&st, "%s backward accumulates %s", kn, tag);
+    {
+        float *pq = frand(p->nq, -1, 1), *pk = frand(p->nk, -1, 1), *pv = frand(p->nv, -1, 1);
+        float *aq = fdup(pq, p->nq), *ak = fdup(pk, p->nk), *av = fdup(pv, p->nv);
+        op_bwd(p, aq, ak, av, p->r, p->q, p->k, p->v);
+        accum_check(&st, "dq", aq, pq, gq, p->nq);
+        accum_check(&st, "dk", ak, pk, gk, p->nk);
+        accum_check(&st, "dv", av, pv, gv, p->nv);
+        free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
+    }
+    stat_end(&st);
+
+    /* NULL gradients: each one alone equals the full run, bit for bit; all NULL is a no-op */
+    stat_begin(&st, "%s backward with NULL gradients %s", kn, tag);
+    {
+        float *aq = fnew(p->nq), *ak = fnew(p->nk), *av = fnew(p->nv);
+        op_bwd(p, aq, NULL, NULL, p->r, p->q, p->k, p->v);
+        op_bwd(p, NULL, ak, NULL, p->r, p->q, p->k, p->v);
+        op_bwd(p, NULL, NULL, av, p->r, p->q, p->k, p->v);
+        op_bwd(p, NULL, NULL, NULL, p->r, p->q, p->k, p->v);
+        stat_same(&st, aq, gq, p->nq, "dq alone");
+        stat_same(&st, ak, gk, p->nk, "dk alone");
+        stat_same(&st, av, gv, p->nv, "dv alone");
+        memset(ak, 0, sizeof(float) * p->nk), memset(av, 0, sizeof(float) * p->nv);
+        op_bwd(p, NULL, ak, av, p->r, p->q, p->k, p->v);
+        stat_same(&st, ak, gk, p->nk, "dk with dq NULL");
+        stat_same(&st, av, gv, p->nv, "dv with dq NULL");
+        free(aq), free(ak), free(av);
+    }
+    stat_end(&st);
+
+    free(q64), free(k64), free(v64), free(g64), free(ro), free(rq), free(rk), free(rv);
+    free(out), free(gq), free(gk), free(gv);
+    prob_free(p);
+}
+
+/* The double references' own gradients against double central differences (so that the
+ * reference gradient is trustworthy as a tight check of the op). */
+static void test_ref_gradients(int kind, int causal, const char *tag) {
+    const int len[2] = {5, 3};
+    Prob P, *p = &P;
+    prob_init(p, kind, causal, 2, 2, kind == LINEAR && causal ? 5 : 4, 5, 3, 4, len);
+    double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
+    double *g = d_of(p->r, p->no), *o = dnew(p->no);
+    double *dq = dnew(p->nq), *dk = dnew(p->nk), *dv = dnew(p->nv);
+    ref_op(p, NULL, dq, dk, dv, q, k, v, g);
+    Stat st;
+    stat_begin(&st, "%s double ref grad vs double FD (eps %.0e) %s", kind_name(p), REF_FD_EPS,
+               tag);
+    double *xs[3] = {q, k, v}, *gs[3] = {dq, dk, dv};
+    size_t ns[3] = {p->nq, p->nk, p->nv};
+    const char *names[3] = {"dq", "dk", "dv"};
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < ns[a]; i++) {
+            double x0 = xs[a][i], l[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                xs[a][i] = x0 + (sgn ? -REF_FD_EPS : REF_FD_EPS);
+                ref_op(p, o, NULL, NULL, NULL, q, k, v, NULL);
+                l[sgn] = 0;
+                for (size_t j = 0; j < p->no; j++) l[sgn] += g[j] * o[j];
+            }
+            xs[a][i] = x0;
+            double num = (l[0] - l[1]) / (2 * REF_FD_EPS);
+            stat_add(&st, gs[a][i], num, REF_FD_TOL, REF_FD_TOL, names[a], (long)i);
+        }
+    stat_end(&st);
+    free(q), free(k), free(v), free(g), free(o), free(dq), free(dk), free(dv);
+    prob_free(p);
+}
+
+/* DESIGN.md §9: causal linear attention (prefix sums, memory-light backward) equals its
+ * quadratic masked form, on a longer sequence with padding. */
+static void test_causal_equals_quadratic(void) {
+    const int B = 2, NH = 2, T = 40, D = 8, Dv = 5;
+    const int len[2] = {40, 23};
+    Prob P, *p = &P;
+    prob_init(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
+    double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
+    double *g = d_of(p->r, p->no), *ro = dnew(p->no);
+    double *rq = dnew(p->nq), *rk = dnew(p->nk), *rv = dnew(p->nv);
+    ref_linear(p, ro, rq, rk, rv, q, k, v, g);
+    float *out = fnew(p->no), *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
+    op_fwd(p, out, p->q, p->k, p->v);
+    op_bwd(p, gq, gk, gv, p->r, p->q, p->k, p->v);
+    Stat st;
+    stat_begin(&st, "causal linear equals its quadratic masked form (T %d)", T);
+    stat_arr(&st, out, ro, p->no, FWD_ATOL, FWD_RTOL, "out");
+    stat_end(&st);
+    stat_begin(&st, "causal linear grad equals quadratic masked grad (T %d)", T);
+    stat_arr(&st, gq, rq, p->nq, GRAD_ATOL, GRAD_RTOL, "dq");
+    stat_arr(&st, gk, rk, p->nk, GRAD_ATOL, GRAD_RTOL, "dk");
+    stat_arr(&st, gv, rv, p->nv, GRAD_ATOL, GRAD_RTOL, "dv");
+    stat_end(&st);
+    /* causality: changing the future (keys/values after t) leaves out_t unchanged, bit for bit */
+    stat_begin(&st, "causal linear: future keys do not change the past");
+    {
+        const int t0 = 10;
+        float *k2 = fdup(p->k, p->nk), *v2 = fdup(p->v, p->nv), *o2 = fnew(p->no);
+        for (int bh = 0; bh < B * NH; bh++)
+            for (int s = t0 + 1; s < T; s++) {
+                for (int d = 0; d < D; d++) k2[((size_t)bh * T + s) * D + d] += 1.0f;
+                for (int e = 0; e < Dv; e++) v2[((size_t)bh * T + s) * Dv + e] = -3.0f;
+            }
+        op_fwd(p, o2, p->q, k2, v2);
+        for (int bh = 0; bh < B * NH; bh++)
+            stat_same(&st, o2 + (size_t)bh * T * Dv, out + (size_t)bh * T * Dv,
+                      (size_t)(t0 + 1) * Dv, "rows 0..t0");
+        free(k2), free(v2), free(o2);
+    }
+    stat_end(&st);
+    free(q), free(k), free(v), free(g), free(ro), free(rq), free(rk), free(rv);
+    free(out), free(gq), free(gk), free(gv);
+    prob_free(p);
+}
+
+/* Efficient attention normalisations: with k ≡ 0 (ρ_k uniform 1/L), out_t = (Σ_d ρ_q(q_t)_d) ·
+ * mean_{s<L} v_s, so the rows of ρ_q sum to 1 iff out_t = mean v; with v ≡ 1, out_t = Σ_d
+ * ρ_q(q_t)_d · Σ_s ρ_k(k)_sd = 1 (columns of ρ_k sum to 1 too). Large |q|, |k| (±60) check the
+ * max-subtracted softmaxes stay finite. */
+static void test_efficient_normalisation(void) {
+    const int B = 3, NH = 2, Tq = 4, Tk = 6, D = 5, Dv = 3;
+    const int len[3] = {6, 2, 0};
+    Prob P, *p = &P;
+    prob_init(p, EFFICIENT, 0, B, NH, Tq, Tk, D, Dv, len);
+    for (size_t i = 0; i < p->nq; i++) p->q[i] *= 30.0f; /* q in [−60, 60] */
+    Stat st;
+    stat_begin(&st, "efficient: rows of rho_q sum to 1 (k = 0, |q| <= 60)");
+    {
+        float *k0 = fnew(p->nk), *out = fnew(p->no);
+        op_fwd(p, out, p->q, k0, p->v);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                size_t bh = (size_t)b * NH + h;
+                int L = klen(p, b);
+                for (int e = 0; e < Dv; e++) {
+                    double mean = 0;
+                    for (int s = 0; s < L; s++) mean += p->v[(bh * Tk + s) * Dv + e];
+                    mean = L ? mean / L : 0;
+                    for (int t = 0; t < Tq; t++)
+                        stat_add(&st, out[(bh * Tq + t) * Dv + e], mean, FWD_ATOL, FWD_RTOL,
+                                 "out", (long)((bh * Tq + t) * Dv + e));
+                }
+            }
+        free(k0), free(out);
+    }
+    stat_end(&st);
+    stat_begin(&st, "efficient: rho_q rows x rho_k columns sum to 1 (v = 1)");
+    {
+        float *v1 = fnew(p->nv), *out = fnew(p->no);
+        for (size_t i = 0; i < p->nv; i++) v1[i] = 1.0f;
+        for (size_t i = 0; i < p->nk; i++) p->k[i] *= 30.0f;
+        op_fwd(p, out, p->q, p->k, v1);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++)
+                for (int t = 0; t < Tq; t++)
+                    for (int e = 0; e < Dv; e++) {
+                        size_t i = (((size_t)b * NH + h) * Tq + t) * Dv + e;
+                        stat_add(&st, out[i], klen(p, b) ? 1.0 : 0.0, FWD_ATOL, FWD_RTOL, "out",
+                                 (long)i);
+                    }
+        free(v1), free(out);
+    }
+    stat_end(&st);
+    prob_free(p);
+}
+
+/* Results bit-identical for 1 and 2 OpenMP threads, on a shape large enough for the ops'
+ * parallel regions to engage (B·NH·(Tq+Tk)·D·Dv > 65536). */
+static void test_threads(int kind, int causal) {
+    const int B = 2, NH = 3, T = 48, D = 16, Dv = 12;
+    const int len[2] = {48, 29};
+    Prob P, *p = &P;
+    prob_init(p, kind, causal, B, NH, T, T, D, Dv, len);
+    float *o[2], *gq[2], *gk[2], *gv[2];
+    for (int i = 0; i < 2; i++) {
+        omp_set_num_threads(i + 1);
+        o[i] = fnew(p->no), gq[i] = fnew(p->nq), gk[i] = fnew(p->nk), gv[i] = fnew(p->nv);
+        op_fwd(p, o[i], p->q, p->k, p->v);
+        op_bwd(p, gq[i], gk[i], gv[i], p->r, p->q, p->k, p->v);
+    }
+    omp_set_num_threads(1);
+    Stat st;
+    stat_begin(&st, "%s bit-identical for 1 and 2 threads", kind_name(p));
+    stat_same(&st, o[0], o[1], p->no, "out");
+    stat_same(&st, gq[0], gq[1], p->nq, "dq");
+    stat_same(&st, gk[0], gk[1], p->nk, "dk");
+    stat_same(&st, gv[0], gv[1], p->nv, "dv");
+    stat_end(&st);
+    for (int i = 0; i < 2; i++) free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]);
+    prob_free(p);
+}
+
+int main(void) {
+    be = backend_cpu();
+    rng_seed(&rng, 20240611, 7);
+    omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
+
+    test_ref_gradients(LINEAR, 0, "(B2 NH2 Tq4 Tk5 D3 Dv4)");
+    test_ref_gradients(LINEAR, 1, "(B2 NH2 T5 D3 Dv4)");
+    test_ref_gradients(EFFICIENT, 0, "(B2 NH2 Tq4 Tk5 D3 Dv4)");
+
+    {
+        /* key_len full, 0, partial; Tq ≠ Tk, D ≠ Dv */
+        const int len[3] = {5, 0, 3};
+        test_case(LINEAR, 0, 3, 2, 4, 5, 6, 7, len, "(Tq4 Tk5 D6 Dv7, len 5/0/3)", 1);
+        test_case(EFFICIENT, 0, 3, 2, 4, 5, 6, 7, len, "(Tq4 Tk5 D6 Dv7, len 5/0/3)", 1);
+        /* Tq = 1 (one decoder step) */
+        const int len1[3] = {1, 5, 2};
+        test_case(LINEAR, 0, 3, 2, 1, 5, 4, 3, len1, "(Tq1 Tk5 D4 Dv3, len 1/5/2)", 1);
+        test_case(EFFICIENT, 0, 3, 2, 1, 5, 4, 3, len1, "(Tq1 Tk5 D4 Dv3, len 1/5/2)", 1);
+    }
+    {
+        /* causal, Tq = Tk (self-attention), padding full / 0 / partial */
+        const int len[3] = {6, 0, 4};
+        test_case(LINEAR, 1, 3, 2, 6, 6, 5, 3, len, "(T6 D5 Dv3, len 6/0/4)", 1);
+        /* causal, Tk > Tq: key s visible iff s ≤ t + 2 */
+        const int len2[2] = {5, 4};
+        test_case(LINEAR, 1, 2, 2, 3, 5, 4, 6, len2, "(Tq3 Tk5 D4 Dv6, len 5/4)", 1);
+        /* causal, Tq > Tk: rows t < 2 see no key */
+        const int len3[2] = {3, 2};
+        test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
+    }
+    test_causal_equals_quadratic();
+    {
+        /* a longer non-causal case against the references (no FD) */
+        const int len[2] = {33, 17};
+        test_case(LINEAR, 0, 2, 2, 29, 33, 8, 6, len, "(Tq29 Tk33 D8 Dv6, len 33/17)", 0);
+        test_case(EFFICIENT, 0, 2, 2, 29, 33, 8, 6, len, "(Tq29 Tk33 D8 Dv6, len 33/17)", 0);
+    }
+    test_efficient_normalisation();
+    test_threads(LINEAR, 0);
+    test_threads(LINEAR, 1);
+    test_threads(EFFICIENT, 0);
+    return test_report("test_linear_attn");
+}
