@@ -36,8 +36,8 @@ static void additive_forward(const RnnAttention *a, const Backend *be, float *ct
                              const int *key_len, int B, int Tq, int Tk) {
     /* qp = q W_qᵀ   [B·Tq, A] */
     be->matmul(qsave, q, a->W_a.w, B * Tq, a->A, a->Hq, 0, 1, 1.0f, 0.0f);
-    be->additive_attn_forward(ctx, weights, qsave, a->kp, a->v_a.w, keys, key_len, B, Tq, Tk,
-                              a->A, a->Hk);
+    be->additive_attn_forward(ctx, weights, qsave, a->kp, a->v_a.w, keys, key_len, 0, B, 1, Tq,
+                              Tk, a->A, a->Hk);
 }
 
 static void additive_backward(const RnnAttention *a, const Backend *be, float *dq, float *dkeys,
@@ -47,7 +47,7 @@ static void additive_backward(const RnnAttention *a, const Backend *be, float *d
     float *dqp = work; /* [B·Tq, A] */
     be->zero(dqp, sizeof(float) * (size_t)B * Tq * a->A);
     be->additive_attn_backward(dqp, a->dkp, a->v_a.g, dkeys, dctx, qsave, a->kp, a->v_a.w, keys,
-                               weights, B, Tq, Tk, a->A, a->Hk);
+                               weights, B, 1, Tq, Tk, a->A, a->Hk);
     /* qp = q W_qᵀ  →  dW_q += dqpᵀ q,  dq += dqp W_q */
     be->matmul(a->W_a.g, dqp, q, a->A, a->Hq, B * Tq, 1, 0, 1.0f, 1.0f);
     be->matmul(dq, dqp, a->W_a.w, B * Tq, a->Hq, a->A, 0, 0, 1.0f, 1.0f);

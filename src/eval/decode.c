@@ -16,7 +16,7 @@ void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float
     float *w = attn ? xmalloc(sizeof(float) * B * S) : NULL; /* one step's weights [B,S] */
     for (int i = 0; i < B; i++) ids[i] = SPM_BOS_ID;
     for (int i = 0; i < B * max_T; i++) out_ids[i] = SPM_PAD_ID;
-    model_decode_begin(m, hb, 1);
+    model_decode_begin(m, hb, 1, max_T);
     be->upload(dev_ids, ids, sizeof(int) * B);
     for (int t = 0; t < max_T; t++) {
         const float *logits = model_decode_step(m, t, dev_ids, 0);
@@ -82,7 +82,7 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
     char *done = xcalloc(B, 1);
     Cand *top = xmalloc(sizeof(Cand) * 2 * K);
     for (int r = 0; r < R; r++) ids[r] = SPM_BOS_ID, score[r] = r % K ? -INFINITY : 0.0f;
-    model_decode_begin(m, hb, K);
+    model_decode_begin(m, hb, K, max_T);
     be->upload(dev_ids, ids, sizeof(int) * R);
     for (int t = 0; t < max_T; t++) {
         be->download(lp, model_decode_step(m, t, dev_ids, 1), sizeof(float) * R * V);

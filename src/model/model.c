@@ -14,13 +14,18 @@ Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
     } else {
         m->be = backend_cpu();
     }
-    if (cfg->model_type != MODEL_RNN)
-        return err_set(err, "model.type = transformer is not implemented yet; use model.type = rnn");
     params_init_set(&m->ps, m->be);
-    if (rnn_create(&m->rnn, &m->ps, m->V, cfg->emb, cfg->hidden, cfg->enc_layers,
-                   cfg->dec_layers, cfg->dropout, cfg->cell == CELL_GRU, cfg->input_feeding,
-                   cfg->attention, err))
+    if (cfg->model_type == MODEL_TRANSFORMER) {
+        TfConfig tc = {m->V, cfg->d_model, cfg->heads, cfg->d_ff, cfg->enc_layers,
+                       cfg->dec_layers, cfg->dropout, cfg->norm == NORM_PRE,
+                       cfg->tie_embeddings, cfg->self_attention, config_dec_self_attention(cfg),
+                       cfg->cross_attention};
+        if (transformer_create(&m->tf, &m->ps, &tc, err)) return STATUS_ERR;
+    } else if (rnn_create(&m->rnn, &m->ps, m->V, cfg->emb, cfg->hidden, cfg->enc_layers,
+                          cfg->dec_layers, cfg->dropout, cfg->cell == CELL_GRU,
+                          cfg->input_feeding, cfg->attention, err)) {
         return STATUS_ERR;
+    }
     /* every op the model calls must exist on the backend */
     const void *const *ops = (const void *const *)&m->be->alloc;
     size_t nops = (sizeof(Backend) - offsetof(Backend, alloc)) / sizeof(void *);
@@ -40,6 +45,10 @@ void model_init_params(Model *m) {
 }
 
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
+    if (m->tf) {
+        transformer_reserve(m->tf, B, S, T, NS, NT);
+        return;
+    }
     rnn_reserve(m->rnn, B, S, T, NS, NT);
     if (B <= m->capB && NS <= m->capNS && NT <= m->capNT) return;
     const Backend *be = m->be;
@@ -72,26 +81,35 @@ static RnnBatch upload(Model *m, const HostBatch *hb) {
 
 double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
                   float grad_scale) {
+    if (m->tf) return transformer_loss(m->tf, hb, smoothing, train, key, grad_scale);
     RnnBatch b = upload(m, hb);
     return rnn_forward_backward(m->rnn, &b, smoothing, train, key, grad_scale);
 }
 
-void model_decode_begin(Model *m, const HostBatch *hb, int K) {
+void model_decode_begin(Model *m, const HostBatch *hb, int K, int max_T) {
+    if (m->tf) {
+        transformer_decode_begin(m->tf, hb, K, max_T);
+        return;
+    }
     RnnBatch b = upload(m, hb);
     rnn_decode_begin(m->rnn, &b, K);
 }
 
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs) {
-    return rnn_decode_step(m->rnn, t, ids, log_probs);
+    return m->tf ? transformer_decode_step(m->tf, t, ids, log_probs)
+                 : rnn_decode_step(m->rnn, t, ids, log_probs);
 }
 
 void model_decode_reorder(Model *m, int t, const int *parent) {
-    rnn_decode_reorder(m->rnn, t, parent);
+    if (m->tf) transformer_decode_reorder(m->tf, t, parent);
+    else rnn_decode_reorder(m->rnn, t, parent);
 }
 
-const float *model_decode_attention(Model *m, int t) { return rnn_decode_attention(m->rnn, t); }
+const float *model_decode_attention(Model *m, int t) {
+    return m->tf ? transformer_decode_attention(m->tf, t) : rnn_decode_attention(m->rnn, t);
+}
 
-int model_has_attention(const Model *m) { return rnn_has_attention(m->rnn); }
+int model_has_attention(const Model *m) { return m->tf ? 1 : rnn_has_attention(m->rnn); }
 
 void model_free(Model *m) {
     if (m->d_src) {
@@ -99,6 +117,7 @@ void model_free(Model *m) {
         m->be->free(m->d_tgt_in), m->be->free(m->d_tgt_out);
     }
     rnn_free(m->rnn);
+    transformer_free(m->tf);
     params_free(&m->ps);
     spm_free(m->spm);
     memset(m, 0, sizeof *m);

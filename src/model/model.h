@@ -1,7 +1,7 @@
 /* model.h — a translation model as the trainer, evaluator and translator see it: the config it
  * was built from, its SentencePiece model, its backend, parameters and network, and the backend
- * buffers a batch is uploaded into. Only the RNN encoder–decoder exists so far; model.type =
- * transformer is refused with a message.
+ * buffers a batch is uploaded into. model.type chooses the RNN encoder–decoder (model/rnn.h) or
+ * the Transformer (model/transformer.h); everything here dispatches to the one built.
  *
  * Legend: B batch, S source length, T target length (time-major arrays as in data/batch.h).
  */
@@ -12,6 +12,7 @@
 #include "data/spm.h"
 #include "model/params.h"
 #include "model/rnn.h"
+#include "model/transformer.h"
 #include "train/config.h"
 
 typedef struct {
@@ -20,8 +21,9 @@ typedef struct {
     Spm *spm;      /* owned */
     int V;
     ParamSet ps;
-    RnnModel *rnn;
-    /* backend copies of the current batch */
+    RnnModel *rnn;   /* model.type = rnn */
+    TfModel *tf;     /* model.type = transformer */
+    /* backend copies of the current batch (RNN; the Transformer keeps its own) */
     int *d_src, *d_src_len, *d_tgt_in, *d_tgt_out;
     float *d_src_mask;
     long capNS, capNT;
@@ -32,7 +34,9 @@ typedef struct {
  * backend (train.device), declares and allocates parameters (zero; call model_init_params or
  * load a checkpoint). Errors: device unavailable, unsupported model or attention, with reason. */
 Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err);
-/* Initialises parameters uniformly in [-0.1, 0.1] from a PRNG seeded by train.seed. */
+/* Initialises parameters by their declared rule (RNN: uniform in [-0.1, 0.1]; Transformer:
+ * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by
+ * train.seed. */
 void model_init_params(Model *m);
 /* Reserves activations and batch buffers for batches within these bounds (see rnn_reserve). */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
@@ -40,14 +44,16 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * tokens; train != 0 adds dropout (keyed) and accumulates gradients scaled by grad_scale. */
 double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
                   float grad_scale);
-/* Incremental decoding of hb's sources with K rows per sentence (rnn.h, rnn_decode_*): ids and
- * parent are backend memory [B·K]; the returned scores [B·K, V] and attention weights [B·K, S]
- * are backend memory, valid until the next call. model_reserve must allow B·K sentences. */
-void model_decode_begin(Model *m, const HostBatch *hb, int K);
+/* Incremental decoding of hb's sources with K rows per sentence, at most max_T steps (rnn.h
+ * rnn_decode_*, transformer.h transformer_decode_*): ids and parent are backend memory [B·K];
+ * the returned scores [B·K, V] and attention weights [B·K, S] are backend memory, valid until
+ * the next call. model_reserve must allow B·K sentences and max_T target positions. */
+void model_decode_begin(Model *m, const HostBatch *hb, int K, int max_T);
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
 void model_decode_reorder(Model *m, int t, const int *parent);
 const float *model_decode_attention(Model *m, int t);
-/* 1 if the model has an attention to show (model.attention != none). */
+/* 1 if the model has an attention to show (RNN: model.attention != none; Transformer: always,
+ * the last decoder layer's cross-attention). */
 int model_has_attention(const Model *m);
 void model_free(Model *m);
 

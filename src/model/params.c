@@ -1,5 +1,6 @@
 #include "model/params.h"
 
+#include <math.h>
 #include <string.h>
 
 void params_init_set(ParamSet *ps, const Backend *be) {
@@ -45,9 +46,14 @@ void params_initialise(ParamSet *ps, Rng *rng, float scale) {
     float *host = xcalloc(ps->total, sizeof(float));
     for (int i = 0; i < ps->n; i++) {
         ParamSpec *s = &ps->specs[i];
-        if (s->init == INIT_UNIFORM)
+        float bound = scale, d0 = (float)s->shape[0], d1 = (float)s->shape[1];
+        if (s->init == INIT_XAVIER) bound = sqrtf(6.0f / (d0 + d1));
+        if (s->init == INIT_EMB) bound = sqrtf(3.0f / d1);
+        if (s->init == INIT_ONE)
+            for (size_t j = 0; j < s->size; j++) host[s->offset + j] = 1.0f;
+        else if (s->init != INIT_ZERO)
             for (size_t j = 0; j < s->size; j++)
-                host[s->offset + j] = (2.0f * rng_uniform(rng) - 1.0f) * scale;
+                host[s->offset + j] = (2.0f * rng_uniform(rng) - 1.0f) * bound;
     }
     ps->be->upload(ps->data, host, ps->total * sizeof(float));
     free(host);

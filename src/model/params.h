@@ -18,7 +18,13 @@ typedef struct {
     float *g; /* its gradient (same shape), in backend memory */
 } Param;
 
-typedef enum { INIT_UNIFORM, INIT_ZERO } ParamInit;
+typedef enum {
+    INIT_UNIFORM, /* uniform in [-scale, scale], scale given to params_initialise (RNN) */
+    INIT_ZERO,
+    INIT_ONE,     /* layer-norm gains */
+    INIT_XAVIER,  /* uniform in ±√(6 / (d0 + d1)) (Glorot & Bengio 2010 eq. 16), matrices [d0,d1] */
+    INIT_EMB      /* uniform in ±√(3 / d1): variance 1/d1, embeddings [V, d1] scaled by √d1 */
+} ParamInit;
 
 typedef struct {
     char name[96];
@@ -44,8 +50,8 @@ void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init,
                     int d0, int d1);
 /* Allocates the four flat buffers (zeroed) and binds every Param. */
 void params_allocate(ParamSet *ps);
-/* Fills parameters by their init rule: uniform in [-scale, scale] (OpenNMT-py's param_init) or
- * zero, drawing from rng in declaration order (host-generated, then uploaded). */
+/* Fills parameters by their init rule (ParamInit; INIT_UNIFORM: [-scale, scale], OpenNMT-py's
+ * param_init), drawing from rng in declaration order (host-generated, then uploaded). */
 void params_initialise(ParamSet *ps, Rng *rng, float scale);
 /* Zeroes the flat gradient buffer. */
 void params_zero_grad(ParamSet *ps);

@@ -72,6 +72,35 @@ struct Backend {
     /* dinp += dout * mask */
     void (*dropout_backward)(float *dinp, const float *dout, const float *mask, size_t n);
 
+    /* ---- Transformer pieces (Vaswani et al. 2017) ----
+     * Layer normalisation (Ba et al. 2016 eq. 4): per row n, μ = mean_c inp[n,c],
+     * σ² = mean_c (inp[n,c] − μ)² (biased), rstd = 1/√(σ² + 1e-5);
+     * out[N,C] = (inp − μ) · rstd ⊙ weight[C] + bias[C]; mean[N], rstd[N] saved for backward. */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int N, int C);
+    /* Accumulates dinp[N,C], dweight[C], dbias[C] (dweight, dbias summed over rows in a fixed
+     * order: deterministic). */
+    void (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const float *weight, const float *mean,
+                               const float *rstd, int N, int C);
+    /* out = max(inp, 0) (the position-wise feed-forward network, Vaswani et al. 2017 eq. 2) */
+    void (*relu_forward)(float *out, const float *inp, size_t n);
+    /* dinp += dout · [out > 0] */
+    void (*relu_backward)(float *dinp, const float *dout, const float *out, size_t n);
+    /* out[A,D1,D0,C] = inp[A,D0,D1,C] (axes 1 and 2 swapped): splits heads, [B,T,NH,HS] →
+     * [B,NH,T,HS] (D0 = T, D1 = NH), and merges them back (D0 = NH, D1 = T). */
+    void (*permute0213_forward)(float *out, const float *inp, int A, int D0, int D1, int C);
+    /* dinp[A,D0,D1,C] += the same permutation of dout[A,D1,D0,C] */
+    void (*permute0213_backward)(float *dinp, const float *dout, int A, int D0, int D1, int C);
+    /* cache[n, t, :] = x[n, :] for n < N: one decoding step written into a [N, Tcap, C] cache
+     * (keys or values of every row and head, N = rows · NH, C = HS). */
+    void (*write_step)(float *cache, const float *x, int N, int Tcap, int t, int C);
+    /* dst[i·stride + c] = src[idx[i]·stride + c] for i < n, c < D <= stride (beam search:
+     * reorder the first D floats of strided rows, e.g. the filled prefix of a key cache).
+     * idx in backend memory; dst and src must not overlap. */
+    void (*gather_rows_strided)(float *dst, const float *src, const int *idx, int n, int D,
+                                int stride);
+
     /* ---- embedding ---- */
     /* out[N,E] = table[ids[n], :] */
     void (*embedding_forward)(float *out, const int *ids, const float *table, int N, int E);
@@ -107,19 +136,21 @@ struct Backend {
                               const float *mask, int B, int H);
 
     /* ---- additive attention (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 "concat") ----
-     * score[b,t,s] = vᵀ tanh(qp[b,t,:] + kp[b,s,:]) for s < key_len[b], −∞ beyond;
-     * weights[B,Tq,Tk] = softmax_s(score) (saved); out[B,Tq,Dv] = Σ_s weights · values[b,s,:].
-     * qp[B,Tq,A] = the projected queries (W q), kp[B,Tk,A] = the projected keys (U h_s), v[A].
-     * A row with key_len 0 gets zero weights and zero output. */
+     * B rows (a batch, or batch × heads flattened: row r = b·NH + h); row r uses v[r mod NH].
+     * score[r,t,s] = v[r mod NH]ᵀ tanh(qp[r,t,:] + kp[r,s,:]) for s < key_len[r] (and, causal,
+     * s <= t + Tk − Tq), −∞ beyond; weights[B,Tq,Tk] = softmax_s(score) (saved);
+     * out[B,Tq,Dv] = Σ_s weights · values[r,s,:]. qp[B,Tq,A] the projected queries (W q),
+     * kp[B,Tk,A] the projected keys (U h_s), v[NH,A]. A row with no visible key gets zero
+     * weights and zero output. */
     void (*additive_attn_forward)(float *out, float *weights, const float *qp, const float *kp,
-                                  const float *v, const float *values, const int *key_len, int B,
-                                  int Tq, int Tk, int A, int Dv);
-    /* Accumulates dqp[B,Tq,A], dkp[B,Tk,A], dv[A], dvalues[B,Tk,Dv] (each may be NULL); the
+                                  const float *v, const float *values, const int *key_len,
+                                  int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
+    /* Accumulates dqp[B,Tq,A], dkp[B,Tk,A], dv[NH,A], dvalues[B,Tk,Dv] (each may be NULL); the
      * tanh is recomputed from qp and kp, so nothing of size B·Tq·Tk·A is stored. */
     void (*additive_attn_backward)(float *dqp, float *dkp, float *dv, float *dvalues,
                                    const float *dout, const float *qp, const float *kp,
                                    const float *v, const float *values, const float *weights,
-                                   int B, int Tq, int Tk, int A, int Dv);
+                                   int B, int NH, int Tq, int Tk, int A, int Dv);
 
     /* ---- efficient attention kinds (multi-head; Transformer) ----
      * Layout: q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv], out[B,NH,Tq,Dv]; key_len[B] (backend
@@ -151,6 +182,13 @@ struct Backend {
                                  const float *q, const float *k, const float *v,
                                  const int *key_len, int causal, int B, int NH, int Tq, int Tk,
                                  int D, int Dv);
+    /* One step of causal linear attention as a recurrence (Katharopoulos et al. 2020 §3.4,
+     * the recurrent form), for incremental decoding: per row and head,
+     * state[D,Dv] += φ(k) vᵀ, zsum[D] += φ(k), then out = stateᵀ φ(q) / (φ(q)·zsum + 1e-6).
+     * q, k [B,NH,D], v, out [B,NH,Dv], state [B,NH,D,Dv], zsum [B,NH,D] (zero before the first
+     * step). Step t's out equals row t of linear_attn_forward with causal = 1, bit for bit. */
+    void (*linear_attn_step)(float *out, float *state, float *zsum, const float *q,
+                             const float *k, const float *v, int B, int NH, int D, int Dv);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
      * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
      * key_len[b] visible positions); no causal form (callers must refuse one). */

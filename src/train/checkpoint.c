@@ -181,7 +181,7 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     ckpt_records_free(recs, n);
     return STATUS_OK;
 fail:
-    if (m->rnn || m->spm) model_free(m);
+    if (m->rnn || m->tf || m->spm) model_free(m);
     spm_free(spm);
     free(host);
     free(ini);

@@ -15,9 +15,18 @@
 const char *const model_type_names[2] = {"rnn", "transformer"};
 const char *const cell_type_names[2] = {"lstm", "gru"};
 const char *const device_type_names[2] = {"cpu", "cuda"};
+const char *const norm_place_names[2] = {"pre", "post"};
+const char *const lr_schedule_names[2] = {"plateau", "inverse_sqrt"};
+const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
+    "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
+    "sdp",  "flash",    "linear",    "efficient",
+};
+static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[0] ==
+                  ATTN_KIND_COUNT, "dec_self_attention_names must name every AttentionKind");
 
 static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
-                  sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int),
+                  sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int) &&
+                  sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int),
               "enum fields are written through int *");
 static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a range up to 1e15");
 
@@ -66,6 +75,20 @@ static const KeyDef keys[] = {
     K_FLT("model", "dropout", dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
     K_BOOL("model", "input_feeding", input_feeding, "true",
            "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
+    K_INT("model", "d_model", d_model, "256", 2, 65536, "Transformer width D"),
+    K_INT("model", "heads", heads, "4", 1, 256, "Transformer attention heads (divide d_model)"),
+    K_INT("model", "d_ff", d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
+    K_ENUM("model", "norm", norm, "pre", norm_place_names,
+           "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "
+           "sub-layer's residual"),
+    K_BOOL("model", "tie_embeddings", tie_embeddings, "true",
+           "Transformer: one matrix for source and target embeddings and the output layer"),
+    K_ENUM("model", "self_attention", self_attention, "sdp", attention_kind_names,
+           "Transformer encoder self-attention (and the decoder's unless dec_self_attention)"),
+    K_ENUM("model", "dec_self_attention", dec_self_attention, "same", dec_self_attention_names,
+           "Transformer decoder (causal) self-attention; same = self_attention"),
+    K_ENUM("model", "cross_attention", cross_attention, "sdp", attention_kind_names,
+           "Transformer encoder-decoder attention"),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
     K_STR("data", "train_tgt", train_tgt, "data/multi30k/train.en.gz", "training target text"),
@@ -90,6 +113,9 @@ static const KeyDef keys[] = {
     K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
           "source+target tokens per batch (>= 2 * data.max_len)"),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)"),
+    K_ENUM("train", "lr_schedule", lr_schedule, "plateau", lr_schedule_names,
+           "plateau: warm-up, constant, x lr_decay after an epoch without better val BLEU; "
+           "inverse_sqrt: warm-up, then lr*sqrt(warmup/step) (Vaswani et al. 2017)"),
     K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps"),
     K_FLT("train", "lr_decay", lr_decay, "0.5", 0, 1, 1, 0,
           "lr factor when validation BLEU does not improve"),
@@ -591,9 +617,21 @@ Status config_validate(const Config *c, Err *err) {
     RULE(c->model_type != MODEL_RNN || c->hidden % 2 == 0,
          "config %s: model.hidden = %d is odd, but the bidirectional encoder uses hidden/2 per "
          "direction; set an even model.hidden", nm, c->hidden);
-    RULE(c->model_type != MODEL_TRANSFORMER || c->attention != ATTN_NONE,
-         "config %s: model.type = transformer needs an attention; set model.attention (e.g. sdp)",
-         nm);
+    if (c->model_type == MODEL_TRANSFORMER) {
+        RULE(c->self_attention != ATTN_NONE && c->cross_attention != ATTN_NONE,
+             "config %s: model.type = transformer needs an attention in every slot; set "
+             "model.self_attention and model.cross_attention (e.g. sdp)", nm);
+        RULE(config_dec_self_attention(c) != ATTN_EFFICIENT,
+             "config %s: %s = efficient, but efficient attention (Shen et al. 2021) normalises "
+             "each key column over the whole sequence and has no causal form for the decoder's "
+             "self-attention; set model.dec_self_attention to sdp, flash or linear", nm,
+             c->dec_self_attention == ATTN_NONE ? "model.self_attention (used by the decoder "
+                                                  "too, as model.dec_self_attention = same)"
+                                                : "model.dec_self_attention");
+        RULE(c->d_model % c->heads == 0,
+             "config %s: model.heads = %d does not divide model.d_model = %d; choose heads "
+             "that divide it", nm, c->heads, c->d_model);
+    }
     int luong = c->attention == ATTN_LUONG_DOT || c->attention == ATTN_LUONG_GENERAL ||
                 c->attention == ATTN_LUONG_CONCAT;
     RULE(c->model_type != MODEL_RNN || luong || c->attention == ATTN_NONE ||

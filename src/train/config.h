@@ -40,10 +40,16 @@
 typedef enum { MODEL_RNN, MODEL_TRANSFORMER } ModelType;   /* names: rnn, transformer */
 typedef enum { CELL_LSTM, CELL_GRU } CellType;             /* names: lstm, gru */
 typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
+typedef enum { NORM_PRE, NORM_POST } NormPlace;            /* names: pre, post */
+typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
 
 extern const char *const model_type_names[2];
 extern const char *const cell_type_names[2];
 extern const char *const device_type_names[2];
+extern const char *const norm_place_names[2];
+extern const char *const lr_schedule_names[2];
+/* model.dec_self_attention names: attention_kind_names with "same" in place of "none" */
+extern const char *const dec_self_attention_names[ATTN_KIND_COUNT];
 
 typedef struct Config {
     /* [run] */
@@ -61,6 +67,19 @@ typedef struct Config {
     int dec_layers;          /* model.dec_layers (1, 1..16) */
     float dropout;           /* model.dropout: drop probability (0.3, [0, 1)) */
     int input_feeding;       /* model.input_feeding bool, 0/1 (true; needs an attention) */
+    /* Transformer (model.type = transformer) */
+    int d_model;             /* model.d_model: model width D (256, 2..65536) */
+    int heads;               /* model.heads: attention heads NH, dividing d_model (4, 1..256) */
+    int d_ff;                /* model.d_ff: feed-forward width F (1024, 1..1048576) */
+    NormPlace norm;          /* model.norm = pre | post: layer norm before or after each
+                                sub-layer's residual (pre) */
+    int tie_embeddings;      /* model.tie_embeddings bool: one matrix for the source and target
+                                embeddings and the output layer (true) */
+    AttentionKind self_attention;     /* model.self_attention (sdp): encoder self-attention,
+                                         and the decoder's unless dec_self_attention is set */
+    AttentionKind dec_self_attention; /* model.dec_self_attention: "same" (ATTN_NONE) = as
+                                         self_attention, else a kind with a causal form */
+    AttentionKind cross_attention;    /* model.cross_attention (sdp) */
     /* [data] — paths are relative to the working directory */
     char train_src[1024], train_tgt[1024]; /* data/multi30k/train.{de,en}.gz */
     char val_src[1024], val_tgt[1024];     /* data/multi30k/val.{de,en}.gz */
@@ -79,6 +98,10 @@ typedef struct Config {
     int batch_tokens;        /* train.batch_tokens: source+target tokens per batch (4096);
                                 must be >= 2 * data.max_len so the longest pair fits */
     float lr;                /* train.lr: peak learning rate (1e-3, (0, 10]) */
+    LrSchedule lr_schedule;  /* train.lr_schedule = plateau (warm-up, then constant, decayed by
+                                lr_decay after an epoch without a better validation BLEU) |
+                                inverse_sqrt (warm-up, then lr·√(warmup/step), Vaswani et al.
+                                2017 §5.3) (plateau) */
     int warmup_steps;        /* train.warmup_steps: linear warm-up (500, >= 0) */
     float lr_decay;          /* train.lr_decay: factor applied when validation BLEU does not
                                 improve (0.5, (0, 1]) */
@@ -95,6 +118,11 @@ typedef struct Config {
     int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
 } Config;
+
+/* The decoder self-attention's kind: dec_self_attention, or self_attention when "same". */
+static inline AttentionKind config_dec_self_attention(const Config *c) {
+    return c->dec_self_attention == ATTN_NONE ? c->self_attention : c->dec_self_attention;
+}
 
 /* Fills *c with every key's default (and name "default"). Never fails. */
 void config_defaults(Config *c);

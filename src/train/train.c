@@ -129,8 +129,15 @@ static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, c
     return STATUS_OK;
 }
 
+/* The learning rate of the next step: linear warm-up over warmup_steps to train.lr, then
+ * plateau: constant × lr_scale (halved by lr_decay after an epoch without a better validation
+ * BLEU), floored at min_lr once decayed; inverse_sqrt: train.lr · √(warmup / step) (Vaswani
+ * et al. 2017 eq. 3, with the peak given directly instead of d_model^-0.5 · warmup^-0.5). */
 static double lr_at(const Config *cfg, const TrainState *st) {
-    double w = cfg->warmup_steps > 0 ? fmin(1.0, (double)(st->step + 1) / cfg->warmup_steps) : 1.0;
+    double step = (double)(st->step + 1);
+    double w = cfg->warmup_steps > 0 ? fmin(1.0, step / cfg->warmup_steps) : 1.0;
+    if (cfg->lr_schedule == LR_INVERSE_SQRT && step > cfg->warmup_steps)
+        return cfg->lr * sqrt(fmax(cfg->warmup_steps, 1) / step);
     double lr = cfg->lr * w * st->lr_scale;
     return lr < cfg->min_lr && st->lr_scale < 1.0 ? cfg->min_lr : lr;
 }
@@ -338,7 +345,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         if (validate(&model, &val, &venc, &vppl, &vbleu, &vchrf, err)) goto cleanup;
         int improved = vbleu > st.best_bleu;
         if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
-        else st.bad_epochs++, st.lr_scale *= cfg.lr_decay;
+        else st.bad_epochs++, st.lr_scale *= cfg.lr_schedule == LR_PLATEAU ? cfg.lr_decay : 1.0;
         st.elapsed = now_seconds() - t_start;
         char e1[32];
         fmt_time(e1, sizeof e1, st.elapsed);
@@ -377,7 +384,7 @@ cleanup:
     encoded_free(&venc);
     corpus_free(&train);
     corpus_free(&val);
-    if (model.rnn || model.spm) model_free(&model);
+    if (model.rnn || model.tf || model.spm) model_free(&model);
     spm_free(spm);
     return rc;
 }

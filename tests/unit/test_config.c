@@ -191,7 +191,10 @@ static void test_fixtures(void) {
     EXPECT(config_load(&c, "tests/fixtures/configs/transformer_small.ini", &err) == STATUS_OK,
            "%s", err.msg);
     EXPECT(strcmp(c.name, "tf_small") == 0, "[run] name wins over the file name: %s", c.name);
-    EXPECT(c.model_type == MODEL_TRANSFORMER && c.attention == ATTN_FLASH &&
+    EXPECT(c.model_type == MODEL_TRANSFORMER && c.self_attention == ATTN_FLASH &&
+               c.cross_attention == ATTN_FLASH && c.dec_self_attention == ATTN_NONE &&
+               config_dec_self_attention(&c) == ATTN_FLASH && c.norm == NORM_PRE &&
+               c.d_model == 256 && c.heads == 4 && c.d_ff == 1024 &&
                c.device == DEVICE_CUDA && c.input_feeding == 0,
            "enums/bool");
     EXPECT(c.max_steps == 100000 && c.warmup_steps == 4000 && c.adam_eps == 1e-9f, "train");
@@ -286,8 +289,11 @@ static void test_validate(void) {
         const char *set, *want;
     } cases[] = {
         {"model.hidden=511", "model.hidden = 511 is odd"},
-        {"model.type=transformer\nmodel.attention=none\nmodel.input_feeding=0",
-         "transformer needs an attention"},
+        {"model.type=transformer\nmodel.self_attention=none", "needs an attention in every slot"},
+        {"model.type=transformer\nmodel.cross_attention=none", "needs an attention in every slot"},
+        {"model.type=transformer\nmodel.self_attention=efficient", "has no causal form"},
+        {"model.type=transformer\nmodel.dec_self_attention=efficient", "has no causal form"},
+        {"model.type=transformer\nmodel.heads=3", "model.heads = 3 does not divide"},
         {"model.attention=none", "model.input_feeding = true belongs to the Luong attentions"},
         {"model.attention=bahdanau", "already feeds its context"},
         {"model.attention=sdp", "model.attention = sdp is not an RNN attention"},
@@ -355,6 +361,7 @@ static void test_roundtrip(void) {
 
     static const char *const sets[] = {
         "run.name=x-1.y_z", "model.type=transformer", "model.cell=gru", "model.attention=linear",
+        "model.dec_self_attention=linear", "model.norm=post", "train.lr_schedule=inverse_sqrt",
         "model.dropout=0.123456789", "train.lr=3.4e-7", "train.adam_eps=1.17549435e-38",
         "train.clip_norm=999999.9", "train.seed=18446744073709551615",
         "train.max_steps=1000000000000000", "data.cache_dir=\" a \"b\" #c ;d \"",

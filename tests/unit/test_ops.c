@@ -908,7 +908,7 @@ typedef struct {
 } AddAttnCtx;
 static double add_attn_loss(void *p) {
     AddAttnCtx *a = p;
-    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, a->B,
+    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, 0, a->B, 1,
                               a->Tq, a->Tk, a->A, a->Dv);
     return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
 }
@@ -987,7 +987,7 @@ static void test_additive_attn(int B, int Tq, int Tk, int A, int Dv, const int *
                  Dv);
     Stat st;
     stat_begin(&st, "additive_attn_forward %s", tag);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
             int any = key_len[b] > 0;
@@ -1012,8 +1012,8 @@ static void test_additive_attn(int B, int Tq, int Tk, int A, int Dv, const int *
     /* backward: L = Σ r ⊙ out */
     float *r = frand(no, -1, 1);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, B, Tq, Tk, A, Dv};
     stat_begin(&st, "additive_attn_backward vs FD %s", tag);
     fd_check(&st, "dqp", qp, nq, gq, add_attn_loss, &ctx);
@@ -1036,26 +1036,26 @@ static void test_additive_attn(int B, int Tq, int Tk, int A, int Dv, const int *
     float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(A, -2, 2);
     float *pval = frand(nval, -2, 2);
     float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, A), *aval = fdup(pval, nval);
-    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     accum_check(&st, "dqp", aq, pq, gq, nq);
     accum_check(&st, "dkp", ak, pk, gk, nk);
     accum_check(&st, "dv", av, pv, gv, A);
     accum_check(&st, "dvalues", aval, pval, gval, nval);
     /* each gradient may be NULL; the others are unchanged by that */
     memcpy(aq, pq, sizeof(float) * nq);
-    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     accum_check(&st, "dqp (others NULL)", aq, pq, gq, nq);
     memcpy(ak, pk, sizeof(float) * nk);
-    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     accum_check(&st, "dkp (others NULL)", ak, pk, gk, nk);
     memcpy(av, pv, sizeof(float) * A);
-    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     accum_check(&st, "dv (others NULL)", av, pv, gv, A);
     memcpy(aval, pval, sizeof(float) * nval);
-    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dvalues (others NULL)", aval, pval, gval, nval);
-    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A,
                                Dv); /* all NULL: a no-op that must not crash */
     stat_end(&st);
 
@@ -1083,19 +1083,19 @@ static void test_additive_attn_parallel(void) {
     add_attn_ref(ra, ro, rq, rk, rv, rval, qp, kp, v, values, key_len, r, B, Tq, Tk, A, Dv);
     Stat st;
     stat_begin(&st, "additive_attn B%d Tq%d Tk%d A%d Dv%d (OpenMP) vs ref", B, Tq, Tk, A, Dv);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, B, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nw; i++) stat_add(&st, w[i], ra[i], FWD_ATOL, FWD_RTOL, "w", (long)i);
     for (size_t i = 0; i < no; i++)
         stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nq; i++) stat_add(&st, gq[i], rq[i], 1e-4, 1e-4, "dqp", (long)i);
     for (size_t i = 0; i < nk; i++) stat_add(&st, gk[i], rk[i], 1e-4, 1e-4, "dkp", (long)i);
     for (int i = 0; i < A; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", i);
     for (size_t i = 0; i < nval; i++)
         stat_add(&st, gval[i], rval[i], 1e-4, 1e-4, "dvalues", (long)i);
     float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(A), *gval2 = fnew(nval);
-    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
     stat_true(&st, memcmp(gq, gq2, sizeof(float) * nq) == 0, "dqp differs between two runs");
     stat_true(&st, memcmp(gk, gk2, sizeof(float) * nk) == 0, "dkp differs between two runs");
     stat_true(&st, memcmp(gv, gv2, sizeof(float) * A) == 0, "dv differs between two runs");

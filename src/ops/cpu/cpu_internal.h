@@ -34,13 +34,27 @@ void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *
                            const float *gx, const float *gh, const float *h_prev,
                            const float *mask, int B, int H);
 void cpu_additive_attn_forward(float *out, float *weights, const float *qp, const float *kp,
-                               const float *v, const float *values, const int *key_len, int B,
-                               int Tq, int Tk, int A, int Dv);
+                               const float *v, const float *values, const int *key_len,
+                               int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
 void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
                                 const float *dout, const float *qp, const float *kp,
                                 const float *v, const float *values, const float *weights, int B,
-                                int Tq, int Tk, int A, int Dv);
+                                int NH, int Tq, int Tk, int A, int Dv);
 void cpu_gather_rows(float *dst, const float *src, const int *idx, int n, int D);
+void cpu_gather_rows_strided(float *dst, const float *src, const int *idx, int n, int D,
+                             int stride);
+void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, int N, int C);
+void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C);
+void cpu_relu_forward(float *out, const float *inp, size_t n);
+void cpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n);
+void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1, int C);
+void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int D1, int C);
+void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C);
+void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
+                          const float *v, int B, int NH, int D, int Dv);
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                       const int *key_len, float scale, int causal, int B, int Tq, int Tk, int D,
                       int Dv);

@@ -66,3 +66,49 @@ void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t
         param[i] -= lr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps);
     }
 }
+
+void cpu_gather_rows_strided(float *dst, const float *src, const int *idx, int n, int D,
+                             int stride) {
+    /* dst[i·stride + c] = src[idx[i]·stride + c], c < D <= stride */
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * stride, src + (size_t)idx[i] * stride, sizeof(float) * D);
+}
+
+void cpu_relu_forward(float *out, const float *inp, size_t n) {
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void cpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
+    /* out = max(inp, 0)  →  dinp += dout · [out > 0] */
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1, int C) {
+    /* out[a, j, i, :] = inp[a, i, j, :] */
+#pragma omp parallel for collapse(2) if ((long)A * D0 * D1 * C > 65536)
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++)
+                memcpy(out + (((size_t)a * D1 + j) * D0 + i) * C,
+                       inp + (((size_t)a * D0 + i) * D1 + j) * C, sizeof(float) * C);
+}
+
+void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int D1, int C) {
+    /* out[a, j, i, :] = inp[a, i, j, :]  →  dinp[a, i, j, :] += dout[a, j, i, :] */
+#pragma omp parallel for collapse(2) if ((long)A * D0 * D1 * C > 65536)
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++) {
+                float *d = dinp + (((size_t)a * D0 + i) * D1 + j) * C;
+                const float *s = dout + (((size_t)a * D1 + j) * D0 + i) * C;
+                for (int c = 0; c < C; c++) d[c] += s[c];
+            }
+}
+
+void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C) {
+    /* cache[n, t, :] = x[n, :] */
+    for (int n = 0; n < N; n++)
+        memcpy(cache + ((size_t)n * Tcap + t) * C, x + (size_t)n * C, sizeof(float) * C);
+}

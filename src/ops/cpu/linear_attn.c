@@ -152,6 +152,25 @@ void cpu_linear_attn_forward(float *out, const float *q, const float *k, const f
     }
 }
 
+/* One decoding step of causal linear attention (the recurrent form, Katharopoulos et al. 2020
+ * §3.4): the new key joins each row's running state, then the query reads it. Uses the same
+ * linear_add_key and linear_row as the forward, so out equals the causal forward's row t bit for
+ * bit. Parallel over the B·NH (row, head) pairs, each owning its state. */
+void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
+                          const float *v, int B, int NH, int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * D * Dv > 65536)
+    {
+        float Kbuf[D > 0 ? D : 1], Qbuf[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
+            linear_add_key(S, z, Kbuf, k + (size_t)bh * D, v + (size_t)bh * Dv, D, Dv);
+            linear_row(out + (size_t)bh * Dv, Qbuf, q + (size_t)bh * D, S, z, D, Dv);
+        }
+    }
+}
+
 /* Linear attention backward (memory-light, Katharopoulos et al. 2020 §3.3.1 with the normaliser):
  * pass 1 walks forward in time rebuilding S_t, z_t to give dq and the per-row den_t, c_t;
  * pass 2 walks backward in time accumulating R_s, r_s to give dk, dv. Accumulates (+=) into

@@ -1,0 +1,114 @@
+/* mha.h — multi-head attention for the Transformer (Vaswani et al. 2017 §3.2.2), with the kind
+ * of attention switchable per slot (encoder self, decoder self, cross) from the config
+ * (DESIGN.md §4).
+ *
+ * Legend: B batch, Tq query positions, Tk key positions, D model width, NH heads, HS = D / NH
+ * head size. Activations are batch-major: xq [B,Tq,D], xkv [B,Tk,D]; heads [B,NH,T,HS].
+ *
+ *   q = xq W_qᵀ + b_q,  k = xkv W_kᵀ + b_k,  v = xkv W_vᵀ + b_v        (each [B,T,D] → heads)
+ *   o_h = attend(q_h, k_h, v_h)  per head h, keys masked by key_len and causality
+ *   out = concat_h(o_h) W_oᵀ + b_o                                     (eq. MultiHead)
+ *
+ * attend() is the kind's row of the table (mha.c, and the file of each kind):
+ *   sdp            softmax(q kᵀ / √HS) v, weights materialised      (Vaswani et al. 2017 eq. 1)
+ *   flash          the same, tiled with the online softmax; keeps lse   (Dao et al. 2022)
+ *   linear         φ(q)ᵀ Σ φ(k) vᵀ / φ(q)ᵀ Σ φ(k), φ = elu + 1  (Katharopoulos et al. 2020 eq. 6)
+ *   efficient      ρ_q(q) (ρ_k(k)ᵀ v), row / column softmaxes; no causal form (Shen et al. 2021)
+ *   luong_dot      softmax(q kᵀ) v, unscaled                      (Luong et al. 2015 eq. 8, dot)
+ *   luong_general  q is first projected by W_a [D,D]: softmax((q W_a) kᵀ) v     (eq. 8, general)
+ *   bahdanau,      softmax_s(v_hᵀ tanh(q_h + k_h)) v per head; v_a [NH,HS]
+ *   luong_concat   (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 concat: the same
+ *                  function once W_a [q; k] is split into W_q q + W_k k). In a Transformer the
+ *                  query is the current position's state.
+ *
+ * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
+ * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
+ */
+#ifndef TRAINER_MHA_H
+#define TRAINER_MHA_H
+
+#include "attention/attention.h"
+#include "model/params.h"
+#include "ops/ops.h"
+
+typedef struct {
+    AttentionKind kind;
+    int D, NH, HS, causal;
+    Param W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o; /* [D,D] and [D] */
+    Param W_a;                                    /* luong_general: [D,D] */
+    Param v_a;                                    /* bahdanau, luong_concat: [NH,HS] */
+} Mha;
+
+/* Saved activations of one forward call (backend memory, sized by mha_acts_alloc). */
+typedef struct {
+    float *qm;   /* [B,Tq,D] q before splitting (luong_general: before W_a; kept for dW_a) */
+    float *q, *k, *v; /* heads [B,NH,Tq,HS], [B,NH,Tk,HS], [B,NH,Tk,HS] */
+    float *o;    /* heads [B,NH,Tq,HS] */
+    float *om;   /* [B,Tq,D] merged heads (input of W_o) */
+    float *save; /* weights [B,NH,Tq,Tk] (sdp, luong, additive) or lse [B,NH,Tq] (flash) */
+} MhaActs;
+
+/* Scratch shared by every Mha of a model (backend memory): [B·max(Tq,Tk), D] buffers. */
+typedef struct {
+    float *m1, *m2, *m3;      /* merged-layout temporaries */
+    float *h1, *h2, *h3, *h4; /* head-layout temporaries */
+} MhaScratch;
+
+/* The masks of one call. key_len [B] and key_len_bh [B·NH] (key_len[b] repeated per head, for
+ * the kinds whose op flattens heads into rows) in backend memory; NULL = every key visible. */
+typedef struct {
+    const int *key_len, *key_len_bh;
+    int causal;
+} MhaMask;
+
+/* Checks that kind can serve as attention with these sizes and causality; otherwise writes the
+ * reason ("efficient attention has no causal form ...") to why and returns 0. slot names the
+ * config key for the message (e.g. "model.dec_self_attention"). */
+int mha_supports(AttentionKind kind, int causal, int D, int NH, const char *slot, char *why,
+                 size_t why_len);
+/* Declares the parameters of a as prefix.W_q, ... (weights INIT_XAVIER, biases zero). */
+void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
+                 int causal);
+/* Floats of saved activations (every pointer of MhaActs) for any call with B·Tq <= NQ,
+ * B·Tk <= NK and Tk <= Tk_max. */
+size_t mha_acts_floats(const Mha *a, long NQ, long NK, int Tk_max);
+/* Carves acts for a call with B, Tq, Tk out of buf (mha_acts_floats floats of a capacity that
+ * covers the call, backend memory). The same call shape gives the same pointers. */
+void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int Tk);
+
+/* out[B,Tq,D] = MultiHead(xq, xkv). Overwrites out and acts. */
+void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, const float *xq,
+                 const float *xkv, const MhaMask *mask, int B, int Tq, int Tk,
+                 MhaScratch *scr);
+/* Backward of mha_forward: accumulates dxq[B,Tq,D], dxkv[B,Tk,D] (dxkv may equal dxq for
+ * self-attention, when xq == xkv) and the parameter gradients. dout [B,Tq,D]. */
+void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, const float *dout,
+                  const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
+                  int B, int Tq, int Tk, MhaScratch *scr);
+
+/* The pieces of mha_forward, for decoding one position at a time (Tq = 1) against cached keys:
+ * q heads [B,NH,Tq,HS] from xq [B,Tq,D] (qm [B,Tq,D] receives xq W_qᵀ + b_q; luong_general then
+ * multiplies by W_a in tmp [B,Tq,D]); k, v heads [B,NH,Tk,HS] from xkv (tmp [B,Tk,D]); and
+ * out [B,Tq,D] = merge(o) W_oᵀ + b_o (om [B,Tq,D] receives merge(o)). */
+void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *tmp,
+                   const float *xq, int B, int Tq);
+void mha_project_kv(const Mha *a, const Backend *be, float *k, float *v, float *tmp,
+                    const float *xkv, int B, int Tk);
+void mha_project_out(const Mha *a, const Backend *be, float *out, float *om, const float *o,
+                     int B, int Tq);
+
+/* The core attention alone on heads (no projections): o[B,NH,Tq,HS] from q, k, v heads, saving
+ * into save (weights or lse; see MhaActs). For decoding, where the projections are done by the
+ * caller and the keys live in a cache. luong_general expects q already projected by W_a. */
+void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
+                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk);
+
+/* Host-side weights of one query per row, averaged over heads, for attention maps: w[R,Tk]
+ * from q heads [R,NH,HS] (luong_general: already projected) and k heads [R,NH,Tk,HS] given on
+ * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else NULL).
+ * Each kind's implied weights: the softmax for sdp/flash/luong/additive; φ(q)·φ(k_s) / Σ for
+ * linear; ρ_q(q)·ρ_k(k)_s for efficient (both sum to 1 over the visible keys). */
+void mha_weights_host(AttentionKind kind, float *w, const float *q, const float *k,
+                      const float *v_a, const int *key_len, int R, int NH, int HS, int Tk);
+
+#endif

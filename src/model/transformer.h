@@ -1,0 +1,73 @@
+/* transformer.h — the Transformer encoder–decoder (Vaswani et al. 2017) with switchable
+ * attention in each slot (attention/mha.h).
+ *
+ * Legend: B batch, S source length, T target length, D model width (model.d_model), NH heads,
+ * HS = D/NH, F feed-forward width (model.d_ff), V vocabulary, L layers, K beam size.
+ * Activations are batch-major, [B,S,D] and [B,T,D]; the time-major HostBatch is transposed on
+ * upload.
+ *
+ *   x_0 = dropout(E[y] · √D + PE)                 sinusoidal positions (§3.5), embeddings (§3.4)
+ *   encoder layer: self-attention (model.self_attention, source padding masked), FFN
+ *   decoder layer: causal self-attention (model.dec_self_attention), cross-attention on the
+ *                  encoder output (model.cross_attention, source padding masked), FFN
+ *   FFN(a) = W_2 dropout(relu(W_1 a + b_1)) + b_2  (eq. 2; the inner dropout as in PyTorch's
+ *            nn.TransformerEncoderLayer)
+ *   each sub-layer f with residual dropout (§5.4):
+ *     pre-LN (default):  x ← x + dropout(f(LN(x)))       final LN after each stack
+ *     post-LN (§3.1):    x ← LN(x + dropout(f(x)))
+ *   p(y_t) = softmax(y_t W_outᵀ + b_out); with tied embeddings one matrix E [V,D] serves the
+ *   source and target embeddings and W_out (§3.4, shared SentencePiece vocabulary).
+ * No dropout on attention weights (flash and linear attention never form them).
+ */
+#ifndef TRAINER_TRANSFORMER_H
+#define TRAINER_TRANSFORMER_H
+
+#include "attention/mha.h"
+#include "data/batch.h"
+#include "model/params.h"
+#include "ops/ops.h"
+
+typedef struct {
+    int V, D, NH, F, enc_layers, dec_layers;
+    float dropout;
+    int pre_ln;                              /* 1 pre-LN, 0 post-LN */
+    int tie_embeddings;                      /* 1: one E [V,D] for source, target and output */
+    AttentionKind enc_self, dec_self, cross; /* attention kind of each slot */
+} TfConfig;
+
+typedef struct TfModel TfModel;
+
+/* Creates the model and declares its parameters in ps (not yet allocated). Errors: a kind that
+ * cannot serve in its slot (efficient in the causal decoder self-attention, none), heads that
+ * do not divide D, more than 16 layers — each with the config key to change. */
+Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *err);
+/* Ensures activation memory for batches of up to B sentences, S source and T target positions,
+ * NS source and NT target tokens (padding included). Grows only; no allocation after it in
+ * the training step. Positions beyond max(S, T) are not supported. */
+void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
+/* Uploads hb (transposed to batch-major) and runs the teacher-forced pass: returns the summed
+ * label-smoothed cross-entropy over non-pad targets (nats); train != 0 adds dropout (keyed by
+ * dropout_key) and accumulates the parameter gradients scaled by grad_scale. */
+double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int train,
+                        uint64_t dropout_key, float grad_scale);
+/* Backend pointer to the last transformer_loss's logits [B,T,V] (batch-major; tests). */
+const float *transformer_logits(const TfModel *m);
+
+/* ---- incremental decoding (eval/decode.c drives these through model.h) ----
+ * decode_begin encodes hb's sources (at most max_T steps will follow), projects every decoder layer's cross-attention keys and
+ * values once, and sets up K rows per sentence (row i·K + k reads sentence i); then for
+ * t = 0, 1, …: decode_step feeds ids[B·K] (backend memory; BOS at t = 0), appends each
+ * layer's self-attention key and value to its cache (or, for linear self-attention, adds them
+ * to the running state: O(1) per token) and returns [B·K, V] scores for y_t (log-probabilities
+ * if log_probs, else logits); the cost of step t is O(t) (O(1) for linear), not O(t²).
+ * decode_reorder makes row r continue from row parent[r] (backend memory; parents within the
+ * same sentence's K rows) after step t; decode_attention returns step t's cross-attention
+ * weights of the last decoder layer, averaged over heads, [B·K, S] (backend memory). Steps
+ * beyond the reserved T are a programmer error. */
+void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T);
+const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
+void transformer_decode_reorder(TfModel *m, int t, const int *parent);
+const float *transformer_decode_attention(TfModel *m, int t);
+void transformer_free(TfModel *m);
+
+#endif

@@ -1,0 +1,314 @@
+/* test_transformer.c — the whole tiny Transformer (model/transformer.h) on the CPU:
+ *  1. Gradients: every parameter's analytic gradient against central finite differences
+ *     (every element of tensors up to 40 elements, 40 spread-out elements of bigger ones;
+ *     ε = 1e-3 on float32, |a − n| ≤ 3e-3 + 3e-2·|n|, see check_grad for kinks), dropout on
+ *     (p = 0.2; masks are a pure
+ *     function of the key), for every attention kind in every slot where it is allowed, pre-LN
+ *     and post-LN, tied and untied embeddings. Tiny model: V 13, D 8, 2 heads, F 12, 2 + 2
+ *     layers, 3 sentences with source lengths 5, 3, 1 and target lengths 4, 2, 3.
+ *  2. flash = sdp at model level: the same parameters give the same loss (|Δ| ≤ 1e-5·|loss|)
+ *     and gradients (|a − b| ≤ 1e-5 + 1e-4·|b|).
+ *  3. Padding: changing a padded source token or a padded target input changes nothing.
+ *  4. Cached decoding = full recomputation: feeding the target inputs one step at a time
+ *     (transformer_decode_step, keys and values cached, linear attention's running state) gives
+ *     each position's log-probabilities of the teacher-forced pass (max |Δ| ≤ 2e-5); with 2 rows
+ *     per sentence fed different sequences and swapped by transformer_decode_reorder after every
+ *     step, each sequence still gets its own teacher-forced log-probabilities.
+ *  The exact reference for the gradients is the PyTorch fixture (test_transformer_torch.c);
+ *  this test adds dropout and more combinations, at finite-difference precision.
+ *  5. decode_beam with K = 1 = decode_greedy (ids and attention maps), and the attention maps'
+ *     rows are distributions over the unpadded source (sum 1, zero on padding). */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "data/spm.h"
+#include "eval/decode.h"
+#include "model/model.h"
+#include "testutil.h"
+
+enum { V = 13, D = 8, NH = 2, F = 12, B = 3, S = 5, T = 4 };
+
+typedef struct {
+    AttentionKind es, ds, cr;
+    int pre, tie;
+} Case;
+
+static const char *name(Case c) {
+    static char buf[128];
+    snprintf(buf, sizeof buf, "self %s, dec self %s, cross %s, %s-LN, %s",
+             attention_kind_names[c.es], attention_kind_names[c.ds], attention_kind_names[c.cr],
+             c.pre ? "pre" : "post", c.tie ? "tied" : "untied");
+    return buf;
+}
+
+static int src[S * B], src_len[B] = {5, 3, 1}, tin[T * B], tout[T * B], tgt_len[B] = {4, 2, 3};
+static float mask[S * B];
+
+static HostBatch batch(int *ti, int *to) {
+    HostBatch hb = {0};
+    hb.B = B, hb.S = S, hb.T = ti ? T : 1;
+    hb.src = src, hb.src_len = src_len, hb.src_mask = mask, hb.tgt_in = ti, hb.tgt_out = to;
+    return hb;
+}
+
+static int build(Model *m, Case c, float dropout, uint64_t seed) {
+    Err err;
+    memset(m, 0, sizeof *m);
+    m->be = backend_cpu();
+    m->V = V;
+    params_init_set(&m->ps, m->be);
+    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr};
+    if (transformer_create(&m->tf, &m->ps, &tc, &err)) {
+        EXPECT(0, "%s: transformer_create: %s", name(c), err.msg);
+        return 1;
+    }
+    params_allocate(&m->ps);
+    Rng rng;
+    rng_seed(&rng, seed, 5);
+    params_initialise(&m->ps, &rng, 0.0f);
+    /* layer norms and biases start at 1 and 0: move them so their gradients are exercised */
+    for (int i = 0; i < m->ps.n; i++) {
+        ParamSpec *s = &m->ps.specs[i];
+        if (s->init == INIT_ZERO || s->init == INIT_ONE)
+            for (size_t j = 0; j < s->size; j++)
+                m->ps.data[s->offset + j] += 0.3f * (2.0f * rng_uniform(&rng) - 1.0f);
+    }
+    /* PAD is never an output */
+    for (int i = 0; i < m->ps.n; i++)
+        if (!strcmp(m->ps.specs[i].name, "out.b")) m->ps.data[m->ps.specs[i].offset] = -30.0f;
+    model_reserve(m, 4 * B, S, 8, 4L * B * S, 4L * B * 8);
+    return 0;
+}
+
+/* (L(w + ε) − L(w − ε)) / 2ε for one parameter element */
+static double numeric(Model *m, const HostBatch *hb, float *w, float eps, uint64_t key) {
+    float w0 = *w;
+    *w = w0 + eps;
+    double lp = model_loss(m, hb, 0.1f, 1, key, 0.0f);
+    *w = w0 - eps;
+    double lm = model_loss(m, hb, 0.1f, 1, key, 0.0f);
+    *w = w0;
+    return (lp - lm) / (2.0 * eps);
+}
+
+static int fd_ok(double an, double num) { return fabs(an - num) <= 3e-3 + 3e-2 * fabs(num); }
+
+/* 1. finite differences over every parameter. ε = 1e-3; an element that disagrees is measured
+ * again with ε = 3e-4 and 3e-3 and passes if either agrees: a ReLU kink (or a near-tie in a
+ * softmax) within ±ε of the point spoils one step size, a wrong gradient spoils all three. */
+static void check_grad(Case c) {
+    Model m;
+    if (build(&m, c, 0.2f, 7)) return;
+    HostBatch hb = batch(tin, tout);
+    uint64_t key = 12345;
+    ParamSet *ps = &m.ps;
+    params_zero_grad(ps);
+    model_loss(&m, &hb, 0.1f, 1, key, 1.0f);
+    float *grad = xmalloc(sizeof(float) * ps->total);
+    memcpy(grad, ps->grad, sizeof(float) * ps->total);
+    int bad = 0, n = 0, retried = 0;
+    double maxrel = 0;
+    for (int i = 0; i < ps->n; i++) {
+        ParamSpec *s = &ps->specs[i];
+        size_t stride = s->size <= 40 ? 1 : s->size / 40;
+        for (size_t j = 0; j < s->size; j += stride, n++) {
+            float *w = ps->data + s->offset + j;
+            double an = grad[s->offset + j], num = numeric(&m, &hb, w, 1e-3f, key);
+            if (!fd_ok(an, num)) {
+                retried++;
+                double n2 = numeric(&m, &hb, w, 3e-4f, key), n3 = numeric(&m, &hb, w, 3e-3f, key);
+                if (!fd_ok(an, n2) && !fd_ok(an, n3) && bad++ < 8)
+                    fprintf(stderr, "%s: %s[%zu]: analytic %.6f numeric %.6f / %.6f / %.6f\n",
+                            name(c), s->name, j, an, num, n2, n3);
+                continue;
+            }
+            if (fabs(num) > 1e-2 && fabs(an - num) / fabs(num) > maxrel)
+                maxrel = fabs(an - num) / fabs(num);
+        }
+    }
+    printf("%s: %d gradient elements of %zu parameters, max relative error %.2e (|g| > 0.01), "
+           "%d measured again, %d bad\n", name(c), n, ps->total, maxrel, retried, bad);
+    EXPECT(bad == 0, "%s: %d gradient elements disagree with finite differences", name(c), bad);
+    free(grad);
+    model_free(&m);
+}
+
+/* 2. flash = sdp with the same parameters (same names and shapes) */
+static void check_flash_equals_sdp(int pre) {
+    Case cs = {ATTN_SDP, ATTN_SDP, ATTN_SDP, pre, 1}, cf = {ATTN_FLASH, ATTN_FLASH, ATTN_FLASH, pre, 1};
+    Model a, b;
+    if (build(&a, cs, 0.2f, 3) || build(&b, cf, 0.2f, 3)) return;
+    EXPECT(a.ps.total == b.ps.total, "parameter counts differ");
+    memcpy(b.ps.data, a.ps.data, sizeof(float) * a.ps.total);
+    HostBatch hb = batch(tin, tout);
+    params_zero_grad(&a.ps), params_zero_grad(&b.ps);
+    double la = model_loss(&a, &hb, 0.1f, 1, 77, 1.0f), lb = model_loss(&b, &hb, 0.1f, 1, 77, 1.0f);
+    int bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < a.ps.total; i++) {
+        double x = a.ps.grad[i], y = b.ps.grad[i], d = fabs(x - y);
+        bad += d > 1e-5 + 1e-4 * fabs(x);
+        worst = d > worst ? d : worst;
+    }
+    printf("flash vs sdp (%s-LN): loss %.9g vs %.9g, worst gradient difference %.2e\n",
+           pre ? "pre" : "post", la, lb, worst);
+    EXPECT(fabs(la - lb) <= 1e-5 * fabs(la), "flash loss %.9g, sdp %.9g", lb, la);
+    EXPECT(bad == 0, "%d gradients differ between flash and sdp", bad);
+    model_free(&a), model_free(&b);
+}
+
+/* 3. padding changes nothing */
+static void check_padding(Case c) {
+    Model m;
+    if (build(&m, c, 0.2f, 9)) return;
+    HostBatch hb = batch(tin, tout);
+    double l0 = model_loss(&m, &hb, 0.1f, 0, 5, 0.0f);
+    src[4 * B + 1] = 6;  /* t = 4 of sentence 1 (length 3) */
+    tin[3 * B + 1] = 7;  /* t = 3 of sentence 1 (target length 2) */
+    double l1 = model_loss(&m, &hb, 0.1f, 0, 5, 0.0f);
+    src[4 * B + 1] = SPM_PAD_ID, tin[3 * B + 1] = SPM_PAD_ID;
+    EXPECT(l0 == l1, "%s: padded tokens changed the loss (%.9g vs %.9g)", name(c), l0, l1);
+    model_free(&m);
+}
+
+/* log_softmax of the teacher-forced logits, [B,T,V] batch-major, on the host */
+static void teacher_logp(Model *m, int *ti, int *to, float *lp) {
+    HostBatch hb = batch(ti, to);
+    model_loss(m, &hb, 0.0f, 0, 0, 0.0f);
+    const float *lg = transformer_logits(m->tf);
+    for (int r = 0; r < B * T; r++) {
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = lg[r * V + v] > mx ? lg[r * V + v] : mx;
+        for (int v = 0; v < V; v++) z += exp(lg[r * V + v] - mx);
+        for (int v = 0; v < V; v++) lp[r * V + v] = (float)(lg[r * V + v] - mx - log(z));
+    }
+}
+
+/* 4. cached decoding = full recomputation, with and without reordering */
+static void check_decode(Case c) {
+    Model m;
+    if (build(&m, c, 0.0f, 11)) return;
+    int ti[2][T * B], to[2][T * B];
+    Rng rng;
+    rng_seed(&rng, 21, 0);
+    for (int q = 0; q < 2; q++)
+        for (int t = 0; t < T; t++)
+            for (int b = 0; b < B; b++) {
+                ti[q][t * B + b] = t ? to[q][(t - 1) * B + b] : SPM_BOS_ID;
+                to[q][t * B + b] = 4 + (int)rng_below(&rng, V - 4);
+            }
+    static float ref[2][B * T * V];
+    for (int q = 0; q < 2; q++) teacher_logp(&m, ti[q], to[q], ref[q]);
+    HostBatch hb = batch(NULL, NULL);
+    double worst = 0;
+    model_decode_begin(&m, &hb, 1, T);
+    for (int t = 0; t < T; t++) {
+        const float *lp = model_decode_step(&m, t, ti[0] + t * B, 1);
+        for (int b = 0; b < B; b++)
+            for (int v = 0; v < V; v++) {
+                double d = fabs(lp[b * V + v] - ref[0][(b * T + t) * V + v]);
+                worst = d > worst ? d : worst;
+            }
+    }
+    EXPECT(worst <= 2e-5, "%s: cached decoding differs from teacher forcing by %.3g", name(c),
+           worst);
+    /* K = 2: row 2b + k holds sequence where; rows swap after every step */
+    double worst2 = 0;
+    model_decode_begin(&m, &hb, 2, T);
+    int where[2][B], ids[2 * B], parent[2 * B];
+    for (int b = 0; b < B; b++) where[0][b] = 2 * b, where[1][b] = 2 * b + 1;
+    for (int t = 0; t < T; t++) {
+        for (int q = 0; q < 2; q++)
+            for (int b = 0; b < B; b++) ids[where[q][b]] = ti[q][t * B + b];
+        const float *lp = model_decode_step(&m, t, ids, 1);
+        for (int q = 0; q < 2; q++)
+            for (int b = 0; b < B; b++)
+                for (int v = 0; v < V; v++) {
+                    double d = fabs(lp[where[q][b] * V + v] - ref[q][(b * T + t) * V + v]);
+                    worst2 = d > worst2 ? d : worst2;
+                }
+        for (int b = 0; b < B; b++) {
+            parent[2 * b] = 2 * b + 1, parent[2 * b + 1] = 2 * b;
+            for (int q = 0; q < 2; q++) where[q][b] ^= 1;
+        }
+        model_decode_reorder(&m, t, parent);
+    }
+    EXPECT(worst2 <= 2e-5, "%s: reordered cached decoding differs from teacher forcing by %.3g",
+           name(c), worst2);
+    printf("%s: cached decoding vs teacher forcing max |Δ log p| %.2e, reordered %.2e\n",
+           name(c), worst, worst2);
+
+    /* 5. beam 1 = greedy, attention maps are distributions over the unpadded source */
+    enum { MT = 6 };
+    int g[B * MT], k1[B * MT];
+    static float ga[B * MT * S], ka[B * MT * S];
+    memset(ga, 0, sizeof ga), memset(ka, 0, sizeof ka);
+    decode_greedy(&m, &hb, MT, g, ga);
+    decode_beam(&m, &hb, 1, 0.0f, MT, k1, ka);
+    EXPECT(!memcmp(g, k1, sizeof g), "%s: beam 1 ids differ from greedy", name(c));
+    EXPECT(!memcmp(ga, ka, sizeof ga), "%s: beam 1 attention differs from greedy", name(c));
+    for (int b = 0; b < B; b++) {
+        double sum = 0, pad = 0;
+        for (int s = 0; s < S; s++) *(s < src_len[b] ? &sum : &pad) += ga[(b * MT) * S + s];
+        EXPECT(fabs(sum - 1) < 1e-5 && pad == 0, "%s: sentence %d: attention row sums to %.6f, "
+               "%.3g on padding", name(c), b, sum, pad);
+    }
+    model_free(&m);
+}
+
+int main(void) {
+    omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
+    Rng rng;
+    rng_seed(&rng, 3, 3);
+    for (int t = 0; t < S; t++)
+        for (int b = 0; b < B; b++) {
+            int real = t < src_len[b];
+            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            mask[t * B + b] = (float)real;
+        }
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            tin[t * B + b] = t == 0 ? SPM_BOS_ID : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4)
+                                                                  : SPM_PAD_ID;
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            tout[t * B + b] = t + 1 < tgt_len[b]    ? tin[(t + 1) * B + b]
+                              : t + 1 == tgt_len[b] ? SPM_EOS_ID
+                                                    : SPM_PAD_ID;
+    /* every kind in every slot it may take; pre- and post-LN; tied and untied */
+    const AttentionKind selfk[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_DOT,
+                                   ATTN_LUONG_GENERAL, ATTN_BAHDANAU, ATTN_LUONG_CONCAT};
+    const int nself = (int)(sizeof selfk / sizeof selfk[0]);
+    for (int i = 0; i < nself; i++) {
+        Case c = {selfk[i], selfk[i], selfk[i], i % 2 == 0, i % 3 != 2};
+        check_grad(c);
+        check_padding(c);
+        check_decode(c);
+    }
+    const Case extra[] = {
+        {ATTN_EFFICIENT, ATTN_SDP, ATTN_EFFICIENT, 1, 1},
+        {ATTN_EFFICIENT, ATTN_LINEAR, ATTN_EFFICIENT, 0, 0},
+        {ATTN_SDP, ATTN_LINEAR, ATTN_BAHDANAU, 1, 0},
+        {ATTN_LINEAR, ATTN_FLASH, ATTN_LUONG_GENERAL, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        check_grad(extra[i]);
+        check_padding(extra[i]);
+        check_decode(extra[i]);
+    }
+    check_flash_equals_sdp(1);
+    check_flash_equals_sdp(0);
+    /* the causal slot refuses efficient attention with the key to change */
+    Model m = {0};
+    Err err;
+    m.be = backend_cpu();
+    params_init_set(&m.ps, m.be);
+    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP};
+    EXPECT(transformer_create(&m.tf, &m.ps, &bad, &err) != STATUS_OK &&
+               strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
+           "efficient decoder self-attention accepted or unclear: %s", err.msg);
+    params_free(&m.ps);
+    return test_report("test_transformer");
+}

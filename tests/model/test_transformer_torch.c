@@ -1,0 +1,108 @@
+/* test_transformer_torch.c — the whole tiny Transformer against PyTorch fixtures (DESIGN.md §9).
+ *
+ * tests/fixtures/transformer_tiny/NAME.txt are written by
+ * tests/reference/make_transformer_fixture.py (float64 PyTorch, no dropout; the sdp cases are also
+ * checked there against nn.TransformerEncoderLayer / nn.TransformerDecoderLayer): parameters, a
+ * padded batch, the logits, the summed label-smoothed loss (ε 0.1) and its gradient w.r.t. every
+ * parameter. The fixtures are committed, so this test needs no PyTorch. Five cases cover every
+ * attention kind (sdp, flash, linear, efficient, bahdanau, luong_dot, luong_general,
+ * luong_concat) in the slots they may take, pre- and post-LN, tied and untied embeddings.
+ * For each: the same model from transformer_create (dropout 0), the parameters loaded by name
+ * (shapes checked, every declared tensor in the fixture and vice versa), one transformer_loss
+ * with train = 1, and
+ *   logits                      |ours − ref| ≤ 1e-4 + 1e-4·|ref|
+ *   loss (train and eval pass)  |ours − ref| ≤ 1e-5·|ref|
+ *   each gradient tensor        ‖ours − ref‖₂ / ‖ref‖₂ ≤ 1e-4, elementwise
+ *                               |ours − ref| ≤ 1e-4 + 1e-3·|ref|
+ * Ours runs in float32, so these are float32 tolerances. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/transformer.h"
+#include "testutil.h"
+#include "torch_fixture.h"
+
+static void run(const char *path) {
+    Fixture fx;
+    if (!fixture_load(&fx, path, "transformer_fixture")) {
+        EXPECT(0, "cannot load %s", path);
+        return;
+    }
+    TfConfig c = {0};
+    char norm[16], es[32], ds[32], cr[32];
+    double smoothing;
+    Err err;
+    int ok = sscanf(fx.config, "%d %d %d %d %d %d %15s %d %31s %31s %31s %lf", &c.V, &c.D, &c.NH,
+                    &c.F, &c.enc_layers, &c.dec_layers, norm, &c.tie_embeddings, es, ds, cr,
+                    &smoothing) == 12 &&
+             attention_kind_from_name(es, &c.enc_self, &err) == STATUS_OK &&
+             attention_kind_from_name(ds, &c.dec_self, &err) == STATUS_OK &&
+             attention_kind_from_name(cr, &c.cross, &err) == STATUS_OK && c.V == fx.V;
+    EXPECT(ok, "%s: bad config line: %s", path, fx.config);
+    if (!ok) {
+        fixture_free(&fx);
+        return;
+    }
+    c.pre_ln = !strcmp(norm, "pre");
+    const Backend *be = backend_cpu();
+    ParamSet ps;
+    params_init_set(&ps, be);
+    TfModel *m;
+    if (transformer_create(&m, &ps, &c, &err)) {
+        EXPECT(0, "%s: transformer_create: %s", path, err.msg);
+        fixture_free(&fx);
+        return;
+    }
+    params_allocate(&ps);
+    fixture_set_params(&fx, &ps, path);
+    int B = fx.B, S = fx.S, T = fx.T, V = c.V;
+    float *mask = xmalloc(sizeof(float) * S * B);
+    for (int t = 0; t < S; t++)
+        for (int b = 0; b < B; b++) mask[t * B + b] = t < fx.src_len[b] ? 1.0f : 0.0f;
+    HostBatch hb = {0};
+    hb.B = B, hb.S = S, hb.T = T;
+    hb.src = fx.src, hb.src_len = fx.src_len, hb.src_mask = mask;
+    hb.tgt_in = fx.tgt_in, hb.tgt_out = fx.tgt_out;
+    transformer_reserve(m, B, S, T, (long)B * S, (long)B * T);
+    params_zero_grad(&ps);
+    double loss = transformer_loss(m, &hb, (float)smoothing, 1, 99, 1.0f);
+    /* logits: ours batch-major [B,T,V], the fixture's time-major [T,B,V] */
+    const float *lg = transformer_logits(m);
+    double lmax = 0;
+    long lbad = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int v = 0; v < V; v++) {
+                double ours = lg[((size_t)b * T + t) * V + v];
+                double ref = fx.logits[((size_t)t * B + b) * V + v], d = fabs(ours - ref);
+                lmax = d > lmax ? d : lmax;
+                lbad += d > 1e-4 + 1e-4 * fabs(ref);
+            }
+    double loss_eval = transformer_loss(m, &hb, (float)smoothing, 0, 0, 0.0f);
+    double lrel = fabs(loss - fx.loss) / fabs(fx.loss);
+    double lrel_eval = fabs(loss_eval - fx.loss) / fabs(fx.loss);
+    printf("%s: %s, %zu parameters\n", path, fx.config, ps.total);
+    printf("  logits max |Δ| %.2e; loss ours %.9f torch %.9f rel %.2e (eval pass rel %.2e)\n",
+           lmax, loss, fx.loss, lrel, lrel_eval);
+    EXPECT(lbad == 0, "%s: %ld logits off (max |Δ| %.3g)", path, lbad, lmax);
+    EXPECT(lrel <= 1e-5, "%s: loss %.9f vs %.9f (rel %.2e)", path, loss, fx.loss, lrel);
+    EXPECT(lrel_eval <= 1e-5, "%s: eval loss %.9f vs %.9f (rel %.2e)", path, loss_eval, fx.loss,
+           lrel_eval);
+    fixture_check_grads(&fx, &ps, path, 1e-4, 1e-4);
+    free(mask);
+    transformer_free(m);
+    params_free(&ps);
+    fixture_free(&fx);
+}
+
+int main(void) {
+    const char *cases[] = {"sdp_pre_tied", "sdp_post_untied", "linear_efficient",
+                           "efficient_flash_bahdanau", "general_concat_dot"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/fixtures/transformer_tiny/%s.txt", cases[i]);
+        run(path);
+    }
+    return test_report("test_transformer_torch");
+}
