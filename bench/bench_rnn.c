@@ -245,7 +245,7 @@ done:
     free(keep);
     encoded_free(&tenc);
     corpus_free(&train);
-    if (model.rnn || model.spm) model_free(&model);
+    if (model.rnn || model.tf || model.spm) model_free(&model);
     spm_free(spm);
     return rc;
 }
