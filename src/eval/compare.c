@@ -455,9 +455,6 @@ static void fmt_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%.1f s", s);
 }
 
-static const char *attn_name(AttentionKind k) {
-    return ((int)k >= 0 && (int)k < ATTN_KIND_COUNT) ? attention_kind_names[k] : "?";
-}
 
 /* The Markdown table (header, rule, one row per run). */
 static void write_md_table(FILE *f, const Compare *c) {
@@ -469,7 +466,7 @@ static void write_md_table(FILE *f, const Compare *c) {
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
         int rnn = r->cfg.model_type == MODEL_RNN;
-        char secs[64], tok[64], peak[64], ppl[64], bleu[64];
+        char secs[64], tok[64], peak[64], ppl[64], bleu[64], attn[64];
         if (r->has_secs) fmt_duration(secs, sizeof secs, r->train_secs);
         else snprintf(secs, sizeof secs, DASH);
         if (r->has_tok_s) snprintf(tok, sizeof tok, "%.0f", r->tok_s);
@@ -486,7 +483,8 @@ static void write_md_table(FILE *f, const Compare *c) {
         fprintf(f, "| %s | %s | %s | %s | %s | %ld | %d | %s | %s | %s | %s | %s | %.2f | %.2f | "
                    "%.2f | %.2f |\n",
                 r->name, model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : DASH, attn_name(r->cfg.attention),
+                rnn ? cell_type_names[r->cfg.cell] : DASH,
+                config_attention_text(&r->cfg, attn, sizeof attn),
                 rnn ? (r->cfg.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs, secs,
                 tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
     }
@@ -525,9 +523,11 @@ static Status write_csv(const Compare *c, Err *err) {
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
         int rnn = r->cfg.model_type == MODEL_RNN;
+        char attn[64];
         csv_text(f, r->name);
         fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : "", attn_name(r->cfg.attention),
+                rnn ? cell_type_names[r->cfg.cell] : "",
+                config_attention_text(&r->cfg, attn, sizeof attn),
                 rnn ? (r->cfg.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
         if (r->has_secs) fprintf(f, "%.1f", r->train_secs);
         fputc(',', f);

@@ -22,8 +22,9 @@
  * BLEU and chrF (metrics.h).
  *
  * Table columns (compare.md, compare.csv, and the Markdown table on stdout):
- *   run, model (rnn|transformer), cell (lstm|gru; "—" for a transformer), attention (a name of
- *   attention_kind_names), input feeding (yes|no; "—" for a transformer), parameters (floats),
+ *   run, model (rnn|transformer), cell (lstm|gru; "—" for a transformer), attention
+ *   (config_attention_text: the RNN's kind, or the Transformer's "self/dec self/cross" kinds,
+ *   one name when all agree), input feeding (yes|no; "—" for a transformer), parameters (floats),
  *   epochs (highest epoch with a validation line), training time (the last validation line's
  *   "elapsed", seconds; Markdown shows h/min/s), tokens/s (mean "tok_s" of the train lines),
  *   peak memory MiB (max "peak_rss_mb" of the validation lines; "—" / empty when absent: runs from

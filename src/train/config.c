@@ -110,6 +110,8 @@ static const KeyDef keys[] = {
     K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most"),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
+    K_FLT("train", "max_hours", max_hours, "0", 0, 0, 1e6, 0,
+          "training time budget in hours (validation included); 0 = no limit"),
     K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
           "source+target tokens per batch (>= 2 * data.max_len)"),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)"),
@@ -707,6 +709,15 @@ void config_print_keys(FILE *f) {
                     k->type == T_STR ? "\"" : "", extra, k->help);
         }
     }
+}
+
+const char *config_attention_text(const Config *c, char *buf, size_t n) {
+    AttentionKind e = c->self_attention, d = config_dec_self_attention(c), x = c->cross_attention;
+    if (c->model_type != MODEL_TRANSFORMER) snprintf(buf, n, "%s", attention_kind_names[c->attention]);
+    else if (e == d && d == x) snprintf(buf, n, "%s", attention_kind_names[e]);
+    else snprintf(buf, n, "%s/%s/%s", attention_kind_names[e], attention_kind_names[d],
+                  attention_kind_names[x]);
+    return buf;
 }
 
 const char *config_save_dir(const Config *c, char *buf, size_t n) {

@@ -95,6 +95,9 @@ typedef struct Config {
     uint64_t seed;           /* train.seed: any 64-bit value (1) */
     int max_epochs;          /* train.max_epochs (30, 1..1000000) */
     long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */
+    float max_hours;         /* train.max_hours: training time budget in hours (elapsed, as
+                                logged, validation included); the run saves and stops after the
+                                step that exceeds it; 0 = no limit (0, [0, 1e6]) */
     int batch_tokens;        /* train.batch_tokens: source+target tokens per batch (4096);
                                 must be >= 2 * data.max_len so the longest pair fits */
     float lr;                /* train.lr: peak learning rate (1e-3, (0, 10]) */
@@ -123,6 +126,11 @@ typedef struct Config {
 static inline AttentionKind config_dec_self_attention(const Config *c) {
     return c->dec_self_attention == ATTN_NONE ? c->self_attention : c->dec_self_attention;
 }
+
+/* The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
+ * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder
+ * self-attention / decoder self-attention / cross-attention, e.g. "efficient/sdp/efficient"). */
+const char *config_attention_text(const Config *c, char *buf, size_t n);
 
 /* Fills *c with every key's default (and name "default"). Never fails. */
 void config_defaults(Config *c);

@@ -219,6 +219,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         /* keys that may change on resume; everything else must match the checkpoint */
         Config c = model.cfg;
         c.max_epochs = cfg.max_epochs, c.max_steps = cfg.max_steps, c.patience = cfg.patience;
+        c.max_hours = cfg.max_hours;
         c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
         c.val_max_sentences = cfg.val_max_sentences, c.device = cfg.device;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg.save_dir);
@@ -249,8 +250,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
+    char attn[64];
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
-           model_type_names[cfg.model_type], attention_kind_names[cfg.attention],
+           model_type_names[cfg.model_type], config_attention_text(&cfg, attn, sizeof attn),
            model.ps.total, model.be->name, omp_get_max_threads());
     metrics = fopen(mpath, "a");
     if (!metrics) {
@@ -318,7 +320,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 fflush(stdout);
                 log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
             }
-            int limit = cfg.max_steps > 0 && st.step >= cfg.max_steps;
+            int limit = (cfg.max_steps > 0 && st.step >= cfg.max_steps) ||
+                        (cfg.max_hours > 0 && now_seconds() - t_start >= 3600.0 * cfg.max_hours);
             if (limit || g_stop_signal ||
                 (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
                 TrainState pos = st; /* the position to resume at: the next batch */
@@ -332,7 +335,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     goto cleanup;
                 }
                 if (limit) {
-                    printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
+                    printf("reached train.max_steps = %ld or train.max_hours = %g; saved %s\n",
+                           cfg.max_steps, (double)cfg.max_hours, last);
                     stop = 1;
                     break;
                 }

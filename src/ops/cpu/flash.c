@@ -13,11 +13,11 @@
  *   (S = scale·Q Kᵀ, P V, Pᵀ dO, dO Vᵀ, dS K, dSᵀ Q) are cblas_sgemm calls on sub-matrices;
  *   OpenBLAS (OpenMP build) runs them single-threaded inside our parallel region, and it never
  *   splits the inner dimension, so a product's bits do not depend on its thread count. The
- *   softmax parts are `omp simd` loops with flash_exp below. Tiles wholly beyond key_len[b] or
+ *   softmax parts are `omp simd` loops with cpu_expf (cpu_internal.h). Tiles wholly beyond key_len[b] or
  *   wholly masked by causality are never visited.
  *   Measured on the 2-core AVX-512 development host, one thread, B 1, NH 8, T 1024, D = Dv 64,
  *   not causal (forward / backward, ms): this algorithm with plain vectorised loops 420 / 960;
- *   with sgemm and glibc expf 54 / 64; with sgemm and flash_exp 27 / 44 (OPENBLAS_CORETYPE
+ *   with sgemm and glibc expf 54 / 64; with sgemm and cpu_expf 27 / 44 (OPENBLAS_CORETYPE
  *   SkylakeX, as backend_cpu_prefer_fast_blas sets; OpenBLAS's default kernels there: 84 / 172);
  *   the materialised attn_forward / attn_backward 556 / 1143.
  *
@@ -42,37 +42,6 @@
 
 /* Parallelise only above this many multiply-adds (B·NH·Tq·Tk·(D + Dv)). */
 #define FLASH_PAR_MIN 262144.0
-
-/* e^x with no branch and no call, so that the loops using it vectorise (glibc's expf does not
- * without -ffast-math): Cody–Waite reduction x = n ln 2 + r, |r| ≤ ln 2 / 2, then Cephes' expf
- * polynomial for e^r, times 2^n built from its bits. n = round(x / ln 2) is read off the low
- * mantissa bits of 1.5·2^23 + x / ln 2 (no float-to-int conversion). Measured against exp in
- * double over [−87, 1]: relative error ≤ 8.6e-8 (≈ 1 ulp; glibc expf 6.0e-8). Returns 0 below −87
- * (and for −∞), where expf gives < 1.7e-38; NaN gives NaN. The callers pass x = s − max ≤ 0
- * (forward) and x = s − lse ≲ 0 (backward). */
-static inline float flash_exp(float x) {
-    const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-    union {
-        float f;
-        uint32_t i;
-    } t = {xc * 1.44269504088896341f + 12582912.0f}; /* 12582912 = 1.5·2^23 = 0x4B400000 */
-    const float n = t.f - 12582912.0f;
-    float r = xc - n * 0.693359375f; /* ln 2 = 0.693359375 − 2.12194440e-4, the first exact */
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f; /* e^r */
-    const uint32_t n_i = t.i - 0x4B400000u; /* n, in [−126, 127] */
-    union {
-        uint32_t i;
-        float f;
-    } two_n = {((n_i + 127u) << 23) & -(uint32_t) !(x < -87.0f)}; /* 2^n, or 0 below −87 */
-    return p * two_n.f;
-}
 
 /* Number of visible keys of query row t (keys 0 .. lim − 1); off = Tk − Tq. */
 static inline int row_limit(int t, int len, int causal, int off) {
@@ -132,7 +101,7 @@ void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float 
 #pragma omp simd reduction(max : mn)
                     for (int c = 0; c < rl; c++) mn = sr[c] > mn ? sr[c] : mn;
 #pragma omp simd
-                    for (int c = 0; c < rl; c++) sr[c] = flash_exp(sr[c] - mn);
+                    for (int c = 0; c < rl; c++) sr[c] = cpu_expf(sr[c] - mn);
                     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
                     for (int c = 0; c < rl; c++) sum += sr[c];
@@ -227,7 +196,7 @@ void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                         if (rl > nc) rl = nc;
                         const float L = lb[r];
 #pragma omp simd
-                        for (int c = 0; c < rl; c++) pr[c] = flash_exp(pr[c] - L);
+                        for (int c = 0; c < rl; c++) pr[c] = cpu_expf(pr[c] - L);
                         for (int c = rl; c < nc; c++) pr[c] = 0.0f;
                     }
                     /* dV_j += P_ijᵀ dO_i (out = P V; line 16) */
