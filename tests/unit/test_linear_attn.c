@@ -24,6 +24,9 @@
  * exactly zero dq; accumulate (prefilled buffers end as prefill + gradient); NULL gradients
  * (each alone equals the full run bit for bit); results bit-identical for 1 and 2 OpenMP
  * threads. The double references' own gradients are checked against double finite differences.
+ * The recurrent step (linear_attn_step, §3.4), run for t = 0 .. T−1 from a zero state, equals
+ * the causal forward (Tq = Tk = T, no padding) row by row, bit for bit (memcmp), and leaves
+ * state = Σ_s φ(k_s) v_sᵀ, zsum = Σ_s φ(k_s).
  * One line per check group (max abs / rel error); the exit code is the verdict. */
 #include <math.h>
 #include <omp.h>
@@ -49,8 +52,9 @@
  *   O(ε²) ≈ 1e-12, rounding ≈ 1e-16/ε = 1e-10): ≤ REF_FD_TOL·(1 + |numeric|).
  * Accumulate (one float add per element, possibly fused): |after − (pre + g)| ≤
  *   ACC_TOL·(1 + |pre| + |g|).
- * The causal "equals its quadratic masked form" check uses FWD_* and GRAD_*; NULL, padding and
- *   thread-count checks are exact (bit-identical). */
+ * The causal "equals its quadratic masked form" check uses FWD_* and GRAD_*; NULL, padding,
+ *   thread-count and step-equals-forward checks are exact (bit-identical); the step's final
+ *   state and zsum use FWD_*. */
 #define FWD_ATOL 1e-5
 #define FWD_RTOL 1e-5
 #define GRAD_ATOL 1e-5
@@ -636,6 +640,59 @@ static void test_causal_equals_quadratic(void) {
     prob_free(p);
 }
 
+/* The recurrent form (ops.h linear_attn_step, Katharopoulos et al. 2020 §3.4): stepping
+ * t = 0 .. T−1 from a zero state, each step fed k_t, v_t, q_t of every (b, h), gives row t of
+ * linear_attn_forward(causal = 1, Tq = Tk = T, no padding) bit for bit (one memcmp per row
+ * (b, h, t)); after the last step the state is Σ_s φ(k_s) v_sᵀ and zsum is Σ_s φ(k_s) (vs
+ * double sums, FWD tolerances). */
+static void test_step_equals_causal(void) {
+    const int B = 2, NH = 3, D = 5, Dv = 4, T = 7, BH = B * NH;
+    const int len[2] = {T, T};
+    Prob P, *p = &P;
+    prob_init(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
+    float *out = fnew(p->no);
+    op_fwd(p, out, p->q, p->k, p->v);
+    float *state = fnew((size_t)BH * D * Dv), *zsum = fnew((size_t)BH * D); /* zero */
+    float *qt = fnew((size_t)BH * D), *kt = fnew((size_t)BH * D), *vt = fnew((size_t)BH * Dv);
+    float *ot = fnew((size_t)BH * Dv);
+    Stat st;
+    stat_begin(&st, "linear_attn_step t=0..%d equals causal forward rows (B%d NH%d D%d Dv%d)",
+               T - 1, B, NH, D, Dv);
+    for (int t = 0; t < T; t++) {
+        for (int bh = 0; bh < BH; bh++) { /* step t's inputs: [B,NH,D] and [B,NH,Dv] */
+            memcpy(qt + (size_t)bh * D, p->q + ((size_t)bh * T + t) * D, sizeof(float) * D);
+            memcpy(kt + (size_t)bh * D, p->k + ((size_t)bh * T + t) * D, sizeof(float) * D);
+            memcpy(vt + (size_t)bh * Dv, p->v + ((size_t)bh * T + t) * Dv, sizeof(float) * Dv);
+        }
+        for (size_t i = 0; i < (size_t)BH * Dv; i++) ot[i] = 123.0f; /* must be overwritten */
+        be->linear_attn_step(ot, state, zsum, qt, kt, vt, B, NH, D, Dv);
+        for (int bh = 0; bh < BH; bh++)
+            stat_true(&st,
+                      memcmp(ot + (size_t)bh * Dv, out + ((size_t)bh * T + t) * Dv,
+                             sizeof(float) * Dv) == 0,
+                      "step %d, row (b %d, h %d): out differs from the causal forward's row", t,
+                      bh / NH, bh % NH);
+    }
+    for (int bh = 0; bh < BH; bh++)
+        for (int d = 0; d < D; d++) {
+            double zs = 0;
+            for (int s = 0; s < T; s++) zs += phi_d(p->k[((size_t)bh * T + s) * D + d]);
+            stat_add(&st, zsum[(size_t)bh * D + d], zs, FWD_ATOL, FWD_RTOL, "zsum",
+                     (long)bh * D + d);
+            for (int e = 0; e < Dv; e++) {
+                double S = 0;
+                for (int s = 0; s < T; s++)
+                    S += phi_d(p->k[((size_t)bh * T + s) * D + d]) *
+                         (double)p->v[((size_t)bh * T + s) * Dv + e];
+                stat_add(&st, state[((size_t)bh * D + d) * Dv + e], S, FWD_ATOL, FWD_RTOL,
+                         "state", (long)((bh * D + d) * Dv + e));
+            }
+        }
+    stat_end(&st);
+    free(out), free(state), free(zsum), free(qt), free(kt), free(vt), free(ot);
+    prob_free(p);
+}
+
 /* Efficient attention normalisations: with k ≡ 0 (ρ_k uniform 1/L), out_t = (Σ_d ρ_q(q_t)_d) ·
  * mean_{s<L} v_s, so the rows of ρ_q sum to 1 iff out_t = mean v; with v ≡ 1, out_t = Σ_d
  * ρ_q(q_t)_d · Σ_s ρ_k(k)_sd = 1 (columns of ρ_k sum to 1 too). Large |q|, |k| (±60) check the
@@ -744,6 +801,7 @@ int main(void) {
         test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
     }
     test_causal_equals_quadratic();
+    test_step_equals_causal();
     {
         /* a longer non-causal case against the references (no FD) */
         const int len[2] = {33, 17};

@@ -9,12 +9,28 @@
  * Accumulate: every backward is run a second time into buffers pre-filled with random nonzero
  *   values; the result must be prefill + gradient (lstm's dgates and gru's dgx, dgh are
  *   documented as overwritten, and are checked to be exactly that).
+ * Exact ops (copies and selects: concat2, transpose01, permute0213, write_step, gather_rows,
+ *   gather_rows_strided, relu) are compared with tolerance 0, their backward (and its
+ *   accumulation: one float add) too; what they must not write (a row beyond n, the floats
+ *   beyond D of a strided row, the other steps of a cache) is checked to be untouched.
+ *   permute0213 swapped back is the identity. relu's finite differences use inputs at least
+ *   0.05 away from its kink; its exact checks include ±0, ±1e-30 and subnormals.
+ * Layernorm: mean and rstd outputs too; a constant row (σ² = 0) and a row with |μ| ≫ σ; C > 16
+ *   so dweight, dbias span two column blocks.
+ * Attention: key_len full / partial / 0, causal with Tq < Tk and Tq > Tk (rows that see no key
+ *   get zero weights, output and gradients); masked weights are exactly 0. Additive attention
+ *   also with heads (B = batch × NH rows, row r uses v[r mod NH], dv [NH, A]).
+ * Shapes above an op's OpenMP threshold (axpy/scale, relu, permute0213, layernorm, attn,
+ *   additive attention) run the parallel code, against the double reference where finite
+ *   differences would be slow; layernorm is bit-identical for 1 and 2 threads (ops.h: fixed
+ *   summation order) and additive attention's backward run twice is bit-identical.
  *
  * Shapes are small but non-square (e.g. B 3, Tq 4, Tk 5, D 6, Dv 7) so that a swapped index
  * shows. Inputs come from the repository's PCG32 (src/rng.h) with a fixed seed. One line per
  * check group is printed (max abs / rel error); the exit code is the verdict. */
 #include <float.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,7 +88,7 @@ static double dot_rd(const float *r, const float *x, size_t n) {
 
 /* One group of comparisons, reported in one line. */
 typedef struct {
-    char name[80];
+    char name[128];
     long n;
     int bad;
     double max_abs, max_rel;
@@ -557,6 +573,301 @@ static void test_dropout(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Transformer pieces: layernorm, relu, permute0213, write_step (gather_rows_strided is with   */
+/* the rows below)                                                                             */
+
+/* Double-precision layer normalisation of one row of C (ops.h: biased variance, ε = 1e-5);
+ * when dout is given, also the gradients of L = Σ dout ⊙ out with respect to the row (dx,
+ * written) and to weight and bias (dw, db, added), by the chain rule written out plainly:
+ * x̂ = (x − μ)·rstd, out = x̂ w + b, with g = dout ⊙ w:
+ * dx_c = rstd·(g_c − mean(g) − x̂_c·mean(g ⊙ x̂)), dw_c += dout_c x̂_c, db_c += dout_c. */
+static void layernorm_ref(double *out, double *mean, double *rstd, double *dx, double *dw,
+                          double *db, const float *x, const float *w, const float *b,
+                          const float *dout, int C) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < C; c++) mu += x[c];
+    mu /= C;
+    for (int c = 0; c < C; c++) var += ((double)x[c] - mu) * ((double)x[c] - mu);
+    var /= C;
+    double rs = 1.0 / sqrt(var + 1e-5);
+    *mean = mu, *rstd = rs;
+    for (int c = 0; c < C; c++) out[c] = ((double)x[c] - mu) * rs * w[c] + b[c];
+    if (!dout) return;
+    double mg = 0, mgx = 0;
+    for (int c = 0; c < C; c++) {
+        double xh = ((double)x[c] - mu) * rs, g = (double)dout[c] * w[c];
+        mg += g, mgx += g * xh;
+        dw[c] += (double)dout[c] * xh;
+        db[c] += dout[c];
+    }
+    mg /= C, mgx /= C;
+    for (int c = 0; c < C; c++) {
+        double xh = ((double)x[c] - mu) * rs;
+        dx[c] = rs * ((double)dout[c] * w[c] - mg - xh * mgx);
+    }
+}
+
+typedef struct {
+    float *inp, *weight, *bias, *out, *mean, *rstd;
+    const float *r;
+    int N, C;
+} LnCtx;
+static double ln_loss(void *p) {
+    LnCtx *c = p;
+    be->layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->weight, c->bias, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
+}
+
+static void test_layernorm(void) {
+    /* C > 16: dweight and dbias are summed in blocks of 16 columns; 19 gives a full block and a
+     * partial one */
+    const int N = 5, C = 19;
+    size_t nc = (size_t)N * C;
+    float *inp = frand(nc, -2, 2), *weight = frand(C, -1.5f, 1.5f), *bias = frand(C, -1, 1);
+    for (int c = 0; c < C; c++) {
+        inp[1 * C + c] = 0.7f;    /* a constant row: σ² = 0, rstd = 1/√ε, out = bias */
+        inp[3 * C + c] += 100.0f; /* |μ| ≫ σ: μ rounded to float32 costs ≤ 4e-6 in out */
+    }
+    float *out = fnew(nc), *mean = fnew(N), *rstd = fnew(N);
+    /* garbage in the outputs: the op must write every element */
+    for (size_t i = 0; i < nc; i++) out[i] = 123.0f;
+    for (int n = 0; n < N; n++) mean[n] = rstd[n] = 123.0f;
+    Stat st;
+    stat_begin(&st, "layernorm_forward N%d C%d (constant row, offset row)", N, C);
+    be->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    for (int n = 0; n < N; n++) {
+        double ro[64], rm, rr;
+        layernorm_ref(ro, &rm, &rr, NULL, NULL, NULL, inp + (size_t)n * C, weight, bias, NULL, C);
+        stat_add(&st, mean[n], rm, FWD_ATOL, FWD_RTOL, "mean", n);
+        stat_add(&st, rstd[n], rr, FWD_ATOL, FWD_RTOL, "rstd", n);
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], ro[c], FWD_ATOL, FWD_RTOL, "out", n * C + c);
+    }
+    stat_end(&st);
+
+    /* backward: L = Σ r ⊙ out, on plain random rows (the constant row's 1/√ε scale would swamp
+     * the finite differences) */
+    float *x = frand(nc, -2, 2), *r = frand(nc, -1, 1);
+    float *gx = fnew(nc), *gw = fnew(C), *gb = fnew(C);
+    be->layernorm_forward(out, mean, rstd, x, weight, bias, N, C);
+    be->layernorm_backward(gx, gw, gb, r, x, weight, mean, rstd, N, C);
+    LnCtx ctx = {x, weight, bias, fnew(nc), fnew(N), fnew(N), r, N, C};
+    stat_begin(&st, "layernorm_backward vs FD N%d C%d", N, C);
+    fd_check(&st, "dinp", x, nc, gx, ln_loss, &ctx);
+    fd_check(&st, "dweight", weight, C, gw, ln_loss, &ctx);
+    fd_check(&st, "dbias", bias, C, gb, ln_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "layernorm_backward accumulates N%d C%d", N, C);
+    float *px = frand(nc, -2, 2), *pw = frand(C, -2, 2), *pb = frand(C, -2, 2);
+    float *ax = fdup(px, nc), *aw = fdup(pw, C), *ab = fdup(pb, C);
+    be->layernorm_backward(ax, aw, ab, r, x, weight, mean, rstd, N, C);
+    accum_check(&st, "dinp", ax, px, gx, nc);
+    accum_check(&st, "dweight", aw, pw, gw, C);
+    accum_check(&st, "dbias", ab, pb, gb, C);
+    stat_end(&st);
+    free(inp), free(weight), free(bias), free(out), free(mean), free(rstd), free(x), free(r);
+    free(gx), free(gw), free(gb), free(ctx.out), free(ctx.mean), free(ctx.rstd), free(px);
+    free(pw), free(pb), free(ax), free(aw), free(ab);
+}
+
+/* A shape above layernorm's OpenMP threshold (N·C > 32768): forward and backward against the
+ * double-precision reference (finite differences would be slow here; tolerance for sums over
+ * N rows and C columns in float32: |got − ref| ≤ 1e-4 + 1e-4·|ref|), and the results
+ * bit-identical for 1 and 2 OpenMP threads (ops.h: dweight, dbias summed in a fixed order). */
+static void test_layernorm_parallel(void) {
+    enum { N = 40, C = 901 };
+    size_t nc = (size_t)N * C;
+    float *x = frand(nc, -2, 2), *w = frand(C, -1.5f, 1.5f), *b = frand(C, -1, 1);
+    float *r = frand(nc, -1, 1);
+    for (int c = 0; c < C; c++) x[7 * C + c] = 3.0f * x[7 * C + c] - 20.0f; /* other μ, σ */
+    double *ro = malloc(sizeof(double) * nc), *rx = malloc(sizeof(double) * nc);
+    double *rm = malloc(sizeof(double) * N), *rr = malloc(sizeof(double) * N);
+    double *rw = calloc(C, sizeof(double)), *rb = calloc(C, sizeof(double));
+    for (int n = 0; n < N; n++)
+        layernorm_ref(ro + (size_t)n * C, rm + n, rr + n, rx + (size_t)n * C, rw, rb,
+                      x + (size_t)n * C, w, b, r + (size_t)n * C, C);
+    int threads0 = omp_get_max_threads();
+    float *out[2], *mean[2], *rstd[2], *gx[2], *gw[2], *gb[2];
+    for (int i = 0; i < 2; i++) {
+        omp_set_num_threads(i + 1);
+        out[i] = fnew(nc), mean[i] = fnew(N), rstd[i] = fnew(N);
+        gx[i] = fnew(nc), gw[i] = fnew(C), gb[i] = fnew(C);
+        be->layernorm_forward(out[i], mean[i], rstd[i], x, w, b, N, C);
+        be->layernorm_backward(gx[i], gw[i], gb[i], r, x, w, mean[i], rstd[i], N, C);
+    }
+    omp_set_num_threads(threads0);
+    Stat st;
+    stat_begin(&st, "layernorm N%d C%d (OpenMP) vs ref", N, C);
+    for (int n = 0; n < N; n++) {
+        stat_add(&st, mean[1][n], rm[n], FWD_ATOL, FWD_RTOL, "mean", n);
+        stat_add(&st, rstd[1][n], rr[n], FWD_ATOL, FWD_RTOL, "rstd", n);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        stat_add(&st, out[1][i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+        stat_add(&st, gx[1][i], rx[i], 1e-4, 1e-4, "dinp", (long)i);
+    }
+    for (int c = 0; c < C; c++) {
+        stat_add(&st, gw[1][c], rw[c], 1e-4, 1e-4, "dweight", c);
+        stat_add(&st, gb[1][c], rb[c], 1e-4, 1e-4, "dbias", c);
+    }
+    stat_end(&st);
+    stat_begin(&st, "layernorm N%d C%d bit-identical for 1 and 2 threads", N, C);
+    stat_true(&st, memcmp(out[0], out[1], sizeof(float) * nc) == 0, "out differs");
+    stat_true(&st, memcmp(mean[0], mean[1], sizeof(float) * N) == 0, "mean differs");
+    stat_true(&st, memcmp(rstd[0], rstd[1], sizeof(float) * N) == 0, "rstd differs");
+    stat_true(&st, memcmp(gx[0], gx[1], sizeof(float) * nc) == 0, "dinp differs");
+    stat_true(&st, memcmp(gw[0], gw[1], sizeof(float) * C) == 0, "dweight differs");
+    stat_true(&st, memcmp(gb[0], gb[1], sizeof(float) * C) == 0, "dbias differs");
+    stat_end(&st);
+    for (int i = 0; i < 2; i++)
+        free(out[i]), free(mean[i]), free(rstd[i]), free(gx[i]), free(gw[i]), free(gb[i]);
+    free(x), free(w), free(b), free(r), free(ro), free(rx), free(rm), free(rr), free(rw);
+    free(rb);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    size_t n;
+} ReluCtx;
+static double relu_loss(void *p) {
+    ReluCtx *c = p;
+    be->relu_forward(c->out, c->inp, c->n);
+    return dot_rd(c->r, c->out, c->n);
+}
+
+static void test_relu(void) {
+    /* forward and backward are exact (a select, one add): checked with tolerance 0; the second
+     * size takes the OpenMP path */
+    const size_t sizes[2] = {53, 70001};
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        float *inp = frand(n, -3, 3), *out = fnew(n), *dout = frand(n, -1, 1);
+        inp[0] = 0.0f, inp[1] = -0.0f, inp[2] = 1e-30f, inp[3] = -1e-30f;
+        inp[4] = FLT_MIN / 4, inp[5] = -FLT_MIN / 4; /* subnormals */
+        for (size_t i = 0; i < n; i++) out[i] = 123.0f;
+        Stat st;
+        stat_begin(&st, "relu_forward n=%zu", n);
+        be->relu_forward(out, inp, n);
+        for (size_t i = 0; i < n; i++)
+            stat_add(&st, out[i], inp[i] > 0 ? inp[i] : 0.0, 0, 0, "out", (long)i);
+        stat_end(&st);
+        /* dinp += dout · [out > 0]: from zero, and onto a prefill (exactly one float add) */
+        float *g = fnew(n), *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+        be->relu_backward(g, dout, out, n);
+        be->relu_backward(acc, dout, out, n);
+        stat_begin(&st, "relu_backward n=%zu exact, accumulates", n);
+        for (size_t i = 0; i < n; i++) {
+            float gi = inp[i] > 0 ? dout[i] : 0.0f;
+            stat_add(&st, g[i], gi, 0, 0, "dinp", (long)i);
+            stat_add(&st, acc[i], pre[i] + gi, 0, 0, "dinp (prefilled)", (long)i);
+        }
+        stat_end(&st);
+        free(inp), free(out), free(dout), free(g), free(pre), free(acc);
+    }
+    /* finite differences: inputs at least 0.05 away from the kink at 0 (ε = 1e-3) */
+    const size_t n = 41;
+    float *inp = frand(n, 0.05f, 3), *out = fnew(n), *r = frand(n, -1, 1), *g = fnew(n);
+    for (size_t i = 0; i < n; i += 2) inp[i] = -inp[i];
+    be->relu_forward(out, inp, n);
+    be->relu_backward(g, r, out, n);
+    ReluCtx ctx = {inp, out, r, n};
+    Stat st;
+    stat_begin(&st, "relu_backward vs FD");
+    fd_check(&st, "dinp", inp, n, g, relu_loss, &ctx);
+    stat_end(&st);
+    free(inp), free(out), free(r), free(g);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    int A, D0, D1, C;
+} PermCtx;
+static double perm_loss(void *p) {
+    PermCtx *c = p;
+    be->permute0213_forward(c->out, c->inp, c->A, c->D0, c->D1, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->A * c->D0 * c->D1 * c->C);
+}
+
+/* out[a,j,i,c] = inp[a,i,j,c]: a copy, so forward and backward are exact (tolerance 0). */
+static void test_permute0213(int A, int D0, int D1, int C) {
+    size_t n = (size_t)A * D0 * D1 * C;
+    float *inp = frand(n, -1, 1), *out = fnew(n), *back = fnew(n);
+    for (size_t i = 0; i < n; i++) out[i] = back[i] = 123.0f;
+    Stat st;
+    stat_begin(&st, "permute0213_forward A%d D0 %d D1 %d C%d", A, D0, D1, C);
+    be->permute0213_forward(out, inp, A, D0, D1, C);
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++)
+                for (int c = 0; c < C; c++) {
+                    size_t o = (((size_t)a * D1 + j) * D0 + i) * C + c;
+                    stat_add(&st, out[o], inp[(((size_t)a * D0 + i) * D1 + j) * C + c], 0, 0,
+                             "out", (long)o);
+                }
+    /* swapping back (D0 and D1 exchanged: merging heads after splitting them) is the identity */
+    be->permute0213_forward(back, out, A, D1, D0, C);
+    stat_true(&st, memcmp(back, inp, sizeof(float) * n) == 0, "permuting back is not the identity");
+    stat_end(&st);
+
+    /* dinp[a,i,j,c] += dout[a,j,i,c]: from zero, and onto a prefill (exactly one float add) */
+    float *dout = frand(n, -1, 1), *g = fnew(n), *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->permute0213_backward(g, dout, A, D0, D1, C);
+    be->permute0213_backward(acc, dout, A, D0, D1, C);
+    stat_begin(&st, "permute0213_backward A%d D0 %d D1 %d C%d exact, accumulates", A, D0, D1, C);
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++)
+                for (int c = 0; c < C; c++) {
+                    size_t di = (((size_t)a * D0 + i) * D1 + j) * C + c;
+                    float go = dout[(((size_t)a * D1 + j) * D0 + i) * C + c];
+                    stat_add(&st, g[di], go, 0, 0, "dinp", (long)di);
+                    stat_add(&st, acc[di], pre[di] + go, 0, 0, "dinp (prefilled)", (long)di);
+                }
+    stat_end(&st);
+    if (n <= 1000) { /* and the adjoint of the forward, by finite differences */
+        PermCtx ctx = {inp, fnew(n), dout, A, D0, D1, C};
+        stat_begin(&st, "permute0213_backward vs FD A%d D0 %d D1 %d C%d", A, D0, D1, C);
+        fd_check(&st, "dinp", inp, n, g, perm_loss, &ctx);
+        stat_end(&st);
+        free(ctx.out);
+    }
+    free(inp), free(out), free(back), free(dout), free(g), free(pre), free(acc);
+}
+
+/* cache[n,t,:] = x[n,:] for n < N; everything else in the cache (other steps, a row n = N
+ * beyond the ones written) stays exactly as it was. */
+static void test_write_step(void) {
+    enum { N = 3, Tcap = 6, C = 5 };
+    const int steps[3] = {0, 2, Tcap - 1};
+    size_t ncache = (size_t)(N + 1) * Tcap * C;
+    float *cache = frand(ncache, -1, 1), *before = fnew(ncache);
+    Stat st;
+    stat_begin(&st, "write_step N%d Tcap%d C%d (t = 0, 2, Tcap-1)", N, Tcap, C);
+    for (int k = 0; k < 3; k++) {
+        int t = steps[k];
+        float *x = frand((size_t)N * C, -1, 1), *x0 = fdup(x, (size_t)N * C);
+        memcpy(before, cache, sizeof(float) * ncache);
+        be->write_step(cache, x, N, Tcap, t, C);
+        for (int n = 0; n <= N; n++)
+            for (int tt = 0; tt < Tcap; tt++)
+                for (int c = 0; c < C; c++) {
+                    size_t i = ((size_t)n * Tcap + tt) * C + c;
+                    if (n < N && tt == t)
+                        stat_add(&st, cache[i], x[n * C + c], 0, 0, "written", (long)i);
+                    else
+                        stat_add(&st, cache[i], before[i], 0, 0, "untouched", (long)i);
+                }
+        stat_true(&st, memcmp(x, x0, sizeof(float) * N * C) == 0, "x modified");
+        free(x), free(x0);
+    }
+    stat_end(&st);
+    free(cache), free(before);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* embedding                                                                                   */
 
 typedef struct {
@@ -812,8 +1123,10 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
     for (size_t i = 0; i < no; i++) out[i] = 123.0f;
     for (size_t i = 0; i < nw; i++) w[i] = 123.0f;
     char tag[96];
-    snprintf(tag, sizeof tag, "B%d Tq%d Tk%d D%d Dv%d causal=%d len=%d,%d,%d", B, Tq, Tk, D, Dv,
-             causal, key_len[0], key_len[1], key_len[2]);
+    int tl = snprintf(tag, sizeof tag, "B%d Tq%d Tk%d D%d Dv%d causal=%d len=", B, Tq, Tk, D, Dv,
+                      causal);
+    for (int b = 0; b < B && tl < (int)sizeof tag; b++)
+        tl += snprintf(tag + tl, sizeof tag - tl, b ? ",%d" : "%d", key_len[b]);
     Stat st;
     stat_begin(&st, "attn_forward %s", tag);
     be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, Tq, Tk, D, Dv);
@@ -869,9 +1182,15 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
     be->attn_backward(gq, gk, gv, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
     AttnCtx ctx = {q, k, v, fnew(no), fnew(nw), key_len, r, scale, causal, B, Tq, Tk, D, Dv};
     stat_begin(&st, "attn_backward vs FD %s", tag);
+    /* The loss is evaluated twice per input element: on one thread, so that a shape above the
+     * OpenMP threshold does not pay a thread wake-up per evaluation on a loaded machine (the
+     * forward and backward checked here ran with the default thread count). */
+    int threads0 = omp_get_max_threads();
+    omp_set_num_threads(1);
     fd_check(&st, "dq", q, nq, gq, attn_loss, &ctx);
     fd_check(&st, "dk", k, nk, gk, attn_loss, &ctx);
     fd_check(&st, "dv", v, nv, gv, attn_loss, &ctx);
+    omp_set_num_threads(threads0);
     stat_end(&st);
 
     stat_begin(&st, "attn_backward accumulates (and NULL) %s", tag);
@@ -900,57 +1219,65 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
 /* ------------------------------------------------------------------------------------------ */
 /* additive attention                                                                          */
 
+/* B rows (batch × heads flattened); row r uses v[r mod NH]; key s is visible to query t of row
+ * r as for attn_forward (attn_allowed: s < key_len[r] and, causal, s ≤ t + Tk − Tq). */
 typedef struct {
     float *qp, *kp, *v, *values, *out, *w;
     const int *key_len;
     const float *r;
-    int B, Tq, Tk, A, Dv;
+    int causal, B, NH, Tq, Tk, A, Dv;
 } AddAttnCtx;
 static double add_attn_loss(void *p) {
     AddAttnCtx *a = p;
-    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, 0, a->B, 1,
-                              a->Tq, a->Tk, a->A, a->Dv);
+    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, a->causal,
+                              a->B, a->NH, a->Tq, a->Tk, a->A, a->Dv);
     return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
 }
 
 /* The double-precision reference: weights a[B,Tq,Tk] and out[B,Tq,Dv] (forward), and, when r
- * (= dout) is given, the gradients of L = Σ r ⊙ out written (not added) into gqp, gkp, gv,
- * gvalues, by the chain rule written out plainly. */
+ * (= dout) is given, the gradients of L = Σ r ⊙ out written (not added) into gqp, gkp,
+ * gv[NH,A], gvalues, by the chain rule written out plainly. */
 static void add_attn_ref(double *a, double *out, double *gqp, double *gkp, double *gv,
                          double *gvalues, const float *qp, const float *kp, const float *v,
-                         const float *values, const int *key_len, const float *r, int B, int Tq,
-                         int Tk, int A, int Dv) {
+                         const float *values, const int *key_len, int causal, const float *r,
+                         int B, int NH, int Tq, int Tk, int A, int Dv) {
     if (r) {
         memset(gqp, 0, sizeof(double) * B * Tq * A);
         memset(gkp, 0, sizeof(double) * B * Tk * A);
-        memset(gv, 0, sizeof(double) * A);
+        memset(gv, 0, sizeof(double) * NH * A);
         memset(gvalues, 0, sizeof(double) * B * Tk * Dv);
     }
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
             const float *q = qp + ((size_t)b * Tq + t) * A;
+            const float *vh = v + (size_t)(b % NH) * A; /* row b uses head b mod NH */
             double e[64], mx = -INFINITY, z = 0;
             double *ar = a + ((size_t)b * Tq + t) * Tk;
-            int len = key_len[b];
-            for (int s = 0; s < len; s++) {
+            int vis[64], any = 0;
+            for (int s = 0; s < Tk; s++) {
+                vis[s] = attn_allowed(b, t, s, key_len, causal, Tq, Tk);
+                if (!vis[s]) continue;
                 const float *k = kp + ((size_t)b * Tk + s) * A;
                 e[s] = 0;
-                for (int j = 0; j < A; j++) e[s] += (double)v[j] * tanh((double)q[j] + k[j]);
+                for (int j = 0; j < A; j++) e[s] += (double)vh[j] * tanh((double)q[j] + k[j]);
                 if (e[s] > mx) mx = e[s];
+                any = 1;
             }
-            for (int s = 0; s < Tk; s++) ar[s] = s < len ? exp(e[s] - mx) : 0.0;
-            for (int s = 0; s < len; s++) z += ar[s];
-            for (int s = 0; s < len; s++) ar[s] /= z;
+            for (int s = 0; s < Tk; s++) ar[s] = vis[s] ? exp(e[s] - mx) : 0.0;
+            for (int s = 0; s < Tk; s++) z += ar[s];
+            if (any)
+                for (int s = 0; s < Tk; s++) ar[s] /= z;
             double *o = out + ((size_t)b * Tq + t) * Dv;
             for (int d = 0; d < Dv; d++) {
                 o[d] = 0;
-                for (int s = 0; s < len; s++)
+                for (int s = 0; s < Tk; s++)
                     o[d] += ar[s] * (double)values[((size_t)b * Tk + s) * Dv + d];
             }
             if (!r) continue;
             const float *go = r + ((size_t)b * Tq + t) * Dv;
             double da[64], dot = 0;
-            for (int s = 0; s < len; s++) {
+            for (int s = 0; s < Tk; s++) {
+                if (!vis[s]) continue;
                 da[s] = 0;
                 for (int d = 0; d < Dv; d++) {
                     da[s] += (double)go[d] * values[((size_t)b * Tk + s) * Dv + d];
@@ -958,147 +1285,171 @@ static void add_attn_ref(double *a, double *out, double *gqp, double *gkp, doubl
                 }
                 dot += ar[s] * da[s];
             }
-            for (int s = 0; s < len; s++) {
+            for (int s = 0; s < Tk; s++) {
+                if (!vis[s]) continue;
                 double de = ar[s] * (da[s] - dot);
                 const float *k = kp + ((size_t)b * Tk + s) * A;
                 for (int j = 0; j < A; j++) {
-                    double u = tanh((double)q[j] + k[j]), du = de * v[j] * (1 - u * u);
+                    double u = tanh((double)q[j] + k[j]), du = de * vh[j] * (1 - u * u);
                     gqp[((size_t)b * Tq + t) * A + j] += du;
                     gkp[((size_t)b * Tk + s) * A + j] += du;
-                    gv[j] += de * u;
+                    gv[(size_t)(b % NH) * A + j] += de * u;
                 }
             }
         }
 }
 
-static void test_additive_attn(int B, int Tq, int Tk, int A, int Dv, const int *key_len) {
+/* B rows = batch × NH heads flattened (key_len[B] per row), v[NH,A]. */
+static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, const int *key_len,
+                               int causal) {
     size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
-    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk;
-    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(A, -1.5f, 1.5f);
+    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk, nvh = (size_t)NH * A;
+    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f);
+    float *v = frand(nvh, -1.5f, 1.5f);
     float *values = frand(nval, -1, 1), *out = fnew(no), *w = fnew(nw);
     /* garbage in the outputs: the op must write every element */
     for (size_t i = 0; i < no; i++) out[i] = 123.0f;
     for (size_t i = 0; i < nw; i++) w[i] = 123.0f;
     char tag[96];
-    snprintf(tag, sizeof tag, "B%d Tq%d Tk%d A%d Dv%d len=%d,%d,%d", B, Tq, Tk, A, Dv,
-             key_len[0], key_len[1], key_len[2]);
+    int tl = snprintf(tag, sizeof tag, "B%d NH%d Tq%d Tk%d A%d Dv%d%s len=", B, NH, Tq, Tk, A, Dv,
+                      causal ? " causal" : "");
+    for (int b = 0; b < B && tl < (int)sizeof tag; b++)
+        tl += snprintf(tag + tl, sizeof tag - tl, b ? ",%d" : "%d", key_len[b]);
     double *ra = malloc(sizeof(double) * nw), *ro = malloc(sizeof(double) * no);
-    add_attn_ref(ra, ro, NULL, NULL, NULL, NULL, qp, kp, v, values, key_len, NULL, B, Tq, Tk, A,
-                 Dv);
+    add_attn_ref(ra, ro, NULL, NULL, NULL, NULL, qp, kp, v, values, key_len, causal, NULL, B, NH,
+                 Tq, Tk, A, Dv);
     Stat st;
     stat_begin(&st, "additive_attn_forward %s", tag);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
+    int *row_any = calloc((size_t)B * Tq, sizeof(int));  /* query (b,t) sees some key */
+    int *key_seen = calloc((size_t)B * Tk, sizeof(int)); /* key (b,s) seen by some query */
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
-            int any = key_len[b] > 0;
             double wsum = 0;
             for (int s = 0; s < Tk; s++) {
                 long idx = (long)((b * Tq + t) * Tk + s);
-                if (s < key_len[b])
+                if (attn_allowed(b, t, s, key_len, causal, Tq, Tk)) {
+                    row_any[b * Tq + t] = key_seen[b * Tk + s] = 1;
                     stat_add(&st, w[idx], ra[idx], FWD_ATOL, FWD_RTOL, "weights", idx);
-                else /* a padded key gets exactly zero weight */
+                } else { /* a padded or future key gets exactly zero weight */
                     stat_add(&st, w[idx], 0.0, 0, 0, "masked weight", idx);
+                }
                 wsum += w[idx];
             }
+            int any = row_any[b * Tq + t];
             stat_add(&st, wsum, any ? 1.0 : 0.0, FWD_ATOL, 0, "row sum of weights", b * Tq + t);
             for (int d = 0; d < Dv; d++) {
                 long idx = (long)((b * Tq + t) * Dv + d);
                 stat_add(&st, out[idx], ro[idx], any ? FWD_ATOL : 0, any ? FWD_RTOL : 0,
-                         any ? "out" : "out (key_len 0)", idx);
+                         any ? "out" : "out (no visible key)", idx);
             }
         }
     stat_end(&st);
 
     /* backward: L = Σ r ⊙ out */
     float *r = frand(no, -1, 1);
-    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
-    AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, B, Tq, Tk, A, Dv};
+    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
+    AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, causal, B, NH, Tq, Tk,
+                      A, Dv};
     stat_begin(&st, "additive_attn_backward vs FD %s", tag);
     fd_check(&st, "dqp", qp, nq, gq, add_attn_loss, &ctx);
     fd_check(&st, "dkp", kp, nk, gk, add_attn_loss, &ctx);
-    fd_check(&st, "dv", v, A, gv, add_attn_loss, &ctx);
+    fd_check(&st, "dv", v, nvh, gv, add_attn_loss, &ctx);
     fd_check(&st, "dvalues", values, nval, gval, add_attn_loss, &ctx);
-    /* padded keys receive exactly nothing */
+    /* keys no query sees (padding) receive exactly nothing; nor do queries that see no key */
     for (int b = 0; b < B; b++)
-        for (int s = key_len[b]; s < Tk; s++) {
+        for (int s = 0; s < Tk; s++) {
+            if (key_seen[b * Tk + s]) continue;
             for (int j = 0; j < A; j++)
-                stat_add(&st, gk[((size_t)b * Tk + s) * A + j], 0.0, 0, 0, "dkp (padded)",
+                stat_add(&st, gk[((size_t)b * Tk + s) * A + j], 0.0, 0, 0, "dkp (unseen key)",
                          (long)(((size_t)b * Tk + s) * A + j));
             for (int d = 0; d < Dv; d++)
-                stat_add(&st, gval[((size_t)b * Tk + s) * Dv + d], 0.0, 0, 0, "dvalues (padded)",
-                         (long)(((size_t)b * Tk + s) * Dv + d));
+                stat_add(&st, gval[((size_t)b * Tk + s) * Dv + d], 0.0, 0, 0,
+                         "dvalues (unseen key)", (long)(((size_t)b * Tk + s) * Dv + d));
         }
+    for (int bt = 0; bt < B * Tq; bt++)
+        if (!row_any[bt])
+            for (int j = 0; j < A; j++)
+                stat_add(&st, gq[(size_t)bt * A + j], 0.0, 0, 0, "dqp (no visible key)",
+                         (long)bt * A + j);
     stat_end(&st);
 
     stat_begin(&st, "additive_attn_backward accumulates (and NULL) %s", tag);
-    float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(A, -2, 2);
+    float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(nvh, -2, 2);
     float *pval = frand(nval, -2, 2);
-    float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, A), *aval = fdup(pval, nval);
-    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
+    float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, nvh), *aval = fdup(pval, nval);
+    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
     accum_check(&st, "dqp", aq, pq, gq, nq);
     accum_check(&st, "dkp", ak, pk, gk, nk);
-    accum_check(&st, "dv", av, pv, gv, A);
+    accum_check(&st, "dv", av, pv, gv, nvh);
     accum_check(&st, "dvalues", aval, pval, gval, nval);
     /* each gradient may be NULL; the others are unchanged by that */
     memcpy(aq, pq, sizeof(float) * nq);
-    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
+    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+                               Dv);
     accum_check(&st, "dqp (others NULL)", aq, pq, gq, nq);
     memcpy(ak, pk, sizeof(float) * nk);
-    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
+    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+                               Dv);
     accum_check(&st, "dkp (others NULL)", ak, pk, gk, nk);
-    memcpy(av, pv, sizeof(float) * A);
-    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
-    accum_check(&st, "dv (others NULL)", av, pv, gv, A);
+    memcpy(av, pv, sizeof(float) * nvh);
+    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+                               Dv);
+    accum_check(&st, "dv (others NULL)", av, pv, gv, nvh);
     memcpy(aval, pval, sizeof(float) * nval);
-    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dvalues (others NULL)", aval, pval, gval, nval);
-    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, 1, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
                                Dv); /* all NULL: a no-op that must not crash */
     stat_end(&st);
 
     free(qp), free(kp), free(v), free(values), free(out), free(w), free(ra), free(ro), free(r);
     free(gq), free(gk), free(gv), free(gval), free(ctx.out), free(ctx.w), free(pq), free(pk);
-    free(pv), free(pval), free(aq), free(ak), free(av), free(aval);
+    free(pv), free(pval), free(aq), free(ak), free(av), free(aval), free(row_any);
+    free(key_seen);
 }
 
 /* A shape above the ops' OpenMP threshold (B·Tq·Tk·A > 16384), so the parallel code runs:
  * forward and backward against the double-precision reference (finite differences would be
- * slow here), and the backward run twice must be bit-identical (dv is reduced in the order of
- * b, not by atomics). Backward tolerance: float32 sums of up to B·Tq·Tk terms,
+ * slow here), and the backward run twice must be bit-identical (dv[NH,A] is reduced in the
+ * order of the rows, not by atomics). Backward tolerance: float32 sums of up to B·Tq·Tk terms,
  *   |got − ref| ≤ 1e-4 + 1e-4·|ref|. */
-static void test_additive_attn_parallel(void) {
+static void test_additive_attn_parallel(int NH, int causal) {
     enum { B = 16, Tq = 8, Tk = 9, A = 32, Dv = 12 };
     int key_len[B];
     for (int b = 0; b < B; b++) key_len[b] = (b * 5) % (Tk + 1); /* 0 .. Tk, 0 and Tk included */
     size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
-    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk;
-    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(A, -1, 1);
+    size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk, nvh = (size_t)NH * A;
+    float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(nvh, -1, 1);
     float *values = frand(nval, -1, 1), *out = fnew(no), *w = fnew(nw), *r = frand(no, -1, 1);
     double *ra = malloc(sizeof(double) * nw), *ro = malloc(sizeof(double) * no);
     double *rq = malloc(sizeof(double) * nq), *rk = malloc(sizeof(double) * nk);
-    double *rv = malloc(sizeof(double) * A), *rval = malloc(sizeof(double) * nval);
-    add_attn_ref(ra, ro, rq, rk, rv, rval, qp, kp, v, values, key_len, r, B, Tq, Tk, A, Dv);
+    double *rv = malloc(sizeof(double) * nvh), *rval = malloc(sizeof(double) * nval);
+    add_attn_ref(ra, ro, rq, rk, rv, rval, qp, kp, v, values, key_len, causal, r, B, NH, Tq, Tk,
+                 A, Dv);
     Stat st;
-    stat_begin(&st, "additive_attn B%d Tq%d Tk%d A%d Dv%d (OpenMP) vs ref", B, Tq, Tk, A, Dv);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, 0, B, 1, Tq, Tk, A, Dv);
+    stat_begin(&st, "additive_attn B%d NH%d Tq%d Tk%d A%d Dv%d%s (OpenMP) vs ref", B, NH, Tq, Tk,
+               A, Dv, causal ? " causal" : "");
+    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nw; i++) stat_add(&st, w[i], ra[i], FWD_ATOL, FWD_RTOL, "w", (long)i);
     for (size_t i = 0; i < no; i++)
         stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
-    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(A), *gval = fnew(nval);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
+    float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nq; i++) stat_add(&st, gq[i], rq[i], 1e-4, 1e-4, "dqp", (long)i);
     for (size_t i = 0; i < nk; i++) stat_add(&st, gk[i], rk[i], 1e-4, 1e-4, "dkp", (long)i);
-    for (int i = 0; i < A; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", i);
+    for (size_t i = 0; i < nvh; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", (long)i);
     for (size_t i = 0; i < nval; i++)
         stat_add(&st, gval[i], rval[i], 1e-4, 1e-4, "dvalues", (long)i);
-    float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(A), *gval2 = fnew(nval);
-    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, 1, Tq, Tk, A, Dv);
+    float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(nvh), *gval2 = fnew(nval);
+    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+                               Dv);
     stat_true(&st, memcmp(gq, gq2, sizeof(float) * nq) == 0, "dqp differs between two runs");
     stat_true(&st, memcmp(gk, gk2, sizeof(float) * nk) == 0, "dkp differs between two runs");
-    stat_true(&st, memcmp(gv, gv2, sizeof(float) * A) == 0, "dv differs between two runs");
+    stat_true(&st, memcmp(gv, gv2, sizeof(float) * nvh) == 0, "dv differs between two runs");
     stat_true(&st, memcmp(gval, gval2, sizeof(float) * nval) == 0,
               "dvalues differs between two runs");
     stat_end(&st);
@@ -1126,6 +1477,39 @@ static void test_gather_rows(void) {
     stat_true(&st, memcmp(src, src0, sizeof(float) * R * D) == 0, "src modified");
     be->gather_rows(dst, src, idx, 0, D); /* n = 0: nothing written */
     for (int d = 0; d < D; d++) stat_add(&st, dst[d], src[idx[0] * D + d], 0, 0, "n=0", d);
+    stat_end(&st);
+    free(src), free(src0), free(dst);
+}
+
+/* dst[i·stride + c] = src[idx[i]·stride + c] for c < D: the first D floats of each row are
+ * gathered, the rest of each dst row (c ≥ D) and a row n beyond the ones written stay exactly
+ * as they were; D = stride is gather_rows. */
+static void test_gather_rows_strided(void) {
+    enum { R = 4, S = 7, N = 6 };
+    const int idx[N] = {3, 0, 3, 1, 2, 2}; /* repeats, out of order, every row used */
+    const int Ds[3] = {5, S, 1};
+    float *src = frand((size_t)R * S, -1, 1), *src0 = fdup(src, (size_t)R * S);
+    float *dst = fnew((size_t)(N + 1) * S);
+    Stat st;
+    stat_begin(&st, "gather_rows_strided stride %d (D = 5, 7, 1)", S);
+    for (int k = 0; k < 3; k++) {
+        int D = Ds[k];
+        for (int i = 0; i < (N + 1) * S; i++) dst[i] = 123.0f;
+        be->gather_rows_strided(dst, src, idx, N, D, S);
+        for (int i = 0; i <= N; i++)
+            for (int c = 0; c < S; c++) {
+                if (i < N && c < D)
+                    stat_add(&st, dst[i * S + c], src[idx[i] * S + c], 0, 0, "dst", i * S + c);
+                else
+                    stat_add(&st, dst[i * S + c], 123.0, 0, 0, "untouched", i * S + c);
+            }
+    }
+    stat_true(&st, memcmp(src, src0, sizeof(float) * R * S) == 0, "src modified");
+    for (int i = 0; i < (N + 1) * S; i++) dst[i] = 123.0f;
+    be->gather_rows_strided(dst, src, idx, 0, 5, S); /* n = 0: nothing written */
+    int same = 1;
+    for (int i = 0; i < (N + 1) * S; i++) same &= dst[i] == 123.0f;
+    stat_true(&st, same, "n = 0 wrote something");
     stat_end(&st);
     free(src), free(src0), free(dst);
 }
@@ -1315,6 +1699,13 @@ int main(void) {
     test_transpose01();
     test_tanh();
     test_dropout();
+    test_layernorm();
+    test_layernorm_parallel();
+    test_relu();
+    test_permute0213(2, 3, 4, 5);
+    test_permute0213(3, 4, 1, 6); /* D1 = 1 */
+    test_permute0213(3, 33, 8, 96); /* above the OpenMP threshold (A·D0·D1·C > 65536) */
+    test_write_step();
     test_embedding();
     test_lstm(1);
     test_lstm(0);
@@ -1331,15 +1722,33 @@ int main(void) {
         test_attn(3, 5, 4, 6, 7, len2, 1, 0.8f);
     }
     {
+        /* Tq ≠ Tk, causal (key s > t + Tk − Tq masked), a padded row and a row with key_len 0,
+         * above the OpenMP threshold (B·Tq·Tk·(D+Dv) > 65536): the parallel per-row gemm path */
+        const int len[5] = {25, 11, 0, 4, 18};
+        test_attn(5, 20, 25, 14, 13, len, 1, 1.0f / sqrtf(14.0f));
+    }
+    {
         /* key_len: full, partial, 0 (zero weights and output) */
         const int len[3] = {5, 3, 0};
-        test_additive_attn(3, 4, 5, 6, 7, len);
+        test_additive_attn(3, 1, 4, 5, 6, 7, len, 0);
         /* Tq = 1 (one decoder step, as the RNN calls it), other lengths */
         const int len2[3] = {2, 5, 1};
-        test_additive_attn(3, 1, 5, 6, 7, len2);
-        test_additive_attn_parallel();
+        test_additive_attn(3, 1, 1, 5, 6, 7, len2, 0);
+        /* heads: 2 batch entries × NH 3 rows, row r uses v[r mod NH]; causal with Tq < Tk
+         * (key s visible iff s ≤ t + 1), full, partial and key_len 0 rows */
+        const int len3[6] = {5, 2, 0, 5, 4, 3};
+        test_additive_attn(6, 3, 4, 5, 6, 7, len3, 1);
+        /* causal with Tq > Tk: query t = 0 sees no key; NH 2 */
+        const int len4[4] = {4, 3, 4, 1};
+        test_additive_attn(4, 2, 5, 4, 3, 5, len4, 1);
+        /* heads, not causal */
+        const int len5[6] = {4, 4, 1, 0, 3, 4};
+        test_additive_attn(6, 2, 3, 4, 5, 2, len5, 0);
+        test_additive_attn_parallel(1, 0);
+        test_additive_attn_parallel(4, 1);
     }
     test_gather_rows();
+    test_gather_rows_strided();
     test_xent(0.1f, 0.5f);
     test_xent(0.0f, 1.0f);
     test_log_softmax();
