@@ -1,16 +1,19 @@
 #!/usr/bin/python3
 """bench_rnn_torch.py — the same LSTM encoder–decoder with Luong attention in PyTorch, trained on
-the batches bench_rnn dumped, timed the same way.
+the batches bench_train dumped, timed the same way.
 
     /usr/bin/python3 bench/bench_rnn_torch.py DUMP [--threads T]
 
-Reads DUMP (format at the top of bench/bench_rnn.c and in bench/README.md): model sizes, dropout,
-label smoothing, optimiser settings, thread count and W warm-up + N batches. Runs W warm-up and
-N timed training steps (zero grad, forward + backward, clip_grad_norm_, Adam) and prints
+Reads DUMP (version 2; format at the top of bench/bench_train.c, in bench/bench_dump.py and in
+bench/README.md): the whole config (model sizes, dropout, label smoothing, optimiser settings),
+V, thread count and W warm-up + N batches. Runs W warm-up and N timed training steps (zero grad,
+forward + backward, clip_grad_norm_, Adam) and prints
 
     pytorch: X tokens/s (N steps, T threads)
 
-tokens = non-padding source + target tokens of the timed batches, as bench_rnn counts them.
+tokens = non-padding source + target tokens of the timed batches, as bench_train counts them.
+Only model.type = rnn with cell lstm, attention luong_general and input feeding is written here;
+other settings are refused with a message.
 
 The model is written the way a PyTorch user would write it (see the report in bench/README.md):
   source embedding → nn.LSTM(bidirectional, H/2 per direction) over pack_padded_sequence;
@@ -25,72 +28,16 @@ check subtracts the redundant one.
 """
 import argparse
 import os
-import struct
 import sys
 import time
-import zlib
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-PAD = 0
-
-
-def read_dump(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 12 or data[:8] != b"BRNNDUMP":
-        sys.exit(f"{path}: not a bench_rnn dump (bad magic)")
-    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
-    if zlib.crc32(data[:-4]) & 0xFFFFFFFF != crc:
-        sys.exit(f"{path}: CRC32 mismatch (truncated or corrupt dump); rerun bench_rnn --dump")
-    off = 8
-    (version,) = struct.unpack_from("<i", data, off)
-    off += 4
-    if version != 1:
-        sys.exit(f"{path}: dump version {version}, this script reads version 1")
-    V, E, H, Le, Ld, feed, warmup_steps, threads = struct.unpack_from("<8i", data, off)
-    off += 32
-    dropout, smoothing, lr, clip, b1, b2, eps = struct.unpack_from("<7f", data, off)
-    off += 28
-    (nparams,) = struct.unpack_from("<q", data, off)
-    off += 8
-    nb, warmup = struct.unpack_from("<2i", data, off)
-    off += 8
-    hdr = dict(V=V, E=E, H=H, enc_layers=Le, dec_layers=Ld, input_feeding=feed,
-               warmup_steps=warmup_steps, threads=threads, dropout=dropout,
-               smoothing=smoothing, lr=lr, clip=clip, betas=(b1, b2), eps=eps,
-               nparams=nparams, nbatches=nb, warmup=warmup)
-    batches = []
-    end = len(data) - 4
-
-    def ints(n):
-        nonlocal off
-        if off + 4 * n > end:
-            sys.exit(f"{path}: truncated batch data")
-        a = np.frombuffer(data, dtype="<i4", count=n, offset=off)
-        off += 4 * n
-        return a
-
-    for _ in range(nb):
-        B, S, T = (int(x) for x in ints(3))
-        src = ints(S * B).reshape(S, B)
-        src_len = ints(B)
-        tgt_in = ints(T * B).reshape(T, B)
-        tgt_out = ints(T * B).reshape(T, B)
-        batches.append(dict(
-            src=torch.from_numpy(src.astype(np.int64)),
-            src_len=torch.from_numpy(src_len.astype(np.int64)),
-            tgt_in=torch.from_numpy(tgt_in.astype(np.int64)),
-            tgt_out=torch.from_numpy(tgt_out.astype(np.int64)),
-            src_tokens=int(src_len.sum()),
-            tgt_tokens=int((tgt_out != PAD).sum())))
-    if off != end:
-        sys.exit(f"{path}: {end - off} unexpected bytes after the batches")
-    return hdr, batches
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dump import PAD, blas_library, cpu_capability, lr_at, read_dump  # noqa: E402
 
 
 class Seq2Seq(nn.Module):
@@ -139,22 +86,6 @@ class Seq2Seq(nn.Module):
         return self.out(F.dropout(torch.stack(outs), p, train))           # [T,B,V]
 
 
-def cpu_capability():
-    """ATen's vectorised-kernel level, as torch.__config__.show() reports it."""
-    for line in torch.__config__.show().splitlines():
-        if "CPU capability usage" in line:
-            return line.strip().lstrip("- ")
-    return "CPU capability usage: unknown"
-
-
-def blas_library():
-    """The BLAS shared object this process actually loaded (Debian: an OpenBLAS build)."""
-    with open("/proc/self/maps") as f:
-        libs = {line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]}
-    opens = sorted(l for l in libs if "openblas" in l.rsplit("/", 1)[-1]) or sorted(libs)
-    return opens[0] if opens else "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dump")
@@ -162,14 +93,23 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     hdr, batches = read_dump(args.dump)
-    threads = args.threads or hdr["threads"]
+    threads = args.threads or hdr.threads
     torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
-    if not hdr["input_feeding"]:
-        sys.exit("the dump's model has input_feeding = false; this script implements input feeding")
+    want = {"model.type": "rnn", "model.cell": "lstm", "model.attention": "luong_general",
+            "model.input_feeding": "true"}
+    for key, val in want.items():
+        if hdr.get_str(key) != val:
+            sys.exit(f"{args.dump}: {key} = {hdr.get_str(key)}; this script implements the LSTM "
+                     "encoder–decoder with luong_general attention and input feeding only "
+                     "(model.type = transformer: bench/bench_transformer_torch.py)")
+    Le, Ld = hdr.get_int("model.enc_layers"), hdr.get_int("model.dec_layers")
+    if Le != Ld:
+        sys.exit(f"{args.dump}: enc_layers {Le} != dec_layers {Ld}; this script initialises "
+                 "each decoder layer from the encoder layer of the same depth")
 
-    V, H = hdr["V"], hdr["H"]
-    model = Seq2Seq(V, hdr["E"], H, hdr["enc_layers"], hdr["dec_layers"], hdr["dropout"])
+    V, H = hdr.V, hdr.get_int("model.hidden")
+    model = Seq2Seq(V, hdr.get_int("model.emb"), H, Le, Ld, hdr.get_float("model.dropout"))
     for prm in model.parameters():
         nn.init.uniform_(prm, -0.1, 0.1)  # as ours (OpenNMT-py's param_init 0.1)
     model.train()
@@ -178,8 +118,8 @@ def main():
     redundant = sum(prm.numel() for name, prm in model.named_parameters()
                     if "bias_hh" in name)
     print(f"pytorch: {n_torch} parameters ({n_torch - redundant} without the redundant b_hh "
-          f"biases); trainer: {hdr['nparams']}"
-          f" -> {'match' if n_torch - redundant == hdr['nparams'] else 'MISMATCH'}")
+          f"biases); trainer: {hdr.nparams}"
+          f" -> {'match' if n_torch - redundant == hdr.nparams else 'MISMATCH'}")
     print(f"pytorch: torch {torch.__version__}, {torch.get_num_threads()} threads "
           f"(interop {torch.get_num_interop_threads()}), mkldnn available "
           f"{torch.backends.mkldnn.is_available()}, {cpu_capability()}, "
@@ -187,8 +127,12 @@ def main():
           f"BLAS {blas_library()}")
 
     params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=hdr["lr"], betas=hdr["betas"], eps=hdr["eps"])
-    W, nb = hdr["warmup"], hdr["nbatches"]
+    smoothing, clip = hdr.get_float("train.label_smoothing"), hdr.get_float("train.clip_norm")
+    opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
+                           betas=(hdr.get_float("train.adam_beta1"),
+                                  hdr.get_float("train.adam_beta2")),
+                           eps=hdr.get_float("train.adam_eps"))
+    W, nb = hdr.warmup, hdr.nbatches
     tokens = 0
     t0 = None
     for k, b in enumerate(batches):
@@ -197,12 +141,12 @@ def main():
         opt.zero_grad(set_to_none=True)
         logits = model(b["src"], b["src_len"], b["tgt_in"])
         loss = F.cross_entropy(logits.view(-1, V), b["tgt_out"].view(-1), ignore_index=PAD,
-                               label_smoothing=hdr["smoothing"], reduction="sum")
+                               label_smoothing=smoothing, reduction="sum")
         (loss / b["tgt_tokens"]).backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, hdr["clip"])
-        ws = hdr["warmup_steps"]
+        # clip_norm 0 = off, as ours: an infinite max_norm returns the norm and scales by 1
+        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
         for g in opt.param_groups:
-            g["lr"] = hdr["lr"] * (min(1.0, (k + 1) / ws) if ws > 0 else 1.0)
+            g["lr"] = lr_at(hdr, k)
         opt.step()
         if k >= W:
             tokens += b["src_tokens"] + b["tgt_tokens"]

@@ -1,28 +1,35 @@
-/* bench_rnn.c — training throughput of the RNN encoder–decoder, and the batches it ran on.
+/* bench_train.c — training throughput of the model of any config (the RNN encoder–decoder or
+ * the Transformer), and the batches it ran on.
  *
- *   bench_rnn --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
- *             [--threads T] [--spm MODEL]
+ *   bench_train --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
+ *               [--threads T] [--spm MODEL]
  *
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
- * filter, seeded bucketing), writes the first W + N of them to FILE for bench_rnn_torch.py, then
- * runs W warm-up and N timed training steps as src/train/train.c does them (zero gradients,
- * forward + backward with dropout and label smoothing, grad_scale = 1 / target tokens,
- * global-norm clip, Adam) and prints
+ * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
+ * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
+ * timed training steps as src/train/train.c does them (zero gradients, forward + backward with
+ * dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip, Adam with the
+ * linear warm-up; the schedule's decay after train.warmup_steps is never reached, and not
+ * applied) and prints
  *
  *   trainer: X tokens/s (N steps, T threads)
  *
  * where tokens are the non-padding source + target tokens of the timed batches (targets count
  * EOS), as in the trainer's own tok/s. Host-side batch building is done before timing (the
- * PyTorch script also gets its tensors ready beforehand).
+ * PyTorch scripts also get their tensors ready beforehand). The model is built by model_create,
+ * so whatever model.type the config names is what is timed.
  *
  * SentencePiece model: --spm MODEL, else <save_dir>/spm.model when it exists (the trainer trains
  * it deterministically at the start of a run, so it is the same model), else one is trained on
  * the training text in a temporary folder exactly as the trainer does.
  *
- * Dump format (little-endian; see bench/README.md):
- *   header: char magic[8] "BRNNDUMP", int32 version (1),
- *           int32 V, E, H, enc_layers, dec_layers, input_feeding, warmup_steps, threads,
- *           float32 dropout, label_smoothing, lr, clip_norm, adam_beta1, adam_beta2, adam_eps,
+ * Dump format (little-endian; see bench/README.md). Version 2 carries the whole config, so a
+ * script reads every model and training setting from it:
+ *   header: char magic[8] "BRNNDUMP" (the name of version 1's writer, kept), int32 version (2),
+ *           uint32 n, char config[n]: config_to_ini text of the config (no NUL; INI with
+ *           [run] [model] [data] [train], full-line '#' comments, key = value, strings in
+ *           double quotes),
+ *           int32 V (the SentencePiece model's vocabulary), int32 threads,
  *           int64 parameter count (ours), int32 nbatches, int32 warmup (W)
  *   per batch: int32 B, S, T; int32 src[S*B], src_len[B], tgt_in[T*B], tgt_out[T*B]
  *              (time-major: element [t*B + b]; PAD = 0)
@@ -65,13 +72,14 @@ static Status write_dump(const char *path, const Config *cfg, int V, size_t npar
                          const HostBatch *hb, int nb, int warmup, Err *err) {
     Buf b = {0};
     put(&b, "BRNNDUMP", 8);
-    put_i32(&b, 1);
-    int32_t ints[8] = {V, cfg->emb, cfg->hidden, cfg->enc_layers, cfg->dec_layers,
-                       cfg->input_feeding, cfg->warmup_steps, threads};
-    put(&b, ints, sizeof ints);
-    float fl[7] = {cfg->dropout, cfg->label_smoothing, cfg->lr, cfg->clip_norm,
-                   cfg->adam_beta1, cfg->adam_beta2, cfg->adam_eps};
-    put(&b, fl, sizeof fl);
+    put_i32(&b, 2);
+    char *ini = config_to_ini(cfg);
+    uint32_t n = (uint32_t)strlen(ini);
+    put(&b, &n, 4);
+    put(&b, ini, n);
+    free(ini);
+    put_i32(&b, V);
+    put_i32(&b, threads);
     int64_t np = (int64_t)nparams;
     put(&b, &np, 8);
     put_i32(&b, nb);
@@ -96,7 +104,7 @@ static Status write_dump(const char *path, const Config *cfg, int V, size_t npar
 
 /* Trains the joint SentencePiece model on both sides of the training text, as train.c does. */
 static Status train_spm_tmp(const Config *cfg, const Corpus *train, Spm **spm, Err *err) {
-    char dir[] = "/tmp/bench_rnn.XXXXXX", txt[256], prefix[256], model[300], vocab[300];
+    char dir[] = "/tmp/bench_train.XXXXXX", txt[256], prefix[256], model[300], vocab[300];
     if (!mkdtemp(dir)) return err_set(err, "cannot create a temporary folder in /tmp");
     snprintf(txt, sizeof txt, "%s/spm_train.txt", dir);
     snprintf(prefix, sizeof prefix, "%s/spm", dir);
@@ -111,7 +119,8 @@ static Status train_spm_tmp(const Config *cfg, const Corpus *train, Spm **spm, E
         goto done;
     }
     const char *files[1] = {txt};
-    printf("bench_rnn: training the SentencePiece model (%d pieces) in %s\n", cfg->vocab_size, dir);
+    printf("bench_train: training the SentencePiece model (%d pieces) in %s\n", cfg->vocab_size,
+           dir);
     if (spm_train(files, 1, cfg->vocab_size, prefix, 1, err)) goto done;
     rc = spm_load(spm, model, err);
 done:
@@ -120,7 +129,7 @@ done:
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_rnn --config FILE [--batches N] [--warmup W] [--dump FILE] "
+    fprintf(stderr, "usage: bench_train --config FILE [--batches N] [--warmup W] [--dump FILE] "
                     "[--threads T] [--spm MODEL]\n");
     return 2;
 }
@@ -162,13 +171,13 @@ int main(int argc, char **argv) {
     snprintf(def_spm, sizeof def_spm, "%s/spm.model", dir);
     if (!spm_path && access(def_spm, R_OK) == 0) spm_path = def_spm;
     if (spm_path) {
-        printf("bench_rnn: SentencePiece model %s\n", spm_path);
+        printf("bench_train: SentencePiece model %s\n", spm_path);
         if (spm_load(&spm, spm_path, &err)) goto fail;
     } else if (train_spm_tmp(&cfg, &train, &spm, &err)) {
         goto fail;
     }
     /* a cache of our own, so that the trainer's cache is never rewritten */
-    snprintf(cache, sizeof cache, "%s/bench_rnn.%s.train.enc", cfg.cache_dir, cfg.name);
+    snprintf(cache, sizeof cache, "%s/bench_train.%s.train.enc", cfg.cache_dir, cfg.name);
     if (encoded_build(&tenc, (const char *const *)train.src, (const char *const *)train.tgt,
                       train.n, spm, cache, &err))
         goto fail;
@@ -196,15 +205,25 @@ int main(int argc, char **argv) {
         batch_fill(&hbs[k], &tenc, plan.idx + plan.start[k], (int)(plan.start[k + 1] - plan.start[k]));
         if (k >= warmup) tokens_timed += hbs[k].src_tokens + hbs[k].tgt_tokens;
     }
-    printf("bench_rnn: V %d, E %d, H %d, layers %d/%d, dropout %g, label smoothing %g; "
-           "%zu parameters; %d threads; OPENBLAS_CORETYPE=%s\n",
-           model.V, cfg.emb, cfg.hidden, cfg.enc_layers, cfg.dec_layers, cfg.dropout,
-           cfg.label_smoothing, model.ps.total, threads,
+    if (cfg.model_type == MODEL_TRANSFORMER)
+        printf("bench_train: transformer, V %d, d_model %d, heads %d, d_ff %d, layers %d/%d, "
+               "%s-LN, tied embeddings %s, attention %s/%s/%s (encoder self/decoder self/cross), ",
+               model.V, cfg.d_model, cfg.heads, cfg.d_ff, cfg.enc_layers, cfg.dec_layers,
+               norm_place_names[cfg.norm], cfg.tie_embeddings ? "yes" : "no",
+               attention_kind_names[cfg.self_attention],
+               attention_kind_names[config_dec_self_attention(&cfg)],
+               attention_kind_names[cfg.cross_attention]);
+    else
+        printf("bench_train: rnn (%s), V %d, E %d, H %d, layers %d/%d, attention %s, ",
+               cell_type_names[cfg.cell], model.V, cfg.emb, cfg.hidden, cfg.enc_layers,
+               cfg.dec_layers, attention_kind_names[cfg.attention]);
+    printf("dropout %g, label smoothing %g; %zu parameters; %d threads; OPENBLAS_CORETYPE=%s\n",
+           cfg.dropout, cfg.label_smoothing, model.ps.total, threads,
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     if (dump) {
         if (write_dump(dump, &cfg, model.V, model.ps.total, threads, hbs, nb, warmup, &err))
             goto fail;
-        printf("bench_rnn: wrote %d batches (%d warm-up + %d timed) to %s\n", nb, warmup, nsteps,
+        printf("bench_train: wrote %d batches (%d warm-up + %d timed) to %s\n", nb, warmup, nsteps,
                dump);
     }
 
@@ -227,16 +246,16 @@ int main(int argc, char **argv) {
                             cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, k + 1);
         }
         if (k == 0 || k == nb - 1)
-            printf("bench_rnn: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
+            printf("bench_train: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
                    k, loss / hb->tgt_tokens, hb->B, hb->S, hb->T, norm);
     }
     double dt = now_seconds() - t0;
-    printf("bench_rnn: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
+    printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
     printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
     rc = 0;
     goto done;
 fail:
-    fprintf(stderr, "bench_rnn: %s\n", err.msg);
+    fprintf(stderr, "bench_train: %s\n", err.msg);
 done:
     if (hbs)
         for (int k = 0; k < nb; k++) host_batch_free(&hbs[k]);

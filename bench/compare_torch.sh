@@ -6,8 +6,10 @@
 #                               [--dump FILE] [--build DIR] [--torch-variants K]
 #
 # Defaults: configs/luong.ini, 20 timed batches after 3 warm-up ones, all cores (nproc), a
-# temporary dump file, build folder build/. Builds bench_rnn if needed (cmake), runs it (it writes
-# the batches), then bench/bench_rnn_torch.py with Debian's /usr/bin/python3 on that dump.
+# temporary dump file, build folder build/. Builds bench_train if needed (cmake), runs it (it
+# writes the batches and the config), then the PyTorch script of the config's model.type with
+# Debian's /usr/bin/python3 on that dump: bench/bench_rnn_torch.py for rnn,
+# bench/bench_transformer_torch.py for transformer.
 #
 # Both programs get the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = T. On AVX-512 CPUs the
 # trainer runs with OPENBLAS_CORETYPE=SkylakeX (src/main.c); PyTorch here links the same Debian
@@ -48,25 +50,40 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# the PyTorch script of the config's model.type (the [model] section's "type = ..."; default rnn)
+[ -r "$config" ] || { echo "compare_torch.sh: cannot read the config '$config'" >&2; exit 2; }
+model_type=$(awk '
+  /^[ \t]*[#;]/ { next }
+  /^[ \t]*\[/ { gsub(/[][ \t\r]/, ""); section = $0; next }
+  section == "model" && /^[ \t]*type[ \t]*=/ {
+    sub(/^[^=]*=[ \t]*/, ""); sub(/[ \t\r]*$/, ""); print; exit }' "$config")
+model_type=${model_type:-rnn}
+case "$model_type" in
+  rnn) torch_script=bench/bench_rnn_torch.py ;;
+  transformer) torch_script=bench/bench_transformer_torch.py ;;
+  *) echo "compare_torch.sh: $config: model.type = '$model_type'; expected rnn or transformer" >&2
+     exit 2 ;;
+esac
+
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-blog=$(mktemp /tmp/bench_rnn.build.XXXXXX.log)
-if ! cmake --build "$build" --target bench_rnn -j "${JOBS:-$ncpu}" >"$blog" 2>&1; then
+blog=$(mktemp /tmp/bench_train.build.XXXXXX.log)
+if ! cmake --build "$build" --target bench_train -j "${JOBS:-$ncpu}" >"$blog" 2>&1; then
   cat "$blog" >&2
   rm -f "$blog"
-  echo "compare_torch.sh: building bench_rnn failed" >&2
+  echo "compare_torch.sh: building bench_train failed" >&2
   exit 1
 fi
 rm -f "$blog"
 
 keep_dump=1
 if [ -z "$dump" ]; then
-  dump=$(mktemp /tmp/bench_rnn.XXXXXX.bin)
+  dump=$(mktemp /tmp/bench_train.XXXXXX.bin)
   keep_dump=0
 fi
-tlog=$(mktemp /tmp/bench_rnn.trainer.XXXXXX.log)
-plog=$(mktemp /tmp/bench_rnn.torch.XXXXXX.log)
+tlog=$(mktemp /tmp/bench_train.trainer.XXXXXX.log)
+plog=$(mktemp /tmp/bench_train.torch.XXXXXX.log)
 cleanup() { rm -f "$tlog" "$plog"; if [ "$keep_dump" = 0 ]; then rm -f "$dump"; fi; }
 trap cleanup EXIT
 
@@ -81,8 +98,8 @@ else
 fi
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
-echo "== trainer (bench_rnn) =="
-"$build/bench_rnn" --config "$config" --batches "$batches" --warmup "$warmup" \
+echo "== trainer (bench_train) =="
+"$build/bench_train" --config "$config" --batches "$batches" --warmup "$warmup" \
   --threads "$threads" --dump "$dump" | tee "$tlog"
 if [ -z "${TORCH_VARIANTS+set}" ]; then
   TORCH_VARIANTS=""   # 1: as installed
@@ -106,9 +123,9 @@ torch_best=""
 torch_report=()
 for ((i = 0; i < ${#variants[@]} && i < max_variants; i++)); do
   v=${variants[$i]}
-  echo "== pytorch (bench/bench_rnn_torch.py)${v:+ with $v} =="
+  echo "== pytorch ($torch_script)${v:+ with $v} =="
   # shellcheck disable=SC2086
-  env $v "$python" -u bench/bench_rnn_torch.py "$dump" --threads "$threads" | tee "$plog"
+  env $v "$python" -u "$torch_script" "$dump" --threads "$threads" | tee "$plog"
   tps=$(awk '/^pytorch: [0-9.]+ tokens\/s/ {print $2}' "$plog")
   [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from PyTorch${v:+ ($v)}" >&2; exit 1; }
   torch_report+=("pytorch${v:+ [$v]}: $tps tokens/s")
@@ -132,7 +149,8 @@ blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo un
 
 echo "== summary =="
 echo "machine: $ncpu CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-echo "config: $config; batches: $warmup warm-up + $batches timed; threads: $threads"
+echo "config: $config (model.type $model_type; PyTorch: $torch_script)"
+echo "batches: $warmup warm-up + $batches timed; threads: $threads"
 echo "OPENBLAS_CORETYPE: $coretype_note"
 echo "pytorch: $torch_info; BLAS as installed $blas"
 echo "$params_line"

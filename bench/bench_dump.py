@@ -1,0 +1,156 @@
+"""bench_dump.py — reads the batches and settings that bench_train --dump wrote, for the PyTorch
+benchmark scripts (bench_rnn_torch.py, bench_transformer_torch.py); also the helpers they share
+to report PyTorch's kernels and BLAS.
+
+Dump format version 2 (little-endian; written by bench/bench_train.c, described in
+bench/README.md):
+  char magic[8] "BRNNDUMP", int32 version 2,
+  uint32 n, char config[n]: the whole config as INI text (config_to_ini),
+  int32 V, int32 threads, int64 parameter count (ours), int32 nbatches, int32 warmup (W),
+  per batch: int32 B, S, T; int32 src[S*B], src_len[B], tgt_in[T*B], tgt_out[T*B]
+             (time-major, element [t*B + b], PAD 0),
+  uint32 CRC32 (zlib) of every byte before it.
+
+read_dump(path) -> (Dump, batches). Dump.cfg is the config as a configparser (section "model",
+"data", "train", "run"), with the double quotes around string values removed; Dump.get_int,
+get_float, get_bool, get_str read one key and stop with a clear message when it is missing.
+Each batch is a dict of int64 tensors src [S,B], src_len [B], tgt_in [T,B], tgt_out [T,B]
+(time-major, as in the dump) and the counts src_tokens, tgt_tokens (non-pad; targets count EOS).
+"""
+import configparser
+import struct
+import sys
+import zlib
+
+import numpy as np
+import torch
+
+PAD = 0
+MAGIC = b"BRNNDUMP"
+VERSION = 2
+
+
+class Dump:
+    """The header of a dump: the config, V, threads, our parameter count, nbatches, warmup."""
+
+    def __init__(self, path, ini, V, threads, nparams, nbatches, warmup):
+        self.path, self.ini = path, ini
+        self.V, self.threads, self.nparams = V, threads, nparams
+        self.nbatches, self.warmup = nbatches, warmup
+        # config_to_ini: full-line '#' / ';' comments, [sections], key = value, strings quoted
+        self.cfg = configparser.ConfigParser(interpolation=None, comment_prefixes=("#", ";"),
+                                             inline_comment_prefixes=None, delimiters=("=",))
+        try:
+            self.cfg.read_string(ini, source=f"{path} (config)")
+        except configparser.Error as e:
+            sys.exit(f"{path}: the config in the dump is not readable INI: {e}")
+        for sec in self.cfg.sections():
+            for key, val in self.cfg.items(sec):
+                if len(val) >= 2 and val[0] == val[-1] == '"':
+                    self.cfg.set(sec, key, val[1:-1])
+
+    def get_str(self, key):
+        """key as "section.key", e.g. "model.type"."""
+        sec, name = key.split(".", 1)
+        if not self.cfg.has_option(sec, name):
+            sys.exit(f"{self.path}: the dump's config has no {key}; rerun bench_train --dump "
+                     "with the build that matches this script")
+        return self.cfg.get(sec, name)
+
+    def get_int(self, key):
+        return int(self.get_str(key))
+
+    def get_float(self, key):
+        return float(self.get_str(key))
+
+    def get_bool(self, key):
+        sec, name = key.split(".", 1)
+        self.get_str(key)
+        return self.cfg.getboolean(sec, name)  # true/false/yes/no/on/off/1/0, as ours
+
+
+def read_dump(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 16 or data[:8] != MAGIC:
+        sys.exit(f"{path}: not a bench_train dump (bad magic)")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(data[:-4]) & 0xFFFFFFFF != crc:
+        sys.exit(f"{path}: CRC32 mismatch (truncated or corrupt dump); rerun bench_train --dump")
+    end = len(data) - 4
+    off = 8
+
+    def take(fmt):
+        nonlocal off
+        n = struct.calcsize(fmt)
+        if off + n > end:
+            sys.exit(f"{path}: truncated header")
+        v = struct.unpack_from(fmt, data, off)
+        off += n
+        return v
+
+    (version,) = take("<i")
+    if version != VERSION:
+        sys.exit(f"{path}: dump version {version}, this script reads version {VERSION}; "
+                 "rerun build/bench_train --dump to write a new one")
+    (n,) = take("<I")
+    if off + n > end:
+        sys.exit(f"{path}: truncated config text ({n} bytes announced)")
+    try:
+        ini = data[off:off + n].decode("utf-8")
+    except UnicodeDecodeError as e:
+        sys.exit(f"{path}: the config text is not UTF-8 ({e})")
+    off += n
+    V, threads = take("<2i")
+    (nparams,) = take("<q")
+    nb, warmup = take("<2i")
+    hdr = Dump(path, ini, V, threads, nparams, nb, warmup)
+
+    def ints(n):
+        nonlocal off
+        if n < 0 or off + 4 * n > end:
+            sys.exit(f"{path}: truncated batch data")
+        a = np.frombuffer(data, dtype="<i4", count=n, offset=off)
+        off += 4 * n
+        return a
+
+    batches = []
+    for _ in range(nb):
+        B, S, T = (int(x) for x in ints(3))
+        src = ints(S * B).reshape(S, B)
+        src_len = ints(B)
+        tgt_in = ints(T * B).reshape(T, B)
+        tgt_out = ints(T * B).reshape(T, B)
+        batches.append(dict(
+            src=torch.from_numpy(src.astype(np.int64)),
+            src_len=torch.from_numpy(src_len.astype(np.int64)),
+            tgt_in=torch.from_numpy(tgt_in.astype(np.int64)),
+            tgt_out=torch.from_numpy(tgt_out.astype(np.int64)),
+            src_tokens=int(src_len.sum()),
+            tgt_tokens=int((tgt_out != PAD).sum())))
+    if off != end:
+        sys.exit(f"{path}: {end - off} unexpected bytes after the batches")
+    return hdr, batches
+
+
+def lr_at(hdr, k):
+    """The learning rate of step k (0-based) as bench_train sets it: train.lr with the linear
+    warm-up over train.warmup_steps (the few steps timed never reach a decay)."""
+    lr, ws = hdr.get_float("train.lr"), hdr.get_int("train.warmup_steps")
+    return lr * (min(1.0, (k + 1) / ws) if ws > 0 else 1.0)
+
+
+def cpu_capability():
+    """ATen's vectorised-kernel level, as torch.__config__.show() reports it."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage" in line:
+            return line.strip().lstrip("- ")
+    return "CPU capability usage: unknown"
+
+
+def blas_library():
+    """The BLAS shared object this process actually loaded (Debian: an OpenBLAS build)."""
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]}
+    opens = sorted(l for l in libs if "openblas" in l.rsplit("/", 1)[-1]) or sorted(libs)
+    return opens[0] if opens else "unknown"
