@@ -40,7 +40,7 @@ typedef struct {             /* saved activations of one sub-layer */
 typedef struct {
     Sub sub[3];
     float *self_buf, *cross_buf; /* MhaActs storage */
-    float *h, *hd, *hmask;       /* [N,F] relu(W1 a + b1), its dropout and mask */
+    float *hd, *hmask;           /* [N,F] dropout(relu(a W1ᵀ + b1)) and its mask */
 } LayerActs;
 
 typedef struct {             /* decoding caches of one decoder layer (backend memory) */
@@ -86,7 +86,7 @@ struct TfModel {
     int *h_rlen, *h_rlen_bh, *h_step_bh, *h_parent, *h_parent_bh; /* host [R] / [R·NH] */
     int *d_rlen, *d_rlen_bh, *d_step_bh, *d_parent_bh, *d_rowmap;
     float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
-    float *h1;                    /* [R,F] */
+    float *h1, *hmask1;           /* [R,F] FFN activation, its (all-ones) dropout mask */
     float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
     float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
     float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
@@ -206,7 +206,7 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
     }
     la->self_buf = act(m, mha_acts_floats(&L->self, N, N, Tk_self));
     la->cross_buf = dec ? act(m, mha_acts_floats(&L->cross, N, NK, m->capS)) : NULL;
-    la->h = act(m, N * m->F), la->hd = act(m, N * m->F), la->hmask = act(m, N * m->F);
+    la->hd = act(m, N * m->F), la->hmask = act(m, N * m->F);
 }
 
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
@@ -323,15 +323,13 @@ static MhaActs carve(const Mha *a, float *buf, int B, int Tq, int Tk) {
     return acts;
 }
 
-/* FFN(a) = W2 dropout(relu(a W1ᵀ + b1)) + b2 into out [N,D]. */
+/* FFN(a) = W2 dropout(relu(a W1ᵀ + b1)) + b2 into out [N,D] (fh1 is scratch). */
 static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out, const float *a,
                         int N, float p, uint64_t key) {
     const Backend *be = m->be;
     int D = m->D, F = m->F;
-    be->matmul(la->h, a, L->W1.w, N, F, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(la->h, L->b1.w, N, F);
-    be->relu_forward(la->h, la->h, (size_t)N * F);
-    be->dropout_forward(la->hd, la->hmask, la->h, p, key, (size_t)N * F);
+    be->matmul(m->fh1, a, L->W1.w, N, F, D, 0, 1, 1.0f, 0.0f);
+    be->bias_relu_dropout_forward(la->hd, la->hmask, m->fh1, L->b1.w, p, key, N, F);
     be->matmul(out, la->hd, L->W2.w, N, D, F, 0, 1, 1.0f, 0.0f);
     be->bias_forward(out, L->b2.w, N, D);
 }
@@ -346,15 +344,12 @@ static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, flo
     be->matmul(L->W2.g, dout, la->hd, D, F, N, 1, 0, 1.0f, 1.0f);
     be->bias_backward(L->b2.g, dout, N, D);
     be->matmul(m->fh1, dout, L->W2.w, N, F, D, 0, 0, 1.0f, 0.0f);
-    /* hd = dropout(h), h = relu(pre) */
-    be->zero(m->fh2, sizeof(float) * N * F);
-    be->dropout_backward(m->fh2, m->fh1, la->hmask, (size_t)N * F);
-    be->zero(m->fh1, sizeof(float) * N * F);
-    be->relu_backward(m->fh1, m->fh2, la->h, (size_t)N * F);
-    /* pre = a W1ᵀ + b1 */
-    be->matmul(L->W1.g, m->fh1, a, F, D, N, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(L->b1.g, m->fh1, N, F);
-    be->matmul(da, m->fh1, L->W1.w, N, D, F, 0, 0, 1.0f, 1.0f);
+    /* hd = dropout(relu(pre + b1)) */
+    be->relu_dropout_backward(m->fh2, m->fh1, la->hd, la->hmask, (size_t)N * F);
+    /* pre = a W1ᵀ */
+    be->matmul(L->W1.g, m->fh2, a, F, D, N, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(L->b1.g, m->fh2, N, F);
+    be->matmul(da, m->fh2, L->W1.w, N, D, F, 0, 0, 1.0f, 1.0f);
 }
 
 /* Runs sub-layer c on u [N,D]; returns its output (pre: s, post: LN(s)). */
@@ -587,7 +582,7 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
                     &m->qlast};
     for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, (size_t)R * D);
-    m->h1 = dact(m, (size_t)R * m->F);
+    m->h1 = dact(m, (size_t)R * m->F), m->hmask1 = dact(m, (size_t)R * m->F);
     m->lnm = dact(m, R), m->lnr = dact(m, R);
     m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
     m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
@@ -689,8 +684,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         /* FFN (no dropout when decoding) */
         a = step_input(m, &L->ln[2], m->x1);
         be->matmul(m->h1, a, L->W1.w, R, F, D, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(m->h1, L->b1.w, R, F);
-        be->relu_forward(m->h1, m->h1, (size_t)R * F);
+        be->bias_relu_dropout_forward(m->h1, m->hmask1, m->h1, L->b1.w, 0.0f, 0, R, F);
         be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
         be->bias_forward(m->f1, L->b2.w, R, D);
         step_residual(m, &L->ln[2], m->x1, m->f1);

@@ -83,10 +83,16 @@ struct Backend {
     void (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *weight, const float *mean,
                                const float *rstd, int N, int C);
-    /* out = max(inp, 0) (the position-wise feed-forward network, Vaswani et al. 2017 eq. 2) */
-    void (*relu_forward)(float *out, const float *inp, size_t n);
-    /* dinp += dout · [out > 0] */
-    void (*relu_backward)(float *dinp, const float *dout, const float *out, size_t n);
+    /* The feed-forward network's activation (Vaswani et al. 2017 eq. 2) with its dropout, in one
+     * pass: out[N,C] = max(inp + bias[C], 0) · mask, mask[N,C] drawn as in dropout_forward
+     * (rng_hash(key, i) over the flattened index; p = 0 gives mask = 1). out may equal inp. */
+    void (*bias_relu_dropout_forward)(float *out, float *mask, const float *inp,
+                                      const float *bias, float p, uint64_t key, int N, int C);
+    /* dinp = dout · mask · [out > 0] over n elements: the gradient of the pre-activation
+     * (inp + bias), OVERWRITTEN, not accumulated (a temporary, like lstm's dgates); the bias
+     * gradient is bias_backward of it. A dropped element (mask 0) has out = 0. */
+    void (*relu_dropout_backward)(float *dinp, const float *dout, const float *out,
+                                  const float *mask, size_t n);
     /* out[A,D1,D0,C] = inp[A,D0,D1,C] (axes 1 and 2 swapped): splits heads, [B,T,NH,HS] →
      * [B,NH,T,HS] (D0 = T, D1 = NH), and merges them back (D0 = NH, D1 = T). */
     void (*permute0213_forward)(float *out, const float *inp, int A, int D0, int D1, int C);

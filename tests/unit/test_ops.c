@@ -7,20 +7,21 @@
  *   compare the analytic gradient with (L(x + ε e_i) − L(x − ε e_i)) / (2ε), L accumulated in
  *   double, ε = 1e-3 on float32 inputs. Tolerances are stated next to the constants below.
  * Accumulate: every backward is run a second time into buffers pre-filled with random nonzero
- *   values; the result must be prefill + gradient (lstm's dgates and gru's dgx, dgh are
- *   documented as overwritten, and are checked to be exactly that).
+ *   values; the result must be prefill + gradient (lstm's dgates, gru's dgx, dgh and
+ *   relu_dropout_backward's dinp are documented as overwritten, and are checked to be exactly
+ *   that).
  * Exact ops (copies and selects: concat2, transpose01, permute0213, write_step, gather_rows,
- *   gather_rows_strided, relu) are compared with tolerance 0, their backward (and its
+ *   gather_rows_strided, bias_relu_dropout) are compared with tolerance 0, their backward (and its
  *   accumulation: one float add) too; what they must not write (a row beyond n, the floats
  *   beyond D of a strided row, the other steps of a cache) is checked to be untouched.
- *   permute0213 swapped back is the identity. relu's finite differences use inputs at least
- *   0.05 away from its kink; its exact checks include ±0, ±1e-30 and subnormals.
+ *   permute0213 swapped back is the identity. bias_relu_dropout's mask is dropout_forward's, bit
+ *   for bit; its finite differences use pre-activations at least 0.05 away from the kink.
  * Layernorm: mean and rstd outputs too; a constant row (σ² = 0) and a row with |μ| ≫ σ; C > 16
  *   so dweight, dbias span two column blocks.
  * Attention: key_len full / partial / 0, causal with Tq < Tk and Tq > Tk (rows that see no key
  *   get zero weights, output and gradients); masked weights are exactly 0. Additive attention
  *   also with heads (B = batch × NH rows, row r uses v[r mod NH], dv [NH, A]).
- * Shapes above an op's OpenMP threshold (axpy/scale, relu, permute0213, layernorm, attn,
+ * Shapes above an op's OpenMP threshold (axpy/scale, bias_relu_dropout, permute0213, layernorm, attn,
  *   additive attention) run the parallel code, against the double reference where finite
  *   differences would be slow; layernorm is bit-identical for 1 and 2 threads (ops.h: fixed
  *   summation order) and additive attention's backward run twice is bit-identical.
@@ -573,8 +574,8 @@ static void test_dropout(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Transformer pieces: layernorm, relu, permute0213, write_step (gather_rows_strided is with   */
-/* the rows below)                                                                             */
+/* Transformer pieces: layernorm, bias_relu_dropout, permute0213, write_step (gather_rows_strided */
+/* is with the rows below)                                                                    */
 
 /* Double-precision layer normalisation of one row of C (ops.h: biased variance, ε = 1e-5);
  * when dout is given, also the gradients of L = Σ dout ⊙ out with respect to the row (dx,
@@ -727,57 +728,83 @@ static void test_layernorm_parallel(void) {
 }
 
 typedef struct {
-    float *inp, *out;
-    const float *r;
-    size_t n;
+    float *inp, *out, *mask;
+    const float *bias, *r;
+    float p;
+    uint64_t key;
+    int N, C;
 } ReluCtx;
 static double relu_loss(void *p) {
     ReluCtx *c = p;
-    be->relu_forward(c->out, c->inp, c->n);
-    return dot_rd(c->r, c->out, c->n);
+    be->bias_relu_dropout_forward(c->out, c->mask, c->inp, c->bias, c->p, c->key, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
 }
 
 static void test_relu(void) {
-    /* forward and backward are exact (a select, one add): checked with tolerance 0; the second
-     * size takes the OpenMP path */
-    const size_t sizes[2] = {53, 70001};
-    for (int k = 0; k < 2; k++) {
-        size_t n = sizes[k];
-        float *inp = frand(n, -3, 3), *out = fnew(n), *dout = frand(n, -1, 1);
-        inp[0] = 0.0f, inp[1] = -0.0f, inp[2] = 1e-30f, inp[3] = -1e-30f;
-        inp[4] = FLT_MIN / 4, inp[5] = -FLT_MIN / 4; /* subnormals */
-        for (size_t i = 0; i < n; i++) out[i] = 123.0f;
-        Stat st;
-        stat_begin(&st, "relu_forward n=%zu", n);
-        be->relu_forward(out, inp, n);
-        for (size_t i = 0; i < n; i++)
-            stat_add(&st, out[i], inp[i] > 0 ? inp[i] : 0.0, 0, 0, "out", (long)i);
-        stat_end(&st);
-        /* dinp += dout · [out > 0]: from zero, and onto a prefill (exactly one float add) */
-        float *g = fnew(n), *pre = frand(n, -2, 2), *acc = fdup(pre, n);
-        be->relu_backward(g, dout, out, n);
-        be->relu_backward(acc, dout, out, n);
-        stat_begin(&st, "relu_backward n=%zu exact, accumulates", n);
-        for (size_t i = 0; i < n; i++) {
-            float gi = inp[i] > 0 ? dout[i] : 0.0f;
-            stat_add(&st, g[i], gi, 0, 0, "dinp", (long)i);
-            stat_add(&st, acc[i], pre[i] + gi, 0, 0, "dinp (prefilled)", (long)i);
+    /* bias_relu_dropout_forward: out = max(inp + bias, 0) · mask with the mask of dropout_forward
+     * (same key, same flattened index: compared bit for bit); relu_dropout_backward: dinp =
+     * dout · mask · [out > 0], overwritten — exact (tolerance 0). The second shape takes the
+     * OpenMP path; p = 0 gives mask 1 and a plain bias + relu. */
+    const int shapes[2][2] = {{7, 9}, {70, 1001}};
+    for (int k = 0; k < 2; k++)
+        for (int pi = 0; pi < 2; pi++) {
+            int N = shapes[k][0], C = shapes[k][1];
+            size_t n = (size_t)N * C;
+            float p = pi ? 0.3f : 0.0f;
+            uint64_t key = 0x5eed + k;
+            float *inp = frand(n, -3, 3), *bias = frand(C, -1, 1), *out = fnew(n), *mask = fnew(n);
+            float *dout = frand(n, -1, 1), *g = frand(n, -5, 5), *dm = fnew(n), *tmp = fnew(n);
+            float *pre = fnew(n);
+            inp[0] = -bias[0], inp[1] = 1e-30f - bias[1], inp[2] = -1e-30f - bias[2];
+            for (int i = 0; i < N; i++)
+                for (int c = 0; c < C; c++) pre[(size_t)i * C + c] = inp[(size_t)i * C + c] + bias[c];
+            be->dropout_forward(tmp, dm, pre, p, key, n); /* the reference mask */
+            be->bias_relu_dropout_forward(out, mask, inp, bias, p, key, N, C);
+            Stat st;
+            stat_begin(&st, "bias_relu_dropout_forward %dx%d p=%.1f", N, C, (double)p);
+            long dropped = 0;
+            for (size_t i = 0; i < n; i++) {
+                float x = inp[i] + bias[i % C];
+                stat_add(&st, out[i], (x > 0 ? x : 0.0f) * dm[i], 0, 0, "out", (long)i);
+                stat_add(&st, mask[i], dm[i], 0, 0, "mask", (long)i);
+                dropped += mask[i] == 0.0f;
+            }
+            stat_true(&st, p > 0 ? dropped > 0 && dropped < (long)n : dropped == 0,
+                      "%ld of %zu elements dropped at p = %g", dropped, n, (double)p);
+            stat_end(&st);
+            be->relu_dropout_backward(g, dout, out, mask, n);
+            stat_begin(&st, "relu_dropout_backward %dx%d p=%.1f (overwrites)", N, C, (double)p);
+            for (size_t i = 0; i < n; i++) {
+                float x = inp[i] + bias[i % C];
+                stat_add(&st, g[i], x > 0 ? dout[i] * dm[i] : 0.0f, 0, 0, "dinp", (long)i);
+            }
+            stat_end(&st);
+            /* in place (out == inp) gives the same */
+            memcpy(tmp, inp, sizeof(float) * n);
+            be->bias_relu_dropout_forward(tmp, mask, tmp, bias, p, key, N, C);
+            stat_begin(&st, "bias_relu_dropout_forward in place %dx%d p=%.1f", N, C, (double)p);
+            for (size_t i = 0; i < n; i++) stat_add(&st, tmp[i], out[i], 0, 0, "out", (long)i);
+            stat_end(&st);
+            free(inp), free(bias), free(out), free(mask), free(dout), free(g), free(dm), free(tmp);
+            free(pre);
         }
-        stat_end(&st);
-        free(inp), free(out), free(dout), free(g), free(pre), free(acc);
-    }
-    /* finite differences: inputs at least 0.05 away from the kink at 0 (ε = 1e-3) */
-    const size_t n = 41;
-    float *inp = frand(n, 0.05f, 3), *out = fnew(n), *r = frand(n, -1, 1), *g = fnew(n);
+    /* finite differences w.r.t. inp and (through bias_backward) bias: pre-activations at least
+     * 0.05 away from the kink at 0 (ε = 1e-3) */
+    const int N = 5, C = 8;
+    const size_t n = (size_t)N * C;
+    float *inp = frand(n, 0.05f, 3), *bias = fnew(C), *out = fnew(n), *mask = fnew(n);
+    float *r = frand(n, -1, 1), *g = fnew(n), *gb = fnew(C);
     for (size_t i = 0; i < n; i += 2) inp[i] = -inp[i];
-    be->relu_forward(out, inp, n);
-    be->relu_backward(g, r, out, n);
-    ReluCtx ctx = {inp, out, r, n};
+    ReluCtx ctx = {inp, out, mask, bias, r, 0.25f, 77, N, C};
+    be->bias_relu_dropout_forward(out, mask, inp, bias, 0.25f, 77, N, C);
+    be->relu_dropout_backward(g, r, out, mask, n);
+    be->bias_backward(gb, g, N, C);
     Stat st;
-    stat_begin(&st, "relu_backward vs FD");
+    stat_begin(&st, "relu_dropout_backward vs FD (inp, bias)");
     fd_check(&st, "dinp", inp, n, g, relu_loss, &ctx);
+    fd_check(&st, "dbias", bias, C, gb, relu_loss, &ctx);
     stat_end(&st);
-    free(inp), free(out), free(r), free(g);
+    free(inp), free(bias), free(out), free(mask), free(r), free(g), free(gb);
 }
 
 typedef struct {

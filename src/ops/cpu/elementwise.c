@@ -17,15 +17,43 @@ void cpu_tanh_backward(float *dinp, const float *dout, const float *out, size_t 
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i] * out[i]);
 }
 
+
+
+/* The keep mask of inverted dropout for element i: 1/(1−p) or 0 (dropout_forward's rule). */
+static inline float keep_mask(uint64_t key, size_t i, float p, float keep_scale) {
+    float u = (float)(rng_hash(key, i) >> 8) * (1.0f / 16777216.0f);
+    return (p <= 0 || u >= p) ? keep_scale : 0.0f;
+}
+
 void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
                          size_t n) {
     float keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 #pragma omp parallel for if (n > 65536)
     for (size_t i = 0; i < n; i++) {
-        float u = (float)(rng_hash(key, i) >> 8) * (1.0f / 16777216.0f);
-        mask[i] = (p <= 0 || u >= p) ? keep_scale : 0.0f;
+        mask[i] = keep_mask(key, i, p, keep_scale);
         out[i] = inp[i] * mask[i];
     }
+}
+
+void cpu_bias_relu_dropout_forward(float *out, float *mask, const float *inp, const float *bias,
+                                   float p, uint64_t key, int N, int C) {
+    float keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
+#pragma omp parallel for if ((long)N * C > 65536)
+    for (int n = 0; n < N; n++) {
+        size_t o = (size_t)n * C;
+        for (int c = 0; c < C; c++) { /* out = max(inp + b, 0) · mask */
+            float x = inp[o + c] + bias[c], m = keep_mask(key, o + c, p, keep_scale);
+            mask[o + c] = m;
+            out[o + c] = (x > 0.0f ? x : 0.0f) * m;
+        }
+    }
+}
+
+void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out,
+                               const float *mask, size_t n) {
+    /* out = max(x, 0) · mask  →  dx = dout · mask · [x > 0]; where mask > 0, x > 0 ⟺ out > 0 */
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] * mask[i] : 0.0f;
 }
 
 void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
@@ -72,17 +100,6 @@ void cpu_gather_rows_strided(float *dst, const float *src, const int *idx, int n
     /* dst[i·stride + c] = src[idx[i]·stride + c], c < D <= stride */
     for (int i = 0; i < n; i++)
         memcpy(dst + (size_t)i * stride, src + (size_t)idx[i] * stride, sizeof(float) * D);
-}
-
-void cpu_relu_forward(float *out, const float *inp, size_t n) {
-#pragma omp parallel for if (n > 65536)
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
-}
-
-void cpu_relu_backward(float *dinp, const float *dout, const float *out, size_t n) {
-    /* out = max(inp, 0)  →  dinp += dout · [out > 0] */
-#pragma omp parallel for if (n > 65536)
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
 void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1, int C) {
