@@ -6,7 +6,7 @@
  *
  * Forward, per row: μ = Σ_c x_c / C, σ² = Σ_c (x_c − μ)² / C, rstd = 1/√(σ² + ε), ε = 1e-5,
  *   x̂_c = (x_c − μ)·rstd, out_c = x̂_c·w_c + b_c. Statistics in double (one pass for μ, a second
- *   for σ², so no cancellation).
+ *   for σ², so no cancellation), in `omp simd` loops (a fixed order: deterministic).
  * Backward, per row, with g_c = dout_c·w_c:
  *   dx_c = rstd·(g_c − mean_c(g) − x̂_c·mean_c(g ⊙ x̂)),
  *   dw_c = Σ_n dout_nc x̂_nc,  db_c = Σ_n dout_nc.
@@ -26,12 +26,15 @@ void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in
         const float *x = inp + (size_t)n * C;
         float *o = out + (size_t)n * C;
         double mu = 0, var = 0;
+#pragma omp simd reduction(+ : mu)
         for (int c = 0; c < C; c++) mu += x[c];
         mu /= C;
+#pragma omp simd reduction(+ : var)
         for (int c = 0; c < C; c++) var += (x[c] - mu) * (x[c] - mu);
         var /= C;
         float m = (float)mu, r = (float)(1.0 / sqrt(var + LN_EPS));
         mean[n] = m, rstd[n] = r;
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * r * weight[c] + bias[c];
     }
 }
@@ -49,11 +52,13 @@ void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const flo
                 float *dx = dinp + (size_t)n * C;
                 float m = mean[n], r = rstd[n];
                 double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
                 for (int c = 0; c < C; c++) {
                     float g = go[c] * weight[c], xh = (x[c] - m) * r;
                     sg += g, sgx += g * xh;
                 }
                 float mg = (float)(sg / C), mgx = (float)(sgx / C);
+#pragma omp simd
                 for (int c = 0; c < C; c++) {
                     float g = go[c] * weight[c], xh = (x[c] - m) * r;
                     dx[c] += r * (g - mg - xh * mgx);
