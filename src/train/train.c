@@ -395,18 +395,18 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         next.epoch_rng = rng;
         if (improved && checkpoint_save(best, &model, &next, err)) goto cleanup;
         if (checkpoint_save(last, &model, &next, err)) goto cleanup;
-        if (g_stop_signal) { /* arrived during validation: the epoch's checkpoint is the stop */
-            printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",
-                   signal_name(g_stop_signal), st.epoch, st.step, last);
-            rc = STATUS_OK;
-            goto cleanup;
-        }
         st.epoch_rng = rng;
         st.batch_in_epoch = 0;
         if (cfg.patience > 0 && st.bad_epochs >= cfg.patience) {
             printf("early stopping: validation BLEU has not improved for %d epochs\n",
                    st.bad_epochs);
             break;
+        }
+        if (g_stop_signal && st.epoch < cfg.max_epochs) { /* came during the validation */
+            printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",
+                   signal_name(g_stop_signal), st.epoch, st.step, last);
+            rc = STATUS_OK;
+            goto cleanup;
         }
     }
     printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,

@@ -12,6 +12,10 @@
  *   2. Two SIGINTs in a row (save_every = 5, sent after step 12): the second stops the process at
  *      once (status 128 + SIGINT) unless the save of the first was already done (status 0);
  *      either way last.ckpt loads (step >= 10) and --resume continues to step 25.
+ *   3. SIGTERM right after the last step of epoch 1 lands in its validation: the run finishes
+ *      the validation, saves the epoch's checkpoints, exits 0 ("SIGTERM: finished epoch 1 (step
+ *      NB), saved ..."), and --resume starts epoch 2 at batch 0 (a signal that comes later, in
+ *      epoch 2, is accepted too, with the step message).
  */
 #include "trainer_run.h"
 #include "train/checkpoint.h"
@@ -92,7 +96,7 @@ int main(void) {
     g_work = work;
 
     /* 0. reference losses */
-    const char *ref_dir = strdup(tr_fmt("%s/ref", g_work));
+    const char *ref_dir = tr_keep(tr_fmt("%s/ref", g_work));
     TrArgv a;
     train_argv(&a, ref_dir, 0, REF_STEPS, 0);
     int rc = tr_run(a.v, tr_fmt("%s/ref.log", g_work), NULL, TIMEOUT);
@@ -106,9 +110,9 @@ int main(void) {
     static const int sigs[] = {SIGTERM, SIGINT};
     static const char *const names[] = {"SIGTERM", "SIGINT"};
     for (int k = 0; k < 2; k++) {
-        const char *dir = strdup(tr_fmt("%s/%s", g_work, names[k]));
-        const char *last = strdup(tr_fmt("%s/last.ckpt", dir));
-        const char *log = strdup(tr_fmt("%s/%s.log", g_work, names[k]));
+        const char *dir = tr_keep(tr_fmt("%s/%s", g_work, names[k]));
+        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
+        const char *log = tr_keep(tr_fmt("%s/%s.log", g_work, names[k]));
         train_argv(&a, dir, 0, 0, 0);
         pid_t pid = start_and_wait(&a, dir, log, 5);
         tr_argv_free(&a);
@@ -163,9 +167,9 @@ int main(void) {
 
     /* 2. two signals in a row */
     {
-        const char *dir = strdup(tr_fmt("%s/twice", g_work));
-        const char *last = strdup(tr_fmt("%s/last.ckpt", dir));
-        const char *log = strdup(tr_fmt("%s/twice.log", g_work));
+        const char *dir = tr_keep(tr_fmt("%s/twice", g_work));
+        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
+        const char *log = tr_keep(tr_fmt("%s/twice.log", g_work));
         train_argv(&a, dir, 5, 0, 0);
         pid_t pid = start_and_wait(&a, dir, log, 12);
         tr_argv_free(&a);
@@ -184,6 +188,48 @@ int main(void) {
             tr_argv_free(&a);
             EXPECT(rc == 0 && ckpt_step(last) == 25 && count_temp_files(dir) == 0,
                    "two SIGINTs: --resume to 25: exit %d", rc);
+        }
+    }
+    /* 3. SIGTERM during the validation at the end of epoch 1 */
+    {
+        const char *dir = tr_keep(tr_fmt("%s/val", g_work));
+        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
+        const char *log = tr_keep(tr_fmt("%s/val.log", g_work));
+        train_argv(&a, dir, 0, 0, 0);
+        pid_t pid = start_and_wait(&a, dir, log, 1);
+        tr_argv_free(&a);
+        long nb = 0;
+        if (pid > 0) { /* batches per epoch, from "epoch 1 step 1 (1/NB)" */
+            char *t = test_read_file(log, NULL);
+            const char *p = t ? strstr(t, "(1/") : NULL;
+            nb = p ? strtol(p + 3, NULL, 10) : 0;
+            free(t);
+            EXPECT(nb > 1, "cannot read the number of batches from %s", log);
+        }
+        if (pid > 0 && nb > 1) {
+            const char *end_line = tr_fmt("(%ld/%ld)", nb, nb);
+            double t_end = tr_now() + 60;
+            while (!tr_file_contains(log, end_line) && tr_now() < t_end) tr_sleep(0.002);
+            kill(pid, SIGTERM);
+            rc = tr_wait(pid, 60);
+            long n = ckpt_step(last);
+            const char *ll = tr_last_line(log);
+            int in_val = strstr(ll, tr_fmt("SIGTERM: finished epoch 1 (step %ld), saved %s", nb,
+                                           last)) != NULL;
+            printf("SIGTERM after the last step of epoch 1 (%ld): exit %d, last.ckpt at step "
+                   "%ld, %s: %s\n", nb, rc, n, in_val ? "during the validation" : "later", ll);
+            EXPECT(rc == 0 && (in_val || strstr(ll, "SIGTERM: finished step")),
+                   "SIGTERM at the epoch's end: exit %d, '%s'", rc, ll);
+            EXPECT(!in_val || (n == nb && tr_file_contains(log, "epoch 1 done")),
+                   "a stop during the validation should save step %ld after it (got %ld)", nb, n);
+            train_argv(&a, dir, 0, nb + 5, 1);
+            const char *rlog = tr_fmt("%s/val_resume.log", g_work);
+            rc = tr_run(a.v, rlog, NULL, TIMEOUT);
+            tr_argv_free(&a);
+            EXPECT(rc == 0 && ckpt_step(last) == nb + 5 &&
+                       (!in_val || tr_file_contains(rlog, tr_fmt("epoch 2, step %ld, batch 0",
+                                                                 nb))),
+                   "--resume after a stop at the epoch's end: exit %d", rc);
         }
     }
     tr_metrics_free(&ref);
