@@ -172,9 +172,16 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;
     }
-    if (model_create(m, &cfg, spm, err)) { /* takes spm */
+    /* The stored config decides how much model_create allocates: never much more than the file
+     * holds (every record's values, each tensor's alignment, 1 Mi floats of slack), so a crafted
+     * config cannot make the loader allocate a huge model only to find its tensors missing; a
+     * smaller mismatch is left to the tensor checks below, which say more. */
+    size_t file_floats = (size_t)1 << 20;
+    for (int i = 0; i < n; i++) file_floats += recs[i].nbytes / sizeof(float) + 16;
+    if (model_create_bounded(m, &cfg, spm, file_floats, err)) { /* takes spm */
         spm = NULL;
-        err_prefix(err, "checkpoint %s", path);
+        err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
+                   "corrupt or crafted file; use another checkpoint)", path);
         goto fail;
     }
     spm = NULL;

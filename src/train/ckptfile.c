@@ -399,6 +399,16 @@ static Status load_table(const char *path, int fd, uint64_t fsize, Desc **descs_
         }
         expect_off = d->offset + d->csize;
     }
+    /* a file within every limit may still inflate to more than this machine holds (deflate
+     * packs up to ~1032:1): say so, instead of failing somewhere in the middle */
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0 && total > (uint64_t)pages * (uint64_t)page_size) {
+        err_set(err, "checkpoint %s: the records need %llu bytes once decompressed, more than "
+                "this machine's %llu bytes of memory; load it on a larger machine (or the file is "
+                "corrupt)", path, (unsigned long long)total,
+                (unsigned long long)pages * (unsigned long long)page_size);
+        goto cleanup;
+    }
     if (expect_off != fsize) {
         err_set(err, "checkpoint %s: %llu unexpected bytes after the last record (the file is "
                 "%llu bytes long, the records end at %llu)" CORRUPT, path,

@@ -342,6 +342,14 @@ static void wrong_records(void) {
     static const char odd[] = "[model]\nhidden = 63\n";
     c = bytes_record("config", odd, strlen(odd));
     variant("config that does not validate", "config", &c, NULL, "model.hidden = 63 is odd");
+    /* a config of a model far bigger than the file: refused before it is allocated (this one
+     * needs 5 * 10^11 parameters: 2 TB each for weights, gradients and moments) */
+    static const char huge[] = "[model]\nhidden = 65536\nemb = 65536\nenc_layers = 8\n"
+                               "dec_layers = 8\n";
+    c = bytes_record("config", huge, strlen(huge));
+    variant("config of a huge model", "config", &c, NULL,
+            "cannot be built (a corrupt or crafted file; use another checkpoint): the model needs "
+            "511128895616 parameters, more than the limit of");
     static const char future[] = "[model]\nhidden = 64\nwidth = 3\n";
     c = bytes_record("config", future, strlen(future));
     variant("config with an unknown key", "config", &c, NULL,

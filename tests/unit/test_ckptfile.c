@@ -1,10 +1,10 @@
 /* test_ckptfile.c — the checkpoint container: round trip, every truncation, every byte and bit
- * flip, 44 hand-made bad files (bad magic, future versions, absurd counts, sizes that overflow,
+ * flip, 45 hand-made bad files (bad magic, future versions, absurd counts, sizes that overflow,
  * offsets past the end, overlapping records, gaps, duplicate and malformed names, bad dtypes and
  * shapes, CRC fields that lie, CRC-valid payloads that are not zlib or carry junk after the
- * stream, uncompressed sizes that lie, truncation at the table's end), each refused with its own
- * message, atomic replacement and write failures. (Every system call of a save failing in turn:
- * tests/slow/test_iofail.c.) */
+ * stream, uncompressed sizes that lie, truncation at the table's end, records that would inflate
+ * beyond the machine's memory), each refused with its own message, atomic replacement and write
+ * failures. (Every system call of a save failing in turn: tests/slow/test_iofail.c.) */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -527,6 +527,45 @@ static void test_crafted(void) {
     crafted("offsets swapped", e_swap_offsets, "record 'ids' claims 17 bytes at offset 571");
     crafted("dtype 0", e_dtype_zero, "unknown dtype 0");
     crafted("zero size, data inflates", e_size_zero_lie, "more than its declared 0 bytes");
+
+    /* more than this machine's memory once inflated, though within every limit of the format:
+     * records of 8 GiB from 8.3 MB each (just above deflate's 1032:1), as many as needed */
+    {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        uint64_t mem = (uint64_t)pages * (uint64_t)psz, rec_u = (uint64_t)8 << 30;
+        uint64_t nrec = mem / rec_u + 1, rec_c = rec_u / 1032 + 1;
+        if (pages > 0 && psz > 0 && nrec * rec_u <= ((uint64_t)64 << 30)) {
+            size_t head = CKPT_HEADER_BYTES + (size_t)nrec * CKPT_DESC_BYTES;
+            size_t size = head + (size_t)(nrec * rec_c);
+            uint8_t *f = calloc(1, size);
+            memcpy(f, "\x89TRCKPT\n", 8);
+            put32(f + 8, CKPT_FORMAT_VERSION);
+            put32(f + 12, (uint32_t)nrec);
+            for (uint64_t i = 0; i < nrec; i++) {
+                uint8_t *d = desc_at(f, (int)i);
+                snprintf((char *)d, CKPT_NAME_MAX, "big%llu", (unsigned long long)i);
+                put32(d + 96, CKPT_U8);
+                put32(d + 100, 1);
+                put64(d + 104, rec_u);
+                put64(d + 136, head + i * rec_c);
+                put64(d + 144, rec_c);
+                put64(d + 152, rec_u);
+            }
+            fix_header_crc(f);
+            const char *bomb = path_in("bomb.ckpt");
+            test_write_file(bomb, f, size);
+            int ok = read_fails(bomb, "once decompressed, more than this machine's");
+            EXPECT(ok, "%llu records of 8 GiB (%zu-byte file) on a machine of %llu bytes",
+                   (unsigned long long)nrec, size, (unsigned long long)mem);
+            g_crafted++;
+            g_crafted_refused += ok;
+            unlink(bomb);
+            free(f);
+        } else {
+            printf("this machine has 64 GiB of memory or more: the inflate-beyond-memory case "
+                   "is skipped\n");
+        }
+    }
 
     /* not a file, not there, a folder */
     EXPECT(read_fails(path_in("missing.ckpt"), "cannot open"), "missing file");
