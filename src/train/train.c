@@ -61,7 +61,8 @@ static void remove_stale_temps(const char *dir) {
 }
 
 /* On resume: drops the lines of metrics.jsonl that a killed run wrote after the checkpoint's
- * step, so that every step appears once. Rewritten atomically (temporary file + rename). */
+ * step, so that every step appears once, and a last line the kill cut short. Rewritten
+ * atomically (temporary file + rename). */
 static Status trim_metrics(const char *path, long step, Err *err) {
     FILE *in = fopen(path, "r");
     if (!in) return STATUS_OK; /* nothing logged yet */
@@ -75,9 +76,11 @@ static Status trim_metrics(const char *path, long step, Err *err) {
     char *line = NULL;
     size_t cap = 0;
     long dropped = 0;
-    while (getline(&line, &cap, in) > 0) {
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
         const char *k = strstr(line, "\"step\": ");
-        if (k && strtol(k + 8, NULL, 10) > step) {
+        if (line[len - 1] != '\n' || (k && strtol(k + 8, NULL, 10) > step)) {
+            /* a line cut short by the crash, or one the resumed run will write again */
             dropped++;
             continue;
         }

@@ -247,8 +247,8 @@ int main(void) {
 
     TrMetrics m;
     EXPECT(tr_metrics_read(tr_fmt("%s/metrics.jsonl", g_dir), &m) == 0, "no metrics.jsonl");
-    if (m.bad_lines) printf("metrics.jsonl: %ld malformed line(s) (a kill inside a write)\n",
-                            m.bad_lines);
+    EXPECT(m.bad_lines == 0, "metrics.jsonl: %ld malformed line(s) after the resumes",
+           m.bad_lines);
     long top = 0, dup = 0, dup_bad = 0, missing = 0;
     for (long i = 0; i < m.n; i++)
         if (m.steps[i].step > top) top = m.steps[i].step;

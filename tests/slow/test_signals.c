@@ -8,7 +8,8 @@
  *      "<SIGNAL>: finished step N, saved <run>/last.ckpt; continue with --resume", last.ckpt must
  *      load at step N (the last step logged), no temporary file may be left. `--resume` to
  *      max_steps = N + 8 must say "resumed from ... step N", exit 0, and log steps N+1..N+8 with
- *      the reference run's losses bit for bit; every step 1..N+8 logged exactly once.
+ *      the reference run's losses bit for bit; every step 1..N+8 logged exactly once (for
+ *      SIGINT, after a cut-short line was appended to metrics.jsonl, which the resume drops).
  *   2. Two SIGINTs in a row (save_every = 5, sent after step 12): the second stops the process at
  *      once (status 128 + SIGINT) unless the save of the first was already done (status 0);
  *      either way last.ckpt loads (step >= 10) and --resume continues to step 25.
@@ -138,6 +139,11 @@ int main(void) {
         }
         long target = n + 8;
         EXPECT(target <= REF_STEPS, "%s: stopped too late (step %ld)", names[k], n);
+        if (sigs[k] == SIGINT) { /* a line cut short (as by a crash): the resume must drop it */
+            FILE *f = fopen(tr_fmt("%s/metrics.jsonl", dir), "a");
+            EXPECT(f && fputs("{\"type\": \"train\", \"epoch\": 1, \"st", f) >= 0 &&
+                       fclose(f) == 0, "cannot append to metrics.jsonl");
+        }
         train_argv(&a, dir, 0, target, 1);
         const char *rlog = tr_fmt("%s/%s_resume.log", g_work, names[k]);
         rc = tr_run(a.v, rlog, NULL, TIMEOUT);
