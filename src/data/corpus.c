@@ -30,6 +30,7 @@ typedef struct {
     size_t len;       /* true length in bytes after stripping CR */
     int overlong;     /* limit > 0 and len > limit; text is then incomplete */
     int had_cr;       /* a trailing '\r' was stripped */
+    int lone_cr;      /* a '\r' is left inside the (stored part of the) line */
 } LineView;
 
 /* Describes zlib's error state of r into err. Returns STATUS_ERR. */
@@ -171,6 +172,7 @@ got_line:
     }
     r->line[stored] = '\0';
     v->text = r->line;
+    v->lone_cr = memchr(r->line, '\r', stored) != NULL;
     v->len = total;
     v->overlong = limit > 0 && total > (size_t)limit;
     r->lineno++;
@@ -214,6 +216,13 @@ int corpus_utf8_valid(const char *str, size_t n) {
     return 1;
 }
 
+/* 1 if path ends in ".gz" but r read it as plain text (zlib's transparent mode: no gzip header).
+ * Valid once r has read data. */
+static int plain_gz(const LineReader *r) {
+    size_t n = strlen(r->path);
+    return n >= 3 && !strcmp(r->path + n - 3, ".gz") && r->gz && gzdirect(r->gz);
+}
+
 static int blank(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (!(s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
@@ -249,7 +258,8 @@ Status corpus_read_lines(const char *path, long max_line_bytes, char ***lines, l
     Status st = STATUS_ERR;
     LineReader r;
     char **out = NULL;
-    long count = 0, cap = 0, crlf = 0;
+    long count = 0, cap = 0, crlf = 0, lone_cr = 0;
+    int is_plain_gz = 0;
     int opened = 0;
     *lines = NULL;
     *n = 0;
@@ -273,17 +283,21 @@ Status corpus_read_lines(const char *path, long max_line_bytes, char ***lines, l
             goto cleanup;
         }
         crlf += v.had_cr;
+        lone_cr += v.lone_cr;
         if (count == cap) {
             cap = cap ? cap * 2 : 1024;
             out = xrealloc(out, (size_t)cap * sizeof *out);
         }
         out[count++] = dup_bytes(v.text, v.len);
     }
+    is_plain_gz = plain_gz(&r);
     opened = 0;
     if (lr_close(&r, 1, err) != STATUS_OK) goto cleanup;
     if (stats) {
         stats->pairs_read = stats->kept = count;
         stats->crlf_stripped = crlf;
+        stats->lone_cr = lone_cr;
+        stats->plain_gz = is_plain_gz;
         stats->bom_stripped = r.had_bom;
         stats->max_line_bytes = max_line_bytes > 0 ? max_line_bytes : 0;
     }
@@ -342,6 +356,7 @@ Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long m
         }
         s.pairs_read++;
         s.crlf_stripped += a.had_cr + b.had_cr;
+        s.lone_cr += a.lone_cr + b.lone_cr;
         /* One reason per pair, in the order empty, too long, invalid UTF-8 (an overlong line is
          * not tested for blankness: only its prefix is stored). */
         if ((!a.overlong && blank(a.text, a.len)) || (!b.overlong && blank(b.text, b.len))) {
@@ -366,6 +381,7 @@ Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long m
         c->n++;
     }
     s.bom_stripped = rs.had_bom + rt.had_bom;
+    s.plain_gz = plain_gz(&rs) + plain_gz(&rt);
     open_s = open_t = 0;
     if (lr_close(&rs, 1, err) != STATUS_OK) {
         lr_close(&rt, 0, NULL);
@@ -405,9 +421,17 @@ void corpus_print_summary(const Corpus *c, const char *label, FILE *f) {
         snprintf(lim, sizeof lim, ">%ld bytes", s->max_line_bytes);
     else
         snprintf(lim, sizeof lim, "no limit");
+    char extra[160] = "";
+    size_t at = 0;
+    if (s->lone_cr)
+        at += (size_t)snprintf(extra + at, sizeof extra - at, ", %ld lone CR (kept)",
+                               s->lone_cr);
+    if (s->plain_gz)
+        snprintf(extra + at, sizeof extra - at, "; %ld .gz file%s not gzip (read as plain text)",
+                 s->plain_gz, s->plain_gz == 1 ? "" : "s");
     fprintf(f, "%s: %ld pairs read, %ld kept, skipped: %ld empty, %ld too long (%s), %ld invalid "
-               "UTF-8; %ld CRLF, %ld BOM%s\n",
+               "UTF-8; %ld CRLF, %ld BOM%s%s\n",
             label ? label : "corpus", s->pairs_read, s->kept, s->skipped_empty, s->skipped_long,
-            lim, s->skipped_utf8, s->crlf_stripped, s->bom_stripped,
+            lim, s->skipped_utf8, s->crlf_stripped, s->bom_stripped, extra,
             s->kept == 0 ? " (no usable pairs)" : "");
 }

@@ -3,12 +3,16 @@
  * Files are read with gzopen/gzread, which decompress gzip transparently. A file that is not gzip
  * data — even one named *.gz — is read as plain text, byte for byte (zlib's "transparent" mode);
  * that is deliberate, so tests and users may pass plain .txt files anywhere a .gz is expected.
+ * Such a *.gz file is counted in plain_gz and named in the summary, since it may also be a
+ * download gone wrong (binary junk then fails the line-count check or is skipped as invalid
+ * UTF-8).
  *
  * What a "line" is:
  *  - lines end at '\n'; a last line without a trailing '\n' is still a line, so "a\nb" and
  *    "a\nb\n" both have 2 lines, "" has 0 and "\n" has 1 (an empty line);
  *  - one '\r' at the end of a line ("\r\n" endings, or a lone trailing '\r' on the last line) is
- *    stripped and counted in crlf_stripped; a '\r' elsewhere in a line is kept;
+ *    stripped and counted in crlf_stripped; a '\r' elsewhere in a line (old Mac line ends, or
+ *    damage) is kept as text and the line counted in lone_cr — it does not end a line;
  *  - a UTF-8 byte order mark (EF BB BF) at the very start of a file is stripped and counted in
  *    bom_stripped; U+FEFF elsewhere is ordinary text and kept;
  *  - nothing else is changed: no whitespace trimming, no Unicode normalisation (SentencePiece does
@@ -46,6 +50,8 @@ typedef struct {
     long skipped_utf8;   /* either side not strict UTF-8, or containing a NUL byte */
     long crlf_stripped;  /* lines that ended in "\r\n" (or had a trailing lone '\r') */
     long bom_stripped;   /* files that began with a UTF-8 BOM (0..2 for corpus_load) */
+    long lone_cr;        /* lines (both sides) holding a '\r' that is not their last byte; kept */
+    long plain_gz;       /* files named *.gz that are not gzip, read as plain text (0..2) */
     long max_line_bytes; /* the limit used (<= 0: none), for the summary */
 } CorpusStats;
 
@@ -71,7 +77,9 @@ Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long m
 
 /* Prints one summary line for c to f, e.g.
  * "train: 29000 pairs read, 28997 kept, skipped: 1 empty, 2 too long (>1000 bytes), 0 invalid
- *  UTF-8; 0 CRLF, 0 BOM" (on one line). label may be NULL ("corpus"). */
+ *  UTF-8; 0 CRLF, 0 BOM" (on one line), followed, only when they are not 0, by
+ *  ", N lone CR (kept)" and "; N .gz file(s) not gzip (read as plain text)".
+ * label may be NULL ("corpus"). */
 void corpus_print_summary(const Corpus *c, const char *label, FILE *f);
 
 /* Frees everything c owns and zeroes it. Safe on a zeroed or already-freed Corpus and on NULL. */
@@ -86,7 +94,7 @@ void corpus_free(Corpus *c);
  * limit and unbounded memory per line. A line containing a NUL byte is an error too, since it
  * could not be represented as a C string.
  * stats, if non-NULL, is zeroed and filled: pairs_read = kept = *n (lines read), crlf_stripped,
- * bom_stripped (0 or 1); the skipped_* fields stay 0. An empty file gives *n = 0 and STATUS_OK.
+ * bom_stripped (0 or 1), lone_cr, plain_gz (0 or 1); the skipped_* fields stay 0. An empty file gives *n = 0 and STATUS_OK.
  * Other errors as for corpus_load (missing/unreadable file, truncated/corrupt gzip); on error
  * *lines = NULL and *n = 0. */
 Status corpus_read_lines(const char *path, long max_line_bytes, char ***lines, long *n,

@@ -3,6 +3,10 @@
 #include <string.h>
 
 Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
+    return model_create_bounded(m, cfg, spm, 0, err);
+}
+
+Status model_create_bounded(Model *m, const Config *cfg, Spm *spm, size_t max_params, Err *err) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->spm = spm;
@@ -34,6 +38,9 @@ Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
             return err_set(err, "backend '%s' does not implement every op this model needs yet "
                            "(entry %zu of the backend table is missing); use train.device = cpu",
                            m->be->name, i);
+    if (max_params > 0 && m->ps.total > max_params)
+        return err_set(err, "the model needs %zu parameters, more than the limit of %zu",
+                       m->ps.total, max_params);
     params_allocate(&m->ps);
     return STATUS_OK;
 }

@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +14,61 @@ static const char *const prefix[3] = {"param/", "adam_m/", "adam_v/"};
 
 static uint64_t f2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static double u2f(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+/* Checks the stored training state before anything trusts it: counts within the types they are
+ * read into and consistent with each other, the RNG increment odd (PCG32), the doubles finite
+ * and in range. Returns the reason in why, or NULL when the state is sound. */
+static const char *train_state_problem(const uint64_t *u, char *why, size_t n) {
+    const uint64_t step = u[ST_STEP];
+    if (step > (uint64_t)1e15)
+        snprintf(why, n, "step = %llu is beyond any run (at most 1e15)",
+                 (unsigned long long)step);
+    else if (u[ST_EPOCH] < 1 || u[ST_EPOCH] > (uint64_t)INT_MAX - 1)
+        snprintf(why, n, "epoch = %llu is not in [1, %d]", (unsigned long long)u[ST_EPOCH],
+                 INT_MAX - 1);
+    else if (u[ST_BATCH] > step)
+        snprintf(why, n, "batch_in_epoch = %llu exceeds the %llu steps done",
+                 (unsigned long long)u[ST_BATCH], (unsigned long long)step);
+    else if ((u[ST_RNG_INC] & 1) == 0)
+        snprintf(why, n, "the shuffling RNG's increment %llu is even (PCG32 needs it odd)",
+                 (unsigned long long)u[ST_RNG_INC]);
+    else if (u[ST_ADAM_T] > step || u[ST_ADAM_T] > (uint64_t)INT_MAX)
+        snprintf(why, n, "adam_t = %llu exceeds the %llu steps done",
+                 (unsigned long long)u[ST_ADAM_T], (unsigned long long)step);
+    else if (!(u2f(u[ST_LR_SCALE]) >= 0.0 && u2f(u[ST_LR_SCALE]) <= 1.0))
+        snprintf(why, n, "lr_scale = %g is not in [0, 1]", u2f(u[ST_LR_SCALE]));
+    else if (!(u2f(u[ST_BEST]) == -1.0 || (u2f(u[ST_BEST]) >= 0.0 && u2f(u[ST_BEST]) <= 100.0)))
+        snprintf(why, n, "best_bleu = %g is neither -1 (none yet) nor in [0, 100]",
+                 u2f(u[ST_BEST]));
+    else if (u[ST_BAD] > (uint64_t)INT_MAX || u[ST_BAD] >= u[ST_EPOCH])
+        snprintf(why, n, "bad_epochs = %llu is not below epoch = %llu",
+                 (unsigned long long)u[ST_BAD], (unsigned long long)u[ST_EPOCH]);
+    else if (!(u2f(u[ST_ELAPSED]) >= 0.0 && isfinite(u2f(u[ST_ELAPSED]))))
+        snprintf(why, n, "elapsed = %g seconds is not a finite time >= 0", u2f(u[ST_ELAPSED]));
+    else
+        return NULL;
+    return why;
+}
+
+/* The U8/U64 record called name with the expected dtype (and, if nbytes > 0, size); NULL with a
+ * message in err when it is missing or malformed. */
+static const CkptRecord *need_record(const char *path, const CkptRecord *recs, int n,
+                                     const char *name, CkptDType dtype, size_t nbytes, Err *err) {
+    const CkptRecord *r = ckpt_find(recs, n, name);
+    if (!r)
+        err_set(err, "checkpoint %s: the record '%s' is missing, so this is not a complete "
+                "trainer checkpoint; use another checkpoint", path, name);
+    else if (r->dtype != dtype)
+        err_set(err, "checkpoint %s: the record '%s' is %s, expected %s; the file was not "
+                "written by this trainer", path, name, ckpt_dtype_name(r->dtype),
+                ckpt_dtype_name(dtype));
+    else if (nbytes > 0 && r->nbytes != nbytes)
+        err_set(err, "checkpoint %s: the record '%s' holds %zu bytes, expected %zu; the file was "
+                "not written by this trainer", path, name, r->nbytes, nbytes);
+    else
+        return r;
+    return NULL;
+}
 
 Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err) {
     const ParamSet *ps = &m->ps;
@@ -83,13 +139,22 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     Spm *spm = NULL;
     memset(m, 0, sizeof *m);
     if (ckpt_read(path, &recs, &n, err)) return STATUS_ERR;
-    const CkptRecord *rc_cfg = ckpt_find(recs, n, "config");
-    const CkptRecord *rc_spm = ckpt_find(recs, n, "spm");
-    const CkptRecord *rc_st = ckpt_find(recs, n, "train_state");
-    if (!rc_cfg || !rc_spm || !rc_st || rc_cfg->dtype != CKPT_U8 || rc_spm->dtype != CKPT_U8 ||
-        rc_st->dtype != CKPT_U64 || rc_st->nbytes != ST_COUNT * sizeof(uint64_t)) {
-        err_set(err, "checkpoint %s: not a trainer checkpoint (config, spm or train_state record "
-                "missing or of the wrong type); use another checkpoint", path);
+    const CkptRecord *rc_cfg = need_record(path, recs, n, "config", CKPT_U8, 0, err);
+    if (!rc_cfg) goto fail;
+    const CkptRecord *rc_spm = need_record(path, recs, n, "spm", CKPT_U8, 0, err);
+    if (!rc_spm) goto fail;
+    const CkptRecord *rc_st = need_record(path, recs, n, "train_state", CKPT_U64,
+                                          ST_COUNT * sizeof(uint64_t), err);
+    if (!rc_st) goto fail;
+    char why[256];
+    if (train_state_problem(rc_st->data, why, sizeof why)) {
+        err_set(err, "checkpoint %s: the training state is corrupt: %s; use another checkpoint",
+                path, why);
+        goto fail;
+    }
+    if (memchr(rc_cfg->data, 0, rc_cfg->nbytes)) {
+        err_set(err, "checkpoint %s: the stored config holds a NUL byte; the file is corrupt — "
+                "use another checkpoint", path);
         goto fail;
     }
     ini = xmalloc(rc_cfg->nbytes + 1);
@@ -107,9 +172,16 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;
     }
-    if (model_create(m, &cfg, spm, err)) { /* takes spm */
+    /* The stored config decides how much model_create allocates: never much more than the file
+     * holds (every record's values, each tensor's alignment, 1 Mi floats of slack), so a crafted
+     * config cannot make the loader allocate a huge model only to find its tensors missing; a
+     * smaller mismatch is left to the tensor checks below, which say more. */
+    size_t file_floats = (size_t)1 << 20;
+    for (int i = 0; i < n; i++) file_floats += recs[i].nbytes / sizeof(float) + 16;
+    if (model_create_bounded(m, &cfg, spm, file_floats, err)) { /* takes spm */
         spm = NULL;
-        err_prefix(err, "checkpoint %s", path);
+        err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
+                   "corrupt or crafted file; use another checkpoint)", path);
         goto fail;
     }
     spm = NULL;
@@ -150,14 +222,31 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
             memcpy(dst, r->data, r->nbytes);
             for (size_t j = 0; j < s->size; j++)
                 if (!isfinite(dst[j])) {
-                    err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value at %zu",
-                            path, name, j);
+                    err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value (%g) at "
+                            "element %zu; it cannot be trained from — use an earlier "
+                            "checkpoint", path, name, (double)dst[j], j);
                     goto fail;
                 }
         }
     if (n != 3 + 3 * ps->n) {
-        err_set(err, "checkpoint %s: holds %d records but this model has %d; the file was not "
-                "written for this model", path, n, 3 + 3 * ps->n);
+        /* every expected record was found, so some record is not one of them: name it */
+        const char *extra = "?";
+        for (int i = 0; i < n && extra[0] == '?'; i++) {
+            const char *nm = recs[i].name;
+            if (!strcmp(nm, "config") || !strcmp(nm, "spm") || !strcmp(nm, "train_state"))
+                continue;
+            int known = 0;
+            for (int k = 0; k < 3 && !known; k++) {
+                size_t pl = strlen(prefix[k]);
+                if (strncmp(nm, prefix[k], pl)) continue;
+                for (int t = 0; t < ps->n && !known; t++)
+                    known = !strcmp(nm + pl, ps->specs[t].name);
+            }
+            if (!known) extra = nm;
+        }
+        err_set(err, "checkpoint %s: holds %d records but this model has %d: '%s' is not part of "
+                "this model; the file was not written for this model", path, n, 3 + 3 * ps->n,
+                extra);
         goto fail;
     }
     m->be->upload(ps->data, host, sizeof(float) * ps->total);

@@ -30,10 +30,14 @@ typedef struct {
  * Errors: I/O (path and strerror), or a non-finite parameter (nothing is written). */
 Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err);
 /* Loads path into a new model and st (may be NULL). device_override: a DeviceType to build the
- * model on, or -1 for the device in the stored config. All-or-nothing: on error m is left empty.
- * Errors (message names the file): unreadable or corrupt file, not a trainer checkpoint, a
- * stored config or SentencePiece model that does not load, a tensor missing, extra, of another
- * shape or type, or holding a non-finite value. */
+ * model on, or -1 for the device in the stored config. All-or-nothing: on error *m is left all
+ * zero (nothing to free; whatever it held before is not freed either) and *st is not written.
+ * Errors (message names the file): unreadable or corrupt file (ckpt_read), a config, spm or
+ * train_state record missing or of the wrong type or size, a training state out of range (step,
+ * epoch, batch, Adam step, RNG increment, lr scale, best BLEU, bad epochs, elapsed time), a
+ * stored config that does not parse or validate (or holds a NUL byte), a SentencePiece model that
+ * does not load, a tensor missing, extra (named), of another shape or type, or holding a
+ * non-finite value. */
 Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
 
 #endif

@@ -378,8 +378,10 @@ static Status load_table(const char *path, int fd, uint64_t fsize, Desc **descs_
         }
         if (d->offset != expect_off) {
             err_set(err, "checkpoint %s: record '%s' starts at offset %llu but should start at "
-                    "%llu (overlapping or misplaced data)" CORRUPT, path, d->name,
-                    (unsigned long long)d->offset, (unsigned long long)expect_off);
+                    "%llu (%s)" CORRUPT, path, d->name, (unsigned long long)d->offset,
+                    (unsigned long long)expect_off,
+                    d->offset < expect_off ? "it overlaps the table or the record before it"
+                                           : "a gap of unaccounted bytes before it");
             goto cleanup;
         }
         /* deflate cannot compress better than about 1032:1 */
@@ -396,6 +398,16 @@ static Status load_table(const char *path, int fd, uint64_t fsize, Desc **descs_
             goto cleanup;
         }
         expect_off = d->offset + d->csize;
+    }
+    /* a file within every limit may still inflate to more than this machine holds (deflate
+     * packs up to ~1032:1): say so, instead of failing somewhere in the middle */
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0 && total > (uint64_t)pages * (uint64_t)page_size) {
+        err_set(err, "checkpoint %s: the records need %llu bytes once decompressed, more than "
+                "this machine's %llu bytes of memory; load it on a larger machine (or the file is "
+                "corrupt)", path, (unsigned long long)total,
+                (unsigned long long)pages * (unsigned long long)page_size);
+        goto cleanup;
     }
     if (expect_off != fsize) {
         err_set(err, "checkpoint %s: %llu unexpected bytes after the last record (the file is "
@@ -501,15 +513,17 @@ Status ckpt_read(const char *path, CkptRecord **recs_out, int *n_out, Err *err) 
         r->ndim = (int)d->ndim;
         for (int k = 0; k < CKPT_MAX_NDIM; k++) r->shape[k] = (int64_t)d->shape[k];
         r->nbytes = (size_t)d->usize;
-        r->data = malloc(r->nbytes ? r->nbytes : 1);
+        /* one spare byte: a stream that inflates to more than usize is caught, even usize 0 */
+        r->data = malloc(r->nbytes + 1);
         if (!r->data) {
             err_set(err, "checkpoint %s: out of memory allocating %zu bytes for record '%s'", path,
                     r->nbytes, d->name);
             goto cleanup;
         }
-        uLongf got = (uLongf)d->usize;
-        int zr = uncompress(r->data, &got, cbuf, (uLong)d->csize);
-        if (zr == Z_BUF_ERROR && got == (uLongf)d->usize) {
+        uLongf got = (uLongf)d->usize + 1;
+        uLong used = (uLong)d->csize; /* in: bytes given; out: bytes the zlib stream took */
+        int zr = uncompress2(r->data, &got, cbuf, &used);
+        if (got > (uLongf)d->usize) {
             err_set(err, "checkpoint %s: record '%s' decompresses to more than its declared %llu "
                     "bytes" CORRUPT, path, d->name, (unsigned long long)d->usize);
             goto cleanup;
@@ -517,6 +531,12 @@ Status ckpt_read(const char *path, CkptRecord **recs_out, int *n_out, Err *err) 
         if (zr != Z_OK) {
             err_set(err, "checkpoint %s: record '%s' cannot be decompressed (zlib: %s)" CORRUPT,
                     path, d->name, zr == Z_MEM_ERROR ? "out of memory" : zError(zr));
+            goto cleanup;
+        }
+        if (used != (uLong)d->csize) {
+            err_set(err, "checkpoint %s: record '%s': its zlib stream ends after %llu of its %llu "
+                    "stored bytes (junk after the compressed data)" CORRUPT, path, d->name,
+                    (unsigned long long)used, (unsigned long long)d->csize);
             goto cleanup;
         }
         if (got != (uLongf)d->usize) {
@@ -666,6 +686,7 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
     bool tmp_exists = false;
     uint8_t *table = NULL, *cbuf = NULL;
     Desc *descs = NULL;
+    const char *op = "writing"; /* what failed, for the message at write_failed */
 
     CHECK(path != NULL, "ckpt_write_atomic: NULL path");
     if (validate_records(path, recs, n, compress_level, err) != STATUS_OK) goto cleanup;
@@ -735,9 +756,11 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
     uint32_t hcrc = header_crc(hdr, table + CKPT_HEADER_BYTES, table_bytes);
     put_u32(hdr + 16, hcrc);
     if (pwrite_all(fd, table, head_bytes, 0) != 0) goto write_failed;
+    op = "flushing (fsync)";
     if (fsync(fd) != 0) goto write_failed;
+    op = "closing";
     {
-        int rc = close(fd);
+        int rc = close(fd); /* on Linux the descriptor is gone even when close fails */
         fd = -1;
         if (rc != 0) goto write_failed;
     }
@@ -766,8 +789,8 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
     goto cleanup;
 
 write_failed:
-    err_set(err, "checkpoint %s: writing the temporary file %s failed: %s; check free disk "
-            "space and permissions — the previous checkpoint (if any) is untouched", path, tmp,
+    err_set(err, "checkpoint %s: %s the temporary file %s failed: %s; check free disk space and "
+            "permissions — the previous checkpoint (if any) is untouched", path, op, tmp,
             strerror(errno));
 cleanup:
     if (fd >= 0) close(fd);

@@ -76,9 +76,11 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
                          Err *err);
 
 /* Reads a checkpoint written by ckpt_write_atomic. Every size, offset, name, shape and CRC is
- * checked against the file before anything is allocated or trusted. All-or-nothing: on success
- * *recs is a malloc'd array of *n records (free with ckpt_records_free); on error *recs = NULL,
- * *n = 0, and err names the file and the problem. */
+ * checked against the file before anything is allocated or trusted; records that would inflate to
+ * more than the machine's physical memory are refused up front, and each record's zlib stream
+ * must fill its stored bytes exactly and inflate to exactly its declared size. All-or-nothing:
+ * on success *recs is a malloc'd array of *n records (free with ckpt_records_free); on error
+ * *recs = NULL, *n = 0, and err names the file and the problem. */
 Status ckpt_read(const char *path, CkptRecord **recs, int *n, Err *err);
 
 /* The record called name, or NULL. */

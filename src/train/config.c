@@ -127,6 +127,8 @@ static const KeyDef keys[] = {
     K_FLT("train", "adam_eps", adam_eps, "1e-8", 0, 1, 1, 0, "Adam epsilon"),
     K_FLT("train", "clip_norm", clip_norm, "5", 0, 0, 1e6, 0,
           "clip the global gradient norm to this; 0 = off"),
+    K_INT("train", "max_nonfinite", max_nonfinite, "10", 1, 1000000,
+          "a step with a NaN/Inf loss or gradient is skipped; this many in a row end the run"),
     K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing"),
     K_INT("train", "patience", patience, "5", 0, 1000000,
           "epochs without val BLEU improvement before stopping; 0 = never stop early"),

@@ -111,6 +111,8 @@ typedef struct Config {
     float min_lr;            /* train.min_lr: decay floor (1e-5, [0, lr]) */
     float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999 in [0, 1); 1e-8 in (0, 1] */
     float clip_norm;         /* train.clip_norm: global gradient-norm clip; 0 = off (5.0) */
+    int max_nonfinite;       /* train.max_nonfinite: a step whose loss or gradient is NaN/Inf is
+                                skipped; this many in a row end the run (10, 1..1000000) */
     float label_smoothing;   /* train.label_smoothing (0.1, [0, 1)) */
     int patience;            /* train.patience: epochs without val BLEU improvement before
                                 stopping; 0 = never stop early (5) */

@@ -17,6 +17,7 @@
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
+#include "train/inject.h"
 
 /* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
 void openblas_set_num_threads(int num_threads);
@@ -28,8 +29,22 @@ void set_threads(int threads) {
     openblas_set_num_threads(threads);
 }
 
+/* SIGINT/SIGTERM: the loop finishes its step, saves last.ckpt and returns. A second signal
+ * while that is pending stops the process at once (the default action; nothing is saved, the
+ * last complete checkpoint stays). */
 static volatile sig_atomic_t g_stop_signal = 0;
-static void on_signal(int sig) { g_stop_signal = sig; }
+static void on_signal(int sig) {
+    if (g_stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    g_stop_signal = sig;
+}
+
+static const char *signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
 
 /* Removes temporary files a killed save left behind (<dir>/<name>.ckpt.tmp.<pid>). */
 static void remove_stale_temps(const char *dir) {
@@ -46,7 +61,8 @@ static void remove_stale_temps(const char *dir) {
 }
 
 /* On resume: drops the lines of metrics.jsonl that a killed run wrote after the checkpoint's
- * step, so that every step appears once. Rewritten atomically (temporary file + rename). */
+ * step, so that every step appears once, and a last line the kill cut short. Rewritten
+ * atomically (temporary file + rename). */
 static Status trim_metrics(const char *path, long step, Err *err) {
     FILE *in = fopen(path, "r");
     if (!in) return STATUS_OK; /* nothing logged yet */
@@ -60,9 +76,11 @@ static Status trim_metrics(const char *path, long step, Err *err) {
     char *line = NULL;
     size_t cap = 0;
     long dropped = 0;
-    while (getline(&line, &cap, in) > 0) {
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
         const char *k = strstr(line, "\"step\": ");
-        if (k && strtol(k + 8, NULL, 10) > step) {
+        if (line[len - 1] != '\n' || (k && strtol(k + 8, NULL, 10) > step)) {
+            /* a line cut short by the crash, or one the resumed run will write again */
             dropped++;
             continue;
         }
@@ -188,6 +206,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     FILE *metrics = NULL;
     Spm *spm = NULL;
     TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    NonfiniteInjection inject; /* tests only: TRAINER_TEST_INJECT_NONFINITE (train/inject.h) */
     char dir[1024], last[1100], best[1100], mpath[1100];
     config_save_dir(&cfg, dir, sizeof dir);
     snprintf(last, sizeof last, "%s/last.ckpt", dir);
@@ -201,6 +220,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         }
     }
+    if (inject_parse(&inject, getenv(INJECT_ENV), err)) goto cleanup;
     if (make_dir(dir, err)) goto cleanup;
     remove_stale_temps(dir);
 
@@ -222,6 +242,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         c.max_hours = cfg.max_hours;
         c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
         c.val_max_sentences = cfg.val_max_sentences, c.device = cfg.device;
+        c.max_nonfinite = cfg.max_nonfinite;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg.save_dir);
         char diff[2048];
         if (config_diff(&c, &cfg, diff, sizeof diff)) {
@@ -279,12 +300,30 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             uint64_t key = rng_hash(cfg.seed, (uint64_t)st.step);
             double loss = model_loss(&model, &hb, cfg.label_smoothing, 1, key,
                                      1.0f / (float)hb.tgt_tokens);
+            const char *injected = inject.n ? inject_apply(&inject, st.step + 1, be, ps->grad,
+                                                           &loss) : NULL;
             double norm = sqrt(be->sumsq(ps->grad, ps->total));
-            if (!isfinite(norm) || !isfinite(loss)) {
-                fprintf(stderr, "step %ld: non-finite loss or gradient; update skipped\n", st.step);
-                if (++nonfinite_run >= 10) {
-                    err_set(err, "10 steps in a row had a non-finite loss or gradient; lower "
-                            "train.lr or check the data");
+            int finite = isfinite(norm) && isfinite(loss);
+            if (!finite) {
+                nonfinite_run++;
+                char what[128];
+                if (!isfinite(loss) && !isfinite(norm))
+                    snprintf(what, sizeof what, "loss (%g) and gradient norm (%g)", loss, norm);
+                else if (!isfinite(loss)) snprintf(what, sizeof what, "loss (%g)", loss);
+                else snprintf(what, sizeof what, "gradient norm (%g)", norm);
+                fprintf(stderr, "step %ld: non-finite %s%s%s%s; update skipped (%d in a row; "
+                        "train.max_nonfinite = %d)\n", st.step + 1, what,
+                        injected ? " [injected: " : "", injected ? injected : "",
+                        injected ? "]" : "", nonfinite_run, cfg.max_nonfinite);
+                if (nonfinite_run >= cfg.max_nonfinite) {
+                    int saved = access(last, F_OK) == 0;
+                    err_set(err, "steps %ld to %ld: train.max_nonfinite = %d steps in a row had a "
+                            "non-finite loss or gradient, so training stopped; %s%s — lower "
+                            "train.lr, set train.clip_norm, or check the data%s",
+                            st.step + 2 - nonfinite_run, st.step + 1, cfg.max_nonfinite,
+                            saved ? last : "no checkpoint was written yet",
+                            saved ? " holds the last saved state" : "",
+                            saved ? ", then --resume" : "");
                     goto cleanup;
                 }
             } else {
@@ -297,12 +336,14 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                                 cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, st.adam_t);
             }
             st.step++;
-            log_loss += loss;
-            log_tok += hb.tgt_tokens;
+            if (finite) { /* a skipped step leaves no NaN in the logged mean */
+                log_loss += loss;
+                log_tok += hb.tgt_tokens;
+            }
             log_tokens_all += hb.tgt_tokens + hb.src_tokens;
             log_steps++;
             int last_batch = st.batch_in_epoch + 1 == plan.nbatches;
-            if (st.step % cfg.log_every == 0) {
+            if (st.step % cfg.log_every == 0 && log_tok > 0) {
                 double now = now_seconds(), el = now - t_start;
                 double tps = log_tokens_all / (now - t_log);
                 double spb = (now - t_log) / log_steps;
@@ -329,8 +370,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 pos.elapsed = now_seconds() - t_start;
                 if (checkpoint_save(last, &model, &pos, err)) goto cleanup;
                 if (g_stop_signal) {
-                    printf("signal %d: saved %s at step %ld; continue with --resume\n",
-                           (int)g_stop_signal, last, st.step);
+                    printf("%s: finished step %ld, saved %s; continue with --resume\n",
+                           signal_name(g_stop_signal), st.step, last);
                     rc = STATUS_OK;
                     goto cleanup;
                 }
@@ -374,6 +415,12 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             printf("early stopping: validation BLEU has not improved for %d epochs\n",
                    st.bad_epochs);
             break;
+        }
+        if (g_stop_signal && st.epoch < cfg.max_epochs) { /* came during the validation */
+            printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",
+                   signal_name(g_stop_signal), st.epoch, st.step, last);
+            rc = STATUS_OK;
+            goto cleanup;
         }
     }
     printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,

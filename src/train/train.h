@@ -8,6 +8,11 @@
  *
  * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
  * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model.
+ *
+ * Faults: a step with a non-finite loss or gradient skips its update (logged on stderr with the
+ * step); train.max_nonfinite in a row end the run with an error. SIGINT/SIGTERM finish the step
+ * (or the epoch's validation), save last.ckpt and return STATUS_OK; a second signal kills the
+ * process at once. Tests may poison steps through TRAINER_TEST_INJECT_NONFINITE (train/inject.h).
  */
 #ifndef TRAINER_TRAIN_H
 #define TRAINER_TRAIN_H

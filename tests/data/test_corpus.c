@@ -1,4 +1,5 @@
-/* test_corpus.c — corpus reader: gzip/plain, CRLF, BOM, skipping rules, strict UTF-8, errors. */
+/* test_corpus.c — corpus reader: gzip/plain, CRLF, BOM, lone CR, skipping rules, strict UTF-8,
+ * binary junk, errors. (Bounded memory on huge inputs: test_corpus_memory.c.) */
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -296,6 +297,19 @@ static void test_plain_named_gz_and_empty(void) {
     const char *b = write_plain("plain.en.gz", S("Hello world\n"));
     EXPECT(corpus_load(&c, a, b, 100, &err) == STATUS_OK, "%s", err.msg);
     EXPECT(c.n == 1 && strcmp(c.src[0], "Hallo Welt") == 0, "plain .gz read");
+    EXPECT(c.stats.plain_gz == 2, "plain .gz files counted: %ld", c.stats.plain_gz);
+    {
+        char buf[512] = {0};
+        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+        corpus_print_summary(&c, "pgz", f);
+        fclose(f);
+        EXPECT(strstr(buf, "0 CRLF, 0 BOM; 2 .gz files not gzip (read as plain text)\n"),
+               "summary: %s", buf);
+    }
+    corpus_free(&c);
+    /* a real gzip file is not counted; a plain file not named .gz is not either */
+    EXPECT(corpus_load(&c, write_gz("real.de.gz", S("a\n")), write_plain("real.en", S("b\n")), 100,
+                       &err) == STATUS_OK && c.stats.plain_gz == 0, "real gzip counted as plain");
     corpus_free(&c);
 
     /* Empty files: read_lines gives 0 lines; corpus_load refuses with a clear message. */
@@ -321,6 +335,70 @@ static void test_plain_named_gz_and_empty(void) {
     EXPECT(corpus_load(&c, x, y, 100, &err) == STATUS_ERR, "all skipped refused");
     EXPECT(strstr(err.msg, "all 2 pairs were skipped") && strstr(err.msg, "2 empty"), "msg: %s",
            err.msg);
+}
+
+/* Lone CRs, binary junk named .gz, and a file with old Mac (CR-only) line ends. */
+static void test_odd_bytes(void) {
+    Corpus c;
+    Err err = {{0}};
+    /* a CR inside a line is text: kept, and the line counted; one CR at the end is CRLF */
+    const char *a = write_plain("cr.de", S("a\rb\nplain\n\r\n"));
+    const char *b = write_gz("cr.en.gz", S("x\ny\rz\r\nlast\r"));
+    EXPECT(corpus_load(&c, a, b, 100, &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(c.stats.pairs_read == 3 && c.n == 2 && c.stats.skipped_empty == 1,
+           "lone CR: read %ld kept %ld", c.stats.pairs_read, c.n);
+    if (c.n == 2) {
+        EXPECT(strcmp(c.src[0], "a\rb") == 0 && strcmp(c.tgt[1], "y\rz") == 0, "CRs kept");
+    }
+    EXPECT(c.stats.lone_cr == 2 && c.stats.crlf_stripped == 3, "lone CR %ld, CRLF %ld",
+           c.stats.lone_cr, c.stats.crlf_stripped);
+    char buf[512] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    corpus_print_summary(&c, "cr", f);
+    fclose(f);
+    EXPECT(strcmp(buf, "cr: 3 pairs read, 2 kept, skipped: 1 empty, 0 too long (>100 bytes), 0 "
+                       "invalid UTF-8; 3 CRLF, 0 BOM, 2 lone CR (kept)\n") == 0,
+           "summary: %s", buf);
+    corpus_free(&c);
+    char **lines;
+    long n;
+    CorpusStats st;
+    EXPECT(corpus_read_lines(a, 0, &lines, &n, &st, &err) == STATUS_OK && n == 3 &&
+               st.lone_cr == 1 && st.crlf_stripped == 1, "read_lines lone CR: %ld", st.lone_cr);
+    corpus_free_lines(lines, n);
+
+    /* old Mac line ends (CR only): one line, so the line counts differ — refused */
+    const char *mac = write_plain("mac.de", S("eins\rzwei\rdrei\r"));
+    const char *unix3 = write_plain("unix.en", S("one\ntwo\nthree\n"));
+    EXPECT(corpus_load(&c, mac, unix3, 100, &err) == STATUS_ERR &&
+               strstr(err.msg, "line count mismatch") && strstr(err.msg, "has 1 lines") &&
+               strstr(err.msg, "has 3 lines"), "CR-only file: %s", err.msg);
+
+    /* binary junk named .gz (a download gone wrong): 64 "lines" of bytes that are never UTF-8 */
+    unsigned char junk[64 * 33];
+    uint32_t r = 99;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        r = r * 1103515245u + 12345u;
+        junk[i] = (i % 33 == 32) ? '\n' : (unsigned char)(0xF8 + (r >> 16) % 8);
+    }
+    const char *jk = write_plain("junk.de.gz", (const char *)junk, sizeof junk);
+    char text[64 * 8];
+    size_t tl = 0;
+    for (int i = 0; i < 64; i++) tl += (size_t)snprintf(text + tl, sizeof text - tl, "w%d\n", i);
+    const char *t64 = write_plain("t64.en", text, tl);
+    EXPECT(corpus_load(&c, jk, t64, 100, &err) == STATUS_ERR &&
+               strstr(err.msg, "all 64 pairs were skipped") && strstr(err.msg, "64 invalid UTF-8"),
+           "junk .gz, same line count: %s", err.msg);
+    EXPECT(corpus_load(&c, jk, unix3, 100, &err) == STATUS_ERR && strstr(err.msg, jk) &&
+               strstr(err.msg, "has 64 lines") && strstr(err.msg, "line count mismatch"),
+           "junk .gz, other line count: %s", err.msg);
+    /* a gzip header followed by junk: corrupt gzip, an error naming the file */
+    unsigned char hdr_junk[64] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+    memset(hdr_junk + 10, 0xFF, sizeof hdr_junk - 10);
+    const char *hj = write_plain("hdrjunk.de.gz", (const char *)hdr_junk, sizeof hdr_junk);
+    EXPECT(corpus_load(&c, hj, t64, 100, &err) == STATUS_ERR && strstr(err.msg, hj) &&
+               (strstr(err.msg, "corrupt") || strstr(err.msg, "truncated")),
+           "gzip header + junk: %s", err.msg);
 }
 
 static void test_real_val(void) {
@@ -351,6 +429,7 @@ int main(void) {
     test_read_lines();
     test_errors();
     test_plain_named_gz_and_empty();
+    test_odd_bytes();
     test_real_val();
     return test_report("test_corpus");
 }

@@ -1,20 +1,26 @@
 /* test_sigkill.c — SIGKILL at any moment leaves a usable checkpoint (DESIGN.md §7).
  *
  * The tiny config (tests/fixtures/tiny.ini) on the first 2000/100 Multi30k pairs, one thread,
- * train.save_every = 1: last.ckpt is rewritten after every step, so most of a step's time is spent
- * saving and most kills land inside a save. The trainer is started, killed with SIGKILL after a
- * seeded random delay (0.2 s first, then 0.2–3 s), checked, resumed with --resume, killed again,
- * N_KILLS times. After each kill:
+ * train.save_every = 1: last.ckpt is rewritten after every step. The trainer is started, killed
+ * with SIGKILL, checked, resumed with --resume, killed again, N_KILLS times. The moment of each
+ * kill is drawn from a seeded generator: the first kill comes after 0.2 s; after that each kill
+ * is, with probability 1/2, a TIMED kill (0.2–3 s after the start) or a kill INSIDE A SAVE: the
+ * test watches the run folder for the temporary file of that process (<name>.ckpt.tmp.<pid>),
+ * and kills 0–3 ms after it appears. A kill counts as inside a save when that temporary file is
+ * still there after the process is dead (so the kill interrupted a save before its rename).
+ * After each kill:
  *   - once a save has happened, last.ckpt exists, loads, its step never goes backwards, and
- *     `trainer eval --checkpoint last.ckpt --src val.de --ref val.en --json` exits 0 with a JSON
- *     last line;
+ *     `trainer eval --checkpoint last.ckpt --src <20 val lines> --ref ... --json` exits 0 with a
+ *     JSON last line;
  *   - before the first save, `--resume` is refused cleanly (status 1, a message naming
  *     last.ckpt), and the next run starts afresh;
  *   - every file named *.ckpt is a complete checkpoint (a temporary file is never left under a
- *     checkpoint's name); leftover *.tmp.* files are allowed and reported.
+ *     checkpoint's name); leftover *.tmp.* files are allowed and reported, and the next run must
+ *     remove them ("removed ..., left by an interrupted save").
  * Finally a --resume runs to train.max_steps = (step of last.ckpt) + 20 and must exit 0 with
  * metrics.jsonl reaching that step; every step logged more than once (redone after a kill) must
  * have logged the same loss each time (bit for bit), and every step 1..max_steps is logged.
+ * Prints the number of kills, how many were inside a save, and how many were survived.
  * The seed can be changed with SIGKILL_SEED=<n> (default 20240611).
  */
 #include <math.h>
@@ -22,7 +28,7 @@
 #include "trainer_run.h"
 #include "train/checkpoint.h"
 
-#define N_KILLS 10
+#define N_KILLS 16
 #define TIMEOUT 180.0
 
 static const char *g_work, *g_dir;
@@ -96,7 +102,7 @@ static int check_folder(int kill_no) {
 /* eval --json on a checkpoint: exit 0 and a JSON last line. */
 static void expect_eval_ok(const char *ckpt, int kill_no) {
     TrArgv a = {0};
-    tr_eval_argv(&a, ckpt, tr_fmt("%s/val.de", g_work), tr_fmt("%s/val.en", g_work));
+    tr_eval_argv(&a, ckpt, tr_fmt("%s/eval.de", g_work), tr_fmt("%s/eval.en", g_work));
     const char *log = tr_fmt("%s/eval%02d.log", g_work, kill_no);
     int rc = tr_run(a.v, log, NULL, TIMEOUT);
     static const char *const keys[] = {"bleu", "chrf", "ppl", "sentences", "seconds", NULL};
@@ -115,24 +121,48 @@ int main(void) {
     uint64_t seed = seed_env && *seed_env ? strtoull(seed_env, NULL, 10) : 20240611ull;
     g_rng = seed * 0x9E3779B97F4A7C15ull + 1;
     g_work = strdup(test_tmpdir());
-    g_dir = strdup(tr_fmt("%s/run", g_work));
+    g_dir = tr_keep(tr_fmt("%s/run", g_work));
     printf("test_sigkill: working in %s, seed %llu, %d kills (threads = 1, save_every = 1)\n",
            g_work, (unsigned long long)seed, N_KILLS);
     tr_make_slices(g_work, 2000, 100);
-    const char *last = strdup(tr_fmt("%s/last.ckpt", g_dir));
+    EXPECT(tr_gz_head(TR_DATA "/val.de.gz", tr_fmt("%s/eval.de", g_work), 20) == 20 &&
+               tr_gz_head(TR_DATA "/val.en.gz", tr_fmt("%s/eval.en", g_work), 20) == 20,
+           "cannot write the eval slice");
+    const char *last = tr_keep(tr_fmt("%s/last.ckpt", g_dir));
 
-    int resume = 0, ever_saved = 0, kills_with_tmp = 0, refusals = 0;
+    int resume = 0, ever_saved = 0, kills_with_tmp = 0, refusals = 0, in_save = 0, aimed = 0;
+    int survived = 0, stale_removed = 0;
     long prev_step = 0;
+    const char *prev_log = NULL;
     for (int k = 1; k <= N_KILLS; k++) {
         TrArgv a;
         train_argv(&a, resume, 0);
-        const char *log = tr_fmt("%s/train%02d.log", g_work, ++g_run_no);
-        double delay = k == 1 ? 0.2 : 0.2 + 2.8 * uniform01();
+        const char *log = tr_keep(tr_fmt("%s/train%02d.log", g_work, ++g_run_no));
+        int aim = k > 1 && uniform01() < 0.5; /* kill inside a save */
+        int target_save = 1 + (int)(4 * uniform01()); /* aimed: which save of this run */
+        double delay = k == 1 ? 0.2 : aim ? 0.04 * uniform01() : 0.2 + 2.8 * uniform01();
+        double t0 = tr_now();
         pid_t pid = tr_spawn(a.v, log, 0, NULL);
         tr_argv_free(&a);
-        tr_sleep(delay);
-        int status = 0;
-        pid_t r = waitpid(pid, &status, WNOHANG);
+        const char *tmp = tr_keep(tr_fmt("%s/last.ckpt.tmp.%ld", g_dir, (long)pid));
+        int status = 0, ended = 0;
+        if (aim) { /* wait for this process's temporary file to appear for the target_save-th
+                    * time (it is renamed away after each save), then kill after delay */
+            aimed++;
+            int seen = 0, was = 0;
+            while (seen < target_save && tr_now() - t0 < 20) {
+                if (waitpid(pid, &status, WNOHANG) == pid) {
+                    ended = 1;
+                    break;
+                }
+                int is = tr_exists(tmp);
+                seen += is && !was;
+                was = is;
+                if (seen < target_save) tr_sleep(0.0003);
+            }
+        }
+        if (!ended) tr_sleep(delay);
+        pid_t r = ended ? pid : waitpid(pid, &status, WNOHANG);
         if (r == pid) {
             EXPECT(0, "kill %d: the trainer (%s) ended by itself before the kill (status 0x%x)",
                    k, resume ? "--resume" : "fresh", status);
@@ -141,13 +171,23 @@ int main(void) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
         }
+        double at = tr_now() - t0;
+        int inside = tr_exists(tmp);
+        in_save += inside;
+        /* the run before this one had to clean up what its predecessor's kill left */
+        if (prev_log && tr_file_contains(prev_log, "left by an interrupted save")) stale_removed++;
+        prev_log = log;
         int ntmp = check_folder(k);
         kills_with_tmp += ntmp > 0;
+        printf("kill %d (%s) after %.3f s: %s\n", k,
+               aim ? tr_fmt("aimed at save %d + %.1f ms", target_save, delay * 1e3) : "timed",
+               at, inside ? "inside a save (its temporary file is left)" : "not inside a save");
+        int fails_before = test_failures;
         if (tr_exists(last)) {
             char msg[2048] = "";
             long s = checkpoint_step(last, msg, sizeof msg);
             printf("kill %d after %.2f s (%s): last.ckpt at step %ld, %d temporary file(s)\n", k,
-                   delay, resume ? "resumed run" : "fresh run", s, ntmp);
+                   at, resume ? "resumed run" : "fresh run", s, ntmp);
             EXPECT(s >= 0, "kill %d: last.ckpt does not load: %s", k, msg);
             EXPECT(s >= prev_step, "kill %d: last.ckpt went back from step %ld to %ld", k,
                    prev_step, s);
@@ -157,7 +197,7 @@ int main(void) {
             resume = 1;
         } else {
             printf("kill %d after %.2f s (%s): no last.ckpt yet, %d temporary file(s)\n", k,
-                   delay, resume ? "resumed run" : "fresh run", ntmp);
+                   at, resume ? "resumed run" : "fresh run", ntmp);
             EXPECT(!ever_saved, "kill %d: last.ckpt disappeared (it existed before)", k);
             /* --resume must refuse cleanly; the next run then starts afresh */
             TrArgv b;
@@ -173,10 +213,14 @@ int main(void) {
             refusals++;
             resume = 0;
         }
+        survived += test_failures == fails_before;
     }
     EXPECT(ever_saved, "no checkpoint was ever saved during the %d kills", N_KILLS);
-    printf("%d of %d kills left a temporary file (killed inside a save); %d resume refusals\n",
-           kills_with_tmp, N_KILLS, refusals);
+    printf("%d kills (%d aimed at a save): %d inside a save, %d survived (checkpoint loads, eval "
+           "works, or --resume refused before the first save); %d with a temporary file in the "
+           "folder; %d resume refusals\n", N_KILLS, aimed, in_save, survived, kills_with_tmp,
+           refusals);
+    EXPECT(in_save >= N_KILLS / 4, "only %d of %d kills landed inside a save", in_save, N_KILLS);
 
     /* ---- the last run goes to the end ---- */
     long max_steps = prev_step + 20;
@@ -191,7 +235,10 @@ int main(void) {
     if (rc != 0) tr_print_tail(log, 15);
     EXPECT(!resume || tr_file_contains(log, tr_fmt("resumed from %s", last)),
            "the final run did not resume from %s", last);
-    check_folder(N_KILLS + 1);
+    EXPECT(check_folder(N_KILLS + 1) == 0, "temporary files are left after the final run");
+    if (prev_log && tr_file_contains(prev_log, "left by an interrupted save")) stale_removed++;
+    if (tr_file_contains(log, "left by an interrupted save")) stale_removed++;
+    printf("%d runs removed leftover temporary files at start\n", stale_removed);
     char msg[2048] = "";
     long s = checkpoint_step(last, msg, sizeof msg);
     EXPECT(s == max_steps, "last.ckpt is at step %ld, expected %ld (%s)", s, max_steps, msg);
@@ -200,8 +247,8 @@ int main(void) {
 
     TrMetrics m;
     EXPECT(tr_metrics_read(tr_fmt("%s/metrics.jsonl", g_dir), &m) == 0, "no metrics.jsonl");
-    if (m.bad_lines) printf("metrics.jsonl: %ld malformed line(s) (a kill inside a write)\n",
-                            m.bad_lines);
+    EXPECT(m.bad_lines == 0, "metrics.jsonl: %ld malformed line(s) after the resumes",
+           m.bad_lines);
     long top = 0, dup = 0, dup_bad = 0, missing = 0;
     for (long i = 0; i < m.n; i++)
         if (m.steps[i].step > top) top = m.steps[i].step;

@@ -1,5 +1,10 @@
 /* test_ckptfile.c — the checkpoint container: round trip, every truncation, every byte and bit
- * flip, crafted lies in the table, atomic replacement and write failures. */
+ * flip, 45 hand-made bad files (bad magic, future versions, absurd counts, sizes that overflow,
+ * offsets past the end, overlapping records, gaps, duplicate and malformed names, bad dtypes and
+ * shapes, CRC fields that lie, CRC-valid payloads that are not zlib or carry junk after the
+ * stream, uncompressed sizes that lie, truncation at the table's end, records that would inflate
+ * beyond the machine's memory), each refused with its own message, atomic replacement and write
+ * failures. (Every system call of a save failing in turn: tests/slow/test_iofail.c.) */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -255,6 +260,8 @@ static void test_truncation_and_flips(void) {
 
 /* Applies an edit to a copy of the small file (recomputing the header CRC) and expects refusal
  * with a message containing want. */
+static int g_crafted = 0, g_crafted_refused = 0;
+
 static void crafted(const char *what, void (*edit)(uint8_t *f, size_t *size), const char *want) {
     const char *good = path_in("c.ckpt");
     const char *bad = path_in("cbad.ckpt");
@@ -265,7 +272,10 @@ static void crafted(const char *what, void (*edit)(uint8_t *f, size_t *size), co
     memcpy(g, f, size);
     edit(g, &size);
     test_write_file(bad, g, size);
-    EXPECT(read_fails(bad, want), "crafted file: %s", what);
+    int ok = read_fails(bad, want);
+    EXPECT(ok, "crafted file: %s", what);
+    g_crafted++;
+    g_crafted_refused += ok;
     free(g);
     free(f);
     unlink(good);
@@ -376,6 +386,101 @@ static void e_payload_and_crc(uint8_t *f, size_t *s) {
     (void)s;
 }
 
+static uint64_t get64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+/* Recomputes record i's payload CRC (over its csize stored bytes) and the header CRC. */
+static void fix_payload_crc(uint8_t *f, int i) {
+    uint8_t *d = desc_at(f, i);
+    uint64_t off = get64(d + 136), cs = get64(d + 144);
+    put32(d + 164, (uint32_t)crc32(crc32(0L, Z_NULL, 0), f + off, (uInt)cs));
+    fix_header_crc(f);
+}
+static void e_version_max(uint8_t *f, size_t *s) { (void)s; put32(f + 8, 0xFFFFFFFFu); fix_header_crc(f); }
+static void e_reserved(uint8_t *f, size_t *s) { (void)s; put32(f + 20, 1); fix_header_crc(f); }
+static void e_header_crc(uint8_t *f, size_t *s) { (void)s; f[16] ^= 0x01; }
+static void e_table_byte(uint8_t *f, size_t *s) { (void)s; desc_at(f, 1)[130] ^= 0x40; }
+static void e_short_header(uint8_t *f, size_t *s) { (void)f; *s = 10; }
+static void e_zero_length(uint8_t *f, size_t *s) { (void)f; *s = 0; }
+static void e_name_empty(uint8_t *f, size_t *s) {
+    (void)s;
+    memset(desc_at(f, 2), 0, CKPT_NAME_MAX);
+    fix_header_crc(f);
+}
+static void e_name_padding(uint8_t *f, size_t *s) {
+    (void)s;
+    desc_at(f, 2)[CKPT_NAME_MAX - 1] = 'z'; /* "blob\0...z" */
+    fix_header_crc(f);
+}
+static void e_unused_dim(uint8_t *f, size_t *s) {
+    (void)s;
+    put64(desc_at(f, 1) + 104 + 8 * 3, 7); /* ids is 1-D: axis 3 must be 0 */
+    fix_header_crc(f);
+}
+static void e_payload_crc_field(uint8_t *f, size_t *s) {
+    (void)s;
+    put32(desc_at(f, 1) + 164, get32(desc_at(f, 1) + 164) ^ 0x1000u);
+    fix_header_crc(f);
+}
+static void e_data_crc_field(uint8_t *f, size_t *s) {
+    (void)s;
+    put32(desc_at(f, 0) + 160, get32(desc_at(f, 0) + 160) + 1);
+    fix_header_crc(f);
+}
+static void e_not_zlib(uint8_t *f, size_t *s) {
+    (void)s;
+    uint8_t *d = desc_at(f, 1);
+    memset(f + get64(d + 136), 0xAA, (size_t)get64(d + 144)); /* not a zlib header */
+    fix_payload_crc(f, 1);
+}
+static void e_junk_after_stream(uint8_t *f, size_t *s) {
+    /* the last record's compressed bytes grow by 3 bytes of junk after its zlib stream; its
+     * payload CRC and the header CRC are recomputed, so only the stream's own end betrays it */
+    uint8_t *d = desc_at(f, 2);
+    memcpy(f + *s, "JNK", 3);
+    *s += 3;
+    put64(d + 144, get64(d + 144) + 3);
+    fix_payload_crc(f, 2);
+}
+static void e_gap(uint8_t *f, size_t *s) {
+    /* one byte inserted between records 0 and 1; offsets of 1 and 2 moved along */
+    uint64_t at = get64(desc_at(f, 1) + 136);
+    memmove(f + at + 1, f + at, *s - at);
+    f[at] = 0;
+    *s += 1;
+    put64(desc_at(f, 1) + 136, at + 1);
+    put64(desc_at(f, 2) + 136, get64(desc_at(f, 2) + 136) + 1);
+    fix_header_crc(f);
+}
+static void e_count_low(uint8_t *f, size_t *s) { (void)s; put32(f + 12, 2); fix_header_crc(f); }
+static void e_count_zero(uint8_t *f, size_t *s) { (void)s; put32(f + 12, 0); fix_header_crc(f); }
+static void e_cut_after_table(uint8_t *f, size_t *s) {
+    (void)f;
+    *s = CKPT_HEADER_BYTES + 3 * CKPT_DESC_BYTES; /* the payloads are gone */
+}
+static void e_cut_in_last(uint8_t *f, size_t *s) { (void)f; *s -= 2; }
+static void e_swap_offsets(uint8_t *f, size_t *s) {
+    /* records 1 and 2 exchange their offsets: each then points at the other's bytes */
+    (void)s;
+    uint8_t a[8], b[8];
+    memcpy(a, desc_at(f, 1) + 136, 8);
+    memcpy(b, desc_at(f, 2) + 136, 8);
+    memcpy(desc_at(f, 1) + 136, b, 8);
+    memcpy(desc_at(f, 2) + 136, a, 8);
+    fix_header_crc(f);
+}
+static void e_dtype_zero(uint8_t *f, size_t *s) { (void)s; put32(desc_at(f, 1) + 96, 0); fix_header_crc(f); }
+static void e_size_zero_lie(uint8_t *f, size_t *s) {
+    /* blob claims shape [0] and 0 bytes, but its (CRC-valid) stream inflates to 5 bytes */
+    (void)s;
+    uint8_t *d = desc_at(f, 2);
+    put64(d + 104, 0);
+    put64(d + 152, 0);
+    fix_header_crc(f);
+}
+
 static void test_crafted(void) {
     crafted("bad magic", e_magic, "not a trainer checkpoint");
     crafted("future version", e_future, "written by a newer trainer");
@@ -400,10 +505,73 @@ static void test_crafted(void) {
     crafted("overlapping records", e_overlap, "should start at");
     crafted("record inside the table", e_into_table, "should start at");
     crafted("payload changed, payload CRC fixed", e_payload_and_crc, "record 'blob'");
+    crafted("version 2^32-1", e_version_max, "format version 4294967295 was written by a newer");
+    crafted("reserved field set", e_reserved, "reserved header field is not zero");
+    crafted("header CRC field changed", e_header_crc, "header checksum mismatch");
+    crafted("table byte changed, CRC not fixed", e_table_byte, "header checksum mismatch");
+    crafted("10-byte file", e_short_header, "is 10 bytes long, shorter than the 24-byte header");
+    crafted("empty file", e_zero_length, "is 0 bytes long");
+    crafted("empty name", e_name_empty, "the name of record 2 is empty");
+    crafted("garbage after the name's NUL", e_name_padding, "non-zero bytes after its");
+    crafted("unused dimension set", e_unused_dim, "non-zero unused dimension 7 at axis 3");
+    crafted("payload CRC field wrong", e_payload_crc_field, "record 'ids': checksum mismatch in "
+            "its");
+    crafted("data CRC field wrong", e_data_crc_field, "record 'w': checksum mismatch in its data");
+    crafted("payload not zlib, CRC fixed", e_not_zlib, "record 'ids' cannot be decompressed");
+    crafted("junk after the zlib stream", e_junk_after_stream, "junk after the compressed data");
+    crafted("a gap between records", e_gap, "a gap of unaccounted bytes");
+    crafted("count too low", e_count_low, "should start at 360 (a gap");
+    crafted("count zero", e_count_zero, "the records end at 24)");
+    crafted("cut right after the table", e_cut_after_table, "but the file is 528 bytes long");
+    crafted("cut inside the last record", e_cut_in_last, "record 'blob' claims");
+    crafted("offsets swapped", e_swap_offsets, "record 'ids' claims 17 bytes at offset 571");
+    crafted("dtype 0", e_dtype_zero, "unknown dtype 0");
+    crafted("zero size, data inflates", e_size_zero_lie, "more than its declared 0 bytes");
+
+    /* more than this machine's memory once inflated, though within every limit of the format:
+     * records of 8 GiB from 8.3 MB each (just above deflate's 1032:1), as many as needed */
+    {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        uint64_t mem = (uint64_t)pages * (uint64_t)psz, rec_u = (uint64_t)8 << 30;
+        uint64_t nrec = mem / rec_u + 1, rec_c = rec_u / 1032 + 1;
+        if (pages > 0 && psz > 0 && nrec * rec_u <= ((uint64_t)64 << 30)) {
+            size_t head = CKPT_HEADER_BYTES + (size_t)nrec * CKPT_DESC_BYTES;
+            size_t size = head + (size_t)(nrec * rec_c);
+            uint8_t *f = calloc(1, size);
+            memcpy(f, "\x89TRCKPT\n", 8);
+            put32(f + 8, CKPT_FORMAT_VERSION);
+            put32(f + 12, (uint32_t)nrec);
+            for (uint64_t i = 0; i < nrec; i++) {
+                uint8_t *d = desc_at(f, (int)i);
+                snprintf((char *)d, CKPT_NAME_MAX, "big%llu", (unsigned long long)i);
+                put32(d + 96, CKPT_U8);
+                put32(d + 100, 1);
+                put64(d + 104, rec_u);
+                put64(d + 136, head + i * rec_c);
+                put64(d + 144, rec_c);
+                put64(d + 152, rec_u);
+            }
+            fix_header_crc(f);
+            const char *bomb = path_in("bomb.ckpt");
+            test_write_file(bomb, f, size);
+            int ok = read_fails(bomb, "once decompressed, more than this machine's");
+            EXPECT(ok, "%llu records of 8 GiB (%zu-byte file) on a machine of %llu bytes",
+                   (unsigned long long)nrec, size, (unsigned long long)mem);
+            g_crafted++;
+            g_crafted_refused += ok;
+            unlink(bomb);
+            free(f);
+        } else {
+            printf("this machine has 64 GiB of memory or more: the inflate-beyond-memory case "
+                   "is skipped\n");
+        }
+    }
 
     /* not a file, not there, a folder */
     EXPECT(read_fails(path_in("missing.ckpt"), "cannot open"), "missing file");
     EXPECT(read_fails(g_dir, "not a regular file"), "a folder");
+    printf("crafted files: %d of %d refused with their own message\n", g_crafted_refused,
+           g_crafted);
 }
 
 static void test_writer_validation(void) {

@@ -76,6 +76,10 @@ static void test_bad_files(void) {
     BAD("[train]\nseed = -1\n", 2, "train.seed = -1 is not a non-negative", NULL);
     BAD("[train]\nseed = 18446744073709551616\n", 2, "train.seed", "out of range");
     BAD("[train]\nmax_steps = 1e5\n", 2, "train.max_steps = 1e5 is not a whole number", NULL);
+    BAD("[train]\nmax_nonfinite = 0\n", 2, "train.max_nonfinite = 0 is out of range",
+        "[1, 1000000]");
+    BAD("[train]\n\nmax_nonfinite = ten\n", 3, "train.max_nonfinite = ten is not a whole number",
+        NULL);
     /* bools, enums */
     BAD("[model]\ninput_feeding = maybe\n", 2, "model.input_feeding = maybe is not a bool",
         "true or false");
@@ -142,6 +146,26 @@ static void test_files_on_disk(void) {
     char want[4300];
     snprintf(want, sizeof want, "%s:2: NUL byte at column 8", path);
     EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+
+    /* a binary file (an executable's first bytes): refused at line 1, not parsed further */
+    snprintf(path, sizeof path, "%s/binary.ini", dir);
+    static const char elf[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\n[model]\n";
+    EXPECT(test_write_file(path, elf, sizeof elf - 1) == 0, "write %s", path);
+    EXPECT(config_load(&c, path, &err) != STATUS_OK, "binary file accepted");
+    snprintf(want, sizeof want, "%s:1: control character 0x7f at column 1", path);
+    EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+
+    /* a file over CONFIG_MAX_FILE bytes (all comments): refused as a whole, named */
+    snprintf(path, sizeof path, "%s/huge.ini", dir);
+    {
+        size_t n = (size_t)CONFIG_MAX_FILE + 1;
+        char *huge = malloc(n);
+        for (size_t i = 0; i < n; i++) huge[i] = i % 64 == 63 ? '\n' : '#';
+        EXPECT(test_write_file(path, huge, n) == 0, "write %s", path);
+        free(huge);
+    }
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, path) &&
+               strstr(err.msg, "config file is over 1048576 bytes"), "huge file: %s", err.msg);
 
     /* missing file: named, with strerror */
     snprintf(path, sizeof path, "%s/missing.ini", dir);
@@ -212,7 +236,8 @@ static void test_good_strings(void) {
     EXPECT(memcmp(&c, &d, sizeof c) == 0, "empty text != defaults");
     EXPECT(strcmp(c.name, "default") == 0 && c.emb == 256 && c.hidden == 512 && c.lr == 1e-3f &&
                c.adam_beta2 == 0.999f && c.batch_tokens == 4096 && c.seed == 1 &&
-               c.attention == ATTN_LUONG_GENERAL && c.save_dir[0] == 0 && c.input_feeding == 1,
+               c.attention == ATTN_LUONG_GENERAL && c.save_dir[0] == 0 && c.input_feeding == 1 &&
+               c.max_nonfinite == 10,
            "defaults");
     EXPECT(strcmp(c.test_src, "data/multi30k/test_2016_flickr.de.gz") == 0, "%s", c.test_src);
     EXPECT(config_validate(&c, &err) == STATUS_OK, "defaults must validate: %s", err.msg);
@@ -407,6 +432,7 @@ static void test_print_keys(void) {
     EXPECT(txt && strstr(txt, "model.emb") && strstr(txt, "default 256") &&
                strstr(txt, "range [1, 65536]") && strstr(txt, "luong_general") &&
                strstr(txt, "[0, 1)") && strstr(txt, "train.val_max_sentences") &&
+               strstr(txt, "train.max_nonfinite") && strstr(txt, "this many in a row end the run") &&
                strstr(txt, "run.name"),
            "help:\n%s", txt ? txt : "(null)");
     free(txt);
