@@ -3,6 +3,14 @@
 #include <string.h>
 
 Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
+    if (model_declare(m, cfg, spm, err)) return STATUS_ERR;
+    model_allocate(m);
+    return STATUS_OK;
+}
+
+void model_allocate(Model *m) { params_allocate(&m->ps); }
+
+Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->spm = spm;
@@ -29,7 +37,6 @@ Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
             return err_set(err, "backend '%s' does not implement every op this model needs yet "
                            "(entry %zu of the backend table is missing); use train.device = cpu",
                            m->be->name, i);
-    params_allocate(&m->ps);
     return STATUS_OK;
 }
 

@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -74,6 +75,30 @@ cleanup:
     return rc;
 }
 
+/* The train_state record u[ST_COUNT] as a TrainState, refusing values that no run writes and
+ * that the training loop would misuse (a negative batch position is an array index there). */
+static Status read_state(const uint64_t *u, TrainState *st, const char *path, Err *err) {
+    double lr_scale = u2f(u[ST_LR_SCALE]), best = u2f(u[ST_BEST]), elapsed = u2f(u[ST_ELAPSED]);
+    const char *bad = u[ST_STEP] > (uint64_t)LONG_MAX ? "step"
+                      : u[ST_EPOCH] < 1 || u[ST_EPOCH] > (uint64_t)INT_MAX ? "epoch"
+                      : u[ST_BATCH] > (uint64_t)LONG_MAX ? "batch position"
+                      : (u[ST_RNG_INC] & 1) == 0 ? "shuffling RNG increment (must be odd)"
+                      : u[ST_ADAM_T] > (uint64_t)INT_MAX ? "Adam step"
+                      : !(lr_scale > 0 && lr_scale <= 1) ? "learning-rate scale"
+                      : !(best == -1 || (best >= 0 && best <= 100)) ? "best BLEU"
+                      : u[ST_BAD] > (uint64_t)INT_MAX ? "epochs without improvement"
+                      : !(elapsed >= 0 && isfinite(elapsed)) ? "elapsed time" : NULL;
+    if (bad)
+        return err_set(err, "checkpoint %s: the training state holds an impossible %s; the file "
+                       "was not written by this trainer — use another checkpoint", path, bad);
+    *st = (TrainState){.step = (long)u[ST_STEP], .epoch = (int)u[ST_EPOCH],
+                       .batch_in_epoch = (long)u[ST_BATCH],
+                       .epoch_rng = {u[ST_RNG_STATE], u[ST_RNG_INC]}, .adam_t = (int)u[ST_ADAM_T],
+                       .lr_scale = lr_scale, .best_bleu = best, .bad_epochs = (int)u[ST_BAD],
+                       .elapsed = elapsed};
+    return STATUS_OK;
+}
+
 Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override,
                        Err *err) {
     CkptRecord *recs = NULL;
@@ -92,6 +117,8 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                 "missing or of the wrong type); use another checkpoint", path);
         goto fail;
     }
+    TrainState state;
+    if (read_state(rc_st->data, &state, path, err)) goto fail;
     ini = xmalloc(rc_cfg->nbytes + 1);
     memcpy(ini, rc_cfg->data, rc_cfg->nbytes);
     ini[rc_cfg->nbytes] = 0;
@@ -107,15 +134,15 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;
     }
-    if (model_create(m, &cfg, spm, err)) { /* takes spm */
+    /* Declared, not yet allocated: the stored config may ask for any size, so every tensor is
+     * checked against the file's records before anything of the model's size is allocated. */
+    if (model_declare(m, &cfg, spm, err)) { /* takes spm */
         spm = NULL;
         err_prefix(err, "checkpoint %s", path);
         goto fail;
     }
     spm = NULL;
     ParamSet *ps = &m->ps;
-    host = xmalloc(sizeof(float) * ps->total * 3);
-    memset(host, 0, sizeof(float) * ps->total * 3);
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
@@ -146,6 +173,21 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                         "[%s]; the file was written for another model", path, name, have, want);
                 goto fail;
             }
+        }
+    if (n != 3 + 3 * ps->n) {
+        err_set(err, "checkpoint %s: holds %d records but this model has %d; the file was not "
+                "written for this model", path, n, 3 + 3 * ps->n);
+        goto fail;
+    }
+    model_allocate(m);
+    host = xmalloc(sizeof(float) * ps->total * 3);
+    memset(host, 0, sizeof(float) * ps->total * 3);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ps->n; i++) {
+            const ParamSpec *s = &ps->specs[i];
+            char name[CKPT_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s", prefix[k], s->name);
+            const CkptRecord *r = ckpt_find(recs, n, name);
             float *dst = host + k * ps->total + s->offset;
             memcpy(dst, r->data, r->nbytes);
             for (size_t j = 0; j < s->size; j++)
@@ -155,27 +197,10 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                     goto fail;
                 }
         }
-    if (n != 3 + 3 * ps->n) {
-        err_set(err, "checkpoint %s: holds %d records but this model has %d; the file was not "
-                "written for this model", path, n, 3 + 3 * ps->n);
-        goto fail;
-    }
     m->be->upload(ps->data, host, sizeof(float) * ps->total);
     m->be->upload(ps->m, host + ps->total, sizeof(float) * ps->total);
     m->be->upload(ps->v, host + 2 * ps->total, sizeof(float) * ps->total);
-    if (st) {
-        const uint64_t *u = rc_st->data;
-        st->step = (long)u[ST_STEP];
-        st->epoch = (int)u[ST_EPOCH];
-        st->batch_in_epoch = (long)u[ST_BATCH];
-        st->epoch_rng.state = u[ST_RNG_STATE];
-        st->epoch_rng.inc = u[ST_RNG_INC];
-        st->adam_t = (int)u[ST_ADAM_T];
-        st->lr_scale = u2f(u[ST_LR_SCALE]);
-        st->best_bleu = u2f(u[ST_BEST]);
-        st->bad_epochs = (int)u[ST_BAD];
-        st->elapsed = u2f(u[ST_ELAPSED]);
-    }
+    if (st) *st = state;
     free(host);
     free(ini);
     ckpt_records_free(recs, n);

@@ -32,8 +32,13 @@ Status checkpoint_save(const char *path, const Model *m, const TrainState *st, E
 /* Loads path into a new model and st (may be NULL). device_override: a DeviceType to build the
  * model on, or -1 for the device in the stored config. All-or-nothing: on error m is left empty.
  * Errors (message names the file): unreadable or corrupt file, not a trainer checkpoint, a
- * stored config or SentencePiece model that does not load, a tensor missing, extra, of another
- * shape or type, or holding a non-finite value. */
+ * training state out of range (step, batch position, Adam step, epochs without improvement < 0;
+ * epoch < 1; an even RNG increment; learning-rate scale outside (0, 1]; best BLEU neither -1 nor
+ * in [0, 100]; elapsed time negative or not finite), a stored config or SentencePiece model that
+ * does not load, a tensor missing, extra, of another shape or type, or holding a non-finite
+ * value. Every tensor's name and shape is checked against the model declared from the stored
+ * config before the model's buffers are allocated, so a config asking for a huge model is an
+ * error, not an allocation. */
 Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
 
 #endif
