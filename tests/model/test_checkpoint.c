@@ -180,13 +180,13 @@ static int write_records(const char *path, CkptRecord *recs, int n) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g_dir = strdup(test_tmpdir());
+    g_dir = test_strdup(test_tmpdir());
     printf("test_checkpoint: working in %s\n", g_dir);
     Err err;
 
     /* ---- a SentencePiece model on generated text ---- */
-    const char *txt = strdup(path_in("text.txt")), *prefix = strdup(path_in("spm"));
-    const char *spm_path = strdup(path_in("spm.model"));
+    const char *txt = test_strdup(path_in("text.txt")), *prefix = test_strdup(path_in("spm"));
+    const char *spm_path = test_strdup(path_in("spm.model"));
     EXPECT(write_text(txt) == 0, "cannot write %s", txt);
     const char *files[1] = {txt};
     if (spm_train(files, 1, V, prefix, 1, &err)) {
@@ -202,7 +202,7 @@ int main(void) {
                      .epoch_rng = {0x0123456789ABCDEFull, 0xFEDCBA9876543211ull},
                      .adam_t = 98765, .lr_scale = 0.125, .best_bleu = 23.456789012345678,
                      .bad_epochs = 2, .elapsed = 3600.0 / 7.0};
-    const char *ck = strdup(path_in("model.ckpt"));
+    const char *ck = test_strdup(path_in("model.ckpt"));
     Status rc = checkpoint_save(ck, &a, &st, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_save: %s", err.msg);
     EXPECT(count_temp_files() == 0, "a temporary file was left after a successful save");
@@ -261,7 +261,7 @@ int main(void) {
         free(sb);
     }
     /* load(save(x)) saved again is the same file */
-    const char *ck2 = strdup(path_in("again.ckpt"));
+    const char *ck2 = test_strdup(path_in("again.ckpt"));
     EXPECT(checkpoint_save(ck2, &b, &st2, &err) == STATUS_OK, "second save: %s", err.msg);
     size_t ck2_n = 0;
     char *ck2_bytes = test_read_file(ck2, &ck2_n);
@@ -275,7 +275,7 @@ int main(void) {
     if (rc == STATUS_OK) model_free(&b);
 
     /* ---- damaged files ---- */
-    const char *bad = strdup(path_in("damaged.ckpt"));
+    const char *bad = test_strdup(path_in("damaged.ckpt"));
     printf("truncations:\n");
     {
         size_t cuts[80];
@@ -324,7 +324,7 @@ int main(void) {
     expect_refused(path_in("does-not-exist.ckpt"), "missing file");
     expect_refused(g_dir, "a folder");
     {
-        const char *txtck = strdup(path_in("text.ckpt"));
+        const char *txtck = test_strdup(path_in("text.ckpt"));
         test_write_file(txtck, "[model]\nhidden = 64\n", 20);
         expect_refused(txtck, "a text file");
     }
@@ -332,7 +332,7 @@ int main(void) {
     /* ---- well-formed containers that do not fit the model ---- */
     printf("wrong records:\n");
     Model other;
-    const char *oth = strdup(path_in("other.ckpt"));
+    const char *oth = test_strdup(path_in("other.ckpt"));
     if (build_model(&other, 32, spm_path) == 0) {
         EXPECT(checkpoint_save(oth, &other, &st, &err) == STATUS_OK, "save other: %s", err.msg);
         model_free(&other);
@@ -343,7 +343,7 @@ int main(void) {
     EXPECT(ckpt_read(oth, &oth_recs, &n_oth, &err) == STATUS_OK, "ckpt_read other: %s", err.msg);
     if (orig && oth_recs) {
         CkptRecord *r = malloc(sizeof *r * (size_t)(n_orig + n_oth + 1));
-        const char *crafted = strdup(path_in("crafted.ckpt"));
+        const char *crafted = test_strdup(path_in("crafted.ckpt"));
         /* (1) the other model's tensors under this model's config */
         memcpy(r, oth_recs, sizeof *r * (size_t)n_oth);
         for (int i = 0; i < n_oth; i++)
@@ -446,7 +446,7 @@ int main(void) {
     /* a checkpoint of another model renamed into place: loads as that model; the configs differ
      * in model.hidden, which is what `train --resume` checks */
     {
-        const char *renamed = strdup(path_in("renamed.ckpt"));
+        const char *renamed = test_strdup(path_in("renamed.ckpt"));
         size_t on = 0;
         char *ob = test_read_file(oth, &on);
         EXPECT(ob && test_write_file(renamed, ob, on) == 0, "copy %s", oth);

@@ -105,12 +105,14 @@ static int load_fixture(Fixture *fx, const char *path) {
              fscanf(f, "%lf", &fx->loss) == 1;
     }
     if (ok) { /* logits: read past them */
-        int T, B, V;
+        int T = 0, B = 0, V = 0;
         ok = expect_word(f, "logits") && fscanf(f, "%d %d %d", &T, &B, &V) == 3 && T == fx->T &&
              B == fx->B && V == fx->V;
-        double *tmp = xmalloc(sizeof(double) * (size_t)T * B * V);
-        ok = ok && read_doubles(f, tmp, (size_t)T * B * V);
-        free(tmp);
+        if (ok) { /* T, B and V are set (and checked) only when the header read */
+            double *tmp = xmalloc(sizeof(double) * (size_t)T * B * V);
+            ok = read_doubles(f, tmp, (size_t)T * B * V);
+            free(tmp);
+        }
     }
     ok = ok && expect_word(f, "nparams") && fscanf(f, "%d", &fx->np) == 1 && fx->np > 0;
     if (ok) {

@@ -15,7 +15,8 @@
  * Finally a --resume runs to train.max_steps = (step of last.ckpt) + 20 and must exit 0 with
  * metrics.jsonl reaching that step; every step logged more than once (redone after a kill) must
  * have logged the same loss each time (bit for bit), and every step 1..max_steps is logged.
- * The seed can be changed with SIGKILL_SEED=<n> (default 20240611).
+ * The seed can be changed with SIGKILL_SEED=<n> (default 20240611). In the sanitizer build
+ * (TRAINER_SANITIZE=1) the delays are 3 times as long, since the trainer runs slower there.
  */
 #include <math.h>
 
@@ -114,12 +115,12 @@ int main(void) {
     const char *seed_env = getenv("SIGKILL_SEED");
     uint64_t seed = seed_env && *seed_env ? strtoull(seed_env, NULL, 10) : 20240611ull;
     g_rng = seed * 0x9E3779B97F4A7C15ull + 1;
-    g_work = strdup(test_tmpdir());
-    g_dir = strdup(tr_fmt("%s/run", g_work));
+    g_work = test_strdup(test_tmpdir());
+    g_dir = test_strdup(tr_fmt("%s/run", g_work));
     printf("test_sigkill: working in %s, seed %llu, %d kills (threads = 1, save_every = 1)\n",
            g_work, (unsigned long long)seed, N_KILLS);
     tr_make_slices(g_work, 2000, 100);
-    const char *last = strdup(tr_fmt("%s/last.ckpt", g_dir));
+    const char *last = test_strdup(tr_fmt("%s/last.ckpt", g_dir));
 
     int resume = 0, ever_saved = 0, kills_with_tmp = 0, refusals = 0;
     long prev_step = 0;
@@ -128,6 +129,7 @@ int main(void) {
         train_argv(&a, resume, 0);
         const char *log = tr_fmt("%s/train%02d.log", g_work, ++g_run_no);
         double delay = k == 1 ? 0.2 : 0.2 + 2.8 * uniform01();
+        if (test_sanitized()) delay *= 3; /* the ASan build runs the trainer 2-3x slower */
         pid_t pid = tr_spawn(a.v, log, 0, NULL);
         tr_argv_free(&a);
         tr_sleep(delay);
