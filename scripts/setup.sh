@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what trainer needs from Debian's packages (skips the install when all are present).
 set -euo pipefail
+# clang, libclang-rt-dev (libFuzzer, ASan, UBSan) and libomp-dev (OpenMP for clang): the
+# sanitizer build and the fuzz targets (scripts/sanitize.sh, scripts/fuzz.sh).
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libopenblas-openmp-dev
-      libsentencepiece-dev curl ca-certificates gnuplot-nox)
+      libsentencepiece-dev curl ca-certificates gnuplot-nox clang libclang-rt-dev libomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

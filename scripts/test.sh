@@ -1,6 +1,28 @@
 #!/usr/bin/env bash
-# Installs, builds, fetches Multi30k and runs the whole CTest suite (extra arguments go to ctest).
+# What CI runs, in named steps, each timed:
+#   1. prepare   install the Debian packages, build (build/), fetch Multi30k   scripts/prepare.sh
+#   2. tests     the whole CTest suite                                          build/
+#   3. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
+#   4. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
+# Extra arguments go to both ctest runs. TEST_STEPS="prepare tests" (a subset, in this order)
+# runs only those steps. Stops at the first step that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/prepare.sh
-ctest --test-dir build --output-on-failure -j2 "$@"
+steps=${TEST_STEPS:-prepare tests sanitize fuzz}
+times=()
+run_step() {
+  local name=$1
+  shift
+  case " $steps " in *" $name "*) ;; *) return 0 ;; esac
+  echo "==== step $name: $*"
+  local t0=$SECONDS
+  "$@"
+  times+=("$(printf '%-9s %5d s' "$name" $((SECONDS - t0)))")
+  echo "==== step $name: done in $((SECONDS - t0)) s"
+}
+run_step prepare bash scripts/prepare.sh
+run_step tests ctest --test-dir build --output-on-failure -j2 "$@"
+run_step sanitize bash scripts/sanitize.sh "$@"
+run_step fuzz bash scripts/fuzz.sh
+echo "==== all steps passed:"
+printf '  %s\n' "${times[@]}"

@@ -48,3 +48,24 @@ char *test_read_file(const char *path, size_t *n) {
     if (n) *n = len;
     return buf;
 }
+
+const char *test_strdup(const char *s) {
+    static char **kept;
+    static size_t n, cap;
+    if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        kept = realloc(kept, cap * sizeof *kept);
+        if (!kept) abort();
+    }
+    size_t len = strlen(s) + 1;
+    char *d = malloc(len);
+    if (!d) abort();
+    memcpy(d, s, len);
+    kept[n++] = d;
+    return d;
+}
+
+int test_sanitized(void) {
+    const char *v = getenv("TRAINER_SANITIZE");
+    return v && strcmp(v, "1") == 0;
+}

@@ -27,4 +27,11 @@ const char *test_tmpdir(void);
 int test_write_file(const char *path, const void *data, size_t n);
 /* Reads a whole file (malloc'd, NUL-terminated); returns NULL on failure. */
 char *test_read_file(const char *path, size_t *n);
+/* A copy of s that lives until the program exits: for paths a test keeps all along. The copies
+ * stay reachable from a global list, so LeakSanitizer (sanitizer build) does not report them. */
+const char *test_strdup(const char *s);
+/* 1 in the sanitizer build (CTest sets TRAINER_SANITIZE=1; README "Robustness"), else 0: for a
+ * test that must allow for the slower program there, or that cannot run under ASan at all (it
+ * then prints why and exits 77). */
+int test_sanitized(void);
 #endif

@@ -64,16 +64,6 @@ TR_FN const char *tr_fmt(const char *fmt, ...) {
     return b;
 }
 
-/* A copy of s (e.g. of a tr_fmt result) that lives to the end of the program, kept in a table so
- * that a leak checker sees it as reachable. */
-TR_FN const char *tr_keep(const char *s) {
-    static char *kept[512];
-    static int n = 0;
-    if (n == 512) return strdup(s);
-    kept[n] = strdup(s);
-    return kept[n++];
-}
-
 TR_FN int tr_exists(const char *path) { return access(path, F_OK) == 0; }
 
 TR_FN long tr_file_size(const char *path) {

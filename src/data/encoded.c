@@ -338,8 +338,23 @@ Status encoded_build(Encoded *out, const char *const *src, const char *const *tg
         if (access(cache_path, F_OK) == 0) {
             Err lerr;
             if (encoded_load(out, cache_path, key, &lerr) == STATUS_OK) {
-                encoded_last_was_cache_hit = 1;
-                return STATUS_OK;
+                /* The key is a checksum, not a signature: a crafted file can match it. What the
+                 * callers rely on — one entry per pair, ids within this model's vocabulary (they
+                 * index embedding tables) — is checked against the model, not the file. */
+                long bad = out->n != n ? 0 : -1;
+                int V = spm_vocab_size(s);
+                for (int64_t i = 0; bad < 0 && i < out->src_off[out->n]; i++)
+                    if (out->src_ids[i] >= V) bad = 1;
+                for (int64_t i = 0; bad < 0 && i < out->tgt_off[out->n]; i++)
+                    if (out->tgt_ids[i] >= V) bad = 1;
+                if (bad < 0) {
+                    encoded_last_was_cache_hit = 1;
+                    return STATUS_OK;
+                }
+                snprintf(lerr.msg, sizeof lerr.msg, "encoded cache '%s': %s; it will be rebuilt",
+                         cache_path, bad == 0 ? "its pair count differs from the corpus"
+                                              : "it holds ids outside the model's vocabulary");
+                encoded_free(out);
             }
             fprintf(stderr, "note: %s\n", lerr.msg);
         }

@@ -41,7 +41,7 @@ Status encoded_key(uint64_t *key, const char *const *src, const char *const *tgt
                    const Spm *s, Err *err);
 
 /* Encodes pairs (src[i], tgt[i]) with s, or loads them from cache_path when that file exists, is
- * valid and its key matches. Otherwise encodes and (re)writes the cache atomically (temp file in
+ * valid, its key matches, it holds n pairs and all its ids are below s's vocabulary size. Otherwise encodes and (re)writes the cache atomically (temp file in
  * the same folder, fflush, fsync, rename, fsync of the folder). An invalid cache is reported with a
  * one-line note on stderr and rebuilt; failing to write the cache is a warning on stderr, not an
  * error. cache_path may be NULL (no cache). Fails only when encoding fails. */

@@ -30,6 +30,7 @@ extern "C" {
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -52,8 +53,128 @@ Status from_spm_status(const sentencepiece::util::Status &st, Err *err, const ch
     return err_set(err, "%s: SentencePiece: %s", what, st.ToString().c_str());
 }
 
-// Checks the project's fixed special ids and caches the vocabulary size.
+// ---- the normalisation tables of a model, checked before SentencePiece may use them ----
+//
+// SentencePiece (0.1.97, Debian's) trusts a model's precompiled character map: a NormalizerSpec's
+// precompiled_charsmap = u32 trie size T, T bytes of a darts-clone double array (4-byte units),
+// then NUL-terminated replacement strings that the trie's values point into. Its Normalizer
+// walks the trie without bounds checks and calls strlen on &strings[value], so a damaged or
+// crafted table — a model stored in a checkpoint is input — makes spm_encode / spm_decode read
+// out of bounds and crash (found by fuzzing: tests/fuzz/regressions/spm/). We therefore walk
+// every state reachable in the trie, as darts-clone's commonPrefixSearch would, and require
+// that every unit it may read lies in the array and every value points at a NUL-terminated
+// string inside the table. darts-clone unit layout (darts.h, DoubleArrayUnit): has_leaf = bit 8,
+// value = bits 0..30, label = bit 31 and bits 0..7, offset = (unit >> 10) << ((unit & 512) >> 6).
+
+uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
+
+// Returns nullptr if the table is safe, else the reason.
+const char *charsmap_problem(const unsigned char *p, size_t n) {
+    if (n == 0) return nullptr;  // no table: SentencePiece does not build a trie
+    if (n <= 4) return nullptr;  // SentencePiece refuses it itself ("blob ... is broken")
+    uint32_t trie_bytes = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                          (uint32_t)p[3] << 24;
+    if (trie_bytes >= n) return nullptr;  // refused by SentencePiece too
+    size_t units = trie_bytes / 4;
+    const unsigned char *strings = p + 4 + trie_bytes;
+    size_t strings_n = n - 4 - trie_bytes;
+    if (units == 0) return "its trie is empty";
+    auto unit = [p](size_t i) {
+        const unsigned char *q = p + 4 + 4 * i;
+        return (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    };
+    std::vector<char> seen(units, 0);
+    std::vector<uint32_t> todo{0};  // node positions; the search starts at unit 0
+    seen[0] = 1;
+    while (!todo.empty()) {
+        uint32_t node = todo.back();
+        todo.pop_back();
+        uint32_t base = node ^ unit_offset(unit(node));
+        if ((size_t)(base | 0xffu) >= units) return "its trie points outside itself";
+        for (uint32_t c = 0; c < 256; c++) {
+            uint32_t child = base ^ c, u = unit(child);
+            if ((u & ((1u << 31) | 0xffu)) != c) continue;  // label: no transition on c
+            if (u & (1u << 8)) {                              // has_leaf: value at the child's base
+                uint32_t leaf = child ^ unit_offset(u);
+                if ((size_t)leaf >= units) return "its trie points outside itself";
+                uint32_t value = unit(leaf) & ((1u << 31) - 1);
+                if (value >= strings_n || !std::memchr(strings + value, 0, strings_n - value))
+                    return "a replacement string lies outside the table";
+            }
+            if (!seen[child]) {
+                seen[child] = 1;
+                todo.push_back(child);
+            }
+        }
+    }
+    return nullptr;
+}
+
+// Reads a protobuf varint at p[*at..n); false if malformed.
+bool read_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; *at < n && shift < 64; shift += 7) {
+        unsigned char b = p[(*at)++];
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+// Calls fn(field, data, size) for each length-delimited field of a serialized message; false if
+// the message is malformed.
+template <typename F>
+bool for_each_bytes_field(const unsigned char *p, size_t n, F fn) {
+    size_t at = 0;
+    while (at < n) {
+        uint64_t key, v;
+        if (!read_varint(p, n, &at, &key)) return false;
+        switch (key & 7) {
+        case 0:
+            if (!read_varint(p, n, &at, &v)) return false;
+            break;
+        case 1: at += 8; break;
+        case 5: at += 4; break;
+        case 2:
+            if (!read_varint(p, n, &at, &v) || v > n - at) return false;
+            if (!fn(key >> 3, p + at, (size_t)v)) return false;
+            at += (size_t)v;
+            break;
+        default: return false;
+        }
+        if (at > n) return false;
+    }
+    return true;
+}
+
+// Checks the character maps of the normalizer (ModelProto field 3) and denormalizer (field 5)
+// specs (NormalizerSpec field 2) of a loaded model, as SentencePiece itself re-serialises it.
+Status check_charsmaps(const Spm *s, Err *err, const char *what) {
+    std::string proto = s->sp.serialized_model_proto();
+    const char *problem = nullptr;
+    bool ok = for_each_bytes_field(
+        reinterpret_cast<const unsigned char *>(proto.data()), proto.size(),
+        [&](uint64_t field, const unsigned char *spec, size_t spec_n) {
+            if (field != 3 && field != 5) return true;
+            return for_each_bytes_field(spec, spec_n,
+                                        [&](uint64_t f2, const unsigned char *map, size_t map_n) {
+                                            if (f2 == 2 && !problem)
+                                                problem = charsmap_problem(map, map_n);
+                                            return true;
+                                        });
+        });
+    if (!ok) problem = "it does not re-serialise to a well-formed protobuf";
+    if (problem) {
+        return err_set(err, "%s: the SentencePiece model's normalisation table is corrupt (%s); "
+                            "use another model or checkpoint, or retrain", what, problem);
+    }
+    return STATUS_OK;
+}
+
+// Checks the project's fixed special ids and the normalisation tables, and caches the
+// vocabulary size.
 Status check_loaded(Spm *s, Err *err, const char *what) {
+    if (check_charsmaps(s, err, what) != STATUS_OK) return STATUS_ERR;
     const auto &sp = s->sp;
     s->vocab = sp.GetPieceSize();
     if (s->vocab <= SPM_EOS_ID) {

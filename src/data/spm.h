@@ -37,7 +37,8 @@ typedef struct Spm Spm;
 Status spm_train(const char *const *text_files, int n_files, int vocab_size,
                  const char *model_prefix, int num_threads, Err *err);
 
-/* Loads a model file (<prefix>.model). */
+/* Loads a model file (<prefix>.model). Both loaders refuse a model whose normalisation tables
+ * (precompiled character maps) would make SentencePiece read out of bounds (see spm.cc). */
 Status spm_load(Spm **out, const char *model_path, Err *err);
 /* Loads a serialized ModelProto (as stored in our checkpoints, from spm_serialize). */
 Status spm_load_from_bytes(Spm **out, const void *data, size_t n, Err *err);

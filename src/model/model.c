@@ -3,10 +3,14 @@
 #include <string.h>
 
 Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
-    return model_create_bounded(m, cfg, spm, 0, err);
+    if (model_declare(m, cfg, spm, err)) return STATUS_ERR;
+    model_allocate(m);
+    return STATUS_OK;
 }
 
-Status model_create_bounded(Model *m, const Config *cfg, Spm *spm, size_t max_params, Err *err) {
+void model_allocate(Model *m) { params_allocate(&m->ps); }
+
+Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->spm = spm;
@@ -38,10 +42,6 @@ Status model_create_bounded(Model *m, const Config *cfg, Spm *spm, size_t max_pa
             return err_set(err, "backend '%s' does not implement every op this model needs yet "
                            "(entry %zu of the backend table is missing); use train.device = cpu",
                            m->be->name, i);
-    if (max_params > 0 && m->ps.total > max_params)
-        return err_set(err, "the model needs %zu parameters, more than the limit of %zu",
-                       m->ps.total, max_params);
-    params_allocate(&m->ps);
     return STATUS_OK;
 }
 

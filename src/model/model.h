@@ -34,10 +34,12 @@ typedef struct {
  * backend (train.device), declares and allocates parameters (zero; call model_init_params or
  * load a checkpoint). Errors: device unavailable, unsupported model or attention, with reason. */
 Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err);
-/* model_create with a ceiling: when the parameters cfg declares exceed max_params floats (0: no
- * limit), fails before allocating them (for checkpoint_load, whose stored config must not make
- * it allocate more than the file holds). Errors: those of model_create, and that one. */
-Status model_create_bounded(Model *m, const Config *cfg, Spm *spm, size_t max_params, Err *err);
+/* model_create in two steps, for a loader that must check sizes before it allocates
+ * (checkpoint_load, DESIGN.md §7): model_declare does all of model_create except allocating the
+ * parameter buffers — m->ps then holds every tensor's name and shape, and ps.total, while
+ * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either. */
+Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err);
+void model_allocate(Model *m);
 /* Initialises parameters by their declared rule (RNN: uniform in [-0.1, 0.1]; Transformer:
  * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by
  * train.seed. */

@@ -172,13 +172,9 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;
     }
-    /* The stored config decides how much model_create allocates: never much more than the file
-     * holds (every record's values, each tensor's alignment, 1 Mi floats of slack), so a crafted
-     * config cannot make the loader allocate a huge model only to find its tensors missing; a
-     * smaller mismatch is left to the tensor checks below, which say more. */
-    size_t file_floats = (size_t)1 << 20;
-    for (int i = 0; i < n; i++) file_floats += recs[i].nbytes / sizeof(float) + 16;
-    if (model_create_bounded(m, &cfg, spm, file_floats, err)) { /* takes spm */
+    /* Declared, not yet allocated: the stored config may ask for any size, so every tensor is
+     * checked against the file's records before anything of the model's size is allocated. */
+    if (model_declare(m, &cfg, spm, err)) { /* takes spm */
         spm = NULL;
         err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
                    "corrupt or crafted file; use another checkpoint)", path);
@@ -186,8 +182,6 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     }
     spm = NULL;
     ParamSet *ps = &m->ps;
-    host = xmalloc(sizeof(float) * ps->total * 3);
-    memset(host, 0, sizeof(float) * ps->total * 3);
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
@@ -218,15 +212,6 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                         "[%s]; the file was written for another model", path, name, have, want);
                 goto fail;
             }
-            float *dst = host + k * ps->total + s->offset;
-            memcpy(dst, r->data, r->nbytes);
-            for (size_t j = 0; j < s->size; j++)
-                if (!isfinite(dst[j])) {
-                    err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value (%g) at "
-                            "element %zu; it cannot be trained from — use an earlier "
-                            "checkpoint", path, name, (double)dst[j], j);
-                    goto fail;
-                }
         }
     if (n != 3 + 3 * ps->n) {
         /* every expected record was found, so some record is not one of them: name it */
@@ -249,21 +234,36 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                 extra);
         goto fail;
     }
+    model_allocate(m);
+    host = xmalloc(sizeof(float) * ps->total * 3);
+    memset(host, 0, sizeof(float) * ps->total * 3); /* and the alignment gaps between tensors */
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < ps->n; i++) {
+            const ParamSpec *s = &ps->specs[i];
+            char name[CKPT_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s", prefix[k], s->name);
+            const CkptRecord *r = ckpt_find(recs, n, name);
+            float *dst = host + k * ps->total + s->offset;
+            memcpy(dst, r->data, r->nbytes);
+            for (size_t j = 0; j < s->size; j++)
+                if (!isfinite(dst[j])) {
+                    err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value (%g) at "
+                            "element %zu; it cannot be trained from — use an earlier "
+                            "checkpoint", path, name, (double)dst[j], j);
+                    goto fail;
+                }
+        }
     m->be->upload(ps->data, host, sizeof(float) * ps->total);
     m->be->upload(ps->m, host + ps->total, sizeof(float) * ps->total);
     m->be->upload(ps->v, host + 2 * ps->total, sizeof(float) * ps->total);
     if (st) {
         const uint64_t *u = rc_st->data;
-        st->step = (long)u[ST_STEP];
-        st->epoch = (int)u[ST_EPOCH];
-        st->batch_in_epoch = (long)u[ST_BATCH];
-        st->epoch_rng.state = u[ST_RNG_STATE];
-        st->epoch_rng.inc = u[ST_RNG_INC];
-        st->adam_t = (int)u[ST_ADAM_T];
-        st->lr_scale = u2f(u[ST_LR_SCALE]);
-        st->best_bleu = u2f(u[ST_BEST]);
-        st->bad_epochs = (int)u[ST_BAD];
-        st->elapsed = u2f(u[ST_ELAPSED]);
+        *st = (TrainState){.step = (long)u[ST_STEP], .epoch = (int)u[ST_EPOCH],
+                           .batch_in_epoch = (long)u[ST_BATCH],
+                           .epoch_rng = {u[ST_RNG_STATE], u[ST_RNG_INC]},
+                           .adam_t = (int)u[ST_ADAM_T], .lr_scale = u2f(u[ST_LR_SCALE]),
+                           .best_bleu = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
+                           .elapsed = u2f(u[ST_ELAPSED])};
     }
     free(host);
     free(ini);

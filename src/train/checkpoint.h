@@ -37,7 +37,9 @@ Status checkpoint_save(const char *path, const Model *m, const TrainState *st, E
  * epoch, batch, Adam step, RNG increment, lr scale, best BLEU, bad epochs, elapsed time), a
  * stored config that does not parse or validate (or holds a NUL byte), a SentencePiece model that
  * does not load, a tensor missing, extra (named), of another shape or type, or holding a
- * non-finite value. */
+ * non-finite value. Every tensor's name and shape is checked against the model declared from
+ * the stored config before its buffers are allocated, so a config asking for a huge model is an
+ * error, not an allocation. */
 Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
 
 #endif

@@ -242,6 +242,27 @@ static void value_text(const Config *c, const KeyDef *k, char *buf, size_t n) {
     }
 }
 
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The one setter: parses the text of a value (already trimmed) into the field of key k.
  * where: "FILE:LINE" or "--set section.key", the head of every message.
@@ -343,10 +364,18 @@ static Status set_value(Config *c, const KeyDef *k, const char *val, const char 
                                    "the '%c' belongs to it)", where, k->section, k->key,
                                    echo(val, e, sizeof e), val[i]);
         }
-        for (size_t i = 0; i < len; i++)
+        /* checked here, not only per file line, so that --set values obey it too: the value is
+         * written into checkpoints by config_to_ini and must load back from there */
+        for (size_t i = 0; i < len;) {
             if ((unsigned char)val[i] < 0x20 || val[i] == 0x7f)
                 return err_set(err, "%s: %s.%s contains control character 0x%02x; remove it",
                                where, k->section, k->key, (unsigned char)val[i]);
+            size_t u = utf8_len((const unsigned char *)val + i, len - i);
+            if (u == 0)
+                return err_set(err, "%s: %s.%s is not valid UTF-8 (at byte %zu); write it as "
+                               "UTF-8", where, k->section, k->key, i + 1);
+            i += u;
+        }
         if (len >= k->size)
             return err_set(err, "%s: %s.%s is %zu bytes long, over the %zu-byte limit; use a "
                            "shorter value", where, k->section, k->key, len, k->size - 1);
@@ -387,27 +416,6 @@ static char *trim(char *s) {
     size_t n = strlen(s);
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
     return s;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    unsigned cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
-    else return 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
 }
 
 static Status parse_text(Config *c, const char *text, size_t n, const char *src, Err *err) {

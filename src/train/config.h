@@ -148,8 +148,9 @@ Status config_load(Config *c, const char *path, Err *err);
 Status config_load_string(Config *c, const char *text, const char *source_name, Err *err);
 
 /* One command-line override "section.key=value" (value trimmed, quotes allowed for strings, an
- * empty value allowed only for strings). Errors name "--set section.key" (or "--set ARG" when
- * the argument itself is malformed) and say what to do. */
+ * empty value allowed only for strings; a string must be valid UTF-8 without control characters,
+ * as in a file, so that config_to_ini of the result loads back). Errors name "--set section.key"
+ * (or "--set ARG" when the argument itself is malformed) and say what to do. */
 Status config_set(Config *c, const char *assignment, Err *err);
 
 /* Every key's range/enum again (the struct may have been edited in code), then cross-key rules:

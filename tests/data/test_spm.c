@@ -393,6 +393,23 @@ int main(void) {
                    "id out of range: '%s'", err.msg);
             free(ids);
         }
+        /* the same id, but the file claims a vocabulary that holds it and has the right key and
+         * CRCs: encoded_load accepts the file; encoded_build must check the ids against the
+         * model (they index its embedding tables), refuse the cache and rebuild it */
+        {
+            Encoded bad = e1;
+            int32_t *ids = xmalloc((size_t)e1.src_off[e1.n] * 4);
+            memcpy(ids, e1.src_ids, (size_t)e1.src_off[e1.n] * 4);
+            ids[5] = V + 3;
+            bad.src_ids = ids;
+            EXPECT(encoded_save(&bad, cache, key, V + 10, &err) == STATUS_OK, "save: %s", err.msg);
+            EXPECT(encoded_build(&e2, srcp, tgtp, np, s, cache, &err) == STATUS_OK,
+                   "rebuild: %s", err.msg);
+            EXPECT(encoded_last_was_cache_hit == 0, "a cache with ids >= vocab was used");
+            EXPECT(encoded_equal(&e1, &e2), "rebuilt after ids >= vocab == original");
+            encoded_free(&e2);
+            free(ids);
+        }
         /* key mismatch (changed corpus) -> build re-encodes */
         EXPECT(encoded_build(&e2, srcp, tgtp, np, s, cache, &err) == STATUS_OK, "restore cache");
         encoded_free(&e2);

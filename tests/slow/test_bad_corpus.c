@@ -56,7 +56,7 @@ static int train_on(const char *tsrc, const char *ttgt, const char *vsrc, const 
     tr_arg(&a, "data.max_len=200");
     tr_arg(&a, "--set");
     tr_arg(&a, "data.max_line_bytes=5000");
-    const char *log = tr_keep(tr_fmt("%s/run%02d.log", g_work, g_run_no));
+    const char *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, g_run_no));
     int rc = tr_run(a.v, log, NULL, TIMEOUT);
     tr_argv_free(&a);
     printf("run %d: exit %d: %s\n", g_run_no, rc, tr_last_line(log));
@@ -70,9 +70,9 @@ int main(void) {
     g_work = work;
 
     /* the damaged training corpus */
-    const char *de = tr_keep(tr_fmt("%s/bad.de.gz", g_work)); /* plain text, named .gz */
-    const char *en_txt = tr_keep(tr_fmt("%s/bad.en.txt", g_work));
-    const char *en = tr_keep(tr_fmt("%s/bad.en.gz", g_work));
+    const char *de = test_strdup(tr_fmt("%s/bad.de.gz", g_work)); /* plain text, named .gz */
+    const char *en_txt = test_strdup(tr_fmt("%s/bad.en.txt", g_work));
+    const char *en = test_strdup(tr_fmt("%s/bad.en.gz", g_work));
     {
         size_t n = 0;
         char *t = test_read_file(tr_fmt("%s/train.de", g_work), &n);
@@ -118,7 +118,7 @@ int main(void) {
     append(en_txt, "The end.", 8);
     gzip_file(en_txt, en);
 
-    const char *vde = tr_keep(tr_fmt("%s/val.de", g_work)), *ven = tr_keep(tr_fmt("%s/val.en", g_work));
+    const char *vde = test_strdup(tr_fmt("%s/val.de", g_work)), *ven = test_strdup(tr_fmt("%s/val.en", g_work));
     const char *log = NULL;
     int rc = train_on(de, en, vde, ven, &log);
     EXPECT(rc == 0, "the damaged corpus should train (exit %d)", rc);
@@ -133,14 +133,14 @@ int main(void) {
     if (!tr_file_contains(log, summary) || !tr_file_contains(log, filt)) tr_print_tail(log, 12);
 
     /* refusals */
-    const char *short_en = tr_keep(tr_fmt("%s/val99.en", g_work));
+    const char *short_en = test_strdup(tr_fmt("%s/val99.en", g_work));
     EXPECT(tr_gz_head(TR_DATA "/val.en.gz", short_en, 99) == 99, "write %s", short_en);
     rc = train_on(de, en, vde, short_en, &log);
     EXPECT(rc == 1 && strstr(tr_last_line(log), tr_fmt("line count mismatch: %s has 100 lines "
                                                        "but %s has 99 lines", vde, short_en)),
            "line-count mismatch: exit %d", rc);
 
-    const char *vgz = tr_keep(tr_fmt("%s/val.de.gz", g_work)), *vcut = tr_keep(tr_fmt("%s/cut.de.gz", g_work));
+    const char *vgz = test_strdup(tr_fmt("%s/val.de.gz", g_work)), *vcut = test_strdup(tr_fmt("%s/cut.de.gz", g_work));
     gzip_file(vde, vgz);
     {
         size_t n = 0;
@@ -152,7 +152,7 @@ int main(void) {
     EXPECT(rc == 1 && strstr(tr_last_line(log), tr_fmt("%s: truncated gzip file", vcut)),
            "truncated gzip: exit %d", rc);
 
-    const char *e1 = tr_keep(tr_fmt("%s/empty.de", g_work)), *e2 = tr_keep(tr_fmt("%s/empty.en", g_work));
+    const char *e1 = test_strdup(tr_fmt("%s/empty.de", g_work)), *e2 = test_strdup(tr_fmt("%s/empty.en", g_work));
     test_write_file(e1, "", 0);
     test_write_file(e2, "", 0);
     rc = train_on(de, en, e1, e2, &log);

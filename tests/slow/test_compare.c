@@ -174,7 +174,7 @@ int main(void) {
            "needs it for its PNG plots");
 
     /* ---- run 1: trained here, compared as a folder ---- */
-    const char *general = strdup(tr_fmt("%s/general", g_work));
+    const char *general = test_strdup(tr_fmt("%s/general", g_work));
     TrArgv a;
     tr_train_argv(&a, g_work, general);
     tr_arg(&a, "--set");
@@ -196,11 +196,11 @@ int main(void) {
     }
 
     /* ---- run 2: a config whose folder is empty; compare trains it ---- */
-    const char *dot_ini = strdup(tr_fmt("%s/dot.ini", g_work));
-    const char *dot_dir = strdup(tr_fmt("%s/dot", g_work));
+    const char *dot_ini = test_strdup(tr_fmt("%s/dot.ini", g_work));
+    const char *dot_dir = test_strdup(tr_fmt("%s/dot", g_work));
     write_ini(dot_ini, "dot", dot_dir, 1, "model.attention=luong_dot", NULL);
 
-    const char *out = strdup(tr_fmt("%s/cmp", g_work));
+    const char *out = test_strdup(tr_fmt("%s/cmp", g_work));
     rc = compare("compare", general, dot_ini, "--out", out, "--beam", "2", NULL);
     EXPECT(rc == 0, "trainer compare failed (exit %d)", rc);
     if (rc != 0) {
@@ -211,7 +211,7 @@ int main(void) {
            dot_ini, dot_dir);
 
     /* ---- outputs ---- */
-    const char *csv = tr_fmt("%s/compare.csv", out), *md = strdup(tr_fmt("%s/compare.md", out));
+    const char *csv = tr_fmt("%s/compare.csv", out), *md = test_strdup(tr_fmt("%s/compare.md", out));
     EXPECT(tr_exists(csv), "%s missing", csv);
     EXPECT(tr_exists(md), "%s missing", md);
     check_csv(csv);
@@ -236,14 +236,14 @@ int main(void) {
     int np = 1;
     static const char *const runs[2] = {"general", "dot"};
     for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++) pngs[np++] = strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
+        for (int i = 0; i < 3; i++) pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
     for (int i = 0; i < np; i++) {
         const char *p = tr_fmt("%s/%s", out, pngs[i]);
         EXPECT(is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));
     }
 
     /* ---- refusals ---- */
-    const char *empty = strdup(tr_fmt("%s/empty_run", g_work));
+    const char *empty = test_strdup(tr_fmt("%s/empty_run", g_work));
     mkdir(empty, 0755);
     rc = compare("bad_empty", general, empty, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare with an empty folder as RUN exited %d, expected 2", rc);
@@ -255,7 +255,7 @@ int main(void) {
     EXPECT(rc == 2, "compare with a missing path as RUN exited %d, expected 2", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/bad_missing.err", g_work), missing),
            "the message does not name %s", missing);
-    const char *notest = strdup(tr_fmt("%s/notest.ini", g_work));
+    const char *notest = test_strdup(tr_fmt("%s/notest.ini", g_work));
     /* same folder as "general" (has best.ckpt: no training), but the .ini has no test set */
     write_ini(notest, "notest", general, 0, "model.attention=luong_general", NULL);
     rc = compare("bad_notest", notest, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);

@@ -19,9 +19,9 @@ static char *work; /* the test's folder (tr_begin) */
 int main(void) {
     double t_start;
     work = tr_begin("test_concurrent_eval", &t_start);
-    const char *dir = tr_keep(tr_fmt("%s/run", work));
-    const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
-    const char *src = tr_keep(tr_fmt("%s/eval.de", work)), *ref = tr_keep(tr_fmt("%s/eval.en", work));
+    const char *dir = test_strdup(tr_fmt("%s/run", work));
+    const char *last = test_strdup(tr_fmt("%s/last.ckpt", dir));
+    const char *src = test_strdup(tr_fmt("%s/eval.de", work)), *ref = test_strdup(tr_fmt("%s/eval.en", work));
     EXPECT(tr_gz_head(TR_DATA "/val.de.gz", src, 20) == 20 &&
                tr_gz_head(TR_DATA "/val.en.gz", ref, 20) == 20, "cannot write the eval slice");
 
@@ -33,7 +33,7 @@ int main(void) {
     tr_arg(&a, "train.max_steps=%d", MAX_STEPS);
     tr_arg(&a, "--set");
     tr_arg(&a, "train.max_epochs=10");
-    const char *tlog = tr_keep(tr_fmt("%s/train.log", work));
+    const char *tlog = test_strdup(tr_fmt("%s/train.log", work));
     pid_t trainer = tr_spawn(a.v, tlog, 0, NULL);
     tr_argv_free(&a);
 

@@ -44,7 +44,7 @@ static int run_eval(const char *ckpt, const char *src, const char *ref, const ch
 int main(void) {
     double t_start;
     g_work = tr_begin("test_e2e", &t_start);
-    const char *dir = strdup(tr_fmt("%s/run", g_work));
+    const char *dir = test_strdup(tr_fmt("%s/run", g_work));
 
     /* ---- train ---- */
     TrArgv a;
@@ -98,7 +98,7 @@ int main(void) {
                "validation perplexity did not fall: %s -> %s", m.vals[0].ppl, m.vals[1].ppl);
 
     /* ---- eval on the validation slice ---- */
-    const char *bestck = strdup(tr_fmt("%s/best.ckpt", dir));
+    const char *bestck = test_strdup(tr_fmt("%s/best.ckpt", dir));
     static const char *const keys[] = {"bleu", "chrf", "ppl", "sentences", "seconds", NULL};
     char line[8192], why[512] = "";
     rc = run_eval(bestck, tr_fmt("%s/val.de", g_work), tr_fmt("%s/val.en", g_work), "eval100",
@@ -133,7 +133,7 @@ int main(void) {
     }
 
     /* ---- translate ---- */
-    const char *in5 = strdup(tr_fmt("%s/in5.de", g_work));
+    const char *in5 = test_strdup(tr_fmt("%s/in5.de", g_work));
     EXPECT(tr_gz_head(tr_fmt("%s/val.de", g_work), in5, 5) == 5, "cannot write %s", in5);
     TrArgv t = {0};
     tr_arg(&t, "%s", tr_bin());
@@ -141,8 +141,8 @@ int main(void) {
     tr_arg(&t, "--checkpoint");
     tr_arg(&t, "%s", bestck);
     tr_print_argv("translate (stdin: 5 lines)", t.v);
-    const char *out = strdup(tr_fmt("%s/translate.out", g_work));
-    const char *err = strdup(tr_fmt("%s/translate.err", g_work));
+    const char *out = test_strdup(tr_fmt("%s/translate.out", g_work));
+    const char *err = test_strdup(tr_fmt("%s/translate.err", g_work));
     rc = tr_wait(tr_spawn2(t.v, out, err, 0, in5), TIMEOUT);
     tr_argv_free(&t);
     long nl = tr_count_lines(out);

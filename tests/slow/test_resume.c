@@ -164,7 +164,7 @@ int main(void) {
 
     /* ---- A: the uninterrupted reference ---- */
     const char *dA = tr_fmt("%s/A", g_work);
-    dA = strdup(dA);
+    dA = test_strdup(dA);
     int rc = train(dA, NULL, NULL);
     EXPECT(rc == 0, "reference run failed (exit %d)", rc);
     if (rc != 0) return test_report("test_resume");
@@ -182,7 +182,7 @@ int main(void) {
     EXPECT(nb + 10 <= total, "epoch 2 too short (%ld steps in all)", total);
 
     /* ---- B1: stop mid-epoch at K, resume to 2K, resume again to the end ---- */
-    const char *dB1 = strdup(tr_fmt("%s/B1", g_work));
+    const char *dB1 = test_strdup(tr_fmt("%s/B1", g_work));
     rc = train(dB1, NULL, "--set", tr_fmt("train.max_steps=%d", K), NULL);
     EXPECT(rc == 0, "B1 first part failed (exit %d)", rc);
     EXPECT(tr_exists(tr_fmt("%s/last.ckpt", dB1)), "B1: no last.ckpt after max_steps = %d", K);
@@ -215,7 +215,7 @@ int main(void) {
                            "B1 final best.ckpt");
 
     /* ---- B2: stop on the last batch of epoch 1 (before its validation), resume ---- */
-    const char *dB2 = strdup(tr_fmt("%s/B2", g_work));
+    const char *dB2 = test_strdup(tr_fmt("%s/B2", g_work));
     rc = train(dB2, NULL, "--set", tr_fmt("train.max_steps=%ld", nb), NULL);
     EXPECT(rc == 0, "B2 first part failed (exit %d)", rc);
     m = metrics_of(dB2);
@@ -234,7 +234,7 @@ int main(void) {
     EXPECT(tr_exists(tr_fmt("%s/best.ckpt", dB2)), "B2: no best.ckpt after epoch 1");
 
     /* ---- B3: one whole epoch, then resume from the epoch-end checkpoint ---- */
-    const char *dB3 = strdup(tr_fmt("%s/B3", g_work));
+    const char *dB3 = test_strdup(tr_fmt("%s/B3", g_work));
     rc = train(dB3, NULL, "--set", "train.max_epochs=1", NULL);
     EXPECT(rc == 0, "B3 first part failed (exit %d)", rc);
     rc = train(dB3, NULL, "--resume", "--set", "train.max_epochs=2", "--set",
@@ -270,7 +270,7 @@ int main(void) {
            rc);
     EXPECT(tr_file_contains(log, "data.vocab_size"), "the refusal should name data.vocab_size");
 
-    const char *dE = strdup(tr_fmt("%s/empty", g_work));
+    const char *dE = test_strdup(tr_fmt("%s/empty", g_work));
     mkdir(dE, 0755);
     rc = train(dE, &log, "--resume", NULL);
     printf("resume in an empty folder: exit %d, says: %s\n", rc, tr_last_line(log));

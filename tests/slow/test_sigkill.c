@@ -121,14 +121,14 @@ int main(void) {
     uint64_t seed = seed_env && *seed_env ? strtoull(seed_env, NULL, 10) : 20240611ull;
     g_rng = seed * 0x9E3779B97F4A7C15ull + 1;
     g_work = strdup(test_tmpdir());
-    g_dir = tr_keep(tr_fmt("%s/run", g_work));
+    g_dir = test_strdup(tr_fmt("%s/run", g_work));
     printf("test_sigkill: working in %s, seed %llu, %d kills (threads = 1, save_every = 1)\n",
            g_work, (unsigned long long)seed, N_KILLS);
     tr_make_slices(g_work, 2000, 100);
     EXPECT(tr_gz_head(TR_DATA "/val.de.gz", tr_fmt("%s/eval.de", g_work), 20) == 20 &&
                tr_gz_head(TR_DATA "/val.en.gz", tr_fmt("%s/eval.en", g_work), 20) == 20,
            "cannot write the eval slice");
-    const char *last = tr_keep(tr_fmt("%s/last.ckpt", g_dir));
+    const char *last = test_strdup(tr_fmt("%s/last.ckpt", g_dir));
 
     int resume = 0, ever_saved = 0, kills_with_tmp = 0, refusals = 0, in_save = 0, aimed = 0;
     int survived = 0, stale_removed = 0;
@@ -137,14 +137,14 @@ int main(void) {
     for (int k = 1; k <= N_KILLS; k++) {
         TrArgv a;
         train_argv(&a, resume, 0);
-        const char *log = tr_keep(tr_fmt("%s/train%02d.log", g_work, ++g_run_no));
+        const char *log = test_strdup(tr_fmt("%s/train%02d.log", g_work, ++g_run_no));
         int aim = k > 1 && uniform01() < 0.5; /* kill inside a save */
         int target_save = 1 + (int)(4 * uniform01()); /* aimed: which save of this run */
         double delay = k == 1 ? 0.2 : aim ? 0.04 * uniform01() : 0.2 + 2.8 * uniform01();
         double t0 = tr_now();
         pid_t pid = tr_spawn(a.v, log, 0, NULL);
         tr_argv_free(&a);
-        const char *tmp = tr_keep(tr_fmt("%s/last.ckpt.tmp.%ld", g_dir, (long)pid));
+        const char *tmp = test_strdup(tr_fmt("%s/last.ckpt.tmp.%ld", g_dir, (long)pid));
         int status = 0, ended = 0;
         if (aim) { /* wait for this process's temporary file to appear for the target_save-th
                     * time (it is renamed away after each save), then kill after delay */

@@ -97,7 +97,7 @@ int main(void) {
     g_work = work;
 
     /* 0. reference losses */
-    const char *ref_dir = tr_keep(tr_fmt("%s/ref", g_work));
+    const char *ref_dir = test_strdup(tr_fmt("%s/ref", g_work));
     TrArgv a;
     train_argv(&a, ref_dir, 0, REF_STEPS, 0);
     int rc = tr_run(a.v, tr_fmt("%s/ref.log", g_work), NULL, TIMEOUT);
@@ -111,9 +111,9 @@ int main(void) {
     static const int sigs[] = {SIGTERM, SIGINT};
     static const char *const names[] = {"SIGTERM", "SIGINT"};
     for (int k = 0; k < 2; k++) {
-        const char *dir = tr_keep(tr_fmt("%s/%s", g_work, names[k]));
-        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
-        const char *log = tr_keep(tr_fmt("%s/%s.log", g_work, names[k]));
+        const char *dir = test_strdup(tr_fmt("%s/%s", g_work, names[k]));
+        const char *last = test_strdup(tr_fmt("%s/last.ckpt", dir));
+        const char *log = test_strdup(tr_fmt("%s/%s.log", g_work, names[k]));
         train_argv(&a, dir, 0, 0, 0);
         pid_t pid = start_and_wait(&a, dir, log, 5);
         tr_argv_free(&a);
@@ -173,9 +173,9 @@ int main(void) {
 
     /* 2. two signals in a row */
     {
-        const char *dir = tr_keep(tr_fmt("%s/twice", g_work));
-        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
-        const char *log = tr_keep(tr_fmt("%s/twice.log", g_work));
+        const char *dir = test_strdup(tr_fmt("%s/twice", g_work));
+        const char *last = test_strdup(tr_fmt("%s/last.ckpt", dir));
+        const char *log = test_strdup(tr_fmt("%s/twice.log", g_work));
         train_argv(&a, dir, 5, 0, 0);
         pid_t pid = start_and_wait(&a, dir, log, 12);
         tr_argv_free(&a);
@@ -198,9 +198,9 @@ int main(void) {
     }
     /* 3. SIGTERM during the validation at the end of epoch 1 */
     {
-        const char *dir = tr_keep(tr_fmt("%s/val", g_work));
-        const char *last = tr_keep(tr_fmt("%s/last.ckpt", dir));
-        const char *log = tr_keep(tr_fmt("%s/val.log", g_work));
+        const char *dir = test_strdup(tr_fmt("%s/val", g_work));
+        const char *last = test_strdup(tr_fmt("%s/last.ckpt", dir));
+        const char *log = test_strdup(tr_fmt("%s/val.log", g_work));
         train_argv(&a, dir, 0, 0, 0);
         pid_t pid = start_and_wait(&a, dir, log, 1);
         tr_argv_free(&a);

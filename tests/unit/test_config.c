@@ -307,6 +307,11 @@ static void test_set(void) {
     BAD_SET("model.hidden=", "--set model.hidden: model.hidden has an empty value", NULL);
     BAD_SET("train.dropout=0.1", "unknown key 'dropout' in [train]", NULL);
     BAD_SET("model.type=cnn", "--set model.type: model.type = cnn", "rnn, transformer");
+    /* found by fuzzing (tests/fuzz/regressions/config/set_invalid_utf8_string): a --set string
+     * that is not UTF-8 was accepted, and config_to_ini then wrote a config that cannot load */
+    BAD_SET("data.train_src=a\xff.gz", "--set data.train_src: data.train_src is not valid UTF-8",
+            NULL);
+    BAD_SET("run.name=\"\xed\xa0\x80\"", "run.name is not valid UTF-8", NULL);
 }
 
 static void test_validate(void) {
