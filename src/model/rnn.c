@@ -522,7 +522,6 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, b->tgt_out, (int)NT, V, smoothing,
                                          SPM_PAD_ID, 0.0f);
-    be->zero(m->dlogits, sizeof(float) * NT * V);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, b->tgt_out, (int)NT, V,
                                             smoothing, SPM_PAD_ID, grad_scale);
 

@@ -40,7 +40,7 @@ typedef struct {             /* saved activations of one sub-layer */
 typedef struct {
     Sub sub[3];
     float *self_buf, *cross_buf; /* MhaActs storage */
-    float *hd, *hmask;           /* [N,F] dropout(relu(a W1ᵀ + b1)) and its mask */
+    float *hd;                   /* [N,F] dropout(relu(a W1ᵀ + b1)) */
 } LayerActs;
 
 typedef struct {             /* decoding caches of one decoder layer (backend memory) */
@@ -63,15 +63,18 @@ struct TfModel {
     void *allocs[512];
     int nallocs;
     int B, S, T;                                          /* the current batch */
+    int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
     int *h_src, *h_tin, *h_tout, *h_slen, *h_slen_bh, *h_tlen, *h_tlen_bh; /* host staging */
+    int *h_rows, *h_rows_tout;
     int *d_src, *d_tin, *d_tout, *d_slen, *d_slen_bh, *d_tlen, *d_tlen_bh;
+    int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
     float *pe;                                            /* [capPos, D] */
     float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
     float *tgt_emb, *tgt_x, *tgt_mask;                    /* [NT,D] */
     LayerActs ea[TF_MAXL], da[TF_MAXL];
     float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
     float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
-    float *logits, *dlogits;                              /* [NT,V] */
+    float *logits, *dlogits;                              /* [NR,V] */
     MhaScratch scr;                                       /* [max(NS,NT), D] each */
     float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
     float *fh1, *fh2;                                     /* [max(NS,NT), F] */
@@ -86,7 +89,7 @@ struct TfModel {
     int *h_rlen, *h_rlen_bh, *h_step_bh, *h_parent, *h_parent_bh; /* host [R] / [R·NH] */
     int *d_rlen, *d_rlen_bh, *d_step_bh, *d_parent_bh, *d_rowmap;
     float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
-    float *h1, *hmask1;           /* [R,F] FFN activation, its (all-ones) dropout mask */
+    float *h1;                    /* [R,F] FFN activation */
     float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
     float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
     float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
@@ -206,7 +209,7 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
     }
     la->self_buf = act(m, mha_acts_floats(&L->self, N, N, Tk_self));
     la->cross_buf = dec ? act(m, mha_acts_floats(&L->cross, N, NK, m->capS)) : NULL;
-    la->hd = act(m, N * m->F), la->hmask = act(m, N * m->F);
+    la->hd = act(m, N * m->F);
 }
 
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
@@ -224,11 +227,14 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->h_src = xrealloc(m->h_src, sizeof(int) * NS);
     m->h_tin = xrealloc(m->h_tin, sizeof(int) * NT);
     m->h_tout = xrealloc(m->h_tout, sizeof(int) * NT);
+    m->h_rows = xrealloc(m->h_rows, sizeof(int) * NT);
+    m->h_rows_tout = xrealloc(m->h_rows_tout, sizeof(int) * NT);
     m->h_slen = xrealloc(m->h_slen, sizeof(int) * B);
     m->h_tlen = xrealloc(m->h_tlen, sizeof(int) * B);
     m->h_slen_bh = xrealloc(m->h_slen_bh, sizeof(int) * B * NH);
     m->h_tlen_bh = xrealloc(m->h_tlen_bh, sizeof(int) * B * NH);
     m->d_src = iact(m, NS), m->d_tin = iact(m, NT), m->d_tout = iact(m, NT);
+    m->d_rows = iact(m, NT), m->d_rows_tout = iact(m, NT);
     m->d_slen = iact(m, B), m->d_tlen = iact(m, B);
     m->d_slen_bh = iact(m, (size_t)B * NH), m->d_tlen_bh = iact(m, (size_t)B * NH);
     m->pe = act(m, (size_t)m->capPos * D);
@@ -257,7 +263,7 @@ static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
     int B = hb->B, S = hb->S, T = hb->T, NH = m->NH;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
               (long)B * T <= m->capNT, "batch larger than transformer_reserve'd capacity");
-    m->B = B, m->S = S, m->T = T;
+    m->B = B, m->S = S, m->T = T, m->NR = 0;
     for (int b = 0; b < B; b++) {
         for (int s = 0; s < S; s++) m->h_src[b * S + s] = hb->src[s * B + b];
         m->h_slen[b] = hb->src_len[b];
@@ -266,6 +272,10 @@ static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
             m->h_tin[b * T + t] = hb->tgt_in[t * B + b];
             m->h_tout[b * T + t] = hb->tgt_out[t * B + b];
             if (hb->tgt_in[t * B + b] != SPM_PAD_ID) len = t + 1;
+            if (hb->tgt_out[t * B + b] != SPM_PAD_ID) {
+                m->h_rows[m->NR] = b * T + t;
+                m->h_rows_tout[m->NR++] = hb->tgt_out[t * B + b];
+            }
         }
         m->h_tlen[b] = len;
         for (int h = 0; h < NH; h++)
@@ -277,6 +287,8 @@ static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
     if (!with_targets) return;
     be->upload(m->d_tin, m->h_tin, sizeof(int) * B * T);
     be->upload(m->d_tout, m->h_tout, sizeof(int) * B * T);
+    be->upload(m->d_rows, m->h_rows, sizeof(int) * m->NR);
+    be->upload(m->d_rows_tout, m->h_rows_tout, sizeof(int) * m->NR);
     be->upload(m->d_tlen, m->h_tlen, sizeof(int) * B);
     be->upload(m->d_tlen_bh, m->h_tlen_bh, sizeof(int) * B * NH);
 }
@@ -329,7 +341,7 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
     const Backend *be = m->be;
     int D = m->D, F = m->F;
     be->matmul(m->fh1, a, L->W1.w, N, F, D, 0, 1, 1.0f, 0.0f);
-    be->bias_relu_dropout_forward(la->hd, la->hmask, m->fh1, L->b1.w, p, key, N, F);
+    be->bias_relu_dropout_forward(la->hd, m->fh1, L->b1.w, p, key, N, F);
     be->matmul(out, la->hd, L->W2.w, N, D, F, 0, 1, 1.0f, 0.0f);
     be->bias_forward(out, L->b2.w, N, D);
 }
@@ -344,8 +356,8 @@ static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, flo
     be->matmul(L->W2.g, dout, la->hd, D, F, N, 1, 0, 1.0f, 1.0f);
     be->bias_backward(L->b2.g, dout, N, D);
     be->matmul(m->fh1, dout, L->W2.w, N, F, D, 0, 0, 1.0f, 0.0f);
-    /* hd = dropout(relu(pre + b1)) */
-    be->relu_dropout_backward(m->fh2, m->fh1, la->hd, la->hmask, (size_t)N * F);
+    /* hd = dropout(relu(pre + b1)), with the training dropout rate (backward runs only then) */
+    be->relu_dropout_backward(m->fh2, m->fh1, la->hd, m->c.dropout, (size_t)N * F);
     /* pre = a W1ᵀ */
     be->matmul(L->W1.g, m->fh2, a, F, D, N, 1, 0, 1.0f, 1.0f);
     be->bias_backward(L->b1.g, m->fh2, N, F);
@@ -502,22 +514,35 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
                               m->ln_dec.b.w, NT, D);
         y = m->dec_y;
     }
-    /* logits = y W_outᵀ + b_out */
-    be->matmul(m->logits, y, W_out(m)->w, NT, V, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->logits, m->b_out.w, NT, V);
+    /* logits = y W_outᵀ + b_out over the NR target positions that are not padding (the output
+     * layer is the largest product; padding is about a sixth of the target positions of a
+     * length-bucketed batch): yr = y[rows] (g3, free until the stacks' backward) */
+    int packed = m->NR > 0 && m->NR < NT, R = packed ? m->NR : NT;
+    const int *tg = packed ? m->d_rows_tout : m->d_tout;
+    const float *yr = y;
+    if (packed) {
+        be->gather_rows(m->g3, y, m->d_rows, R, D);
+        yr = m->g3;
+    }
+    be->matmul(m->logits, yr, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
+    be->bias_forward(m->logits, m->b_out.w, R, V);
     if (!train)
-        return be->xent_forward_backward(NULL, m->logits, m->d_tout, NT, V, smoothing,
-                                         SPM_PAD_ID, 0.0f);
-    be->zero(m->dlogits, sizeof(float) * NT * V);
-    double loss = be->xent_forward_backward(m->dlogits, m->logits, m->d_tout, NT, V, smoothing,
+        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, SPM_PAD_ID, 0.0f);
+    double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
                                             SPM_PAD_ID, grad_scale);
 
     /* ---------------- backward ---------------- */
     Param *Wo = (Param *)W_out(m);
-    be->matmul(Wo->g, m->dlogits, y, V, D, NT, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(m->b_out.g, m->dlogits, NT, V);
+    be->matmul(Wo->g, m->dlogits, yr, V, D, R, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(m->b_out.g, m->dlogits, R, V);
     float *dy = m->gA;
-    be->matmul(dy, m->dlogits, Wo->w, NT, D, V, 0, 0, 1.0f, 0.0f);
+    if (packed) { /* dy[rows] = dlogits W_out, zero elsewhere (scattered like an embedding) */
+        be->matmul(m->g2, m->dlogits, Wo->w, R, D, V, 0, 0, 1.0f, 0.0f);
+        be->zero(dy, sizeof(float) * NT * D);
+        be->embedding_backward(dy, m->g2, m->d_rows, R, D);
+    } else {
+        be->matmul(dy, m->dlogits, Wo->w, NT, D, V, 0, 0, 1.0f, 0.0f);
+    }
     if (m->pre) { /* y = LN_dec(x) */
         be->zero(m->gB, sizeof(float) * NT * D);
         be->layernorm_backward(m->gB, m->ln_dec.w.g, m->ln_dec.b.g, dy, x, m->ln_dec.w.w,
@@ -542,7 +567,10 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
     return loss;
 }
 
-const float *transformer_logits(const TfModel *m) { return m->logits; }
+const float *transformer_logits(const TfModel *m, int *rows) {
+    *rows = m->NR > 0 && m->NR < m->B * m->T ? m->NR : m->B * m->T;
+    return m->logits;
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* incremental decoding                                                                     */
@@ -582,7 +610,7 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
                     &m->qlast};
     for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, (size_t)R * D);
-    m->h1 = dact(m, (size_t)R * m->F), m->hmask1 = dact(m, (size_t)R * m->F);
+    m->h1 = dact(m, (size_t)R * m->F);
     m->lnm = dact(m, R), m->lnr = dact(m, R);
     m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
     m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
@@ -684,7 +712,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         /* FFN (no dropout when decoding) */
         a = step_input(m, &L->ln[2], m->x1);
         be->matmul(m->h1, a, L->W1.w, R, F, D, 0, 1, 1.0f, 0.0f);
-        be->bias_relu_dropout_forward(m->h1, m->hmask1, m->h1, L->b1.w, 0.0f, 0, R, F);
+        be->bias_relu_dropout_forward(m->h1, m->h1, L->b1.w, 0.0f, 0, R, F);
         be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
         be->bias_forward(m->f1, L->b2.w, R, D);
         step_residual(m, &L->ln[2], m->x1, m->f1);
@@ -749,7 +777,7 @@ void transformer_free(TfModel *m) {
     free_list(m->be, m->allocs, &m->nallocs);
     free_list(m->be, m->dallocs, &m->ndallocs);
     int **h[] = {&m->h_src, &m->h_tin, &m->h_tout, &m->h_slen, &m->h_slen_bh, &m->h_tlen,
-                 &m->h_tlen_bh, &m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent,
+                 &m->h_tlen_bh, &m->h_rows, &m->h_rows_tout, &m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent,
                  &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);

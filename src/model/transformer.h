@@ -50,8 +50,11 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
  * dropout_key) and accumulates the parameter gradients scaled by grad_scale. */
 double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int train,
                         uint64_t dropout_key, float grad_scale);
-/* Backend pointer to the last transformer_loss's logits [B,T,V] (batch-major; tests). */
-const float *transformer_logits(const TfModel *m);
+/* Backend pointer to the last transformer_loss's logits [R,V] (tests): the output layer runs
+ * only on the target positions whose tgt_out is not padding, so when the batch has some (and
+ * at least one real target) R is their number and the rows are those positions in (b, t)
+ * order; else R = B·T, batch-major [B,T,V]. *rows receives R. */
+const float *transformer_logits(const TfModel *m, int *rows);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * decode_begin encodes hb's sources (at most max_T steps will follow), projects every decoder layer's cross-attention keys and

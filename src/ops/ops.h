@@ -84,15 +84,18 @@ struct Backend {
                                const float *inp, const float *weight, const float *mean,
                                const float *rstd, int N, int C);
     /* The feed-forward network's activation (Vaswani et al. 2017 eq. 2) with its dropout, in one
-     * pass: out[N,C] = max(inp + bias[C], 0) · mask, mask[N,C] drawn as in dropout_forward
-     * (rng_hash(key, i) over the flattened index; p = 0 gives mask = 1). out may equal inp. */
-    void (*bias_relu_dropout_forward)(float *out, float *mask, const float *inp,
-                                      const float *bias, float p, uint64_t key, int N, int C);
-    /* dinp = dout · mask · [out > 0] over n elements: the gradient of the pre-activation
-     * (inp + bias), OVERWRITTEN, not accumulated (a temporary, like lstm's dgates); the bias
-     * gradient is bias_backward of it. A dropped element (mask 0) has out = 0. */
-    void (*relu_dropout_backward)(float *dinp, const float *dout, const float *out,
-                                  const float *mask, size_t n);
+     * pass: out[N,C] = max(inp + bias[C], 0) · mask, mask drawn as in dropout_forward
+     * (rng_hash(key, i) over the flattened index; p = 0 gives mask = 1) and not stored: out
+     * itself tells relu_dropout_backward where the gradient flows. out may equal inp. */
+    void (*bias_relu_dropout_forward)(float *out, const float *inp, const float *bias, float p,
+                                      uint64_t key, int N, int C);
+    /* dinp = dout · mask · [inp + bias > 0] over n elements, from bias_relu_dropout_forward's
+     * out and its p: out > 0 exactly where the element was kept (mask = 1/(1-p)) and positive,
+     * so dinp = [out > 0] · dout / (1 - p). The gradient of the pre-activation (inp + bias),
+     * OVERWRITTEN, not accumulated (a temporary, like lstm's dgates); the bias gradient is
+     * bias_backward of it. */
+    void (*relu_dropout_backward)(float *dinp, const float *dout, const float *out, float p,
+                                  size_t n);
     /* out[A,D1,D0,C] = inp[A,D0,D1,C] (axes 1 and 2 swapped): splits heads, [B,T,NH,HS] →
      * [B,NH,T,HS] (D0 = T, D1 = NH), and merges them back (D0 = NH, D1 = T). */
     void (*permute0213_forward)(float *out, const float *inp, int A, int D0, int D1, int C);
@@ -229,7 +232,8 @@ struct Backend {
      * Fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7):
      * target distribution (1-ε) one-hot + ε/V uniform; rows whose target == ignore_id add
      * nothing. Returns the summed loss over counted rows (nats) and, when dlogits != NULL,
-     * ADDS grad_scale * d(loss)/d(logits) into dlogits[N,V]. logits[N,V], targets[N]. */
+     * WRITES grad_scale * d(loss)/d(logits) to dlogits[N,V] (overwritten, not accumulated:
+     * the caller need not zero it; ignored rows get zeros). logits[N,V], targets[N]. */
     double (*xent_forward_backward)(float *dlogits, const float *logits, const int *targets,
                                     int N, int V, float smoothing, int ignore_id,
                                     float grad_scale);

@@ -177,7 +177,9 @@ static void check_padding(Case c) {
 static void teacher_logp(Model *m, int *ti, int *to, float *lp) {
     HostBatch hb = batch(ti, to);
     model_loss(m, &hb, 0.0f, 0, 0, 0.0f);
-    const float *lg = transformer_logits(m->tf);
+    int R = 0;
+    const float *lg = transformer_logits(m->tf, &R);
+    EXPECT(R == B * T, "teacher forcing without padding gave %d logit rows, not %d", R, B * T);
     for (int r = 0; r < B * T; r++) {
         double mx = -INFINITY, z = 0;
         for (int v = 0; v < V; v++) mx = lg[r * V + v] > mx ? lg[r * V + v] : mx;

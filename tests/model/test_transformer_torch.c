@@ -67,18 +67,26 @@ static void run(const char *path) {
     transformer_reserve(m, B, S, T, (long)B * S, (long)B * T);
     params_zero_grad(&ps);
     double loss = transformer_loss(m, &hb, (float)smoothing, 1, 99, 1.0f);
-    /* logits: ours batch-major [B,T,V], the fixture's time-major [T,B,V] */
-    const float *lg = transformer_logits(m);
+    /* logits: ours one row per non-padding target position in (b, t) order, the fixture's
+     * time-major [T,B,V] over every position */
+    int R = 0, r = 0, real = 0;
+    const float *lg = transformer_logits(m, &R);
+    for (int i = 0; i < B * T; i++) real += fx.tgt_out[i] != SPM_PAD_ID;
+    EXPECT(R == (real < B * T ? real : B * T), "%s: %d logit rows for %d real targets", path, R,
+           real);
     double lmax = 0;
     long lbad = 0;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
+    for (int b = 0; b < B && R == real; b++)
+        for (int t = 0; t < T; t++) {
+            if (fx.tgt_out[t * B + b] == SPM_PAD_ID) continue;
             for (int v = 0; v < V; v++) {
-                double ours = lg[((size_t)b * T + t) * V + v];
+                double ours = lg[(size_t)r * V + v];
                 double ref = fx.logits[((size_t)t * B + b) * V + v], d = fabs(ours - ref);
                 lmax = d > lmax ? d : lmax;
                 lbad += d > 1e-4 + 1e-4 * fabs(ref);
             }
+            r++;
+        }
     double loss_eval = transformer_loss(m, &hb, (float)smoothing, 0, 0, 0.0f);
     double lrel = fabs(loss - fx.loss) / fabs(fx.loss);
     double lrel_eval = fabs(loss_eval - fx.loss) / fabs(fx.loss);

@@ -34,8 +34,11 @@ void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, 
 
 void cpu_bias_forward(float *out, const float *bias, int N, int C) {
 #pragma omp parallel for if ((long)N * C > 65536)
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++) out[(size_t)n * C + c] += bias[c];
+    for (int n = 0; n < N; n++) {
+        float *o = out + (size_t)n * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] += bias[c];
+    }
 }
 
 void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
@@ -54,25 +57,25 @@ void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
 }
 
 void cpu_axpy(float *y, float a, const float *x, size_t n) {
-#pragma omp parallel for if (n > 262144)
+#pragma omp parallel for simd if (n > 262144)
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 void cpu_scale(float *x, float a, size_t n) {
-#pragma omp parallel for if (n > 262144)
+#pragma omp parallel for simd if (n > 262144)
     for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
 double cpu_sumsq(const float *x, size_t n) {
     double s = 0;
-#pragma omp parallel for reduction(+ : s) if (n > 262144)
+#pragma omp parallel for simd reduction(+ : s) if (n > 262144)
     for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
     return s;
 }
 
 int cpu_all_finite(const float *x, size_t n) {
     int ok = 1;
-#pragma omp parallel for reduction(& : ok) if (n > 262144)
+#pragma omp parallel for simd reduction(& : ok) if (n > 262144)
     for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) ? 1 : 0;
     return ok;
 }

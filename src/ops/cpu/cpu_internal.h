@@ -82,10 +82,10 @@ void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in
 void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, const float *mean,
                             const float *rstd, int N, int C);
-void cpu_bias_relu_dropout_forward(float *out, float *mask, const float *inp, const float *bias,
+void cpu_bias_relu_dropout_forward(float *out, const float *inp, const float *bias,
                                    float p, uint64_t key, int N, int C);
-void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out,
-                               const float *mask, size_t n);
+void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out, float p,
+                               size_t n);
 void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1, int C);
 void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int D1, int C);
 void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C);

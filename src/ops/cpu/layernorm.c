@@ -65,18 +65,20 @@ void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const flo
                 }
             }
         }
-        /* dw_c = Σ_n dout x̂, db_c = Σ_n dout: columns split among threads, rows in order */
+        /* dw_c = Σ_n dout x̂, db_c = Σ_n dout: columns split among threads in blocks of 64
+         * (vectorised across the block), rows in order */
         if (dweight || dbias) {
 #pragma omp for
-            for (int c0 = 0; c0 < C; c0 += 16) {
-                int c1 = c0 + 16 < C ? c0 + 16 : C;
-                float sw[16] = {0}, sb[16] = {0};
+            for (int c0 = 0; c0 < C; c0 += 64) {
+                int c1 = c0 + 64 < C ? c0 + 64 : C, w = c1 - c0;
+                float sw[64] = {0}, sb[64] = {0};
                 for (int n = 0; n < N; n++) {
-                    const float *x = inp + (size_t)n * C, *go = dout + (size_t)n * C;
+                    const float *x = inp + (size_t)n * C + c0, *go = dout + (size_t)n * C + c0;
                     float m = mean[n], r = rstd[n];
-                    for (int c = c0; c < c1; c++) {
-                        sw[c - c0] += go[c] * (x[c] - m) * r;
-                        sb[c - c0] += go[c];
+#pragma omp simd
+                    for (int j = 0; j < w; j++) {
+                        sw[j] += go[j] * (x[j] - m) * r;
+                        sb[j] += go[j];
                     }
                 }
                 for (int c = c0; c < c1; c++) {

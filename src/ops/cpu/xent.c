@@ -1,6 +1,7 @@
 /* xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7),
  * log-softmax and argmax for decoding. Semantics in ops/ops.h. */
 #include <math.h>
+#include <string.h>
 
 #include "ops/cpu/cpu_internal.h"
 
@@ -12,7 +13,10 @@ double cpu_xent_forward_backward(float *dlogits, const float *logits, const int 
     float conf = 1.0f - smoothing, uni = smoothing / (float)V;
 #pragma omp parallel for reduction(+ : total) schedule(static)
     for (int n = 0; n < N; n++) {
-        if (targets[n] == ignore_id) continue;
+        if (targets[n] == ignore_id) {
+            if (dlogits) memset(dlogits + (size_t)n * V, 0, sizeof(float) * V);
+            continue;
+        }
         const float *x = logits + (size_t)n * V;
         float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
@@ -30,7 +34,7 @@ double cpu_xent_forward_backward(float *dlogits, const float *logits, const int 
             float *g = dlogits + (size_t)n * V;
             float inv = (float)(1.0 / z), a = grad_scale * inv, c = grad_scale * uni;
 #pragma omp simd
-            for (int v = 0; v < V; v++) g[v] += a * cpu_expf(x[v] - mx) - c;
+            for (int v = 0; v < V; v++) g[v] = a * cpu_expf(x[v] - mx) - c;
             g[targets[n]] -= grad_scale * conf;
         }
     }
