@@ -3,10 +3,12 @@
 #include <cblas.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,13 +48,52 @@ static const char *signal_name(int sig) {
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
 }
 
-/* Removes temporary files a killed save left behind (<dir>/<name>.ckpt.tmp.<pid>). */
+/* One training run per folder: an exclusive flock on <dir>/train.lock, held until the process
+ * ends (the kernel releases it on any exit, SIGKILL included, so it never goes stale); the file
+ * holds the holder's pid for the message. Returns the descriptor, or -1 with err set when
+ * another process holds it (two runs would overwrite each other's checkpoints). */
+static int lock_run_dir(const char *dir, Err *err) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/train.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        err_set(err, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            err_set(err, "another trainer (pid %s) is already training in %s (it holds %s); "
+                    "wait for it to finish, stop it, or set another train.save_dir",
+                    pid[0] ? pid : "?", dir, path);
+        else
+            err_set(err, "cannot lock %s: %s", path, strerror(e));
+        return -1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+        pid[0] = 0; /* the pid is only for the message above: no error */
+    return fd;
+}
+
+/* Removes temporary files a killed save left behind (<dir>/<name>.ckpt.tmp.<pid>); called with
+ * the folder locked, and it spares a file whose pid is still alive all the same. */
 static void remove_stale_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *ent;
     while ((ent = readdir(d))) {
-        if (!strstr(ent->d_name, ".ckpt.tmp.")) continue;
+        const char *t = strstr(ent->d_name, ".ckpt.tmp.");
+        if (!t) continue;
+        long pid = strtol(t + strlen(".ckpt.tmp."), NULL, 10);
+        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+            continue; /* its process still runs */
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
         if (unlink(path) == 0) printf("removed %s, left by an interrupted save\n", path);
@@ -204,6 +245,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     HostBatch hb = {0};
     long *keep = NULL;
     FILE *metrics = NULL;
+    int lock_fd = -1;
     Spm *spm = NULL;
     TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
     NonfiniteInjection inject; /* tests only: TRAINER_TEST_INJECT_NONFINITE (train/inject.h) */
@@ -222,6 +264,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     }
     if (inject_parse(&inject, getenv(INJECT_ENV), err)) goto cleanup;
     if (make_dir(dir, err)) goto cleanup;
+    if ((lock_fd = lock_run_dir(dir, err)) < 0) goto cleanup;
     remove_stale_temps(dir);
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, err)) goto cleanup;
@@ -427,6 +470,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
            st.best_bleu, best, dir);
     rc = STATUS_OK;
 cleanup:
+    if (lock_fd >= 0) close(lock_fd); /* releases the folder */
     if (metrics) fclose(metrics);
     batch_plan_free(&plan);
     host_batch_free(&hb);

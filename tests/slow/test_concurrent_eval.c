@@ -37,7 +37,7 @@ int main(void) {
     pid_t trainer = tr_spawn(a.v, tlog, 0, NULL);
     tr_argv_free(&a);
 
-    int trainer_rc = -100, evals = 0, evals_ok = 0, loads = 0, loads_ok = 0;
+    int trainer_rc = -100, evals = 0, evals_ok = 0, loads = 0, loads_ok = 0, second = 0;
     long prev_step = 0, first_step = -1, top_step = 0;
     double t_end = tr_now() + 300;
     while (tr_now() < t_end) {
@@ -49,6 +49,19 @@ int main(void) {
         if (!tr_exists(last)) {
             tr_sleep(0.01);
             continue;
+        }
+        if (!second++) { /* a second run in the same folder is refused while this one trains */
+            TrArgv a2;
+            tr_train_argv(&a2, work, dir);
+            const char *l2 = test_strdup(tr_fmt("%s/second.log", work));
+            int rc2 = tr_run(a2.v, l2, NULL, 60);
+            tr_argv_free(&a2);
+            EXPECT(rc2 == 1 && tr_file_contains(l2, "is already training in") &&
+                       tr_file_contains(l2, "set another train.save_dir"),
+                   "a second trainer in the same folder: exit %d, expected 1 and a message "
+                   "naming the folder", rc2);
+            if (rc2 != 1) tr_print_tail(l2, 6);
+            else printf("a second trainer in the same folder was refused: %s\n", tr_last_line(l2));
         }
         /* in process */
         Model m;
