@@ -241,7 +241,9 @@ static Status read_metrics(Run *r, Err *err) {
                 pcap = pcap ? 2 * pcap : 16;
                 r->pts = xrealloc(r->pts, sizeof *r->pts * (size_t)pcap);
             }
-            r->pts[r->npts++] = (CurvePoint){(int)e, bleu, ppl};
+            double secs = NAN;
+            if (json_num(p, "elapsed", &v)) secs = v;
+            r->pts[r->npts++] = (CurvePoint){(int)e, bleu, ppl, secs / 3600.0};
             if ((int)e > r->epochs) r->epochs = (int)e;
             if (ppl < r->best_ppl) r->best_ppl = ppl;
             if (bleu > r->best_bleu) r->best_bleu = bleu;

@@ -271,15 +271,18 @@ Status plot_attention_png(const AttnMap *a, const char *path, const char *title,
     return rc;
 }
 
-/* One data block $<prefix><i> of run i's (epoch, value) pairs; returns the rows written.
- * ppl != 0: perplexities, keeping only positive finite ones (log scale). */
-static int curve_block(FILE *f, const char *prefix, int i, const CurvePoint *p, int n, int ppl) {
+/* One data block $<prefix><i> of run i's (epoch, value) pairs, or (hours, BLEU) when by_time;
+ * returns the rows written. ppl != 0: perplexities, keeping only positive finite ones (log
+ * scale). */
+static int curve_block(FILE *f, const char *prefix, int i, const CurvePoint *p, int n, int ppl,
+                       int by_time) {
     int rows = 0;
     fprintf(f, "$%s%d << EOD\n", prefix, i);
     for (int k = 0; k < n; k++) {
         double v = ppl ? p[k].val_ppl : p[k].val_bleu;
-        if (!isfinite(v) || (ppl && v <= 0)) continue;
-        fprintf(f, "%d %.17g\n", p[k].epoch, v);
+        if (!isfinite(v) || (ppl && v <= 0) || (by_time && !isfinite(p[k].hours))) continue;
+        if (by_time) fprintf(f, "%.17g %.17g\n", p[k].hours, v);
+        else fprintf(f, "%d %.17g\n", p[k].epoch, v);
         rows++;
     }
     fprintf(f, "EOD\n");
@@ -289,8 +292,11 @@ static int curve_block(FILE *f, const char *prefix, int i, const CurvePoint *p, 
 static void curve_panel(FILE *f, const char *prefix, int nruns, const char *const *names,
                         const int *rows, int ppl) {
     int drawn = 0;
-    fprintf(f, "set title '%s'\nset ylabel '%s'\n", ppl ? "validation perplexity" :
-            "validation BLEU", ppl ? "perplexity (log scale)" : "BLEU (%)");
+    fprintf(f, "set title '%s'\nset ylabel '%s'\n",
+            ppl ? "validation perplexity by epoch"
+                : strcmp(prefix, "hours") ? "validation BLEU by epoch"
+                                          : "validation BLEU by training time",
+            ppl ? "perplexity (log scale)" : "BLEU (%)");
     if (ppl) fprintf(f, "set logscale y\n");
     else fprintf(f, "unset logscale y\n");
     for (int i = 0; i < nruns; i++) drawn += rows[i] > 0;
@@ -324,16 +330,18 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
             if (pts[i][k].epoch > max_epoch) max_epoch = pts[i][k].epoch;
     }
     int *rows_b = xcalloc((size_t)nruns, sizeof(int)), *rows_p = xcalloc((size_t)nruns, sizeof(int));
+    int *rows_h = xcalloc((size_t)nruns, sizeof(int));
     char *script = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&script, &len);
     CHECK(f != NULL, "open_memstream failed (out of memory)");
-    gp_terminal(f, 1400, 560, path);
+    gp_terminal(f, 1950, 560, path);
     for (int i = 0; i < nruns; i++) {
-        rows_b[i] = curve_block(f, "bleu", i, pts[i], npts[i], 0);
-        rows_p[i] = curve_block(f, "ppl", i, pts[i], npts[i], 1);
+        rows_b[i] = curve_block(f, "bleu", i, pts[i], npts[i], 0, 0);
+        rows_p[i] = curve_block(f, "ppl", i, pts[i], npts[i], 1, 0);
+        rows_h[i] = curve_block(f, "hours", i, pts[i], npts[i], 0, 1);
     }
-    fprintf(f, "set multiplot layout 1,2");
+    fprintf(f, "set multiplot layout 1,3");
     if (title) {
         fprintf(f, " title ");
         gp_str(f, title);
@@ -343,11 +351,15 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
     curve_panel(f, "bleu", nruns, names, rows_b, 0);
     fprintf(f, "set key top right box opaque\n");
     curve_panel(f, "ppl", nruns, names, rows_p, 1);
+    fprintf(f, "set key bottom right box opaque\nset xtics autofreq\nset autoscale x\n"
+               "set xlabel 'training time (hours)'\n");
+    curve_panel(f, "hours", nruns, names, rows_h, 0);
     fprintf(f, "unset multiplot\nunset output\n");
     fclose(f);
     Status rc = run_gnuplot(script, len, path, "curves plot", err);
     free(script);
     free(rows_b);
     free(rows_p);
+    free(rows_h);
     return rc;
 }

@@ -28,6 +28,8 @@ typedef struct {
     double val_bleu; /* validation BLEU, percent 0..100 */
     double val_ppl;  /* validation perplexity (> 0; non-positive or non-finite points are left
                         out of the perplexity panel, which is log-scaled) */
+    double hours;    /* training time (hours, validation included) at that point; NaN if the
+                        log does not say: left out of the by-time panel */
 } CurvePoint;
 
 /* 1 if an executable `gnuplot` is on PATH; otherwise 0 and err says to install it. */
@@ -42,12 +44,13 @@ int plot_gnuplot_available(Err *err);
  * Errors: a->S or a->T < 1 (nothing to draw), see the top of this file. */
 Status plot_attention_png(const AttnMap *a, const char *path, const char *title, Err *err);
 
-/* Validation curves of nruns runs into ONE PNG file path with two panels side by side
- * (multiplot): left, validation BLEU (percent) by epoch; right, validation perplexity by epoch
- * on a log-scaled y axis. One line with points per run, names[i] in the legend; run i has
+/* Validation curves of nruns runs into ONE PNG file path with three panels side by side
+ * (multiplot): validation BLEU (percent) by epoch; validation perplexity by epoch on a
+ * log-scaled y axis; validation BLEU by training time in hours (runs of different speeds or
+ * budgets compared at equal time). One line with points per run, names[i] in the legend; run i has
  * npts[i] >= 0 points pts[i][0..npts[i]) (any order; drawn in the given order). A run without
  * (usable) points is left out of that panel; a panel with nothing to draw says "no validation
- * data". x axis: one tic per epoch up to 20 epochs. Size 1400×560 px. title may be NULL.
+ * data". x axis: one tic per epoch up to 20 epochs. Size 1950×560 px. title may be NULL.
  * Errors: nruns < 1; see the top of this file. */
 Status plot_curves_png(const char *path, const char *title, int nruns, const char *const *names,
                        const CurvePoint *const *pts, const int *npts, Err *err);
