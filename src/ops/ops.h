@@ -2,6 +2,10 @@
  *
  *   GRADIENTS ACCUMULATE. Every backward function ADDS (+=) into the gradients it produces, for
  *   parameters and inputs alike; callers zero gradient buffers when a step begins.
+ *   The exceptions are temporaries that only their own caller reads, each marked "overwritten"
+ *   or WRITES at its declaration (a zeroing pass over a large buffer saved): lstm_cell_backward's
+ *   dgates, gru_cell_backward's dgx and dgh, relu_dropout_backward's dinp and
+ *   xent_forward_backward's dlogits (the seed of the backward pass).
  *
  * Conventions (DESIGN.md §3): outputs first, gradients first in backward, then inputs and saved
  * activations, then dimensions. Tensors are float32, row-major, contiguous, and live wherever the
