@@ -9,8 +9,9 @@
  * spm/tiny_identity.model (the same without its 240 KB NFKC character map, which the other
  * seeds use so that they stay small),
  * spm_encode/ (sentences), corpus/ (plain, CRLF + BOM, gzip), encoded/tiny.cache (encoded_build
- * of 40 pairs), ckpt/ (checkpoint_save of a tiny model; a container of every dtype) and
- * checkpoint/tiny.bin (the tiny model's checkpoint in fuzz_checkpoint's record list format).
+ * of 40 pairs), ckpt/ (checkpoint_save of a tiny RNN and a tiny Transformer; a container of
+ * every dtype) and checkpoint/tiny.bin, tiny_transformer.bin (those checkpoints in
+ * fuzz_checkpoint's record list format).
  * Exit code 0 on success; any failure prints its reason and exits 1. */
 #include <errno.h>
 #include <string.h>
@@ -250,13 +251,13 @@ static size_t pack_record(uint8_t *out, const CkptRecord *r) {
     return at + r->nbytes;
 }
 
-static void seeds_checkpoint(Spm *s) {
+/* A checkpoint of the tiny model that sets[0..nsets) configure, as ckpt/<name>.ckpt and, in
+ * fuzz_checkpoint's record list format, checkpoint/<name>.bin. Takes s (the model frees it). */
+static void tiny_checkpoint(Spm *s, const char *name, const char *const *sets, int nsets) {
     Config cfg;
     Err err;
     config_defaults(&cfg);
-    static const char *const sets[] = {"model.emb=4", "model.hidden=4", "data.vocab_size=100",
-                                       "run.name=tiny"};
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < nsets; i++)
         if (config_set(&cfg, sets[i], &err) != STATUS_OK) die("config_set", err.msg);
     if (config_validate(&cfg, &err) != STATUS_OK) die("config_validate", err.msg);
     Model m;
@@ -265,7 +266,9 @@ static void seeds_checkpoint(Spm *s) {
     TrainState st = {.step = 3, .epoch = 1, .batch_in_epoch = 3, .adam_t = 3, .lr_scale = 1.0,
                      .best_bleu = -1.0, .bad_epochs = 0, .elapsed = 1.5};
     rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
-    const char *ck = out_path("ckpt", "tiny.ckpt");
+    char file[64];
+    snprintf(file, sizeof file, "%s.ckpt", name);
+    const char *ck = out_path("ckpt", file);
     if (checkpoint_save(ck, &m, &st, &err) != STATUS_OK) die("checkpoint_save", err.msg);
     printf("wrote %s (%zu parameters)\n", ck, m.ps.total);
     model_free(&m);
@@ -278,9 +281,32 @@ static void seeds_checkpoint(Spm *s) {
     uint8_t *packed = xmalloc(cap);
     size_t at = 0;
     for (int i = 0; i < n; i++) at += pack_record(packed + at, &recs[i]);
-    write_bytes(out_path("checkpoint", "tiny.bin"), packed, at);
+    snprintf(file, sizeof file, "%s.bin", name);
+    write_bytes(out_path("checkpoint", file), packed, at);
     free(packed);
     ckpt_records_free(recs, n);
+}
+
+static void seeds_checkpoint(Spm *s) {
+    static const char *const rnn[] = {"model.emb=4", "model.hidden=4", "data.vocab_size=100",
+                                      "run.name=tiny"};
+    Err err;
+    void *bytes = NULL;
+    size_t nbytes = 0;
+    Spm *copy = NULL; /* each model takes its own */
+    if (spm_serialize(s, &bytes, &nbytes, &err) != STATUS_OK ||
+        spm_load_from_bytes(&copy, bytes, nbytes, &err) != STATUS_OK)
+        die("spm copy", err.msg);
+    free(bytes);
+    tiny_checkpoint(s, "tiny", rnn, 4);
+    /* a Transformer with a different kind in each attention slot */
+    static const char *const tf[] = {"model.type=transformer", "model.d_model=8", "model.heads=2",
+                                     "model.d_ff=8", "model.enc_layers=1", "model.dec_layers=1",
+                                     "model.self_attention=linear",
+                                     "model.dec_self_attention=flash",
+                                     "model.cross_attention=luong_general",
+                                     "data.vocab_size=100", "run.name=tiny_tf"};
+    tiny_checkpoint(copy, "tiny_transformer", tf, (int)(sizeof tf / sizeof tf[0]));
 
     /* a container with every dtype, a scalar and an empty tensor */
     float f[6] = {1, -2, 3.5f, 0, 1e-3f, 7};
