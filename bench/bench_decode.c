@@ -84,8 +84,10 @@ int main(int argc, char **argv) {
     run(&m, lines, n < 50 ? n : 50, &beam, &wb);
     double tg = run(&m, lines, n, &greedy, &wg);
     double tb = run(&m, lines, n, &beam, &wb);
-    printf("checkpoint %s (attention %s), %ld sentences of %s, %d threads\n", ckpt,
-           attention_kind_names[m.cfg.attention], n, src, omp_get_max_threads());
+    char att[64];
+    printf("checkpoint %s (%s, attention %s), %ld sentences of %s, %d threads\n", ckpt,
+           m.cfg.model_type == MODEL_TRANSFORMER ? "transformer" : "rnn",
+           config_attention_text(&m.cfg, att, sizeof att), n, src, omp_get_max_threads());
     printf("greedy:          %8.2f ms/sentence  (%.2f s, %ld output subwords)\n", 1e3 * tg / n, tg,
            wg);
     printf("beam %2d, α %.2g: %8.2f ms/sentence  (%.2f s, %ld output subwords)\n", beam.beam,
