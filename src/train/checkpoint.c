@@ -137,6 +137,7 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     float *host = NULL;
     char *ini = NULL;
     Spm *spm = NULL;
+    const CkptRecord **found = NULL;
     memset(m, 0, sizeof *m);
     if (ckpt_read(path, &recs, &n, err)) return STATUS_ERR;
     const CkptRecord *rc_cfg = need_record(path, recs, n, "config", CKPT_U8, 0, err);
@@ -182,12 +183,13 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     }
     spm = NULL;
     ParamSet *ps = &m->ps;
+    found = xcalloc((size_t)3 * ps->n + 1, sizeof *found); /* [3·n]: record of each tensor */
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             char name[CKPT_NAME_MAX];
             snprintf(name, sizeof name, "%s%s", prefix[k], s->name);
-            const CkptRecord *r = ckpt_find(recs, n, name);
+            const CkptRecord *r = found[k * ps->n + i] = ckpt_find(recs, n, name);
             if (!r) {
                 err_set(err, "checkpoint %s: tensor '%s' is missing; the file was not written "
                         "for this model", path, name);
@@ -240,16 +242,14 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
-            char name[CKPT_NAME_MAX];
-            snprintf(name, sizeof name, "%s%s", prefix[k], s->name);
-            const CkptRecord *r = ckpt_find(recs, n, name);
+            const CkptRecord *r = found[k * ps->n + i];
             float *dst = host + k * ps->total + s->offset;
             memcpy(dst, r->data, r->nbytes);
             for (size_t j = 0; j < s->size; j++)
                 if (!isfinite(dst[j])) {
                     err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value (%g) at "
                             "element %zu; it cannot be trained from — use an earlier "
-                            "checkpoint", path, name, (double)dst[j], j);
+                            "checkpoint", path, r->name, (double)dst[j], j);
                     goto fail;
                 }
         }
@@ -265,6 +265,7 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                            .best_bleu = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
                            .elapsed = u2f(u[ST_ELAPSED])};
     }
+    free(found);
     free(host);
     free(ini);
     ckpt_records_free(recs, n);
@@ -272,6 +273,7 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
 fail:
     if (m->rnn || m->tf || m->spm) model_free(m);
     spm_free(spm);
+    free(found);
     free(host);
     free(ini);
     ckpt_records_free(recs, n);
