@@ -20,6 +20,7 @@ Each batch is a dict of int64 tensors src [S,B], src_len [B], tgt_in [T,B], tgt_
 import configparser
 import struct
 import sys
+import time
 import zlib
 
 import numpy as np
@@ -131,6 +132,47 @@ def read_dump(path):
     if off != end:
         sys.exit(f"{path}: {end - off} unexpected bytes after the batches")
     return hdr, batches
+
+
+def time_training(model, batches, hdr, threads, logits_of):
+    """The training steps of every batch, the last hdr.nbatches - hdr.warmup timed, as bench_train
+    runs them: zero the gradients; logits, targets = logits_of(batch) ([N, V] and [N], targets
+    PAD where nothing is predicted); label-smoothed cross-entropy summed over non-PAD targets,
+    scaled by 1 / target tokens; backward; global gradient-norm clipping (train.clip_norm, 0 =
+    off); Adam (train.lr with lr_at's warm-up, adam_beta1/2, adam_eps). Prints the first and last
+    step's loss and the tokens/s of the timed steps (source + target, non-padding)."""
+    import torch.nn.functional as F
+    params = list(model.parameters())
+    smoothing, clip = hdr.get_float("train.label_smoothing"), hdr.get_float("train.clip_norm")
+    opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
+                           betas=(hdr.get_float("train.adam_beta1"),
+                                  hdr.get_float("train.adam_beta2")),
+                           eps=hdr.get_float("train.adam_eps"))
+    W, nb = hdr.warmup, hdr.nbatches
+    tokens = 0
+    t0 = None
+    for k, b in enumerate(batches):
+        if k == W:
+            t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        logits, targets = logits_of(b)
+        loss = F.cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=smoothing,
+                               reduction="sum")
+        (loss / b["tgt_tokens"]).backward()
+        # clip_norm 0 = off, as ours: an infinite max_norm returns the norm and scales by 1
+        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
+        for g in opt.param_groups:
+            g["lr"] = lr_at(hdr, k)
+        opt.step()
+        if k >= W:
+            tokens += b["src_tokens"] + b["tgt_tokens"]
+        if k == 0 or k == nb - 1:
+            S, B = b["src"].shape
+            print(f"pytorch: step {k} loss {loss.item() / b['tgt_tokens']:.4f} per target token "
+                  f"(B {B} S {S} T {b['tgt_in'].shape[0]}, grad norm {float(norm):.3f})")
+    dt = time.perf_counter() - t0
+    print(f"pytorch: {tokens} tokens (source + target, non-padding) in {dt:.3f} s")
+    print(f"pytorch: {tokens / dt:.1f} tokens/s ({nb - W} steps, {threads} threads)")
 
 
 def lr_at(hdr, k):

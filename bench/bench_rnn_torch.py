@@ -29,7 +29,6 @@ check subtracts the redundant one.
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -37,7 +36,7 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import PAD, blas_library, cpu_capability, lr_at, read_dump  # noqa: E402
+from bench_dump import blas_library, cpu_capability, read_dump, time_training  # noqa: E402
 
 
 class Seq2Seq(nn.Module):
@@ -126,37 +125,8 @@ def main():
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
           f"BLAS {blas_library()}")
 
-    params = list(model.parameters())
-    smoothing, clip = hdr.get_float("train.label_smoothing"), hdr.get_float("train.clip_norm")
-    opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
-                           betas=(hdr.get_float("train.adam_beta1"),
-                                  hdr.get_float("train.adam_beta2")),
-                           eps=hdr.get_float("train.adam_eps"))
-    W, nb = hdr.warmup, hdr.nbatches
-    tokens = 0
-    t0 = None
-    for k, b in enumerate(batches):
-        if k == W:
-            t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        logits = model(b["src"], b["src_len"], b["tgt_in"])
-        loss = F.cross_entropy(logits.view(-1, V), b["tgt_out"].view(-1), ignore_index=PAD,
-                               label_smoothing=smoothing, reduction="sum")
-        (loss / b["tgt_tokens"]).backward()
-        # clip_norm 0 = off, as ours: an infinite max_norm returns the norm and scales by 1
-        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
-        for g in opt.param_groups:
-            g["lr"] = lr_at(hdr, k)
-        opt.step()
-        if k >= W:
-            tokens += b["src_tokens"] + b["tgt_tokens"]
-        if k == 0 or k == nb - 1:
-            B, S, T = b["src"].shape[1], b["src"].shape[0], b["tgt_in"].shape[0]
-            print(f"pytorch: step {k} loss {loss.item() / b['tgt_tokens']:.4f} per target token "
-                  f"(B {B} S {S} T {T}, grad norm {float(norm):.3f})")
-    dt = time.perf_counter() - t0
-    print(f"pytorch: {tokens} tokens (source + target, non-padding) in {dt:.3f} s")
-    print(f"pytorch: {tokens / dt:.1f} tokens/s ({nb - W} steps, {threads} threads)")
+    time_training(model, batches, hdr, threads, lambda b: (
+        model(b["src"], b["src_len"], b["tgt_in"]).view(-1, V), b["tgt_out"].view(-1)))
 
 
 if __name__ == "__main__":

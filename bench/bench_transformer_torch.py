@@ -37,14 +37,13 @@ import argparse
 import math
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import PAD, blas_library, cpu_capability, lr_at, read_dump  # noqa: E402
+from bench_dump import PAD, blas_library, cpu_capability, read_dump, time_training  # noqa: E402
 
 
 def sinusoids(T, D):
@@ -166,40 +165,14 @@ def main():
         b["tgt_in_bm"] = b["tgt_in"].t().contiguous()    # [B,T]
         b["tgt_out_bm"] = b["tgt_out"].t().contiguous()  # [B,T]
 
-    params = list(model.parameters())
-    smoothing, clip = hdr.get_float("train.label_smoothing"), hdr.get_float("train.clip_norm")
-    opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
-                           betas=(hdr.get_float("train.adam_beta1"),
-                                  hdr.get_float("train.adam_beta2")),
-                           eps=hdr.get_float("train.adam_eps"))
-    W, nb = hdr.warmup, hdr.nbatches
-    tokens = 0
-    t0 = None
-    for k, b in enumerate(batches):
-        if k == W:
-            t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        src, tgt_in, tgt_out = b["src_bm"], b["tgt_in_bm"], b["tgt_out_bm"]
-        B, S = src.shape
-        src_pad = torch.arange(S)[None, :] >= b["src_len"][:, None]  # [B,S] True = padding
-        tgt_pad = tgt_in == PAD                                       # [B,T] BOS y_1 .. y_n
-        logits = model(src, src_pad, tgt_in, tgt_pad)                 # [B,T,V]
-        loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=PAD,
-                               label_smoothing=smoothing, reduction="sum")
-        (loss / b["tgt_tokens"]).backward()
-        # clip_norm 0 = off, as ours: an infinite max_norm returns the norm and scales by 1
-        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
-        for g in opt.param_groups:
-            g["lr"] = lr_at(hdr, k)
-        opt.step()
-        if k >= W:
-            tokens += b["src_tokens"] + b["tgt_tokens"]
-        if k == 0 or k == nb - 1:
-            print(f"pytorch: step {k} loss {loss.item() / b['tgt_tokens']:.4f} per target token "
-                  f"(B {B} S {S} T {tgt_in.shape[1]}, grad norm {float(norm):.3f})")
-    dt = time.perf_counter() - t0
-    print(f"pytorch: {tokens} tokens (source + target, non-padding) in {dt:.3f} s")
-    print(f"pytorch: {tokens / dt:.1f} tokens/s ({nb - W} steps, {threads} threads)")
+    def logits_of(b):
+        src, tgt_in = b["src_bm"], b["tgt_in_bm"]
+        src_pad = torch.arange(src.shape[1])[None, :] >= b["src_len"][:, None]  # [B,S] padding
+        tgt_pad = tgt_in == PAD                                  # [B,T] BOS y_1 .. y_n
+        logits = model(src, src_pad, tgt_in, tgt_pad)            # [B,T,V]
+        return logits.reshape(-1, V), b["tgt_out_bm"].reshape(-1)
+
+    time_training(model, batches, hdr, threads, logits_of)
 
 
 if __name__ == "__main__":
