@@ -132,13 +132,13 @@ void batch_fill(HostBatch *hb, const Encoded *e, const long *idx, int B) {
         hb->src_len[b] = s;
         hb->src_tokens += s;
         for (int k = 0; k < S; k++) {
-            hb->src[k * B + b] = k < s ? sid[k] : SPM_PAD_ID;
+            hb->src[k * B + b] = k < s ? sid[k] : TOKEN_PAD;
             hb->src_mask[k * B + b] = k < s ? 1.0f : 0.0f;
         }
         const int32_t *tid = e->tgt_off ? e->tgt_ids + e->tgt_off[i] : NULL;
         for (int k = 0; k < T; k++) {
-            hb->tgt_in[k * B + b] = k == 0 ? SPM_BOS_ID : (tid && k <= t) ? tid[k - 1] : SPM_PAD_ID;
-            hb->tgt_out[k * B + b] = (tid && k < t) ? tid[k] : (tid && k == t) ? SPM_EOS_ID : SPM_PAD_ID;
+            hb->tgt_in[k * B + b] = k == 0 ? TOKEN_BOS : (tid && k <= t) ? tid[k - 1] : TOKEN_PAD;
+            hb->tgt_out[k * B + b] = (tid && k < t) ? tid[k] : (tid && k == t) ? TOKEN_EOS : TOKEN_PAD;
         }
         if (tid) hb->tgt_tokens += t + 1;
     }

@@ -177,17 +177,17 @@ Status check_loaded(Spm *s, Err *err, const char *what) {
     if (check_charsmaps(s, err, what) != STATUS_OK) return STATUS_ERR;
     const auto &sp = s->sp;
     s->vocab = sp.GetPieceSize();
-    if (s->vocab <= SPM_EOS_ID) {
+    if (s->vocab <= TOKEN_EOS) {
         return err_set(err, "%s: the SentencePiece model has only %d pieces; retrain it with the trainer",
                        what, s->vocab);
     }
-    if (sp.pad_id() != SPM_PAD_ID || sp.unk_id() != SPM_UNK_ID || sp.bos_id() != SPM_BOS_ID ||
-        sp.eos_id() != SPM_EOS_ID) {
+    if (sp.pad_id() != TOKEN_PAD || sp.unk_id() != TOKEN_UNK || sp.bos_id() != TOKEN_BOS ||
+        sp.eos_id() != TOKEN_EOS) {
         return err_set(err,
                        "%s: the SentencePiece model has pad/unk/bos/eos ids %d/%d/%d/%d, but the "
                        "trainer requires %d/%d/%d/%d; retrain the model with the trainer",
-                       what, sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id(), SPM_PAD_ID,
-                       SPM_UNK_ID, SPM_BOS_ID, SPM_EOS_ID);
+                       what, sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id(), TOKEN_PAD,
+                       TOKEN_UNK, TOKEN_BOS, TOKEN_EOS);
     }
     return STATUS_OK;
 }
@@ -201,9 +201,9 @@ Status spm_train(const char *const *text_files, int n_files, int vocab_size,
     try {
         if (n_files <= 0 || !text_files) return err_set(err, "spm_train: no input text files given");
         if (!model_prefix || !*model_prefix) return err_set(err, "spm_train: empty model prefix");
-        if (vocab_size <= SPM_EOS_ID + 1) {
+        if (vocab_size <= TOKEN_EOS + 1) {
             return err_set(err, "spm_train: vocab_size %d is too small (needs > %d)", vocab_size,
-                           SPM_EOS_ID + 1);
+                           TOKEN_EOS + 1);
         }
         std::string input;
         for (int i = 0; i < n_files; i++) {
@@ -230,10 +230,10 @@ Status spm_train(const char *const *text_files, int n_files, int vocab_size,
             {"input_sentence_size", std::to_string(kInputSentenceCap)},
             {"shuffle_input_sentence", "true"},
             {"num_threads", std::to_string(num_threads)},
-            {"pad_id", std::to_string(SPM_PAD_ID)},
-            {"unk_id", std::to_string(SPM_UNK_ID)},
-            {"bos_id", std::to_string(SPM_BOS_ID)},
-            {"eos_id", std::to_string(SPM_EOS_ID)},
+            {"pad_id", std::to_string(TOKEN_PAD)},
+            {"unk_id", std::to_string(TOKEN_UNK)},
+            {"bos_id", std::to_string(TOKEN_BOS)},
+            {"eos_id", std::to_string(TOKEN_EOS)},
             {"pad_piece", "<pad>"},
             {"unk_piece", "<unk>"},
             {"bos_piece", "<s>"},
@@ -376,7 +376,7 @@ Status spm_decode(const Spm *s, const int *ids, int n, char **text, Err *err) {
                 return err_set(err, "decoding ids: id %d at position %d is outside the vocabulary [0, %d)",
                                id, i, s->vocab);
             }
-            if (id == SPM_PAD_ID || id == SPM_BOS_ID || id == SPM_EOS_ID) continue;
+            if (id == TOKEN_PAD || id == TOKEN_BOS || id == TOKEN_EOS) continue;
             v.push_back(id);
         }
         std::string out;

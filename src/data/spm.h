@@ -15,17 +15,13 @@
 #include <stddef.h>
 
 #include "common.h"
+#include "core/tokens.h" /* TOKEN_PAD, TOKEN_UNK, TOKEN_BOS, TOKEN_EOS */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct Spm Spm;
-
-#define SPM_PAD_ID 0
-#define SPM_UNK_ID 1
-#define SPM_BOS_ID 2
-#define SPM_EOS_ID 3
 
 /* Trains a unigram model on text_files[0..n_files) (plain UTF-8, one sentence per line) and writes
  * <model_prefix>.model and <model_prefix>.vocab (the folder must exist). character_coverage 1.0,

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tokens.h"
+
 void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn) {
     const Backend *be = m->be;
     int B = hb->B, S = hb->S, V = m->V;
@@ -14,8 +16,8 @@ void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float
     int *ids = xmalloc(sizeof(int) * B);
     char *done = xcalloc(B, 1);
     float *w = attn ? xmalloc(sizeof(float) * B * S) : NULL; /* one step's weights [B,S] */
-    for (int i = 0; i < B; i++) ids[i] = SPM_BOS_ID;
-    for (int i = 0; i < B * max_T; i++) out_ids[i] = SPM_PAD_ID;
+    for (int i = 0; i < B; i++) ids[i] = TOKEN_BOS;
+    for (int i = 0; i < B * max_T; i++) out_ids[i] = TOKEN_PAD;
     model_decode_begin(m, hb, 1, max_T);
     be->upload(dev_ids, ids, sizeof(int) * B);
     for (int t = 0; t < max_T; t++) {
@@ -28,7 +30,7 @@ void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float
             if (done[i]) continue;
             out_ids[i * max_T + t] = ids[i];
             if (w) memcpy(attn + ((size_t)i * max_T + t) * S, w + (size_t)i * S, sizeof(float) * S);
-            if (ids[i] == SPM_EOS_ID) done[i] = 1;
+            if (ids[i] == TOKEN_EOS) done[i] = 1;
             all &= done[i];
         }
         if (all) break;
@@ -81,7 +83,7 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
     int *nfin = xcalloc(B, sizeof(int));
     char *done = xcalloc(B, 1);
     Cand *top = xmalloc(sizeof(Cand) * 2 * K);
-    for (int r = 0; r < R; r++) ids[r] = SPM_BOS_ID, score[r] = r % K ? -INFINITY : 0.0f;
+    for (int r = 0; r < R; r++) ids[r] = TOKEN_BOS, score[r] = r % K ? -INFINITY : 0.0f;
     model_decode_begin(m, hb, K, max_T);
     be->upload(dev_ids, ids, sizeof(int) * R);
     for (int t = 0; t < max_T; t++) {
@@ -106,7 +108,7 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
             int live = 0;
             for (int c = 0; c < n && live < K; c++) {
                 int len = t + 1, last = t == max_T - 1;
-                if (top[c].token == SPM_EOS_ID || last) {
+                if (top[c].token == TOKEN_EOS || last) {
                     /* only an ending among the K best candidates finishes a hypothesis: the
                      * lower ones would fill the K slots with poor short outputs */
                     if (c >= K || nfin[i] == K) continue;
@@ -147,7 +149,7 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
         model_decode_reorder(m, t, dev_parent);
         be->upload(dev_ids, ids, sizeof(int) * R);
     }
-    for (int i = 0; i < B * max_T; i++) out_ids[i] = SPM_PAD_ID;
+    for (int i = 0; i < B * max_T; i++) out_ids[i] = TOKEN_PAD;
     for (int i = 0; i < B; i++) {
         const Hyp *best = NULL;
         for (int j = 0; j < nfin[i]; j++) /* the first of equals: the one found earliest */

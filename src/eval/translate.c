@@ -88,11 +88,11 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
             long li = order[first + b];
             const int *y = ids + (size_t)b * maxT;
             int len = 0;
-            while (len < maxT && y[len] != SPM_EOS_ID && y[len] != SPM_PAD_ID) len++;
+            while (len < maxT && y[len] != TOKEN_EOS && y[len] != TOKEN_PAD) len++;
             if (spm_decode(m->spm, y, len, &res[li], err)) goto cleanup;
             if (!maps) continue;
             AttnMap *a = &maps[li]; /* rows: the output pieces and EOS; columns: the source */
-            int Ts = len + (len < maxT && y[len] == SPM_EOS_ID), Ss = (int)(e.src_off[li + 1] - e.src_off[li]);
+            int Ts = len + (len < maxT && y[len] == TOKEN_EOS), Ss = (int)(e.src_off[li + 1] - e.src_off[li]);
             a->S = Ss, a->T = Ts;
             a->src = pieces(m->spm, e.src_ids + e.src_off[li], Ss);
             a->tgt = pieces(m->spm, y, Ts);

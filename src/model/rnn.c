@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "rng.h"
 
 #define MAXL 8
@@ -521,9 +521,9 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     be->bias_forward(m->logits, m->b_out.w, (int)NT, V);
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, b->tgt_out, (int)NT, V, smoothing,
-                                         SPM_PAD_ID, 0.0f);
+                                         TOKEN_PAD, 0.0f);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, b->tgt_out, (int)NT, V,
-                                            smoothing, SPM_PAD_ID, grad_scale);
+                                            smoothing, TOKEN_PAD, grad_scale);
 
     /* ---------------- backward ---------------- */
     /* logits = h̃_drop W_outᵀ + b_out */

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "rng.h"
 
 #define TF_MAXL 16
@@ -271,8 +271,8 @@ static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
         for (int t = 0; with_targets && t < T; t++) {
             m->h_tin[b * T + t] = hb->tgt_in[t * B + b];
             m->h_tout[b * T + t] = hb->tgt_out[t * B + b];
-            if (hb->tgt_in[t * B + b] != SPM_PAD_ID) len = t + 1;
-            if (hb->tgt_out[t * B + b] != SPM_PAD_ID) {
+            if (hb->tgt_in[t * B + b] != TOKEN_PAD) len = t + 1;
+            if (hb->tgt_out[t * B + b] != TOKEN_PAD) {
                 m->h_rows[m->NR] = b * T + t;
                 m->h_rows_tout[m->NR++] = hb->tgt_out[t * B + b];
             }
@@ -527,9 +527,9 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
     be->matmul(m->logits, yr, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
     be->bias_forward(m->logits, m->b_out.w, R, V);
     if (!train)
-        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, SPM_PAD_ID, 0.0f);
+        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
-                                            SPM_PAD_ID, grad_scale);
+                                            TOKEN_PAD, grad_scale);
 
     /* ---------------- backward ---------------- */
     Param *Wo = (Param *)W_out(m);

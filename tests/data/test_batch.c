@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "data/batch.h"
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "testutil.h"
 
 int main(void) {
@@ -70,12 +70,12 @@ int main(void) {
             for (int q = 0; q < B; q++) {
                 long i = ix[q];
                 int t = (int)(e.tgt_off[i + 1] - e.tgt_off[i]);
-                EXPECT(hb.tgt_in[q] == SPM_BOS_ID, "tgt_in starts with BOS");
-                EXPECT(hb.tgt_out[t * B + q] == SPM_EOS_ID, "tgt_out has EOS at position %d", t);
+                EXPECT(hb.tgt_in[q] == TOKEN_BOS, "tgt_in starts with BOS");
+                EXPECT(hb.tgt_out[t * B + q] == TOKEN_EOS, "tgt_out has EOS at position %d", t);
                 EXPECT(hb.tgt_in[1 * B + q] == e.tgt_ids[e.tgt_off[i]], "tgt_in[1] = y_1");
                 EXPECT(hb.tgt_out[q] == e.tgt_ids[e.tgt_off[i]], "tgt_out[0] = y_1");
                 for (int s = hb.src_len[q]; s < hb.S; s++)
-                    EXPECT(hb.src[s * B + q] == SPM_PAD_ID && hb.src_mask[s * B + q] == 0.0f,
+                    EXPECT(hb.src[s * B + q] == TOKEN_PAD && hb.src_mask[s * B + q] == 0.0f,
                            "source padding");
             }
         }

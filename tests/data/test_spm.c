@@ -138,10 +138,10 @@ int main(void) {
     EXPECT(spm_vocab_size(s) == V, "vocab %d", spm_vocab_size(s));
 
     /* --- special ids ------------------------------------------------------------------------ */
-    EXPECT(strcmp(spm_piece(s, SPM_PAD_ID), "<pad>") == 0, "pad piece '%s'", spm_piece(s, 0));
-    EXPECT(strcmp(spm_piece(s, SPM_UNK_ID), "<unk>") == 0, "unk piece '%s'", spm_piece(s, 1));
-    EXPECT(strcmp(spm_piece(s, SPM_BOS_ID), "<s>") == 0, "bos piece '%s'", spm_piece(s, 2));
-    EXPECT(strcmp(spm_piece(s, SPM_EOS_ID), "</s>") == 0, "eos piece '%s'", spm_piece(s, 3));
+    EXPECT(strcmp(spm_piece(s, TOKEN_PAD), "<pad>") == 0, "pad piece '%s'", spm_piece(s, 0));
+    EXPECT(strcmp(spm_piece(s, TOKEN_UNK), "<unk>") == 0, "unk piece '%s'", spm_piece(s, 1));
+    EXPECT(strcmp(spm_piece(s, TOKEN_BOS), "<s>") == 0, "bos piece '%s'", spm_piece(s, 2));
+    EXPECT(strcmp(spm_piece(s, TOKEN_EOS), "</s>") == 0, "eos piece '%s'", spm_piece(s, 3));
     EXPECT(strcmp(spm_piece(s, V), "<out-of-range>") == 0, "piece of id V");
     EXPECT(strcmp(spm_piece(s, -1), "<out-of-range>") == 0, "piece of id -1");
 
@@ -155,7 +155,7 @@ int main(void) {
             EXPECT(spm_encode(s, text, &ids, &m, &err) == STATUS_OK, "encode: %s", err.msg);
             for (int k = 0; k < m; k++) {
                 if (ids[k] < 0 || ids[k] >= V) out_of_range++;
-                if (ids[k] == SPM_PAD_ID || ids[k] == SPM_BOS_ID || ids[k] == SPM_EOS_ID) specials++;
+                if (ids[k] == TOKEN_PAD || ids[k] == TOKEN_BOS || ids[k] == TOKEN_EOS) specials++;
             }
             EXPECT(spm_decode(s, ids, m, &back, &err) == STATUS_OK, "decode: %s", err.msg);
             char *want = squeeze_spaces(text);
@@ -184,11 +184,11 @@ int main(void) {
         EXPECT(back && strcmp(back, hand[h]) == 0, "'%s' -> '%s'", hand[h], back ? back : "");
         if (h == 0 && m > 0) { /* PAD/BOS/EOS are skipped when decoding */
             int *w = xmalloc((size_t)(m + 4) * sizeof(int));
-            w[0] = SPM_BOS_ID;
+            w[0] = TOKEN_BOS;
             memcpy(w + 1, ids, (size_t)m * sizeof(int));
-            w[m + 1] = SPM_EOS_ID;
-            w[m + 2] = SPM_PAD_ID;
-            w[m + 3] = SPM_PAD_ID;
+            w[m + 1] = TOKEN_EOS;
+            w[m + 2] = TOKEN_PAD;
+            w[m + 3] = TOKEN_PAD;
             char *back2 = NULL;
             EXPECT(spm_decode(s, w, m + 4, &back2, &err) == STATUS_OK, "decode w/ specials: %s", err.msg);
             EXPECT(back2 && strcmp(back2, hand[0]) == 0, "with specials: '%s'", back2 ? back2 : "");
@@ -206,7 +206,7 @@ int main(void) {
     { /* unknown characters map to UNK */
         int *ids = NULL, m = 0, has_unk = 0;
         EXPECT(spm_encode(s, "\xe4\xb8\xad\xe6\x96\x87", &ids, &m, &err) == STATUS_OK, "encode cjk");
-        for (int k = 0; k < m; k++) has_unk |= ids[k] == SPM_UNK_ID;
+        for (int k = 0; k < m; k++) has_unk |= ids[k] == TOKEN_UNK;
         EXPECT(has_unk, "unseen characters should give <unk>");
         free(ids);
     }

@@ -23,7 +23,7 @@ static const char *const texts[] = {
 
 static void use_model(const Spm *s) {
     int V = spm_vocab_size(s);
-    FUZZ_ASSERT(V > SPM_EOS_ID, "a model with %d pieces was accepted", V);
+    FUZZ_ASSERT(V > TOKEN_EOS, "a model with %d pieces was accepted", V);
     Err err;
     for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
         int *ids = NULL, n = 0;

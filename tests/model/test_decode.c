@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "eval/decode.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -60,8 +60,8 @@ static int build(Model *m, Case c) {
     /* PAD is never an output (teacher forcing ignores PAD targets, so it could not score one) */
     for (int i = 0; i < m->ps.n; i++)
         if (!strcmp(m->ps.specs[i].name, "out.b")) {
-            m->ps.data[m->ps.specs[i].offset + SPM_PAD_ID] = -30;
-            m->ps.data[m->ps.specs[i].offset + SPM_EOS_ID] -= 2; /* longer outputs compete */
+            m->ps.data[m->ps.specs[i].offset + TOKEN_PAD] = -30;
+            m->ps.data[m->ps.specs[i].offset + TOKEN_EOS] -= 2; /* longer outputs compete */
         }
     model_reserve(m, 256 * B, S, 8, 256L * B * S, 256L * B * 8);
     return 0;
@@ -84,7 +84,7 @@ static void check_steps(Case c) {
     for (int q = 0; q < 2; q++)
         for (int t = 0; t < T; t++)
             for (int b = 0; b < B; b++) {
-                tin[q][t * B + b] = t ? tout[q][(t - 1) * B + b] : SPM_BOS_ID;
+                tin[q][t * B + b] = t ? tout[q][(t - 1) * B + b] : TOKEN_BOS;
                 tout[q][t * B + b] = 4 + (int)rng_below(&rng, V - 4);
             }
     double ref[2];
@@ -157,18 +157,18 @@ static void check_search(Case c, int exhaustive) {
     static int lens[V * V * V];
     for (int code = 0; code < V * V * V; code++) {
         int y[3] = {code % V, code / V % V, code / (V * V)}, len = 3;
-        if (y[0] == SPM_EOS_ID) len = 1;
-        else if (y[1] == SPM_EOS_ID) len = 2;
+        if (y[0] == TOKEN_EOS) len = 1;
+        else if (y[1] == TOKEN_EOS) len = 2;
         lens[code] = len;
         int skip = (len == 1 && code >= V) || (len == 2 && code >= V * V); /* counted already */
-        for (int t = 0; t < len; t++) skip |= y[t] == SPM_PAD_ID; /* not an output, see above */
+        for (int t = 0; t < len; t++) skip |= y[t] == TOKEN_PAD; /* not an output, see above */
         for (int b = 0; b < B; b++) {
             lp[b][code] = -INFINITY;
             if (skip) continue;
             int tin[3], tout[3], srcb[S], lenb = src_len[b];
             float maskb[S];
             for (int s = 0; s < S; s++) srcb[s] = src[s * B + b], maskb[s] = mask[s * B + b];
-            for (int t = 0; t < len; t++) tin[t] = t ? y[t - 1] : SPM_BOS_ID, tout[t] = y[t];
+            for (int t = 0; t < len; t++) tin[t] = t ? y[t - 1] : TOKEN_BOS, tout[t] = y[t];
             lp[b][code] = teacher_forced(&m, tin, tout, 1, len, srcb, &lenb, maskb);
         }
     }
@@ -184,7 +184,7 @@ static void check_search(Case c, int exhaustive) {
                 if (sc > best) best = sc, bc = code;
             }
             int y[3] = {bc % V, bc / V % V, bc / (V * V)}, same = 1;
-            for (int t = 0; t < 3; t++) same &= out[b * 3 + t] == (t < lens[bc] ? y[t] : SPM_PAD_ID);
+            for (int t = 0; t < 3; t++) same &= out[b * 3 + t] == (t < lens[bc] ? y[t] : TOKEN_PAD);
             EXPECT(same, "%s α=%g sentence %d: beam K=169 gives %d %d %d, exhaustive search "
                    "%d %d %d (len %d, score %.6f)", name(c), (double)alpha, b, out[b * 3],
                    out[b * 3 + 1], out[b * 3 + 2], y[0], y[1], y[2], lens[bc], best);
@@ -202,7 +202,7 @@ int main(void) {
     for (int t = 0; t < S; t++)
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
-            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
             mask[t * B + b] = (float)real;
         }
     const Case cases[] = {

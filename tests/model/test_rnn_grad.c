@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "model/rnn.h"
 #include "testutil.h"
 
@@ -53,15 +53,15 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     for (int t = 0; t < S; t++)
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
-            f->src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            f->src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
             f->mask[t * B + b] = (float)real;
         }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            f->tin[t * B + b] = t == 0 ? SPM_BOS_ID : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            f->tin[t * B + b] = t == 0 ? TOKEN_BOS : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            f->tout[t * B + b] = t + 1 < tgt_len[b] ? f->tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? SPM_EOS_ID : SPM_PAD_ID;
+            f->tout[t * B + b] = t + 1 < tgt_len[b] ? f->tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? TOKEN_EOS : TOKEN_PAD;
     f->batch = (RnnBatch){B, S, T, f->src, f->src_len, f->mask, f->tin, f->tout};
     return 0;
 }

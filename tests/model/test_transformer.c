@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "data/spm.h"
+#include "core/tokens.h"
 #include "eval/decode.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -168,7 +168,7 @@ static void check_padding(Case c) {
     src[4 * B + 1] = 6;  /* t = 4 of sentence 1 (length 3) */
     tin[3 * B + 1] = 7;  /* t = 3 of sentence 1 (target length 2) */
     double l1 = model_loss(&m, &hb, 0.1f, 0, 5, 0.0f);
-    src[4 * B + 1] = SPM_PAD_ID, tin[3 * B + 1] = SPM_PAD_ID;
+    src[4 * B + 1] = TOKEN_PAD, tin[3 * B + 1] = TOKEN_PAD;
     EXPECT(l0 == l1, "%s: padded tokens changed the loss (%.9g vs %.9g)", name(c), l0, l1);
     model_free(&m);
 }
@@ -198,7 +198,7 @@ static void check_decode(Case c) {
     for (int q = 0; q < 2; q++)
         for (int t = 0; t < T; t++)
             for (int b = 0; b < B; b++) {
-                ti[q][t * B + b] = t ? to[q][(t - 1) * B + b] : SPM_BOS_ID;
+                ti[q][t * B + b] = t ? to[q][(t - 1) * B + b] : TOKEN_BOS;
                 to[q][t * B + b] = 4 + (int)rng_below(&rng, V - 4);
             }
     static float ref[2][B * T * V];
@@ -267,18 +267,18 @@ int main(void) {
     for (int t = 0; t < S; t++)
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
-            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : SPM_PAD_ID;
+            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
             mask[t * B + b] = (float)real;
         }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
-            tin[t * B + b] = t == 0 ? SPM_BOS_ID : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4)
-                                                                  : SPM_PAD_ID;
+            tin[t * B + b] = t == 0 ? TOKEN_BOS : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4)
+                                                                  : TOKEN_PAD;
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
             tout[t * B + b] = t + 1 < tgt_len[b]    ? tin[(t + 1) * B + b]
-                              : t + 1 == tgt_len[b] ? SPM_EOS_ID
-                                                    : SPM_PAD_ID;
+                              : t + 1 == tgt_len[b] ? TOKEN_EOS
+                                                    : TOKEN_PAD;
     /* every kind in every slot it may take; pre- and post-LN; tied and untied */
     const AttentionKind selfk[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_DOT,
                                    ATTN_LUONG_GENERAL, ATTN_BAHDANAU, ATTN_LUONG_CONCAT};

@@ -71,14 +71,14 @@ static void run(const char *path) {
      * time-major [T,B,V] over every position */
     int R = 0, r = 0, real = 0;
     const float *lg = transformer_logits(m, &R);
-    for (int i = 0; i < B * T; i++) real += fx.tgt_out[i] != SPM_PAD_ID;
+    for (int i = 0; i < B * T; i++) real += fx.tgt_out[i] != TOKEN_PAD;
     EXPECT(R == (real < B * T ? real : B * T), "%s: %d logit rows for %d real targets", path, R,
            real);
     double lmax = 0;
     long lbad = 0;
     for (int b = 0; b < B && R == real; b++)
         for (int t = 0; t < T; t++) {
-            if (fx.tgt_out[t * B + b] == SPM_PAD_ID) continue;
+            if (fx.tgt_out[t * B + b] == TOKEN_PAD) continue;
             for (int v = 0; v < V; v++) {
                 double ours = lg[(size_t)r * V + v];
                 double ref = fx.logits[((size_t)t * B + b) * V + v], d = fabs(ours - ref);
