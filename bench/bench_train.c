@@ -32,7 +32,8 @@
  *           int32 V (the SentencePiece model's vocabulary), int32 threads,
  *           int64 parameter count (ours), int32 nbatches, int32 warmup (W)
  *   per batch: int32 B, S, T; int32 src[S*B], src_len[B], tgt_in[T*B], tgt_out[T*B]
- *              (time-major: element [t*B + b]; PAD = 0)
+ *              (time-major: element [t*B + b]; PAD = 0; the trainer's batches are batch-major,
+ *              core/tokens.h, and are transposed as they are written)
  *   trailer: uint32 CRC32 (zlib) of every byte before it.
  */
 #include <math.h>
@@ -68,8 +69,14 @@ static void put(Buf *b, const void *x, size_t n) {
 }
 static void put_i32(Buf *b, int32_t v) { put(b, &v, 4); }
 
+/* x [B,L] (batch-major) written time-major: element [l*B + b]. */
+static void put_time_major(Buf *b, const int *x, int B, int L) {
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < B; i++) put_i32(b, x[(size_t)i * L + l]);
+}
+
 static Status write_dump(const char *path, const Config *cfg, int V, size_t nparams, int threads,
-                         const HostBatch *hb, int nb, int warmup, Err *err) {
+                         const TokenBatch *hb, int nb, int warmup, Err *err) {
     Buf b = {0};
     put(&b, "BRNNDUMP", 8);
     put_i32(&b, 2);
@@ -85,12 +92,12 @@ static Status write_dump(const char *path, const Config *cfg, int V, size_t npar
     put_i32(&b, nb);
     put_i32(&b, warmup);
     for (int k = 0; k < nb; k++) {
-        const HostBatch *h = &hb[k];
+        const TokenBatch *h = &hb[k];
         put_i32(&b, h->B), put_i32(&b, h->S), put_i32(&b, h->T);
-        put(&b, h->src, sizeof(int) * (size_t)h->S * h->B);
+        put_time_major(&b, h->src, h->B, h->S);
         put(&b, h->src_len, sizeof(int) * (size_t)h->B);
-        put(&b, h->tgt_in, sizeof(int) * (size_t)h->T * h->B);
-        put(&b, h->tgt_out, sizeof(int) * (size_t)h->T * h->B);
+        put_time_major(&b, h->tgt_in, h->B, h->T);
+        put_time_major(&b, h->tgt_out, h->B, h->T);
     }
     uint32_t crc = (uint32_t)crc32(0L, b.p, (uInt)b.n);
     put(&b, &crc, 4);
@@ -156,7 +163,7 @@ int main(int argc, char **argv) {
     Encoded tenc = {0};
     Model model = {0};
     BatchPlan plan = {0};
-    HostBatch *hbs = NULL;
+    TokenBatch *hbs = NULL;
     long *keep = NULL;
     Spm *spm = NULL;
     int rc = 1, nb = warmup + nsteps;
@@ -202,6 +209,7 @@ int main(int argc, char **argv) {
     hbs = xcalloc(nb, sizeof *hbs);
     long tokens_timed = 0;
     for (int k = 0; k < nb; k++) {
+        batch_alloc(&hbs[k], bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
         batch_fill(&hbs[k], &tenc, plan.idx + plan.start[k], (int)(plan.start[k + 1] - plan.start[k]));
         if (k >= warmup) tokens_timed += hbs[k].src_tokens + hbs[k].tgt_tokens;
     }
@@ -232,7 +240,7 @@ int main(int argc, char **argv) {
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
         if (k == warmup) t0 = now_seconds();
-        HostBatch *hb = &hbs[k];
+        TokenBatch *hb = &hbs[k];
         params_zero_grad(ps);
         uint64_t key = rng_hash(cfg.seed, (uint64_t)k);
         double loss = model_loss(&model, hb, cfg.label_smoothing, 1, key,
@@ -258,7 +266,7 @@ fail:
     fprintf(stderr, "bench_train: %s\n", err.msg);
 done:
     if (hbs)
-        for (int k = 0; k < nb; k++) host_batch_free(&hbs[k]);
+        for (int k = 0; k < nb; k++) batch_free(&hbs[k]);
     free(hbs);
     batch_plan_free(&plan);
     free(keep);

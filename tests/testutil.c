@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/batch.h"
+
 int test_failures = 0;
 int test_checks = 0;
 
@@ -68,4 +70,31 @@ const char *test_strdup(const char *s) {
 int test_sanitized(void) {
     const char *v = getenv("TRAINER_SANITIZE");
     return v && strcmp(v, "1") == 0;
+}
+
+void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
+                      const int *tgt_in, const int *tgt_out) {
+    if (!tgt_in) T = 1;
+    batch_alloc(tb, B, S, T, (long)B * S, (long)B * T);
+    tb->B = B, tb->S = S, tb->T = T;
+    tb->src_tokens = tb->tgt_tokens = 0;
+    for (int b = 0; b < B; b++) {
+        tb->src_len[b] = src_len[b];
+        tb->src_tokens += src_len[b];
+        for (int s = 0; s < S; s++) {
+            tb->src[b * S + s] = src[s * B + b];
+            tb->src_mask[b * S + s] = s < src_len[b] ? 1.0f : 0.0f;
+        }
+        tb->tgt_len[b] = 0;
+        for (int t = 0; t < T; t++) {
+            int in = tgt_in ? tgt_in[t * B + b] : TOKEN_BOS;
+            int out = tgt_out ? tgt_out[t * B + b] : TOKEN_PAD;
+            tb->tgt_in[b * T + t] = in, tb->tgt_out[b * T + t] = out;
+            if (in != TOKEN_PAD) tb->tgt_len[b] = t + 1;
+            if (out != TOKEN_PAD) {
+                tb->tgt_row[tb->tgt_tokens] = b * T + t;
+                tb->tgt_row_id[tb->tgt_tokens++] = out;
+            }
+        }
+    }
 }

@@ -5,6 +5,8 @@
 #define TRAINER_TESTUTIL_H
 #include <stdio.h>
 
+#include "core/tokens.h"
+
 extern int test_failures;
 extern int test_checks;
 
@@ -34,4 +36,12 @@ const char *test_strdup(const char *s);
  * test that must allow for the slower program there, or that cannot run under ASan at all (it
  * then prints why and exits 77). */
 int test_sanitized(void);
+/* tb = the batch of B sentences the tests write time-major: src [S,B] with lengths src_len [B];
+ * tgt_in, tgt_out [T,B] with PAD after each sentence's end, or both NULL for a batch without
+ * targets (decoding: T = 1, BOS in, PAD out). Every TokenBatch field is laid out batch-major in
+ * buffers of its own (batch_alloc, exactly this size; host memory, which the CPU backend also
+ * reads as backend memory): src_mask from src_len, tgt_len = the non-PAD positions of tgt_in,
+ * the rows where tgt_out is not PAD, and the counts. Free with batch_free. */
+void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
+                      const int *tgt_in, const int *tgt_out);
 #endif

@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#include "data/spm.h"
-
 static int src_len_of(const Encoded *e, long i) { return (int)(e->src_off[i + 1] - e->src_off[i]); }
 static int tgt_len_of(const Encoded *e, long i) {
     return e->tgt_off ? (int)(e->tgt_off[i + 1] - e->tgt_off[i]) : 0;
@@ -107,48 +105,64 @@ void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T) {
     *T = max_len + 1;
 }
 
-void batch_fill(HostBatch *hb, const Encoded *e, const long *idx, int B) {
+void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT) {
+    memset(tb, 0, sizeof *tb);
+    tb->capB = B, tb->capS = S, tb->capT = T, tb->capNS = NS, tb->capNT = NT;
+    tb->src = xmalloc(sizeof(int) * NS);
+    tb->src_mask = xmalloc(sizeof(float) * NS);
+    tb->src_len = xmalloc(sizeof(int) * B);
+    tb->tgt_in = xmalloc(sizeof(int) * NT);
+    tb->tgt_out = xmalloc(sizeof(int) * NT);
+    tb->tgt_len = xmalloc(sizeof(int) * B);
+    tb->tgt_row = xmalloc(sizeof(int) * NT);
+    tb->tgt_row_id = xmalloc(sizeof(int) * NT);
+}
+
+void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B) {
     int S = 1, T = 1;
     for (int b = 0; b < B; b++) {
         int s = src_len_of(e, idx[b]), t = tgt_len_of(e, idx[b]) + 1;
         if (s > S) S = s;
         if (e->tgt_off && t > T) T = t;
     }
-    if (B > hb->capB || S > hb->capS || T > hb->capT) {
-        host_batch_free(hb);
-        hb->capB = B, hb->capS = S, hb->capT = T;
-        hb->src = xmalloc(sizeof(int) * B * S);
-        hb->src_mask = xmalloc(sizeof(float) * B * S);
-        hb->src_len = xmalloc(sizeof(int) * B);
-        hb->tgt_in = xmalloc(sizeof(int) * B * T);
-        hb->tgt_out = xmalloc(sizeof(int) * B * T);
-    }
-    hb->B = B, hb->S = S, hb->T = T;
-    hb->src_tokens = hb->tgt_tokens = 0;
+    CHECK(B <= tb->capB && S <= tb->capS && T <= tb->capT && (long)B * S <= tb->capNS &&
+              (long)B * T <= tb->capNT, "batch beyond batch_alloc's capacity");
+    tb->B = B, tb->S = S, tb->T = T;
+    tb->src_tokens = tb->tgt_tokens = 0;
     for (int b = 0; b < B; b++) {
         long i = idx[b];
         int s = src_len_of(e, i), t = tgt_len_of(e, i);
         const int32_t *sid = e->src_ids + e->src_off[i];
-        hb->src_len[b] = s;
-        hb->src_tokens += s;
+        int *src = tb->src + (size_t)b * S, *tin = tb->tgt_in + (size_t)b * T;
+        int *tout = tb->tgt_out + (size_t)b * T;
+        float *mask = tb->src_mask + (size_t)b * S;
+        tb->src_len[b] = s;
+        tb->src_tokens += s;
         for (int k = 0; k < S; k++) {
-            hb->src[k * B + b] = k < s ? sid[k] : TOKEN_PAD;
-            hb->src_mask[k * B + b] = k < s ? 1.0f : 0.0f;
+            src[k] = k < s ? sid[k] : TOKEN_PAD;
+            mask[k] = k < s ? 1.0f : 0.0f;
         }
         const int32_t *tid = e->tgt_off ? e->tgt_ids + e->tgt_off[i] : NULL;
         for (int k = 0; k < T; k++) {
-            hb->tgt_in[k * B + b] = k == 0 ? TOKEN_BOS : (tid && k <= t) ? tid[k - 1] : TOKEN_PAD;
-            hb->tgt_out[k * B + b] = (tid && k < t) ? tid[k] : (tid && k == t) ? TOKEN_EOS : TOKEN_PAD;
+            tin[k] = k == 0 ? TOKEN_BOS : (tid && k <= t) ? tid[k - 1] : TOKEN_PAD;
+            tout[k] = (tid && k < t) ? tid[k] : (tid && k == t) ? TOKEN_EOS : TOKEN_PAD;
+            if (tout[k] != TOKEN_PAD) {
+                tb->tgt_row[tb->tgt_tokens] = b * T + k;
+                tb->tgt_row_id[tb->tgt_tokens++] = tout[k];
+            }
         }
-        if (tid) hb->tgt_tokens += t + 1;
+        tb->tgt_len[b] = tid ? t + 1 : 1;
     }
 }
 
-void host_batch_free(HostBatch *hb) {
-    free(hb->src);
-    free(hb->src_mask);
-    free(hb->src_len);
-    free(hb->tgt_in);
-    free(hb->tgt_out);
-    memset(hb, 0, sizeof *hb);
+void batch_free(TokenBatch *tb) {
+    free(tb->src);
+    free(tb->src_mask);
+    free(tb->src_len);
+    free(tb->tgt_in);
+    free(tb->tgt_out);
+    free(tb->tgt_len);
+    free(tb->tgt_row);
+    free(tb->tgt_row_id);
+    memset(tb, 0, sizeof *tb);
 }

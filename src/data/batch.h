@@ -1,4 +1,5 @@
-/* batch.h — token-budget batches of sentence pairs (DESIGN.md §1).
+/* batch.h — token-budget batches of sentence pairs (DESIGN.md §1), built as batch-major
+ * TokenBatch arrays (core/tokens.h: src [B,S], tgt_in/tgt_out [B,T], PAD = 0).
  *
  * Legend: B sentences in a batch, S longest source (subword tokens), T longest target + 1 (the
  * decoder reads BOS y_1..y_n and predicts y_1..y_n EOS). A batch holds at most batch_tokens
@@ -13,6 +14,7 @@
 #define TRAINER_BATCH_H
 
 #include "common.h"
+#include "core/tokens.h"
 #include "data/encoded.h"
 #include "rng.h"
 
@@ -22,18 +24,6 @@ typedef struct {
     long nbatches;
 } BatchPlan;
 
-/* Host-side arrays of one batch, time-major, PAD = 0. */
-typedef struct {
-    int B, S, T;
-    int *src;       /* [S,B] */
-    int *src_len;   /* [B] */
-    float *src_mask;/* [S,B] 1 = token, 0 = padding */
-    int *tgt_in;    /* [T,B] BOS y_1 .. y_n, pad */
-    int *tgt_out;   /* [T,B] y_1 .. y_n EOS, pad */
-    long src_tokens, tgt_tokens; /* non-pad tokens (targets count EOS) */
-    int capB, capS, capT;
-} HostBatch;
-
 /* Indices of pairs whose two sides both have 1..max_len tokens (the training filter).
  * Returns the count; *keep is malloc'd. */
 long batch_filter(const Encoded *e, int max_len, long **keep);
@@ -42,11 +32,16 @@ long batch_filter(const Encoded *e, int max_len, long **keep);
 Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, int batch_tokens,
                   Rng *rng, Err *err);
 void batch_plan_free(BatchPlan *p);
-/* Capacity bounds of any batch batch_plan can make with these settings (for rnn_reserve). */
+/* Capacity bounds of any batch batch_plan can make with these settings: B, S, T at most *B, *S,
+ * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). */
 void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T);
-/* Fills hb (allocating on first use / growth) with pairs idx[0..B) of e; targets may be absent
- * (e->tgt_ids NULL) for decoding, then T = 1 and the target arrays hold PAD. */
-void batch_fill(HostBatch *hb, const Encoded *e, const long *idx, int B);
-void host_batch_free(HostBatch *hb);
+/* Allocates tb's host arrays once for batches of up to B sentences, S source and T target
+ * positions, NS = B·S and NT = B·T tokens (padding included); batch_fill never allocates. */
+void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT);
+/* Fills tb (batch-major, PAD = 0, every field of core/tokens.h) with pairs idx[0..B) of e;
+ * targets may be absent (e->tgt_ids NULL) for decoding, then T = 1, tgt_in = BOS, tgt_out = PAD
+ * and NR = 0. A batch beyond batch_alloc's capacity is a programmer error (CHECK). */
+void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B);
+void batch_free(TokenBatch *tb);
 
 #endif

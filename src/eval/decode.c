@@ -9,16 +9,16 @@
 
 #include "core/tokens.h"
 
-void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn) {
+void decode_greedy(Model *m, const TokenBatch *tb, int max_T, int *out_ids, float *attn) {
     const Backend *be = m->be;
-    int B = hb->B, S = hb->S, V = m->V;
+    int B = tb->B, S = tb->S, V = m->V;
     int *dev_ids = be->alloc(sizeof(int) * B);
     int *ids = xmalloc(sizeof(int) * B);
     char *done = xcalloc(B, 1);
     float *w = attn ? xmalloc(sizeof(float) * B * S) : NULL; /* one step's weights [B,S] */
     for (int i = 0; i < B; i++) ids[i] = TOKEN_BOS;
     for (int i = 0; i < B * max_T; i++) out_ids[i] = TOKEN_PAD;
-    model_decode_begin(m, hb, 1, max_T);
+    model_decode_begin(m, tb, 1, max_T);
     be->upload(dev_ids, ids, sizeof(int) * B);
     for (int t = 0; t < max_T; t++) {
         const float *logits = model_decode_step(m, t, dev_ids, 0);
@@ -66,10 +66,10 @@ static double length_penalty(int len, float alpha) {
     return alpha == 0.0f ? 1.0 : pow((5.0 + len) / 6.0, alpha);
 }
 
-void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, int *out_ids,
+void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, int *out_ids,
                  float *attn) {
     const Backend *be = m->be;
-    int B = hb->B, S = hb->S, V = m->V, R = B * K;
+    int B = tb->B, S = tb->S, V = m->V, R = B * K;
     int *dev_ids = be->alloc(sizeof(int) * R), *dev_parent = be->alloc(sizeof(int) * R);
     int *ids = xmalloc(sizeof(int) * R), *parent = xmalloc(sizeof(int) * R);
     float *score = xmalloc(sizeof(float) * R), *nscore = xmalloc(sizeof(float) * R);
@@ -84,7 +84,7 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
     char *done = xcalloc(B, 1);
     Cand *top = xmalloc(sizeof(Cand) * 2 * K);
     for (int r = 0; r < R; r++) ids[r] = TOKEN_BOS, score[r] = r % K ? -INFINITY : 0.0f;
-    model_decode_begin(m, hb, K, max_T);
+    model_decode_begin(m, tb, K, max_T);
     be->upload(dev_ids, ids, sizeof(int) * R);
     for (int t = 0; t < max_T; t++) {
         be->download(lp, model_decode_step(m, t, dev_ids, 1), sizeof(float) * R * V);
@@ -164,10 +164,10 @@ void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, i
     free(whist), free(nwhist), free(w), free(lp), free(fin), free(nfin), free(done), free(top);
 }
 
-void decode_batch(Model *m, const HostBatch *hb, const DecodeOpts *opt, int max_T, int *out_ids,
+void decode_batch(Model *m, const TokenBatch *tb, const DecodeOpts *opt, int max_T, int *out_ids,
                   float *attn) {
-    if (opt->beam <= 1) decode_greedy(m, hb, max_T, out_ids, attn);
-    else decode_beam(m, hb, opt->beam, opt->len_penalty, max_T, out_ids, attn);
+    if (opt->beam <= 1) decode_greedy(m, tb, max_T, out_ids, attn);
+    else decode_beam(m, tb, opt->beam, opt->len_penalty, max_T, out_ids, attn);
 }
 
 int parse_decode_arg(int argc, char **argv, int *i, DecodeOpts *d, int *alpha_set,

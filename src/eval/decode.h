@@ -12,7 +12,7 @@
 #ifndef TRAINER_DECODE_H
 #define TRAINER_DECODE_H
 
-#include "data/batch.h"
+#include "core/tokens.h"
 #include "model/model.h"
 
 typedef struct {
@@ -20,15 +20,15 @@ typedef struct {
     float len_penalty; /* α of Wu et al. 2016 eq. 14 (>= 0); 0 ranks by log-probability */
 } DecodeOpts;
 
-/* Decodes hb's sources (targets unused). out_ids[B·max_T] (host) gets each sentence's ids up to
+/* Decodes tb's sources (host, targets unused). out_ids[B·max_T] (host) gets each sentence's ids up to
  * and including EOS, then PAD; attn (host, NULL to skip) gets the chosen output's weights
  * [B, max_T, S] (rows after the output's end untouched). The model must have room for B·K
  * sentences and max_T target steps (model_reserve). opt->beam == 1 runs decode_greedy. */
-void decode_batch(Model *m, const HostBatch *hb, const DecodeOpts *opt, int max_T, int *out_ids,
+void decode_batch(Model *m, const TokenBatch *tb, const DecodeOpts *opt, int max_T, int *out_ids,
                   float *attn);
 /* The two searches themselves; decode_beam with K = 1 must equal decode_greedy. */
-void decode_greedy(Model *m, const HostBatch *hb, int max_T, int *out_ids, float *attn);
-void decode_beam(Model *m, const HostBatch *hb, int K, float alpha, int max_T, int *out_ids,
+void decode_greedy(Model *m, const TokenBatch *tb, int max_T, int *out_ids, float *attn);
+void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, int *out_ids,
                  float *attn);
 
 /* Command-line decoding options shared by eval, translate and compare: --beam K (1..64) and

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "data/batch.h"
+
 static const Encoded *g_e;
 static int cmp_src_len(const void *a, const void *b) {
     long i = *(const long *)a, j = *(const long *)b;
@@ -37,14 +39,15 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
     if (maps) memset(maps, 0, sizeof(AttnMap) * n);
     Status rc = STATUS_ERR;
     Encoded e = {0};
-    HostBatch hb = {0};
+    TokenBatch tb = {0};
     long *order = xmalloc(sizeof(long) * (n ? n : 1));
     int *ids = NULL, K = opt->beam;
     float *attn = NULL;
     char **res = xcalloc(n ? n : 1, sizeof(char *));
     e.n = n;
     e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
-    long cap = 1024, used = 0;
+    long cap = 1024, used = 0, ng = 0, *gstart = NULL;
+    int *gT = NULL;
     e.src_ids = xmalloc(sizeof(int32_t) * cap);
     e.src_off[0] = 0;
     for (long i = 0; i < n; i++) {
@@ -68,22 +71,37 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
     qsort(order, n, sizeof(long), cmp_src_len);
     long k = 0;
     while (k < n && e.src_off[order[k] + 1] == e.src_off[order[k]]) res[order[k++]] = xstrdup("");
+    /* sentences sorted by length: each group takes as many as fit the token budget at its
+     * longest; the groups are planned first so that the batch and the model are sized once */
+    gstart = xmalloc(sizeof(long) * (n - k + 1));
+    gT = xmalloc(sizeof(int) * (n - k + 1));
+    int capB = 1, capS = 1, capT = 1;
+    long capNS = 1, capNT = 1;
     while (k < n) {
-        /* sentences sorted by length: take as many as fit the token budget at the longest */
         long first = k;
-        int maxT = 0;
+        int maxT = 0, S = 0;
         while (k < n) {
             int s = (int)(e.src_off[order[k] + 1] - e.src_off[order[k]]);
             int T = 2 * s + 10;
             if ((k - first + 1) * (long)T * K > TRANSLATE_BATCH_TOKENS && k > first) break;
-            maxT = T, k++;
+            maxT = T, S = s, k++;
         }
         int B = (int)(k - first);
-        batch_fill(&hb, &e, order + first, B);
-        model_reserve(m, B * K, hb.S, maxT, (long)B * K * hb.S, (long)B * K * maxT);
-        ids = xrealloc(ids, sizeof(int) * B * maxT);
-        if (maps) attn = xrealloc(attn, sizeof(float) * B * maxT * hb.S);
-        decode_batch(m, &hb, opt, maxT, ids, maps ? attn : NULL);
+        gstart[ng] = first, gT[ng++] = maxT;
+        capB = B > capB ? B : capB, capS = S > capS ? S : capS, capT = maxT > capT ? maxT : capT;
+        capNS = (long)B * S > capNS ? (long)B * S : capNS;
+        capNT = (long)B * maxT > capNT ? (long)B * maxT : capNT;
+    }
+    gstart[ng] = n;
+    batch_alloc(&tb, capB, capS, 1, capNS, capB);
+    model_reserve(m, capB * K, capS, capT, capNS * K, capNT * K);
+    ids = xmalloc(sizeof(int) * capNT);
+    if (maps) attn = xmalloc(sizeof(float) * capNT * capS);
+    for (long g = 0; g < ng; g++) {
+        long first = gstart[g];
+        int B = (int)(gstart[g + 1] - first), maxT = gT[g];
+        batch_fill(&tb, &e, order + first, B);
+        decode_batch(m, &tb, opt, maxT, ids, maps ? attn : NULL);
         for (int b = 0; b < B; b++) {
             long li = order[first + b];
             const int *y = ids + (size_t)b * maxT;
@@ -98,7 +116,7 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
             a->tgt = pieces(m->spm, y, Ts);
             a->w = xmalloc(sizeof(float) * (Ts ? Ts : 1) * (Ss ? Ss : 1));
             for (int t = 0; t < Ts; t++)
-                memcpy(a->w + (size_t)t * Ss, attn + ((size_t)b * maxT + t) * hb.S, sizeof(float) * Ss);
+                memcpy(a->w + (size_t)t * Ss, attn + ((size_t)b * maxT + t) * tb.S, sizeof(float) * Ss);
         }
     }
     *out = res;
@@ -110,10 +128,12 @@ cleanup:
         for (long i = 0; i < n; i++) attn_map_free(&maps[i]);
     free(ids);
     free(attn);
+    free(gstart);
+    free(gT);
     free(order);
     free(e.src_ids);
     free(e.src_off);
-    host_batch_free(&hb);
+    batch_free(&tb);
     return rc;
 }
 
@@ -135,19 +155,21 @@ Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Er
         free(all);
         return STATUS_ERR;
     }
-    HostBatch hb = {0};
+    /* every batch of the plan: B·(S + T) ≤ budget with S, T ≥ 1, S, T ≤ maxlen */
+    TokenBatch tb;
+    int bB = budget / 2, bL = maxlen ? maxlen : 1;
+    batch_alloc(&tb, bB, bL, bL, budget, budget);
+    model_reserve(m, bB, bL, bL, budget, budget);
     double loss = 0;
     long ntok = 0;
     for (long b = 0; b < plan.nbatches; b++) {
-        int B = (int)(plan.start[b + 1] - plan.start[b]);
-        batch_fill(&hb, e, plan.idx + plan.start[b], B);
-        model_reserve(m, B, hb.S, hb.T, (long)B * hb.S, (long)B * hb.T);
-        loss += model_loss(m, &hb, 0.0f, 0, 0, 0.0f);
-        ntok += hb.tgt_tokens;
+        batch_fill(&tb, e, plan.idx + plan.start[b], (int)(plan.start[b + 1] - plan.start[b]));
+        loss += model_loss(m, &tb, 0.0f, 0, 0, 0.0f);
+        ntok += tb.tgt_tokens;
     }
     *ppl = ntok ? exp(loss / ntok) : 0;
     if (tokens) *tokens = ntok;
-    host_batch_free(&hb);
+    batch_free(&tb);
     batch_plan_free(&plan);
     free(all);
     return STATUS_OK;

@@ -51,55 +51,71 @@ void model_init_params(Model *m) {
     params_initialise(&m->ps, &rng, 0.1f);
 }
 
+/* Frees the backend batch's arrays. */
+static void free_dev(Model *m) {
+    TokenBatch *d = &m->dev;
+    void *p[] = {d->src, d->src_len, d->src_mask, d->tgt_in, d->tgt_out, d->tgt_len, d->tgt_row,
+                 d->tgt_row_id};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i]) m->be->free(p[i]);
+    memset(d, 0, sizeof *d);
+}
+
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
-    if (m->tf) {
-        transformer_reserve(m->tf, B, S, T, NS, NT);
-        return;
-    }
-    rnn_reserve(m->rnn, B, S, T, NS, NT);
-    if (B <= m->capB && NS <= m->capNS && NT <= m->capNT) return;
+    if (m->tf) transformer_reserve(m->tf, B, S, T, NS, NT);
+    else rnn_reserve(m->rnn, B, S, T, NS, NT);
+    TokenBatch *d = &m->dev;
+    if (B <= d->capB && S <= d->capS && T <= d->capT && NS <= d->capNS && NT <= d->capNT) return;
+    TokenBatch cap = {.capB = B > d->capB ? B : d->capB, .capS = S > d->capS ? S : d->capS,
+                      .capT = T > d->capT ? T : d->capT, .capNS = NS > d->capNS ? NS : d->capNS,
+                      .capNT = NT > d->capNT ? NT : d->capNT};
+    free_dev(m);
     const Backend *be = m->be;
-    if (m->d_src) {
-        be->free(m->d_src), be->free(m->d_src_len), be->free(m->d_src_mask);
-        be->free(m->d_tgt_in), be->free(m->d_tgt_out);
-    }
-    m->capB = B > m->capB ? B : m->capB;
-    m->capNS = NS > m->capNS ? NS : m->capNS;
-    m->capNT = NT > m->capNT ? NT : m->capNT;
-    m->d_src = be->alloc(sizeof(int) * m->capNS);
-    m->d_src_mask = be->alloc(sizeof(float) * m->capNS);
-    m->d_src_len = be->alloc(sizeof(int) * m->capB);
-    m->d_tgt_in = be->alloc(sizeof(int) * m->capNT);
-    m->d_tgt_out = be->alloc(sizeof(int) * m->capNT);
+    *d = cap;
+    d->src = be->alloc(sizeof(int) * d->capNS);
+    d->src_mask = be->alloc(sizeof(float) * d->capNS);
+    d->src_len = be->alloc(sizeof(int) * d->capB);
+    d->tgt_in = be->alloc(sizeof(int) * d->capNT);
+    d->tgt_out = be->alloc(sizeof(int) * d->capNT);
+    d->tgt_len = be->alloc(sizeof(int) * d->capB);
+    d->tgt_row = be->alloc(sizeof(int) * d->capNT);
+    d->tgt_row_id = be->alloc(sizeof(int) * d->capNT);
 }
 
-static RnnBatch upload(Model *m, const HostBatch *hb) {
+/* The one upload of a step: every array of tb into m->dev (no allocation). */
+static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
     const Backend *be = m->be;
-    size_t NS = (size_t)hb->B * hb->S, NT = (size_t)hb->B * hb->T;
-    be->upload(m->d_src, hb->src, sizeof(int) * NS);
-    be->upload(m->d_src_mask, hb->src_mask, sizeof(float) * NS);
-    be->upload(m->d_src_len, hb->src_len, sizeof(int) * hb->B);
-    be->upload(m->d_tgt_in, hb->tgt_in, sizeof(int) * NT);
-    be->upload(m->d_tgt_out, hb->tgt_out, sizeof(int) * NT);
-    RnnBatch b = {hb->B, hb->S, hb->T, m->d_src, m->d_src_len, m->d_src_mask, m->d_tgt_in,
-                  m->d_tgt_out};
-    return b;
+    TokenBatch *d = &m->dev;
+    int B = tb->B;
+    size_t NS = (size_t)B * tb->S, NT = (size_t)B * tb->T, NR = (size_t)tb->tgt_tokens;
+    CHECK(B <= d->capB && tb->S <= d->capS && tb->T <= d->capT && (long)NS <= d->capNS &&
+              (long)NT <= d->capNT, "batch larger than model_reserve'd capacity");
+    d->B = B, d->S = tb->S, d->T = tb->T;
+    d->src_tokens = tb->src_tokens, d->tgt_tokens = tb->tgt_tokens;
+    be->upload(d->src, tb->src, sizeof(int) * NS);
+    be->upload(d->src_mask, tb->src_mask, sizeof(float) * NS);
+    be->upload(d->src_len, tb->src_len, sizeof(int) * B);
+    be->upload(d->tgt_in, tb->tgt_in, sizeof(int) * NT);
+    be->upload(d->tgt_out, tb->tgt_out, sizeof(int) * NT);
+    be->upload(d->tgt_len, tb->tgt_len, sizeof(int) * B);
+    if (NR) {
+        be->upload(d->tgt_row, tb->tgt_row, sizeof(int) * NR);
+        be->upload(d->tgt_row_id, tb->tgt_row_id, sizeof(int) * NR);
+    }
+    return d;
 }
 
-double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
+double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale) {
-    if (m->tf) return transformer_loss(m->tf, hb, smoothing, train, key, grad_scale);
-    RnnBatch b = upload(m, hb);
-    return rnn_forward_backward(m->rnn, &b, smoothing, train, key, grad_scale);
+    const TokenBatch *d = upload(m, tb);
+    return m->tf ? transformer_loss(m->tf, d, smoothing, train, key, grad_scale)
+                 : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);
 }
 
-void model_decode_begin(Model *m, const HostBatch *hb, int K, int max_T) {
-    if (m->tf) {
-        transformer_decode_begin(m->tf, hb, K, max_T);
-        return;
-    }
-    RnnBatch b = upload(m, hb);
-    rnn_decode_begin(m->rnn, &b, K);
+void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T) {
+    const TokenBatch *d = upload(m, tb);
+    if (m->tf) transformer_decode_begin(m->tf, d, K, max_T);
+    else rnn_decode_begin(m->rnn, d, K);
 }
 
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs) {
@@ -119,10 +135,7 @@ const float *model_decode_attention(Model *m, int t) {
 int model_has_attention(const Model *m) { return m->tf ? 1 : rnn_has_attention(m->rnn); }
 
 void model_free(Model *m) {
-    if (m->d_src) {
-        m->be->free(m->d_src), m->be->free(m->d_src_len), m->be->free(m->d_src_mask);
-        m->be->free(m->d_tgt_in), m->be->free(m->d_tgt_out);
-    }
+    if (m->be) free_dev(m);
     rnn_free(m->rnn);
     transformer_free(m->tf);
     params_free(&m->ps);

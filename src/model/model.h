@@ -3,12 +3,14 @@
  * buffers a batch is uploaded into. model.type chooses the RNN encoder–decoder (model/rnn.h) or
  * the Transformer (model/transformer.h); everything here dispatches to the one built.
  *
- * Legend: B batch, S source length, T target length (time-major arrays as in data/batch.h).
+ * Legend: B batch, S source length, T target length. A batch is a batch-major TokenBatch
+ * (core/tokens.h), built on the host and uploaded once per call into the model's mirror of it
+ * in backend memory, which the RNN and the Transformer read.
  */
 #ifndef TRAINER_MODEL_H
 #define TRAINER_MODEL_H
 
-#include "data/batch.h"
+#include "core/tokens.h"
 #include "data/spm.h"
 #include "model/params.h"
 #include "model/rnn.h"
@@ -23,11 +25,7 @@ typedef struct {
     ParamSet ps;
     RnnModel *rnn;   /* model.type = rnn */
     TfModel *tf;     /* model.type = transformer */
-    /* backend copies of the current batch (RNN; the Transformer keeps its own) */
-    int *d_src, *d_src_len, *d_tgt_in, *d_tgt_out;
-    float *d_src_mask;
-    long capNS, capNT;
-    int capB;
+    TokenBatch dev;  /* the current batch in backend memory, sized by model_reserve */
 } Model;
 
 /* Builds the model of cfg over spm (ownership of spm passes to m, also on error): chooses the
@@ -44,17 +42,20 @@ void model_allocate(Model *m);
  * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by
  * train.seed. */
 void model_init_params(Model *m);
-/* Reserves activations and batch buffers for batches within these bounds (see rnn_reserve). */
+/* Reserves activations and the backend batch for batches within these bounds (see
+ * rnn_reserve): B sentences, S source and T target positions, NS = B·S and NT = B·T tokens.
+ * Grows only; model_loss and model_decode_begin then never allocate. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
-/* Uploads hb and runs the teacher-forced pass: returns the summed loss (nats) over target
- * tokens; train != 0 adds dropout (keyed) and accumulates gradients scaled by grad_scale. */
-double model_loss(Model *m, const HostBatch *hb, float smoothing, int train, uint64_t key,
+/* Uploads tb (host) into the model's backend batch and runs the teacher-forced pass: returns
+ * the summed loss (nats) over target tokens; train != 0 adds dropout (keyed) and accumulates
+ * gradients scaled by grad_scale. */
+double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale);
-/* Incremental decoding of hb's sources with K rows per sentence, at most max_T steps (rnn.h
+/* Incremental decoding of tb's sources (uploaded as by model_loss; targets unused) with K rows per sentence, at most max_T steps (rnn.h
  * rnn_decode_*, transformer.h transformer_decode_*): ids and parent are backend memory [B·K];
  * the returned scores [B·K, V] and attention weights [B·K, S] are backend memory, valid until
  * the next call. model_reserve must allow B·K sentences and max_T target positions. */
-void model_decode_begin(Model *m, const HostBatch *hb, int K, int max_T);
+void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T);
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
 void model_decode_reorder(Model *m, int t, const int *parent);
 const float *model_decode_attention(Model *m, int t);

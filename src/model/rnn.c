@@ -1,8 +1,9 @@
 /* rnn.c — RNN encoder–decoder with attention: forward, backward, incremental decoding (rnn.h).
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden, Hd = H/2
- * encoder hidden per direction, V vocabulary, G gate blocks (LSTM 4, GRU 3). Activations are
- * time-major: [S,B,·], [T,B,·]; the attention works batch-major ([B,S,H] keys).
+ * encoder hidden per direction, V vocabulary, G gate blocks (LSTM 4, GRU 3). The batch's ids
+ * and mask are batch-major ([B,S], [B,T]) and transposed on the device once per pass;
+ * activations are time-major: [S,B,·], [T,B,·]; the attention works batch-major ([B,S,H] keys).
  */
 #include "model/rnn.h"
 
@@ -40,6 +41,8 @@ struct RnnModel {
     long capNS, capNT;
     void *allocs[256];
     int nallocs;
+    int *src_tm, *tin_tm, *tout_tm;                   /* [S,B], [T,B], [T,B] the batch's ids */
+    float *mask_tm;                                   /* [S,B] the batch's source mask */
     float *src_emb, *src_emb_mask, *src_x;            /* [S,B,E] */
     float *enc_gx[2 * MAXL], *enc_gh[2 * MAXL];       /* [S,B,G·Hd], GRU [S,B,3Hd] */
     float *enc_h[2 * MAXL], *enc_c[2 * MAXL];         /* [S,B,Hd] */
@@ -216,6 +219,8 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     int E = m->E, H = m->H, Hd = m->Hd, V = m->V, G = m->gru ? 3 : 4;
     int in0 = m->dec[0].in;
+    m->src_tm = (int *)act(m, NS), m->mask_tm = act(m, NS);
+    m->tin_tm = (int *)act(m, NT), m->tout_tm = (int *)act(m, NT);
     m->src_emb = act(m, NS * E), m->src_emb_mask = act(m, NS * E), m->src_x = act(m, NS * E);
     for (int l = 0; l < m->Le; l++) {
         for (int d = 0; d < 2; d++) {
@@ -278,7 +283,7 @@ static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, sit
 /* encoder                                                                                  */
 
 /* One direction of one encoder layer over all S steps. x[S,B,in] → h, c [S,B,Hd]. */
-static void enc_direction_forward(RnnModel *m, int ld, const float *x, const RnnBatch *b) {
+static void enc_direction_forward(RnnModel *m, int ld, const float *x, const TokenBatch *b) {
     const Backend *be = m->be;
     RnnLayer *L = &m->enc[ld];
     int B = b->B, S = b->S, Hd = m->Hd, G = L->G, rev = ld & 1;
@@ -292,14 +297,14 @@ static void enc_direction_forward(RnnModel *m, int ld, const float *x, const Rnn
         const float *hp = i ? h + (size_t)tp * B * Hd : m->zeros;
         const float *cp = i ? c + (size_t)tp * B * Hd : m->zeros;
         cell_forward(be, L, gx + o * G, gh ? gh + o * 3 : NULL, hp, cp, h + o, c + o,
-                     b->src_mask + (size_t)t * B, B);
+                     m->mask_tm + (size_t)t * B, B);
     }
 }
 
 /* Backward of enc_direction_forward. dh_out[S,B,Hd]: gradient w.r.t. h from above;
  * d_hrec/d_crec: on entry the gradient w.r.t. the final state (the decoder's initial state).
  * Accumulates d_x[S,B,in] and the layer's parameter gradients. */
-static void enc_direction_backward(RnnModel *m, int ld, const float *x, const RnnBatch *b,
+static void enc_direction_backward(RnnModel *m, int ld, const float *x, const TokenBatch *b,
                                    const float *dh_out, float *dhrec, float *dcrec, float *d_x) {
     const Backend *be = m->be;
     RnnLayer *L = &m->enc[ld];
@@ -319,7 +324,7 @@ static void enc_direction_backward(RnnModel *m, int ld, const float *x, const Rn
         be->zero(dcp, sizeof(float) * B * Hd);
         cell_backward(be, L, dgx + o * G, dgh + o * (L->gru ? 3 : 4), dh, dcp, dhrec, dcrec,
                       gx + o * G, gh ? gh + o * 3 : NULL, hp, c + o, cp,
-                      b->src_mask + (size_t)t * B, B);
+                      m->mask_tm + (size_t)t * B, B);
         float *tmp = dhrec; dhrec = dh; dh = tmp;
         tmp = dcrec; dcrec = dcp; dcp = tmp;
     }
@@ -332,11 +337,19 @@ static void enc_direction_backward(RnnModel *m, int ld, const float *x, const Rn
     be->matmul(d_x, dgx, L->W_ih.w, S * B, L->in, G * Hd, 0, 0, 1.0f, 1.0f);
 }
 
-static void encoder_forward(RnnModel *m, const RnnBatch *b, int train, uint64_t key) {
+/* ids_tm [L,B] = ids [B,L] transposed on the device: transpose01 moves 4-byte words unchanged,
+ * so it carries int32 ids as well as floats. */
+static void time_major(const Backend *be, int *ids_tm, const int *ids, int B, int L) {
+    be->transpose01_forward((float *)ids_tm, (const float *)ids, B, L, 1);
+}
+
+static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_t key) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, E = m->E, H = m->H, Hd = m->Hd;
     size_t NS = (size_t)S * B;
-    be->embedding_forward(m->src_emb, b->src, m->emb_src.w, (int)NS, E);
+    time_major(be, m->src_tm, b->src, B, S);
+    be->transpose01_forward(m->mask_tm, b->src_mask, B, S, 1);
+    be->embedding_forward(m->src_emb, m->src_tm, m->emb_src.w, (int)NS, E);
     be->dropout_forward(m->src_x, m->src_emb_mask, m->src_emb, train ? m->p : 0.0f,
                         site_key(key, 1), NS * E);
     const float *x = m->src_x;
@@ -430,7 +443,7 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
 }
 
 /* Luong attention without input feeding, batched over all T positions: one call with Tq = T. */
-static void luong_batched_forward(RnnModel *m, const RnnBatch *b) {
+static void luong_batched_forward(RnnModel *m, const TokenBatch *b) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, H = m->H;
     be->transpose01_forward(m->q_bm, m->dec_h[m->Ld - 1], T, B, H); /* [B,T,H] */
@@ -441,7 +454,7 @@ static void luong_batched_forward(RnnModel *m, const RnnBatch *b) {
 
 /* Backward of one step's output layer (and Luong attention) at step t: from d_htil[t] into
  * dh_top (the top layer's dh of step t), d_ctx_all[t] and d_enc_out. */
-static void output_step_backward(RnnModel *m, int t, const RnnBatch *b, float *dh_top) {
+static void output_step_backward(RnnModel *m, int t, const TokenBatch *b, float *dh_top) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, H = m->H, top = m->Ld - 1;
     size_t BH = (size_t)B * H;
@@ -465,7 +478,7 @@ static void output_step_backward(RnnModel *m, int t, const RnnBatch *b, float *d
 
 /* Backward of output_forward over all T steps and of luong_batched_forward: fills d_htop_all
  * and d_ctx_all, accumulates d_enc_out. */
-static void output_batched_backward(RnnModel *m, const RnnBatch *b) {
+static void output_batched_backward(RnnModel *m, const TokenBatch *b) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, H = m->H, N = B * T;
     size_t NH = (size_t)N * H;
@@ -494,7 +507,7 @@ static void output_batched_backward(RnnModel *m, const RnnBatch *b) {
     be->transpose01_backward(m->d_htop_all, dq_bm, T, B, H);
 }
 
-double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int train,
+double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t key, float grad_scale) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, E = m->E, H = m->H, Hd = m->Hd, V = m->V;
@@ -505,7 +518,9 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     encoder_forward(m, b, train, key);
     if (m->aops && m->aops->begin) m->aops->begin(&m->attn, be, m->enc_out, B, S);
     DecSrc src = {B, S, m->enc_out, b->src_len};
-    be->embedding_forward(m->tgt_emb, b->tgt_in, m->emb_tgt.w, (int)NT, E);
+    time_major(be, m->tin_tm, b->tgt_in, B, T);
+    time_major(be, m->tout_tm, b->tgt_out, B, T);
+    be->embedding_forward(m->tgt_emb, m->tin_tm, m->emb_tgt.w, (int)NT, E);
     be->dropout_forward(m->tgt_x, m->tgt_emb_mask, m->tgt_emb, train ? m->p : 0.0f,
                         site_key(key, 2), NT * E);
     for (int t = 0; t < T; t++)
@@ -520,9 +535,9 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     be->matmul(m->logits, m->htil_drop, m->W_out.w, (int)NT, V, H, 0, 1, 1.0f, 0.0f);
     be->bias_forward(m->logits, m->b_out.w, (int)NT, V);
     if (!train)
-        return be->xent_forward_backward(NULL, m->logits, b->tgt_out, (int)NT, V, smoothing,
+        return be->xent_forward_backward(NULL, m->logits, m->tout_tm, (int)NT, V, smoothing,
                                          TOKEN_PAD, 0.0f);
-    double loss = be->xent_forward_backward(m->dlogits, m->logits, b->tgt_out, (int)NT, V,
+    double loss = be->xent_forward_backward(m->dlogits, m->logits, m->tout_tm, (int)NT, V,
                                             smoothing, TOKEN_PAD, grad_scale);
 
     /* ---------------- backward ---------------- */
@@ -590,7 +605,7 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
     /* target embedding: x = dropout(emb(y)) */
     be->zero(m->tgt_x, sizeof(float) * NT * E); /* reuse as scratch for d(emb) */
     be->dropout_backward(m->tgt_x, m->d_tgt_x, m->tgt_emb_mask, NT * E);
-    be->embedding_backward(m->emb_tgt.g, m->tgt_x, b->tgt_in, (int)NT, E);
+    be->embedding_backward(m->emb_tgt.g, m->tgt_x, m->tin_tm, (int)NT, E);
 
     /* encoder: enc_out = transpose(enc_cat[top]) */
     be->zero(m->d_enc_cat, sizeof(float) * NS * H);
@@ -619,7 +634,7 @@ double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int
         } else { /* x_0 = dropout(emb(src)) */
             be->zero(m->d_src_x, sizeof(float) * NS * E);
             be->dropout_backward(m->d_src_x, m->d_enc_x, m->src_emb_mask, NS * E);
-            be->embedding_backward(m->emb_src.g, m->d_src_x, b->src, (int)NS, E);
+            be->embedding_backward(m->emb_src.g, m->d_src_x, m->src_tm, (int)NS, E);
         }
     }
     return loss;
@@ -634,7 +649,7 @@ static void gather_in_place(RnnModel *m, float *rows, const int *idx, int n, int
     m->be->copy(rows, m->tmp_rows, sizeof(float) * (size_t)n * D);
 }
 
-void rnn_decode_begin(RnnModel *m, const RnnBatch *b, int K) {
+void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, H = m->H, R = B * K;
     CHECK(R <= m->capB && (long)S * R <= m->capNS && S <= m->capS,

@@ -2,7 +2,9 @@
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden size
  * (the bidirectional encoder has H/2 per direction, so its output h̄_s is H wide), V vocabulary,
- * L layers, K beam size. Token arrays are time-major: src[S,B], tgt_in[T,B], tgt_out[T,B].
+ * L layers, K beam size. The batch arrives batch-major (a TokenBatch in backend memory,
+ * core/tokens.h: src [B,S], tgt_in/tgt_out [B,T]); the recurrences run time-major, so the RNN
+ * transposes the ids and the source mask on the device ([S,B], [T,B]) before it embeds them.
  *
  * Cells: LSTM (gate order i, f, g, o) or GRU (Cho et al. 2014; r, z, n, as cuDNN).
  * Encoder: embedding → L bidirectional layers (padding steps keep their state, so the backward
@@ -25,6 +27,7 @@
 #define TRAINER_RNN_H
 
 #include "attention/rnn_attention.h"
+#include "core/tokens.h"
 #include "model/params.h"
 #include "ops/ops.h"
 
@@ -34,15 +37,6 @@ typedef struct {
     Param W_ih, W_hh, b;  /* [G·h, in], [G·h, h], [G·h] (GRU: b is b_ih) */
     Param b_hh;           /* GRU only: [3h] */
 } RnnLayer;
-
-typedef struct {
-    int B, S, T;
-    const int *src;       /* [S,B] backend memory */
-    const int *src_len;   /* [B] backend memory */
-    const float *src_mask; /* [S,B] backend memory: 1 real token, 0 padding */
-    const int *tgt_in;    /* [T,B] backend memory: BOS y_1 .. y_n, pad */
-    const int *tgt_out;   /* [T,B] backend memory: y_1 .. y_n EOS, pad */
-} RnnBatch;
 
 typedef struct RnnModel RnnModel;
 
@@ -56,10 +50,10 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
  * NS = B·S source tokens and NT = B·T target tokens (padding included). Grows only: the trainer
  * calls it once with the batcher's bounds, so the training step never allocates. */
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
-/* Teacher-forced forward pass; with train != 0 also dropout (keyed by dropout_key) and the
+/* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout (keyed by dropout_key) and the
  * backward pass, accumulating into the parameter gradients scaled by grad_scale.
  * Returns the summed label-smoothed cross-entropy over non-pad targets (nats). */
-double rnn_forward_backward(RnnModel *m, const RnnBatch *b, float smoothing, int train,
+double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t dropout_key, float grad_scale);
 /* Test switch: with on != 0 the Luong attention without input feeding and the output layer run
  * step by step (as in decoding) instead of batched over all T positions; same mathematics. */
@@ -72,7 +66,7 @@ void rnn_set_stepwise(RnnModel *m, int on);
  * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
  * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
  * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S]. */
-void rnn_decode_begin(RnnModel *m, const RnnBatch *b, int K);
+void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K);
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);

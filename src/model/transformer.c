@@ -63,11 +63,13 @@ struct TfModel {
     void *allocs[512];
     int nallocs;
     int B, S, T;                                          /* the current batch */
-    int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
-    int *h_src, *h_tin, *h_tout, *h_slen, *h_slen_bh, *h_tlen, *h_tlen_bh; /* host staging */
-    int *h_rows, *h_rows_tout;
-    int *d_src, *d_tin, *d_tout, *d_slen, *d_slen_bh, *d_tlen, *d_tlen_bh;
-    int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
+    int NR; /* target positions that are not padding: the output layer's rows (d_rows) */
+    /* the current batch's arrays, batch-major, in backend memory (model.c uploads them) */
+    const int *d_src, *d_slen;                      /* [B,S], [B] */
+    const int *d_tin, *d_tout, *d_tlen;             /* [B,T], [B,T], [B] */
+    const int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
+    int *d_slen_bh, *d_tlen_bh;      /* [B·NH] the lengths per head (attention ops' rows) */
+    int *d_bh_b;                     /* [capB·NH] b of row b·NH + h, for that expansion */
     float *pe;                                            /* [capPos, D] */
     float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
     float *tgt_emb, *tgt_x, *tgt_mask;                    /* [NT,D] */
@@ -224,19 +226,12 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->capPos = S > T ? S : T;
     int D = m->D, NH = m->NH;
     long NM = NS > NT ? NS : NT;
-    m->h_src = xrealloc(m->h_src, sizeof(int) * NS);
-    m->h_tin = xrealloc(m->h_tin, sizeof(int) * NT);
-    m->h_tout = xrealloc(m->h_tout, sizeof(int) * NT);
-    m->h_rows = xrealloc(m->h_rows, sizeof(int) * NT);
-    m->h_rows_tout = xrealloc(m->h_rows_tout, sizeof(int) * NT);
-    m->h_slen = xrealloc(m->h_slen, sizeof(int) * B);
-    m->h_tlen = xrealloc(m->h_tlen, sizeof(int) * B);
-    m->h_slen_bh = xrealloc(m->h_slen_bh, sizeof(int) * B * NH);
-    m->h_tlen_bh = xrealloc(m->h_tlen_bh, sizeof(int) * B * NH);
-    m->d_src = iact(m, NS), m->d_tin = iact(m, NT), m->d_tout = iact(m, NT);
-    m->d_rows = iact(m, NT), m->d_rows_tout = iact(m, NT);
-    m->d_slen = iact(m, B), m->d_tlen = iact(m, B);
     m->d_slen_bh = iact(m, (size_t)B * NH), m->d_tlen_bh = iact(m, (size_t)B * NH);
+    m->d_bh_b = iact(m, (size_t)B * NH);
+    int *bh_b = xmalloc(sizeof(int) * B * NH);
+    for (int i = 0; i < B * NH; i++) bh_b[i] = i / NH;
+    m->be->upload(m->d_bh_b, bh_b, sizeof(int) * B * NH);
+    free(bh_b);
     m->pe = act(m, (size_t)m->capPos * D);
     build_positions(m);
     m->src_emb = act(m, NS * D), m->src_x = act(m, NS * D), m->src_mask = act(m, NS * D);
@@ -256,41 +251,23 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
 /* ---------------------------------------------------------------------------------------- */
 /* batches                                                                                  */
 
-/* Transposes hb (time-major) to batch-major, counts target lengths (BOS .. y_n), expands the
- * lengths per head, and uploads. */
-static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
-    const Backend *be = m->be;
-    int B = hb->B, S = hb->S, T = hb->T, NH = m->NH;
+/* key_len_bh [B·NH] = key_len[b] for row b·NH + h, on the device (gather_rows copies 4-byte
+ * words unchanged, so it carries int32 lengths as well as floats). */
+static void lengths_per_head(TfModel *m, int *key_len_bh, const int *key_len, int B) {
+    m->be->gather_rows((float *)key_len_bh, (const float *)key_len, m->d_bh_b, B * m->NH, 1);
+}
+
+/* Points the model at batch b (backend memory, batch-major; model.c uploaded it). */
+static void use_batch(TfModel *m, const TokenBatch *b) {
+    int B = b->B, S = b->S, T = b->T;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
               (long)B * T <= m->capNT, "batch larger than transformer_reserve'd capacity");
-    m->B = B, m->S = S, m->T = T, m->NR = 0;
-    for (int b = 0; b < B; b++) {
-        for (int s = 0; s < S; s++) m->h_src[b * S + s] = hb->src[s * B + b];
-        m->h_slen[b] = hb->src_len[b];
-        int len = 0;
-        for (int t = 0; with_targets && t < T; t++) {
-            m->h_tin[b * T + t] = hb->tgt_in[t * B + b];
-            m->h_tout[b * T + t] = hb->tgt_out[t * B + b];
-            if (hb->tgt_in[t * B + b] != TOKEN_PAD) len = t + 1;
-            if (hb->tgt_out[t * B + b] != TOKEN_PAD) {
-                m->h_rows[m->NR] = b * T + t;
-                m->h_rows_tout[m->NR++] = hb->tgt_out[t * B + b];
-            }
-        }
-        m->h_tlen[b] = len;
-        for (int h = 0; h < NH; h++)
-            m->h_slen_bh[b * NH + h] = m->h_slen[b], m->h_tlen_bh[b * NH + h] = len;
-    }
-    be->upload(m->d_src, m->h_src, sizeof(int) * B * S);
-    be->upload(m->d_slen, m->h_slen, sizeof(int) * B);
-    be->upload(m->d_slen_bh, m->h_slen_bh, sizeof(int) * B * NH);
-    if (!with_targets) return;
-    be->upload(m->d_tin, m->h_tin, sizeof(int) * B * T);
-    be->upload(m->d_tout, m->h_tout, sizeof(int) * B * T);
-    be->upload(m->d_rows, m->h_rows, sizeof(int) * m->NR);
-    be->upload(m->d_rows_tout, m->h_rows_tout, sizeof(int) * m->NR);
-    be->upload(m->d_tlen, m->h_tlen, sizeof(int) * B);
-    be->upload(m->d_tlen_bh, m->h_tlen_bh, sizeof(int) * B * NH);
+    m->B = B, m->S = S, m->T = T, m->NR = (int)b->tgt_tokens;
+    m->d_src = b->src, m->d_slen = b->src_len;
+    m->d_tin = b->tgt_in, m->d_tout = b->tgt_out, m->d_tlen = b->tgt_len;
+    m->d_rows = b->tgt_row, m->d_rows_tout = b->tgt_row_id;
+    lengths_per_head(m, m->d_slen_bh, b->src_len, B);
+    lengths_per_head(m, m->d_tlen_bh, b->tgt_len, B);
 }
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
@@ -498,10 +475,10 @@ static const float *encoder_forward(TfModel *m, int train, uint64_t key, const f
     return x;
 }
 
-double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int train,
+double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int train,
                         uint64_t key, float grad_scale) {
     const Backend *be = m->be;
-    upload(m, hb, 1);
+    use_batch(m, b);
     int B = m->B, S = m->S, T = m->T, D = m->D, V = m->V, NS = B * S, NT = B * T;
     const float *enc_in[2 * TF_MAXL], *dec_in[3 * TF_MAXL];
     const float *xtop = encoder_forward(m, train, key, enc_in);
@@ -618,22 +595,21 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     m->tmp_rows = dact(m, (size_t)B * S * D);
 }
 
-void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T) {
+void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T) {
     const Backend *be = m->be;
-    upload(m, hb, 0);
+    use_batch(m, b);
     int B = m->B, S = m->S, R = B * K, D = m->D, NH = m->NH;
     const float *enc_in[2 * TF_MAXL];
     encoder_forward(m, 0, 0, enc_in);
     decode_reserve(m, R, B, S, max_T);
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
-    for (int r = 0; r < R; r++) {
-        m->h_rlen[r] = m->h_slen[r / K];
-        for (int h = 0; h < NH; h++) m->h_rlen_bh[r * NH + h] = m->h_rlen[r];
-        m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
-    }
-    be->upload(m->d_rlen, m->h_rlen, sizeof(int) * R);
-    be->upload(m->d_rlen_bh, m->h_rlen_bh, sizeof(int) * R * NH);
+    for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
     be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);
+    be->gather_rows((float *)m->d_rlen, (const float *)b->src_len, m->d_rowmap, R, 1);
+    be->download(m->h_rlen, m->d_rlen, sizeof(int) * R); /* for decode_attention's maps */
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < NH; h++) m->h_rlen_bh[r * NH + h] = m->h_rlen[r];
+    be->upload(m->d_rlen_bh, m->h_rlen_bh, sizeof(int) * R * NH);
     size_t row = (size_t)S * D; /* one sentence's keys (or values), all heads */
     for (int l = 0; l < m->Ld; l++) {
         DecCache *c = &m->dc[l];
@@ -776,9 +752,7 @@ void transformer_free(TfModel *m) {
     if (!m) return;
     free_list(m->be, m->allocs, &m->nallocs);
     free_list(m->be, m->dallocs, &m->ndallocs);
-    int **h[] = {&m->h_src, &m->h_tin, &m->h_tout, &m->h_slen, &m->h_slen_bh, &m->h_tlen,
-                 &m->h_tlen_bh, &m->h_rows, &m->h_rows_tout, &m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent,
-                 &m->h_parent_bh};
+    int **h[] = {&m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);
 }

@@ -3,8 +3,8 @@
  *
  * Legend: B batch, S source length, T target length, D model width (model.d_model), NH heads,
  * HS = D/NH, F feed-forward width (model.d_ff), V vocabulary, L layers, K beam size.
- * Activations are batch-major, [B,S,D] and [B,T,D]; the time-major HostBatch is transposed on
- * upload.
+ * Activations are batch-major, [B,S,D] and [B,T,D], as is the batch (a TokenBatch in backend
+ * memory, core/tokens.h), which the model reads as it is.
  *
  *   x_0 = dropout(E[y] · √D + PE)                 sinusoidal positions (§3.5), embeddings (§3.4)
  *   encoder layer: self-attention (model.self_attention, source padding masked), FFN
@@ -23,7 +23,7 @@
 #define TRAINER_TRANSFORMER_H
 
 #include "attention/mha.h"
-#include "data/batch.h"
+#include "core/tokens.h"
 #include "model/params.h"
 #include "ops/ops.h"
 
@@ -45,10 +45,11 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
  * the training step. Positions beyond max(S, T) are not supported. */
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
-/* Uploads hb (transposed to batch-major) and runs the teacher-forced pass: returns the summed
+/* Runs the teacher-forced pass over b (arrays in backend memory): returns the summed
  * label-smoothed cross-entropy over non-pad targets (nats); train != 0 adds dropout (keyed by
- * dropout_key) and accumulates the parameter gradients scaled by grad_scale. */
-double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int train,
+ * dropout_key) and accumulates the parameter gradients scaled by grad_scale. The output layer
+ * runs on b's tgt_row positions only. */
+double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int train,
                         uint64_t dropout_key, float grad_scale);
 /* Backend pointer to the last transformer_loss's logits [R,V] (tests): the output layer runs
  * only on the target positions whose tgt_out is not padding, so when the batch has some (and
@@ -57,7 +58,7 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
 const float *transformer_logits(const TfModel *m, int *rows);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
- * decode_begin encodes hb's sources (at most max_T steps will follow), projects every decoder layer's cross-attention keys and
+ * decode_begin encodes b's sources (backend memory) (at most max_T steps will follow), projects every decoder layer's cross-attention keys and
  * values once, and sets up K rows per sentence (row i·K + k reads sentence i); then for
  * t = 0, 1, …: decode_step feeds ids[B·K] (backend memory; BOS at t = 0), appends each
  * layer's self-attention key and value to its cache (or, for linear self-attention, adds them
@@ -67,7 +68,7 @@ const float *transformer_logits(const TfModel *m, int *rows);
  * same sentence's K rows) after step t; decode_attention returns step t's cross-attention
  * weights of the last decoder layer, averaged over heads, [B·K, S] (backend memory). Steps
  * beyond the reserved T are a programmer error. */
-void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T);
+void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T);
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
 void transformer_decode_reorder(TfModel *m, int t, const int *parent);
 const float *transformer_decode_attention(TfModel *m, int t);

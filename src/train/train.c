@@ -242,7 +242,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     Encoded tenc = {0}, venc = {0};
     Model model = {0};
     BatchPlan plan = {0};
-    HostBatch hb = {0};
+    TokenBatch hb = {0};
     long *keep = NULL;
     FILE *metrics = NULL;
     int lock_fd = -1;
@@ -313,6 +313,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
            cfg.max_len, tenc.n - nkeep);
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
+    batch_alloc(&hb, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
     char attn[64];
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
@@ -473,7 +474,7 @@ cleanup:
     if (lock_fd >= 0) close(lock_fd); /* releases the folder */
     if (metrics) fclose(metrics);
     batch_plan_free(&plan);
-    host_batch_free(&hb);
+    batch_free(&hb);
     free(keep);
     encoded_free(&tenc);
     encoded_free(&venc);

@@ -1,7 +1,9 @@
 /* test_batch.c — token-budget batching: every kept pair appears exactly once per epoch, no batch
  * exceeds batch_tokens padded tokens, batches are length-bucketed, the same seed and RNG state
  * give the same batches, another epoch's state gives another order, and batch_fill lays out
- * BOS/EOS/PAD as documented. */
+ * every field of the batch-major TokenBatch (core/tokens.h) as documented — ids, BOS/EOS/PAD,
+ * masks, lengths, the non-padding target rows and the token counts — in the buffers
+ * batch_alloc sized once (never moved), also for a batch without targets (decoding). */
 #include <string.h>
 
 #include "data/batch.h"
@@ -50,15 +52,20 @@ int main(void) {
 
     char *seen = xcalloc(n, 1);
     int over = 0, spread_bad = 0;
-    HostBatch hb = {0};
+    TokenBatch hb;
     int bB, bS, bT;
     batch_bounds(budget, max_len, &bB, &bS, &bT);
+    batch_alloc(&hb, bB, bS, bT, budget, budget);
+    TokenBatch first = hb; /* the buffers batch_fill must keep using */
+    long layout_bad = 0;
     for (long k = 0; k < p1.nbatches; k++) {
         int B = (int)(p1.start[k + 1] - p1.start[k]);
         const long *ix = p1.idx + p1.start[k];
         batch_fill(&hb, &e, ix, B);
         if ((long)B * (hb.S + hb.T) > budget) over++;
         EXPECT(B <= bB && hb.S <= bS && hb.T <= bT, "batch %ld beyond batch_bounds", k);
+        EXPECT(hb.src == first.src && hb.tgt_row_id == first.tgt_row_id,
+               "batch_fill moved the buffers");
         int mn = 1 << 30, mx = 0;
         for (int q = 0; q < B; q++) {
             seen[ix[q]]++;
@@ -66,20 +73,41 @@ int main(void) {
             mn = s < mn ? s : mn, mx = s > mx ? s : mx;
         }
         if (mx - mn > 2) spread_bad++; /* sorted by source length: neighbours are close */
-        if (k == 0) { /* layout of the first batch */
-            for (int q = 0; q < B; q++) {
-                long i = ix[q];
-                int t = (int)(e.tgt_off[i + 1] - e.tgt_off[i]);
-                EXPECT(hb.tgt_in[q] == TOKEN_BOS, "tgt_in starts with BOS");
-                EXPECT(hb.tgt_out[t * B + q] == TOKEN_EOS, "tgt_out has EOS at position %d", t);
-                EXPECT(hb.tgt_in[1 * B + q] == e.tgt_ids[e.tgt_off[i]], "tgt_in[1] = y_1");
-                EXPECT(hb.tgt_out[q] == e.tgt_ids[e.tgt_off[i]], "tgt_out[0] = y_1");
-                for (int s = hb.src_len[q]; s < hb.S; s++)
-                    EXPECT(hb.src[s * B + q] == TOKEN_PAD && hb.src_mask[s * B + q] == 0.0f,
-                           "source padding");
+        /* layout, batch-major: sentence q's row is contiguous */
+        long src_tok = 0, nr = 0;
+        for (int q = 0; q < B; q++) {
+            long i = ix[q];
+            int s = (int)(e.src_off[i + 1] - e.src_off[i]), t = (int)(e.tgt_off[i + 1] - e.tgt_off[i]);
+            const int32_t *x = e.src_ids + e.src_off[i], *y = e.tgt_ids + e.tgt_off[i];
+            const int *src = hb.src + (size_t)q * hb.S, *tin = hb.tgt_in + (size_t)q * hb.T;
+            const int *tout = hb.tgt_out + (size_t)q * hb.T;
+            const float *mask = hb.src_mask + (size_t)q * hb.S;
+            layout_bad += hb.src_len[q] != s || hb.tgt_len[q] != t + 1;
+            for (int j = 0; j < hb.S; j++)
+                layout_bad += src[j] != (j < s ? x[j] : TOKEN_PAD) || mask[j] != (j < s ? 1.0f : 0.0f);
+            for (int j = 0; j < hb.T; j++) {
+                int in = j == 0 ? TOKEN_BOS : j <= t ? y[j - 1] : TOKEN_PAD;
+                int out = j < t ? y[j] : j == t ? TOKEN_EOS : TOKEN_PAD;
+                layout_bad += tin[j] != in || tout[j] != out;
+                if (out == TOKEN_PAD) continue;
+                layout_bad += nr >= hb.tgt_tokens || hb.tgt_row[nr] != q * hb.T + j ||
+                              hb.tgt_row_id[nr] != out;
+                nr++;
             }
+            src_tok += s;
         }
+        layout_bad += nr != hb.tgt_tokens || src_tok != hb.src_tokens;
     }
+    EXPECT(layout_bad == 0, "%ld fields differ from the documented layout", layout_bad);
+
+    /* a batch without targets (decoding): T = 1, BOS in, PAD out, no target rows */
+    Encoded src_only = e;
+    src_only.tgt_off = NULL, src_only.tgt_ids = NULL;
+    batch_fill(&hb, &src_only, p1.idx, (int)(p1.start[1] - p1.start[0]));
+    int ok = hb.T == 1 && hb.tgt_tokens == 0;
+    for (int q = 0; q < hb.B; q++)
+        ok &= hb.tgt_in[q] == TOKEN_BOS && hb.tgt_out[q] == TOKEN_PAD && hb.tgt_len[q] == 1;
+    EXPECT(ok, "a batch without targets: T %d, %ld target rows", hb.T, hb.tgt_tokens);
     long dup = 0, missing = 0;
     for (long k = 0; k < nk; k++) missing += seen[keep[k]] == 0, dup += seen[keep[k]] > 1;
     EXPECT(missing == 0 && dup == 0, "%ld kept pairs missing, %ld repeated", missing, dup);
@@ -93,7 +121,7 @@ int main(void) {
     batch_plan_free(&p1);
     batch_plan_free(&p2);
     batch_plan_free(&p3);
-    host_batch_free(&hb);
+    batch_free(&hb);
     free(seen);
     free(keep);
     encoded_free(&e);

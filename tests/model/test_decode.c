@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
+#include "data/batch.h"
 #include "eval/decode.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -41,7 +42,6 @@ static const char *name(Case c) {
 }
 
 static int src[S * B], src_len[B] = {5, 3};
-static float mask[S * B];
 
 static int build(Model *m, Case c) {
     Err err;
@@ -69,9 +69,12 @@ static int build(Model *m, Case c) {
 
 /* Σ over the batch of log p(tout | tin) by teacher forcing (one sentence per row of tin). */
 static double teacher_forced(Model *m, const int *tin, const int *tout, int nb, int nt,
-                             const int *src_b, const int *len_b, const float *mask_b) {
-    RnnBatch b = {nb, S, nt, src_b, len_b, mask_b, tin, tout};
-    return -rnn_forward_backward(m->rnn, &b, 0.0f, 0, 0, 0.0f);
+                             const int *src_b, const int *len_b) {
+    TokenBatch b;
+    test_token_batch(&b, nb, S, nt, src_b, len_b, tin, tout);
+    double lp = -rnn_forward_backward(m->rnn, &b, 0.0f, 0, 0, 0.0f);
+    batch_free(&b);
+    return lp;
 }
 
 static void check_steps(Case c) {
@@ -88,10 +91,11 @@ static void check_steps(Case c) {
                 tout[q][t * B + b] = 4 + (int)rng_below(&rng, V - 4);
             }
     double ref[2];
-    for (int q = 0; q < 2; q++) ref[q] = teacher_forced(&m, tin[q], tout[q], B, T, src, src_len, mask);
+    for (int q = 0; q < 2; q++) ref[q] = teacher_forced(&m, tin[q], tout[q], B, T, src, src_len);
 
     /* 1. K = 1, step by step */
-    RnnBatch rb = {B, S, 0, src, src_len, mask, NULL, NULL};
+    TokenBatch rb;
+    test_token_batch(&rb, B, S, 0, src, src_len, NULL, NULL);
     rnn_decode_begin(m.rnn, &rb, 1);
     double sum = 0;
     for (int t = 0; t < T; t++) {
@@ -123,20 +127,15 @@ static void check_steps(Case c) {
                "Σ log p %.9g, teacher forcing %.9g", name(c), q, got[q], ref[q]);
     printf("%s: Σ log p teacher forcing %.6f, step by step %.6f, reordered %.6f / %.6f\n",
            name(c), ref[0], sum, got[0], got[1]);
+    batch_free(&rb);
     model_free(&m);
-}
-
-static HostBatch host_batch(void) {
-    HostBatch hb = {0};
-    hb.B = B, hb.S = S, hb.T = 0;
-    hb.src = src, hb.src_len = src_len, hb.src_mask = mask;
-    return hb;
 }
 
 static void check_search(Case c, int exhaustive) {
     Model m;
     if (build(&m, c)) return;
-    HostBatch hb = host_batch();
+    TokenBatch hb;
+    test_token_batch(&hb, B, S, 0, src, src_len, NULL, NULL);
     /* 3. beam 1 = greedy */
     enum { MT = 6 };
     int g[B * MT], k1[B * MT];
@@ -150,6 +149,7 @@ static void check_search(Case c, int exhaustive) {
 
     /* 4. exact search: every output of up to 3 tokens, scored by teacher forcing */
     if (!exhaustive) {
+        batch_free(&hb);
         model_free(&m);
         return;
     }
@@ -166,10 +166,9 @@ static void check_search(Case c, int exhaustive) {
             lp[b][code] = -INFINITY;
             if (skip) continue;
             int tin[3], tout[3], srcb[S], lenb = src_len[b];
-            float maskb[S];
-            for (int s = 0; s < S; s++) srcb[s] = src[s * B + b], maskb[s] = mask[s * B + b];
+            for (int s = 0; s < S; s++) srcb[s] = src[s * B + b];
             for (int t = 0; t < len; t++) tin[t] = t ? y[t - 1] : TOKEN_BOS, tout[t] = y[t];
-            lp[b][code] = teacher_forced(&m, tin, tout, 1, len, srcb, &lenb, maskb);
+            lp[b][code] = teacher_forced(&m, tin, tout, 1, len, srcb, &lenb);
         }
     }
     for (int ai = 0; ai < 2; ai++) {
@@ -192,6 +191,7 @@ static void check_search(Case c, int exhaustive) {
                              "score %.4f)\n", name(c), (double)alpha, b, V * V * V, lens[bc], best);
         }
     }
+    batch_free(&hb);
     model_free(&m);
 }
 
@@ -203,7 +203,6 @@ int main(void) {
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
             src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-            mask[t * B + b] = (float)real;
         }
     const Case cases[] = {
         {ATTN_NONE, 0, 0},          {ATTN_BAHDANAU, 0, 0},       {ATTN_LUONG_DOT, 0, 0},

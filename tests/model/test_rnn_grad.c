@@ -16,15 +16,15 @@
 #include <string.h>
 
 #include "core/tokens.h"
+#include "data/batch.h"
 #include "model/rnn.h"
 #include "testutil.h"
 
 typedef struct {
     RnnModel *m;
     ParamSet ps;
-    RnnBatch batch;
+    TokenBatch batch; /* batch-major, from the time-major arrays below */
     int src[5 * 3], tin[4 * 3], tout[4 * 3], src_len[3];
-    float mask[5 * 3];
 } Fixture;
 
 static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
@@ -54,7 +54,6 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
             f->src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-            f->mask[t * B + b] = (float)real;
         }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
@@ -62,11 +61,12 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
             f->tout[t * B + b] = t + 1 < tgt_len[b] ? f->tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? TOKEN_EOS : TOKEN_PAD;
-    f->batch = (RnnBatch){B, S, T, f->src, f->src_len, f->mask, f->tin, f->tout};
+    test_token_batch(&f->batch, B, S, T, f->src, f->src_len, f->tin, f->tout);
     return 0;
 }
 
 static void fixture_free(Fixture *f) {
+    batch_free(&f->batch);
     rnn_free(f->m);
     params_free(&f->ps);
 }
@@ -98,10 +98,10 @@ static void run_stepwise(AttentionKind kind, int gru) {
            describe(kind, gru, 0, 1, 1), bad);
     /* padding: change a padded source token; nothing may change */
     rnn_set_stepwise(f.m, 0);
-    f.src[4 * 3 + 1] = 5; /* t = 4, sentence 1 (length 3) */
+    f.batch.src[1 * 5 + 4] = 5; /* sentence 1 (length 3), t = 4 */
     double l3 = rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f);
     EXPECT(l3 == rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f), "not deterministic");
-    f.src[4 * 3 + 1] = 9;
+    f.batch.src[1 * 5 + 4] = 9;
     double l4 = rnn_forward_backward(f.m, &f.batch, 0.1f, 0, key, 0.0f);
     EXPECT(l3 == l4, "%s: a padded source token changed the loss (%.9g vs %.9g)",
            describe(kind, gru, 0, 1, 1), l3, l4);
@@ -114,7 +114,7 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     if (fixture(&f, kind, gru, feed, Le, Ld)) return;
     RnnModel *m = f.m;
     ParamSet ps = f.ps;
-    RnnBatch batch = f.batch;
+    TokenBatch batch = f.batch;
     uint64_t key = 12345;
     params_zero_grad(&ps);
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 1.0f);

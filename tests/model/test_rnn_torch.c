@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model/rnn.h"
+#include "data/batch.h"
 #include "testutil.h"
 #include "torch_fixture.h"
 
@@ -54,10 +55,8 @@ static void run(const char *path) {
     fixture_set_params(&fx, &ps, path);
 
     int B = fx.B, S = fx.S, T = fx.T;
-    float *mask = xmalloc(sizeof(float) * S * B);
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++) mask[t * B + b] = t < fx.src_len[b] ? 1.0f : 0.0f;
-    RnnBatch batch = {B, S, T, fx.src, fx.src_len, mask, fx.tgt_in, fx.tgt_out};
+    TokenBatch batch; /* the fixture's arrays are time-major */
+    test_token_batch(&batch, B, S, T, fx.src, fx.src_len, fx.tgt_in, fx.tgt_out);
     rnn_reserve(m, B, S, T, (long)B * S, (long)B * T);
     params_zero_grad(&ps);
     double loss = rnn_forward_backward(m, &batch, (float)smoothing, 1, 99, 1.0f);
@@ -71,7 +70,7 @@ static void run(const char *path) {
     EXPECT(lrel_eval <= 1e-5, "%s: eval loss %.9f vs %.9f (rel %.2e)", path, loss_eval, fx.loss,
            lrel_eval);
     fixture_check_grads(&fx, &ps, path, 1e-4, 1e-4);
-    free(mask);
+    batch_free(&batch);
     rnn_free(m);
     params_free(&ps);
     fixture_free(&fx);

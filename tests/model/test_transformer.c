@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
+#include "data/batch.h"
 #include "eval/decode.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -44,12 +45,11 @@ static const char *name(Case c) {
 }
 
 static int src[S * B], src_len[B] = {5, 3, 1}, tin[T * B], tout[T * B], tgt_len[B] = {4, 2, 3};
-static float mask[S * B];
 
-static HostBatch batch(int *ti, int *to) {
-    HostBatch hb = {0};
-    hb.B = B, hb.S = S, hb.T = ti ? T : 1;
-    hb.src = src, hb.src_len = src_len, hb.src_mask = mask, hb.tgt_in = ti, hb.tgt_out = to;
+/* The batch of src and the time-major targets ti, to (NULL: decoding); free with batch_free. */
+static TokenBatch batch(int *ti, int *to) {
+    TokenBatch hb;
+    test_token_batch(&hb, B, S, T, src, src_len, ti, to);
     return hb;
 }
 
@@ -83,7 +83,7 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
 }
 
 /* (L(w + ε) − L(w − ε)) / 2ε for one parameter element */
-static double numeric(Model *m, const HostBatch *hb, float *w, float eps, uint64_t key) {
+static double numeric(Model *m, const TokenBatch *hb, float *w, float eps, uint64_t key) {
     float w0 = *w;
     *w = w0 + eps;
     double lp = model_loss(m, hb, 0.1f, 1, key, 0.0f);
@@ -101,7 +101,7 @@ static int fd_ok(double an, double num) { return fabs(an - num) <= 3e-3 + 3e-2 *
 static void check_grad(Case c) {
     Model m;
     if (build(&m, c, 0.2f, 7)) return;
-    HostBatch hb = batch(tin, tout);
+    TokenBatch hb = batch(tin, tout);
     uint64_t key = 12345;
     ParamSet *ps = &m.ps;
     params_zero_grad(ps);
@@ -132,6 +132,7 @@ static void check_grad(Case c) {
            "%d measured again, %d bad\n", name(c), n, ps->total, maxrel, retried, bad);
     EXPECT(bad == 0, "%s: %d gradient elements disagree with finite differences", name(c), bad);
     free(grad);
+    batch_free(&hb);
     model_free(&m);
 }
 
@@ -142,7 +143,7 @@ static void check_flash_equals_sdp(int pre) {
     if (build(&a, cs, 0.2f, 3) || build(&b, cf, 0.2f, 3)) return;
     EXPECT(a.ps.total == b.ps.total, "parameter counts differ");
     memcpy(b.ps.data, a.ps.data, sizeof(float) * a.ps.total);
-    HostBatch hb = batch(tin, tout);
+    TokenBatch hb = batch(tin, tout);
     params_zero_grad(&a.ps), params_zero_grad(&b.ps);
     double la = model_loss(&a, &hb, 0.1f, 1, 77, 1.0f), lb = model_loss(&b, &hb, 0.1f, 1, 77, 1.0f);
     int bad = 0;
@@ -156,6 +157,7 @@ static void check_flash_equals_sdp(int pre) {
            pre ? "pre" : "post", la, lb, worst);
     EXPECT(fabs(la - lb) <= 1e-5 * fabs(la), "flash loss %.9g, sdp %.9g", lb, la);
     EXPECT(bad == 0, "%d gradients differ between flash and sdp", bad);
+    batch_free(&hb);
     model_free(&a), model_free(&b);
 }
 
@@ -163,20 +165,21 @@ static void check_flash_equals_sdp(int pre) {
 static void check_padding(Case c) {
     Model m;
     if (build(&m, c, 0.2f, 9)) return;
-    HostBatch hb = batch(tin, tout);
+    TokenBatch hb = batch(tin, tout);
     double l0 = model_loss(&m, &hb, 0.1f, 0, 5, 0.0f);
-    src[4 * B + 1] = 6;  /* t = 4 of sentence 1 (length 3) */
-    tin[3 * B + 1] = 7;  /* t = 3 of sentence 1 (target length 2) */
+    hb.src[1 * S + 4] = 6;    /* t = 4 of sentence 1 (length 3) */
+    hb.tgt_in[1 * T + 3] = 7; /* t = 3 of sentence 1 (target length 2) */
     double l1 = model_loss(&m, &hb, 0.1f, 0, 5, 0.0f);
-    src[4 * B + 1] = TOKEN_PAD, tin[3 * B + 1] = TOKEN_PAD;
     EXPECT(l0 == l1, "%s: padded tokens changed the loss (%.9g vs %.9g)", name(c), l0, l1);
+    batch_free(&hb);
     model_free(&m);
 }
 
 /* log_softmax of the teacher-forced logits, [B,T,V] batch-major, on the host */
 static void teacher_logp(Model *m, int *ti, int *to, float *lp) {
-    HostBatch hb = batch(ti, to);
+    TokenBatch hb = batch(ti, to);
     model_loss(m, &hb, 0.0f, 0, 0, 0.0f);
+    batch_free(&hb);
     int R = 0;
     const float *lg = transformer_logits(m->tf, &R);
     EXPECT(R == B * T, "teacher forcing without padding gave %d logit rows, not %d", R, B * T);
@@ -203,7 +206,7 @@ static void check_decode(Case c) {
             }
     static float ref[2][B * T * V];
     for (int q = 0; q < 2; q++) teacher_logp(&m, ti[q], to[q], ref[q]);
-    HostBatch hb = batch(NULL, NULL);
+    TokenBatch hb = batch(NULL, NULL);
     double worst = 0;
     model_decode_begin(&m, &hb, 1, T);
     for (int t = 0; t < T; t++) {
@@ -257,6 +260,7 @@ static void check_decode(Case c) {
         EXPECT(fabs(sum - 1) < 1e-5 && pad == 0, "%s: sentence %d: attention row sums to %.6f, "
                "%.3g on padding", name(c), b, sum, pad);
     }
+    batch_free(&hb);
     model_free(&m);
 }
 
@@ -268,7 +272,6 @@ int main(void) {
         for (int b = 0; b < B; b++) {
             int real = t < src_len[b];
             src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-            mask[t * B + b] = (float)real;
         }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)

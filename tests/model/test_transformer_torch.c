@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "model/transformer.h"
+#include "data/batch.h"
 #include "testutil.h"
 #include "torch_fixture.h"
 
@@ -57,13 +58,8 @@ static void run(const char *path) {
     params_allocate(&ps);
     fixture_set_params(&fx, &ps, path);
     int B = fx.B, S = fx.S, T = fx.T, V = c.V;
-    float *mask = xmalloc(sizeof(float) * S * B);
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++) mask[t * B + b] = t < fx.src_len[b] ? 1.0f : 0.0f;
-    HostBatch hb = {0};
-    hb.B = B, hb.S = S, hb.T = T;
-    hb.src = fx.src, hb.src_len = fx.src_len, hb.src_mask = mask;
-    hb.tgt_in = fx.tgt_in, hb.tgt_out = fx.tgt_out;
+    TokenBatch hb; /* the fixture's arrays are time-major */
+    test_token_batch(&hb, B, S, T, fx.src, fx.src_len, fx.tgt_in, fx.tgt_out);
     transformer_reserve(m, B, S, T, (long)B * S, (long)B * T);
     params_zero_grad(&ps);
     double loss = transformer_loss(m, &hb, (float)smoothing, 1, 99, 1.0f);
@@ -98,7 +94,7 @@ static void run(const char *path) {
     EXPECT(lrel_eval <= 1e-5, "%s: eval loss %.9f vs %.9f (rel %.2e)", path, loss_eval, fx.loss,
            lrel_eval);
     fixture_check_grads(&fx, &ps, path, 1e-4, 1e-4);
-    free(mask);
+    batch_free(&hb);
     transformer_free(m);
     params_free(&ps);
     fixture_free(&fx);
