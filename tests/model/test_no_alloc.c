@@ -1,0 +1,285 @@
+/* test_no_alloc.c — no allocation in the training step after the first batch (DESIGN.md §5).
+ *
+ * Trains tiny models for 20 steps on length-bucketed batches of random pairs (B, S and T change
+ * from step to step) with the trainer's step — batch_fill into buffers sized once by
+ * batch_bounds, zero gradients, model_loss (one upload, forward, backward), global norm, clip,
+ * Adam — and counts every allocation in steps 2–20: malloc, calloc, realloc, posix_memalign,
+ * aligned_alloc and memalign of the whole process (this executable defines them and forwards
+ * to glibc's __libc_* functions), and the backend's alloc. Any allocation of ours fails the
+ * test (those made inside libgomp and OpenBLAS are reported apart, see below); each is printed
+ * with its call stack (those inside attention ops, the first few), so a failure names the code
+ * that still allocates.
+ * Models: RNN luong_general with input feeding (LSTM, 2 + 2 layers), bahdanau (LSTM), GRU with
+ * luong_general batched over T; Transformer with sdp, flash and linear attention in every slot.
+ * Under the sanitizer build (TRAINER_SANITIZE=1) ASan owns malloc: the test says so and exits 77.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tokens.h"
+#include "data/batch.h"
+#include "model/model.h"
+#include "testutil.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_WRAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_WRAP 1
+#endif
+#endif
+
+/* ---- counting allocator ----
+ * Two libraries allocate inside calls of ours, and that is their bookkeeping, not ours: the
+ * OpenMP runtime (libgomp) allocates a team for a parallel region that runs on one thread (an
+ * "if" clause false) and frees it at the region's end, and OpenBLAS's small-matrix sgemm
+ * kernels allocate a buffer per call on some CPUs. An allocation called from inside either
+ * library is counted apart and reported, not failed; every other one fails the test. */
+enum { NKEEP = 4096, DEPTH = 14, NSHOW = 4 };
+static volatile int counting;
+static long n_allocs, n_lib;                 /* ours; those called from libgomp or OpenBLAS */
+static void *stacks[NKEEP][DEPTH];           /* the call stacks of the first NKEEP of ours */
+static int depths[NKEEP];
+static __thread int inside;                  /* backtrace may allocate: no recursion */
+static uintptr_t lib_lo[2], lib_hi[2];       /* loaded segments of libgomp, libopenblas */
+static const char *const libs[2] = {"libgomp", "libopenblas"};
+
+static void note(void *caller) {
+    if (!counting || inside) return;
+    for (int l = 0; l < 2; l++)
+        if ((uintptr_t)caller >= lib_lo[l] && (uintptr_t)caller < lib_hi[l]) {
+            __atomic_fetch_add(&n_lib, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    inside = 1;
+    long i = __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED);
+    if (i < NKEEP) depths[i] = backtrace(stacks[i], DEPTH);
+    inside = 0;
+}
+
+static int find_libs(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size, (void)data;
+    for (int l = 0; l < 2; l++) {
+        if (!strstr(info->dlpi_name, libs[l])) continue;
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+            if (ph->p_type != PT_LOAD) continue;
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            if (!lib_lo[l] || lo < lib_lo[l]) lib_lo[l] = lo;
+            if (hi > lib_hi[l]) lib_hi[l] = hi;
+        }
+    }
+    return 0;
+}
+
+#ifndef NO_WRAP
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+
+void *malloc(size_t n) {
+    note(__builtin_return_address(0));
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size) {
+    note(__builtin_return_address(0));
+    return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n) {
+    note(__builtin_return_address(0));
+    return __libc_realloc(p, n);
+}
+int posix_memalign(void **p, size_t align, size_t n) {
+    note(__builtin_return_address(0));
+    *p = __libc_memalign(align, n);
+    return *p ? 0 : 12 /* ENOMEM */;
+}
+void *aligned_alloc(size_t align, size_t n) {
+    note(__builtin_return_address(0));
+    return __libc_memalign(align, n);
+}
+void *memalign(size_t align, size_t n) {
+    note(__builtin_return_address(0));
+    return __libc_memalign(align, n);
+}
+#endif
+
+/* The CPU backend with its alloc counted too (it may not go through malloc). */
+static Backend counted_be;
+static void *(*cpu_alloc)(size_t bytes);
+static void *counted_alloc(size_t bytes) {
+    note(__builtin_return_address(0));
+    return cpu_alloc(bytes);
+}
+
+/* The name of the function holding address a ("?" if none is exported; the test is linked with
+ * -rdynamic so that the core's functions are). */
+static const char *fn_name(void *a) {
+    Dl_info info;
+    return dladdr(a, &info) && info.dli_sname ? info.dli_sname : "?";
+}
+
+/* The attention ops whose per-call scratch the attention workspace change removes. */
+static int in_attention_op(int i) {
+    static const char *ops[] = {"cpu_flash", "cpu_linear_attn", "cpu_attn_"};
+    for (int f = 0; f < depths[i]; f++)
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+            if (!strncmp(fn_name(stacks[i][f]), ops[k], strlen(ops[k]))) return 1;
+    return 0;
+}
+
+/* ---- the models ---- */
+enum { V = 40, MAXLEN = 12, BUDGET = 120, NPAIRS = 300, STEPS = 20 };
+
+typedef struct {
+    const char *name;
+    int tf;                 /* 0 RNN, 1 Transformer */
+    AttentionKind kind;
+    int gru, feed, layers;  /* RNN */
+} Case;
+
+static int build(Model *m, const Case *c) {
+    Err err;
+    memset(m, 0, sizeof *m);
+    m->be = &counted_be;
+    m->V = V;
+    params_init_set(&m->ps, m->be);
+    Status rc;
+    if (c->tf) {
+        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind};
+        rc = transformer_create(&m->tf, &m->ps, &tc, &err);
+    } else {
+        rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
+                        c->kind, &err);
+    }
+    if (rc) {
+        EXPECT(0, "%s: %s", c->name, err.msg);
+        return 1;
+    }
+    params_allocate(&m->ps);
+    Rng rng;
+    rng_seed(&rng, 5, 5);
+    params_initialise(&m->ps, &rng, 0.1f);
+    return 0;
+}
+
+/* One training step as train_run takes it; returns the loss per target token. */
+static double train_step(Model *m, TokenBatch *tb, const Encoded *e, const BatchPlan *p, long k,
+                         int t) {
+    const Backend *be = m->be;
+    ParamSet *ps = &m->ps;
+    batch_fill(tb, e, p->idx + p->start[k], (int)(p->start[k + 1] - p->start[k]));
+    params_zero_grad(ps);
+    double loss = model_loss(m, tb, 0.1f, 1, rng_hash(7, (uint64_t)t),
+                             1.0f / (float)tb->tgt_tokens);
+    double norm = sqrt(be->sumsq(ps->grad, ps->total));
+    if (norm > 1.0) be->scale(ps->grad, (float)(1.0 / norm), ps->total);
+    be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, 1e-3f, 0.9f, 0.98f, 1e-9f, t);
+    return loss / (double)tb->tgt_tokens;
+}
+
+static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
+    Model m;
+    if (build(&m, c)) return;
+    int bB, bS, bT;
+    batch_bounds(BUDGET, MAXLEN, &bB, &bS, &bT);
+    TokenBatch tb;
+    batch_alloc(&tb, bB, bS, bT, BUDGET, BUDGET);
+    model_reserve(&m, bB, bS, bT, BUDGET, BUDGET);
+    n_allocs = n_lib = 0;
+    memset(depths, 0, sizeof depths);
+    double first = 0, last = 0;
+    int shapes = 0, pB = 0, pS = 0, pT = 0;
+    for (int t = 1; t <= STEPS; t++) {
+        counting = t >= 2;
+        double l = train_step(&m, &tb, e, p, t - 1, t);
+        counting = 0;
+        shapes += tb.B != pB || tb.S != pS || tb.T != pT;
+        pB = tb.B, pS = tb.S, pT = tb.T;
+        if (t == 1) first = l;
+        last = l;
+    }
+    long n = n_allocs, kept = n < NKEEP ? n : NKEEP, attn = 0, shown = 0;
+    printf("%s: loss %.4f -> %.4f per token over %d steps (%d batch shapes); %ld allocations "
+           "in steps 2-%d", c->name, first, last, STEPS, shapes, n, STEPS);
+    for (int i = 0; i < kept; i++) {
+        int a = in_attention_op(i);
+        attn += a;
+        if (a && shown++ >= NSHOW) continue; /* show every other one, a few of these */
+        fprintf(stderr, "  %s allocation, from:", a ? "attention-op" : "OTHER");
+        for (int f = 1; f < depths[i]; f++) fprintf(stderr, " %s", fn_name(stacks[i][f]));
+        fprintf(stderr, "\n");
+    }
+    printf(" (of the first %ld, %ld in the per-call scratch of attention ops, %ld elsewhere); "
+           "%ld inside libgomp or OpenBLAS (not counted)\n", kept, attn, kept - attn, n_lib);
+    EXPECT(n == 0, "%s: %ld allocations in training steps 2-%d", c->name, n, STEPS);
+    EXPECT(shapes > 5 && isfinite(last), "%s: %d batch shapes, last loss %g", c->name, shapes,
+           last);
+    batch_free(&tb);
+    model_free(&m);
+}
+
+int main(void) {
+    if (test_sanitized()) {
+        printf("test_no_alloc: skipped in the sanitizer build: AddressSanitizer owns malloc, so "
+               "this test cannot count allocations there\n");
+        return 77;
+    }
+    omp_set_num_threads(2);
+    dl_iterate_phdr(find_libs, NULL);
+    EXPECT(lib_hi[0] && lib_hi[1], "libgomp or libopenblas not found among the loaded objects");
+    void *prime[2];
+    backtrace(prime, 2); /* loads libgcc's unwinder now, not while counting */
+    counted_be = *backend_cpu();
+    cpu_alloc = counted_be.alloc;
+    counted_be.alloc = counted_alloc;
+
+    /* random pairs of 1..MAXLEN tokens a side, ids 4..V-1 */
+    Rng rng;
+    rng_seed(&rng, 11, 11);
+    Encoded e = {0};
+    e.n = NPAIRS;
+    e.src_off = xmalloc(sizeof(int64_t) * (NPAIRS + 1));
+    e.tgt_off = xmalloc(sizeof(int64_t) * (NPAIRS + 1));
+    e.src_ids = xmalloc(sizeof(int32_t) * NPAIRS * MAXLEN);
+    e.tgt_ids = xmalloc(sizeof(int32_t) * NPAIRS * MAXLEN);
+    e.src_off[0] = e.tgt_off[0] = 0;
+    for (long i = 0; i < NPAIRS; i++) {
+        int s = 1 + (int)rng_below(&rng, MAXLEN), t = 1 + (int)rng_below(&rng, MAXLEN);
+        for (int k = 0; k < s; k++) e.src_ids[e.src_off[i] + k] = 4 + (int)rng_below(&rng, V - 4);
+        for (int k = 0; k < t; k++) e.tgt_ids[e.tgt_off[i] + k] = 4 + (int)rng_below(&rng, V - 4);
+        e.src_off[i + 1] = e.src_off[i] + s;
+        e.tgt_off[i + 1] = e.tgt_off[i] + t;
+    }
+    long *keep;
+    long nk = batch_filter(&e, MAXLEN, &keep);
+    BatchPlan plan;
+    Err err;
+    if (batch_plan(&plan, &e, keep, nk, BUDGET, &rng, &err)) {
+        EXPECT(0, "batch_plan: %s", err.msg);
+        return test_report("test_no_alloc");
+    }
+    EXPECT(plan.nbatches >= STEPS, "only %ld batches", plan.nbatches);
+    const Case cases[] = {
+        {"rnn luong_general, input feeding, lstm, 2+2 layers", 0, ATTN_LUONG_GENERAL, 0, 1, 2},
+        {"rnn bahdanau, lstm", 0, ATTN_BAHDANAU, 0, 0, 1},
+        {"rnn luong_general batched, gru", 0, ATTN_LUONG_GENERAL, 1, 0, 1},
+        {"transformer sdp", 1, ATTN_SDP, 0, 0, 0},
+        {"transformer flash", 1, ATTN_FLASH, 0, 0, 0},
+        {"transformer linear", 1, ATTN_LINEAR, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && plan.nbatches >= STEPS; i++)
+        run(&cases[i], &e, &plan);
+    batch_plan_free(&plan);
+    free(keep);
+    encoded_free(&e);
+    return test_report("test_no_alloc");
+}
