@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "data/spm.h"
+#include "model/attention_ops.h"
 #include "rng.h"
 
 #define MAXL 8
@@ -685,6 +686,21 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
 
 const float *rnn_decode_attention(RnnModel *m, int t) {
     return m->aops ? m->attw + (size_t)t * m->dsrc.B * m->dsrc.S : NULL;
+}
+
+int rnn_ops_used(const RnnModel *m, OpKind *ops) {
+    static const OpKind common[] = {
+        OP_MATMUL,          OP_BIAS_FORWARD,          OP_BIAS_BACKWARD,       OP_AXPY,
+        OP_CONCAT2_FORWARD, OP_CONCAT2_BACKWARD,      OP_TRANSPOSE01_FORWARD, OP_TRANSPOSE01_BACKWARD,
+        OP_TANH_FORWARD,    OP_TANH_BACKWARD,         OP_DROPOUT_FORWARD,     OP_DROPOUT_BACKWARD,
+        OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD,  OP_GATHER_ROWS,         OP_LOG_SOFTMAX,
+        OP_XENT_FORWARD_BACKWARD};
+    int n = 0;
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) ops[n++] = common[i];
+    ops[n++] = m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD;
+    ops[n++] = m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD;
+    if (m->aops) n += attention_ops_used(m->aops->kind, ops + n);
+    return n;
 }
 
 void rnn_free(RnnModel *m) {

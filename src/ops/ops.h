@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
+
 typedef struct Backend Backend;
 
 struct Backend {
@@ -252,6 +254,69 @@ struct Backend {
     void (*adam_update)(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                         float b1, float b2, float eps, int t);
 };
+
+/* Every computational op of the Backend table (not the memory functions), one per field and named
+ * as the field: OP_MATMUL is Backend.matmul. op_name() gives the field's name ("matmul"); the
+ * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c). */
+typedef enum OpKind {
+    OP_MATMUL,
+    OP_BIAS_FORWARD,
+    OP_BIAS_BACKWARD,
+    OP_AXPY,
+    OP_SCALE,
+    OP_SUMSQ,
+    OP_ALL_FINITE,
+    OP_CONCAT2_FORWARD,
+    OP_CONCAT2_BACKWARD,
+    OP_TRANSPOSE01_FORWARD,
+    OP_TRANSPOSE01_BACKWARD,
+    OP_TANH_FORWARD,
+    OP_TANH_BACKWARD,
+    OP_DROPOUT_FORWARD,
+    OP_DROPOUT_BACKWARD,
+    OP_LAYERNORM_FORWARD,
+    OP_LAYERNORM_BACKWARD,
+    OP_BIAS_RELU_DROPOUT_FORWARD,
+    OP_RELU_DROPOUT_BACKWARD,
+    OP_PERMUTE0213_FORWARD,
+    OP_PERMUTE0213_BACKWARD,
+    OP_WRITE_STEP,
+    OP_GATHER_ROWS_STRIDED,
+    OP_EMBEDDING_FORWARD,
+    OP_EMBEDDING_BACKWARD,
+    OP_LSTM_CELL_FORWARD,
+    OP_LSTM_CELL_BACKWARD,
+    OP_GRU_CELL_FORWARD,
+    OP_GRU_CELL_BACKWARD,
+    OP_ADDITIVE_ATTN_FORWARD,
+    OP_ADDITIVE_ATTN_BACKWARD,
+    OP_FLASH_ATTN_FORWARD,
+    OP_FLASH_ATTN_BACKWARD,
+    OP_LINEAR_ATTN_FORWARD,
+    OP_LINEAR_ATTN_BACKWARD,
+    OP_LINEAR_ATTN_STEP,
+    OP_EFFICIENT_ATTN_FORWARD,
+    OP_EFFICIENT_ATTN_BACKWARD,
+    OP_GATHER_ROWS,
+    OP_ATTN_FORWARD,
+    OP_ATTN_BACKWARD,
+    OP_XENT_FORWARD_BACKWARD,
+    OP_LOG_SOFTMAX,
+    OP_ARGMAX,
+    OP_ADAM_UPDATE,
+    OP_COUNT
+} OpKind;
+
+/* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range. */
+const char *op_name(OpKind op);
+
+/* 1 if be implements op (its table entry is non-NULL), else 0. */
+int supports_op(const Backend *be, OpKind op);
+
+/* STATUS_OK if be implements each of ops[0..n); else an error naming the backend and every
+ * missing op, e.g. "cuda backend: no lstm_cell_forward, flash_attn_backward; use
+ * train.device = cpu". */
+Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
 
 /* The CPU backend (OpenBLAS + OpenMP): always present; the reference. */
 const Backend *backend_cpu(void);

@@ -1,0 +1,91 @@
+/* ops.c — the backend-independent part of the op layer (ops.h): the OpKind name table, the map
+ * from each OpKind to its Backend field, supports_op and backend_require_ops. The backends
+ * themselves live in ops/cpu/ (one file per op family, table in backend_cpu.c) and ops/cuda/. */
+#include "ops/ops.h"
+
+#include <assert.h>
+#include <stddef.h>
+#include <string.h>
+
+/* One row per OpKind: its name and where its function pointer sits in Backend. */
+static const struct {
+    const char *name;
+    size_t offset;
+} OP_TABLE[] = {
+    [OP_MATMUL] = {"matmul", offsetof(Backend, matmul)},
+    [OP_BIAS_FORWARD] = {"bias_forward", offsetof(Backend, bias_forward)},
+    [OP_BIAS_BACKWARD] = {"bias_backward", offsetof(Backend, bias_backward)},
+    [OP_AXPY] = {"axpy", offsetof(Backend, axpy)},
+    [OP_SCALE] = {"scale", offsetof(Backend, scale)},
+    [OP_SUMSQ] = {"sumsq", offsetof(Backend, sumsq)},
+    [OP_ALL_FINITE] = {"all_finite", offsetof(Backend, all_finite)},
+    [OP_CONCAT2_FORWARD] = {"concat2_forward", offsetof(Backend, concat2_forward)},
+    [OP_CONCAT2_BACKWARD] = {"concat2_backward", offsetof(Backend, concat2_backward)},
+    [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", offsetof(Backend, transpose01_forward)},
+    [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", offsetof(Backend, transpose01_backward)},
+    [OP_TANH_FORWARD] = {"tanh_forward", offsetof(Backend, tanh_forward)},
+    [OP_TANH_BACKWARD] = {"tanh_backward", offsetof(Backend, tanh_backward)},
+    [OP_DROPOUT_FORWARD] = {"dropout_forward", offsetof(Backend, dropout_forward)},
+    [OP_DROPOUT_BACKWARD] = {"dropout_backward", offsetof(Backend, dropout_backward)},
+    [OP_LAYERNORM_FORWARD] = {"layernorm_forward", offsetof(Backend, layernorm_forward)},
+    [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", offsetof(Backend, layernorm_backward)},
+    [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", offsetof(Backend, bias_relu_dropout_forward)},
+    [OP_RELU_DROPOUT_BACKWARD] = {"relu_dropout_backward", offsetof(Backend, relu_dropout_backward)},
+    [OP_PERMUTE0213_FORWARD] = {"permute0213_forward", offsetof(Backend, permute0213_forward)},
+    [OP_PERMUTE0213_BACKWARD] = {"permute0213_backward", offsetof(Backend, permute0213_backward)},
+    [OP_WRITE_STEP] = {"write_step", offsetof(Backend, write_step)},
+    [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", offsetof(Backend, gather_rows_strided)},
+    [OP_EMBEDDING_FORWARD] = {"embedding_forward", offsetof(Backend, embedding_forward)},
+    [OP_EMBEDDING_BACKWARD] = {"embedding_backward", offsetof(Backend, embedding_backward)},
+    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", offsetof(Backend, lstm_cell_forward)},
+    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", offsetof(Backend, lstm_cell_backward)},
+    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", offsetof(Backend, gru_cell_forward)},
+    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", offsetof(Backend, gru_cell_backward)},
+    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", offsetof(Backend, additive_attn_forward)},
+    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", offsetof(Backend, additive_attn_backward)},
+    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", offsetof(Backend, flash_attn_forward)},
+    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", offsetof(Backend, flash_attn_backward)},
+    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", offsetof(Backend, linear_attn_forward)},
+    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", offsetof(Backend, linear_attn_backward)},
+    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", offsetof(Backend, linear_attn_step)},
+    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", offsetof(Backend, efficient_attn_forward)},
+    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", offsetof(Backend, efficient_attn_backward)},
+    [OP_GATHER_ROWS] = {"gather_rows", offsetof(Backend, gather_rows)},
+    [OP_ATTN_FORWARD] = {"attn_forward", offsetof(Backend, attn_forward)},
+    [OP_ATTN_BACKWARD] = {"attn_backward", offsetof(Backend, attn_backward)},
+    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", offsetof(Backend, xent_forward_backward)},
+    [OP_LOG_SOFTMAX] = {"log_softmax", offsetof(Backend, log_softmax)},
+    [OP_ARGMAX] = {"argmax", offsetof(Backend, argmax)},
+    [OP_ADAM_UPDATE] = {"adam_update", offsetof(Backend, adam_update)},
+};
+static_assert(sizeof OP_TABLE / sizeof OP_TABLE[0] == OP_COUNT,
+              "OP_TABLE needs one row per OpKind");
+
+const char *op_name(OpKind op) {
+    return op >= 0 && op < OP_COUNT && OP_TABLE[op].name ? OP_TABLE[op].name : "?";
+}
+
+int supports_op(const Backend *be, OpKind op) {
+    CHECK(op >= 0 && op < OP_COUNT, "supports_op: OpKind out of range");
+    void (*fn)(void);
+    memcpy(&fn, (const char *)be + OP_TABLE[op].offset, sizeof fn);
+    return fn != NULL;
+}
+
+Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err) {
+    char missing[1024] = "";
+    size_t len = 0;
+    int nmissing = 0;
+    for (int i = 0; i < n; i++) {
+        if (supports_op(be, ops[i])) continue;
+        int dup = 0; /* a model may list an op twice (two attention slots of one kind) */
+        for (int j = 0; j < i; j++) dup |= ops[j] == ops[i];
+        if (dup) continue;
+        int w = snprintf(missing + len, sizeof missing - len, "%s%s", nmissing ? ", " : "",
+                         op_name(ops[i]));
+        if (w > 0) len += (size_t)w < sizeof missing - len ? (size_t)w : sizeof missing - len - 1;
+        nmissing++;
+    }
+    if (!nmissing) return STATUS_OK;
+    return err_set(err, "%s backend: no %s; use train.device = cpu", be->name, missing);
+}
