@@ -1,4 +1,4 @@
-/* xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7),
+/* softmax_xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7),
  * log-softmax and argmax for decoding. Semantics in ops/ops.h. */
 #include <math.h>
 #include <string.h>
