@@ -2,7 +2,6 @@
  * ops/ops.h. */
 #include <cblas.h>
 
-#include "common.h"
 #include "ops/cpu/cpu_internal.h"
 
 void cpu_bias_forward(float *out, const float *bias, int N, int C) {
@@ -14,17 +13,25 @@ void cpu_bias_forward(float *out, const float *bias, int N, int C) {
     }
 }
 
+/* 65536 ones in read-only data: the vector bias_backward multiplies by (no allocation, no state).
+ */
+#define ONES4 1.0f, 1.0f, 1.0f, 1.0f
+#define ONES16 ONES4, ONES4, ONES4, ONES4
+#define ONES256 ONES16, ONES16, ONES16, ONES16, ONES16, ONES16, ONES16, ONES16, ONES16, ONES16, \
+    ONES16, ONES16, ONES16, ONES16, ONES16, ONES16
+#define ONES4K ONES256, ONES256, ONES256, ONES256, ONES256, ONES256, ONES256, ONES256, ONES256, \
+    ONES256, ONES256, ONES256, ONES256, ONES256, ONES256, ONES256
+#define ONES64K ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, \
+    ONES4K, ONES4K, ONES4K, ONES4K, ONES4K, ONES4K
+enum { NONES = 65536 };
+static const float ONES[NONES] = {ONES64K};
+
 void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
-    /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1 */
-    /* a vector of ones, grown on demand and kept (no allocation once the largest N was seen) */
-    static float *ones = NULL;
-    static int nones = 0;
-    if (N <= 0) return;
-    if (N > nones) {
-        free(ones);
-        ones = xmalloc(sizeof(float) * N);
-        for (int n = 0; n < N; n++) ones[n] = 1.0f;
-        nones = N;
+    /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1, one sgemv per 65536 rows
+     * (one in practice: N is the rows of one batch) */
+    for (int n0 = 0; n0 < N; n0 += NONES) {
+        int rows = N - n0 < NONES ? N - n0 : NONES;
+        cblas_sgemv(CblasRowMajor, CblasTrans, rows, C, 1.0f, dout + (size_t)n0 * C, C, ONES, 1,
+                    1.0f, dbias, 1);
     }
-    cblas_sgemv(CblasRowMajor, CblasTrans, N, C, 1.0f, dout, C, ones, 1, 1.0f, dbias, 1);
 }
