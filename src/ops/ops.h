@@ -1,4 +1,5 @@
-/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair.
+/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair,
+ * and OpKind, the same ops by name.
  *
  *   GRADIENTS ACCUMULATE. Every backward function ADDS (+=) into the gradients it produces, for
  *   parameters and inputs alike; callers zero gradient buffers when a step begins.
@@ -15,6 +16,20 @@
  *
  * Shape letters: N rows (any flattened leading dims), C columns, B batch, S source length,
  * T target length, E embedding, H hidden, V vocabulary, M/K/Nc matrix dims.
+ *
+ * Ops by name (ggml's GGML_OP_NAME): OpKind has one value per computational field of Backend
+ * (OP_MATMUL … OP_ADAM_UPDATE; not the memory functions), op_name(op) its field's name,
+ * supports_op(be, op) whether a backend implements it (its entry is non-NULL), and
+ * backend_require_ops(be, ops, n, err) refuses a backend that lacks any of a list, naming each
+ * missing op; every model lists the ops it calls (rnn_ops_used, transformer_ops_used), so a
+ * backend is refused before training starts. Backend-independent code: ops/ops.c.
+ *
+ * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
+ * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
+ * shape.c, and the attention ops in attention_core.c, flash.c, linear_attn.c), gathered into the
+ * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
+ * mirror cpu/ file by file. Every op is tested by tests/ops/test_backend_ops.c (one case per
+ * OpKind; the attention ops for now in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
