@@ -690,11 +690,12 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
 
 int rnn_ops_used(const RnnModel *m, OpKind *ops) {
     static const OpKind common[] = {
-        OP_MATMUL,           OP_BIAS_FORWARD,       OP_BIAS_BACKWARD,        OP_AXPY,
-        OP_CONCAT2_FORWARD,  OP_CONCAT2_BACKWARD,   OP_TRANSPOSE01_FORWARD,  OP_TANH_FORWARD,
-        OP_TANH_BACKWARD,    OP_DROPOUT_FORWARD,    OP_TRANSPOSE01_BACKWARD, OP_DROPOUT_BACKWARD,
-        OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD, OP_GATHER_ROWS,         OP_LOG_SOFTMAX,
-        OP_XENT_FORWARD_BACKWARD};
+        OP_MATMUL,          OP_BIAS_FORWARD,        OP_BIAS_BACKWARD,
+        OP_AXPY,            OP_CONCAT2_FORWARD,     OP_CONCAT2_BACKWARD,
+        OP_TANH_FORWARD,    OP_TANH_BACKWARD,       OP_TRANSPOSE01_FORWARD,
+        OP_DROPOUT_FORWARD, OP_DROPOUT_BACKWARD,    OP_TRANSPOSE01_BACKWARD,
+        OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD,
+        OP_LOG_SOFTMAX,     OP_GATHER_ROWS}; /* the last two: decoding */
     int n = 0;
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) ops[n++] = common[i];
     ops[n++] = m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD;

@@ -775,13 +775,13 @@ const float *transformer_decode_attention(TfModel *m, int t) {
 
 int transformer_ops_used(const TfModel *m, OpKind *ops) {
     static const OpKind common[] = {
-        OP_MATMUL,           OP_BIAS_FORWARD,        OP_BIAS_BACKWARD,
-        OP_AXPY,             OP_SCALE,               OP_DROPOUT_FORWARD,
-        OP_DROPOUT_BACKWARD, OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD,
-        OP_LAYERNORM_FORWARD, OP_LAYERNORM_BACKWARD, OP_PERMUTE0213_FORWARD,
+        OP_MATMUL,            OP_BIAS_FORWARD,         OP_BIAS_BACKWARD,
+        OP_AXPY,              OP_SCALE,                OP_DROPOUT_FORWARD,
+        OP_DROPOUT_BACKWARD,  OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD,
+        OP_LAYERNORM_FORWARD, OP_LAYERNORM_BACKWARD,   OP_PERMUTE0213_FORWARD,
         OP_PERMUTE0213_BACKWARD, OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD,
-        OP_WRITE_STEP,       OP_GATHER_ROWS,         OP_GATHER_ROWS_STRIDED,
-        OP_LOG_SOFTMAX,      OP_XENT_FORWARD_BACKWARD};
+        OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,      OP_WRITE_STEP,
+        OP_GATHER_ROWS,       OP_GATHER_ROWS_STRIDED}; /* the last four: decoding */
     int n = 0;
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) ops[n++] = common[i];
     n += attention_ops_used(m->c.enc_self, ops + n);
