@@ -39,7 +39,7 @@ Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
     OpKind ops[3 * OP_COUNT];
     int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
     static const OpKind run_ops[] = {OP_SUMSQ, OP_SCALE, OP_ADAM_UPDATE, OP_ARGMAX};
-    for (size_t i = 0; i < sizeof run_ops / sizeof run_ops[0]; i++) ops[n++] = run_ops[i];
+    n = op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
     if (backend_require_ops(m->be, ops, n, err)) return STATUS_ERR;
     return STATUS_OK;
 }

@@ -696,10 +696,10 @@ int rnn_ops_used(const RnnModel *m, OpKind *ops) {
         OP_DROPOUT_FORWARD, OP_DROPOUT_BACKWARD,    OP_TRANSPOSE01_BACKWARD,
         OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD,
         OP_LOG_SOFTMAX,     OP_GATHER_ROWS}; /* the last two: decoding */
-    int n = 0;
-    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) ops[n++] = common[i];
-    ops[n++] = m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD;
-    ops[n++] = m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD;
+    const OpKind cell[] = {m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD,
+                           m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD};
+    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
+    n = op_list_append(ops, n, cell, 2);
     if (m->aops) n += attention_ops_used(m->aops->kind, ops + n);
     return n;
 }

@@ -782,8 +782,7 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
         OP_PERMUTE0213_BACKWARD, OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD,
         OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,      OP_WRITE_STEP,
         OP_GATHER_ROWS,       OP_GATHER_ROWS_STRIDED}; /* the last four: decoding */
-    int n = 0;
-    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) ops[n++] = common[i];
+    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
     n += attention_ops_used(m->c.enc_self, ops + n);
     n += attention_ops_used(m->c.dec_self, ops + n);
     n += attention_ops_used(m->c.cross, ops + n);

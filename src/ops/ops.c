@@ -74,6 +74,11 @@ int supports_op(const Backend *be, OpKind op) {
     return fn != NULL;
 }
 
+int op_list_append(OpKind *ops, int n, const OpKind *more, int count) {
+    for (int i = 0; i < count; i++) ops[n + i] = more[i];
+    return n + count;
+}
+
 Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err) {
     char missing[1024] = "";
     size_t len = 0;

@@ -328,6 +328,9 @@ const char *op_name(OpKind op);
 /* 1 if be implements op (its table entry is non-NULL), else 0. */
 int supports_op(const Backend *be, OpKind op);
 
+/* Appends more[0..count) to the op list ops[0..n) (room is the caller's); returns n + count. */
+int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
+
 /* STATUS_OK if be implements each of ops[0..n); else an error naming the backend and every
  * missing op, e.g. "cuda backend: no lstm_cell_forward, flash_attn_backward; use
  * train.device = cpu". */
