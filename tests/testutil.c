@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,4 +98,43 @@ void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const
             }
         }
     }
+}
+
+/* One central difference of loss at x[i] with step eps; x[i] restored. */
+static double fd_central(float *x, size_t i, float eps, FdLoss loss, void *ctx) {
+    float x0 = x[i], xp = x0 + eps, xm = x0 - eps;
+    x[i] = xp;
+    double lp = loss(ctx);
+    x[i] = xm;
+    double lm = loss(ctx);
+    x[i] = x0;
+    return (lp - lm) / ((double)xp - (double)xm);
+}
+
+static int fd_agrees(double an, double num, const FdOptions *o) {
+    return fabs(an - num) <= o->atol + o->rtol * fabs(num);
+}
+
+FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
+                    FdLoss loss, void *ctx, const FdOptions *opt) {
+    FdResult r = {0, 0, 0, 0.0, 0.0};
+    for (size_t i = 0; i < n; i += stride ? stride : 1) {
+        double an = analytic[i], num = fd_central(x, i, opt->eps, loss, ctx);
+        double d = fabs(an - num);
+        r.n++;
+        if (isnan(d)) d = INFINITY;
+        if (d > r.max_abs) r.max_abs = d;
+        if (fabs(num) >= opt->rel_floor && d / fabs(num) > r.max_rel) r.max_rel = d / fabs(num);
+        if (fd_agrees(an, num, opt)) continue;
+        int ok = 0;
+        if (opt->retry_eps[0] > 0) r.retried++;
+        for (int k = 0; k < 2 && !ok; k++)
+            if (opt->retry_eps[k] > 0)
+                ok = fd_agrees(an, fd_central(x, i, opt->retry_eps[k], loss, ctx), opt);
+        if (ok) continue;
+        if (r.bad++ < 6)
+            fprintf(stderr, "  %s[%zu]: analytic %.9g, numeric %.9g (diff %.3g)\n", what, i, an,
+                    num, fabs(an - num));
+    }
+    return r;
 }

@@ -3,6 +3,7 @@
  * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
 #ifndef TRAINER_TESTUTIL_H
 #define TRAINER_TESTUTIL_H
+#include <stddef.h>
 #include <stdio.h>
 
 #include "core/tokens.h"
@@ -44,4 +45,28 @@ int test_sanitized(void);
  * the rows where tgt_out is not PAD, and the counts. Free with batch_free. */
 void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
                       const int *tgt_in, const int *tgt_out);
+
+/* ---- central finite differences (the one harness; DESIGN.md §9) ----
+ * For i = 0, stride, 2·stride, … < n: num_i = (L(x + ε e_i) − L(x − ε e_i)) / ((x_i + ε) −
+ * (x_i − ε)), the denominator taken in float as the perturbed inputs are, L computed by loss(ctx)
+ * (which reads x); x is restored. The analytic gradient analytic[i] agrees when
+ * |analytic − num| <= atol + rtol·|num| (NaN never agrees). An element that disagrees is measured
+ * again with each nonzero retry_eps[] and agrees if any of those does (a kink or a near-tie
+ * within ±ε spoils one step size; a wrong gradient spoils all). The first 6 elements that
+ * disagree are printed to stderr as "<what>[i]: analytic …, numeric …". */
+typedef double (*FdLoss)(void *ctx);
+typedef struct {
+    float eps;          /* step ε */
+    double atol, rtol;  /* tolerance, as above */
+    double rel_floor;   /* max_rel counts elements with |num| >= rel_floor only */
+    float retry_eps[2]; /* other step sizes for a disagreeing element (0 = none) */
+} FdOptions;
+typedef struct {
+    long n;                  /* elements compared */
+    long bad;                /* elements that disagree (after the retries) */
+    long retried;            /* elements measured again */
+    double max_abs, max_rel; /* worst |analytic − num| and |analytic − num| / |num| at ε */
+} FdResult;
+FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
+                    FdLoss loss, void *ctx, const FdOptions *opt);
 #endif

@@ -34,14 +34,13 @@ Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
                           cfg->input_feeding, cfg->attention, err)) {
         return STATUS_ERR;
     }
-    /* every op the model calls must exist on the backend */
-    const void *const *ops = (const void *const *)&m->be->alloc;
-    size_t nops = (sizeof(Backend) - offsetof(Backend, alloc)) / sizeof(void *);
-    for (size_t i = 0; i < nops; i++)
-        if (!ops[i])
-            return err_set(err, "backend '%s' does not implement every op this model needs yet "
-                           "(entry %zu of the backend table is missing); use train.device = cpu",
-                           m->be->name, i);
+    /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the
+     * backend: refused here, before training, naming each missing op */
+    OpKind ops[3 * OP_COUNT];
+    int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
+    static const OpKind run_ops[] = {OP_SUMSQ, OP_SCALE, OP_ADAM_UPDATE, OP_ARGMAX};
+    n = op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
+    if (backend_require_ops(m->be, ops, n, err)) return STATUS_ERR;
     return STATUS_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
+#include "model/attention_ops.h"
 #include "rng.h"
 
 #define MAXL 8
@@ -700,6 +701,22 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
 
 const float *rnn_decode_attention(RnnModel *m, int t) {
     return m->aops ? m->attw + (size_t)t * m->dsrc.B * m->dsrc.S : NULL;
+}
+
+int rnn_ops_used(const RnnModel *m, OpKind *ops) {
+    static const OpKind common[] = {
+        OP_MATMUL,          OP_BIAS_FORWARD,        OP_BIAS_BACKWARD,
+        OP_AXPY,            OP_CONCAT2_FORWARD,     OP_CONCAT2_BACKWARD,
+        OP_TANH_FORWARD,    OP_TANH_BACKWARD,       OP_TRANSPOSE01_FORWARD,
+        OP_DROPOUT_FORWARD, OP_DROPOUT_BACKWARD,    OP_TRANSPOSE01_BACKWARD,
+        OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD,
+        OP_LOG_SOFTMAX,     OP_GATHER_ROWS}; /* the last two: decoding */
+    const OpKind cell[] = {m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD,
+                           m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD};
+    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
+    n = op_list_append(ops, n, cell, 2);
+    if (m->aops) n += attention_ops_used(m->aops->kind, ops + n);
+    return n;
 }
 
 void rnn_free(RnnModel *m) {

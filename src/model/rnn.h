@@ -72,6 +72,9 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
 /* 1 if the model has an attention (model.attention != none). */
 int rnn_has_attention(const RnnModel *m);
+/* Writes every backend op the model calls (training and decoding; cell and attention kinds
+ * included) to ops[] (room for OP_COUNT) and returns their number. */
+int rnn_ops_used(const RnnModel *m, OpKind *ops);
 void rnn_free(RnnModel *m);
 
 #endif

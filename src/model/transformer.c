@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
+#include "model/attention_ops.h"
 #include "rng.h"
 
 #define TF_MAXL 16
@@ -746,6 +747,22 @@ const float *transformer_decode_attention(TfModel *m, int t) {
     be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
     free(q), free(k), free(w), free(va);
     return m->dattn;
+}
+
+int transformer_ops_used(const TfModel *m, OpKind *ops) {
+    static const OpKind common[] = {
+        OP_MATMUL,            OP_BIAS_FORWARD,         OP_BIAS_BACKWARD,
+        OP_AXPY,              OP_SCALE,                OP_DROPOUT_FORWARD,
+        OP_DROPOUT_BACKWARD,  OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD,
+        OP_LAYERNORM_FORWARD, OP_LAYERNORM_BACKWARD,   OP_PERMUTE0213_FORWARD,
+        OP_PERMUTE0213_BACKWARD, OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD,
+        OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,      OP_WRITE_STEP,
+        OP_GATHER_ROWS,       OP_GATHER_ROWS_STRIDED}; /* the last four: decoding */
+    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
+    n += attention_ops_used(m->c.enc_self, ops + n);
+    n += attention_ops_used(m->c.dec_self, ops + n);
+    n += attention_ops_used(m->c.cross, ops + n);
+    return n;
 }
 
 void transformer_free(TfModel *m) {

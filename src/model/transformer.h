@@ -72,6 +72,10 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
 void transformer_decode_reorder(TfModel *m, int t, const int *parent);
 const float *transformer_decode_attention(TfModel *m, int t);
+/* Writes every backend op the model calls (training and decoding; the attention kind of each
+ * slot included; an op may appear more than once) to ops[] (room for 2·OP_COUNT) and returns
+ * their number. */
+int transformer_ops_used(const TfModel *m, OpKind *ops);
 void transformer_free(TfModel *m);
 
 #endif

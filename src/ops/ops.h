@@ -1,4 +1,5 @@
-/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair.
+/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair,
+ * and OpKind, the same ops by name.
  *
  *   GRADIENTS ACCUMULATE. Every backward function ADDS (+=) into the gradients it produces, for
  *   parameters and inputs alike; callers zero gradient buffers when a step begins.
@@ -15,12 +16,28 @@
  *
  * Shape letters: N rows (any flattened leading dims), C columns, B batch, S source length,
  * T target length, E embedding, H hidden, V vocabulary, M/K/Nc matrix dims.
+ *
+ * Ops by name (ggml's GGML_OP_NAME): OpKind has one value per computational field of Backend
+ * (OP_MATMUL … OP_ADAM_UPDATE; not the memory functions), op_name(op) its field's name,
+ * supports_op(be, op) whether a backend implements it (its entry is non-NULL), and
+ * backend_require_ops(be, ops, n, err) refuses a backend that lacks any of a list, naming each
+ * missing op; every model lists the ops it calls (rnn_ops_used, transformer_ops_used), so a
+ * backend is refused before training starts. Backend-independent code: ops/ops.c.
+ *
+ * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
+ * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
+ * shape.c, and the attention ops in attention_core.c, flash.c, linear_attn.c), gathered into the
+ * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
+ * mirror cpu/ file by file. Every op is tested by tests/ops/test_backend_ops.c (one case per
+ * OpKind; the attention ops for now in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common.h"
 
 typedef struct Backend Backend;
 
@@ -252,6 +269,72 @@ struct Backend {
     void (*adam_update)(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                         float b1, float b2, float eps, int t);
 };
+
+/* Every computational op of the Backend table (not the memory functions), one per field and named
+ * as the field: OP_MATMUL is Backend.matmul. op_name() gives the field's name ("matmul"); the
+ * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c). */
+typedef enum OpKind {
+    OP_MATMUL,
+    OP_BIAS_FORWARD,
+    OP_BIAS_BACKWARD,
+    OP_AXPY,
+    OP_SCALE,
+    OP_SUMSQ,
+    OP_ALL_FINITE,
+    OP_CONCAT2_FORWARD,
+    OP_CONCAT2_BACKWARD,
+    OP_TRANSPOSE01_FORWARD,
+    OP_TRANSPOSE01_BACKWARD,
+    OP_TANH_FORWARD,
+    OP_TANH_BACKWARD,
+    OP_DROPOUT_FORWARD,
+    OP_DROPOUT_BACKWARD,
+    OP_LAYERNORM_FORWARD,
+    OP_LAYERNORM_BACKWARD,
+    OP_BIAS_RELU_DROPOUT_FORWARD,
+    OP_RELU_DROPOUT_BACKWARD,
+    OP_PERMUTE0213_FORWARD,
+    OP_PERMUTE0213_BACKWARD,
+    OP_WRITE_STEP,
+    OP_GATHER_ROWS_STRIDED,
+    OP_EMBEDDING_FORWARD,
+    OP_EMBEDDING_BACKWARD,
+    OP_LSTM_CELL_FORWARD,
+    OP_LSTM_CELL_BACKWARD,
+    OP_GRU_CELL_FORWARD,
+    OP_GRU_CELL_BACKWARD,
+    OP_ADDITIVE_ATTN_FORWARD,
+    OP_ADDITIVE_ATTN_BACKWARD,
+    OP_FLASH_ATTN_FORWARD,
+    OP_FLASH_ATTN_BACKWARD,
+    OP_LINEAR_ATTN_FORWARD,
+    OP_LINEAR_ATTN_BACKWARD,
+    OP_LINEAR_ATTN_STEP,
+    OP_EFFICIENT_ATTN_FORWARD,
+    OP_EFFICIENT_ATTN_BACKWARD,
+    OP_GATHER_ROWS,
+    OP_ATTN_FORWARD,
+    OP_ATTN_BACKWARD,
+    OP_XENT_FORWARD_BACKWARD,
+    OP_LOG_SOFTMAX,
+    OP_ARGMAX,
+    OP_ADAM_UPDATE,
+    OP_COUNT
+} OpKind;
+
+/* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range. */
+const char *op_name(OpKind op);
+
+/* 1 if be implements op (its table entry is non-NULL), else 0. */
+int supports_op(const Backend *be, OpKind op);
+
+/* Appends more[0..count) to the op list ops[0..n) (room is the caller's); returns n + count. */
+int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
+
+/* STATUS_OK if be implements each of ops[0..n); else an error naming the backend and every
+ * missing op, e.g. "cuda backend: no lstm_cell_forward, flash_attn_backward; use
+ * train.device = cpu". */
+Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
 
 /* The CPU backend (OpenBLAS + OpenMP): always present; the reference. */
 const Backend *backend_cpu(void);

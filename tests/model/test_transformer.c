@@ -82,22 +82,22 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
     return 0;
 }
 
-/* (L(w + ε) − L(w − ε)) / 2ε for one parameter element */
-static double numeric(Model *m, const TokenBatch *hb, float *w, float eps, uint64_t key) {
-    float w0 = *w;
-    *w = w0 + eps;
-    double lp = model_loss(m, hb, 0.1f, 1, key, 0.0f);
-    *w = w0 - eps;
-    double lm = model_loss(m, hb, 0.1f, 1, key, 0.0f);
-    *w = w0;
-    return (lp - lm) / (2.0 * eps);
+/* The loss fd_compare differentiates: the training pass with gradient scale 0 (no gradient is
+ * accumulated), dropout keyed as in the analytic pass. */
+typedef struct {
+    Model *m;
+    const TokenBatch *hb;
+    uint64_t key;
+} LossCtx;
+static double loss_at(void *p) {
+    LossCtx *c = p;
+    return model_loss(c->m, c->hb, 0.1f, 1, c->key, 0.0f);
 }
 
-static int fd_ok(double an, double num) { return fabs(an - num) <= 3e-3 + 3e-2 * fabs(num); }
-
-/* 1. finite differences over every parameter. ε = 1e-3; an element that disagrees is measured
- * again with ε = 3e-4 and 3e-3 and passes if either agrees: a ReLU kink (or a near-tie in a
- * softmax) within ±ε of the point spoils one step size, a wrong gradient spoils all three. */
+/* 1. finite differences over every parameter (fd_compare, testutil.h). ε = 1e-3,
+ * |a − n| ≤ 3e-3 + 3e-2·|n|; an element that disagrees is measured again with ε = 3e-4 and 3e-3
+ * and passes if either agrees: a ReLU kink (or a near-tie in a softmax) within ±ε of the point
+ * spoils one step size, a wrong gradient spoils all three. */
 static void check_grad(Case c) {
     Model m;
     if (build(&m, c, 0.2f, 7)) return;
@@ -108,29 +108,23 @@ static void check_grad(Case c) {
     model_loss(&m, &hb, 0.1f, 1, key, 1.0f);
     float *grad = xmalloc(sizeof(float) * ps->total);
     memcpy(grad, ps->grad, sizeof(float) * ps->total);
-    int bad = 0, n = 0, retried = 0;
+    const FdOptions opt = {1e-3f, 3e-3, 3e-2, 1e-2, {3e-4f, 3e-3f}};
+    LossCtx ctx = {&m, &hb, key};
+    long bad = 0, n = 0, retried = 0;
     double maxrel = 0;
     for (int i = 0; i < ps->n; i++) {
         ParamSpec *s = &ps->specs[i];
         size_t stride = s->size <= 40 ? 1 : s->size / 40;
-        for (size_t j = 0; j < s->size; j += stride, n++) {
-            float *w = ps->data + s->offset + j;
-            double an = grad[s->offset + j], num = numeric(&m, &hb, w, 1e-3f, key);
-            if (!fd_ok(an, num)) {
-                retried++;
-                double n2 = numeric(&m, &hb, w, 3e-4f, key), n3 = numeric(&m, &hb, w, 3e-3f, key);
-                if (!fd_ok(an, n2) && !fd_ok(an, n3) && bad++ < 8)
-                    fprintf(stderr, "%s: %s[%zu]: analytic %.6f numeric %.6f / %.6f / %.6f\n",
-                            name(c), s->name, j, an, num, n2, n3);
-                continue;
-            }
-            if (fabs(num) > 1e-2 && fabs(an - num) / fabs(num) > maxrel)
-                maxrel = fabs(an - num) / fabs(num);
-        }
+        char what[256];
+        snprintf(what, sizeof what, "%s: %s", name(c), s->name);
+        FdResult r = fd_compare(what, ps->data + s->offset, s->size, stride, grad + s->offset,
+                                loss_at, &ctx, &opt);
+        n += r.n, bad += r.bad, retried += r.retried;
+        if (r.max_rel > maxrel) maxrel = r.max_rel;
     }
-    printf("%s: %d gradient elements of %zu parameters, max relative error %.2e (|g| > 0.01), "
-           "%d measured again, %d bad\n", name(c), n, ps->total, maxrel, retried, bad);
-    EXPECT(bad == 0, "%s: %d gradient elements disagree with finite differences", name(c), bad);
+    printf("%s: %ld gradient elements of %zu parameters, max relative error %.2e (|g| > 0.01), "
+           "%ld measured again, %ld bad\n", name(c), n, ps->total, maxrel, retried, bad);
+    EXPECT(bad == 0, "%s: %ld gradient elements disagree with finite differences", name(c), bad);
     free(grad);
     batch_free(&hb);
     model_free(&m);

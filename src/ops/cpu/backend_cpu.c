@@ -1,7 +1,8 @@
-/* backend_cpu.c — the CPU backend table: memory, dense algebra (OpenBLAS cblas_sgemm) and the
- * small element-wise ops. The reference backend (DESIGN.md §2). */
-#include <cblas.h>
-#include <math.h>
+/* backend_cpu.c — the CPU backend (OpenBLAS + OpenMP), the reference (DESIGN.md §2): its memory
+ * functions, the table that gathers the ops, and the choice of OpenBLAS kernels. The ops live one
+ * family per file beside it (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c,
+ * embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c, shape.c and the attention files),
+ * declared in cpu_internal.h; src/ops/cuda/ mirrors the same files. */
 #include <string.h>
 #include <unistd.h>
 
@@ -23,95 +24,6 @@ static void cpu_zero(void *p, size_t bytes) {
     if (bytes) memset(p, 0, bytes);
 }
 static void cpu_sync(void) {}
-
-void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
-                int transB, float alpha, float beta) {
-    if (M == 0 || Nc == 0) return;
-    int lda = transA ? M : K, ldb = transB ? K : Nc;
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, M, Nc, K, alpha, A, lda, B, ldb, beta, C, Nc);
-}
-
-void cpu_bias_forward(float *out, const float *bias, int N, int C) {
-#pragma omp parallel for if ((long)N * C > 65536)
-    for (int n = 0; n < N; n++) {
-        float *o = out + (size_t)n * C;
-#pragma omp simd
-        for (int c = 0; c < C; c++) o[c] += bias[c];
-    }
-}
-
-void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
-    /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1 */
-    /* a vector of ones, grown on demand and kept (no allocation once the largest N was seen) */
-    static float *ones = NULL;
-    static int nones = 0;
-    if (N <= 0) return;
-    if (N > nones) {
-        free(ones);
-        ones = xmalloc(sizeof(float) * N);
-        for (int n = 0; n < N; n++) ones[n] = 1.0f;
-        nones = N;
-    }
-    cblas_sgemv(CblasRowMajor, CblasTrans, N, C, 1.0f, dout, C, ones, 1, 1.0f, dbias, 1);
-}
-
-void cpu_axpy(float *y, float a, const float *x, size_t n) {
-#pragma omp parallel for simd if (n > 262144)
-    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
-}
-
-void cpu_scale(float *x, float a, size_t n) {
-#pragma omp parallel for simd if (n > 262144)
-    for (size_t i = 0; i < n; i++) x[i] *= a;
-}
-
-double cpu_sumsq(const float *x, size_t n) {
-    double s = 0;
-#pragma omp parallel for simd reduction(+ : s) if (n > 262144)
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
-    return s;
-}
-
-int cpu_all_finite(const float *x, size_t n) {
-    int ok = 1;
-#pragma omp parallel for simd reduction(& : ok) if (n > 262144)
-    for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) ? 1 : 0;
-    return ok;
-}
-
-void cpu_concat2_forward(float *out, const float *a, const float *b, int N, int Ca, int Cb) {
-    for (int n = 0; n < N; n++) {
-        memcpy(out + (size_t)n * (Ca + Cb), a + (size_t)n * Ca, sizeof(float) * Ca);
-        memcpy(out + (size_t)n * (Ca + Cb) + Ca, b + (size_t)n * Cb, sizeof(float) * Cb);
-    }
-}
-
-void cpu_concat2_backward(float *da, float *db, const float *dout, int N, int Ca, int Cb) {
-    for (int n = 0; n < N; n++) {
-        const float *row = dout + (size_t)n * (Ca + Cb);
-        if (da)
-            for (int c = 0; c < Ca; c++) da[(size_t)n * Ca + c] += row[c];
-        if (db)
-            for (int c = 0; c < Cb; c++) db[(size_t)n * Cb + c] += row[Ca + c];
-    }
-}
-
-void cpu_transpose01_forward(float *out, const float *inp, int D0, int D1, int C) {
-    for (int i = 0; i < D0; i++)
-        for (int j = 0; j < D1; j++)
-            memcpy(out + ((size_t)j * D0 + i) * C, inp + ((size_t)i * D1 + j) * C,
-                   sizeof(float) * C);
-}
-
-void cpu_transpose01_backward(float *dinp, const float *dout, int D0, int D1, int C) {
-    for (int i = 0; i < D0; i++)
-        for (int j = 0; j < D1; j++) {
-            float *d = dinp + ((size_t)i * D1 + j) * C;
-            const float *s = dout + ((size_t)j * D0 + i) * C;
-            for (int c = 0; c < C; c++) d[c] += s[c];
-        }
-}
 
 static const Backend CPU_BACKEND = {
     .name = "cpu",

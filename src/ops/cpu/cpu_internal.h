@@ -1,5 +1,8 @@
-/* cpu_internal.h — the CPU backend's functions (OpenBLAS + OpenMP), gathered into the table by
- * backend_cpu.c. Semantics, shapes and sources are documented once, on the table in ops/ops.h. */
+/* cpu_internal.h — the CPU backend's functions (OpenBLAS + OpenMP), each defined in the file of
+ * its op family (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c, embedding.c,
+ * softmax_xent.c, lstm.c, gru.c, adam.c, shape.c, attention_core.c, flash.c, linear_attn.c) and
+ * gathered into the table by backend_cpu.c. Semantics, shapes and sources are documented once,
+ * on the table in ops/ops.h. */
 #ifndef TRAINER_CPU_INTERNAL_H
 #define TRAINER_CPU_INTERNAL_H
 #include <stdint.h>

@@ -8,8 +8,10 @@
  * and no floating-point atomics, so they are deterministic run to run (DESIGN.md §8).
  *
  * Status: skeleton. Implemented: memory, synchronize, matmul, bias_forward/backward, axpy, scale,
- * sumsq, all_finite. Every other entry of the table is NULL; the model layer checks for NULL
- * entries and refuses with a message naming the missing op.
+ * sumsq, all_finite. Every other entry of the table is NULL; model_declare refuses such a
+ * backend before training through backend_require_ops (ops.h), naming every op the model needs
+ * and this file lacks. To be split one file per op family, mirroring ops/cpu/; checked against
+ * the CPU by tests/ops/test_backend_ops.c --backend cuda.
  *
  * Errors: a failing CUDA/cuBLAS call or kernel launch aborts through CUDA_CHECK / CUBLAS_CHECK
  * (device failure or programmer error). Only backend_cuda() itself reports "no usable device" as a

@@ -1,5 +1,5 @@
-/* xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7),
- * log-softmax and argmax for decoding. Semantics in ops/ops.h. */
+/* softmax_xent.c — fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016
+ * §7), log-softmax and argmax for decoding. Semantics in ops/ops.h. */
 #include <math.h>
 #include <string.h>
 

@@ -1,0 +1,1675 @@
+/* test_backend_ops.c — every op of the backend table (src/ops/ops.h), one case table over
+ * OpKind (DESIGN.md §3, §9):
+ *
+ *   test_backend_ops                   every op of the CPU backend (backend_cpu()) against a plain
+ *                                      reference written here in double precision, every backward
+ *                                      against central finite differences (fd_compare,
+ *                                      tests/testutil.h), and the accumulate convention of ops.h;
+ *                                      then OpKind/supports_op/backend_require_ops.
+ *   test_backend_ops --backend cuda    every op the CUDA backend implements against the CPU on
+ *                                      the same random inputs; exit 77 (skipped) when
+ *                                      backend_cuda() returns NULL (no CUDA build or no device).
+ *
+ * The program fails when an OpKind has no case, except the attention ops listed in
+ * ATTENTION_OPS, tested for now in tests/unit/test_ops.c, test_flash.c and test_linear_attn.c.
+ * An op the CUDA backend leaves NULL (not yet ported) is listed and skipped; an op it has but
+ * whose case has no cross-backend check fails.
+ *
+ * CPU (as test_ops.c was):
+ * Forward: each op's output is compared with an obviously-correct double-precision loop.
+ * Backward: for an op out = f(x) we take L = Σ r ⊙ out with a fixed random r (so dout = r) and
+ *   compare the analytic gradient with (L(x + ε e_i) − L(x − ε e_i)) / (2ε), L accumulated in
+ *   double, ε = 1e-3 on float32 inputs. Tolerances are stated in tests/optest.h.
+ * Accumulate: every backward is run a second time into buffers pre-filled with random nonzero
+ *   values; the result must be prefill + gradient (lstm's dgates, gru's dgx, dgh and
+ *   relu_dropout_backward's dinp are documented as overwritten, and are checked to be exactly
+ *   that).
+ * Exact ops (copies and selects: concat2, transpose01, permute0213, write_step, gather_rows,
+ *   gather_rows_strided, bias_relu_dropout) are compared with tolerance 0, their backward (and its
+ *   accumulation: one float add) too; what they must not write (a row beyond n, the floats
+ *   beyond D of a strided row, the other steps of a cache) is checked to be untouched.
+ *   permute0213 swapped back is the identity. bias_relu_dropout's mask is dropout_forward's, bit
+ *   for bit; its finite differences use pre-activations at least 0.05 away from the kink.
+ * Layernorm: mean and rstd outputs too; a constant row (σ² = 0) and a row with |μ| ≫ σ; C > 16
+ *   so dweight, dbias span two column blocks.
+ * Shapes above an op's OpenMP threshold (axpy/scale, bias_backward, bias_relu_dropout,
+ *   permute0213, layernorm) run the parallel code, against the double reference where finite
+ *   differences would be slow; layernorm and bias_backward are bit-identical for 1 and 2 threads
+ *   (fixed summation order).
+ * Shapes are small but non-square so that a swapped index shows. Inputs come from the
+ * repository's PCG32 (src/rng.h) with a fixed seed. One line per check group is printed (max
+ * abs / rel error); the exit code is the verdict.
+ *
+ * CUDA against CPU (as tests/gpu/test_cuda_backend.c was), normwise relative error
+ * max|gpu − cpu| / max|cpu|: memory ops exact; matmul < 1e-4 (FP32, different summation order);
+ * bias/axpy/scale < 1e-6 (bias_backward 1e-5; FMA contraction may differ); sumsq < 1e-9 (both
+ * accumulate in double); all_finite: the same verdict.
+ */
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "optest.h"
+#include "rng.h"
+#include "testutil.h"
+
+static const Backend *be; /* the CPU backend (the CPU cases) */
+
+/* ========================================================================================== */
+/* the CPU against double-precision references                                               */
+
+/* ------------------------------------------------------------------------------------------ */
+/* memory                                                                                      */
+
+static void test_memory(void) {
+    Stat st;
+    stat_begin(&st, "memory alloc/upload/download/copy/zero");
+    size_t n = 37;
+    float *d = be->alloc(sizeof(float) * n);
+    float *d2 = be->alloc(sizeof(float) * n);
+    stat_true(&st, d != NULL && d2 != NULL, "alloc returned NULL");
+    int zero = 1;
+    for (size_t i = 0; i < n; i++) zero &= d[i] == 0.0f;
+    stat_true(&st, zero, "alloc is not zero-filled");
+    float *h = frand(n, -1, 1), *back = fnew(n);
+    be->upload(d, h, sizeof(float) * n);
+    be->copy(d2, d, sizeof(float) * n);
+    be->synchronize();
+    be->download(back, d2, sizeof(float) * n);
+    stat_true(&st, memcmp(back, h, sizeof(float) * n) == 0, "upload/copy/download round trip");
+    be->zero(d2 + 3, sizeof(float) * 5);
+    be->download(back, d2, sizeof(float) * n);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= back[i] == ((i >= 3 && i < 8) ? 0.0f : h[i]);
+    stat_true(&st, ok, "zero touched the wrong range");
+    be->free(d);
+    be->free(d2);
+    free(h);
+    free(back);
+    stat_end(&st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* dense algebra                                                                               */
+
+static void test_matmul(void) {
+    const int M = 3, Nc = 5, K = 4;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int betacase = 0; betacase < 2; betacase++) {
+                float alpha = 0.7f, beta = betacase ? 0.0f : -0.3f;
+                Stat st;
+                stat_begin(&st, "matmul transA=%d transB=%d alpha=%.1f beta=%.1f", ta, tb,
+                           alpha, beta);
+                float *A = frand((size_t)M * K, -1, 1), *Bm = frand((size_t)K * Nc, -1, 1);
+                float *C0 = frand((size_t)M * Nc, -2, 2), *C = fdup(C0, (size_t)M * Nc);
+                be->matmul(C, A, Bm, M, Nc, K, ta, tb, alpha, beta);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < Nc; j++) {
+                        double s = 0;
+                        for (int k = 0; k < K; k++) {
+                            double a = ta ? A[k * M + i] : A[i * K + k];
+                            double b = tb ? Bm[j * K + k] : Bm[k * Nc + j];
+                            s += a * b;
+                        }
+                        double ref = alpha * s + beta * (double)C0[i * Nc + j];
+                        stat_add(&st, C[i * Nc + j], ref, FWD_ATOL, FWD_RTOL, "C", i * Nc + j);
+                    }
+                stat_end(&st);
+                free(A), free(Bm), free(C0), free(C);
+            }
+}
+
+typedef struct {
+    const float *X0, *r;
+    float *bias, *out;
+    int N, C;
+} BiasCtx;
+static double bias_loss(void *p) {
+    BiasCtx *c = p;
+    memcpy(c->out, c->X0, sizeof(float) * c->N * c->C);
+    be->bias_forward(c->out, c->bias, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
+}
+
+static void test_bias(void) {
+    const int N = 7, C = 6;
+    size_t nc = (size_t)N * C;
+    float *X0 = frand(nc, -1, 1), *bias = frand(C, -1, 1), *out = fdup(X0, nc);
+    Stat st;
+    stat_begin(&st, "bias_forward");
+    be->bias_forward(out, bias, N, C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], (double)X0[n * C + c] + bias[c], FWD_ATOL, FWD_RTOL,
+                     "out", n * C + c);
+    stat_end(&st);
+
+    float *r = frand(nc, -1, 1), *g0 = fnew(C);
+    be->bias_backward(g0, r, N, C);
+    BiasCtx ctx = {X0, r, bias, out, N, C};
+    stat_begin(&st, "bias_backward vs FD");
+    fd_check(&st, "dbias", bias, C, g0, bias_loss, &ctx);
+    stat_end(&st);
+    float *pre = frand(C, -2, 2), *acc = fdup(pre, C);
+    be->bias_backward(acc, r, N, C);
+    stat_begin(&st, "bias_backward accumulates");
+    accum_check(&st, "dbias", acc, pre, g0, C);
+    stat_end(&st);
+    free(X0), free(bias), free(out), free(r), free(g0), free(pre), free(acc);
+
+    /* more rows than the 65536 ones of bias.c: two sgemv calls; against the double sums, within
+     * 1e-6 of Σ|dout| (float rounding over 70001 terms) */
+    const int NL = 70001, CL = 3;
+    float *rl = frand((size_t)NL * CL, -1, 1), *gl = fnew(CL);
+    be->bias_backward(gl, rl, NL, CL);
+    stat_begin(&st, "bias_backward N=%d C=%d vs ref", NL, CL);
+    for (int c = 0; c < CL; c++) {
+        double ref = 0, mag = 0;
+        for (int n = 0; n < NL; n++)
+            ref += rl[(size_t)n * CL + c], mag += fabs(rl[(size_t)n * CL + c]);
+        stat_add(&st, gl[c], ref, 1e-6 * mag, 0, "dbias", c);
+    }
+    stat_end(&st);
+    free(rl), free(gl);
+}
+
+static void test_axpy_scale(void) {
+    size_t sizes[2] = {1001, 300001}; /* the second takes the OpenMP path */
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -3, 3), *y0 = frand(n, -3, 3), *y = fdup(y0, n);
+        float a = -1.37f;
+        Stat st;
+        stat_begin(&st, "axpy n=%zu", n);
+        be->axpy(y, a, x, n);
+        for (size_t i = 0; i < n; i++)
+            stat_add(&st, y[i], (double)y0[i] + (double)a * x[i], FWD_ATOL, FWD_RTOL, "y",
+                     (long)i);
+        stat_end(&st);
+        stat_begin(&st, "scale n=%zu", n);
+        memcpy(y, y0, sizeof(float) * n);
+        be->scale(y, a, n);
+        for (size_t i = 0; i < n; i++)
+            stat_add(&st, y[i], (double)a * y0[i], FWD_ATOL, FWD_RTOL, "x", (long)i);
+        stat_end(&st);
+        free(x), free(y0), free(y);
+    }
+}
+
+static void test_sumsq_all_finite(void) {
+    size_t sizes[3] = {0, 1003, 300001};
+    Stat st;
+    stat_begin(&st, "sumsq");
+    for (int k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -2, 2);
+        double ref = 0;
+        for (size_t i = 0; i < n; i++) ref += (double)x[i] * (double)x[i];
+        /* double accumulation of exact float products: only summation order may differ */
+        stat_add(&st, be->sumsq(x, n), ref, 1e-12, 1e-10, "sumsq", (long)n);
+        free(x);
+    }
+    stat_end(&st);
+
+    stat_begin(&st, "all_finite");
+    for (int k = 0; k < 3; k++) {
+        size_t n = sizes[k];
+        float *x = frand(n, -1e30f, 1e30f);
+        stat_true(&st, be->all_finite(x, n) == 1, "n=%zu finite data reported non-finite", n);
+        if (n) { /* the largest finite floats are finite */
+            x[0] = FLT_MAX, x[n - 1] = -FLT_MAX, x[n / 2] = FLT_MIN / 4; /* a subnormal */
+            stat_true(&st, be->all_finite(x, n) == 1, "n=%zu: FLT_MAX/subnormal reported", n);
+        }
+        free(x);
+    }
+    const float bads[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 1; k < 3; k++) {
+        size_t n = sizes[k];
+        size_t pos[3] = {0, n / 2, n - 1};
+        for (int b = 0; b < 3; b++)
+            for (int j = 0; j < 3; j++) {
+                float *x = frand(n, -1, 1);
+                x[pos[j]] = bads[b];
+                stat_true(&st, be->all_finite(x, n) == 0, "n=%zu: %g at %zu not detected", n,
+                          (double)bads[b], pos[j]);
+                free(x);
+            }
+    }
+    stat_end(&st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* shape ops                                                                                   */
+
+typedef struct {
+    float *a, *b, *out;
+    const float *r;
+    int N, Ca, Cb;
+} ConcatCtx;
+static double concat_loss(void *p) {
+    ConcatCtx *c = p;
+    be->concat2_forward(c->out, c->a, c->b, c->N, c->Ca, c->Cb);
+    return dot_rd(c->r, c->out, (size_t)c->N * (c->Ca + c->Cb));
+}
+
+static void test_concat2(void) {
+    const int N = 3, Ca = 4, Cb = 5, C = Ca + Cb;
+    float *a = frand((size_t)N * Ca, -1, 1), *b = frand((size_t)N * Cb, -1, 1);
+    float *out = fnew((size_t)N * C);
+    Stat st;
+    stat_begin(&st, "concat2_forward");
+    be->concat2_forward(out, a, b, N, Ca, Cb);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], c < Ca ? a[n * Ca + c] : b[n * Cb + c - Ca], 0, 0,
+                     "out", n * C + c);
+    stat_end(&st);
+
+    float *r = frand((size_t)N * C, -1, 1);
+    float *ga = fnew((size_t)N * Ca), *gb = fnew((size_t)N * Cb);
+    be->concat2_backward(ga, gb, r, N, Ca, Cb);
+    ConcatCtx ctx = {a, b, out, r, N, Ca, Cb};
+    stat_begin(&st, "concat2_backward vs FD");
+    fd_check(&st, "da", a, (size_t)N * Ca, ga, concat_loss, &ctx);
+    fd_check(&st, "db", b, (size_t)N * Cb, gb, concat_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "concat2_backward accumulates (and NULL)");
+    float *pa = frand((size_t)N * Ca, -2, 2), *pb = frand((size_t)N * Cb, -2, 2);
+    float *aa = fdup(pa, (size_t)N * Ca), *ab = fdup(pb, (size_t)N * Cb);
+    be->concat2_backward(aa, ab, r, N, Ca, Cb);
+    accum_check(&st, "da", aa, pa, ga, (size_t)N * Ca);
+    accum_check(&st, "db", ab, pb, gb, (size_t)N * Cb);
+    memcpy(aa, pa, sizeof(float) * N * Ca);
+    be->concat2_backward(aa, NULL, r, N, Ca, Cb);
+    accum_check(&st, "da(db NULL)", aa, pa, ga, (size_t)N * Ca);
+    memcpy(ab, pb, sizeof(float) * N * Cb);
+    be->concat2_backward(NULL, ab, r, N, Ca, Cb);
+    accum_check(&st, "db(da NULL)", ab, pb, gb, (size_t)N * Cb);
+    stat_end(&st);
+    free(a), free(b), free(out), free(r), free(ga), free(gb), free(pa), free(pb), free(aa),
+        free(ab);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    int D0, D1, C;
+} TransCtx;
+static double trans_loss(void *p) {
+    TransCtx *c = p;
+    be->transpose01_forward(c->out, c->inp, c->D0, c->D1, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->D0 * c->D1 * c->C);
+}
+
+static void test_transpose01(void) {
+    const int D0 = 3, D1 = 4, C = 5;
+    size_t n = (size_t)D0 * D1 * C;
+    float *inp = frand(n, -1, 1), *out = fnew(n);
+    Stat st;
+    stat_begin(&st, "transpose01_forward");
+    be->transpose01_forward(out, inp, D0, D1, C);
+    for (int j = 0; j < D1; j++)
+        for (int i = 0; i < D0; i++)
+            for (int c = 0; c < C; c++)
+                stat_add(&st, out[(j * D0 + i) * C + c], inp[(i * D1 + j) * C + c], 0, 0, "out",
+                         (j * D0 + i) * C + c);
+    stat_end(&st);
+
+    float *r = frand(n, -1, 1), *g0 = fnew(n);
+    be->transpose01_backward(g0, r, D0, D1, C);
+    TransCtx ctx = {inp, out, r, D0, D1, C};
+    stat_begin(&st, "transpose01_backward vs FD");
+    fd_check(&st, "dinp", inp, n, g0, trans_loss, &ctx);
+    stat_end(&st);
+    float *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->transpose01_backward(acc, r, D0, D1, C);
+    stat_begin(&st, "transpose01_backward accumulates");
+    accum_check(&st, "dinp", acc, pre, g0, n);
+    stat_end(&st);
+    free(inp), free(out), free(r), free(g0), free(pre), free(acc);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* element-wise                                                                                */
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    size_t n;
+} TanhCtx;
+static double tanh_loss(void *p) {
+    TanhCtx *c = p;
+    be->tanh_forward(c->out, c->inp, c->n);
+    return dot_rd(c->r, c->out, c->n);
+}
+
+static void test_tanh(void) {
+    const size_t n = 53;
+    float *inp = frand(n, -3, 3), *out = fnew(n);
+    inp[0] = 0.0f, inp[1] = 20.0f, inp[2] = -20.0f;
+    Stat st;
+    stat_begin(&st, "tanh_forward");
+    be->tanh_forward(out, inp, n);
+    for (size_t i = 0; i < n; i++)
+        stat_add(&st, out[i], tanh((double)inp[i]), FWD_ATOL, FWD_RTOL, "out", (long)i);
+    stat_end(&st);
+
+    float *r = frand(n, -1, 1), *g0 = fnew(n);
+    be->tanh_forward(out, inp, n);
+    be->tanh_backward(g0, r, out, n);
+    TanhCtx ctx = {inp, out, r, n};
+    stat_begin(&st, "tanh_backward vs FD");
+    fd_check(&st, "dinp", inp, n, g0, tanh_loss, &ctx);
+    stat_end(&st);
+    be->tanh_forward(out, inp, n);
+    float *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->tanh_backward(acc, r, out, n);
+    stat_begin(&st, "tanh_backward accumulates");
+    accum_check(&st, "dinp", acc, pre, g0, n);
+    stat_end(&st);
+    free(inp), free(out), free(r), free(g0), free(pre), free(acc);
+}
+
+typedef struct {
+    float *inp, *out, *mask;
+    const float *r;
+    float p;
+    uint64_t key;
+    size_t n;
+} DropCtx;
+static double drop_loss(void *pp) {
+    DropCtx *c = pp;
+    be->dropout_forward(c->out, c->mask, c->inp, c->p, c->key, c->n);
+    return dot_rd(c->r, c->out, c->n);
+}
+
+static void test_dropout(void) {
+    const size_t n = 100000;
+    const float ps[2] = {0.3f, 0.5f};
+    for (int k = 0; k < 2; k++) {
+        float p = ps[k];
+        Stat st;
+        stat_begin(&st, "dropout_forward p=%.1f n=%zu", p, n);
+        float *inp = frand(n, -1, 1), *out = fnew(n), *mask = fnew(n);
+        float *out2 = fnew(n), *mask2 = fnew(n);
+        uint64_t key = 0x1234567ull + (uint64_t)k;
+        be->dropout_forward(out, mask, inp, p, key, n);
+        double keep_val = 1.0 / (1.0 - (double)p);
+        size_t kept = 0, badval = 0, badout = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (mask[i] == 0.0f) {
+                if (out[i] != 0.0f) badout++;
+            } else {
+                kept++;
+                if (fabs(mask[i] - keep_val) > 1e-6 * keep_val) badval++;
+                if (fabs(out[i] - (double)inp[i] * keep_val) > 1e-6 * (1 + fabs(out[i])))
+                    badout++;
+            }
+        }
+        stat_true(&st, badval == 0, "%zu mask values are neither 0 nor 1/(1-p)", badval);
+        stat_true(&st, badout == 0, "%zu outputs differ from inp * mask", badout);
+        double frac = (double)kept / n;
+        stat_add(&st, frac, 1.0 - p, 0.01, 0, "fraction kept", 0);
+        /* same key: bit-identical; a prefix is the same stream (mask[i] depends on (key, i)) */
+        be->dropout_forward(out2, mask2, inp, p, key, n);
+        stat_true(&st, memcmp(mask, mask2, sizeof(float) * n) == 0, "same key, different mask");
+        stat_true(&st, memcmp(out, out2, sizeof(float) * n) == 0, "same key, different out");
+        be->dropout_forward(out2, mask2, inp, p, key, 1000);
+        stat_true(&st, memcmp(mask, mask2, sizeof(float) * 1000) == 0,
+                  "mask of a prefix differs from the prefix of the mask");
+        /* another key: a different mask (expected disagreement 2p(1-p) ≥ 0.42) */
+        be->dropout_forward(out2, mask2, inp, p, key + 1, n);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
+        stat_true(&st, differ > n * 0.3, "key+1 gives a mask that differs in only %zu places",
+                  differ);
+        /* no structure along i: agreement of mask[i] and mask[i+lag] ≈ p² + (1−p)² */
+        const size_t lags[6] = {1, 2, 255, 1024, 4096, 65536};
+        for (int l = 0; l < 6; l++) {
+            size_t agree = 0, m = n - lags[l];
+            for (size_t i = 0; i < m; i++) agree += (mask[i] == 0.0f) == (mask[i + lags[l]] == 0.0f);
+            stat_add(&st, (double)agree / m, (double)p * p + (1.0 - p) * (1.0 - p), 0.02, 0,
+                     "lag agreement", (long)lags[l]);
+        }
+        be->dropout_forward(out2, mask2, inp, p, key ^ 0x8000000000000000ull, n);
+        differ = 0;
+        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
+        stat_true(&st, differ > n * 0.3, "high-bit key gives a mask differing in only %zu places",
+                  differ);
+        stat_end(&st);
+        free(inp), free(out), free(mask), free(out2), free(mask2);
+    }
+    {
+        Stat st;
+        stat_begin(&st, "dropout_forward p=0 is the identity");
+        float *inp = frand(1000, -1, 1), *out = fnew(1000), *mask = fnew(1000);
+        be->dropout_forward(out, mask, inp, 0.0f, 99, 1000);
+        for (int i = 0; i < 1000; i++) {
+            stat_add(&st, out[i], inp[i], 0, 0, "out", i);
+            stat_add(&st, mask[i], 1.0, 0, 0, "mask", i);
+        }
+        stat_end(&st);
+        free(inp), free(out), free(mask);
+    }
+    {
+        const size_t m = 41;
+        float *inp = frand(m, -1, 1), *out = fnew(m), *mask = fnew(m), *r = frand(m, -1, 1);
+        float *g0 = fnew(m);
+        DropCtx ctx = {inp, out, mask, r, 0.4f, 777, m};
+        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
+        be->dropout_backward(g0, r, mask, m);
+        Stat st;
+        stat_begin(&st, "dropout_backward vs FD");
+        fd_check(&st, "dinp", inp, m, g0, drop_loss, &ctx);
+        stat_end(&st);
+        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
+        float *pre = frand(m, -2, 2), *acc = fdup(pre, m);
+        be->dropout_backward(acc, r, mask, m);
+        stat_begin(&st, "dropout_backward accumulates");
+        accum_check(&st, "dinp", acc, pre, g0, m);
+        stat_end(&st);
+        free(inp), free(out), free(mask), free(r), free(g0), free(pre), free(acc);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Transformer pieces: layernorm, bias_relu_dropout, permute0213, write_step (gather_rows_strided */
+/* is with the rows below)                                                                    */
+
+/* Double-precision layer normalisation of one row of C (ops.h: biased variance, ε = 1e-5);
+ * when dout is given, also the gradients of L = Σ dout ⊙ out with respect to the row (dx,
+ * written) and to weight and bias (dw, db, added), by the chain rule written out plainly:
+ * x̂ = (x − μ)·rstd, out = x̂ w + b, with g = dout ⊙ w:
+ * dx_c = rstd·(g_c − mean(g) − x̂_c·mean(g ⊙ x̂)), dw_c += dout_c x̂_c, db_c += dout_c. */
+static void layernorm_ref(double *out, double *mean, double *rstd, double *dx, double *dw,
+                          double *db, const float *x, const float *w, const float *b,
+                          const float *dout, int C) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < C; c++) mu += x[c];
+    mu /= C;
+    for (int c = 0; c < C; c++) var += ((double)x[c] - mu) * ((double)x[c] - mu);
+    var /= C;
+    double rs = 1.0 / sqrt(var + 1e-5);
+    *mean = mu, *rstd = rs;
+    for (int c = 0; c < C; c++) out[c] = ((double)x[c] - mu) * rs * w[c] + b[c];
+    if (!dout) return;
+    double mg = 0, mgx = 0;
+    for (int c = 0; c < C; c++) {
+        double xh = ((double)x[c] - mu) * rs, g = (double)dout[c] * w[c];
+        mg += g, mgx += g * xh;
+        dw[c] += (double)dout[c] * xh;
+        db[c] += dout[c];
+    }
+    mg /= C, mgx /= C;
+    for (int c = 0; c < C; c++) {
+        double xh = ((double)x[c] - mu) * rs;
+        dx[c] = rs * ((double)dout[c] * w[c] - mg - xh * mgx);
+    }
+}
+
+typedef struct {
+    float *inp, *weight, *bias, *out, *mean, *rstd;
+    const float *r;
+    int N, C;
+} LnCtx;
+static double ln_loss(void *p) {
+    LnCtx *c = p;
+    be->layernorm_forward(c->out, c->mean, c->rstd, c->inp, c->weight, c->bias, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
+}
+
+static void test_layernorm(void) {
+    /* C > 16: dweight and dbias are summed in blocks of 16 columns; 19 gives a full block and a
+     * partial one */
+    const int N = 5, C = 19;
+    size_t nc = (size_t)N * C;
+    float *inp = frand(nc, -2, 2), *weight = frand(C, -1.5f, 1.5f), *bias = frand(C, -1, 1);
+    for (int c = 0; c < C; c++) {
+        inp[1 * C + c] = 0.7f;    /* a constant row: σ² = 0, rstd = 1/√ε, out = bias */
+        inp[3 * C + c] += 100.0f; /* |μ| ≫ σ: μ rounded to float32 costs ≤ 4e-6 in out */
+    }
+    float *out = fnew(nc), *mean = fnew(N), *rstd = fnew(N);
+    /* garbage in the outputs: the op must write every element */
+    for (size_t i = 0; i < nc; i++) out[i] = 123.0f;
+    for (int n = 0; n < N; n++) mean[n] = rstd[n] = 123.0f;
+    Stat st;
+    stat_begin(&st, "layernorm_forward N%d C%d (constant row, offset row)", N, C);
+    be->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+    for (int n = 0; n < N; n++) {
+        double ro[64], rm, rr;
+        layernorm_ref(ro, &rm, &rr, NULL, NULL, NULL, inp + (size_t)n * C, weight, bias, NULL, C);
+        stat_add(&st, mean[n], rm, FWD_ATOL, FWD_RTOL, "mean", n);
+        stat_add(&st, rstd[n], rr, FWD_ATOL, FWD_RTOL, "rstd", n);
+        for (int c = 0; c < C; c++)
+            stat_add(&st, out[n * C + c], ro[c], FWD_ATOL, FWD_RTOL, "out", n * C + c);
+    }
+    stat_end(&st);
+
+    /* backward: L = Σ r ⊙ out, on plain random rows (the constant row's 1/√ε scale would swamp
+     * the finite differences) */
+    float *x = frand(nc, -2, 2), *r = frand(nc, -1, 1);
+    float *gx = fnew(nc), *gw = fnew(C), *gb = fnew(C);
+    be->layernorm_forward(out, mean, rstd, x, weight, bias, N, C);
+    be->layernorm_backward(gx, gw, gb, r, x, weight, mean, rstd, N, C);
+    LnCtx ctx = {x, weight, bias, fnew(nc), fnew(N), fnew(N), r, N, C};
+    stat_begin(&st, "layernorm_backward vs FD N%d C%d", N, C);
+    fd_check(&st, "dinp", x, nc, gx, ln_loss, &ctx);
+    fd_check(&st, "dweight", weight, C, gw, ln_loss, &ctx);
+    fd_check(&st, "dbias", bias, C, gb, ln_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "layernorm_backward accumulates N%d C%d", N, C);
+    float *px = frand(nc, -2, 2), *pw = frand(C, -2, 2), *pb = frand(C, -2, 2);
+    float *ax = fdup(px, nc), *aw = fdup(pw, C), *ab = fdup(pb, C);
+    be->layernorm_backward(ax, aw, ab, r, x, weight, mean, rstd, N, C);
+    accum_check(&st, "dinp", ax, px, gx, nc);
+    accum_check(&st, "dweight", aw, pw, gw, C);
+    accum_check(&st, "dbias", ab, pb, gb, C);
+    stat_end(&st);
+    free(inp), free(weight), free(bias), free(out), free(mean), free(rstd), free(x), free(r);
+    free(gx), free(gw), free(gb), free(ctx.out), free(ctx.mean), free(ctx.rstd), free(px);
+    free(pw), free(pb), free(ax), free(aw), free(ab);
+}
+
+/* A shape above layernorm's OpenMP threshold (N·C > 32768): forward and backward against the
+ * double-precision reference (finite differences would be slow here; tolerance for sums over
+ * N rows and C columns in float32: |got − ref| ≤ 1e-4 + 1e-4·|ref|), and the results
+ * bit-identical for 1 and 2 OpenMP threads (ops.h: dweight, dbias summed in a fixed order). */
+static void test_layernorm_parallel(void) {
+    enum { N = 40, C = 901 };
+    size_t nc = (size_t)N * C;
+    float *x = frand(nc, -2, 2), *w = frand(C, -1.5f, 1.5f), *b = frand(C, -1, 1);
+    float *r = frand(nc, -1, 1);
+    for (int c = 0; c < C; c++) x[7 * C + c] = 3.0f * x[7 * C + c] - 20.0f; /* other μ, σ */
+    double *ro = malloc(sizeof(double) * nc), *rx = malloc(sizeof(double) * nc);
+    double *rm = malloc(sizeof(double) * N), *rr = malloc(sizeof(double) * N);
+    double *rw = calloc(C, sizeof(double)), *rb = calloc(C, sizeof(double));
+    for (int n = 0; n < N; n++)
+        layernorm_ref(ro + (size_t)n * C, rm + n, rr + n, rx + (size_t)n * C, rw, rb,
+                      x + (size_t)n * C, w, b, r + (size_t)n * C, C);
+    int threads0 = omp_get_max_threads();
+    float *out[2], *mean[2], *rstd[2], *gx[2], *gw[2], *gb[2];
+    for (int i = 0; i < 2; i++) {
+        omp_set_num_threads(i + 1);
+        out[i] = fnew(nc), mean[i] = fnew(N), rstd[i] = fnew(N);
+        gx[i] = fnew(nc), gw[i] = fnew(C), gb[i] = fnew(C);
+        be->layernorm_forward(out[i], mean[i], rstd[i], x, w, b, N, C);
+        be->layernorm_backward(gx[i], gw[i], gb[i], r, x, w, mean[i], rstd[i], N, C);
+    }
+    omp_set_num_threads(threads0);
+    Stat st;
+    stat_begin(&st, "layernorm N%d C%d (OpenMP) vs ref", N, C);
+    for (int n = 0; n < N; n++) {
+        stat_add(&st, mean[1][n], rm[n], FWD_ATOL, FWD_RTOL, "mean", n);
+        stat_add(&st, rstd[1][n], rr[n], FWD_ATOL, FWD_RTOL, "rstd", n);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        stat_add(&st, out[1][i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+        stat_add(&st, gx[1][i], rx[i], 1e-4, 1e-4, "dinp", (long)i);
+    }
+    for (int c = 0; c < C; c++) {
+        stat_add(&st, gw[1][c], rw[c], 1e-4, 1e-4, "dweight", c);
+        stat_add(&st, gb[1][c], rb[c], 1e-4, 1e-4, "dbias", c);
+    }
+    stat_end(&st);
+    stat_begin(&st, "layernorm N%d C%d bit-identical for 1 and 2 threads", N, C);
+    stat_true(&st, memcmp(out[0], out[1], sizeof(float) * nc) == 0, "out differs");
+    stat_true(&st, memcmp(mean[0], mean[1], sizeof(float) * N) == 0, "mean differs");
+    stat_true(&st, memcmp(rstd[0], rstd[1], sizeof(float) * N) == 0, "rstd differs");
+    stat_true(&st, memcmp(gx[0], gx[1], sizeof(float) * nc) == 0, "dinp differs");
+    stat_true(&st, memcmp(gw[0], gw[1], sizeof(float) * C) == 0, "dweight differs");
+    stat_true(&st, memcmp(gb[0], gb[1], sizeof(float) * C) == 0, "dbias differs");
+    stat_end(&st);
+    for (int i = 0; i < 2; i++)
+        free(out[i]), free(mean[i]), free(rstd[i]), free(gx[i]), free(gw[i]), free(gb[i]);
+    free(x), free(w), free(b), free(r), free(ro), free(rx), free(rm), free(rr), free(rw);
+    free(rb);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *bias, *r;
+    float p;
+    uint64_t key;
+    int N, C;
+} ReluCtx;
+static double relu_loss(void *p) {
+    ReluCtx *c = p;
+    be->bias_relu_dropout_forward(c->out, c->inp, c->bias, c->p, c->key, c->N, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->C);
+}
+
+static void test_relu(void) {
+    /* bias_relu_dropout_forward: out = max(inp + bias, 0) · mask with the mask of dropout_forward
+     * (same key, same flattened index: compared bit for bit); relu_dropout_backward (from out
+     * and p alone): dinp = dout · mask · [inp + bias > 0], overwritten — exact (tolerance 0). The
+     * second shape takes the OpenMP path; p = 0 gives mask 1 and a plain bias + relu. */
+    const int shapes[2][2] = {{7, 9}, {70, 1001}};
+    for (int k = 0; k < 2; k++)
+        for (int pi = 0; pi < 2; pi++) {
+            int N = shapes[k][0], C = shapes[k][1];
+            size_t n = (size_t)N * C;
+            float p = pi ? 0.3f : 0.0f;
+            uint64_t key = 0x5eed + k;
+            float *inp = frand(n, -3, 3), *bias = frand(C, -1, 1), *out = fnew(n);
+            float *dout = frand(n, -1, 1), *g = frand(n, -5, 5), *dm = fnew(n), *tmp = fnew(n);
+            float *pre = fnew(n);
+            inp[0] = -bias[0], inp[1] = 1e-30f - bias[1], inp[2] = -1e-30f - bias[2];
+            for (int i = 0; i < N; i++)
+                for (int c = 0; c < C; c++) pre[(size_t)i * C + c] = inp[(size_t)i * C + c] + bias[c];
+            be->dropout_forward(tmp, dm, pre, p, key, n); /* the reference mask */
+            be->bias_relu_dropout_forward(out, inp, bias, p, key, N, C);
+            Stat st;
+            stat_begin(&st, "bias_relu_dropout_forward %dx%d p=%.1f", N, C, (double)p);
+            long dropped = 0;
+            for (size_t i = 0; i < n; i++) {
+                float x = inp[i] + bias[i % C];
+                stat_add(&st, out[i], (x > 0 ? x : 0.0f) * dm[i], 0, 0, "out", (long)i);
+                dropped += dm[i] == 0.0f;
+            }
+            stat_true(&st, p > 0 ? dropped > 0 && dropped < (long)n : dropped == 0,
+                      "%ld of %zu elements dropped at p = %g", dropped, n, (double)p);
+            stat_end(&st);
+            be->relu_dropout_backward(g, dout, out, p, n);
+            stat_begin(&st, "relu_dropout_backward %dx%d p=%.1f (overwrites)", N, C, (double)p);
+            for (size_t i = 0; i < n; i++) {
+                float x = inp[i] + bias[i % C];
+                stat_add(&st, g[i], x > 0 ? dout[i] * dm[i] : 0.0f, 0, 0, "dinp", (long)i);
+            }
+            stat_end(&st);
+            /* in place (out == inp) gives the same */
+            memcpy(tmp, inp, sizeof(float) * n);
+            be->bias_relu_dropout_forward(tmp, tmp, bias, p, key, N, C);
+            stat_begin(&st, "bias_relu_dropout_forward in place %dx%d p=%.1f", N, C, (double)p);
+            for (size_t i = 0; i < n; i++) stat_add(&st, tmp[i], out[i], 0, 0, "out", (long)i);
+            stat_end(&st);
+            free(inp), free(bias), free(out), free(dout), free(g), free(dm), free(tmp);
+            free(pre);
+        }
+    /* finite differences w.r.t. inp and (through bias_backward) bias: pre-activations at least
+     * 0.05 away from the kink at 0 (ε = 1e-3) */
+    const int N = 5, C = 8;
+    const size_t n = (size_t)N * C;
+    float *inp = frand(n, 0.05f, 3), *bias = fnew(C), *out = fnew(n);
+    float *r = frand(n, -1, 1), *g = fnew(n), *gb = fnew(C);
+    for (size_t i = 0; i < n; i += 2) inp[i] = -inp[i];
+    ReluCtx ctx = {inp, out, bias, r, 0.25f, 77, N, C};
+    be->bias_relu_dropout_forward(out, inp, bias, 0.25f, 77, N, C);
+    be->relu_dropout_backward(g, r, out, 0.25f, n);
+    be->bias_backward(gb, g, N, C);
+    Stat st;
+    stat_begin(&st, "relu_dropout_backward vs FD (inp, bias)");
+    fd_check(&st, "dinp", inp, n, g, relu_loss, &ctx);
+    fd_check(&st, "dbias", bias, C, gb, relu_loss, &ctx);
+    stat_end(&st);
+    free(inp), free(bias), free(out), free(r), free(g), free(gb);
+}
+
+typedef struct {
+    float *inp, *out;
+    const float *r;
+    int A, D0, D1, C;
+} PermCtx;
+static double perm_loss(void *p) {
+    PermCtx *c = p;
+    be->permute0213_forward(c->out, c->inp, c->A, c->D0, c->D1, c->C);
+    return dot_rd(c->r, c->out, (size_t)c->A * c->D0 * c->D1 * c->C);
+}
+
+/* out[a,j,i,c] = inp[a,i,j,c]: a copy, so forward and backward are exact (tolerance 0). */
+static void test_permute0213(int A, int D0, int D1, int C) {
+    size_t n = (size_t)A * D0 * D1 * C;
+    float *inp = frand(n, -1, 1), *out = fnew(n), *back = fnew(n);
+    for (size_t i = 0; i < n; i++) out[i] = back[i] = 123.0f;
+    Stat st;
+    stat_begin(&st, "permute0213_forward A%d D0 %d D1 %d C%d", A, D0, D1, C);
+    be->permute0213_forward(out, inp, A, D0, D1, C);
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++)
+                for (int c = 0; c < C; c++) {
+                    size_t o = (((size_t)a * D1 + j) * D0 + i) * C + c;
+                    stat_add(&st, out[o], inp[(((size_t)a * D0 + i) * D1 + j) * C + c], 0, 0,
+                             "out", (long)o);
+                }
+    /* swapping back (D0 and D1 exchanged: merging heads after splitting them) is the identity */
+    be->permute0213_forward(back, out, A, D1, D0, C);
+    stat_true(&st, memcmp(back, inp, sizeof(float) * n) == 0, "permuting back is not the identity");
+    stat_end(&st);
+
+    /* dinp[a,i,j,c] += dout[a,j,i,c]: from zero, and onto a prefill (exactly one float add) */
+    float *dout = frand(n, -1, 1), *g = fnew(n), *pre = frand(n, -2, 2), *acc = fdup(pre, n);
+    be->permute0213_backward(g, dout, A, D0, D1, C);
+    be->permute0213_backward(acc, dout, A, D0, D1, C);
+    stat_begin(&st, "permute0213_backward A%d D0 %d D1 %d C%d exact, accumulates", A, D0, D1, C);
+    for (int a = 0; a < A; a++)
+        for (int i = 0; i < D0; i++)
+            for (int j = 0; j < D1; j++)
+                for (int c = 0; c < C; c++) {
+                    size_t di = (((size_t)a * D0 + i) * D1 + j) * C + c;
+                    float go = dout[(((size_t)a * D1 + j) * D0 + i) * C + c];
+                    stat_add(&st, g[di], go, 0, 0, "dinp", (long)di);
+                    stat_add(&st, acc[di], pre[di] + go, 0, 0, "dinp (prefilled)", (long)di);
+                }
+    stat_end(&st);
+    if (n <= 1000) { /* and the adjoint of the forward, by finite differences */
+        PermCtx ctx = {inp, fnew(n), dout, A, D0, D1, C};
+        stat_begin(&st, "permute0213_backward vs FD A%d D0 %d D1 %d C%d", A, D0, D1, C);
+        fd_check(&st, "dinp", inp, n, g, perm_loss, &ctx);
+        stat_end(&st);
+        free(ctx.out);
+    }
+    free(inp), free(out), free(back), free(dout), free(g), free(pre), free(acc);
+}
+
+/* cache[n,t,:] = x[n,:] for n < N; everything else in the cache (other steps, a row n = N
+ * beyond the ones written) stays exactly as it was. */
+static void test_write_step(void) {
+    enum { N = 3, Tcap = 6, C = 5 };
+    const int steps[3] = {0, 2, Tcap - 1};
+    size_t ncache = (size_t)(N + 1) * Tcap * C;
+    float *cache = frand(ncache, -1, 1), *before = fnew(ncache);
+    Stat st;
+    stat_begin(&st, "write_step N%d Tcap%d C%d (t = 0, 2, Tcap-1)", N, Tcap, C);
+    for (int k = 0; k < 3; k++) {
+        int t = steps[k];
+        float *x = frand((size_t)N * C, -1, 1), *x0 = fdup(x, (size_t)N * C);
+        memcpy(before, cache, sizeof(float) * ncache);
+        be->write_step(cache, x, N, Tcap, t, C);
+        for (int n = 0; n <= N; n++)
+            for (int tt = 0; tt < Tcap; tt++)
+                for (int c = 0; c < C; c++) {
+                    size_t i = ((size_t)n * Tcap + tt) * C + c;
+                    if (n < N && tt == t)
+                        stat_add(&st, cache[i], x[n * C + c], 0, 0, "written", (long)i);
+                    else
+                        stat_add(&st, cache[i], before[i], 0, 0, "untouched", (long)i);
+                }
+        stat_true(&st, memcmp(x, x0, sizeof(float) * N * C) == 0, "x modified");
+        free(x), free(x0);
+    }
+    stat_end(&st);
+    free(cache), free(before);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* embedding                                                                                   */
+
+typedef struct {
+    const int *ids;
+    float *table, *out;
+    const float *r;
+    int N, E;
+} EmbCtx;
+static double emb_loss(void *p) {
+    EmbCtx *c = p;
+    be->embedding_forward(c->out, c->ids, c->table, c->N, c->E);
+    return dot_rd(c->r, c->out, (size_t)c->N * c->E);
+}
+
+static void test_embedding(void) {
+    const int V = 7, E = 5, N = 9;
+    const int ids[9] = {3, 1, 3, 0, 6, 3, 1, 2, 3}; /* repeats; row 4 and 5 unused */
+    size_t vt = (size_t)V * E, ne = (size_t)N * E;
+    float *table = frand(vt, -1, 1), *out = fnew(ne);
+    Stat st;
+    stat_begin(&st, "embedding_forward");
+    be->embedding_forward(out, ids, table, N, E);
+    for (int n = 0; n < N; n++)
+        for (int e = 0; e < E; e++)
+            stat_add(&st, out[n * E + e], table[ids[n] * E + e], 0, 0, "out", n * E + e);
+    stat_end(&st);
+
+    float *r = frand(ne, -1, 1), *g0 = fnew(vt);
+    be->embedding_backward(g0, r, ids, N, E);
+    EmbCtx ctx = {ids, table, out, r, N, E};
+    stat_begin(&st, "embedding_backward vs FD");
+    fd_check(&st, "dtable", table, vt, g0, emb_loss, &ctx);
+    stat_end(&st);
+
+    float *pre = frand(vt, -2, 2), *acc = fdup(pre, vt), *acc2 = fdup(pre, vt);
+    be->embedding_backward(acc, r, ids, N, E);
+    stat_begin(&st, "embedding_backward accumulates");
+    accum_check(&st, "dtable", acc, pre, g0, vt);
+    stat_end(&st);
+    /* Deterministic: rows summed in order, i.e. bit-identical to a sequential float loop, and
+     * to a second run. */
+    stat_begin(&st, "embedding_backward deterministic (repeated ids)");
+    float *seq = fdup(pre, vt);
+    for (int n = 0; n < N; n++)
+        for (int e = 0; e < E; e++) seq[ids[n] * E + e] += r[n * E + e];
+    be->embedding_backward(acc2, r, ids, N, E);
+    for (size_t i = 0; i < vt; i++) {
+        stat_add(&st, acc[i], seq[i], 0, 0, "vs in-order sum", (long)i);
+        stat_add(&st, acc2[i], acc[i], 0, 0, "run twice", (long)i);
+    }
+    stat_end(&st);
+    free(table), free(out), free(r), free(g0), free(pre), free(acc), free(acc2), free(seq);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LSTM cell                                                                                   */
+
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+typedef struct {
+    float *pre;   /* [B,4H] saved pre-activations (perturbed by the FD) */
+    float *gates; /* [B,4H] scratch: overwritten by the forward */
+    float *h, *c, *h_prev, *c_prev;
+    const float *mask, *rh, *rc;
+    int B, H;
+} LstmCtx;
+static double lstm_loss(void *p) {
+    LstmCtx *x = p;
+    size_t g = (size_t)x->B * 4 * x->H, bh = (size_t)x->B * x->H;
+    memcpy(x->gates, x->pre, sizeof(float) * g); /* the forward writes activations in place */
+    be->lstm_cell_forward(x->h, x->c, x->gates, x->h_prev, x->c_prev, x->mask, x->B, x->H);
+    return dot_rd(x->rh, x->h, bh) + dot_rd(x->rc, x->c, bh);
+}
+
+static void test_lstm(int with_mask) {
+    const int B = 4, H = 5;
+    const float maskv[4] = {1, 0, 1, 0};
+    const float *mask = with_mask ? maskv : NULL;
+    size_t g = (size_t)B * 4 * H, bh = (size_t)B * H;
+    float *pre = frand(g, -2, 2), *gates = fdup(pre, g);
+    float *h_prev = frand(bh, -1, 1), *c_prev = frand(bh, -1.5f, 1.5f);
+    float *h = fnew(bh), *c = fnew(bh);
+    Stat st;
+    stat_begin(&st, "lstm_cell_forward (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
+    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < H; j++) {
+            const float *pr = pre + (size_t)b * 4 * H;
+            double i = sigm(pr[j]), f = sigm(pr[H + j]), gg = tanh(pr[2 * H + j]),
+                   o = sigm(pr[3 * H + j]);
+            double cp = c_prev[b * H + j];
+            double cn = f * cp + i * gg, hn = o * tanh(cn);
+            const float *ga = gates + (size_t)b * 4 * H;
+            stat_add(&st, ga[j], i, FWD_ATOL, FWD_RTOL, "act i", b * 4 * H + j);
+            stat_add(&st, ga[H + j], f, FWD_ATOL, FWD_RTOL, "act f", b * 4 * H + H + j);
+            stat_add(&st, ga[2 * H + j], gg, FWD_ATOL, FWD_RTOL, "act g", b * 4 * H + 2 * H + j);
+            stat_add(&st, ga[3 * H + j], o, FWD_ATOL, FWD_RTOL, "act o", b * 4 * H + 3 * H + j);
+            if (mask && mask[b] == 0.0f) { /* masked row keeps its state, exactly */
+                stat_add(&st, c[b * H + j], c_prev[b * H + j], 0, 0, "c (masked)", b * H + j);
+                stat_add(&st, h[b * H + j], h_prev[b * H + j], 0, 0, "h (masked)", b * H + j);
+            } else {
+                stat_add(&st, c[b * H + j], cn, FWD_ATOL, FWD_RTOL, "c", b * H + j);
+                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
+            }
+        }
+    stat_end(&st);
+
+    /* L = Σ rh ⊙ h + Σ rc ⊙ c, so dh = rh, dc = rc. */
+    float *rh = frand(bh, -1, 1), *rc = frand(bh, -1, 1);
+    float *dg = fnew(g), *dhp = fnew(bh), *dcp = fnew(bh);
+    memcpy(gates, pre, sizeof(float) * g);
+    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
+    be->lstm_cell_backward(dg, dhp, dcp, rh, rc, gates, c, c_prev, mask, B, H);
+    LstmCtx ctx = {pre, fnew(g), fnew(bh), fnew(bh), h_prev, c_prev, mask, rh, rc, B, H};
+    stat_begin(&st, "lstm_cell_backward vs FD (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
+    fd_check(&st, "dgates", pre, g, dg, lstm_loss, &ctx);
+    fd_check(&st, "dc_prev", c_prev, bh, dcp, lstm_loss, &ctx);
+    fd_check(&st, "dh_prev", h_prev, bh, dhp, lstm_loss, &ctx);
+    stat_end(&st);
+
+    /* dh_prev, dc_prev accumulate; dgates is documented as overwritten (a temporary). */
+    stat_begin(&st, "lstm_cell_backward accumulates (%s)", with_mask ? "mask" : "no mask");
+    float *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2), *pc = frand(bh, -2, 2);
+    float *ag = fdup(pg, g), *ah = fdup(ph, bh), *ac = fdup(pc, bh);
+    be->lstm_cell_backward(ag, ah, ac, rh, rc, gates, c, c_prev, mask, B, H);
+    for (size_t i = 0; i < g; i++)
+        stat_add(&st, ag[i], dg[i], 0, 0, "dgates overwritten", (long)i);
+    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
+    accum_check(&st, "dc_prev", ac, pc, dcp, bh);
+    stat_end(&st);
+    free(pre), free(gates), free(h_prev), free(c_prev), free(h), free(c), free(rh), free(rc);
+    free(dg), free(dhp), free(dcp), free(ctx.gates), free(ctx.h), free(ctx.c);
+    free(pg), free(ph), free(pc), free(ag), free(ah), free(ac);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* GRU cell                                                                                    */
+
+typedef struct {
+    float *pre; /* [B,3H] saved x-side pre-activations (perturbed by the FD) */
+    float *gx;  /* [B,3H] scratch: overwritten by the forward */
+    float *gh, *h, *h_prev;
+    const float *mask, *rh;
+    int B, H;
+} GruCtx;
+static double gru_loss(void *p) {
+    GruCtx *x = p;
+    memcpy(x->gx, x->pre, sizeof(float) * x->B * 3 * x->H); /* activations are written in place */
+    be->gru_cell_forward(x->h, x->gx, x->gh, x->h_prev, x->mask, x->B, x->H);
+    return dot_rd(x->rh, x->h, (size_t)x->B * x->H);
+}
+
+static void test_gru(int with_mask) {
+    const int B = 3, H = 5;
+    const float maskv[3] = {1, 0, 1};
+    const float *mask = with_mask ? maskv : NULL;
+    const char *mtag = with_mask ? "mask 1,0,1" : "mask NULL";
+    size_t g = (size_t)B * 3 * H, bh = (size_t)B * H;
+    float *pre = frand(g, -2, 2), *gx = fdup(pre, g), *gh = frand(g, -2, 2);
+    float *h_prev = frand(bh, -1, 1), *h = fnew(bh);
+    for (size_t i = 0; i < bh; i++) h[i] = 123.0f; /* the op must write every element */
+    Stat st;
+    stat_begin(&st, "gru_cell_forward (%s)", mtag);
+    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < H; j++) {
+            const float *px = pre + (size_t)b * 3 * H, *ph = gh + (size_t)b * 3 * H;
+            double r = sigm((double)px[j] + ph[j]), z = sigm((double)px[H + j] + ph[H + j]);
+            double n = tanh((double)px[2 * H + j] + r * ph[2 * H + j]);
+            double hp = h_prev[b * H + j], hn = (1 - z) * n + z * hp;
+            const float *ga = gx + (size_t)b * 3 * H;
+            stat_add(&st, ga[j], r, FWD_ATOL, FWD_RTOL, "act r", b * 3 * H + j);
+            stat_add(&st, ga[H + j], z, FWD_ATOL, FWD_RTOL, "act z", b * 3 * H + H + j);
+            stat_add(&st, ga[2 * H + j], n, FWD_ATOL, FWD_RTOL, "act n", b * 3 * H + 2 * H + j);
+            if (mask && mask[b] == 0.0f) /* masked row keeps its state, exactly */
+                stat_add(&st, h[b * H + j], hp, 0, 0, "h (masked)", b * H + j);
+            else
+                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
+        }
+    stat_end(&st);
+
+    /* L = Σ rh ⊙ h, so dh = rh. gh is an input of the op like gx, so FD on gh gives dgh, and
+     * FD on h_prev (gh held fixed) gives the direct z ⊙ h_prev path that dh_prev holds. */
+    float *rh = frand(bh, -1, 1);
+    float *dgx = fnew(g), *dgh = fnew(g), *dhp = fnew(bh);
+    memcpy(gx, pre, sizeof(float) * g);
+    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
+    be->gru_cell_backward(dgx, dgh, dhp, rh, gx, gh, h_prev, mask, B, H);
+    GruCtx ctx = {pre, fnew(g), gh, fnew(bh), h_prev, mask, rh, B, H};
+    stat_begin(&st, "gru_cell_backward vs FD (%s)", mtag);
+    fd_check(&st, "dgx", pre, g, dgx, gru_loss, &ctx);
+    fd_check(&st, "dgh", gh, g, dgh, gru_loss, &ctx);
+    fd_check(&st, "dh_prev", h_prev, bh, dhp, gru_loss, &ctx);
+    if (mask) /* a masked row: exactly zero pre-activation gradients, dh passed through */
+        for (int b = 0; b < B; b++) {
+            if (mask[b] != 0.0f) continue;
+            for (int j = 0; j < 3 * H; j++) {
+                stat_add(&st, dgx[b * 3 * H + j], 0.0, 0, 0, "dgx (masked row)", b * 3 * H + j);
+                stat_add(&st, dgh[b * 3 * H + j], 0.0, 0, 0, "dgh (masked row)", b * 3 * H + j);
+            }
+            for (int j = 0; j < H; j++)
+                stat_add(&st, dhp[b * H + j], rh[b * H + j], 0, 0, "dh_prev (masked row)",
+                         b * H + j);
+        }
+    stat_end(&st);
+
+    /* dh_prev accumulates; dgx and dgh are documented as overwritten (temporaries). */
+    stat_begin(&st, "gru_cell_backward accumulates (%s)", mtag);
+    float *px = frand(g, -3, 3), *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2);
+    float *ax = fdup(px, g), *ag = fdup(pg, g), *ah = fdup(ph, bh);
+    be->gru_cell_backward(ax, ag, ah, rh, gx, gh, h_prev, mask, B, H);
+    for (size_t i = 0; i < g; i++) {
+        stat_add(&st, ax[i], dgx[i], 0, 0, "dgx overwritten", (long)i);
+        stat_add(&st, ag[i], dgh[i], 0, 0, "dgh overwritten", (long)i);
+    }
+    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
+    stat_end(&st);
+    free(pre), free(gx), free(gh), free(h_prev), free(h), free(rh), free(dgx), free(dgh);
+    free(dhp), free(ctx.gx), free(ctx.h), free(px), free(pg), free(ph), free(ax), free(ag);
+    free(ah);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* rows                                                                                        */
+
+static void test_gather_rows(void) {
+    enum { R = 4, D = 5, N = 7 };
+    const int idx[N] = {2, 0, 2, 3, 3, 1, 2}; /* repeats, out of order, every row used */
+    float *src = frand((size_t)R * D, -1, 1), *src0 = fdup(src, (size_t)R * D);
+    float *dst = fnew((size_t)(N + 1) * D); /* one row more than written: must stay untouched */
+    for (int i = 0; i < (N + 1) * D; i++) dst[i] = 123.0f;
+    Stat st;
+    stat_begin(&st, "gather_rows (repeated indices)");
+    be->gather_rows(dst, src, idx, N, D);
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < D; d++)
+            stat_add(&st, dst[i * D + d], src[idx[i] * D + d], 0, 0, "dst", i * D + d);
+    for (int d = 0; d < D; d++) stat_add(&st, dst[N * D + d], 123.0, 0, 0, "row n untouched", d);
+    stat_true(&st, memcmp(src, src0, sizeof(float) * R * D) == 0, "src modified");
+    be->gather_rows(dst, src, idx, 0, D); /* n = 0: nothing written */
+    for (int d = 0; d < D; d++) stat_add(&st, dst[d], src[idx[0] * D + d], 0, 0, "n=0", d);
+    stat_end(&st);
+    free(src), free(src0), free(dst);
+}
+
+/* dst[i·stride + c] = src[idx[i]·stride + c] for c < D: the first D floats of each row are
+ * gathered, the rest of each dst row (c ≥ D) and a row n beyond the ones written stay exactly
+ * as they were; D = stride is gather_rows. */
+static void test_gather_rows_strided(void) {
+    enum { R = 4, S = 7, N = 6 };
+    const int idx[N] = {3, 0, 3, 1, 2, 2}; /* repeats, out of order, every row used */
+    const int Ds[3] = {5, S, 1};
+    float *src = frand((size_t)R * S, -1, 1), *src0 = fdup(src, (size_t)R * S);
+    float *dst = fnew((size_t)(N + 1) * S);
+    Stat st;
+    stat_begin(&st, "gather_rows_strided stride %d (D = 5, 7, 1)", S);
+    for (int k = 0; k < 3; k++) {
+        int D = Ds[k];
+        for (int i = 0; i < (N + 1) * S; i++) dst[i] = 123.0f;
+        be->gather_rows_strided(dst, src, idx, N, D, S);
+        for (int i = 0; i <= N; i++)
+            for (int c = 0; c < S; c++) {
+                if (i < N && c < D)
+                    stat_add(&st, dst[i * S + c], src[idx[i] * S + c], 0, 0, "dst", i * S + c);
+                else
+                    stat_add(&st, dst[i * S + c], 123.0, 0, 0, "untouched", i * S + c);
+            }
+    }
+    stat_true(&st, memcmp(src, src0, sizeof(float) * R * S) == 0, "src modified");
+    for (int i = 0; i < (N + 1) * S; i++) dst[i] = 123.0f;
+    be->gather_rows_strided(dst, src, idx, 0, 5, S); /* n = 0: nothing written */
+    int same = 1;
+    for (int i = 0; i < (N + 1) * S; i++) same &= dst[i] == 123.0f;
+    stat_true(&st, same, "n = 0 wrote something");
+    stat_end(&st);
+    free(src), free(src0), free(dst);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* output layer                                                                                */
+
+typedef struct {
+    float *logits;
+    const int *targets;
+    int N, V, ignore_id;
+    float smoothing, grad_scale;
+} XentCtx;
+static double xent_loss(void *p) {
+    XentCtx *x = p;
+    return x->grad_scale * be->xent_forward_backward(NULL, x->logits, x->targets, x->N, x->V,
+                                                     x->smoothing, x->ignore_id, 0.0f);
+}
+
+static double xent_ref(const float *logits, const int *targets, int N, int V, double eps,
+                       int ignore_id) {
+    double total = 0;
+    for (int n = 0; n < N; n++) {
+        if (targets[n] == ignore_id) continue;
+        const float *x = logits + (size_t)n * V;
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
+        double lse = mx + log(z);
+        /* target distribution q = (1-ε) one-hot + ε/V; loss = −Σ_v q_v log p_v */
+        for (int v = 0; v < V; v++) {
+            double qv = eps / V + (v == targets[n] ? 1.0 - eps : 0.0);
+            total -= qv * (x[v] - lse);
+        }
+    }
+    return total;
+}
+
+static void test_xent(float smoothing, float grad_scale) {
+    const int N = 6, V = 11, IGN = 1;
+    const int targets[6] = {3, IGN, 0, 10, 5, IGN};
+    size_t nv = (size_t)N * V;
+    float *logits = frand(nv, -3, 3);
+    logits[2 * V + 0] = 8.0f; /* a confident correct row */
+    Stat st;
+    stat_begin(&st, "xent_forward_backward loss (eps=%.2f)", smoothing);
+    double ref = xent_ref(logits, targets, N, V, smoothing, IGN);
+    float *g0 = fnew(nv);
+    double got = be->xent_forward_backward(g0, logits, targets, N, V, smoothing, IGN, grad_scale);
+    stat_add(&st, got, ref, 1e-5, 1e-6, "loss (with dlogits)", 0);
+    double got2 = be->xent_forward_backward(NULL, logits, targets, N, V, smoothing, IGN, 1.0f);
+    stat_add(&st, got2, ref, 1e-5, 1e-6, "loss (dlogits NULL)", 0);
+    /* ignored rows contribute nothing: loss of the counted rows alone is the same */
+    int only[6];
+    for (int n = 0; n < N; n++) only[n] = targets[n];
+    double part = 0;
+    for (int n = 0; n < N; n++)
+        if (targets[n] != IGN)
+            part += xent_ref(logits + (size_t)n * V, targets + n, 1, V, smoothing, IGN);
+    stat_add(&st, got, part, 1e-5, 1e-6, "loss = sum of counted rows", 0);
+    for (int n = 0; n < N; n++) only[n] = IGN;
+    stat_add(&st, be->xent_forward_backward(NULL, logits, only, N, V, smoothing, IGN, 1.0f), 0.0,
+             0, 0, "loss, all rows ignored", 0);
+    stat_end(&st);
+
+    XentCtx ctx = {logits, targets, N, V, IGN, smoothing, grad_scale};
+    stat_begin(&st, "xent dlogits vs FD (eps=%.2f, grad_scale=%.2f)", smoothing, grad_scale);
+    fd_check(&st, "dlogits", logits, nv, g0, xent_loss, &ctx);
+    stat_end(&st);
+
+    stat_begin(&st, "xent dlogits overwrites (eps=%.2f)", smoothing);
+    float *pre = frand(nv, -2, 2), *acc = fdup(pre, nv);
+    be->xent_forward_backward(acc, logits, targets, N, V, smoothing, IGN, grad_scale);
+    for (size_t i = 0; i < nv; i++) stat_add(&st, acc[i], g0[i], 0, 0, "dlogits", (long)i);
+    for (int n = 0; n < N; n++)
+        if (targets[n] == IGN)
+            for (int v = 0; v < V; v++)
+                stat_add(&st, acc[n * V + v], 0.0, 0, 0, "ignored row zero", n * V + v);
+    stat_end(&st);
+    free(logits), free(g0), free(pre), free(acc);
+}
+
+static void test_log_softmax(void) {
+    const int N = 4, V = 9;
+    size_t nv = (size_t)N * V;
+    float *x = frand(nv, -4, 4), *out = fnew(nv);
+    for (int v = 0; v < V; v++) {
+        x[2 * V + v] += 1000.0f; /* large logits: must not overflow */
+        x[3 * V + v] -= 1000.0f;
+    }
+    Stat st;
+    stat_begin(&st, "log_softmax");
+    be->log_softmax(out, x, N, V);
+    for (int n = 0; n < N; n++) {
+        const float *r = x + (size_t)n * V;
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = r[v] > mx ? r[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(r[v] - mx);
+        double lse = mx + log(z), psum = 0;
+        for (int v = 0; v < V; v++) {
+            /* around ±1000 one float ulp is 6e-5: allow for it */
+            double tol = fabs(r[v]) > 100 ? 2e-4 : FWD_ATOL;
+            stat_add(&st, out[n * V + v], r[v] - lse, tol, FWD_RTOL, "out", n * V + v);
+            psum += exp((double)out[n * V + v]);
+        }
+        stat_add(&st, psum, 1.0, 1e-3, 0, "Σ exp", n);
+    }
+    stat_end(&st);
+    free(x), free(out);
+}
+
+static void test_argmax(void) {
+    enum { N = 6, V = 5 };
+    const float x[N][V] = {
+        {0.1f, 3.0f, 3.0f, 2.0f, -1.0f},          /* tie: first (1) */
+        {-5.0f, -1.0f, -1.0f, -3.0f, -2.0f},      /* negative tie: 1 */
+        {-INFINITY, -INFINITY, 2.0f, 2.0f, 1.0f}, /* 2 */
+        {7.0f, 7.0f, 7.0f, 7.0f, 7.0f},           /* all equal: 0 */
+        {0.0f, 1.0f, 2.0f, 3.0f, 4.0f},           /* last: 4 */
+        {9.0f, 1.0f, 2.0f, 8.99f, 4.0f},          /* first: 0 */
+    };
+    const int want[N] = {1, 1, 2, 0, 4, 0};
+    int ids[N];
+    Stat st;
+    stat_begin(&st, "argmax (first on ties)");
+    be->argmax(ids, &x[0][0], N, V);
+    for (int n = 0; n < N; n++) stat_add(&st, ids[n], want[n], 0, 0, "id", n);
+    /* random rows against a plain loop */
+    const int N2 = 10, V2 = 13;
+    float *y = frand((size_t)N2 * V2, -1, 1);
+    int ids2[10];
+    be->argmax(ids2, y, N2, V2);
+    for (int n = 0; n < N2; n++) {
+        int best = 0;
+        for (int v = 1; v < V2; v++)
+            if (y[n * V2 + v] > y[n * V2 + best]) best = v;
+        stat_add(&st, ids2[n], best, 0, 0, "id (random)", n);
+    }
+    stat_end(&st);
+    free(y);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* optimiser                                                                                   */
+
+static void test_adam(void) {
+    const size_t n = 57;
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
+    float *p = frand(n, -1, 1), *m = fnew(n), *v = fnew(n);
+    double *pr = malloc(sizeof(double) * n), *mr = calloc(n, sizeof(double)),
+           *vr = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) pr[i] = p[i];
+    Stat st;
+    stat_begin(&st, "adam_update (t = 1..4)");
+    for (int t = 1; t <= 4; t++) {
+        float *g = frand(n, -2, 2);
+        g[0] = 0.0f;           /* zero gradient */
+        g[1] = 1e-4f * t;      /* tiny gradient */
+        if (t == 2) g[2] = 50; /* a spike */
+        be->adam_update(p, g, m, v, n, lr, b1, b2, eps, t);
+        double c1 = 1.0 - pow((double)b1, t), c2 = 1.0 - pow((double)b2, t);
+        for (size_t i = 0; i < n; i++) {
+            mr[i] = (double)b1 * mr[i] + (1.0 - (double)b1) * g[i];
+            vr[i] = (double)b2 * vr[i] + (1.0 - (double)b2) * (double)g[i] * g[i];
+            pr[i] -= (double)lr * (mr[i] / c1) / (sqrt(vr[i] / c2) + (double)eps);
+            /* the update is ~lr per step: compare p to 1e-3·lr, m and v relatively */
+            stat_add(&st, p[i], pr[i], 1e-3 * lr * t, 0, "param", (long)i);
+            stat_add(&st, m[i], mr[i], 1e-7, 1e-5, "m", (long)i);
+            stat_add(&st, v[i], vr[i], 1e-9, 1e-5, "v", (long)i);
+        }
+        free(g);
+    }
+    stat_end(&st);
+    free(p), free(m), free(v), free(pr), free(mr), free(vr);
+}
+
+
+/* ========================================================================================== */
+/* another backend against the CPU                                                            */
+
+static const Backend *cpu, *gpu; /* reference and backend under test (--backend) */
+
+/* n floats uniform in [-1, 1). */
+static float *frand_pm1(size_t n) { return frand(n, -1, 1); }
+
+/* A buffer of be's memory holding a copy of host[n] floats. */
+static float *to_backend(const Backend *be, const float *host, size_t n) {
+    float *p = be->alloc(n * sizeof(float));
+    be->upload(p, host, n * sizeof(float));
+    return p;
+}
+
+/* Downloads n floats from be's memory into a fresh host buffer. */
+static float *from_backend(const Backend *be, const float *p, size_t n) {
+    float *h = malloc(n * sizeof *h + 1);
+    if (!h) {
+        fprintf(stderr, "out of host memory\n");
+        exit(2);
+    }
+    be->download(h, p, n * sizeof(float));
+    return h;
+}
+
+/* Normwise relative error max|got - ref| / max|ref| (absolute if ref is all zero). */
+static double rel_err(const float *got, const float *ref, size_t n) {
+    double dmax = 0.0, rmax = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (!(d <= dmax)) dmax = d; /* NaN propagates */
+        double r = fabs((double)ref[i]);
+        if (r > rmax) rmax = r;
+    }
+    return rmax > 0.0 ? dmax / rmax : dmax;
+}
+
+/* Downloads a float tensor from both backends and compares them. */
+static void compare(const char *what, const float *g_dev, const float *c_dev, size_t n,
+                    double tol) {
+    float *g = from_backend(gpu, g_dev, n);
+    float *c = from_backend(cpu, c_dev, n);
+    double e = rel_err(g, c, n);
+    EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
+    free(g);
+    free(c);
+}
+
+/* 1 if both backends have the entry (a missing cuda entry is reported by run_vs_cpu). */
+static int both_have(const char *op, const void *cpu_fn, const void *gpu_fn) {
+    EXPECT(cpu_fn != NULL, "cpu backend lacks %s (the reference must have every op)", op);
+    return cpu_fn && gpu_fn;
+}
+#define HAVE(op) both_have(#op, (const void *)cpu->op, (const void *)gpu->op)
+
+/* alloc zero-fills; upload/download round-trips; copy and zero do what they say. */
+static void vs_cpu_memory(void) {
+    size_t n = 10007;
+    float *h = frand_pm1(n);
+    float *d = gpu->alloc(n * sizeof(float));
+    float *back = from_backend(gpu, d, n);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += back[i] != 0.0f;
+    EXPECT(nonzero == 0, "alloc: %zu of %zu floats not zero", nonzero, n);
+    free(back);
+
+    gpu->upload(d, h, n * sizeof(float));
+    back = from_backend(gpu, d, n);
+    EXPECT(memcmp(back, h, n * sizeof(float)) == 0, "upload/download: bytes differ");
+    free(back);
+
+    float *d2 = gpu->alloc(n * sizeof(float));
+    gpu->copy(d2, d, n * sizeof(float));
+    back = from_backend(gpu, d2, n);
+    EXPECT(memcmp(back, h, n * sizeof(float)) == 0, "copy: bytes differ");
+    free(back);
+
+    /* zero a middle range only: the bytes around it must survive */
+    size_t lo = 100, len = 5000;
+    gpu->zero(d2 + lo, len * sizeof(float));
+    gpu->synchronize();
+    back = from_backend(gpu, d2, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = (i >= lo && i < lo + len) ? 0.0f : h[i];
+        bad += memcmp(&back[i], &want, sizeof want) != 0;
+    }
+    EXPECT(bad == 0, "zero: %zu floats wrong", bad);
+    free(back);
+
+    gpu->free(d);
+    gpu->free(d2);
+    gpu->free(NULL);
+    free(h);
+}
+
+/* matmul: all four transpose combinations, non-square M, Nc, K, beta 0 and 1. */
+static void vs_cpu_matmul(void) {
+    if (!HAVE(matmul)) return;
+    static const int shapes[][3] = {{37, 53, 71}, {1, 29, 130}, {64, 1, 17}, {5, 300, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], Nc = shapes[s][1], K = shapes[s][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int bi = 0; bi < 2; bi++) {
+                    float beta = (float)bi, alpha = 0.75f;
+                    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
+                    float *ha = frand_pm1(na), *hb = frand_pm1(nb), *hc = frand_pm1(nc);
+                    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
+                    float *gc = to_backend(gpu, hc, nc);
+                    float *ca = to_backend(cpu, ha, na), *cb = to_backend(cpu, hb, nb);
+                    float *cc = to_backend(cpu, hc, nc);
+                    gpu->matmul(gc, ga, gb, M, Nc, K, ta, tb, alpha, beta);
+                    cpu->matmul(cc, ca, cb, M, Nc, K, ta, tb, alpha, beta);
+                    char what[128];
+                    snprintf(what, sizeof what,
+                             "matmul M=%d Nc=%d K=%d transA=%d transB=%d beta=%g", M, Nc, K, ta,
+                             tb, (double)beta);
+                    compare(what, gc, cc, nc, 1e-4);
+                    gpu->free(ga), gpu->free(gb), gpu->free(gc);
+                    cpu->free(ca), cpu->free(cb), cpu->free(cc);
+                    free(ha), free(hb), free(hc);
+                }
+    }
+}
+
+/* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */
+static void vs_cpu_bias(void) {
+    static const int shapes[][2] = {{129, 67}, {1, 5}, {1000, 1}, {3, 1031}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1];
+        size_t n = (size_t)N * C;
+        char what[96];
+        if (HAVE(bias_forward)) {
+            float *hout = frand_pm1(n), *hb = frand_pm1((size_t)C);
+            float *go = to_backend(gpu, hout, n), *gbias = to_backend(gpu, hb, (size_t)C);
+            float *co = to_backend(cpu, hout, n), *cbias = to_backend(cpu, hb, (size_t)C);
+            gpu->bias_forward(go, gbias, N, C);
+            cpu->bias_forward(co, cbias, N, C);
+            snprintf(what, sizeof what, "bias_forward N=%d C=%d", N, C);
+            compare(what, go, co, n, 1e-6);
+            gpu->free(go), gpu->free(gbias), cpu->free(co), cpu->free(cbias);
+            free(hout), free(hb);
+        }
+        if (HAVE(bias_backward)) {
+            float *hd = frand_pm1(n), *hdb = frand_pm1((size_t)C); /* dbias: accumulates */
+            float *gd = to_backend(gpu, hd, n), *gdb = to_backend(gpu, hdb, (size_t)C);
+            float *cd = to_backend(cpu, hd, n), *cdb = to_backend(cpu, hdb, (size_t)C);
+            gpu->bias_backward(gdb, gd, N, C);
+            cpu->bias_backward(cdb, cd, N, C);
+            snprintf(what, sizeof what, "bias_backward N=%d C=%d", N, C);
+            compare(what, gdb, cdb, (size_t)C, 1e-5);
+            gpu->free(gd), gpu->free(gdb), cpu->free(cd), cpu->free(cdb);
+            free(hd), free(hdb);
+        }
+    }
+}
+
+/* axpy and scale over sizes that are not multiples of any block size. */
+static void vs_cpu_axpy_scale(void) {
+    static const size_t sizes[] = {1, 255, 100003, 3000017};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        char what[64];
+        if (HAVE(axpy)) {
+            float *hy = frand_pm1(n), *hx = frand_pm1(n);
+            float *gy = to_backend(gpu, hy, n), *gx = to_backend(gpu, hx, n);
+            float *cy = to_backend(cpu, hy, n), *cx = to_backend(cpu, hx, n);
+            gpu->axpy(gy, -0.37f, gx, n);
+            cpu->axpy(cy, -0.37f, cx, n);
+            snprintf(what, sizeof what, "axpy n=%zu", n);
+            compare(what, gy, cy, n, 1e-6);
+            gpu->free(gy), gpu->free(gx), cpu->free(cy), cpu->free(cx);
+            free(hy), free(hx);
+        }
+        if (HAVE(scale)) {
+            float *hx = frand_pm1(n);
+            float *gx = to_backend(gpu, hx, n), *cx = to_backend(cpu, hx, n);
+            gpu->scale(gx, 1.7f, n);
+            cpu->scale(cx, 1.7f, n);
+            snprintf(what, sizeof what, "scale n=%zu", n);
+            compare(what, gx, cx, n, 1e-6);
+            gpu->free(gx), cpu->free(cx);
+            free(hx);
+        }
+    }
+}
+
+/* sumsq (double accumulation on both sides) and all_finite (same verdicts, incl. NaN/Inf at the
+ * first, a middle and the last position). */
+static void vs_cpu_reductions(void) {
+    static const size_t sizes[] = {1, 1000, 262145, 5000011};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        float *hx = frand_pm1(n);
+        float *gx = to_backend(gpu, hx, n), *cx = to_backend(cpu, hx, n);
+        if (HAVE(sumsq)) {
+            double g = gpu->sumsq(gx, n), c = cpu->sumsq(cx, n);
+            double e = fabs(g - c) / (c > 0 ? c : 1.0);
+            EXPECT(e < 1e-9, "sumsq n=%zu: gpu %.17g cpu %.17g (relative error %.3g)", n, g, c,
+                   e);
+        }
+        if (HAVE(all_finite)) {
+            int g = gpu->all_finite(gx, n), c = cpu->all_finite(cx, n);
+            EXPECT(g == 1 && c == 1, "all_finite n=%zu on finite data: gpu %d cpu %d", n, g, c);
+            const float bad_values[] = {NAN, INFINITY, -INFINITY};
+            const size_t where[] = {0, n / 2, n - 1};
+            for (int v = 0; v < 3; v++)
+                for (int w = 0; w < 3; w++) {
+                    size_t i = where[w];
+                    gpu->upload(gx + i, &bad_values[v], sizeof(float));
+                    cpu->upload(cx + i, &bad_values[v], sizeof(float));
+                    g = gpu->all_finite(gx, n);
+                    c = cpu->all_finite(cx, n);
+                    EXPECT(g == 0 && c == 0, "all_finite n=%zu with %g at %zu: gpu %d cpu %d", n,
+                           (double)bad_values[v], i, g, c);
+                    gpu->upload(gx + i, &hx[i], sizeof(float));
+                    cpu->upload(cx + i, &hx[i], sizeof(float));
+                }
+        }
+        gpu->free(gx), cpu->free(cx);
+        free(hx);
+    }
+}
+
+
+/* ========================================================================================== */
+/* OpKind, supports_op, backend_require_ops                                                   */
+
+/* A copy of the CPU table with one op removed is refused before training, by name. */
+static void test_require_ops(void) {
+    Backend crippled = *backend_cpu();
+    crippled.name = "cuda";
+    crippled.lstm_cell_forward = NULL;
+    crippled.flash_attn_backward = NULL;
+    EXPECT(!supports_op(&crippled, OP_LSTM_CELL_FORWARD), "lstm_cell_forward still supported");
+    EXPECT(supports_op(&crippled, OP_LSTM_CELL_BACKWARD), "lstm_cell_backward lost");
+    const OpKind ops[] = {OP_MATMUL, OP_LSTM_CELL_FORWARD, OP_FLASH_ATTN_BACKWARD,
+                          OP_LSTM_CELL_FORWARD};
+    Err err = {0};
+    EXPECT(backend_require_ops(&crippled, ops, 4, &err) != STATUS_OK, "missing ops accepted");
+    EXPECT(strcmp(err.msg, "cuda backend: no lstm_cell_forward, flash_attn_backward; use "
+                           "train.device = cpu") == 0,
+           "message: %s", err.msg);
+    EXPECT(backend_require_ops(backend_cpu(), ops, 4, &err) == STATUS_OK, "cpu refused");
+    for (int op = 0; op < OP_COUNT; op++)
+        EXPECT(supports_op(backend_cpu(), (OpKind)op), "cpu lacks %s", op_name((OpKind)op));
+    EXPECT(strcmp(op_name(OP_FLASH_ATTN_BACKWARD), "flash_attn_backward") == 0, "op_name");
+}
+
+/* ========================================================================================== */
+/* the case table                                                                             */
+
+/* Cases that run one function with several shapes. */
+static void case_layernorm(void) {
+    test_layernorm();
+    test_layernorm_parallel();
+}
+static void case_permute0213(void) {
+    test_permute0213(2, 3, 4, 5);
+    test_permute0213(3, 4, 1, 6);   /* D1 = 1 */
+    test_permute0213(3, 33, 8, 96); /* above the OpenMP threshold (A·D0·D1·C > 65536) */
+}
+static void case_lstm(void) {
+    test_lstm(1);
+    test_lstm(0);
+}
+static void case_gru(void) {
+    test_gru(1);
+    test_gru(0);
+}
+static void case_xent(void) {
+    test_xent(0.1f, 0.5f);
+    test_xent(0.0f, 1.0f);
+}
+
+/* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
+ * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
+typedef struct {
+    const char *name;
+    void (*cpu)(void);
+    void (*vs_cpu)(void);
+} OpCase;
+
+static const OpCase CASES[OP_COUNT] = {
+    [OP_MATMUL] = {"matmul", test_matmul, vs_cpu_matmul},
+    [OP_BIAS_FORWARD] = {"bias_forward", test_bias, vs_cpu_bias},
+    [OP_BIAS_BACKWARD] = {"bias_backward", test_bias, vs_cpu_bias},
+    [OP_AXPY] = {"axpy", test_axpy_scale, vs_cpu_axpy_scale},
+    [OP_SCALE] = {"scale", test_axpy_scale, vs_cpu_axpy_scale},
+    [OP_SUMSQ] = {"sumsq", test_sumsq_all_finite, vs_cpu_reductions},
+    [OP_ALL_FINITE] = {"all_finite", test_sumsq_all_finite, vs_cpu_reductions},
+    [OP_CONCAT2_FORWARD] = {"concat2_forward", test_concat2, NULL},
+    [OP_CONCAT2_BACKWARD] = {"concat2_backward", test_concat2, NULL},
+    [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", test_transpose01, NULL},
+    [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", test_transpose01, NULL},
+    [OP_TANH_FORWARD] = {"tanh_forward", test_tanh, NULL},
+    [OP_TANH_BACKWARD] = {"tanh_backward", test_tanh, NULL},
+    [OP_DROPOUT_FORWARD] = {"dropout_forward", test_dropout, NULL},
+    [OP_DROPOUT_BACKWARD] = {"dropout_backward", test_dropout, NULL},
+    [OP_LAYERNORM_FORWARD] = {"layernorm_forward", case_layernorm, NULL},
+    [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", case_layernorm, NULL},
+    [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", test_relu, NULL},
+    [OP_RELU_DROPOUT_BACKWARD] = {"relu_dropout_backward", test_relu, NULL},
+    [OP_PERMUTE0213_FORWARD] = {"permute0213_forward", case_permute0213, NULL},
+    [OP_PERMUTE0213_BACKWARD] = {"permute0213_backward", case_permute0213, NULL},
+    [OP_WRITE_STEP] = {"write_step", test_write_step, NULL},
+    [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", test_gather_rows_strided, NULL},
+    [OP_EMBEDDING_FORWARD] = {"embedding_forward", test_embedding, NULL},
+    [OP_EMBEDDING_BACKWARD] = {"embedding_backward", test_embedding, NULL},
+    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", case_lstm, NULL},
+    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", case_lstm, NULL},
+    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", case_gru, NULL},
+    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, NULL},
+    [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, NULL},
+    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, NULL},
+    [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, NULL},
+    [OP_ARGMAX] = {"argmax", test_argmax, NULL},
+    [OP_ADAM_UPDATE] = {"adam_update", test_adam, NULL},
+};
+
+/* Tested in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c (attention helper), to be
+ * folded into CASES. */
+static const OpKind ATTENTION_OPS[] = {
+    OP_ADDITIVE_ATTN_FORWARD,  OP_ADDITIVE_ATTN_BACKWARD, OP_FLASH_ATTN_FORWARD,
+    OP_FLASH_ATTN_BACKWARD,    OP_LINEAR_ATTN_FORWARD,    OP_LINEAR_ATTN_BACKWARD,
+    OP_LINEAR_ATTN_STEP,       OP_EFFICIENT_ATTN_FORWARD, OP_EFFICIENT_ATTN_BACKWARD,
+    OP_ATTN_FORWARD,           OP_ATTN_BACKWARD};
+
+static int is_attention_op(int op) {
+    for (size_t i = 0; i < sizeof ATTENTION_OPS / sizeof ATTENTION_OPS[0]; i++)
+        if ((int)ATTENTION_OPS[i] == op) return 1;
+    return 0;
+}
+
+/* 1 if fn already ran for an earlier row (a pair's second row). */
+static int ran_before(int op, void (*fn)(void), int cross) {
+    for (int j = 0; j < op; j++)
+        if ((cross ? CASES[j].vs_cpu : CASES[j].cpu) == fn) return 1;
+    return 0;
+}
+
+/* Every OpKind has a case (or is an attention op tested elsewhere), named as op_name says. */
+static void check_table(void) {
+    for (int op = 0; op < OP_COUNT; op++) {
+        EXPECT(strcmp(op_name((OpKind)op), "?") != 0, "OpKind %d has no name", op);
+        if (is_attention_op(op)) {
+            EXPECT(!CASES[op].cpu, "%s is in CASES and ATTENTION_OPS", op_name((OpKind)op));
+            continue;
+        }
+        EXPECT(CASES[op].cpu != NULL, "no test case for op %s", op_name((OpKind)op));
+        EXPECT(!CASES[op].name || strcmp(CASES[op].name, op_name((OpKind)op)) == 0,
+               "case %d is named %s, the op %s", op, CASES[op].name, op_name((OpKind)op));
+    }
+}
+
+static int run_cpu(void) {
+    be = backend_cpu();
+    rng_seed(&optest_rng, 20240611, 3);
+    check_table();
+    test_memory();
+    int ncases = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (!CASES[op].cpu) continue;
+        ncases++;
+        if (!ran_before(op, CASES[op].cpu, 0)) CASES[op].cpu();
+    }
+    test_require_ops();
+    printf("%d op cases (%d OpKinds, %zu attention ops tested elsewhere)\n", ncases, OP_COUNT,
+           sizeof ATTENTION_OPS / sizeof ATTENTION_OPS[0]);
+    return test_report("test_backend_ops");
+}
+
+static int run_vs_cpu(const char *backend) {
+    char msg[1024] = "";
+    if (strcmp(backend, "cuda") != 0) {
+        fprintf(stderr, "test_backend_ops: unknown backend '%s' (cuda)\n", backend);
+        return 2;
+    }
+    gpu = backend_cuda(msg, sizeof msg);
+    if (!gpu) {
+        printf("test_backend_ops --backend cuda: skipped: %s\n", msg);
+        return 77;
+    }
+    cpu = backend_cpu();
+    EXPECT(strcmp(gpu->name, "cuda") == 0, "backend name is \"%s\", not \"cuda\"", gpu->name);
+    /* the memory entries are not optional: without them nothing else can run */
+    int mem_ok = gpu->alloc && gpu->free && gpu->upload && gpu->download && gpu->copy &&
+                 gpu->zero && gpu->synchronize;
+    EXPECT(mem_ok, "the cuda backend lacks a memory entry (alloc/free/upload/download/copy/zero/"
+                   "synchronize)");
+    if (!mem_ok) return test_report("test_backend_ops --backend cuda");
+    rng_seed(&optest_rng, 20240601u, 7u);
+    check_table();
+    vs_cpu_memory();
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (!supports_op(gpu, (OpKind)op)) {
+            printf("  cuda backend has no %s yet: skipped\n", op_name((OpKind)op));
+            continue;
+        }
+        if (is_attention_op(op)) {
+            printf("  %s: no cross-backend case yet (attention ops: see ATTENTION_OPS)\n",
+                   op_name((OpKind)op));
+            continue;
+        }
+        EXPECT(CASES[op].vs_cpu != NULL, "cuda implements %s but its case has no check against "
+               "the cpu", op_name((OpKind)op));
+        if (CASES[op].vs_cpu && !ran_before(op, CASES[op].vs_cpu, 1)) CASES[op].vs_cpu();
+    }
+    gpu->synchronize();
+    return test_report("test_backend_ops --backend cuda");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--backend") == 0) return run_vs_cpu(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: test_backend_ops [--backend cuda]\n");
+        return 2;
+    }
+    return run_cpu();
+}
