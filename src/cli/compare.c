@@ -1,5 +1,52 @@
-/* compare.c — `trainer compare` (see compare.h). */
-#include "eval/compare.h"
+/* compare.c — `trainer compare`: one table, curves and attention maps for several trained runs.
+ *
+ *   trainer compare RUN... [--out DIR] [--beam K] [--len-penalty A] [--sentences i,j,k]
+ *                          [--test-src FILE --test-tgt FILE] [--device cpu|cuda]
+ *
+ * RUN is either
+ *  - a run folder written by `trainer train` (train.save_dir, e.g. checkpoints/luong) holding
+ *    best.ckpt and metrics.jsonl; its name is the folder's last component; or
+ *  - a config .ini file: its run folder is config_save_dir() of the loaded (and validated)
+ *    config, its name run.name. If that folder has no best.ckpt yet, the run is trained first
+ *    (train_run; resumed from last.ckpt when an interrupted run left one), then compared.
+ * Names are reduced to [A-Za-z0-9._-] (other bytes become '_') and made unique ("name_2", ...)
+ * because they also name files.
+ *
+ * For each run: best.ckpt is loaded (checkpoint_load; --device overrides the stored
+ * train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
+ * lines are skipped with a warning on stderr); the test set — the checkpoint's
+ * data.test_src/test_tgt (for a config RUN: the .ini's), or --test-src/--test-tgt for every run —
+ * is loaded with corpus_load (pairs with an empty or over-long side are skipped, so sentence
+ * indices count kept pairs) and translated twice: greedily and with beam K (default 5) and
+ * length penalty α (default 1.0; Wu et al. 2016 eq. 14), scored with sacreBLEU-compatible corpus
+ * BLEU and chrF (metrics.h).
+ *
+ * Table columns (compare.md, compare.csv, and the Markdown table on stdout):
+ *   run, model (rnn|transformer), cell (lstm|gru; "—" for a transformer), attention
+ *   (config_attention_text: the RNN's kind, or the Transformer's "self/dec self/cross" kinds,
+ *   one name when all agree), input feeding (yes|no; "—" for a transformer), parameters (floats),
+ *   epochs (highest epoch with a validation line), training time (the last validation line's
+ *   "elapsed", seconds; Markdown shows h/min/s), tokens/s (mean "tok_s" of the train lines),
+ *   peak memory MiB (max "peak_rss_mb" of the validation lines; "—" / empty when absent: runs from
+ *   before that key), best validation perplexity (min "val_ppl"), best validation BLEU
+ *   (max "val_bleu"), test BLEU and chrF (percent) greedy, test BLEU and chrF with beam K.
+ *   A missing value is "—" in Markdown and an empty field in CSV; CSV numbers are plain
+ *   (no units, '.' decimal point, RFC 4180 quoting for text).
+ *
+ * Files written in DIR (default "compare" in the current folder, created with its parents):
+ *   compare.md   the table, a line naming the machine (CPU "model name" from /proc/cpuinfo,
+ *                online cores, date), the decoding settings, the runs' folders and test sets,
+ *                and image links to the PNGs below (or why a map was skipped);
+ *   compare.csv  the same columns;
+ *   curves.png   validation BLEU and perplexity (log scale) by epoch of every run, two panels
+ *                (plot_curves_png);
+ *   attention_<run>_<i>.png  the greedy translation's attention of test sentence i (0-based;
+ *                --sentences, default 0,1,2 — those beyond a short test set are left out unless
+ *                given explicitly, which is an error) for each run with an attention; runs with
+ *                model.attention = none are skipped with a note in compare.md.
+ *
+ * Needs the gnuplot program (checked before any training or decoding).
+ */
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "data/corpus.h"
 #include "eval/decode.h"
 #include "eval/metrics.h"
@@ -646,14 +694,7 @@ int cmd_compare(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--test-tgt") && i + 1 < argc) {
             c.test_tgt = argv[++i];
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            i++;
-            if (!strcmp(argv[i], "cpu")) c.device = DEVICE_CPU;
-            else if (!strcmp(argv[i], "cuda")) c.device = DEVICE_CUDA;
-            else {
-                fprintf(stderr, "trainer compare: --device must be cpu or cuda, not '%s'\n",
-                        argv[i]);
-                goto done;
-            }
+            if (cli_device_arg(argv[++i], &c.device, "compare")) goto done;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainer compare: unknown or incomplete argument '%s'\n", argv[i]);
             usage(stderr);
