@@ -183,9 +183,11 @@ int main(int argc, char **argv) {
         goto fail;
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
 
-    if (model_create(&model, &cfg, spm, &err)) goto fail;
-    spm = NULL;
-    model_init_params(&model);
+    const Backend *be;
+    if (config_backend(cfg.device, &be, &err) ||
+        model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err))
+        goto fail;
+    model_init_params(&model, cfg.seed);
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
@@ -205,20 +207,21 @@ int main(int argc, char **argv) {
         batch_fill(&hbs[k], &tenc, plan.idx + plan.start[k], (int)(plan.start[k + 1] - plan.start[k]));
         if (k >= warmup) tokens_timed += hbs[k].src_tokens + hbs[k].tgt_tokens;
     }
-    if (cfg.model_type == MODEL_TRANSFORMER)
+    const ModelSpec *ms = &cfg.model;
+    if (ms->type == MODEL_TRANSFORMER)
         printf("bench_train: transformer, V %d, d_model %d, heads %d, d_ff %d, layers %d/%d, "
                "%s-LN, tied embeddings %s, attention %s/%s/%s (encoder self/decoder self/cross), ",
-               model.V, cfg.d_model, cfg.heads, cfg.d_ff, cfg.enc_layers, cfg.dec_layers,
-               norm_place_names[cfg.norm], cfg.tie_embeddings ? "yes" : "no",
-               attention_kind_names[cfg.self_attention],
-               attention_kind_names[config_dec_self_attention(&cfg)],
-               attention_kind_names[cfg.cross_attention]);
+               model.V, ms->d_model, ms->heads, ms->d_ff, ms->enc_layers, ms->dec_layers,
+               norm_place_names[ms->norm], ms->tie_embeddings ? "yes" : "no",
+               attention_kind_names[ms->self_attention],
+               attention_kind_names[spec_dec_self_attention(ms)],
+               attention_kind_names[ms->cross_attention]);
     else
         printf("bench_train: rnn (%s), V %d, E %d, H %d, layers %d/%d, attention %s, ",
-               cell_type_names[cfg.cell], model.V, cfg.emb, cfg.hidden, cfg.enc_layers,
-               cfg.dec_layers, attention_kind_names[cfg.attention]);
+               cell_type_names[ms->cell], model.V, ms->emb, ms->hidden, ms->enc_layers,
+               ms->dec_layers, attention_kind_names[ms->attention]);
     printf("dropout %g, label smoothing %g; %zu parameters; %d threads; OPENBLAS_CORETYPE=%s\n",
-           cfg.dropout, cfg.label_smoothing, model.ps.total, threads,
+           ms->dropout, cfg.label_smoothing, model.ps.total, threads,
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     if (dump) {
         if (write_dump(dump, &cfg, model.V, model.ps.total, threads, hbs, nb, warmup, &err))
@@ -228,7 +231,6 @@ int main(int argc, char **argv) {
     }
 
     ParamSet *ps = &model.ps;
-    const Backend *be = model.be;
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
         if (k == warmup) t0 = now_seconds();
@@ -264,7 +266,7 @@ done:
     free(keep);
     encoded_free(&tenc);
     corpus_free(&train);
-    if (model.rnn || model.tf || model.spm) model_free(&model);
+    if (model.rnn || model.tf) model_free(&model);
     spm_free(spm);
     return rc;
 }

@@ -375,11 +375,11 @@ static Status train_if_needed(Run *r, Err *err) {
 
 /* ---- evaluation ---- */
 
-static Status score(Model *m, const Corpus *c, const DecodeOpts *o, double *bleu, double *chrf,
-                    Err *err) {
+static Status score(Model *m, const Spm *spm, const Corpus *c, const DecodeOpts *o, double *bleu,
+                    double *chrf, Err *err) {
     char **hyp = NULL;
     double t0 = now_seconds();
-    if (translate_lines(m, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
+    if (translate_lines(m, spm, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
         STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
     *bleu = b.score;
@@ -390,7 +390,8 @@ static Status score(Model *m, const Corpus *c, const DecodeOpts *o, double *bleu
     return STATUS_OK;
 }
 
-static Status attention_maps(Compare *cmp, Run *r, Model *m, const Corpus *c, Err *err) {
+static Status attention_maps(Compare *cmp, Run *r, Model *m, const Spm *spm, const Corpus *c,
+                             Err *err) {
     Status rc = STATUS_ERR;
     const char *lines[CMP_MAX_SENTENCES];
     int idx[CMP_MAX_SENTENCES], n = 0;
@@ -404,7 +405,7 @@ static Status attention_maps(Compare *cmp, Run *r, Model *m, const Corpus *c, Er
     }
     if (n == 0) return STATUS_OK;
     DecodeOpts greedy = {1, 0.0f};
-    if (translate_lines(m, lines, n, &greedy, &out, maps, err))
+    if (translate_lines(m, spm, lines, n, &greedy, &out, maps, err))
         return err_prefix(err, "attention maps of run %s", r->name);
     for (int k = 0; k < n; k++) {
         char path[1400], title[1600];
@@ -423,17 +424,17 @@ cleanup:
 static Status eval_run(Compare *cmp, Run *r, Err *err) {
     Status rc = STATUS_ERR;
     Model m;
+    Spm *spm;
     Corpus c = {0};
     char ck[1100];
     snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
     fprintf(stderr, "trainer compare: run %s: %s\n", r->name, ck);
     if (read_metrics(r, err)) return STATUS_ERR;
-    if (checkpoint_load(ck, &m, NULL, cmp->device, err)) return STATUS_ERR;
-    set_threads(m.cfg.threads);
-    r->cfg = m.cfg;
+    if (checkpoint_load(ck, &m, &r->cfg, &spm, NULL, cmp->device, err)) return STATUS_ERR;
+    set_threads(r->cfg.threads);
     r->params = (long)m.ps.total;
     r->has_attention = model_has_attention(&m);
-    const Config *tc = r->from_config ? &r->ini : &m.cfg;
+    const Config *tc = r->from_config ? &r->ini : &r->cfg;
     snprintf(r->test_src, sizeof r->test_src, "%s", cmp->test_src ? cmp->test_src : tc->test_src);
     snprintf(r->test_tgt, sizeof r->test_tgt, "%s", cmp->test_tgt ? cmp->test_tgt : tc->test_tgt);
     if (!r->test_src[0] || !r->test_tgt[0]) {
@@ -443,7 +444,7 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
                 r->from_config ? r->arg : "the config stored in best.ckpt");
         goto cleanup;
     }
-    if (corpus_load(&c, r->test_src, r->test_tgt, m.cfg.max_line_bytes, err)) {
+    if (corpus_load(&c, r->test_src, r->test_tgt, r->cfg.max_line_bytes, err)) {
         err_prefix(err, "run %s: test set", r->name);
         goto cleanup;
     }
@@ -457,12 +458,12 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
                 goto cleanup;
             }
     DecodeOpts greedy = {1, 0.0f};
-    if (score(&m, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
+    if (score(&m, spm, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
     if (cmp->beam.beam == 1) /* K = 1 is greedy decoding (decode.h) */
         r->bleu_b = r->bleu_g, r->chrf_b = r->chrf_g;
-    else if (score(&m, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
+    else if (score(&m, spm, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
         goto fail_decode;
-    if (r->has_attention && attention_maps(cmp, r, &m, &c, err)) goto cleanup;
+    if (r->has_attention && attention_maps(cmp, r, &m, spm, &c, err)) goto cleanup;
     rc = STATUS_OK;
     goto cleanup;
 fail_decode:
@@ -470,6 +471,7 @@ fail_decode:
 cleanup:
     corpus_free(&c);
     model_free(&m);
+    spm_free(spm);
     return rc;
 }
 
@@ -515,7 +517,7 @@ static void write_md_table(FILE *f, const Compare *c) {
     fprintf(f, "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
-        int rnn = r->cfg.model_type == MODEL_RNN;
+        int rnn = r->cfg.model.type == MODEL_RNN;
         char secs[64], tok[64], peak[64], ppl[64], bleu[64], attn[64];
         if (r->has_secs) fmt_duration(secs, sizeof secs, r->train_secs);
         else snprintf(secs, sizeof secs, DASH);
@@ -532,11 +534,11 @@ static void write_md_table(FILE *f, const Compare *c) {
         }
         fprintf(f, "| %s | %s | %s | %s | %s | %ld | %d | %s | %s | %s | %s | %s | %.2f | %.2f | "
                    "%.2f | %.2f |\n",
-                r->name, model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : DASH,
+                r->name, model_type_names[r->cfg.model.type],
+                rnn ? cell_type_names[r->cfg.model.cell] : DASH,
                 config_attention_text(&r->cfg, attn, sizeof attn),
-                rnn ? (r->cfg.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs, secs,
-                tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+                rnn ? (r->cfg.model.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs,
+                secs, tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
     }
 }
 
@@ -572,13 +574,13 @@ static Status write_csv(const Compare *c, Err *err) {
                "test_bleu_beam,test_chrf_beam\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
-        int rnn = r->cfg.model_type == MODEL_RNN;
+        int rnn = r->cfg.model.type == MODEL_RNN;
         char attn[64];
         csv_text(f, r->name);
-        fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : "",
+        fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model.type],
+                rnn ? cell_type_names[r->cfg.model.cell] : "",
                 config_attention_text(&r->cfg, attn, sizeof attn),
-                rnn ? (r->cfg.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
+                rnn ? (r->cfg.model.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
         if (r->has_secs) fprintf(f, "%.1f", r->train_secs);
         fputc(',', f);
         if (r->has_tok_s) fprintf(f, "%.1f", r->tok_s);

@@ -26,23 +26,26 @@ int cmd_eval(int argc, char **argv) {
     }
     Err err;
     Model m;
+    Config cfg;
+    Spm *spm;
     Corpus c = {0};
     Encoded e = {0};
     char **hyp = NULL;
     double t0 = now_seconds(), ppl = 0;
     rc = 1;
-    if (checkpoint_load(a.checkpoint, &m, NULL, a.device, &err)) {
+    if (checkpoint_load(a.checkpoint, &m, &cfg, &spm, NULL, a.device, &err)) {
         fprintf(stderr, "trainer: %s\n", err.msg);
         return 1;
     }
-    set_threads(m.cfg.threads);
-    if (corpus_load(&c, a.src, a.ref, m.cfg.max_line_bytes, &err)) goto done;
+    set_threads(cfg.threads);
+    if (corpus_load(&c, a.src, a.ref, cfg.max_line_bytes, &err)) goto done;
     if (!a.json) corpus_print_summary(&c, "eval", stderr);
-    if (encoded_build(&e, (const char *const *)c.src, (const char *const *)c.tgt, c.n, m.spm, NULL,
+    if (encoded_build(&e, (const char *const *)c.src, (const char *const *)c.tgt, c.n, spm, NULL,
                       &err))
         goto done;
     if (eval_perplexity(&m, &e, &ppl, NULL, &err)) goto done;
-    if (translate_lines(&m, (const char *const *)c.src, c.n, &a.dec, &hyp, NULL, &err)) goto done;
+    if (translate_lines(&m, spm, (const char *const *)c.src, c.n, &a.dec, &hyp, NULL, &err))
+        goto done;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c.tgt, c.n);
     double chrf = chrf_corpus((const char *const *)hyp, (const char *const *)c.tgt, c.n);
     double secs = now_seconds() - t0;
@@ -66,5 +69,6 @@ done:
     encoded_free(&e);
     corpus_free(&c);
     model_free(&m);
+    spm_free(spm);
     return rc;
 }

@@ -25,11 +25,13 @@ int cmd_translate(int argc, char **argv) {
     }
     Err err;
     Model m;
-    if (checkpoint_load(a.checkpoint, &m, NULL, a.device, &err)) {
+    Config cfg;
+    Spm *spm;
+    if (checkpoint_load(a.checkpoint, &m, &cfg, &spm, NULL, a.device, &err)) {
         fprintf(stderr, "trainer: %s\n", err.msg);
         return 1;
     }
-    set_threads(m.cfg.threads);
+    set_threads(cfg.threads);
     char **lines = NULL, **out = NULL;
     AttnMap *maps = NULL;
     long n = 0;
@@ -48,7 +50,8 @@ int cmd_translate(int argc, char **argv) {
             goto done;
         }
     }
-    if (translate_lines(&m, (const char *const *)lines, n, &a.dec, &out, maps, &err)) goto done;
+    if (translate_lines(&m, spm, (const char *const *)lines, n, &a.dec, &out, maps, &err))
+        goto done;
     for (long i = 0; i < n; i++) printf("%s\n", out[i]);
     if (maps) {
         fflush(stdout);
@@ -64,5 +67,6 @@ done:
     free(maps);
     corpus_free_lines(lines, n);
     model_free(&m);
+    spm_free(spm);
     return rc;
 }

@@ -209,16 +209,16 @@ static void fmt_time(char *buf, size_t n, double s) {
 
 /* Validation: teacher-forced perplexity and greedy BLEU/chrF on (up to val_max_sentences of)
  * the validation set. */
-static Status validate(Model *m, const Corpus *val, const Encoded *venc, double *ppl, double *bleu,
-                       double *chrf, Err *err) {
+static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus *val,
+                       const Encoded *venc, double *ppl, double *bleu, double *chrf, Err *err) {
     long n = val->n;
-    if (m->cfg.val_max_sentences > 0 && m->cfg.val_max_sentences < n) n = m->cfg.val_max_sentences;
+    if (max_sentences > 0 && max_sentences < n) n = max_sentences;
     Encoded sub = *venc;
     sub.n = n;
     if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
     char **hyp = NULL;
     DecodeOpts greedy = {1, 0.0f};
-    if (translate_lines(m, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
+    if (translate_lines(m, spm, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
         return STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
     *bleu = b.score;
@@ -255,13 +255,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     snprintf(best, sizeof best, "%s/best.ckpt", dir);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
     set_threads(cfg.threads);
-    if (cfg.device == DEVICE_CUDA) { /* refuse before any data work */
-        char why[512];
-        if (!backend_cuda(why, sizeof why)) {
-            err_set(err, "train.device = cuda: %s", why);
-            goto cleanup;
-        }
-    }
+    const Backend *be;
+    if (config_backend(cfg.device, &be, err)) goto cleanup; /* refuse before any data work */
     if (inject_parse(&inject, getenv(INJECT_ENV), err)) goto cleanup;
     if (make_dir(dir, err)) goto cleanup;
     if ((lock_fd = lock_run_dir(dir, err)) < 0) goto cleanup;
@@ -278,9 +273,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     "--resume to start training", last);
             goto cleanup;
         }
-        if (checkpoint_load(last, &model, &st, (int)cfg.device, err)) goto cleanup;
+        Config c; /* the checkpoint's config */
+        if (checkpoint_load(last, &model, &c, &spm, &st, (int)cfg.device, err)) goto cleanup;
         /* keys that may change on resume; everything else must match the checkpoint */
-        Config c = model.cfg;
         c.max_epochs = cfg.max_epochs, c.max_steps = cfg.max_steps, c.patience = cfg.patience;
         c.max_hours = cfg.max_hours;
         c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
@@ -294,20 +289,18 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     "train.save_dir", last, diff);
             goto cleanup;
         }
-        model.cfg = cfg;
         if (trim_metrics(mpath, st.step, err)) goto cleanup;
         printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", last, st.epoch,
                st.step, st.batch_in_epoch);
     } else {
         if (train_spm(&cfg, &train, dir, &spm, err)) goto cleanup;
-        if (model_create(&model, &cfg, spm, err)) goto cleanup;
-        spm = NULL;
-        model_init_params(&model);
+        if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, err)) goto cleanup;
+        model_init_params(&model, cfg.seed);
         rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
         unlink(mpath);
     }
-    if (encode_split(&cfg, &train, model.spm, "train", &tenc, err)) goto cleanup;
-    if (encode_split(&cfg, &val, model.spm, "val", &venc, err)) goto cleanup;
+    if (encode_split(&cfg, &train, spm, "train", &tenc, err)) goto cleanup;
+    if (encode_split(&cfg, &val, spm, "val", &venc, err)) goto cleanup;
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
     printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n", nkeep,
            cfg.max_len, tenc.n - nkeep);
@@ -316,7 +309,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
     char attn[64];
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
-           model_type_names[cfg.model_type], config_attention_text(&cfg, attn, sizeof attn),
+           model_type_names[cfg.model.type], config_attention_text(&cfg, attn, sizeof attn),
            model.ps.total, model.be->name, omp_get_max_threads());
     metrics = fopen(mpath, "a");
     if (!metrics) {
@@ -327,7 +320,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     signal(SIGTERM, on_signal);
 
     ParamSet *ps = &model.ps;
-    const Backend *be = model.be;
+    be = model.be;
     double t_start = now_seconds() - st.elapsed, t_log = now_seconds();
     double log_loss = 0;
     long log_tok = 0, log_tokens_all = 0, log_steps = 0;
@@ -411,7 +404,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 TrainState pos = st; /* the position to resume at: the next batch */
                 pos.batch_in_epoch++;
                 pos.elapsed = now_seconds() - t_start;
-                if (checkpoint_save(last, &model, &pos, err)) goto cleanup;
+                if (checkpoint_save(last, &model, &cfg, spm, &pos, err)) goto cleanup;
                 if (g_stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
                            signal_name(g_stop_signal), st.step, last);
@@ -430,7 +423,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         /* end of epoch: validate, decay, early stopping, checkpoints */
         batch_plan_free(&plan);
         double vppl, vbleu, vchrf, t0 = now_seconds();
-        if (validate(&model, &val, &venc, &vppl, &vbleu, &vchrf, err)) goto cleanup;
+        if (validate(&model, spm, cfg.val_max_sentences, &val, &venc, &vppl, &vbleu, &vchrf,
+                     err))
+            goto cleanup;
         int improved = vbleu > st.best_bleu;
         if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
         else st.bad_epochs++, st.lr_scale *= cfg.lr_schedule == LR_PLATEAU ? cfg.lr_decay : 1.0;
@@ -450,8 +445,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         next.epoch = st.epoch + 1;
         next.batch_in_epoch = 0;
         next.epoch_rng = rng;
-        if (improved && checkpoint_save(best, &model, &next, err)) goto cleanup;
-        if (checkpoint_save(last, &model, &next, err)) goto cleanup;
+        if (improved && checkpoint_save(best, &model, &cfg, spm, &next, err)) goto cleanup;
+        if (checkpoint_save(last, &model, &cfg, spm, &next, err)) goto cleanup;
         st.epoch_rng = rng;
         st.batch_in_epoch = 0;
         if (cfg.patience > 0 && st.bad_epochs >= cfg.patience) {
@@ -479,7 +474,7 @@ cleanup:
     encoded_free(&venc);
     corpus_free(&train);
     corpus_free(&val);
-    if (model.rnn || model.tf || model.spm) model_free(&model);
+    if (model.rnn || model.tf) model_free(&model);
     spm_free(spm);
     return rc;
 }
