@@ -8,9 +8,8 @@
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
  * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
  * timed training steps as src/train/train.c does them (zero gradients, forward + backward with
- * dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip, Adam with the
- * linear warm-up; the schedule's decay after train.warmup_steps is never reached, and not
- * applied) and prints
+ * dropout and label smoothing, grad_scale = 1 / target tokens, then train/optim.h's global-norm
+ * clip and Adam step at the schedule's learning rate, without plateau decay) and prints
  *
  *   trainer: X tokens/s (N steps, T threads)
  *
@@ -49,6 +48,7 @@
 #include "data/spm.h"
 #include "model/model.h"
 #include "train/config.h"
+#include "train/optim.h"
 #include "train/train.h"
 
 
@@ -239,13 +239,10 @@ int main(int argc, char **argv) {
         uint64_t key = rng_hash(cfg.seed, (uint64_t)k);
         double loss = model_loss(&model, hb, cfg.label_smoothing, 1, key,
                                  1.0f / (float)hb->tgt_tokens);
-        double norm = sqrt(be->sumsq(ps->grad, ps->total));
-        if (isfinite(norm) && isfinite(loss)) {
-            if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
-                be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
-            double w = cfg.warmup_steps > 0 ? fmin(1.0, (double)(k + 1) / cfg.warmup_steps) : 1.0;
-            be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)(cfg.lr * w),
-                            cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, k + 1);
+        double norm = optim_grad_norm(ps);
+        if (isfinite(norm) && isfinite(loss)) { /* as train_run's step */
+            optim_clip(ps, norm, cfg.clip_norm);
+            optim_adam(ps, &cfg, optim_lr(&cfg, k + 1, 1.0), k + 1);
         }
         if (k == 0 || k == nb - 1)
             printf("bench_train: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",

@@ -20,6 +20,7 @@
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 #include "train/inject.h"
+#include "train/optim.h"
 
 /* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
 void openblas_set_num_threads(int num_threads);
@@ -188,19 +189,6 @@ static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, c
     return STATUS_OK;
 }
 
-/* The learning rate of the next step: linear warm-up over warmup_steps to train.lr, then
- * plateau: constant × lr_scale (halved by lr_decay after an epoch without a better validation
- * BLEU), floored at min_lr once decayed; inverse_sqrt: train.lr · √(warmup / step) (Vaswani
- * et al. 2017 eq. 3, with the peak given directly instead of d_model^-0.5 · warmup^-0.5). */
-static double lr_at(const Config *cfg, const TrainState *st) {
-    double step = (double)(st->step + 1);
-    double w = cfg->warmup_steps > 0 ? fmin(1.0, step / cfg->warmup_steps) : 1.0;
-    if (cfg->lr_schedule == LR_INVERSE_SQRT && step > cfg->warmup_steps)
-        return cfg->lr * sqrt(fmax(cfg->warmup_steps, 1) / step);
-    double lr = cfg->lr * w * st->lr_scale;
-    return lr < cfg->min_lr && st->lr_scale < 1.0 ? cfg->min_lr : lr;
-}
-
 static void fmt_time(char *buf, size_t n, double s) {
     long t = (long)(s + 0.5);
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
@@ -338,7 +326,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                                      1.0f / (float)hb.tgt_tokens);
             const char *injected = inject.n ? inject_apply(&inject, st.step + 1, be, ps->grad,
                                                            &loss) : NULL;
-            double norm = sqrt(be->sumsq(ps->grad, ps->total));
+            double norm = optim_grad_norm(ps);
             int finite = isfinite(norm) && isfinite(loss);
             if (!finite) {
                 nonfinite_run++;
@@ -364,12 +352,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 }
             } else {
                 nonfinite_run = 0;
-                if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
-                    be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
-                double lr = lr_at(&cfg, &st);
+                optim_clip(ps, norm, cfg.clip_norm);
                 st.adam_t++;
-                be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)lr,
-                                cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, st.adam_t);
+                optim_adam(ps, &cfg, optim_lr(&cfg, st.step + 1, st.lr_scale), st.adam_t);
             }
             st.step++;
             if (finite) { /* a skipped step leaves no NaN in the logged mean */
@@ -386,13 +371,13 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 char e1[32], e2[32];
                 fmt_time(e1, sizeof e1, el);
                 fmt_time(e2, sizeof e2, spb * (plan.nbatches - st.batch_in_epoch - 1));
-                double l = log_loss / log_tok;
+                double l = log_loss / log_tok, lr = optim_lr(&cfg, st.step + 1, st.lr_scale);
                 printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
                        "elapsed %s, epoch ETA %s\n", st.epoch, st.step, st.batch_in_epoch + 1,
-                       plan.nbatches, l, exp(l), lr_at(&cfg, &st), tps, e1, e2);
+                       plan.nbatches, l, exp(l), lr, tps, e1, e2);
                 fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
                         "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
-                        st.epoch, st.step, l, exp(l), lr_at(&cfg, &st), tps, el);
+                        st.epoch, st.step, l, exp(l), lr, tps, el);
                 fflush(metrics);
                 fflush(stdout);
                 log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
@@ -428,7 +413,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         int improved = vbleu > st.best_bleu;
         if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
-        else st.bad_epochs++, st.lr_scale *= cfg.lr_schedule == LR_PLATEAU ? cfg.lr_decay : 1.0;
+        else st.bad_epochs++, st.lr_scale = optim_decay(&cfg, st.lr_scale);
         st.elapsed = now_seconds() - t_start;
         char e1[32];
         fmt_time(e1, sizeof e1, st.elapsed);
@@ -437,8 +422,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                improved ? " new best" : "", now_seconds() - t0, e1);
         fprintf(metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
                 "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
-                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf, lr_at(&cfg, &st),
-                st.elapsed, peak_rss_mb());
+                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf,
+                optim_lr(&cfg, st.step + 1, st.lr_scale), st.elapsed, peak_rss_mb());
         fflush(metrics);
         fflush(stdout);
         TrainState next = st;
