@@ -382,8 +382,11 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 fflush(stdout);
                 log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
             }
-            int limit = (cfg.max_steps > 0 && st.step >= cfg.max_steps) ||
-                        (cfg.max_hours > 0 && now_seconds() - t_start >= 3600.0 * cfg.max_hours);
+            /* the limit that ends the run after this step, if any (named in the message) */
+            int by_steps = cfg.max_steps > 0 && st.step >= cfg.max_steps;
+            int by_hours = !by_steps && cfg.max_hours > 0 &&
+                           now_seconds() - t_start >= 3600.0 * cfg.max_hours;
+            int limit = by_steps || by_hours;
             if (limit || g_stop_signal ||
                 (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
                 TrainState pos = st; /* the position to resume at: the next batch */
@@ -397,8 +400,11 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     goto cleanup;
                 }
                 if (limit) {
-                    printf("reached train.max_steps = %ld or train.max_hours = %g; saved %s\n",
-                           cfg.max_steps, (double)cfg.max_hours, last);
+                    if (by_steps)
+                        printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
+                    else
+                        printf("reached train.max_hours = %g; saved %s\n", (double)cfg.max_hours,
+                               last);
                     stop = 1;
                     break;
                 }
@@ -446,8 +452,16 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         }
     }
-    printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
-           st.best_bleu, best, dir);
+    if (st.best_bleu >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
+        printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
+               st.best_bleu, best, dir);
+    else if (access(last, F_OK) == 0)
+        printf("training done: %ld steps; no validation ran (the run stopped before the end of "
+               "its first epoch), so there is no best checkpoint; the last state is %s\n",
+               st.step, last);
+    else
+        printf("training done: %ld steps; no validation ran and no checkpoint was written\n",
+               st.step);
     rc = STATUS_OK;
 cleanup:
     if (lock_fd >= 0) close(lock_fd); /* releases the folder */
