@@ -3,7 +3,8 @@
  * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
  * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
  * per-key validation, `trainer --help` and serialising back to INI text. To add a key: add a field
- * here and one row there; nothing else.
+ * here (a [model] key: to ModelSpec, model/spec.h, which Config embeds as .model) and one row
+ * there; nothing else.
  *
  * File grammar (UTF-8 text, lines of at most CONFIG_MAX_LINE bytes, LF or CRLF endings):
  *
