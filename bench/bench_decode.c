@@ -20,11 +20,12 @@
 
 #include <omp.h>
 
-static double run(Model *m, char **lines, long n, const DecodeOpts *o, long *words) {
+static double run(Model *m, const Spm *spm, char **lines, long n, const DecodeOpts *o,
+                  long *words) {
     Err err;
     char **out = NULL;
     double t0 = now_seconds();
-    if (translate_lines(m, (const char *const *)lines, n, o, &out, NULL, &err)) {
+    if (translate_lines(m, spm, (const char *const *)lines, n, o, &out, NULL, &err)) {
         fprintf(stderr, "bench_decode: %s\n", err.msg);
         exit(1);
     }
@@ -32,7 +33,7 @@ static double run(Model *m, char **lines, long n, const DecodeOpts *o, long *wor
     *words = 0;
     for (long i = 0; i < n; i++) {
         int *ids = NULL, k = 0;
-        if (spm_encode(m->spm, out[i], &ids, &k, &err) == STATUS_OK) *words += k;
+        if (spm_encode(spm, out[i], &ids, &k, &err) == STATUS_OK) *words += k;
         free(ids);
     }
     free_lines(out, n);
@@ -65,29 +66,31 @@ int main(int argc, char **argv) {
     }
     Err err;
     Model m;
-    if (checkpoint_load(ckpt, &m, NULL, -1, &err)) {
+    Config cfg;
+    Spm *spm;
+    if (checkpoint_load(ckpt, &m, &cfg, &spm, NULL, -1, &err)) {
         fprintf(stderr, "bench_decode: %s\n", err.msg);
         return 1;
     }
-    set_threads(threads ? threads : m.cfg.threads);
+    set_threads(threads ? threads : cfg.threads);
     char **lines = NULL;
     long nl = 0;
     CorpusStats st;
-    if (corpus_read_lines(src, m.cfg.max_line_bytes, &lines, &nl, &st, &err)) {
+    if (corpus_read_lines(src, cfg.max_line_bytes, &lines, &nl, &st, &err)) {
         fprintf(stderr, "bench_decode: %s\n", err.msg);
         return 1;
     }
     if (n > nl) n = nl;
     DecodeOpts greedy = {1, 0.0f};
     long wg, wb;
-    run(&m, lines, n < 50 ? n : 50, &greedy, &wg); /* warm-up: allocations, thread pool */
-    run(&m, lines, n < 50 ? n : 50, &beam, &wb);
-    double tg = run(&m, lines, n, &greedy, &wg);
-    double tb = run(&m, lines, n, &beam, &wb);
+    run(&m, spm, lines, n < 50 ? n : 50, &greedy, &wg); /* warm-up: allocations, thread pool */
+    run(&m, spm, lines, n < 50 ? n : 50, &beam, &wb);
+    double tg = run(&m, spm, lines, n, &greedy, &wg);
+    double tb = run(&m, spm, lines, n, &beam, &wb);
     char att[64];
     printf("checkpoint %s (%s, attention %s), %ld sentences of %s, %d threads\n", ckpt,
-           m.cfg.model_type == MODEL_TRANSFORMER ? "transformer" : "rnn",
-           config_attention_text(&m.cfg, att, sizeof att), n, src, omp_get_max_threads());
+           cfg.model.type == MODEL_TRANSFORMER ? "transformer" : "rnn",
+           config_attention_text(&cfg, att, sizeof att), n, src, omp_get_max_threads());
     printf("greedy:          %8.2f ms/sentence  (%.2f s, %ld output subwords)\n", 1e3 * tg / n, tg,
            wg);
     printf("beam %2d, α %.2g: %8.2f ms/sentence  (%.2f s, %ld output subwords)\n", beam.beam,
@@ -95,5 +98,6 @@ int main(int argc, char **argv) {
     printf("beam/greedy time per sentence: %.2fx\n", tb / tg);
     corpus_free_lines(lines, nl);
     model_free(&m);
+    spm_free(spm);
     return 0;
 }

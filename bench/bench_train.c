@@ -8,9 +8,8 @@
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
  * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
  * timed training steps as src/train/train.c does them (zero gradients, forward + backward with
- * dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip, Adam with the
- * linear warm-up; the schedule's decay after train.warmup_steps is never reached, and not
- * applied) and prints
+ * dropout and label smoothing, grad_scale = 1 / target tokens, then train/optim.h's global-norm
+ * clip and Adam step at the schedule's learning rate, without plateau decay) and prints
  *
  *   trainer: X tokens/s (N steps, T threads)
  *
@@ -50,6 +49,7 @@
 #include "data/spm.h"
 #include "model/model.h"
 #include "train/config.h"
+#include "train/optim.h"
 #include "train/train.h"
 
 
@@ -190,9 +190,11 @@ int main(int argc, char **argv) {
         goto fail;
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
 
-    if (model_create(&model, &cfg, spm, &err)) goto fail;
-    spm = NULL;
-    model_init_params(&model);
+    const Backend *be;
+    if (config_backend(cfg.device, &be, &err) ||
+        model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err))
+        goto fail;
+    model_init_params(&model, cfg.seed);
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
@@ -213,20 +215,21 @@ int main(int argc, char **argv) {
         batch_fill(&hbs[k], &tenc, plan.idx + plan.start[k], (int)(plan.start[k + 1] - plan.start[k]));
         if (k >= warmup) tokens_timed += hbs[k].src_tokens + hbs[k].tgt_tokens;
     }
-    if (cfg.model_type == MODEL_TRANSFORMER)
+    const ModelSpec *ms = &cfg.model;
+    if (ms->type == MODEL_TRANSFORMER)
         printf("bench_train: transformer, V %d, d_model %d, heads %d, d_ff %d, layers %d/%d, "
                "%s-LN, tied embeddings %s, attention %s/%s/%s (encoder self/decoder self/cross), ",
-               model.V, cfg.d_model, cfg.heads, cfg.d_ff, cfg.enc_layers, cfg.dec_layers,
-               norm_place_names[cfg.norm], cfg.tie_embeddings ? "yes" : "no",
-               attention_kind_names[cfg.self_attention],
-               attention_kind_names[config_dec_self_attention(&cfg)],
-               attention_kind_names[cfg.cross_attention]);
+               model.V, ms->d_model, ms->heads, ms->d_ff, ms->enc_layers, ms->dec_layers,
+               norm_place_names[ms->norm], ms->tie_embeddings ? "yes" : "no",
+               attention_kind_names[ms->self_attention],
+               attention_kind_names[spec_dec_self_attention(ms)],
+               attention_kind_names[ms->cross_attention]);
     else
         printf("bench_train: rnn (%s), V %d, E %d, H %d, layers %d/%d, attention %s, ",
-               cell_type_names[cfg.cell], model.V, cfg.emb, cfg.hidden, cfg.enc_layers,
-               cfg.dec_layers, attention_kind_names[cfg.attention]);
+               cell_type_names[ms->cell], model.V, ms->emb, ms->hidden, ms->enc_layers,
+               ms->dec_layers, attention_kind_names[ms->attention]);
     printf("dropout %g, label smoothing %g; %zu parameters; %d threads; OPENBLAS_CORETYPE=%s\n",
-           cfg.dropout, cfg.label_smoothing, model.ps.total, threads,
+           ms->dropout, cfg.label_smoothing, model.ps.total, threads,
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     if (dump) {
         if (write_dump(dump, &cfg, model.V, model.ps.total, threads, hbs, nb, warmup, &err))
@@ -236,7 +239,6 @@ int main(int argc, char **argv) {
     }
 
     ParamSet *ps = &model.ps;
-    const Backend *be = model.be;
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
         if (k == warmup) t0 = now_seconds();
@@ -245,13 +247,10 @@ int main(int argc, char **argv) {
         uint64_t key = rng_hash(cfg.seed, (uint64_t)k);
         double loss = model_loss(&model, hb, cfg.label_smoothing, 1, key,
                                  1.0f / (float)hb->tgt_tokens);
-        double norm = sqrt(be->sumsq(ps->grad, ps->total));
-        if (isfinite(norm) && isfinite(loss)) {
-            if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
-                be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
-            double w = cfg.warmup_steps > 0 ? fmin(1.0, (double)(k + 1) / cfg.warmup_steps) : 1.0;
-            be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)(cfg.lr * w),
-                            cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, k + 1);
+        double norm = optim_grad_norm(ps);
+        if (isfinite(norm) && isfinite(loss)) { /* as train_run's step */
+            optim_clip(ps, norm, cfg.clip_norm);
+            optim_adam(ps, &cfg, optim_lr(&cfg, k + 1, 1.0), k + 1);
         }
         if (k == 0 || k == nb - 1)
             printf("bench_train: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
@@ -272,7 +271,7 @@ done:
     free(keep);
     encoded_free(&tenc);
     corpus_free(&train);
-    if (model.rnn || model.tf || model.spm) model_free(&model);
+    if (model.rnn || model.tf) model_free(&model);
     spm_free(spm);
     return rc;
 }

@@ -12,7 +12,7 @@
 # bench/bench_transformer_torch.py for transformer.
 #
 # Both programs get the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = T. On AVX-512 CPUs the
-# trainer runs with OPENBLAS_CORETYPE=SkylakeX (src/main.c); PyTorch here links the same Debian
+# trainer runs with OPENBLAS_CORETYPE=SkylakeX (src/cli/main.c); PyTorch here links the same Debian
 # OpenBLAS (libblas.so.3), so the script exports that setting for both runs, unless you set the
 # variable yourself.
 #

@@ -27,8 +27,8 @@ void attn_map_free(AttnMap *a) {
     memset(a, 0, sizeof *a);
 }
 
-Status translate_lines(Model *m, const char *const *lines, long n, const DecodeOpts *opt,
-                       char ***out, AttnMap *maps, Err *err) {
+Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
+                       const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err) {
     if (opt->beam < 1 || opt->beam > 64)
         return err_set(err, "--beam %d: the beam size must be between 1 and 64", opt->beam);
     if (!(opt->len_penalty >= 0.0f))
@@ -52,7 +52,7 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
     e.src_off[0] = 0;
     for (long i = 0; i < n; i++) {
         int *t = NULL, k = 0;
-        if (spm_encode(m->spm, lines[i], &t, &k, err)) {
+        if (spm_encode(spm, lines[i], &t, &k, err)) {
             err_prefix(err, "input line %ld", i + 1);
             goto cleanup;
         }
@@ -107,13 +107,13 @@ Status translate_lines(Model *m, const char *const *lines, long n, const DecodeO
             const int *y = ids + (size_t)b * maxT;
             int len = 0;
             while (len < maxT && y[len] != TOKEN_EOS && y[len] != TOKEN_PAD) len++;
-            if (spm_decode(m->spm, y, len, &res[li], err)) goto cleanup;
+            if (spm_decode(spm, y, len, &res[li], err)) goto cleanup;
             if (!maps) continue;
             AttnMap *a = &maps[li]; /* rows: the output pieces and EOS; columns: the source */
             int Ts = len + (len < maxT && y[len] == TOKEN_EOS), Ss = (int)(e.src_off[li + 1] - e.src_off[li]);
             a->S = Ss, a->T = Ts;
-            a->src = pieces(m->spm, e.src_ids + e.src_off[li], Ss);
-            a->tgt = pieces(m->spm, y, Ts);
+            a->src = pieces(spm, e.src_ids + e.src_off[li], Ss);
+            a->tgt = pieces(spm, y, Ts);
             a->w = xmalloc(sizeof(float) * (Ts ? Ts : 1) * (Ss ? Ss : 1));
             for (int t = 0; t < Ts; t++)
                 memcpy(a->w + (size_t)t * Ss, attn + ((size_t)b * maxT + t) * tb.S, sizeof(float) * Ss);

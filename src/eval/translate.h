@@ -12,6 +12,7 @@
 #define TRAINER_TRANSLATE_H
 
 #include "data/encoded.h"
+#include "data/spm.h"
 #include "eval/decode.h"
 #include "model/model.h"
 
@@ -23,11 +24,12 @@ typedef struct {
     float *w;          /* [T,S] */
 } AttnMap;
 
-/* out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
+/* spm: the model's SentencePiece model (encodes lines, decodes and names the pieces).
+ * out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
  * attn_map_free). Errors: SentencePiece failures (with the line); maps requested from a model
  * without attention; beam < 1 or len_penalty < 0. */
-Status translate_lines(Model *m, const char *const *lines, long n, const DecodeOpts *opt,
-                       char ***out, AttnMap *maps, Err *err);
+Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
+                       const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
 void attn_map_free(AttnMap *a);
 /* Perplexity of the pairs in e (all of them, no length filter); *tokens gets N. */
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err);

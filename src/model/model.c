@@ -2,36 +2,29 @@
 
 #include <string.h>
 
-Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err) {
-    if (model_declare(m, cfg, spm, err)) return STATUS_ERR;
+Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err) {
+    if (model_declare(m, spec, V, be, err)) return STATUS_ERR;
     model_allocate(m);
     return STATUS_OK;
 }
 
 void model_allocate(Model *m) { params_allocate(&m->ps); }
 
-Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
+Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err) {
     memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
-    m->spm = spm;
-    m->V = spm_vocab_size(spm);
-    if (cfg->device == DEVICE_CUDA) {
-        char why[512];
-        m->be = backend_cuda(why, sizeof why);
-        if (!m->be) return err_set(err, "train.device = cuda: %s", why);
-    } else {
-        m->be = backend_cpu();
-    }
+    m->spec = *spec;
+    m->V = V;
+    m->be = be;
     params_init_set(&m->ps, m->be);
-    if (cfg->model_type == MODEL_TRANSFORMER) {
-        TfConfig tc = {m->V, cfg->d_model, cfg->heads, cfg->d_ff, cfg->enc_layers,
-                       cfg->dec_layers, cfg->dropout, cfg->norm == NORM_PRE,
-                       cfg->tie_embeddings, cfg->self_attention, config_dec_self_attention(cfg),
-                       cfg->cross_attention};
+    if (spec->type == MODEL_TRANSFORMER) {
+        TfConfig tc = {m->V, spec->d_model, spec->heads, spec->d_ff, spec->enc_layers,
+                       spec->dec_layers, spec->dropout, spec->norm == NORM_PRE,
+                       spec->tie_embeddings, spec->self_attention, spec_dec_self_attention(spec),
+                       spec->cross_attention};
         if (transformer_create(&m->tf, &m->ps, &tc, err)) return STATUS_ERR;
-    } else if (rnn_create(&m->rnn, &m->ps, m->V, cfg->emb, cfg->hidden, cfg->enc_layers,
-                          cfg->dec_layers, cfg->dropout, cfg->cell == CELL_GRU,
-                          cfg->input_feeding, cfg->attention, err)) {
+    } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
+                          spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
+                          spec->input_feeding, spec->attention, err)) {
         return STATUS_ERR;
     }
     /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the
@@ -44,9 +37,9 @@ Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
     return STATUS_OK;
 }
 
-void model_init_params(Model *m) {
+void model_init_params(Model *m, uint64_t seed) {
     Rng rng;
-    rng_seed(&rng, m->cfg.seed, 0x1d);
+    rng_seed(&rng, seed, 0x1d);
     params_initialise(&m->ps, &rng, 0.1f);
 }
 
@@ -138,6 +131,5 @@ void model_free(Model *m) {
     rnn_free(m->rnn);
     transformer_free(m->tf);
     params_free(&m->ps);
-    spm_free(m->spm);
     memset(m, 0, sizeof *m);
 }

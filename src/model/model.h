@@ -1,7 +1,9 @@
-/* model.h — a translation model as the trainer, evaluator and translator see it: the config it
- * was built from, its SentencePiece model, its backend, parameters and network, and the backend
- * buffers a batch is uploaded into. model.type chooses the RNN encoder–decoder (model/rnn.h) or
- * the Transformer (model/transformer.h); everything here dispatches to the one built.
+/* model.h — a translation model as the trainer, evaluator and translator see it: the ModelSpec
+ * it was built from (model/spec.h), its vocabulary size, backend, parameters and network, and the
+ * backend buffers a batch is uploaded into. spec.type chooses the RNN encoder–decoder
+ * (model/rnn.h) or the Transformer (model/transformer.h); everything here dispatches to the one
+ * built. A model knows no config file, tokenizer or trainer (DESIGN.md §1): the caller loads the
+ * SentencePiece model and chooses the backend.
  *
  * Legend: B batch, S source length, T target length. A batch is a batch-major TokenBatch
  * (core/tokens.h), built on the host and uploaded once per call into the model's mirror of it
@@ -11,37 +13,36 @@
 #define TRAINER_MODEL_H
 
 #include "core/tokens.h"
-#include "data/spm.h"
 #include "model/params.h"
 #include "model/rnn.h"
+#include "model/spec.h"
 #include "model/transformer.h"
-#include "train/config.h"
 
 typedef struct {
-    Config cfg;
+    ModelSpec spec;
     const Backend *be;
-    Spm *spm;      /* owned */
-    int V;
+    int V;         /* vocabulary size (the SentencePiece model's) */
     ParamSet ps;
     RnnModel *rnn;   /* model.type = rnn */
     TfModel *tf;     /* model.type = transformer */
     TokenBatch dev;  /* the current batch in backend memory, sized by model_reserve */
 } Model;
 
-/* Builds the model of cfg over spm (ownership of spm passes to m, also on error): chooses the
- * backend (train.device), declares and allocates parameters (zero; call model_init_params or
- * load a checkpoint). Errors: device unavailable, unsupported model or attention, with reason. */
-Status model_create(Model *m, const Config *cfg, Spm *spm, Err *err);
+/* Builds the model spec describes over a vocabulary of V pieces on backend be (the caller's
+ * choice: train.device, config_backend): declares and allocates parameters (zero; call
+ * model_init_params or load a checkpoint). Errors: unsupported model or attention, an op the
+ * backend lacks, with reason. */
+Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 /* model_create in two steps, for a loader that must check sizes before it allocates
  * (checkpoint_load, DESIGN.md §7): model_declare does all of model_create except allocating the
  * parameter buffers — m->ps then holds every tensor's name and shape, and ps.total, while
  * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either. */
-Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err);
+Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 void model_allocate(Model *m);
 /* Initialises parameters by their declared rule (RNN: uniform in [-0.1, 0.1]; Transformer:
- * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by
- * train.seed. */
-void model_init_params(Model *m);
+ * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by seed (the
+ * trainer passes train.seed). */
+void model_init_params(Model *m, uint64_t seed);
 /* Reserves activations and the backend batch for batches within these bounds (see
  * rnn_reserve): B sentences, S source and T target positions, NS = B·S and NT = B·T tokens.
  * Grows only; model_loss and model_decode_begin then never allocate. */

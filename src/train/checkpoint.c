@@ -70,21 +70,22 @@ static const CkptRecord *need_record(const char *path, const CkptRecord *recs, i
     return NULL;
 }
 
-Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err) {
+Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
+                       const TrainState *st, Err *err) {
     const ParamSet *ps = &m->ps;
     const Backend *be = m->be;
     Status rc = STATUS_ERR;
     int n = 0, cap = 3 * ps->n + 3;
     CkptRecord *recs = xcalloc(cap, sizeof *recs);
     float *host = xmalloc(sizeof(float) * ps->total * 3);
-    char *ini = config_to_ini(&m->cfg);
+    char *ini = config_to_ini(cfg);
     void *spm_bytes = NULL;
     size_t spm_n = 0;
     uint64_t state[ST_COUNT] = {(uint64_t)st->step, (uint64_t)st->epoch, (uint64_t)st->batch_in_epoch,
                                 st->epoch_rng.state, st->epoch_rng.inc, (uint64_t)st->adam_t,
                                 f2u(st->lr_scale), f2u(st->best_bleu), (uint64_t)st->bad_epochs,
                                 f2u(st->elapsed)};
-    if (spm_serialize(m->spm, &spm_bytes, &spm_n, err)) goto cleanup;
+    if (spm_serialize(spm, &spm_bytes, &spm_n, err)) goto cleanup;
     be->download(host, ps->data, sizeof(float) * ps->total);
     be->download(host + ps->total, ps->m, sizeof(float) * ps->total);
     be->download(host + 2 * ps->total, ps->v, sizeof(float) * ps->total);
@@ -130,8 +131,8 @@ cleanup:
     return rc;
 }
 
-Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override,
-                       Err *err) {
+Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_out,
+                       TrainState *st, int device_override, Err *err) {
     CkptRecord *recs = NULL;
     int n = 0;
     float *host = NULL;
@@ -139,6 +140,7 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
     Spm *spm = NULL;
     const CkptRecord **found = NULL;
     memset(m, 0, sizeof *m);
+    *spm_out = NULL;
     if (ckpt_read(path, &recs, &n, err)) return STATUS_ERR;
     const CkptRecord *rc_cfg = need_record(path, recs, n, "config", CKPT_U8, 0, err);
     if (!rc_cfg) goto fail;
@@ -173,15 +175,15 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;
     }
+    const Backend *be;
     /* Declared, not yet allocated: the stored config may ask for any size, so every tensor is
      * checked against the file's records before anything of the model's size is allocated. */
-    if (model_declare(m, &cfg, spm, err)) { /* takes spm */
-        spm = NULL;
+    if (config_backend(cfg.device, &be, err) ||
+        model_declare(m, &cfg.model, spm_vocab_size(spm), be, err)) {
         err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
                    "corrupt or crafted file; use another checkpoint)", path);
         goto fail;
     }
-    spm = NULL;
     ParamSet *ps = &m->ps;
     found = xcalloc((size_t)3 * ps->n + 1, sizeof *found); /* [3·n]: record of each tensor */
     for (int k = 0; k < 3; k++)
@@ -265,13 +267,15 @@ Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_ov
                            .best_bleu = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
                            .elapsed = u2f(u[ST_ELAPSED])};
     }
+    *cfg_out = cfg;
+    *spm_out = spm;
     free(found);
     free(host);
     free(ini);
     ckpt_records_free(recs, n);
     return STATUS_OK;
 fail:
-    if (m->rnn || m->tf || m->spm) model_free(m);
+    if (m->rnn || m->tf) model_free(m);
     spm_free(spm);
     free(found);
     free(host);

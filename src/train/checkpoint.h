@@ -11,8 +11,10 @@
 #ifndef TRAINER_CHECKPOINT_H
 #define TRAINER_CHECKPOINT_H
 
+#include "data/spm.h"
 #include "model/model.h"
 #include "rng.h"
+#include "train/config.h"
 
 typedef struct {
     long step;            /* optimizer steps done */
@@ -26,20 +28,26 @@ typedef struct {
     double elapsed;       /* training seconds so far */
 } TrainState;
 
-/* Saves model parameters, Adam moments, config, SentencePiece model and st to path atomically.
- * Errors: I/O (path and strerror), or a non-finite parameter (nothing is written). */
-Status checkpoint_save(const char *path, const Model *m, const TrainState *st, Err *err);
-/* Loads path into a new model and st (may be NULL). device_override: a DeviceType to build the
- * model on, or -1 for the device in the stored config. All-or-nothing: on error *m is left all
- * zero (nothing to free; whatever it held before is not freed either) and *st is not written.
+/* Saves m's parameters and Adam moments, cfg (the run's config; cfg->model is m's spec), the
+ * SentencePiece model spm and st to path atomically. Errors: I/O (path and strerror), or a
+ * non-finite parameter (nothing is written). */
+Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
+                       const TrainState *st, Err *err);
+/* Loads path into three separate outputs the caller then owns: a new model *m (model_free), the
+ * stored config *cfg (cfg->model is the model's spec) and its SentencePiece model *spm
+ * (spm_free); and st (may be NULL). device_override: a DeviceType to build the model on, or -1
+ * for the device in the stored config (cfg->device says which was used). All-or-nothing: on
+ * error *m is left all zero and *spm NULL (nothing to free; whatever they held before is not
+ * freed either), and *st is not written.
  * Errors (message names the file): unreadable or corrupt file (ckpt_read), a config, spm or
  * train_state record missing or of the wrong type or size, a training state out of range (step,
  * epoch, batch, Adam step, RNG increment, lr scale, best BLEU, bad epochs, elapsed time), a
  * stored config that does not parse or validate (or holds a NUL byte), a SentencePiece model that
- * does not load, a tensor missing, extra (named), of another shape or type, or holding a
- * non-finite value. Every tensor's name and shape is checked against the model declared from
- * the stored config before its buffers are allocated, so a config asking for a huge model is an
- * error, not an allocation. */
-Status checkpoint_load(const char *path, Model *m, TrainState *st, int device_override, Err *err);
+ * does not load, a device without a backend (config_backend), a tensor missing, extra (named), of
+ * another shape or type, or holding a non-finite value. Every tensor's name and shape is checked
+ * against the model declared from the stored config before its buffers are allocated, so a
+ * config asking for a huge model is an error, not an allocation. */
+Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, TrainState *st,
+                       int device_override, Err *err);
 
 #endif

@@ -63,31 +63,33 @@ static const KeyDef keys[] = {
     K_STR("run", "name", name, "default",
           "run name; config_load sets it from the file name unless given; names checkpoints/<name>"),
 
-    K_ENUM("model", "type", model_type, "rnn", model_type_names, "model family"),
-    K_ENUM("model", "cell", cell, "lstm", cell_type_names, "recurrent cell (rnn only)"),
-    K_ENUM("model", "attention", attention, "luong_general", attention_kind_names,
+    K_ENUM("model", "type", model.type, "rnn", model_type_names, "model family"),
+    K_ENUM("model", "cell", model.cell, "lstm", cell_type_names, "recurrent cell (rnn only)"),
+    K_ENUM("model", "attention", model.attention, "luong_general", attention_kind_names,
            "attention kind (RNN decoder attention, or Transformer self/cross attention)"),
-    K_INT("model", "emb", emb, "256", 1, 65536, "embedding size E"),
-    K_INT("model", "hidden", hidden, "512", 2, 65536,
+    K_INT("model", "emb", model.emb, "256", 1, 65536, "embedding size E"),
+    K_INT("model", "hidden", model.hidden, "512", 2, 65536,
           "decoder hidden size H; the bidirectional encoder uses H/2 per direction (even)"),
-    K_INT("model", "enc_layers", enc_layers, "1", 1, 16, "encoder layers"),
-    K_INT("model", "dec_layers", dec_layers, "1", 1, 16, "decoder layers"),
-    K_FLT("model", "dropout", dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
-    K_BOOL("model", "input_feeding", input_feeding, "true",
+    K_INT("model", "enc_layers", model.enc_layers, "1", 1, 16, "encoder layers"),
+    K_INT("model", "dec_layers", model.dec_layers, "1", 1, 16, "decoder layers"),
+    K_FLT("model", "dropout", model.dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
+    K_BOOL("model", "input_feeding", model.input_feeding, "true",
            "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
-    K_INT("model", "d_model", d_model, "256", 2, 65536, "Transformer width D"),
-    K_INT("model", "heads", heads, "4", 1, 256, "Transformer attention heads (divide d_model)"),
-    K_INT("model", "d_ff", d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
-    K_ENUM("model", "norm", norm, "pre", norm_place_names,
+    K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
+    K_INT("model", "heads", model.heads, "4", 1, 256,
+          "Transformer attention heads (divide d_model)"),
+    K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
+    K_ENUM("model", "norm", model.norm, "pre", norm_place_names,
            "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "
            "sub-layer's residual"),
-    K_BOOL("model", "tie_embeddings", tie_embeddings, "true",
+    K_BOOL("model", "tie_embeddings", model.tie_embeddings, "true",
            "Transformer: one matrix for source and target embeddings and the output layer"),
-    K_ENUM("model", "self_attention", self_attention, "sdp", attention_kind_names,
+    K_ENUM("model", "self_attention", model.self_attention, "sdp", attention_kind_names,
            "Transformer encoder self-attention (and the decoder's unless dec_self_attention)"),
-    K_ENUM("model", "dec_self_attention", dec_self_attention, "same", dec_self_attention_names,
+    K_ENUM("model", "dec_self_attention", model.dec_self_attention, "same",
+           dec_self_attention_names,
            "Transformer decoder (causal) self-attention; same = self_attention"),
-    K_ENUM("model", "cross_attention", cross_attention, "sdp", attention_kind_names,
+    K_ENUM("model", "cross_attention", model.cross_attention, "sdp", attention_kind_names,
            "Transformer encoder-decoder attention"),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
@@ -594,6 +596,7 @@ Status config_set(Config *c, const char *assignment, Err *err) {
  * Validation
  * ------------------------------------------------------------------------------------------- */
 Status config_validate(const Config *c, Err *err) {
+    const ModelSpec *ms = &c->model;
     char range[96];
     for (int i = 0; i < N_KEYS; i++) {
         const KeyDef *k = &keys[i];
@@ -626,36 +629,36 @@ Status config_validate(const Config *c, Err *err) {
                        "'.', '_' or '-' (rename the file or set run.name)", nm);
 #define RULE(cond, ...) \
     do { if (!(cond)) return err_set(err, __VA_ARGS__); } while (0)
-    RULE(c->model_type != MODEL_RNN || c->hidden % 2 == 0,
+    RULE(ms->type != MODEL_RNN || ms->hidden % 2 == 0,
          "config %s: model.hidden = %d is odd, but the bidirectional encoder uses hidden/2 per "
-         "direction; set an even model.hidden", nm, c->hidden);
-    if (c->model_type == MODEL_TRANSFORMER) {
-        RULE(c->self_attention != ATTN_NONE && c->cross_attention != ATTN_NONE,
+         "direction; set an even model.hidden", nm, ms->hidden);
+    if (ms->type == MODEL_TRANSFORMER) {
+        RULE(ms->self_attention != ATTN_NONE && ms->cross_attention != ATTN_NONE,
              "config %s: model.type = transformer needs an attention in every slot; set "
              "model.self_attention and model.cross_attention (e.g. sdp)", nm);
-        RULE(config_dec_self_attention(c) != ATTN_EFFICIENT,
+        RULE(spec_dec_self_attention(ms) != ATTN_EFFICIENT,
              "config %s: %s = efficient, but efficient attention (Shen et al. 2021) normalises "
              "each key column over the whole sequence and has no causal form for the decoder's "
              "self-attention; set model.dec_self_attention to sdp, flash or linear", nm,
-             c->dec_self_attention == ATTN_NONE ? "model.self_attention (used by the decoder "
+             ms->dec_self_attention == ATTN_NONE ? "model.self_attention (used by the decoder "
                                                   "too, as model.dec_self_attention = same)"
                                                 : "model.dec_self_attention");
-        RULE(c->d_model % c->heads == 0,
+        RULE(ms->d_model % ms->heads == 0,
              "config %s: model.heads = %d does not divide model.d_model = %d; choose heads "
-             "that divide it", nm, c->heads, c->d_model);
+             "that divide it", nm, ms->heads, ms->d_model);
     }
-    int luong = c->attention == ATTN_LUONG_DOT || c->attention == ATTN_LUONG_GENERAL ||
-                c->attention == ATTN_LUONG_CONCAT;
-    RULE(c->model_type != MODEL_RNN || luong || c->attention == ATTN_NONE ||
-             c->attention == ATTN_BAHDANAU,
+    int luong = ms->attention == ATTN_LUONG_DOT || ms->attention == ATTN_LUONG_GENERAL ||
+                ms->attention == ATTN_LUONG_CONCAT;
+    RULE(ms->type != MODEL_RNN || luong || ms->attention == ATTN_NONE ||
+             ms->attention == ATTN_BAHDANAU,
          "config %s: model.attention = %s is not an RNN attention; for model.type = rnn choose "
          "none, bahdanau, luong_dot, luong_general or luong_concat", nm,
-         attention_kind_names[c->attention]);
-    RULE(!(c->model_type == MODEL_RNN && c->input_feeding && !luong),
+         attention_kind_names[ms->attention]);
+    RULE(!(ms->type == MODEL_RNN && ms->input_feeding && !luong),
          "config %s: model.input_feeding = true belongs to the Luong attentions (Luong et al. "
          "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,
-         attention_kind_names[c->attention],
-         c->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
+         attention_kind_names[ms->attention],
+         ms->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
     RULE(c->min_lr <= c->lr,
          "config %s: train.min_lr = %g is above train.lr = %g; lower train.min_lr", nm,
          (double)c->min_lr, (double)c->lr);
@@ -722,8 +725,9 @@ void config_print_keys(FILE *f) {
 }
 
 const char *config_attention_text(const Config *c, char *buf, size_t n) {
-    AttentionKind e = c->self_attention, d = config_dec_self_attention(c), x = c->cross_attention;
-    if (c->model_type != MODEL_TRANSFORMER) snprintf(buf, n, "%s", attention_kind_names[c->attention]);
+    const ModelSpec *ms = &c->model;
+    AttentionKind e = ms->self_attention, d = spec_dec_self_attention(ms), x = ms->cross_attention;
+    if (ms->type != MODEL_TRANSFORMER) snprintf(buf, n, "%s", attention_kind_names[ms->attention]);
     else if (e == d && d == x) snprintf(buf, n, "%s", attention_kind_names[e]);
     else snprintf(buf, n, "%s/%s/%s", attention_kind_names[e], attention_kind_names[d],
                   attention_kind_names[x]);
@@ -753,4 +757,12 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
         }
     }
     return count;
+}
+
+Status config_backend(DeviceType device, const Backend **be, Err *err) {
+    *be = backend_cpu();
+    if (device != DEVICE_CUDA) return STATUS_OK;
+    char why[512];
+    *be = backend_cuda(why, sizeof why);
+    return *be ? STATUS_OK : err_set(err, "train.device = cuda: %s", why);
 }

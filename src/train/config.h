@@ -3,7 +3,8 @@
  * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
  * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
  * per-key validation, `trainer --help` and serialising back to INI text. To add a key: add a field
- * here and one row there; nothing else.
+ * here (a [model] key: to ModelSpec, model/spec.h, which Config embeds as .model) and one row
+ * there; nothing else.
  *
  * File grammar (UTF-8 text, lines of at most CONFIG_MAX_LINE bytes, LF or CRLF endings):
  *
@@ -33,14 +34,13 @@
 
 #include "attention/attention.h"
 #include "common.h"
+#include "model/spec.h"
+#include "ops/ops.h"
 
 #define CONFIG_MAX_LINE 4096          /* bytes per line, without the line ending */
 #define CONFIG_MAX_FILE (1 << 20)     /* bytes per config file */
 
-typedef enum { MODEL_RNN, MODEL_TRANSFORMER } ModelType;   /* names: rnn, transformer */
-typedef enum { CELL_LSTM, CELL_GRU } CellType;             /* names: lstm, gru */
 typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
-typedef enum { NORM_PRE, NORM_POST } NormPlace;            /* names: pre, post */
 typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
 
 extern const char *const model_type_names[2];
@@ -56,30 +56,8 @@ typedef struct Config {
     char name[256];          /* run.name: config_load sets it to the file's basename without .ini
                                 (configs/luong.ini → "luong") unless the file sets run.name;
                                 default "default". Default save_dir is checkpoints/<name>. */
-    /* [model] */
-    ModelType model_type;    /* model.type = rnn | transformer (default rnn) */
-    CellType cell;           /* model.cell = lstm | gru (default lstm; rnn only) */
-    AttentionKind attention; /* model.attention, a name of attention_kind_names (luong_general) */
-    int emb;                 /* model.emb: embedding size E (256, 1..65536) */
-    int hidden;              /* model.hidden: decoder hidden size H; the bidirectional encoder uses
-                                H/2 per direction (512, 2..65536, even) */
-    int enc_layers;          /* model.enc_layers (1, 1..16) */
-    int dec_layers;          /* model.dec_layers (1, 1..16) */
-    float dropout;           /* model.dropout: drop probability (0.3, [0, 1)) */
-    int input_feeding;       /* model.input_feeding bool, 0/1 (true; needs an attention) */
-    /* Transformer (model.type = transformer) */
-    int d_model;             /* model.d_model: model width D (256, 2..65536) */
-    int heads;               /* model.heads: attention heads NH, dividing d_model (4, 1..256) */
-    int d_ff;                /* model.d_ff: feed-forward width F (1024, 1..1048576) */
-    NormPlace norm;          /* model.norm = pre | post: layer norm before or after each
-                                sub-layer's residual (pre) */
-    int tie_embeddings;      /* model.tie_embeddings bool: one matrix for the source and target
-                                embeddings and the output layer (true) */
-    AttentionKind self_attention;     /* model.self_attention (sdp): encoder self-attention,
-                                         and the decoder's unless dec_self_attention is set */
-    AttentionKind dec_self_attention; /* model.dec_self_attention: "same" (ATTN_NONE) = as
-                                         self_attention, else a kind with a causal form */
-    AttentionKind cross_attention;    /* model.cross_attention (sdp) */
+    /* [model]: the model's spec (model/spec.h); the key table points into it */
+    ModelSpec model;
     /* [data] — paths are relative to the working directory */
     char train_src[1024], train_tgt[1024]; /* data/multi30k/train.{de,en}.gz */
     char val_src[1024], val_tgt[1024];     /* data/multi30k/val.{de,en}.gz */
@@ -124,10 +102,9 @@ typedef struct Config {
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
 } Config;
 
-/* The decoder self-attention's kind: dec_self_attention, or self_attention when "same". */
-static inline AttentionKind config_dec_self_attention(const Config *c) {
-    return c->dec_self_attention == ATTN_NONE ? c->self_attention : c->dec_self_attention;
-}
+/* The backend of train.device into *be: backend_cpu(), or backend_cuda(). Errors: "train.device =
+ * cuda: <why>" when this build or machine has no CUDA backend (*be is then NULL). */
+Status config_backend(DeviceType device, const Backend **be, Err *err);
 
 /* The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
  * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder

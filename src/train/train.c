@@ -20,6 +20,7 @@
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 #include "train/inject.h"
+#include "train/optim.h"
 
 /* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
 void openblas_set_num_threads(int num_threads);
@@ -188,19 +189,6 @@ static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, c
     return STATUS_OK;
 }
 
-/* The learning rate of the next step: linear warm-up over warmup_steps to train.lr, then
- * plateau: constant × lr_scale (halved by lr_decay after an epoch without a better validation
- * BLEU), floored at min_lr once decayed; inverse_sqrt: train.lr · √(warmup / step) (Vaswani
- * et al. 2017 eq. 3, with the peak given directly instead of d_model^-0.5 · warmup^-0.5). */
-static double lr_at(const Config *cfg, const TrainState *st) {
-    double step = (double)(st->step + 1);
-    double w = cfg->warmup_steps > 0 ? fmin(1.0, step / cfg->warmup_steps) : 1.0;
-    if (cfg->lr_schedule == LR_INVERSE_SQRT && step > cfg->warmup_steps)
-        return cfg->lr * sqrt(fmax(cfg->warmup_steps, 1) / step);
-    double lr = cfg->lr * w * st->lr_scale;
-    return lr < cfg->min_lr && st->lr_scale < 1.0 ? cfg->min_lr : lr;
-}
-
 static void fmt_time(char *buf, size_t n, double s) {
     long t = (long)(s + 0.5);
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
@@ -209,16 +197,16 @@ static void fmt_time(char *buf, size_t n, double s) {
 
 /* Validation: teacher-forced perplexity and greedy BLEU/chrF on (up to val_max_sentences of)
  * the validation set. */
-static Status validate(Model *m, const Corpus *val, const Encoded *venc, double *ppl, double *bleu,
-                       double *chrf, Err *err) {
+static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus *val,
+                       const Encoded *venc, double *ppl, double *bleu, double *chrf, Err *err) {
     long n = val->n;
-    if (m->cfg.val_max_sentences > 0 && m->cfg.val_max_sentences < n) n = m->cfg.val_max_sentences;
+    if (max_sentences > 0 && max_sentences < n) n = max_sentences;
     Encoded sub = *venc;
     sub.n = n;
     if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
     char **hyp = NULL;
     DecodeOpts greedy = {1, 0.0f};
-    if (translate_lines(m, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
+    if (translate_lines(m, spm, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
         return STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
     *bleu = b.score;
@@ -255,13 +243,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     snprintf(best, sizeof best, "%s/best.ckpt", dir);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
     set_threads(cfg.threads);
-    if (cfg.device == DEVICE_CUDA) { /* refuse before any data work */
-        char why[512];
-        if (!backend_cuda(why, sizeof why)) {
-            err_set(err, "train.device = cuda: %s", why);
-            goto cleanup;
-        }
-    }
+    const Backend *be;
+    if (config_backend(cfg.device, &be, err)) goto cleanup; /* refuse before any data work */
     if (inject_parse(&inject, getenv(INJECT_ENV), err)) goto cleanup;
     if (make_dir(dir, err)) goto cleanup;
     if ((lock_fd = lock_run_dir(dir, err)) < 0) goto cleanup;
@@ -278,9 +261,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     "--resume to start training", last);
             goto cleanup;
         }
-        if (checkpoint_load(last, &model, &st, (int)cfg.device, err)) goto cleanup;
+        Config c; /* the checkpoint's config */
+        if (checkpoint_load(last, &model, &c, &spm, &st, (int)cfg.device, err)) goto cleanup;
         /* keys that may change on resume; everything else must match the checkpoint */
-        Config c = model.cfg;
         c.max_epochs = cfg.max_epochs, c.max_steps = cfg.max_steps, c.patience = cfg.patience;
         c.max_hours = cfg.max_hours;
         c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
@@ -294,20 +277,18 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     "train.save_dir", last, diff);
             goto cleanup;
         }
-        model.cfg = cfg;
         if (trim_metrics(mpath, st.step, err)) goto cleanup;
         printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", last, st.epoch,
                st.step, st.batch_in_epoch);
     } else {
         if (train_spm(&cfg, &train, dir, &spm, err)) goto cleanup;
-        if (model_create(&model, &cfg, spm, err)) goto cleanup;
-        spm = NULL;
-        model_init_params(&model);
+        if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, err)) goto cleanup;
+        model_init_params(&model, cfg.seed);
         rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
         unlink(mpath);
     }
-    if (encode_split(&cfg, &train, model.spm, "train", &tenc, err)) goto cleanup;
-    if (encode_split(&cfg, &val, model.spm, "val", &venc, err)) goto cleanup;
+    if (encode_split(&cfg, &train, spm, "train", &tenc, err)) goto cleanup;
+    if (encode_split(&cfg, &val, spm, "val", &venc, err)) goto cleanup;
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
     printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n", nkeep,
            cfg.max_len, tenc.n - nkeep);
@@ -317,7 +298,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
     char attn[64];
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
-           model_type_names[cfg.model_type], config_attention_text(&cfg, attn, sizeof attn),
+           model_type_names[cfg.model.type], config_attention_text(&cfg, attn, sizeof attn),
            model.ps.total, model.be->name, omp_get_max_threads());
     metrics = fopen(mpath, "a");
     if (!metrics) {
@@ -328,7 +309,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     signal(SIGTERM, on_signal);
 
     ParamSet *ps = &model.ps;
-    const Backend *be = model.be;
+    be = model.be;
     double t_start = now_seconds() - st.elapsed, t_log = now_seconds();
     double log_loss = 0;
     long log_tok = 0, log_tokens_all = 0, log_steps = 0;
@@ -346,7 +327,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                                      1.0f / (float)hb.tgt_tokens);
             const char *injected = inject.n ? inject_apply(&inject, st.step + 1, be, ps->grad,
                                                            &loss) : NULL;
-            double norm = sqrt(be->sumsq(ps->grad, ps->total));
+            double norm = optim_grad_norm(ps);
             int finite = isfinite(norm) && isfinite(loss);
             if (!finite) {
                 nonfinite_run++;
@@ -372,12 +353,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 }
             } else {
                 nonfinite_run = 0;
-                if (cfg.clip_norm > 0 && norm > cfg.clip_norm)
-                    be->scale(ps->grad, (float)(cfg.clip_norm / norm), ps->total);
-                double lr = lr_at(&cfg, &st);
+                optim_clip(ps, norm, cfg.clip_norm);
                 st.adam_t++;
-                be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, (float)lr,
-                                cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, st.adam_t);
+                optim_adam(ps, &cfg, optim_lr(&cfg, st.step + 1, st.lr_scale), st.adam_t);
             }
             st.step++;
             if (finite) { /* a skipped step leaves no NaN in the logged mean */
@@ -394,25 +372,28 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 char e1[32], e2[32];
                 fmt_time(e1, sizeof e1, el);
                 fmt_time(e2, sizeof e2, spb * (plan.nbatches - st.batch_in_epoch - 1));
-                double l = log_loss / log_tok;
+                double l = log_loss / log_tok, lr = optim_lr(&cfg, st.step + 1, st.lr_scale);
                 printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
                        "elapsed %s, epoch ETA %s\n", st.epoch, st.step, st.batch_in_epoch + 1,
-                       plan.nbatches, l, exp(l), lr_at(&cfg, &st), tps, e1, e2);
+                       plan.nbatches, l, exp(l), lr, tps, e1, e2);
                 fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
                         "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
-                        st.epoch, st.step, l, exp(l), lr_at(&cfg, &st), tps, el);
+                        st.epoch, st.step, l, exp(l), lr, tps, el);
                 fflush(metrics);
                 fflush(stdout);
                 log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
             }
-            int limit = (cfg.max_steps > 0 && st.step >= cfg.max_steps) ||
-                        (cfg.max_hours > 0 && now_seconds() - t_start >= 3600.0 * cfg.max_hours);
+            /* the limit that ends the run after this step, if any (named in the message) */
+            int by_steps = cfg.max_steps > 0 && st.step >= cfg.max_steps;
+            int by_hours = !by_steps && cfg.max_hours > 0 &&
+                           now_seconds() - t_start >= 3600.0 * cfg.max_hours;
+            int limit = by_steps || by_hours;
             if (limit || g_stop_signal ||
                 (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
                 TrainState pos = st; /* the position to resume at: the next batch */
                 pos.batch_in_epoch++;
                 pos.elapsed = now_seconds() - t_start;
-                if (checkpoint_save(last, &model, &pos, err)) goto cleanup;
+                if (checkpoint_save(last, &model, &cfg, spm, &pos, err)) goto cleanup;
                 if (g_stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
                            signal_name(g_stop_signal), st.step, last);
@@ -420,8 +401,11 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     goto cleanup;
                 }
                 if (limit) {
-                    printf("reached train.max_steps = %ld or train.max_hours = %g; saved %s\n",
-                           cfg.max_steps, (double)cfg.max_hours, last);
+                    if (by_steps)
+                        printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
+                    else
+                        printf("reached train.max_hours = %g; saved %s\n", (double)cfg.max_hours,
+                               last);
                     stop = 1;
                     break;
                 }
@@ -431,10 +415,12 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         /* end of epoch: validate, decay, early stopping, checkpoints */
         batch_plan_free(&plan);
         double vppl, vbleu, vchrf, t0 = now_seconds();
-        if (validate(&model, &val, &venc, &vppl, &vbleu, &vchrf, err)) goto cleanup;
+        if (validate(&model, spm, cfg.val_max_sentences, &val, &venc, &vppl, &vbleu, &vchrf,
+                     err))
+            goto cleanup;
         int improved = vbleu > st.best_bleu;
         if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
-        else st.bad_epochs++, st.lr_scale *= cfg.lr_schedule == LR_PLATEAU ? cfg.lr_decay : 1.0;
+        else st.bad_epochs++, st.lr_scale = optim_decay(&cfg, st.lr_scale);
         st.elapsed = now_seconds() - t_start;
         char e1[32];
         fmt_time(e1, sizeof e1, st.elapsed);
@@ -443,16 +429,16 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                improved ? " new best" : "", now_seconds() - t0, e1);
         fprintf(metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
                 "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
-                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf, lr_at(&cfg, &st),
-                st.elapsed, peak_rss_mb());
+                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf,
+                optim_lr(&cfg, st.step + 1, st.lr_scale), st.elapsed, peak_rss_mb());
         fflush(metrics);
         fflush(stdout);
         TrainState next = st;
         next.epoch = st.epoch + 1;
         next.batch_in_epoch = 0;
         next.epoch_rng = rng;
-        if (improved && checkpoint_save(best, &model, &next, err)) goto cleanup;
-        if (checkpoint_save(last, &model, &next, err)) goto cleanup;
+        if (improved && checkpoint_save(best, &model, &cfg, spm, &next, err)) goto cleanup;
+        if (checkpoint_save(last, &model, &cfg, spm, &next, err)) goto cleanup;
         st.epoch_rng = rng;
         st.batch_in_epoch = 0;
         if (cfg.patience > 0 && st.bad_epochs >= cfg.patience) {
@@ -467,8 +453,16 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         }
     }
-    printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
-           st.best_bleu, best, dir);
+    if (st.best_bleu >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
+        printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
+               st.best_bleu, best, dir);
+    else if (access(last, F_OK) == 0)
+        printf("training done: %ld steps; no validation ran (the run stopped before the end of "
+               "its first epoch), so there is no best checkpoint; the last state is %s\n",
+               st.step, last);
+    else
+        printf("training done: %ld steps; no validation ran and no checkpoint was written\n",
+               st.step);
     rc = STATUS_OK;
 cleanup:
     if (lock_fd >= 0) close(lock_fd); /* releases the folder */
@@ -480,7 +474,7 @@ cleanup:
     encoded_free(&venc);
     corpus_free(&train);
     corpus_free(&val);
-    if (model.rnn || model.tf || model.spm) model_free(&model);
+    if (model.rnn || model.tf) model_free(&model);
     spm_free(spm);
     return rc;
 }

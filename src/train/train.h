@@ -1,10 +1,10 @@
-/* train.h — the training loop (Adam, gradient-norm clipping, warmup + plateau decay, label
- * smoothing, per-epoch validation, early stopping, checkpoints, metrics).
+/* train.h — the training loop: label smoothing, the optimiser of train/optim.h (gradient-norm
+ * clipping, Adam, warm-up + plateau decay or inverse_sqrt), per-epoch validation, early
+ * stopping, checkpoints, metrics.
  *
- * Learning rate at step s: lr · min(1, s / warmup_steps) · lr_scale, where lr_scale starts at 1
- * and is multiplied by lr_decay after every epoch whose validation BLEU did not improve on the
- * best (never below min_lr). Training stops after max_epochs, max_steps, or patience epochs
- * without improvement.
+ * lr_scale starts at 1 and is multiplied by lr_decay after every epoch whose validation BLEU did
+ * not improve on the best (plateau; optim_decay, optim_lr). Training stops after max_epochs,
+ * max_steps, max_hours, or patience epochs without improvement.
  *
  * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
  * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model.

@@ -87,21 +87,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_tmp_path("model.ckpt");
     Err err;
     Model m, m2;
+    Config cfg, cfg2;
+    Spm *spm, *spm2;
     TrainState st, st2;
     if (ckpt_write_atomic(path, recs, n, 0, &err) != STATUS_OK) goto done;
-    if (checkpoint_load(path, &m, &st, -1, &err) != STATUS_OK) {
-        FUZZ_ASSERT(m.rnn == NULL && m.spm == NULL, "checkpoint_load failed but left a model");
+    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err) != STATUS_OK) {
+        FUZZ_ASSERT(m.rnn == NULL && m.tf == NULL && spm == NULL,
+                    "checkpoint_load failed but left a model");
         goto done;
     }
-    FUZZ_ASSERT(config_validate(&m.cfg, &err) == STATUS_OK, "loaded config is invalid: %s",
+    FUZZ_ASSERT(config_validate(&cfg, &err) == STATUS_OK, "loaded config is invalid: %s",
                 err.msg);
     check_state(&st);
 
     /* save and load again: the same state and the same parameters */
     const char *path2 = fuzz_tmp_path("again.ckpt");
-    Status s = checkpoint_save(path2, &m, &st, &err);
+    Status s = checkpoint_save(path2, &m, &cfg, spm, &st, &err);
     FUZZ_ASSERT(s == STATUS_OK, "a loaded checkpoint cannot be saved: %s", err.msg);
-    s = checkpoint_load(path2, &m2, &st2, -1, &err);
+    s = checkpoint_load(path2, &m2, &cfg2, &spm2, &st2, -1, &err);
     FUZZ_ASSERT(s == STATUS_OK, "a re-saved checkpoint does not load: %s", err.msg);
     FUZZ_ASSERT(st.step == st2.step && st.epoch == st2.epoch &&
                     st.batch_in_epoch == st2.batch_in_epoch &&
@@ -122,6 +125,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(b);
     model_free(&m2);
     model_free(&m);
+    spm_free(spm2);
+    spm_free(spm);
 done:
     for (int i = 0; i < n; i++) free(recs[i].data);
     return 0;

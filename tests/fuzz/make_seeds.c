@@ -252,7 +252,7 @@ static size_t pack_record(uint8_t *out, const CkptRecord *r) {
 }
 
 /* A checkpoint of the tiny model that sets[0..nsets) configure, as ckpt/<name>.ckpt and, in
- * fuzz_checkpoint's record list format, checkpoint/<name>.bin. Takes s (the model frees it). */
+ * fuzz_checkpoint's record list format, checkpoint/<name>.bin. Takes s (and frees it). */
 static void tiny_checkpoint(Spm *s, const char *name, const char *const *sets, int nsets) {
     Config cfg;
     Err err;
@@ -261,17 +261,19 @@ static void tiny_checkpoint(Spm *s, const char *name, const char *const *sets, i
         if (config_set(&cfg, sets[i], &err) != STATUS_OK) die("config_set", err.msg);
     if (config_validate(&cfg, &err) != STATUS_OK) die("config_validate", err.msg);
     Model m;
-    if (model_create(&m, &cfg, s, &err) != STATUS_OK) die("model_create", err.msg);
-    model_init_params(&m);
+    if (model_create(&m, &cfg.model, spm_vocab_size(s), backend_cpu(), &err) != STATUS_OK)
+        die("model_create", err.msg);
+    model_init_params(&m, cfg.seed);
     TrainState st = {.step = 3, .epoch = 1, .batch_in_epoch = 3, .adam_t = 3, .lr_scale = 1.0,
                      .best_bleu = -1.0, .bad_epochs = 0, .elapsed = 1.5};
     rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
     char file[64];
     snprintf(file, sizeof file, "%s.ckpt", name);
     const char *ck = out_path("ckpt", file);
-    if (checkpoint_save(ck, &m, &st, &err) != STATUS_OK) die("checkpoint_save", err.msg);
+    if (checkpoint_save(ck, &m, &cfg, s, &st, &err) != STATUS_OK) die("checkpoint_save", err.msg);
     printf("wrote %s (%zu parameters)\n", ck, m.ps.total);
     model_free(&m);
+    spm_free(s);
 
     CkptRecord *recs = NULL;
     int n = 0;

@@ -98,26 +98,26 @@ static const char *ini_text(int hidden) {
     return buf;
 }
 
-/* Builds the model of ini_text(hidden) over the SentencePiece model file; random parameters
- * (model_init_params) and random Adam moments. Returns 0 on success. */
-static int build_model(Model *m, int hidden, const char *spm_path) {
-    Config cfg;
+/* Builds the model of ini_text(hidden) (into *cfg) over the SentencePiece model file (loaded
+ * into *spm); random parameters (model_init_params) and random Adam moments. Returns 0 on
+ * success. */
+static int build_model(Model *m, Config *cfg, Spm **spm, int hidden, const char *spm_path) {
     Err err;
-    Spm *spm = NULL;
-    if (config_load_string(&cfg, ini_text(hidden), "test config", &err) ||
-        config_validate(&cfg, &err)) {
+    *spm = NULL;
+    if (config_load_string(cfg, ini_text(hidden), "test config", &err) ||
+        config_validate(cfg, &err)) {
         EXPECT(0, "config: %s", err.msg);
         return -1;
     }
-    if (spm_load(&spm, spm_path, &err)) {
+    if (spm_load(spm, spm_path, &err)) {
         EXPECT(0, "spm_load: %s", err.msg);
         return -1;
     }
-    if (model_create(m, &cfg, spm, &err)) {
+    if (model_create(m, &cfg->model, spm_vocab_size(*spm), backend_cpu(), &err)) {
         EXPECT(0, "model_create: %s", err.msg);
         return -1;
     }
-    model_init_params(m);
+    model_init_params(m, cfg->seed);
     size_t n = m->ps.total;
     /* only inside the tensors: the flat buffers keep each tensor 16-float aligned, and the
      * alignment gaps stay zero (the checkpoint does not store them) */
@@ -164,19 +164,22 @@ static int is_all_zero(const void *p, size_t n) {
 static int g_refusals = 0;
 
 /* Expects checkpoint_load(path) to fail with a message naming path and containing want (unless
- * NULL), to leave the Model all zero and the TrainState unwritten. */
+ * NULL), to leave the Model all zero, the Spm NULL and the TrainState unwritten. */
 static void expect_refused_msg(const char *path, const char *what, const char *want) {
     Model m;
+    Config cfg;
+    Spm *spm = (Spm *)&cfg; /* poison: the loader must reset it */
     TrainState st, st_before;
     memset(&m, 0xA5, sizeof m); /* poison: the loader must reset it */
     memset(&st, 0x5C, sizeof st);
     st_before = st;
     Err err;
     err.msg[0] = 0;
-    Status rc = checkpoint_load(path, &m, &st, -1, &err);
+    Status rc = checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err);
     EXPECT(rc != STATUS_OK, "%s: checkpoint_load accepted a damaged file", what);
     if (rc == STATUS_OK) {
         model_free(&m);
+        spm_free(spm);
         return;
     }
     g_refusals++;
@@ -185,6 +188,7 @@ static void expect_refused_msg(const char *path, const char *what, const char *w
     EXPECT(!want || strstr(err.msg, want), "%s: the message should say '%s': '%s'", what, want,
            err.msg);
     EXPECT(is_all_zero(&m, sizeof m), "%s: the Model is not left empty after a failed load", what);
+    EXPECT(spm == NULL, "%s: the Spm is not left NULL after a failed load", what);
     EXPECT(!memcmp(&st, &st_before, sizeof st), "%s: a failed load wrote the TrainState", what);
     printf("  %-28s -> %.200s\n", what, err.msg);
 }
@@ -425,14 +429,16 @@ int main(void) {
 
     /* ---- round trip ---- */
     Model a;
-    if (build_model(&a, 64, spm_path)) return test_report("test_checkpoint");
+    Config acfg;
+    Spm *aspm;
+    if (build_model(&a, &acfg, &aspm, 64, spm_path)) return test_report("test_checkpoint");
     printf("model: %zu parameters in %d tensors\n", a.ps.total, a.ps.n);
     TrainState st = {.step = 123456789012L, .epoch = 7, .batch_in_epoch = 41,
                      .epoch_rng = {0x0123456789ABCDEFull, 0xFEDCBA9876543211ull},
                      .adam_t = 98765, .lr_scale = 0.125, .best_bleu = 23.456789012345678,
                      .bad_epochs = 2, .elapsed = 3600.0 / 7.0};
     const char *ck = saved_path("model.ckpt");
-    Status rc = checkpoint_save(ck, &a, &st, &err);
+    Status rc = checkpoint_save(ck, &a, &acfg, aspm, &st, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_save: %s", err.msg);
     EXPECT(count_temp_files() == 0, "a temporary file was left after a successful save");
     size_t ck_n = 0;
@@ -442,9 +448,11 @@ int main(void) {
     printf("saved %s: %zu bytes\n", ck, ck_n);
 
     Model b;
+    Config bcfg;
+    Spm *bspm;
     TrainState st2;
     memset(&st2, 0x5A, sizeof st2);
-    rc = checkpoint_load(ck, &b, &st2, -1, &err);
+    rc = checkpoint_load(ck, &b, &bcfg, &bspm, &st2, -1, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_load: %s", err.msg);
     if (rc != STATUS_OK) return test_report("test_checkpoint");
     EXPECT(b.ps.total == a.ps.total && b.ps.n == a.ps.n, "parameter table differs: %zu/%d vs "
@@ -477,13 +485,13 @@ int main(void) {
                !memcmp(&st2.elapsed, &st.elapsed, 8),
            "TrainState doubles: %.17g %.17g %.17g", st2.lr_scale, st2.best_bleu, st2.elapsed);
     char diff[1024] = "";
-    EXPECT(config_diff(&a.cfg, &b.cfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
-    EXPECT(!strcmp(b.cfg.name, "ckpt_test") && !strcmp(b.cfg.save_dir, "/nonexistent/ckpt test"),
-           "strings in the config: name '%s' save_dir '%s'", b.cfg.name, b.cfg.save_dir);
+    EXPECT(config_diff(&acfg, &bcfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
+    EXPECT(!strcmp(bcfg.name, "ckpt_test") && !strcmp(bcfg.save_dir, "/nonexistent/ckpt test"),
+           "strings in the config: name '%s' save_dir '%s'", bcfg.name, bcfg.save_dir);
     {
         void *sa = NULL, *sb = NULL;
         size_t na = 0, nb = 0;
-        EXPECT(!spm_serialize(a.spm, &sa, &na, &err) && !spm_serialize(b.spm, &sb, &nb, &err) &&
+        EXPECT(!spm_serialize(aspm, &sa, &na, &err) && !spm_serialize(bspm, &sb, &nb, &err) &&
                    na == nb && !memcmp(sa, sb, na),
                "the SentencePiece model differs after the round trip");
         free(sa);
@@ -491,17 +499,19 @@ int main(void) {
     }
     /* load(save(x)) saved again is the same file */
     const char *ck2 = saved_path("again.ckpt");
-    EXPECT(checkpoint_save(ck2, &b, &st2, &err) == STATUS_OK, "second save: %s", err.msg);
+    EXPECT(checkpoint_save(ck2, &b, &bcfg, bspm, &st2, &err) == STATUS_OK, "second save: %s",
+           err.msg);
     size_t ck2_n = 0;
     char *ck2_bytes = test_read_file(ck2, &ck2_n);
     EXPECT(ck2_bytes && ck2_n == ck_n && !memcmp(ck_bytes, ck2_bytes, ck_n),
            "saving the loaded model gives a different file (%zu vs %zu bytes)", ck2_n, ck_n);
     free(ck2_bytes);
     model_free(&b);
+    spm_free(bspm);
     /* st may be NULL */
-    rc = checkpoint_load(ck, &b, NULL, -1, &err);
+    rc = checkpoint_load(ck, &b, &bcfg, &bspm, NULL, -1, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_load with st = NULL: %s", err.msg);
-    if (rc == STATUS_OK) model_free(&b);
+    if (rc == STATUS_OK) model_free(&b), spm_free(bspm);
 
     /* ---- damaged files ---- */
     const char *bad = saved_path("damaged.ckpt");
@@ -561,11 +571,15 @@ int main(void) {
     /* ---- well-formed containers that do not fit the model ---- */
     printf("wrong records:\n");
     Model other;
+    Config ocfg;
+    Spm *ospm;
     const char *oth = saved_path("other.ckpt");
-    if (build_model(&other, 32, spm_path) == 0) {
-        EXPECT(checkpoint_save(oth, &other, &st, &err) == STATUS_OK, "save other: %s", err.msg);
+    if (build_model(&other, &ocfg, &ospm, 32, spm_path) == 0) {
+        EXPECT(checkpoint_save(oth, &other, &ocfg, ospm, &st, &err) == STATUS_OK, "save other: %s",
+               err.msg);
         model_free(&other);
     }
+    spm_free(ospm);
     CkptRecord *orig = NULL, *oth_recs = NULL;
     int n_orig = 0, n_oth = 0;
     EXPECT(ckpt_read(ck, &orig, &n_orig, &err) == STATUS_OK, "ckpt_read: %s", err.msg);
@@ -602,16 +616,19 @@ int main(void) {
         EXPECT(ob && test_write_file(renamed, ob, on) == 0, "copy %s", oth);
         free(ob);
         Model c;
-        rc = checkpoint_load(renamed, &c, NULL, -1, &err);
+        Config ccfg;
+        Spm *cspm;
+        rc = checkpoint_load(renamed, &c, &ccfg, &cspm, NULL, -1, &err);
         EXPECT(rc == STATUS_OK, "the other model's checkpoint should load: %s", err.msg);
         if (rc == STATUS_OK) {
             diff[0] = 0;
-            int nd = config_diff(&a.cfg, &c.cfg, diff, sizeof diff);
+            int nd = config_diff(&acfg, &ccfg, diff, sizeof diff);
             printf("other model's checkpoint renamed: loads as hidden = %d; config_diff: %s\n",
-                   c.cfg.hidden, diff);
-            EXPECT(c.cfg.hidden == 32 && nd == 1 && strstr(diff, "model.hidden"),
+                   ccfg.model.hidden, diff);
+            EXPECT(ccfg.model.hidden == 32 && nd == 1 && strstr(diff, "model.hidden"),
                    "config_diff should report exactly model.hidden (%d: %s)", nd, diff);
             model_free(&c);
+            spm_free(cspm);
         }
     }
 
@@ -635,13 +652,16 @@ int main(void) {
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             a.be->upload(cases[c].buf + cases[c].at, &cases[c].val, sizeof(float));
             err.msg[0] = 0;
-            rc = checkpoint_save(ck, &a, &st, &err);
+            rc = checkpoint_save(ck, &a, &acfg, aspm, &st, &err);
             printf("  %-16s -> %s\n", cases[c].what, err.msg);
             EXPECT(rc != STATUS_OK, "%s: checkpoint_save accepted it", cases[c].what);
             if (rc == STATUS_OK) { /* what a resume would then meet */
                 Model x;
+                Config xcfg;
+                Spm *xspm;
                 Err e2;
-                if (checkpoint_load(ck, &x, NULL, -1, &e2) == STATUS_OK) model_free(&x);
+                if (checkpoint_load(ck, &x, &xcfg, &xspm, NULL, -1, &e2) == STATUS_OK)
+                    model_free(&x), spm_free(xspm);
                 else printf("  (the file it wrote cannot be loaded back: %s)\n", e2.msg);
             }
             EXPECT(err.msg[0] && strstr(err.msg, ck), "%s: the message should name %s: '%s'",
@@ -653,15 +673,16 @@ int main(void) {
             free(now);
             EXPECT(count_temp_files() == 0, "%s: a temporary file was left", cases[c].what);
             const char *fresh = path_in("fresh.ckpt");
-            EXPECT(checkpoint_save(fresh, &a, &st, &err) != STATUS_OK && access(fresh, F_OK) != 0,
+            EXPECT(checkpoint_save(fresh, &a, &acfg, aspm, &st, &err) != STATUS_OK &&
+                       access(fresh, F_OK) != 0,
                    "%s: a refused save created %s", cases[c].what, fresh);
             /* restore */
             size_t off = cases[c].buf == a.ps.data ? 0 : cases[c].buf == a.ps.m ? n : 2 * n;
             a.be->upload(cases[c].buf + cases[c].at, h + off + cases[c].at, sizeof(float));
         }
         free(h);
-        EXPECT(checkpoint_save(ck, &a, &st, &err) == STATUS_OK, "save after restoring: %s",
-               err.msg);
+        EXPECT(checkpoint_save(ck, &a, &acfg, aspm, &st, &err) == STATUS_OK,
+               "save after restoring: %s", err.msg);
         size_t nn = 0;
         char *now = test_read_file(ck, &nn);
         EXPECT(now && nn == ck_n && !memcmp(now, ck_bytes, ck_n),
@@ -670,6 +691,7 @@ int main(void) {
     }
     printf("%d damaged or mismatched files refused\n", g_refusals);
     model_free(&a);
+    spm_free(aspm);
     free(ck_bytes);
     int verdict = test_report("test_checkpoint");
     if (verdict == 0) {

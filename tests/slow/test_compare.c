@@ -1,4 +1,4 @@
-/* test_compare.c — `trainer compare` end to end (src/eval/compare.h, src/eval/plot.h).
+/* test_compare.c — `trainer compare` end to end (src/cli/compare.c, src/eval/plot.h).
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini
  * (2 epochs), one thread; the 100 validation pairs double as the test set

@@ -65,17 +65,19 @@ int main(void) {
         }
         /* in process */
         Model m;
+        Config cfg;
+        Spm *spm;
         TrainState st;
         Err err;
         loads++;
-        if (checkpoint_load(last, &m, &st, -1, &err) == STATUS_OK) {
+        if (checkpoint_load(last, &m, &cfg, &spm, &st, -1, &err) == STATUS_OK) {
             loads_ok++;
             EXPECT(st.step >= prev_step, "last.ckpt went back from step %ld to %ld", prev_step,
                    st.step);
             prev_step = st.step;
             if (first_step < 0) first_step = st.step;
             top_step = st.step;
-            model_free(&m);
+            model_free(&m), spm_free(spm);
         } else {
             EXPECT(0, "in-process load %d of %s failed: %s", loads, last, err.msg);
         }
@@ -106,12 +108,14 @@ int main(void) {
     EXPECT(evals >= 5 && loads >= 5, "too few loads during the run (%d evals, %d loads); the "
            "machine is too slow for this test's timing", evals, loads);
     Model m;
+    Config cfg;
+    Spm *spm;
     TrainState st;
     Err err;
     err.msg[0] = 0;
     st.step = -1;
-    int loaded = checkpoint_load(last, &m, &st, -1, &err) == STATUS_OK;
+    int loaded = checkpoint_load(last, &m, &cfg, &spm, &st, -1, &err) == STATUS_OK;
     EXPECT(loaded && st.step == MAX_STEPS, "final last.ckpt: step %ld %s", st.step, err.msg);
-    if (loaded) model_free(&m);
+    if (loaded) model_free(&m), spm_free(spm);
     return tr_finish("test_concurrent_eval", work, t_start);
 }

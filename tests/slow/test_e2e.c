@@ -10,7 +10,10 @@
  *     line is a JSON object with numbers bleu, chrf, ppl, sentences (= 100), seconds;
  *   - the same eval on the first val_max_sentences (50) pairs agrees with the validation line of
  *     the best epoch in metrics.jsonl (perplexity and BLEU: the same model on the same text);
- *   - `trainer translate --checkpoint best.ckpt` on 5 lines prints 5 lines.
+ *   - `trainer translate --checkpoint best.ckpt` on 5 lines prints 5 lines;
+ *   - a run with train.max_steps = 5 (it stops before its first validation) exits 0, says it
+ *     reached train.max_steps (and names no other limit), says that no validation ran and names
+ *     no best.ckpt, and leaves last.ckpt but no best.ckpt.
  */
 #include <math.h>
 
@@ -63,6 +66,8 @@ int main(void) {
     static const char *files[] = {"best.ckpt", "last.ckpt", "spm.model", "metrics.jsonl"};
     for (int i = 0; i < 4; i++)
         EXPECT(tr_exists(tr_fmt("%s/%s", dir, files[i])), "%s/%s missing", dir, files[i]);
+    EXPECT(tr_file_contains(log, "best validation BLEU") && tr_file_contains(log, "/best.ckpt in"),
+           "the last line of %s should name the best validation BLEU and best.ckpt", log);
 
     TrMetrics m;
     EXPECT(tr_metrics_read(tr_fmt("%s/metrics.jsonl", dir), &m) == 0, "cannot read metrics");
@@ -155,6 +160,27 @@ int main(void) {
     for (char *p = text; p && *p; p++) nonempty += p[0] != '\n' && (p[1] == '\n' || !p[1]);
     EXPECT(nonempty > 0, "translate printed only empty lines");
     free(text);
+
+    /* ---- a run that ends before its first validation ---- */
+    const char *sdir = test_strdup(tr_fmt("%s/short", g_work));
+    const char *slog = test_strdup(tr_fmt("%s/short.log", g_work));
+    tr_train_argv(&a, g_work, sdir);
+    tr_arg(&a, "--set");
+    tr_arg(&a, "train.max_steps=5");
+    tr_print_argv("train (5 steps)", a.v);
+    rc = tr_run(a.v, slog, NULL, TIMEOUT);
+    tr_argv_free(&a);
+    printf("  -> exit %d\n", rc);
+    tr_print_tail(slog, 2);
+    EXPECT(rc == 0, "the 5-step run failed (exit %d)", rc);
+    EXPECT(tr_file_contains(slog, "reached train.max_steps = 5;") &&
+               !tr_file_contains(slog, "max_hours"),
+           "%s should name train.max_steps as the limit reached, and no other", slog);
+    EXPECT(tr_file_contains(slog, "no validation ran") && !tr_file_contains(slog, "best.ckpt") &&
+               !tr_file_contains(slog, "best validation BLEU"),
+           "%s should say that no validation ran and name no best.ckpt", slog);
+    EXPECT(tr_exists(tr_fmt("%s/last.ckpt", sdir)) && !tr_exists(tr_fmt("%s/best.ckpt", sdir)),
+           "the 5-step run should leave last.ckpt and no best.ckpt in %s", sdir);
 
     tr_metrics_free(&m);
     return tr_finish("test_e2e", g_work, t_start);

@@ -116,13 +116,15 @@ static int run(long fail_at, const char *errname, const char *mode, const char *
 /* Step of a checkpoint, or -1 when it does not load. */
 static long ckpt_step(const char *path) {
     Model m;
+    Config cfg;
+    Spm *spm;
     TrainState st;
     Err err;
-    if (checkpoint_load(path, &m, &st, -1, &err)) {
+    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         return -1;
     }
-    model_free(&m);
+    model_free(&m), spm_free(spm);
     return st.step;
 }
 

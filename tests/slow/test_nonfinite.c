@@ -85,8 +85,10 @@ static long nonfinite_in(const char *path) {
  * it does not load. */
 static float *state_of(const char *path, TrainState *st, size_t *total) {
     Model m;
+    Config cfg;
+    Spm *spm;
     Err err;
-    if (checkpoint_load(path, &m, st, -1, &err)) {
+    if (checkpoint_load(path, &m, &cfg, &spm, st, -1, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         return NULL;
     }
@@ -95,7 +97,7 @@ static float *state_of(const char *path, TrainState *st, size_t *total) {
     m.be->download(h, m.ps.data, sizeof(float) * n);
     m.be->download(h + n, m.ps.m, sizeof(float) * n);
     m.be->download(h + 2 * n, m.ps.v, sizeof(float) * n);
-    model_free(&m);
+    model_free(&m), spm_free(spm);
     *total = n;
     return h;
 }

@@ -109,19 +109,20 @@ static void expect_same_vals(const TrMetrics *a, const TrMetrics *b, const char 
  * the elapsed time), bit for bit. */
 static void expect_same_checkpoint(const char *pa, const char *pb, const char *what) {
     Model a, b;
+    Config ca, cb;
+    Spm *spa, *spb;
     TrainState sa, sb;
     Err err;
-    if (checkpoint_load(pa, &a, &sa, -1, &err)) {
+    if (checkpoint_load(pa, &a, &ca, &spa, &sa, -1, &err)) {
         EXPECT(0, "%s: cannot load %s: %s", what, pa, err.msg);
         return;
     }
-    if (checkpoint_load(pb, &b, &sb, -1, &err)) {
+    if (checkpoint_load(pb, &b, &cb, &spb, &sb, -1, &err)) {
         EXPECT(0, "%s: cannot load %s: %s", what, pb, err.msg);
-        model_free(&a);
+        model_free(&a), spm_free(spa);
         return;
     }
     /* save_dir (and cache_dir) differ by construction; everything else must not */
-    Config ca = a.cfg, cb = b.cfg;
     memcpy(cb.save_dir, ca.save_dir, sizeof cb.save_dir);
     memcpy(cb.cache_dir, ca.cache_dir, sizeof cb.cache_dir);
     char diff[1024] = "";
@@ -154,8 +155,8 @@ static void expect_same_checkpoint(const char *pa, const char *pb, const char *w
            sb.lr_scale, sa.best_bleu, sb.best_bleu, sa.bad_epochs, sb.bad_epochs);
     printf("%s: %s and %s: %zu parameters, step %ld, epoch %d compared\n", what, pa, pb,
            a.ps.total, sb.step, sb.epoch);
-    model_free(&a);
-    model_free(&b);
+    model_free(&a), spm_free(spa);
+    model_free(&b), spm_free(spb);
 }
 
 int main(void) {

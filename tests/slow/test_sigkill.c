@@ -56,13 +56,15 @@ static void train_argv(TrArgv *a, int resume, long max_steps) {
 /* Step stored in a checkpoint, or -1 (message printed) if it does not load. */
 static long checkpoint_step(const char *path, char *msg, size_t n) {
     Model m;
+    Config cfg;
+    Spm *spm;
     TrainState st;
     Err err;
-    if (checkpoint_load(path, &m, &st, -1, &err)) {
+    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
         snprintf(msg, n, "%s", err.msg);
         return -1;
     }
-    model_free(&m);
+    model_free(&m), spm_free(spm);
     return st.step;
 }
 

@@ -39,13 +39,15 @@ static void train_argv(TrArgv *a, const char *dir, int save_every, long max_step
 
 static long ckpt_step(const char *path) {
     Model m;
+    Config cfg;
+    Spm *spm;
     TrainState st;
     Err err;
-    if (checkpoint_load(path, &m, &st, -1, &err)) {
+    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         return -1;
     }
-    model_free(&m);
+    model_free(&m), spm_free(spm);
     return st.step;
 }
 

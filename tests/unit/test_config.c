@@ -182,8 +182,8 @@ static void test_files_on_disk(void) {
     const char *txt = "\xef\xbb\xbf# BOM, CRLF\r\n[model]\r\nhidden = 64\r\n";
     EXPECT(test_write_file(path, txt, strlen(txt)) == 0, "write");
     EXPECT(config_load(&c, path, &err) == STATUS_OK, "%s", err.msg);
-    EXPECT(strcmp(c.name, "my_run") == 0 && c.hidden == 64, "name '%s' hidden %d", c.name,
-           c.hidden);
+    EXPECT(strcmp(c.name, "my_run") == 0 && c.model.hidden == 64, "name '%s' hidden %d", c.name,
+           c.model.hidden);
     char sd[2048];
     EXPECT(strcmp(config_save_dir(&c, sd, sizeof sd), "checkpoints/my_run") == 0, "%s", sd);
 
@@ -201,10 +201,14 @@ static void test_fixtures(void) {
     Err err = {{0}};
     EXPECT(config_load(&c, "tests/fixtures/configs/luong.ini", &err) == STATUS_OK, "%s", err.msg);
     EXPECT(strcmp(c.name, "luong") == 0, "name %s", c.name);
-    EXPECT(c.model_type == MODEL_RNN && c.cell == CELL_LSTM && c.attention == ATTN_LUONG_GENERAL,
+    EXPECT(c.model.type == MODEL_RNN && c.model.cell == CELL_LSTM &&
+               c.model.attention == ATTN_LUONG_GENERAL,
            "enums");
-    EXPECT(c.emb == 256 && c.hidden == 512 && c.enc_layers == 2 && c.dec_layers == 2, "sizes");
-    EXPECT(c.dropout == 0.3f && c.input_feeding == 1, "dropout %g", (double)c.dropout);
+    EXPECT(c.model.emb == 256 && c.model.hidden == 512 && c.model.enc_layers == 2 &&
+               c.model.dec_layers == 2,
+           "sizes");
+    EXPECT(c.model.dropout == 0.3f && c.model.input_feeding == 1, "dropout %g",
+           (double)c.model.dropout);
     EXPECT(strcmp(c.train_src, "data/multi30k/train.de.gz") == 0, "quoted %s", c.train_src);
     EXPECT(strcmp(c.train_tgt, "data/multi30k/train.en.gz") == 0, "plain %s", c.train_tgt);
     EXPECT(c.max_len == 80 && c.vocab_size == 8000 && c.seed == 42, "data/train ints");
@@ -215,11 +219,11 @@ static void test_fixtures(void) {
     EXPECT(config_load(&c, "tests/fixtures/configs/transformer_small.ini", &err) == STATUS_OK,
            "%s", err.msg);
     EXPECT(strcmp(c.name, "tf_small") == 0, "[run] name wins over the file name: %s", c.name);
-    EXPECT(c.model_type == MODEL_TRANSFORMER && c.self_attention == ATTN_FLASH &&
-               c.cross_attention == ATTN_FLASH && c.dec_self_attention == ATTN_NONE &&
-               config_dec_self_attention(&c) == ATTN_FLASH && c.norm == NORM_PRE &&
-               c.d_model == 256 && c.heads == 4 && c.d_ff == 1024 &&
-               c.device == DEVICE_CUDA && c.input_feeding == 0,
+    EXPECT(c.model.type == MODEL_TRANSFORMER && c.model.self_attention == ATTN_FLASH &&
+               c.model.cross_attention == ATTN_FLASH && c.model.dec_self_attention == ATTN_NONE &&
+               spec_dec_self_attention(&c.model) == ATTN_FLASH && c.model.norm == NORM_PRE &&
+               c.model.d_model == 256 && c.model.heads == 4 && c.model.d_ff == 1024 &&
+               c.device == DEVICE_CUDA && c.model.input_feeding == 0,
            "enums/bool");
     EXPECT(c.max_steps == 100000 && c.warmup_steps == 4000 && c.adam_eps == 1e-9f, "train");
     char sd[2048];
@@ -234,9 +238,10 @@ static void test_good_strings(void) {
     EXPECT(config_load_string(&c, "", "empty", &err) == STATUS_OK, "%s", err.msg);
     config_defaults(&d);
     EXPECT(memcmp(&c, &d, sizeof c) == 0, "empty text != defaults");
-    EXPECT(strcmp(c.name, "default") == 0 && c.emb == 256 && c.hidden == 512 && c.lr == 1e-3f &&
-               c.adam_beta2 == 0.999f && c.batch_tokens == 4096 && c.seed == 1 &&
-               c.attention == ATTN_LUONG_GENERAL && c.save_dir[0] == 0 && c.input_feeding == 1 &&
+    EXPECT(strcmp(c.name, "default") == 0 && c.model.emb == 256 && c.model.hidden == 512 &&
+               c.lr == 1e-3f && c.adam_beta2 == 0.999f && c.batch_tokens == 4096 && c.seed == 1 &&
+               c.model.attention == ATTN_LUONG_GENERAL && c.save_dir[0] == 0 &&
+               c.model.input_feeding == 1 &&
                c.max_nonfinite == 10,
            "defaults");
     EXPECT(strcmp(c.test_src, "data/multi30k/test_2016_flickr.de.gz") == 0, "%s", c.test_src);
@@ -248,11 +253,11 @@ static void test_good_strings(void) {
     for (int i = 0; i < 4; i++) {
         char txt[128];
         snprintf(txt, sizeof txt, "[model]\ninput_feeding = %s\n", yes[i]);
-        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.input_feeding == 1, "%s",
-               yes[i]);
+        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.model.input_feeding == 1,
+               "%s", yes[i]);
         snprintf(txt, sizeof txt, "[model]\ninput_feeding=%s", no[i]); /* no final newline */
-        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.input_feeding == 0, "%s",
-               no[i]);
+        EXPECT(config_load_string(&c, txt, "b", &err) == STATUS_OK && c.model.input_feeding == 0,
+               "%s", no[i]);
     }
     EXPECT(config_load_string(&c,
                               "\t[ train ]\t\n  seed\t=  18446744073709551615  \n"
@@ -275,7 +280,7 @@ static void test_good_strings(void) {
     for (int i = 0; i < ATTN_KIND_COUNT; i++) {
         char txt[128];
         snprintf(txt, sizeof txt, "[model]\nattention = %s\n", attention_kind_names[i]);
-        EXPECT(config_load_string(&c, txt, "a", &err) == STATUS_OK && (int)c.attention == i,
+        EXPECT(config_load_string(&c, txt, "a", &err) == STATUS_OK && (int)c.model.attention == i,
                "%s: %s", attention_kind_names[i], err.msg);
     }
 }
@@ -284,20 +289,21 @@ static void test_set(void) {
     Config c;
     Err err = {{0}};
     EXPECT(config_load(&c, "tests/fixtures/configs/luong.ini", &err) == STATUS_OK, "%s", err.msg);
-    EXPECT(config_set(&c, "model.hidden=1024", &err) == STATUS_OK && c.hidden == 1024, "%s",
+    EXPECT(config_set(&c, "model.hidden=1024", &err) == STATUS_OK && c.model.hidden == 1024, "%s",
            err.msg);
     EXPECT(config_set(&c, " train.lr = 0.002 ", &err) == STATUS_OK && c.lr == 0.002f, "%s",
            err.msg);
     EXPECT(config_set(&c, "model.attention=bahdanau", &err) == STATUS_OK &&
-               c.attention == ATTN_BAHDANAU, "%s", err.msg);
+               c.model.attention == ATTN_BAHDANAU, "%s", err.msg);
     EXPECT(config_set(&c, "data.cache_dir=/tmp/a=b", &err) == STATUS_OK &&
                strcmp(c.cache_dir, "/tmp/a=b") == 0, "value may contain '=': %s", c.cache_dir);
     EXPECT(config_set(&c, "train.save_dir=\"out dir\"", &err) == STATUS_OK &&
                strcmp(c.save_dir, "out dir") == 0, "%s", c.save_dir);
     EXPECT(config_set(&c, "run.name=exp1", &err) == STATUS_OK && strcmp(c.name, "exp1") == 0,
            "%s", err.msg);
-    EXPECT(config_set(&c, "model.input_feeding=no", &err) == STATUS_OK && !c.input_feeding, "b");
-    EXPECT(c.emb == 256 && c.enc_layers == 2, "other keys kept");
+    EXPECT(config_set(&c, "model.input_feeding=no", &err) == STATUS_OK && !c.model.input_feeding,
+           "b");
+    EXPECT(c.model.emb == 256 && c.model.enc_layers == 2, "other keys kept");
     BAD_SET("model.hidden", "expected section.key=value", NULL);
     BAD_SET("hidden=3", "name the section", NULL);
     BAD_SET("modle.hidden=3", "unknown section [modle]", "[model]");
@@ -350,15 +356,15 @@ static void test_validate(void) {
     Config c;
     Err err = {{0}};
     config_defaults(&c);
-    c.dropout = NAN;
+    c.model.dropout = NAN;
     EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.dropout"), "%s",
            err.msg);
     config_defaults(&c);
-    c.attention = ATTN_KIND_COUNT;
+    c.model.attention = ATTN_KIND_COUNT;
     EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.attention"), "%s",
            err.msg);
     config_defaults(&c);
-    c.emb = 0;
+    c.model.emb = 0;
     EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.emb"), "%s", err.msg);
 }
 
@@ -408,7 +414,7 @@ static void test_roundtrip(void) {
     for (int i = 0; i < 2000; i++) {
         s = s * 1664525u + 1013904223u;
         float u = (float)(s >> 8) / 16777216.0f; /* [0, 1) */
-        c.dropout = u;
+        c.model.dropout = u;
         c.adam_beta1 = u * 0.5f;
         c.lr = ldexpf(u + 0.5f, -(int)(s % 20)); /* (0, 1] */
         c.min_lr = c.lr * u;
@@ -416,7 +422,7 @@ static void test_roundtrip(void) {
     }
     config_defaults(&c);
     Config d = c;
-    d.hidden = 128;
+    d.model.hidden = 128;
     d.lr = 0.01f;
     char diff[512];
     EXPECT(config_diff(&c, &d, diff, sizeof diff) == 2 &&

@@ -1,5 +1,52 @@
-/* compare.c — `trainer compare` (see compare.h). */
-#include "eval/compare.h"
+/* compare.c — `trainer compare`: one table, curves and attention maps for several trained runs.
+ *
+ *   trainer compare RUN... [--out DIR] [--beam K] [--len-penalty A] [--sentences i,j,k]
+ *                          [--test-src FILE --test-tgt FILE] [--device cpu|cuda]
+ *
+ * RUN is either
+ *  - a run folder written by `trainer train` (train.save_dir, e.g. checkpoints/luong) holding
+ *    best.ckpt and metrics.jsonl; its name is the folder's last component; or
+ *  - a config .ini file: its run folder is config_save_dir() of the loaded (and validated)
+ *    config, its name run.name. If that folder has no best.ckpt yet, the run is trained first
+ *    (train_run; resumed from last.ckpt when an interrupted run left one), then compared.
+ * Names are reduced to [A-Za-z0-9._-] (other bytes become '_') and made unique ("name_2", ...)
+ * because they also name files.
+ *
+ * For each run: best.ckpt is loaded (checkpoint_load; --device overrides the stored
+ * train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
+ * lines are skipped with a warning on stderr); the test set — the checkpoint's
+ * data.test_src/test_tgt (for a config RUN: the .ini's), or --test-src/--test-tgt for every run —
+ * is loaded with corpus_load (pairs with an empty or over-long side are skipped, so sentence
+ * indices count kept pairs) and translated twice: greedily and with beam K (default 5) and
+ * length penalty α (default 1.0; Wu et al. 2016 eq. 14), scored with sacreBLEU-compatible corpus
+ * BLEU and chrF (metrics.h).
+ *
+ * Table columns (compare.md, compare.csv, and the Markdown table on stdout):
+ *   run, model (rnn|transformer), cell (lstm|gru; "—" for a transformer), attention
+ *   (config_attention_text: the RNN's kind, or the Transformer's "self/dec self/cross" kinds,
+ *   one name when all agree), input feeding (yes|no; "—" for a transformer), parameters (floats),
+ *   epochs (highest epoch with a validation line), training time (the last validation line's
+ *   "elapsed", seconds; Markdown shows h/min/s), tokens/s (mean "tok_s" of the train lines),
+ *   peak memory MiB (max "peak_rss_mb" of the validation lines; "—" / empty when absent: runs from
+ *   before that key), best validation perplexity (min "val_ppl"), best validation BLEU
+ *   (max "val_bleu"), test BLEU and chrF (percent) greedy, test BLEU and chrF with beam K.
+ *   A missing value is "—" in Markdown and an empty field in CSV; CSV numbers are plain
+ *   (no units, '.' decimal point, RFC 4180 quoting for text).
+ *
+ * Files written in DIR (default "compare" in the current folder, created with its parents):
+ *   compare.md   the table, a line naming the machine (CPU "model name" from /proc/cpuinfo,
+ *                online cores, date), the decoding settings, the runs' folders and test sets,
+ *                and image links to the PNGs below (or why a map was skipped);
+ *   compare.csv  the same columns;
+ *   curves.png   validation BLEU and perplexity (log scale) by epoch of every run, two panels
+ *                (plot_curves_png);
+ *   attention_<run>_<i>.png  the greedy translation's attention of test sentence i (0-based;
+ *                --sentences, default 0,1,2 — those beyond a short test set are left out unless
+ *                given explicitly, which is an error) for each run with an attention; runs with
+ *                model.attention = none are skipped with a note in compare.md.
+ *
+ * Needs the gnuplot program (checked before any training or decoding).
+ */
 
 #include <ctype.h>
 #include <errno.h>
@@ -10,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "data/corpus.h"
 #include "eval/decode.h"
 #include "eval/metrics.h"
@@ -327,11 +375,11 @@ static Status train_if_needed(Run *r, Err *err) {
 
 /* ---- evaluation ---- */
 
-static Status score(Model *m, const Corpus *c, const DecodeOpts *o, double *bleu, double *chrf,
-                    Err *err) {
+static Status score(Model *m, const Spm *spm, const Corpus *c, const DecodeOpts *o, double *bleu,
+                    double *chrf, Err *err) {
     char **hyp = NULL;
     double t0 = now_seconds();
-    if (translate_lines(m, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
+    if (translate_lines(m, spm, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
         STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
     *bleu = b.score;
@@ -342,7 +390,8 @@ static Status score(Model *m, const Corpus *c, const DecodeOpts *o, double *bleu
     return STATUS_OK;
 }
 
-static Status attention_maps(Compare *cmp, Run *r, Model *m, const Corpus *c, Err *err) {
+static Status attention_maps(Compare *cmp, Run *r, Model *m, const Spm *spm, const Corpus *c,
+                             Err *err) {
     Status rc = STATUS_ERR;
     const char *lines[CMP_MAX_SENTENCES];
     int idx[CMP_MAX_SENTENCES], n = 0;
@@ -356,7 +405,7 @@ static Status attention_maps(Compare *cmp, Run *r, Model *m, const Corpus *c, Er
     }
     if (n == 0) return STATUS_OK;
     DecodeOpts greedy = {1, 0.0f};
-    if (translate_lines(m, lines, n, &greedy, &out, maps, err))
+    if (translate_lines(m, spm, lines, n, &greedy, &out, maps, err))
         return err_prefix(err, "attention maps of run %s", r->name);
     for (int k = 0; k < n; k++) {
         char path[1400], title[1600];
@@ -375,17 +424,17 @@ cleanup:
 static Status eval_run(Compare *cmp, Run *r, Err *err) {
     Status rc = STATUS_ERR;
     Model m;
+    Spm *spm;
     Corpus c = {0};
     char ck[1100];
     snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
     fprintf(stderr, "trainer compare: run %s: %s\n", r->name, ck);
     if (read_metrics(r, err)) return STATUS_ERR;
-    if (checkpoint_load(ck, &m, NULL, cmp->device, err)) return STATUS_ERR;
-    set_threads(m.cfg.threads);
-    r->cfg = m.cfg;
+    if (checkpoint_load(ck, &m, &r->cfg, &spm, NULL, cmp->device, err)) return STATUS_ERR;
+    set_threads(r->cfg.threads);
     r->params = (long)m.ps.total;
     r->has_attention = model_has_attention(&m);
-    const Config *tc = r->from_config ? &r->ini : &m.cfg;
+    const Config *tc = r->from_config ? &r->ini : &r->cfg;
     snprintf(r->test_src, sizeof r->test_src, "%s", cmp->test_src ? cmp->test_src : tc->test_src);
     snprintf(r->test_tgt, sizeof r->test_tgt, "%s", cmp->test_tgt ? cmp->test_tgt : tc->test_tgt);
     if (!r->test_src[0] || !r->test_tgt[0]) {
@@ -395,7 +444,7 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
                 r->from_config ? r->arg : "the config stored in best.ckpt");
         goto cleanup;
     }
-    if (corpus_load(&c, r->test_src, r->test_tgt, m.cfg.max_line_bytes, err)) {
+    if (corpus_load(&c, r->test_src, r->test_tgt, r->cfg.max_line_bytes, err)) {
         err_prefix(err, "run %s: test set", r->name);
         goto cleanup;
     }
@@ -409,12 +458,12 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
                 goto cleanup;
             }
     DecodeOpts greedy = {1, 0.0f};
-    if (score(&m, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
+    if (score(&m, spm, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
     if (cmp->beam.beam == 1) /* K = 1 is greedy decoding (decode.h) */
         r->bleu_b = r->bleu_g, r->chrf_b = r->chrf_g;
-    else if (score(&m, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
+    else if (score(&m, spm, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
         goto fail_decode;
-    if (r->has_attention && attention_maps(cmp, r, &m, &c, err)) goto cleanup;
+    if (r->has_attention && attention_maps(cmp, r, &m, spm, &c, err)) goto cleanup;
     rc = STATUS_OK;
     goto cleanup;
 fail_decode:
@@ -422,6 +471,7 @@ fail_decode:
 cleanup:
     corpus_free(&c);
     model_free(&m);
+    spm_free(spm);
     return rc;
 }
 
@@ -467,7 +517,7 @@ static void write_md_table(FILE *f, const Compare *c) {
     fprintf(f, "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
-        int rnn = r->cfg.model_type == MODEL_RNN;
+        int rnn = r->cfg.model.type == MODEL_RNN;
         char secs[64], tok[64], peak[64], ppl[64], bleu[64], attn[64];
         if (r->has_secs) fmt_duration(secs, sizeof secs, r->train_secs);
         else snprintf(secs, sizeof secs, DASH);
@@ -484,11 +534,11 @@ static void write_md_table(FILE *f, const Compare *c) {
         }
         fprintf(f, "| %s | %s | %s | %s | %s | %ld | %d | %s | %s | %s | %s | %s | %.2f | %.2f | "
                    "%.2f | %.2f |\n",
-                r->name, model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : DASH,
+                r->name, model_type_names[r->cfg.model.type],
+                rnn ? cell_type_names[r->cfg.model.cell] : DASH,
                 config_attention_text(&r->cfg, attn, sizeof attn),
-                rnn ? (r->cfg.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs, secs,
-                tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+                rnn ? (r->cfg.model.input_feeding ? "yes" : "no") : DASH, r->params, r->epochs,
+                secs, tok, peak, ppl, bleu, r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
     }
 }
 
@@ -524,13 +574,13 @@ static Status write_csv(const Compare *c, Err *err) {
                "test_bleu_beam,test_chrf_beam\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
-        int rnn = r->cfg.model_type == MODEL_RNN;
+        int rnn = r->cfg.model.type == MODEL_RNN;
         char attn[64];
         csv_text(f, r->name);
-        fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model_type],
-                rnn ? cell_type_names[r->cfg.cell] : "",
+        fprintf(f, ",%s,%s,%s,%s,%ld,%d,", model_type_names[r->cfg.model.type],
+                rnn ? cell_type_names[r->cfg.model.cell] : "",
                 config_attention_text(&r->cfg, attn, sizeof attn),
-                rnn ? (r->cfg.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
+                rnn ? (r->cfg.model.input_feeding ? "yes" : "no") : "", r->params, r->epochs);
         if (r->has_secs) fprintf(f, "%.1f", r->train_secs);
         fputc(',', f);
         if (r->has_tok_s) fprintf(f, "%.1f", r->tok_s);
@@ -646,14 +696,7 @@ int cmd_compare(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--test-tgt") && i + 1 < argc) {
             c.test_tgt = argv[++i];
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            i++;
-            if (!strcmp(argv[i], "cpu")) c.device = DEVICE_CPU;
-            else if (!strcmp(argv[i], "cuda")) c.device = DEVICE_CUDA;
-            else {
-                fprintf(stderr, "trainer compare: --device must be cpu or cuda, not '%s'\n",
-                        argv[i]);
-                goto done;
-            }
+            if (cli_device_arg(argv[++i], &c.device, "compare")) goto done;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainer compare: unknown or incomplete argument '%s'\n", argv[i]);
             usage(stderr);

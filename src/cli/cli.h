@@ -1,0 +1,47 @@
+/* cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
+ * eval.c, translate.c, compare.c; args.c holds the argument helpers below).
+ *
+ * The CLI is the top of the dependency graph (DESIGN.md §1): it loads configs and checkpoints,
+ * chooses the backend, and hands models to train and eval. Every cmd_* function returns the
+ * process exit code — 0 success, 1 a failure of the run, 2 a bad command line — and only these
+ * files turn a Status into an exit code.
+ */
+#ifndef TRAINER_CLI_H
+#define TRAINER_CLI_H
+
+#include <stdio.h>
+
+#include "eval/decode.h"
+
+/* The usage text of every command (for --help and after a bad command line). */
+void cli_usage(FILE *f);
+
+/* "--device cpu|cuda" → *dev = DEVICE_CPU or DEVICE_CUDA; 0, or 2 with "trainer[ cmd]: --device
+ * must be cpu or cuda, not 'X'" on stderr (cmd NULL: no command in the message). */
+int cli_device_arg(const char *s, int *dev, const char *cmd);
+
+/* The arguments of `trainer eval` and `trainer translate` (each refuses the other's). */
+typedef struct {
+    const char *checkpoint, *src, *ref, *attention_map;
+    int json, device, len_penalty_set; /* device: a DeviceType, or -1 = the checkpoint's */
+    DecodeOpts dec;
+} EvalArgs;
+
+/* Parses argv[0..argc) of eval or translate (cmd names it in messages). Returns 0, or 2 on an
+ * unknown or incomplete argument or a missing --checkpoint (message and usage on stderr). */
+int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd);
+
+/* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c) */
+int cmd_train(int argc, char **argv);
+/* trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
+ *              [--device cpu|cuda] (cli/eval.c) */
+int cmd_eval(int argc, char **argv);
+/* trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
+ *                   [--device cpu|cuda] < input > output (cli/translate.c) */
+int cmd_translate(int argc, char **argv);
+/* trainer compare RUN... [options] (cli/compare.c, whose top comment describes it): 1 also for a
+ * training, checkpoint, metrics, test-set, decoding, gnuplot or output failure; 2 also for a
+ * RUN that is neither a run folder with best.ckpt and metrics.jsonl nor a loadable config. */
+int cmd_compare(int argc, char **argv);
+
+#endif

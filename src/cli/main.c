@@ -1,0 +1,58 @@
+/* main.c — the command line of `trainer`: train (default) | eval | translate | compare.
+ *
+ *   trainer [train] --config FILE [--set section.key=value]... [--resume]      (cli/train.c)
+ *   trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
+ *                [--device cpu|cuda]                                          (cli/eval.c)
+ *   trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
+ *                     [--device cpu|cuda] < input > output                    (cli/translate.c)
+ *   trainer compare RUN_DIR|CONFIG... [--out DIR] [options]                   (cli/compare.c)
+ *
+ * This file dispatches on the command and prints the usage; the argument helpers the commands
+ * share are in cli/args.c (cli/cli.h). Exit codes: 0 success, 1 a failure of the run, 2 a bad
+ * command line.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ops/ops.h"
+#include "train/config.h"
+
+void cli_usage(FILE *f) {
+    fprintf(f,
+            "usage:\n"
+            "  trainer [train] --config FILE [--set section.key=value]... [--resume]\n"
+            "      train a model; --resume continues from <save_dir>/last.ckpt\n"
+            "  trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A]\n"
+            "               [--json] [--device cpu|cuda]\n"
+            "      translate --src and print BLEU, chrF (sacreBLEU defaults) and perplexity;\n"
+            "      greedy by default, beam search with --beam K (length penalty A, Wu et al.\n"
+            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy)\n"
+            "  trainer translate --checkpoint FILE [--beam K] [--len-penalty A]\n"
+            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
+            "      translate standard input line by line; --attention-map draws the attention\n"
+            "      of the first line's translation\n"
+            "  trainer compare RUN_DIR|CONFIG... [--out DIR] [--beam K] [--len-penalty A]\n"
+            "      a report comparing runs (tables, curves, attention heatmaps) in DIR\n"
+            "  trainer --help     this text and every config key\n\n");
+}
+
+int main(int argc, char **argv) {
+    backend_cpu_prefer_fast_blas(argv);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        cli_usage(stdout);
+        config_print_keys(stdout);
+        return 0;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
+    if (argc >= 2 && argv[1][0] != '-') {
+        fprintf(stderr, "trainer: unknown command '%s'\n", argv[1]);
+        cli_usage(stderr);
+        return 2;
+    }
+    return cmd_train(argc - 1, argv + 1);
+}

@@ -1,0 +1,41 @@
+/* train.c — `trainer [train] --config FILE [--set section.key=value]... [--resume]`: loads and
+ * validates the config, then runs train_run (train/train.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "train/config.h"
+#include "train/train.h"
+
+int cmd_train(int argc, char **argv) {
+    const char *config = NULL;
+    int resume = 0;
+    Err err;
+    Config cfg;
+    config_defaults(&cfg);
+    const char *sets[256];
+    int nsets = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+            if (nsets == 256) return fprintf(stderr, "trainer: too many --set\n"), 2;
+            sets[nsets++] = argv[++i];
+        } else if (!strncmp(argv[i], "--set=", 6)) sets[nsets++] = argv[i] + 6;
+        else if (!strcmp(argv[i], "--resume")) resume = 1;
+        else {
+            fprintf(stderr, "trainer train: unknown or incomplete argument '%s'\n", argv[i]);
+            cli_usage(stderr);
+            return 2;
+        }
+    }
+    if (!config) {
+        fprintf(stderr, "trainer train: --config FILE is required (e.g. configs/luong.ini)\n");
+        return 2;
+    }
+    if (config_load(&cfg, config, &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 2;
+    for (int i = 0; i < nsets; i++)
+        if (config_set(&cfg, sets[i], &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 2;
+    if (config_validate(&cfg, &err)) return fprintf(stderr, "trainer: %s: %s\n", config, err.msg), 2;
+    if (train_run(&cfg, resume, &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 1;
+    return 0;
+}
