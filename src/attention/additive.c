@@ -60,8 +60,8 @@ static void additive_end_backward(const RnnAttention *a, const Backend *be, floa
     be->matmul(dkeys, a->dkp, a->U_a.w, B * Tk, a->Hk, a->A, 0, 0, 1.0f, 1.0f);
 }
 
-static size_t additive_workspace(int B, int Tq, int Hq, int Hk) {
-    (void)Hk;
+static size_t additive_workspace(const Backend *be, int B, int Tq, int Tk, int Hq, int Hk) {
+    (void)be, (void)Tk, (void)Hk;
     return (size_t)B * Tq * Hq; /* A = Hq */
 }
 

@@ -33,17 +33,18 @@ static void luong_forward(const RnnAttention *a, const Backend *be, float *ctx, 
     else
         be->copy(qsave, q, sizeof(float) * (size_t)B * Tq * a->Hk);
     /* a_t = softmax_s(q'·h̄_s) over s < len; c_t = Σ a_t(s) h̄_s */
-    be->attn_forward(ctx, weights, qsave, keys, keys, key_len, 1.0f, 0, B, Tq, Tk, a->Hk, a->Hk);
+    be->attn_forward(ctx, weights, qsave, keys, keys, key_len, 1.0f, 0, B, 1, Tq, Tk, a->Hk,
+                     a->Hk);
 }
 
 static void luong_backward(const RnnAttention *a, const Backend *be, float *dq, float *dkeys,
                            const float *dctx, const float *q, const float *qsave,
                            const float *keys, const float *weights, int B, int Tq, int Tk,
                            float *work) {
-    float *dqsave = work; /* [B·Tq, Hk] */
+    float *dqsave = work; /* [B·Tq, Hk], then the op's workspace */
     be->zero(dqsave, sizeof(float) * (size_t)B * Tq * a->Hk);
-    be->attn_backward(dqsave, dkeys, dkeys, dctx, qsave, keys, keys, weights, 1.0f, B, Tq, Tk,
-                      a->Hk, a->Hk);
+    be->attn_backward(dqsave, dkeys, dkeys, dctx, qsave, keys, keys, weights, 1.0f, B, 1, Tq, Tk,
+                      a->Hk, a->Hk, work + (size_t)B * Tq * a->Hk);
     if (a->kind == ATTN_LUONG_GENERAL) {
         /* q' = h W_a  →  dW_a += hᵀ dq',  dh += dq' W_aᵀ */
         be->matmul(a->W_a.g, q, dqsave, a->Hq, a->Hk, B * Tq, 1, 0, 1.0f, 1.0f);
@@ -53,9 +54,9 @@ static void luong_backward(const RnnAttention *a, const Backend *be, float *dq, 
     }
 }
 
-static size_t luong_workspace(int B, int Tq, int Hq, int Hk) {
+static size_t luong_workspace(const Backend *be, int B, int Tq, int Tk, int Hq, int Hk) {
     (void)Hq;
-    return (size_t)B * Tq * Hk;
+    return (size_t)B * Tq * Hk + be->attn_workspace(B, 1, Tq, Tk, Hk, Hk);
 }
 
 const RnnAttentionOps rnn_attention_luong_dot = {

@@ -19,11 +19,15 @@ typedef struct {
     int causal_ok; /* has a causal form */
     enum { SAVE_NONE, SAVE_WEIGHTS, SAVE_LSE } save;
     void (*forward)(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk);
+                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                    float *work);
     /* Accumulates dq, dk, dv (heads) and the kind's own parameter gradients. */
     void (*backward)(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                      const float *dout, const float *o, const float *save, const float *q,
-                     const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk);
+                     const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                     float *work);
+    /* Floats of workspace (NULL: none). */
+    size_t (*workspace)(const Backend *be, int B, int NH, int Tq, int Tk, int HS);
 } MhaKind;
 
 static float dot_scale(const Mha *a) { /* Vaswani: 1/√HS; Luong's dot and general: 1 */
@@ -32,86 +36,108 @@ static float dot_scale(const Mha *a) { /* Vaswani: 1/√HS; Luong's dot and gene
 
 /* sdp, luong_dot, luong_general: softmax(scale · q kᵀ) v with the weights materialised. */
 static void dot_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    be->attn_forward(o, save, q, k, v, m->key_len_bh, dot_scale(a), m->causal, B * a->NH, Tq, Tk,
+                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                    float *work) {
+    (void)work;
+    be->attn_forward(o, save, q, k, v, m->key_len, dot_scale(a), m->causal, B, a->NH, Tq, Tk,
                      a->HS, a->HS);
 }
 static void dot_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                     const float *dout, const float *o, const float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
+                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                    float *work) {
     (void)o, (void)m;
-    be->attn_backward(dq, dk, dv, dout, q, k, v, save, dot_scale(a), B * a->NH, Tq, Tk, a->HS,
-                      a->HS);
+    be->attn_backward(dq, dk, dv, dout, q, k, v, save, dot_scale(a), B, a->NH, Tq, Tk, a->HS,
+                      a->HS, work);
 }
 
 /* flash (Dao et al. 2022): the same function, no Tq×Tk matrix; saves lse. */
 static void flash_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
+                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                      float *work) {
     be->flash_attn_forward(o, save, q, k, v, m->key_len, dot_scale(a), m->causal, B, a->NH, Tq,
-                           Tk, a->HS, a->HS);
+                           Tk, a->HS, a->HS, work);
 }
 static void flash_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                       const float *dout, const float *o, const float *save, const float *q,
-                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
+                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                      float *work) {
     be->flash_attn_backward(dq, dk, dv, dout, q, k, v, o, save, m->key_len, dot_scale(a),
-                            m->causal, B, a->NH, Tq, Tk, a->HS, a->HS);
+                            m->causal, B, a->NH, Tq, Tk, a->HS, a->HS, work);
 }
 
 /* linear (Katharopoulos et al. 2020): nothing saved; the backward recomputes the state. */
 static void linear_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
+                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                       float *work) {
     (void)save;
-    be->linear_attn_forward(o, q, k, v, m->key_len, m->causal, B, a->NH, Tq, Tk, a->HS, a->HS);
+    be->linear_attn_forward(o, q, k, v, m->key_len, m->causal, B, a->NH, Tq, Tk, a->HS, a->HS,
+                            work);
 }
 static void linear_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                        const float *dout, const float *o, const float *save, const float *q,
-                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
+                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk,
+                       float *work) {
     (void)o, (void)save;
     be->linear_attn_backward(dq, dk, dv, dout, q, k, v, m->key_len, m->causal, B, a->NH, Tq, Tk,
-                             a->HS, a->HS);
+                             a->HS, a->HS, work);
 }
 
 /* efficient (Shen et al. 2021): non-causal only (mha_supports refuses the causal slot). */
 static void efficient_fwd(const Mha *a, const Backend *be, float *o, float *save,
                           const float *q, const float *k, const float *v, const MhaMask *m, int B,
-                          int Tq, int Tk) {
+                          int Tq, int Tk, float *work) {
     (void)save;
-    be->efficient_attn_forward(o, q, k, v, m->key_len, B, a->NH, Tq, Tk, a->HS, a->HS);
+    be->efficient_attn_forward(o, q, k, v, m->key_len, B, a->NH, Tq, Tk, a->HS, a->HS, work);
 }
 static void efficient_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                           const float *dout, const float *o, const float *save, const float *q,
                           const float *k, const float *v, const MhaMask *m, int B, int Tq,
-                          int Tk) {
+                          int Tk, float *work) {
     (void)o, (void)save;
     be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, m->key_len, B, a->NH, Tq, Tk, a->HS,
-                                a->HS);
+                                a->HS, work);
 }
 
 /* bahdanau, luong_concat: e = v_hᵀ tanh(q_h + k_h) per head; weights saved. */
 static void additive_fwd(const Mha *a, const Backend *be, float *o, float *save,
                          const float *q, const float *k, const float *v, const MhaMask *m, int B,
-                         int Tq, int Tk) {
-    be->additive_attn_forward(o, save, q, k, a->v_a.w, v, m->key_len_bh, m->causal, B * a->NH,
-                              a->NH, Tq, Tk, a->HS, a->HS);
+                         int Tq, int Tk, float *work) {
+    (void)work;
+    be->additive_attn_forward(o, save, q, k, a->v_a.w, v, m->key_len, m->causal, B, a->NH, Tq,
+                              Tk, a->HS, a->HS);
 }
 static void additive_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
                          const float *dout, const float *o, const float *save, const float *q,
                          const float *k, const float *v, const MhaMask *m, int B, int Tq,
-                         int Tk) {
-    (void)o, (void)m;
-    be->additive_attn_backward(dq, dk, a->v_a.g, dv, dout, q, k, a->v_a.w, v, save, B * a->NH,
-                               a->NH, Tq, Tk, a->HS, a->HS);
+                         int Tk, float *work) {
+    (void)o, (void)m, (void)work;
+    be->additive_attn_backward(dq, dk, a->v_a.g, dv, dout, q, k, a->v_a.w, v, save, B, a->NH,
+                               Tq, Tk, a->HS, a->HS);
+}
+
+static size_t dot_work(const Backend *be, int B, int NH, int Tq, int Tk, int HS) {
+    return be->attn_workspace(B, NH, Tq, Tk, HS, HS);
+}
+static size_t flash_work(const Backend *be, int B, int NH, int Tq, int Tk, int HS) {
+    return be->flash_attn_workspace(B, NH, Tq, Tk, HS, HS);
+}
+static size_t linear_work(const Backend *be, int B, int NH, int Tq, int Tk, int HS) {
+    return be->linear_attn_workspace(B, NH, Tq, Tk, HS, HS);
+}
+static size_t efficient_work(const Backend *be, int B, int NH, int Tq, int Tk, int HS) {
+    return be->efficient_attn_workspace(B, NH, Tq, Tk, HS, HS);
 }
 
 static const MhaKind KINDS[] = {
-    {ATTN_SDP, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_FLASH, 1, SAVE_LSE, flash_fwd, flash_bwd},
-    {ATTN_LINEAR, 1, SAVE_NONE, linear_fwd, linear_bwd},
-    {ATTN_EFFICIENT, 0, SAVE_NONE, efficient_fwd, efficient_bwd},
-    {ATTN_LUONG_DOT, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_LUONG_GENERAL, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_BAHDANAU, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd},
-    {ATTN_LUONG_CONCAT, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd},
+    {ATTN_SDP, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd, dot_work},
+    {ATTN_FLASH, 1, SAVE_LSE, flash_fwd, flash_bwd, flash_work},
+    {ATTN_LINEAR, 1, SAVE_NONE, linear_fwd, linear_bwd, linear_work},
+    {ATTN_EFFICIENT, 0, SAVE_NONE, efficient_fwd, efficient_bwd, efficient_work},
+    {ATTN_LUONG_DOT, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd, dot_work},
+    {ATTN_LUONG_GENERAL, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd, dot_work},
+    {ATTN_BAHDANAU, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd, NULL},
+    {ATTN_LUONG_CONCAT, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd, NULL},
 };
 
 static const MhaKind *kind_row(AttentionKind k) {
@@ -167,6 +193,11 @@ void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, i
     }
 }
 
+size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk) {
+    const MhaKind *r = kind_row(a->kind);
+    return r->workspace ? r->workspace(be, B, a->NH, Tq, Tk, a->HS) : 0;
+}
+
 /* Floats saved by the kind for NQ = B·Tq query rows against Tk keys. */
 static size_t save_floats(const Mha *a, long NQ, int Tk) {
     const MhaKind *r = kind_row(a->kind);
@@ -209,8 +240,11 @@ static void linear_backward(const Backend *be, float *dx, const float *dy, const
 }
 
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk) {
-    kind_row(a->kind)->forward(a, be, o, save, q, k, v, mask, B, Tq, Tk);
+                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk,
+                float *work, size_t work_cap) {
+    CHECK(mha_workspace_floats(a, be, B, Tq, Tk) <= work_cap,
+          "attention workspace too small: reserve after setting the thread count");
+    kind_row(a->kind)->forward(a, be, o, save, q, k, v, mask, B, Tq, Tk, work);
 }
 
 void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *tmp,
@@ -245,7 +279,8 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
                  MhaScratch *scr) {
     mha_project_q(a, be, acts->q, acts->qm, scr->m1, xq, B, Tq);
     mha_project_kv(a, be, acts->k, acts->v, scr->m2, xkv, B, Tk);
-    mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk);
+    mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk, scr->work,
+               scr->work_cap);
     mha_project_out(a, be, out, acts->om, acts->o, B, Tq);
 }
 
@@ -264,7 +299,7 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
     /* o = attend(q, k, v) */
     be->zero(dq, bq), be->zero(dk, bk), be->zero(dv, bk);
     kind_row(a->kind)->backward(a, be, dq, dk, dv, dO, acts->o, acts->save, acts->q, acts->k,
-                                acts->v, mask, B, Tq, Tk);
+                                acts->v, mask, B, Tq, Tk, scr->work);
     /* q = split(q'), q' = qm W_a (general) or qm */
     float *dqm = scr->m1;
     be->zero(dqm, bq);

@@ -48,16 +48,19 @@ typedef struct {
     float *save; /* weights [B,NH,Tq,Tk] (sdp, luong, additive) or lse [B,NH,Tq] (flash) */
 } MhaActs;
 
-/* Scratch shared by every Mha of a model (backend memory): [B·max(Tq,Tk), D] buffers. */
+/* Scratch shared by every Mha of a model (backend memory): [B·max(Tq,Tk), D] buffers, and the
+ * ops' workspace (work_cap floats, at least mha_workspace_floats of every call). */
 typedef struct {
     float *m1, *m2, *m3;      /* merged-layout temporaries */
     float *h1, *h2, *h3, *h4; /* head-layout temporaries */
+    float *work;
+    size_t work_cap;
 } MhaScratch;
 
-/* The masks of one call. key_len [B] and key_len_bh [B·NH] (key_len[b] repeated per head, for
- * the kinds whose op flattens heads into rows) in backend memory; NULL = every key visible. */
+/* The mask of one call: key_len [B] in backend memory (NULL = every key visible) and the causal
+ * flag. */
 typedef struct {
-    const int *key_len, *key_len_bh;
+    const int *key_len;
     int causal;
 } MhaMask;
 
@@ -69,6 +72,10 @@ int mha_supports(AttentionKind kind, int causal, int D, int NH, const char *slot
 /* Declares the parameters of a as prefix.W_q, ... (weights INIT_XAVIER, biases zero). */
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
                  int causal);
+/* Floats of op workspace a call with B, Tq, Tk needs (forward and backward; the backend's
+ * *_attn_workspace for this kind, so it depends on the thread count: size it after setting
+ * the threads). */
+size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk);
 /* Floats of saved activations (every pointer of MhaActs) for any call with B·Tq <= NQ,
  * B·Tk <= NK and Tk <= Tk_max. */
 size_t mha_acts_floats(const Mha *a, long NQ, long NK, int Tk_max);
@@ -99,9 +106,11 @@ void mha_project_out(const Mha *a, const Backend *be, float *out, float *om, con
 
 /* The core attention alone on heads (no projections): o[B,NH,Tq,HS] from q, k, v heads, saving
  * into save (weights or lse; see MhaActs). For decoding, where the projections are done by the
- * caller and the keys live in a cache. luong_general expects q already projected by W_a. */
+ * caller and the keys live in a cache. luong_general expects q already projected by W_a.
+ * work: work_cap floats of backend memory, at least mha_workspace_floats. */
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk);
+                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk,
+                float *work, size_t work_cap);
 
 /* Host-side weights of one query per row, averaged over heads, for attention maps: w[R,Tk]
  * from q heads [R,NH,HS] (luong_general: already projected) and k heads [R,NH,Tk,HS] given on

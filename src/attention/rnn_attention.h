@@ -52,8 +52,8 @@ typedef struct {
      * dkeys[B,Tk,Hk] and parameter gradients. NULL for kinds that need none. */
     void (*end_backward)(const RnnAttention *a, const Backend *be, float *dkeys,
                          const float *keys, int B, int Tk);
-    /* Floats of workspace backward needs. */
-    size_t (*workspace)(int B, int Tq, int Hq, int Hk);
+    /* Floats of workspace backward needs (for Tq queries against Tk keys). */
+    size_t (*workspace)(const Backend *be, int B, int Tq, int Tk, int Hq, int Hk);
 } RnnAttentionOps;
 
 /* The row for kind, or NULL if the RNN has no implementation of that kind (error in why). */

@@ -264,7 +264,7 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->d_src_x = act(m, NS * E);
     for (int k = 0; k < 2; k++) m->d_hrec[k] = act(m, (size_t)B * Hd), m->d_crec[k] = act(m, (size_t)B * Hd);
     if (m->aops) {
-        m->attn_work = act(m, m->aops->workspace(B, T, H, H)); /* batched: Tq = T */
+        m->attn_work = act(m, m->aops->workspace(m->be, B, T, S, H, H)); /* batched: Tq = T */
         if (m->attn.A) m->attn.kp = act(m, NS * m->attn.A), m->attn.dkp = act(m, NS * m->attn.A);
     }
     m->tmp_rows = act(m, (size_t)B * H);

@@ -64,9 +64,9 @@ struct TfModel {
     int nallocs;
     int B, S, T;                                          /* the current batch */
     int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
-    int *h_src, *h_tin, *h_tout, *h_slen, *h_slen_bh, *h_tlen, *h_tlen_bh; /* host staging */
+    int *h_src, *h_tin, *h_tout, *h_slen, *h_tlen;        /* host staging */
     int *h_rows, *h_rows_tout;
-    int *d_src, *d_tin, *d_tout, *d_slen, *d_slen_bh, *d_tlen, *d_tlen_bh;
+    int *d_src, *d_tin, *d_tout, *d_slen, *d_tlen;
     int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
     float *pe;                                            /* [capPos, D] */
     float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
@@ -86,12 +86,14 @@ struct TfModel {
     int dcapR, dcapB, dcapS, dcapTc;
     int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
     DecCache dc[TF_MAXL];
-    int *h_rlen, *h_rlen_bh, *h_step_bh, *h_parent, *h_parent_bh; /* host [R] / [R·NH] */
-    int *d_rlen, *d_rlen_bh, *d_step_bh, *d_parent_bh, *d_rowmap;
+    int *h_rlen, *h_step, *h_parent, *h_parent_bh; /* host [R], [R], [R], [R·NH] */
+    int *d_rlen, *d_step, *d_parent_bh, *d_rowmap;
     float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
     float *h1;                    /* [R,F] FFN activation */
     float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
     float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
+    float *dwork;                 /* dwork_cap floats: the attention ops' workspace */
+    size_t dwork_cap;
     float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
     float *tmp_rows;              /* [B·S·D] cross keys of the B sentences before the beam copy */
 };
@@ -222,7 +224,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     free_list(m->be, m->allocs, &m->nallocs);
     m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     m->capPos = S > T ? S : T;
-    int D = m->D, NH = m->NH;
+    int D = m->D;
     long NM = NS > NT ? NS : NT;
     m->h_src = xrealloc(m->h_src, sizeof(int) * NS);
     m->h_tin = xrealloc(m->h_tin, sizeof(int) * NT);
@@ -231,12 +233,9 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->h_rows_tout = xrealloc(m->h_rows_tout, sizeof(int) * NT);
     m->h_slen = xrealloc(m->h_slen, sizeof(int) * B);
     m->h_tlen = xrealloc(m->h_tlen, sizeof(int) * B);
-    m->h_slen_bh = xrealloc(m->h_slen_bh, sizeof(int) * B * NH);
-    m->h_tlen_bh = xrealloc(m->h_tlen_bh, sizeof(int) * B * NH);
     m->d_src = iact(m, NS), m->d_tin = iact(m, NT), m->d_tout = iact(m, NT);
     m->d_rows = iact(m, NT), m->d_rows_tout = iact(m, NT);
     m->d_slen = iact(m, B), m->d_tlen = iact(m, B);
-    m->d_slen_bh = iact(m, (size_t)B * NH), m->d_tlen_bh = iact(m, (size_t)B * NH);
     m->pe = act(m, (size_t)m->capPos * D);
     build_positions(m);
     m->src_emb = act(m, NS * D), m->src_x = act(m, NS * D), m->src_mask = act(m, NS * D);
@@ -250,6 +249,18 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
                      &m->scr.h4, &m->f, &m->g1, &m->g2, &m->g3, &m->gA, &m->gB};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) *scr[i] = act(m, NM * D);
     m->fh1 = act(m, NM * m->F), m->fh2 = act(m, NM * m->F);
+    m->scr.work_cap = 0; /* the attention ops' workspace: the largest call of any layer */
+    for (int l = 0; l < m->Le; l++) {
+        size_t a = mha_workspace_floats(&m->enc[l].self, m->be, B, S, S);
+        m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
+    }
+    for (int l = 0; l < m->Ld; l++) {
+        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, B, T, T);
+        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, B, T, S);
+        m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
+        m->scr.work_cap = b > m->scr.work_cap ? b : m->scr.work_cap;
+    }
+    m->scr.work = act(m, m->scr.work_cap + 1);
     m->d_enc_out = act(m, NS * D);
 }
 
@@ -260,7 +271,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
  * lengths per head, and uploads. */
 static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
     const Backend *be = m->be;
-    int B = hb->B, S = hb->S, T = hb->T, NH = m->NH;
+    int B = hb->B, S = hb->S, T = hb->T;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
               (long)B * T <= m->capNT, "batch larger than transformer_reserve'd capacity");
     m->B = B, m->S = S, m->T = T, m->NR = 0;
@@ -278,19 +289,15 @@ static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
             }
         }
         m->h_tlen[b] = len;
-        for (int h = 0; h < NH; h++)
-            m->h_slen_bh[b * NH + h] = m->h_slen[b], m->h_tlen_bh[b * NH + h] = len;
     }
     be->upload(m->d_src, m->h_src, sizeof(int) * B * S);
     be->upload(m->d_slen, m->h_slen, sizeof(int) * B);
-    be->upload(m->d_slen_bh, m->h_slen_bh, sizeof(int) * B * NH);
     if (!with_targets) return;
     be->upload(m->d_tin, m->h_tin, sizeof(int) * B * T);
     be->upload(m->d_tout, m->h_tout, sizeof(int) * B * T);
     be->upload(m->d_rows, m->h_rows, sizeof(int) * m->NR);
     be->upload(m->d_rows_tout, m->h_rows_tout, sizeof(int) * m->NR);
     be->upload(m->d_tlen, m->h_tlen, sizeof(int) * B);
-    be->upload(m->d_tlen_bh, m->h_tlen_bh, sizeof(int) * B * NH);
 }
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
@@ -438,7 +445,7 @@ static int layer_subs(const TfModel *m, int dec, int l, SubCall *c, uint64_t key
     int B = m->B, S = m->S, T = m->T, n = 0;
     const TfLayer *L = dec ? &m->dec[l] : &m->enc[l];
     LayerActs *la = dec ? (LayerActs *)&m->da[l] : (LayerActs *)&m->ea[l];
-    MhaMask src = {m->d_slen, m->d_slen_bh, 0}, tgt = {m->d_tlen, m->d_tlen_bh, 1};
+    MhaMask src = {m->d_slen, 0}, tgt = {m->d_tlen, 1};
     uint64_t base = 1000 + (uint64_t)(dec * TF_MAXL + l) * 4;
     c[n++] = (SubCall){L, la, 0, SUB_SELF, B, dec ? T : S, dec ? T : S, dec ? tgt : src,
                        site_key(key, base)};
@@ -601,11 +608,10 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     }
     m->h_rlen = xrealloc(m->h_rlen, sizeof(int) * R);
     m->h_parent = xrealloc(m->h_parent, sizeof(int) * R);
-    m->h_rlen_bh = xrealloc(m->h_rlen_bh, sizeof(int) * R * NH);
-    m->h_step_bh = xrealloc(m->h_step_bh, sizeof(int) * R * NH);
+    m->h_step = xrealloc(m->h_step, sizeof(int) * R);
     m->h_parent_bh = xrealloc(m->h_parent_bh, sizeof(int) * R * NH);
     m->d_rlen = diact(m, R), m->d_rowmap = diact(m, R);
-    m->d_rlen_bh = diact(m, (size_t)R * NH), m->d_step_bh = diact(m, (size_t)R * NH);
+    m->d_step = diact(m, R);
     m->d_parent_bh = diact(m, (size_t)R * NH);
     float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
                     &m->qlast};
@@ -616,6 +622,14 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
     m->dattn = dact(m, (size_t)R * S);
     m->tmp_rows = dact(m, (size_t)B * S * D);
+    m->dwork_cap = 0; /* one query against Tc cached steps or S source positions */
+    for (int l = 0; l < m->Ld; l++) {
+        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
+        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
+        m->dwork_cap = a > m->dwork_cap ? a : m->dwork_cap;
+        m->dwork_cap = b > m->dwork_cap ? b : m->dwork_cap;
+    }
+    m->dwork = dact(m, m->dwork_cap + 1);
 }
 
 void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T) {
@@ -628,11 +642,9 @@ void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T)
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
     for (int r = 0; r < R; r++) {
         m->h_rlen[r] = m->h_slen[r / K];
-        for (int h = 0; h < NH; h++) m->h_rlen_bh[r * NH + h] = m->h_rlen[r];
         m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
     }
     be->upload(m->d_rlen, m->h_rlen, sizeof(int) * R);
-    be->upload(m->d_rlen_bh, m->h_rlen_bh, sizeof(int) * R * NH);
     be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);
     size_t row = (size_t)S * D; /* one sentence's keys (or values), all heads */
     for (int l = 0; l < m->Ld; l++) {
@@ -680,10 +692,10 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
     be->bias_forward(m->x1, m->pe + (size_t)t * D, R, D);
     int lin = m->c.dec_self == ATTN_LINEAR;
     if (!lin) { /* the self-attention sees the t + 1 cached positions */
-        for (int i = 0; i < R * NH; i++) m->h_step_bh[i] = t + 1;
-        be->upload(m->d_step_bh, m->h_step_bh, sizeof(int) * R * NH);
+        for (int i = 0; i < R; i++) m->h_step[i] = t + 1;
+        be->upload(m->d_step, m->h_step, sizeof(int) * R);
     }
-    MhaMask self = {m->d_step_bh, m->d_step_bh, 0}, src = {m->d_rlen, m->d_rlen_bh, 0};
+    MhaMask self = {m->d_step, 0}, src = {m->d_rlen, 0};
     for (int l = 0; l < m->Ld; l++) {
         const TfLayer *L = &m->dec[l];
         DecCache *c = &m->dc[l];
@@ -698,14 +710,15 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
             be->write_step(c->k[cur], m->k1, R * NH, m->Tc, t, HS);
             be->write_step(c->v[cur], m->v1, R * NH, m->Tc, t, HS);
             mha_attend(&L->self, be, m->o1, m->save1, m->q1, c->k[cur], c->v[cur], &self, R, 1,
-                       m->Tc);
+                       m->Tc, m->dwork, m->dwork_cap);
         }
         mha_project_out(&L->self, be, m->f1, m->t1, m->o1, R, 1);
         step_residual(m, &L->ln[0], m->x1, m->f1);
         /* cross-attention over the source */
         a = step_input(m, &L->ln[1], m->x1);
         mha_project_q(&L->cross, be, m->q1, m->t2, m->t1, a, R, 1);
-        mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd);
+        mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd,
+                   m->dwork, m->dwork_cap);
         if (l == m->Ld - 1) be->copy(m->qlast, m->q1, sizeof(float) * R * D);
         mha_project_out(&L->cross, be, m->f1, m->t1, m->o1, R, 1);
         step_residual(m, &L->ln[1], m->x1, m->f1);
@@ -776,8 +789,8 @@ void transformer_free(TfModel *m) {
     if (!m) return;
     free_list(m->be, m->allocs, &m->nallocs);
     free_list(m->be, m->dallocs, &m->ndallocs);
-    int **h[] = {&m->h_src, &m->h_tin, &m->h_tout, &m->h_slen, &m->h_slen_bh, &m->h_tlen,
-                 &m->h_tlen_bh, &m->h_rows, &m->h_rows_tout, &m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent,
+    int **h[] = {&m->h_src,  &m->h_tin,         &m->h_tout, &m->h_slen, &m->h_tlen,
+                 &m->h_rows, &m->h_rows_tout, &m->h_rlen, &m->h_step, &m->h_parent,
                  &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);
