@@ -31,7 +31,7 @@ Status model_declare(Model *m, const Config *cfg, Spm *spm, Err *err) {
         if (transformer_create(&m->tf, &m->ps, &tc, err)) return STATUS_ERR;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, cfg->emb, cfg->hidden, cfg->enc_layers,
                           cfg->dec_layers, cfg->dropout, cfg->cell == CELL_GRU,
-                          cfg->input_feeding, cfg->attention, err)) {
+                          cfg->input_feeding, cfg->attention, cfg->heads, err)) {
         return STATUS_ERR;
     }
     /* every op the model calls must exist on the backend */

@@ -44,8 +44,8 @@ typedef struct {
 } LayerActs;
 
 typedef struct {             /* decoding caches of one decoder layer (backend memory) */
-    float *k[2], *v[2];      /* self-attention keys/values [R,NH,Tc,HS], ping-pong for reorder */
-    float *st[2], *z[2];     /* linear self-attention state [R,NH,HS,HS], [R,NH,HS] */
+    float *st[2];            /* the self-attention's decoding state (attention_state_floats:
+                              * a KV cache or linear's running sums), ping-pong for reorder */
     float *ck, *cv;          /* cross-attention keys/values [R,NH,S,HS] */
 } DecCache;
 
@@ -139,10 +139,13 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     if (c->enc_layers > TF_MAXL || c->dec_layers > TF_MAXL)
         return err_set(err, "at most %d layers are supported (model.enc_layers, "
                        "model.dec_layers)", TF_MAXL);
-    if (!mha_supports(c->enc_self, 0, c->D, c->NH, "model.self_attention", why, sizeof why) ||
-        !mha_supports(c->dec_self, 1, c->D, c->NH, "model.dec_self_attention", why, sizeof why) ||
-        !mha_supports(c->cross, 0, c->D, c->NH, "model.cross_attention", why, sizeof why))
-        return err_set(err, "%s", why);
+    const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
+        {c->enc_self, ATTN_SLOT_ENC_SELF, 0}, {c->dec_self, ATTN_SLOT_DEC_SELF, 1},
+        {c->cross, ATTN_SLOT_CROSS, 0}};
+    for (int i = 0; i < 3; i++)
+        if (!attention_supports(slots[i].k, slots[i].slot, slots[i].causal, ps->be, c->D, c->D,
+                                c->NH, why, sizeof why))
+            return err_set(err, "%s", why);
     TfModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->c = *c;
@@ -596,14 +599,11 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     S = S > m->dcapS ? S : m->dcapS, Tc = Tc > m->dcapTc ? Tc : m->dcapTc;
     free_list(m->be, m->dallocs, &m->ndallocs);
     m->dcapR = R, m->dcapB = B, m->dcapS = S, m->dcapTc = Tc;
-    int D = m->D, NH = m->NH, HS = m->HS, lin = m->c.dec_self == ATTN_LINEAR;
+    int D = m->D, NH = m->NH;
     for (int l = 0; l < m->Ld; l++) {
         DecCache *c = &m->dc[l];
         memset(c, 0, sizeof *c);
-        for (int i = 0; i < 2; i++) {
-            if (lin) c->st[i] = dact(m, (size_t)R * NH * HS * HS), c->z[i] = dact(m, (size_t)R * D);
-            else c->k[i] = dact(m, (size_t)R * Tc * D), c->v[i] = dact(m, (size_t)R * Tc * D);
-        }
+        for (int i = 0; i < 2; i++) c->st[i] = dact(m, attention_state_floats(&m->dec[l].self.at, R, Tc));
         c->ck = dact(m, (size_t)R * S * D), c->cv = dact(m, (size_t)R * S * D);
     }
     m->h_rlen = xrealloc(m->h_rlen, sizeof(int) * R);
@@ -635,7 +635,7 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
 void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T) {
     const Backend *be = m->be;
     upload(m, hb, 0);
-    int B = m->B, S = m->S, R = B * K, D = m->D, NH = m->NH;
+    int B = m->B, S = m->S, R = B * K, D = m->D;
     const float *enc_in[2 * TF_MAXL];
     encoder_forward(m, 0, 0, enc_in);
     decode_reserve(m, R, B, S, max_T);
@@ -657,10 +657,7 @@ void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T)
             be->copy(m->tmp_rows, c->cv, sizeof(float) * B * row);
             be->gather_rows(c->cv, m->tmp_rows, m->d_rowmap, R, (int)row);
         }
-        if (c->st[0]) {
-            be->zero(c->st[0], sizeof(float) * (size_t)R * NH * m->HS * m->HS);
-            be->zero(c->z[0], sizeof(float) * (size_t)R * D);
-        }
+        be->zero(c->st[0], sizeof(float) * attention_state_floats(&m->dec[l].self.at, R, max_T));
     }
 }
 
@@ -684,18 +681,15 @@ static const float *step_input(TfModel *m, const Norm *ln, const float *x) {
 
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs) {
     const Backend *be = m->be;
-    int R = m->R, D = m->D, NH = m->NH, HS = m->HS, V = m->V, F = m->F;
+    int R = m->R, D = m->D, V = m->V, F = m->F;
     CHECK(t < m->Tc && t < m->capPos, "decoding past transformer_decode_begin's max_T");
     /* x = E[y] · √D + PE[t] */
     be->embedding_forward(m->x1, ids, E_tgt(m)->w, R, D);
     be->scale(m->x1, sqrtf((float)D), (size_t)R * D);
     be->bias_forward(m->x1, m->pe + (size_t)t * D, R, D);
-    int lin = m->c.dec_self == ATTN_LINEAR;
-    if (!lin) { /* the self-attention sees the t + 1 cached positions */
-        for (int i = 0; i < R; i++) m->h_step[i] = t + 1;
-        be->upload(m->d_step, m->h_step, sizeof(int) * R);
-    }
-    MhaMask self = {m->d_step, 0}, src = {m->d_rlen, 0};
+    for (int i = 0; i < R; i++) m->h_step[i] = t + 1; /* the self-attention sees t + 1 steps */
+    be->upload(m->d_step, m->h_step, sizeof(int) * R);
+    MhaMask src = {m->d_rlen, 0};
     for (int l = 0; l < m->Ld; l++) {
         const TfLayer *L = &m->dec[l];
         DecCache *c = &m->dc[l];
@@ -704,14 +698,10 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         const float *a = step_input(m, &L->ln[0], m->x1);
         mha_project_kv(&L->self, be, m->k1, m->v1, m->t1, a, R, 1);
         mha_project_q(&L->self, be, m->q1, m->t2, m->t1, a, R, 1);
-        if (lin) {
-            be->linear_attn_step(m->o1, c->st[cur], c->z[cur], m->q1, m->k1, m->v1, R, NH, HS, HS);
-        } else {
-            be->write_step(c->k[cur], m->k1, R * NH, m->Tc, t, HS);
-            be->write_step(c->v[cur], m->v1, R * NH, m->Tc, t, HS);
-            mha_attend(&L->self, be, m->o1, m->save1, m->q1, c->k[cur], c->v[cur], &self, R, 1,
-                       m->Tc, m->dwork, m->dwork_cap);
-        }
+        CHECK(mha_workspace_floats(&L->self, be, R, 1, m->Tc) <= m->dwork_cap,
+              "attention workspace too small: reserve after setting the thread count");
+        attention_decode_step(&L->self.at, be, m->o1, m->save1, c->st[cur], m->q1, m->k1, m->v1,
+                              m->d_step, R, t, m->Tc, m->dwork);
         mha_project_out(&L->self, be, m->f1, m->t1, m->o1, R, 1);
         step_residual(m, &L->ln[0], m->x1, m->f1);
         /* cross-attention over the source */
@@ -744,24 +734,16 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
 
 void transformer_decode_reorder(TfModel *m, int t, const int *parent) {
     const Backend *be = m->be;
-    int R = m->R, NH = m->NH, HS = m->HS, D = m->D, cur = m->cur;
-    if (m->c.dec_self != ATTN_LINEAR) { /* rows r·NH + h of the caches follow parent[r] */
-        be->download(m->h_parent, parent, sizeof(int) * R);
-        for (int r = 0; r < R; r++)
-            for (int h = 0; h < NH; h++) m->h_parent_bh[r * NH + h] = m->h_parent[r] * NH + h;
-        be->upload(m->d_parent_bh, m->h_parent_bh, sizeof(int) * R * NH);
-    }
+    int R = m->R, NH = m->NH, cur = m->cur;
+    /* rows r·NH + h of a per-head state follow parent[r] */
+    be->download(m->h_parent, parent, sizeof(int) * R);
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < NH; h++) m->h_parent_bh[r * NH + h] = m->h_parent[r] * NH + h;
+    be->upload(m->d_parent_bh, m->h_parent_bh, sizeof(int) * R * NH);
     for (int l = 0; l < m->Ld; l++) {
         DecCache *c = &m->dc[l];
-        if (c->st[0]) {
-            be->gather_rows(c->st[!cur], c->st[cur], parent, R, NH * HS * HS);
-            be->gather_rows(c->z[!cur], c->z[cur], parent, R, D);
-        } else { /* only the filled prefix 0..t of each row's cache */
-            be->gather_rows_strided(c->k[!cur], c->k[cur], m->d_parent_bh, R * NH, (t + 1) * HS,
-                                    m->Tc * HS);
-            be->gather_rows_strided(c->v[!cur], c->v[cur], m->d_parent_bh, R * NH, (t + 1) * HS,
-                                    m->Tc * HS);
-        }
+        attention_decode_reorder(&m->dec[l].self.at, be, c->st[!cur], c->st[cur], parent,
+                                 m->d_parent_bh, R, t, m->Tc);
     }
     m->cur = !cur;
 }
@@ -769,17 +751,17 @@ void transformer_decode_reorder(TfModel *m, int t, const int *parent) {
 const float *transformer_decode_attention(TfModel *m, int t) {
     (void)t;
     const Backend *be = m->be;
-    int R = m->R, S = m->Sd, D = m->D, NH = m->NH, HS = m->HS;
+    int R = m->R, S = m->Sd, D = m->D;
     const Mha *a = &m->dec[m->Ld - 1].cross;
     float *q = xmalloc(sizeof(float) * R * D), *k = xmalloc(sizeof(float) * (size_t)R * S * D);
     float *w = xmalloc(sizeof(float) * (size_t)R * S), *va = NULL;
     be->download(q, m->qlast, sizeof(float) * R * D);
     be->download(k, m->dc[m->Ld - 1].ck, sizeof(float) * (size_t)R * S * D);
-    if (a->v_a.w) {
+    if (a->at.v_a.w) {
         va = xmalloc(sizeof(float) * D);
-        be->download(va, a->v_a.w, sizeof(float) * D);
+        be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
-    mha_weights_host(a->kind, w, q, k, va, m->h_rlen, R, NH, HS, S);
+    mha_weights_host(a, w, q, k, va, m->h_rlen, R, S);
     be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
     free(q), free(k), free(w), free(va);
     return m->dattn;
