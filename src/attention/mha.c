@@ -150,16 +150,16 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
 /* ---------------------------------------------------------------------------------------- */
 /* attention maps                                                                           */
 
-void mha_weights_host(const Mha *a, float *w, const float *q, const float *k, const float *v_a,
-                      const int *key_len, int R, int Tk) {
-    int NH = a->NH, HS = a->HS;
+void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
+                      const float *v_a, const int *key_len, int R, int Tk) {
+    int NH = a->NH, HS = a->k_transform ? a->A : a->HS; /* the width of q and k */
     float *wh = xmalloc(sizeof(float) * (Tk > 0 ? Tk : 1));
     for (int r = 0; r < R; r++) {
         int len = key_len[r] < Tk ? key_len[r] : Tk;
         float *wr = w + (size_t)r * Tk;
         memset(wr, 0, sizeof(float) * Tk);
         for (int h = 0; h < NH && len > 0; h++) {
-            a->at.ops->weights_host(wh, q + ((size_t)r * NH + h) * HS,
+            a->ops->weights_host(wh, q + ((size_t)r * NH + h) * HS,
                                     k + ((size_t)r * NH + h) * Tk * HS,
                                     v_a ? v_a + (size_t)h * HS : NULL, len, HS);
             for (int s = 0; s < len; s++) wr[s] += wh[s] / NH;
@@ -266,4 +266,25 @@ void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, con
     if (!kbuf_width(r)) return;
     if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
     else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);
+}
+
+void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
+                      const float *enc, const int *key_len, int B, int Tk) {
+    const Attention *a = &r->at;
+    size_t nq = (size_t)B * rnn_attn_qsave_width(r);
+    size_t nk = r->kbuf ? rnn_attn_kbuf_floats(r, (long)B * Tk) : (size_t)B * Tk * a->Dk;
+    float *hq = xmalloc(sizeof(float) * nq), *hk = xmalloc(sizeof(float) * nk);
+    float *hw = xmalloc(sizeof(float) * ((size_t)B * Tk + 1)), *hv = NULL;
+    int *hl = xmalloc(sizeof(int) * B);
+    be->download(hq, qsave, sizeof(float) * nq);
+    be->download(hk, r->kbuf ? r->kbuf : enc, sizeof(float) * nk);
+    be->download(hl, key_len, sizeof(int) * B);
+    if (a->v_a.w) {
+        size_t nv = (size_t)a->NH * (a->k_transform ? a->A : a->HS);
+        hv = xmalloc(sizeof(float) * nv);
+        be->download(hv, a->v_a.w, sizeof(float) * nv);
+    }
+    mha_weights_host(a, hw, hq, hk, hv, hl, B, Tk);
+    be->upload(w, hw, sizeof(float) * (size_t)B * Tk);
+    free(hq), free(hk), free(hw), free(hv), free(hl);
 }

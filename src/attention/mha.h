@@ -112,8 +112,8 @@ void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const fl
  * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else
  * NULL). Each kind's implied weights (AttentionOps.weights_host; each sums to 1 over the
  * visible keys). */
-void mha_weights_host(const Mha *a, float *w, const float *q, const float *k, const float *v_a,
-                      const int *key_len, int R, int Tk);
+void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
+                      const float *v_a, const int *key_len, int R, int Tk);
 
 /* ---- the RNN decoder's attention (no projections around it) ----
  * q [B,Tq,Dq] decoder states, keys = values = enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
@@ -152,5 +152,11 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
                        int Tk, float *work);
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
                            int B, int Tk);
+/* The attention map of one decoding step (Tq = 1), averaged over heads: w [B,Tk] (backend
+ * memory) from qsave [B, qsave width] as rnn_attn_forward left it, the keys as rnn_attn_begin
+ * left them (enc [B,Tk,Dk]) and key_len [B]; computed on the host by the kind's weights_host
+ * (mha_weights_host). */
+void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
+                      const float *enc, const int *key_len, int B, int Tk);
 
 #endif

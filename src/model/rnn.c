@@ -75,6 +75,7 @@ struct RnnModel {
     float *d_hrec[2], *d_crec[2];                     /* [B,Hd] */
     float *attn_work;                                 /* rnn_attn_workspace floats */
     size_t attn_work_cap;
+    float *attn_map;                                  /* [B,S] decoding: recomputed weights */
     float *tmp_rows;                                  /* [B,H] reorder scratch */
     int *beam_len, *beam_idx;                         /* [B] decoding: src_len and row map */
     DecSrc dsrc;                                      /* decoding: the rows being decoded */
@@ -189,9 +190,7 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 }
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
-int rnn_has_attention(const RnnModel *m) {
-    return m->style != DEC_NONE && m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1;
-}
+int rnn_has_attention(const RnnModel *m) { return m->style != DEC_NONE; }
 
 /* What the attention saves at step t of B rows against S keys. */
 static float *step_save(RnnModel *m, int t, int B, int S) {
@@ -274,6 +273,7 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
         size_t wT = rnn_attn_workspace(&m->attn, m->be, B, T, S);
         m->attn_work_cap = w1 > wT ? w1 : wT;
         m->attn_work = act(m, m->attn_work_cap);
+        m->attn_map = act(m, (size_t)B * S);
         size_t nk = rnn_attn_kbuf_floats(&m->attn, NS);
         if (nk) m->attn.kbuf = act(m, nk), m->attn.dkbuf = act(m, nk);
     }
@@ -699,7 +699,16 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
 }
 
 const float *rnn_decode_attention(RnnModel *m, int t) {
-    return rnn_has_attention(m) ? step_save(m, t, m->dsrc.B, m->dsrc.S) : NULL;
+    if (m->style == DEC_NONE) return NULL;
+    int R = m->dsrc.B, S = m->dsrc.S;
+    if (m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1)
+        return step_save(m, t, R, S); /* the weights themselves */
+    /* no weights kept (flash, linear, efficient) or one map per head: the kind's weights of
+     * step t's query, averaged over heads, on the host */
+    rnn_attn_weights(&m->attn, m->be, m->attn_map,
+                     m->qsave + (size_t)t * R * m->H, m->dsrc.enc_out,
+                     m->dsrc.src_len, R, S);
+    return m->attn_map;
 }
 
 void rnn_free(RnnModel *m) {

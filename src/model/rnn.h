@@ -74,14 +74,13 @@ void rnn_set_stepwise(RnnModel *m, int on);
  * rnn_decode_step feeds ids[B·K] (backend memory; BOS at t = 0) and returns the backend pointer
  * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
  * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
- * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S] (NULL unless
- * rnn_has_attention). */
+ * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S] (averaged over
+ * heads; recomputed on the host for the kinds that keep none; NULL without attention). */
 void rnn_decode_begin(RnnModel *m, const RnnBatch *b, int K);
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
-/* 1 if the model has attention weights to show: a kind that keeps its weights, with one head
- * (none, and flash, linear, efficient or several heads, have no map). */
+/* 1 if the model has an attention (model.attention != none). */
 int rnn_has_attention(const RnnModel *m);
 void rnn_free(RnnModel *m);
 

@@ -761,7 +761,7 @@ const float *transformer_decode_attention(TfModel *m, int t) {
         va = xmalloc(sizeof(float) * D);
         be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
-    mha_weights_host(a, w, q, k, va, m->h_rlen, R, S);
+    mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
     be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
     free(q), free(k), free(w), free(va);
     return m->dattn;
