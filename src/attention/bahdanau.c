@@ -30,30 +30,39 @@ void attention_additive_declare(Attention *a, ParamSet *ps, const char *prefix, 
     params_declare(ps, &a->v_a, name, mat, 1, a->A, 0);
 }
 
+/* y[N,A] = x[N,D] Wᵀ, W [A,D] (W_q on the query, U on the keys) */
+static void proj_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
+                         int A, int D) {
+    be->matmul(y, x, W->w, N, A, D, 0, 1, 1.0f, 0.0f);
+}
+
+/* y = x Wᵀ  →  dW += dyᵀ x,  dx += dy W */
+static void proj_backward(const Backend *be, float *dx, const float *dy, const float *x,
+                          const Param *W, int N, int A, int D) {
+    be->matmul(W->g, dy, x, A, D, N, 1, 0, 1.0f, 1.0f);
+    be->matmul(dx, dy, W->w, N, D, A, 0, 0, 1.0f, 1.0f);
+}
+
 /* qp = q W_qᵀ  [N, A] */
 void attention_additive_query_forward(const Attention *a, const Backend *be, float *qp,
                                       const float *q, int N) {
-    be->matmul(qp, q, a->W_a.w, N, a->A, a->Dq, 0, 1, 1.0f, 0.0f);
+    proj_forward(be, qp, q, &a->W_a, N, a->A, a->Dq);
 }
 
-/* qp = q W_qᵀ  →  dW_q += dqpᵀ q,  dq += dqp W_q */
 void attention_additive_query_backward(const Attention *a, const Backend *be, float *dq,
                                        const float *dqp, const float *q, int N) {
-    be->matmul(a->W_a.g, dqp, q, a->A, a->Dq, N, 1, 0, 1.0f, 1.0f);
-    be->matmul(dq, dqp, a->W_a.w, N, a->Dq, a->A, 0, 0, 1.0f, 1.0f);
+    proj_backward(be, dq, dqp, q, &a->W_a, N, a->A, a->Dq);
 }
 
 /* kp = h̄ Uᵀ  [N, A] */
 void attention_additive_keys_forward(const Attention *a, const Backend *be, float *kp,
                                      const float *keys, int N) {
-    be->matmul(kp, keys, a->U_a.w, N, a->A, a->Dk, 0, 1, 1.0f, 0.0f);
+    proj_forward(be, kp, keys, &a->U_a, N, a->A, a->Dk);
 }
 
-/* kp = h̄ Uᵀ  →  dU += dkpᵀ h̄,  dh̄ += dkp U */
 void attention_additive_keys_backward(const Attention *a, const Backend *be, float *dkeys,
                                       const float *dkp, const float *keys, int N) {
-    be->matmul(a->U_a.g, dkp, keys, a->A, a->Dk, N, 1, 0, 1.0f, 1.0f);
-    be->matmul(dkeys, dkp, a->U_a.w, N, a->Dk, a->A, 0, 0, 1.0f, 1.0f);
+    proj_backward(be, dkeys, dkp, keys, &a->U_a, N, a->A, a->Dk);
 }
 
 /* q [B,NH,Tq,A], k [B,NH,Tk,A] (after the transforms), v [B,NH,Tk,HS]; weights saved */
@@ -92,13 +101,5 @@ void attention_additive_weights_host(float *w, const float *q, const float *k, c
     attention_softmax_host(w, e, len);
 }
 
-const AttentionOps attention_bahdanau = {
-    .kind = ATTN_BAHDANAU, .causal_ok = 1, .rnn_prev_state = 1, .save = ATTN_SAVE_WEIGHTS,
-    .op_name = "additive_attn_forward", .has_ops = attention_additive_has_ops,
-    .declare = attention_additive_declare,
-    .query_forward = attention_additive_query_forward,
-    .query_backward = attention_additive_query_backward,
-    .keys_forward = attention_additive_keys_forward,
-    .keys_backward = attention_additive_keys_backward,
-    .forward = attention_additive_forward, .backward = attention_additive_backward,
-    .weights_host = attention_additive_weights_host};
+const AttentionOps attention_bahdanau = {.kind = ATTN_BAHDANAU, .rnn_prev_state = 1,
+                                         ATTENTION_ADDITIVE_ROW};

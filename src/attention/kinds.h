@@ -45,6 +45,16 @@ void attention_additive_backward(const Attention *a, const Backend *be, float *d
                                  const int *key_len, int causal, int B, int Tq, int Tk,
                                  float *work);
 int attention_additive_has_ops(const Backend *be);
+/* The fields of a row that scores additively (bahdanau, luong_concat differ only in their kind
+ * and place in the RNN). */
+#define ATTENTION_ADDITIVE_ROW                                                                   \
+    .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS, .op_name = "additive_attn_forward",              \
+    .has_ops = attention_additive_has_ops, .declare = attention_additive_declare,               \
+    .query_forward = attention_additive_query_forward,                                          \
+    .query_backward = attention_additive_query_backward,                                        \
+    .keys_forward = attention_additive_keys_forward,                                            \
+    .keys_backward = attention_additive_keys_backward, .forward = attention_additive_forward,    \
+    .backward = attention_additive_backward, .weights_host = attention_additive_weights_host
 void attention_additive_weights_host(float *w, const float *q, const float *k, const float *v_a,
                                      int len, int HS);
 

@@ -58,13 +58,4 @@ const AttentionOps attention_luong_general = {
     .backward = attention_dot_backward, .workspace = attention_dot_workspace,
     .weights_host = luong_weights_host};
 
-const AttentionOps attention_luong_concat = {
-    .kind = ATTN_LUONG_CONCAT, .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS,
-    .op_name = "additive_attn_forward", .has_ops = attention_additive_has_ops,
-    .declare = attention_additive_declare,
-    .query_forward = attention_additive_query_forward,
-    .query_backward = attention_additive_query_backward,
-    .keys_forward = attention_additive_keys_forward,
-    .keys_backward = attention_additive_keys_backward,
-    .forward = attention_additive_forward, .backward = attention_additive_backward,
-    .weights_host = attention_additive_weights_host};
+const AttentionOps attention_luong_concat = {.kind = ATTN_LUONG_CONCAT, ATTENTION_ADDITIVE_ROW};
