@@ -10,7 +10,7 @@
  * o [B, NH, Tq, HS]; what the kind saves for backward (weights [B, NH, Tq, Tk], lse [B, NH, Tq]
  * or nothing). The Transformer calls it through mha.c (projections and heads); the RNN decoder
  * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys = values
- * = the encoder states h̄_s (mha.c's attn_rnn_* functions).
+ * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
  * efficient.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the

@@ -165,7 +165,7 @@ struct Backend {
                                    const float *v, const float *values, const float *weights,
                                    int B, int NH, int Tq, int Tk, int A, int Dv);
 
-    /* ---- efficient attention kinds (multi-head; Transformer) ----
+    /* ---- efficient attention kinds (multi-head; the Transformer and the RNN) ----
      * Layout: q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv], out[B,NH,Tq,Dv]; key_len[B] (backend
      * memory): keys at positions >= key_len[b] take no part; causal: key s is visible to query t
      * only if s <= t + (Tk − Tq) (as attn_forward). Backward passes accumulate into dq, dk, dv

@@ -1340,7 +1340,8 @@ static void add_attn_ref(double *a, double *out, double *gqp, double *gkp, doubl
         }
 }
 
-/* B rows = batch × NH heads flattened (key_len[B] per row), v[NH,A]. */
+/* B rows = B / NH batch entries × NH heads flattened (key_len per row, equal within an entry:
+ * batch_lens), v[NH,A]. */
 static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, const int *key_len,
                                int causal) {
     size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
