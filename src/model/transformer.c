@@ -1,5 +1,6 @@
-/* transformer.c — the Transformer encoder–decoder: forward, backward, incremental decoding
- * (transformer.h).
+/* transformer.c — the Transformer encoder–decoder: parameters, memory, forward, backward and the
+ * loss (transformer.h); incremental decoding is transformer_decode.c, the types both share are
+ * in transformer_internal.h.
  *
  * Legend: B batch, S source length, T target length, D model width, NH heads, HS = D/NH,
  * F feed-forward width, V vocabulary, L layers, R = B·K decoding rows, Tc cache capacity (the
@@ -9,7 +10,7 @@
  *   pre-LN:  s = u + dropout(f(LN(u))), output s
  *   post-LN: s = u + dropout(f(u)),     output LN(s)
  * with its saved activations in a Sub; sub_forward / sub_backward handle both orders. */
-#include "model/transformer.h"
+#include "model/transformer_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -17,86 +18,7 @@
 #include "data/spm.h"
 #include "rng.h"
 
-#define TF_MAXL 16
 enum { SUB_SELF, SUB_CROSS, SUB_FFN };
-
-typedef struct {
-    Param w, b; /* [D] gain and bias */
-} Norm;
-
-typedef struct {
-    Mha self, cross;         /* cross: decoder layers only */
-    Norm ln[3];              /* one per sub-layer */
-    Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
-} TfLayer;
-
-typedef struct {             /* saved activations of one sub-layer */
-    float *ln_out;           /* [N,D] pre: LN(u); post: LN(s), the output */
-    float *mean, *rstd;      /* [N] */
-    float *s;                /* [N,D] u + dropout(f) */
-    float *mask;             /* [N,D] residual dropout mask */
-} Sub;
-
-typedef struct {
-    Sub sub[3];
-    float *self_buf, *cross_buf; /* MhaActs storage */
-    float *hd;                   /* [N,F] dropout(relu(a W1ᵀ + b1)) */
-} LayerActs;
-
-typedef struct {             /* decoding caches of one decoder layer (backend memory) */
-    float *st[2];            /* the self-attention's decoding state (attention_state_floats:
-                              * a KV cache or linear's running sums), ping-pong for reorder */
-    float *ck, *cv;          /* cross-attention keys/values [R,NH,S,HS] */
-} DecCache;
-
-struct TfModel {
-    const Backend *be;
-    TfConfig c;
-    int D, NH, HS, F, V, Le, Ld, pre;
-    Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
-    Norm ln_enc, ln_dec;                  /* pre-LN: after each stack */
-    TfLayer enc[TF_MAXL], dec[TF_MAXL];
-
-    /* capacity and buffers (backend memory unless h_) */
-    int capB, capS, capT, capPos;
-    long capNS, capNT;
-    void *allocs[512];
-    int nallocs;
-    int B, S, T;                                          /* the current batch */
-    int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
-    int *h_src, *h_tin, *h_tout, *h_slen, *h_tlen;        /* host staging */
-    int *h_rows, *h_rows_tout;
-    int *d_src, *d_tin, *d_tout, *d_slen, *d_tlen;
-    int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
-    float *pe;                                            /* [capPos, D] */
-    float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
-    float *tgt_emb, *tgt_x, *tgt_mask;                    /* [NT,D] */
-    LayerActs ea[TF_MAXL], da[TF_MAXL];
-    float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
-    float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
-    float *logits, *dlogits;                              /* [NR,V] */
-    MhaScratch scr;                                       /* [max(NS,NT), D] each */
-    float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
-    float *fh1, *fh2;                                     /* [max(NS,NT), F] */
-    float *d_enc_out;                                     /* [NS,D] */
-
-    /* decoding (allocated by decode_begin, grow-only) */
-    void *dallocs[8 * TF_MAXL + 32];
-    int ndallocs;
-    int dcapR, dcapB, dcapS, dcapTc;
-    int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
-    DecCache dc[TF_MAXL];
-    int *h_rlen, *h_step, *h_parent, *h_parent_bh; /* host [R], [R], [R], [R·NH] */
-    int *d_rlen, *d_step, *d_parent_bh, *d_rowmap;
-    float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
-    float *h1;                    /* [R,F] FFN activation */
-    float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
-    float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
-    float *dwork;                 /* dwork_cap floats: the attention ops' workspace */
-    size_t dwork_cap;
-    float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
-    float *tmp_rows;              /* [B·S·D] cross keys of the B sentences before the beam copy */
-};
 
 /* ---------------------------------------------------------------------------------------- */
 /* parameters                                                                               */
@@ -166,25 +88,25 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
 
 /* The embedding tables and output matrix (one tensor when tied). */
 static const Param *E_src(const TfModel *m) { return &m->emb_src; }
-static const Param *E_tgt(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
-static const Param *W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->W_out; }
+const Param *tf_E_tgt(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
+const Param *tf_W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->W_out; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* memory                                                                                   */
 
-static void *act_in(const Backend *be, void **list, int *n, int max, size_t bytes) {
+void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes) {
     CHECK(*n < max, "too many activation buffers");
     void *p = be->alloc(bytes ? bytes : 4);
     list[(*n)++] = p;
     return p;
 }
 static float *act(TfModel *m, size_t n) {
-    return act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(float) * n);
+    return tf_act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(float) * n);
 }
 static int *iact(TfModel *m, size_t n) {
-    return act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(int) * n);
+    return tf_act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(int) * n);
 }
-static void free_list(const Backend *be, void **list, int *n) {
+void tf_free_list(const Backend *be, void **list, int *n) {
     for (int i = 0; i < *n; i++) be->free(list[i]);
     *n = 0;
 }
@@ -224,7 +146,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (T < m->capT) T = m->capT;
     if (NS < m->capNS) NS = m->capNS;
     if (NT < m->capNT) NT = m->capNT;
-    free_list(m->be, m->allocs, &m->nallocs);
+    tf_free_list(m->be, m->allocs, &m->nallocs);
     m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     m->capPos = S > T ? S : T;
     int D = m->D;
@@ -272,7 +194,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
 
 /* Transposes hb (time-major) to batch-major, counts target lengths (BOS .. y_n), expands the
  * lengths per head, and uploads. */
-static void upload(TfModel *m, const HostBatch *hb, int with_targets) {
+void tf_upload(TfModel *m, const HostBatch *hb, int with_targets) {
     const Backend *be = m->be;
     int B = hb->B, S = hb->S, T = hb->T;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
@@ -495,7 +417,7 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN). */
-static const float *encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
+const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
@@ -511,11 +433,11 @@ static const float *encoder_forward(TfModel *m, int train, uint64_t key, const f
 double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int train,
                         uint64_t key, float grad_scale) {
     const Backend *be = m->be;
-    upload(m, hb, 1);
+    tf_upload(m, hb, 1);
     int B = m->B, S = m->S, T = m->T, D = m->D, V = m->V, NS = B * S, NT = B * T;
     const float *enc_in[2 * TF_MAXL], *dec_in[3 * TF_MAXL];
-    const float *xtop = encoder_forward(m, train, key, enc_in);
-    embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, E_tgt(m), B, T,
+    const float *xtop = tf_encoder_forward(m, train, key, enc_in);
+    embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, tf_E_tgt(m), B, T,
           train ? m->c.dropout : 0.0f, site_key(key, 2));
     const float *x = stack_forward(m, 1, m->tgt_x, train, key, dec_in);
     const float *y = x;
@@ -534,7 +456,7 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
         be->gather_rows(m->g3, y, m->d_rows, R, D);
         yr = m->g3;
     }
-    be->matmul(m->logits, yr, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
+    be->matmul(m->logits, yr, tf_W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
     be->bias_forward(m->logits, m->b_out.w, R, V);
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, SPM_PAD_ID, 0.0f);
@@ -542,7 +464,7 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
                                             SPM_PAD_ID, grad_scale);
 
     /* ---------------- backward ---------------- */
-    Param *Wo = (Param *)W_out(m);
+    Param *Wo = (Param *)tf_W_out(m);
     be->matmul(Wo->g, m->dlogits, yr, V, D, R, 1, 0, 1.0f, 1.0f);
     be->bias_backward(m->b_out.g, m->dlogits, R, V);
     float *dy = m->gA;
@@ -561,7 +483,7 @@ double transformer_loss(TfModel *m, const HostBatch *hb, float smoothing, int tr
     }
     be->zero(m->d_enc_out, sizeof(float) * NS * D);
     float *dx = stack_backward(m, 1, dy, dec_in, key);
-    embed_backward(m, E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
+    embed_backward(m, tf_E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
 
     /* encoder: enc_out = LN_enc(x) (pre) or x */
     float *de = m->gA;
@@ -582,195 +504,10 @@ const float *transformer_logits(const TfModel *m, int *rows) {
     return m->logits;
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* incremental decoding                                                                     */
-
-static float *dact(TfModel *m, size_t n) {
-    return act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(float) * n);
-}
-static int *diact(TfModel *m, size_t n) {
-    return act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(int) * n);
-}
-
-/* Decoding buffers for R rows of B sentences, S source positions, Tc cached steps. */
-static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
-    if (R <= m->dcapR && B <= m->dcapB && S <= m->dcapS && Tc <= m->dcapTc) return;
-    R = R > m->dcapR ? R : m->dcapR, B = B > m->dcapB ? B : m->dcapB;
-    S = S > m->dcapS ? S : m->dcapS, Tc = Tc > m->dcapTc ? Tc : m->dcapTc;
-    free_list(m->be, m->dallocs, &m->ndallocs);
-    m->dcapR = R, m->dcapB = B, m->dcapS = S, m->dcapTc = Tc;
-    int D = m->D, NH = m->NH;
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        memset(c, 0, sizeof *c);
-        for (int i = 0; i < 2; i++) c->st[i] = dact(m, attention_state_floats(&m->dec[l].self.at, R, Tc));
-        c->ck = dact(m, (size_t)R * S * D), c->cv = dact(m, (size_t)R * S * D);
-    }
-    m->h_rlen = xrealloc(m->h_rlen, sizeof(int) * R);
-    m->h_parent = xrealloc(m->h_parent, sizeof(int) * R);
-    m->h_step = xrealloc(m->h_step, sizeof(int) * R);
-    m->h_parent_bh = xrealloc(m->h_parent_bh, sizeof(int) * R * NH);
-    m->d_rlen = diact(m, R), m->d_rowmap = diact(m, R);
-    m->d_step = diact(m, R);
-    m->d_parent_bh = diact(m, (size_t)R * NH);
-    float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
-                    &m->qlast};
-    for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, (size_t)R * D);
-    m->h1 = dact(m, (size_t)R * m->F);
-    m->lnm = dact(m, R), m->lnr = dact(m, R);
-    m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
-    m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
-    m->dattn = dact(m, (size_t)R * S);
-    m->tmp_rows = dact(m, (size_t)B * S * D);
-    m->dwork_cap = 0; /* one query against Tc cached steps or S source positions */
-    for (int l = 0; l < m->Ld; l++) {
-        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
-        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
-        m->dwork_cap = a > m->dwork_cap ? a : m->dwork_cap;
-        m->dwork_cap = b > m->dwork_cap ? b : m->dwork_cap;
-    }
-    m->dwork = dact(m, m->dwork_cap + 1);
-}
-
-void transformer_decode_begin(TfModel *m, const HostBatch *hb, int K, int max_T) {
-    const Backend *be = m->be;
-    upload(m, hb, 0);
-    int B = m->B, S = m->S, R = B * K, D = m->D;
-    const float *enc_in[2 * TF_MAXL];
-    encoder_forward(m, 0, 0, enc_in);
-    decode_reserve(m, R, B, S, max_T);
-    m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
-    for (int r = 0; r < R; r++) {
-        m->h_rlen[r] = m->h_slen[r / K];
-        m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
-    }
-    be->upload(m->d_rlen, m->h_rlen, sizeof(int) * R);
-    be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);
-    size_t row = (size_t)S * D; /* one sentence's keys (or values), all heads */
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        if (K == 1) {
-            mha_project_kv(&m->dec[l].cross, be, c->ck, c->cv, m->f, m->enc_out, B, S);
-        } else { /* project the B sentences once, then copy each to its K rows */
-            mha_project_kv(&m->dec[l].cross, be, m->tmp_rows, c->cv, m->f, m->enc_out, B, S);
-            be->gather_rows(c->ck, m->tmp_rows, m->d_rowmap, R, (int)row);
-            be->copy(m->tmp_rows, c->cv, sizeof(float) * B * row);
-            be->gather_rows(c->cv, m->tmp_rows, m->d_rowmap, R, (int)row);
-        }
-        be->zero(c->st[0], sizeof(float) * attention_state_floats(&m->dec[l].self.at, R, max_T));
-    }
-}
-
-/* x ← x + f (pre-LN) or LN(x + f) (post-LN), for one decoding step; f is consumed. */
-static void step_residual(TfModel *m, const Norm *ln, float *x, float *f) {
-    size_t n = (size_t)m->R * m->D;
-    if (m->pre) {
-        m->be->axpy(x, 1.0f, f, n);
-        return;
-    }
-    m->be->axpy(f, 1.0f, x, n);
-    m->be->layernorm_forward(x, m->lnm, m->lnr, f, ln->w.w, ln->b.w, m->R, m->D);
-}
-
-/* The sub-layer's input: LN(x) (pre-LN, into a1) or x itself. */
-static const float *step_input(TfModel *m, const Norm *ln, const float *x) {
-    if (!m->pre) return x;
-    m->be->layernorm_forward(m->a1, m->lnm, m->lnr, x, ln->w.w, ln->b.w, m->R, m->D);
-    return m->a1;
-}
-
-const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs) {
-    const Backend *be = m->be;
-    int R = m->R, D = m->D, V = m->V, F = m->F;
-    CHECK(t < m->Tc && t < m->capPos, "decoding past transformer_decode_begin's max_T");
-    /* x = E[y] · √D + PE[t] */
-    be->embedding_forward(m->x1, ids, E_tgt(m)->w, R, D);
-    be->scale(m->x1, sqrtf((float)D), (size_t)R * D);
-    be->bias_forward(m->x1, m->pe + (size_t)t * D, R, D);
-    for (int i = 0; i < R; i++) m->h_step[i] = t + 1; /* the self-attention sees t + 1 steps */
-    be->upload(m->d_step, m->h_step, sizeof(int) * R);
-    MhaMask src = {m->d_rlen, 0};
-    for (int l = 0; l < m->Ld; l++) {
-        const TfLayer *L = &m->dec[l];
-        DecCache *c = &m->dc[l];
-        int cur = m->cur;
-        /* self-attention over y_0 .. y_t */
-        const float *a = step_input(m, &L->ln[0], m->x1);
-        mha_project_kv(&L->self, be, m->k1, m->v1, m->t1, a, R, 1);
-        mha_project_q(&L->self, be, m->q1, m->t2, m->t1, a, R, 1);
-        CHECK(mha_workspace_floats(&L->self, be, R, 1, m->Tc) <= m->dwork_cap,
-              "attention workspace too small: reserve after setting the thread count");
-        attention_decode_step(&L->self.at, be, m->o1, m->save1, c->st[cur], m->q1, m->k1, m->v1,
-                              m->d_step, R, t, m->Tc, m->dwork);
-        mha_project_out(&L->self, be, m->f1, m->t1, m->o1, R, 1);
-        step_residual(m, &L->ln[0], m->x1, m->f1);
-        /* cross-attention over the source */
-        a = step_input(m, &L->ln[1], m->x1);
-        mha_project_q(&L->cross, be, m->q1, m->t2, m->t1, a, R, 1);
-        mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd,
-                   m->dwork, m->dwork_cap);
-        if (l == m->Ld - 1) be->copy(m->qlast, m->q1, sizeof(float) * R * D);
-        mha_project_out(&L->cross, be, m->f1, m->t1, m->o1, R, 1);
-        step_residual(m, &L->ln[1], m->x1, m->f1);
-        /* FFN (no dropout when decoding) */
-        a = step_input(m, &L->ln[2], m->x1);
-        be->matmul(m->h1, a, L->W1.w, R, F, D, 0, 1, 1.0f, 0.0f);
-        be->bias_relu_dropout_forward(m->h1, m->h1, L->b1.w, 0.0f, 0, R, F);
-        be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(m->f1, L->b2.w, R, D);
-        step_residual(m, &L->ln[2], m->x1, m->f1);
-    }
-    const float *y = m->x1;
-    if (m->pre) {
-        be->layernorm_forward(m->a1, m->lnm, m->lnr, m->x1, m->ln_dec.w.w, m->ln_dec.b.w, R, D);
-        y = m->a1;
-    }
-    be->matmul(m->dlog, y, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->dlog, m->b_out.w, R, V);
-    if (!log_probs) return m->dlog;
-    be->log_softmax(m->dlogp, m->dlog, R, V);
-    return m->dlogp;
-}
-
-void transformer_decode_reorder(TfModel *m, int t, const int *parent) {
-    const Backend *be = m->be;
-    int R = m->R, NH = m->NH, cur = m->cur;
-    /* rows r·NH + h of a per-head state follow parent[r] */
-    be->download(m->h_parent, parent, sizeof(int) * R);
-    for (int r = 0; r < R; r++)
-        for (int h = 0; h < NH; h++) m->h_parent_bh[r * NH + h] = m->h_parent[r] * NH + h;
-    be->upload(m->d_parent_bh, m->h_parent_bh, sizeof(int) * R * NH);
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        attention_decode_reorder(&m->dec[l].self.at, be, c->st[!cur], c->st[cur], parent,
-                                 m->d_parent_bh, R, t, m->Tc);
-    }
-    m->cur = !cur;
-}
-
-const float *transformer_decode_attention(TfModel *m, int t) {
-    (void)t;
-    const Backend *be = m->be;
-    int R = m->R, S = m->Sd, D = m->D;
-    const Mha *a = &m->dec[m->Ld - 1].cross;
-    float *q = xmalloc(sizeof(float) * R * D), *k = xmalloc(sizeof(float) * (size_t)R * S * D);
-    float *w = xmalloc(sizeof(float) * (size_t)R * S), *va = NULL;
-    be->download(q, m->qlast, sizeof(float) * R * D);
-    be->download(k, m->dc[m->Ld - 1].ck, sizeof(float) * (size_t)R * S * D);
-    if (a->at.v_a.w) {
-        va = xmalloc(sizeof(float) * D);
-        be->download(va, a->at.v_a.w, sizeof(float) * D);
-    }
-    mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
-    be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
-    free(q), free(k), free(w), free(va);
-    return m->dattn;
-}
-
 void transformer_free(TfModel *m) {
     if (!m) return;
-    free_list(m->be, m->allocs, &m->nallocs);
-    free_list(m->be, m->dallocs, &m->ndallocs);
+    tf_free_list(m->be, m->allocs, &m->nallocs);
+    tf_free_list(m->be, m->dallocs, &m->ndallocs);
     int **h[] = {&m->h_src,  &m->h_tin,         &m->h_tout, &m->h_slen, &m->h_tlen,
                  &m->h_rows, &m->h_rows_tout, &m->h_rlen, &m->h_step, &m->h_parent,
                  &m->h_parent_bh};
