@@ -85,9 +85,10 @@ int main(int argc, char **argv) {
     int *len = xmalloc(sizeof(int) * B);
     for (int b = 0; b < B; b++) len[b] = S - (b % 4);
     TIME("attention fwd (one decoder step) [B,1,S,H]", 0,
-         be->attn_forward(ctx, w, h, keys, keys, len, 1.0f, 0, B, 1, S, H, H));
+         be->attn_forward(ctx, w, h, keys, keys, len, 1.0f, 0, B, 1, 1, S, H, H));
+    float *work = randn(be, be->attn_workspace(B, 1, 1, S, H, H), &rng);
     TIME("attention bwd (one decoder step) [B,1,S,H]", 0,
-         be->attn_backward(hp, dk, dk, ctx, h, keys, keys, w, 1.0f, B, 1, S, H, H));
+         be->attn_backward(hp, dk, dk, ctx, h, keys, keys, w, 1.0f, B, 1, 1, S, H, H, work));
 
     /* self-attention at Transformer sizes: flash (src/ops/cpu/flash.c) vs materialised weights;
      * AB 2 sentences, NH 8 heads of HS 64, AT 256 positions, causal (decoder), full lengths */
@@ -99,19 +100,23 @@ int main(int argc, char **argv) {
         float *adk = randn(be, n, &rng), *adv = randn(be, n, &rng);
         float *alse = randn(be, (size_t)AB * NH * AT, &rng);
         float *aw = randn(be, (size_t)AB * NH * AT * AT, &rng);
-        int *alen = xmalloc(sizeof(int) * AB * NH);
-        for (int i = 0; i < AB * NH; i++) alen[i] = AT;
+        int *alen = xmalloc(sizeof(int) * AB);
+        for (int i = 0; i < AB; i++) alen[i] = AT;
+        size_t wf = be->flash_attn_workspace(AB, NH, AT, AT, HS, HS);
+        size_t wa = be->attn_workspace(AB, NH, AT, AT, HS, HS);
+        float *awork = randn(be, wf > wa ? wf : wa, &rng);
         float sc = 0.125f;                                  /* 1/√HS */
         double fl = 2.0 * 2.0 * AB * NH * AT * AT * HS / 2; /* q kᵀ and a v, causal half */
         TIME("flash attn fwd [2,8,256,64] causal", fl,
-             be->flash_attn_forward(ao, alse, aq, ak, av, alen, sc, 1, AB, NH, AT, AT, HS, HS));
+             be->flash_attn_forward(ao, alse, aq, ak, av, alen, sc, 1, AB, NH, AT, AT, HS, HS, awork));
         TIME("flash attn bwd [2,8,256,64] causal", 2.5 * fl,
              be->flash_attn_backward(adq, adk, adv, ago, aq, ak, av, ao, alse, alen, sc, 1, AB,
-                                     NH, AT, AT, HS, HS));
+                                     NH, AT, AT, HS, HS, awork));
         TIME("materialised attn fwd [2,8,256,64] causal", fl,
-             be->attn_forward(ao, aw, aq, ak, av, alen, sc, 1, AB * NH, AT, AT, HS, HS));
+             be->attn_forward(ao, aw, aq, ak, av, alen, sc, 1, AB, NH, AT, AT, HS, HS));
         TIME("materialised attn bwd [2,8,256,64] causal", 2.0 * fl,
-             be->attn_backward(adq, adk, adv, ago, aq, ak, av, aw, sc, AB * NH, AT, AT, HS, HS));
+             be->attn_backward(adq, adk, adv, ago, aq, ak, av, aw, sc, AB, NH, AT, AT, HS, HS,
+                               awork));
         free(alen);
     }
     return 0;

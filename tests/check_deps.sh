@@ -37,8 +37,6 @@ allowed() { # allowed LAYER → the layers it may include
 # Includes other branches of issue 12 remove (batch-major TokenBatch in core/tokens.h, attention
 # rows without model/params.h); the lead deletes each line here as its branch is merged.
 PENDING="
-attention/mha.h model/params.h
-attention/rnn_attention.h model/params.h
 "
 
 layer_of() { # layer_of PATH-RELATIVE-TO-src

@@ -1,16 +1,28 @@
-/* attention.h — attention kinds, switchable from the config (DESIGN.md §4).
+/* attention.h — the attention table: every kind, for every model and slot (DESIGN.md §4).
  *
- * Legend: B batch, NH heads, Tq query positions, Tk key positions, HS head size,
- * H decoder hidden size, Hk key/value size (the encoder output size).
+ * Legend: B batch (rows), NH heads, Tq query positions, Tk key positions, HS head size,
+ * Dq query width, Dk key/value width (the merged heads: Dk = NH·HS), A additive score size,
+ * R decoding rows, Tcap cached positions.
  *
  * One calling convention for all kinds: queries q [B, NH, Tq, HS], keys k [B, NH, Tk, HS],
- * values v [B, NH, Tk, HS], key lengths (padding mask) and a causal flag; output [B, NH, Tq, HS],
- * weights [B, NH, Tq, Tk] optional. The RNN decoder calls with NH = 1 and Tq = 1 per step.
+ * values v [B, NH, Tk, HS], key_len [B] (backend memory; NULL = all keys visible) and a causal
+ * flag (key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq); output
+ * o [B, NH, Tq, HS]; what the kind saves for backward (weights [B, NH, Tq, Tk], lse [B, NH, Tq]
+ * or nothing). The Transformer calls it through mha.c (projections and heads); the RNN decoder
+ * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys = values
+ * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
+ *
+ * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
+ * efficient.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
+ * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
+ * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  */
 #ifndef TRAINER_ATTENTION_H
 #define TRAINER_ATTENTION_H
 
 #include "common.h"
+#include "model/params.h"
+#include "ops/ops.h"
 
 typedef enum AttentionKind {
     ATTN_NONE = 0,
@@ -30,5 +42,150 @@ extern const char *const attention_kind_names[ATTN_KIND_COUNT];
 
 /* Parses a config name into *kind. Errors: unknown name → message listing the valid names. */
 Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err);
+
+/* Where an attention serves; each slot is one config key. */
+typedef enum AttentionSlot {
+    ATTN_SLOT_RNN,      /* model.attention: the RNN decoder over the encoder states */
+    ATTN_SLOT_ENC_SELF, /* model.self_attention: the Transformer encoder */
+    ATTN_SLOT_DEC_SELF, /* model.dec_self_attention: the Transformer decoder (causal) */
+    ATTN_SLOT_CROSS,    /* model.cross_attention: the Transformer decoder over the encoder */
+    ATTN_SLOT_COUNT
+} AttentionSlot;
+
+/* The config key of each slot ("model.attention", ...). */
+extern const char *const attention_slot_keys[ATTN_SLOT_COUNT];
+
+typedef enum { ATTN_SAVE_NONE, ATTN_SAVE_WEIGHTS, ATTN_SAVE_LSE } AttentionSave;
+
+typedef struct AttentionOps AttentionOps;
+
+/* One attention: its kind's row, sizes and the parameters the kind owns (backend memory). */
+typedef struct {
+    AttentionKind kind;
+    const AttentionOps *ops;
+    int NH, HS;     /* heads and head size */
+    int Dq, Dk;     /* query width (before the kind's query transform) and key width */
+    int own_proj;   /* 1: no projections around (the RNN): the additive kinds own W_q and U */
+    int A;          /* additive score size (A = HS with projections around, Dq without) */
+    int q_transform, k_transform; /* the kind transforms the query / keys (set by its declare) */
+    Param W_a;      /* luong_general: [Dq, Dk] (q' = q W_a); additive own_proj: W_q [A, Dq] */
+    Param U_a;      /* additive own_proj: U [A, Dk] */
+    Param v_a;      /* additive: [A] (own_proj) or [NH, HS] */
+} Attention;
+
+/* One row of the table. Functions that a kind does not need are NULL. Backward functions
+ * ACCUMULATE into their gradients (ops.h). */
+struct AttentionOps {
+    AttentionKind kind;
+    int causal_ok;       /* has a causal form */
+    int multi_head;      /* the RNN splits model.heads heads for it (else it uses one head) */
+    int rnn_prev_state;  /* in the RNN, the query is s_{t−1} and c_t feeds the RNN input
+                          * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
+    int scaled;          /* dot-product scores scaled by 1/√HS (Vaswani et al. 2017 eq. 1) */
+    AttentionSave save;  /* what forward saves for backward and for attention maps */
+    const OpKind *ops;   /* the backend ops the kind calls (training and decoding) */
+    int nops;
+    /* Extra conditions on the sizes (e.g. luong_dot: Dq = Dk); 1 if fine, else 0 and a reason
+     * (without the key) in why. */
+    int (*sizes_ok)(int Dq, int Dk, char *why, size_t why_len);
+    /* Declares the kind's own parameters (W_a, U_a, v_a) under prefix; mat: the init of its
+     * matrices (the model's convention). */
+    void (*declare)(Attention *a, ParamSet *ps, const char *prefix, ParamInit mat);
+    /* The kind's transform of the merged query: qp[N, Dk or A] from q[N, Dq] (luong_general
+     * q W_a, additive own_proj q W_qᵀ), and its backward: dq[N, Dq] += …, parameter gradients. */
+    void (*query_forward)(const Attention *a, const Backend *be, float *qp, const float *q, int N);
+    void (*query_backward)(const Attention *a, const Backend *be, float *dq, const float *dqp,
+                           const float *q, int N);
+    /* The kind's transform of the keys (additive own_proj: kp[N, A] = keys U_aᵀ) and its
+     * backward: dkeys[N, Dk] += dkp U_a, dU_a += dkpᵀ keys. */
+    void (*keys_forward)(const Attention *a, const Backend *be, float *kp, const float *keys,
+                         int N);
+    void (*keys_backward)(const Attention *a, const Backend *be, float *dkeys, const float *dkp,
+                          const float *keys, int N);
+    /* o [B,NH,Tq,HS] (overwritten) and save from q (after query_forward, split into heads),
+     * k, v; work: workspace() floats. */
+    void (*forward)(const Attention *a, const Backend *be, float *o, float *save, const float *q,
+                    const float *k, const float *v, const int *key_len, int causal, int B,
+                    int Tq, int Tk, float *work);
+    /* Accumulates dq, dk, dv (heads; dk may equal dv when k == v) and the kind's parameter
+     * gradients. */
+    void (*backward)(const Attention *a, const Backend *be, float *dq, float *dk, float *dv,
+                     const float *dout, const float *o, const float *save, const float *q,
+                     const float *k, const float *v, const int *key_len, int causal, int B,
+                     int Tq, int Tk, float *work);
+    /* Floats of workspace forward and backward need (depends on the thread count). */
+    size_t (*workspace)(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+    /* Decoding state of a causal self-attention, one query per step (NULL: a KV cache, keys and
+     * values [R, NH, Tcap, HS] each, appended per step; attention.c). linear: the running sums
+     * of Katharopoulos et al. 2020 §3.4, constant in t. */
+    size_t (*state_floats)(const Attention *a, int R, int Tcap);
+    void (*decode_step)(const Attention *a, const Backend *be, float *o, float *save, float *state,
+                        const float *q, const float *k, const float *v, const int *step_len,
+                        int R, int t, int Tcap, float *work);
+    /* dst = src with row r taken from row parent[r] (parent [R] backend memory; parent_bh
+     * [R·NH]: parent[r]·NH + h) after step t. */
+    void (*decode_reorder)(const Attention *a, const Backend *be, float *dst, const float *src,
+                           const int *parent, const int *parent_bh, int R, int t, int Tcap);
+    /* Host-side weights of one query against len keys for attention maps: w[s] for s < len,
+     * summing to 1, from one head's q [HS] and k [len, HS] (after query_forward), v_a [HS] of
+     * that head (additive) or NULL. The softmax for the softmax kinds; φ(q)·φ(k_s) / Σ for
+     * linear; ρ_q(q)·ρ_k(k)_s for efficient. */
+    void (*weights_host)(float *w, const float *q, const float *k, const float *v_a, int len,
+                         int HS);
+};
+
+/* The row of kind (NULL for ATTN_NONE). */
+const AttentionOps *attention_row(AttentionKind kind);
+/* Writes the backend ops kind calls (training and decoding) to ops[] (room for OP_COUNT) and
+ * returns their number; 0 for ATTN_NONE. A model lists them so that a backend lacking one is
+ * refused before training (backend_require_ops). */
+int attention_ops_used(AttentionKind kind, OpKind *ops);
+
+/* The one answer to "can kind serve in slot here?": 1, or 0 with the message in why, which
+ * names the slot's config key, the kind, the reason and what to set instead. causal: the slot
+ * is causal (the decoder self-attention); Dq, Dk the query and key widths; NH the heads the slot
+ * would use (the Transformer's model.heads; for the RNN model.heads, used by the multi-head
+ * kinds only); be: checked for the kind's ops (NULL: not checked). */
+int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
+                       int Dq, int Dk, int NH, char *why, size_t why_len);
+
+/* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
+ * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
+ * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. */
+void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
+                       int Dq, int Dk, int NH, int own_proj, ParamInit mat);
+
+/* Floats forward saves for B·Tq query rows against Tk keys (weights, lse or 0). */
+size_t attention_save_floats(const Attention *a, long BTq, int Tk);
+/* Floats of workspace of one call (forward and backward). */
+size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+/* Width of the query after the kind's transform (Dk, or A for additive own_proj). */
+int attention_query_width(const Attention *a);
+
+/* The row's query transform, or a copy when the kind has none: qp [N, query width]. */
+void attention_query_forward(const Attention *a, const Backend *be, float *qp, const float *q,
+                             int N);
+/* Backward of attention_query_forward: dq [N, Dq] += …. */
+void attention_query_backward(const Attention *a, const Backend *be, float *dq,
+                              const float *dqp, const float *q, int N);
+/* The row's forward / backward (see AttentionOps), work: attention_workspace floats. */
+void attention_forward(const Attention *a, const Backend *be, float *o, float *save,
+                       const float *q, const float *k, const float *v, const int *key_len,
+                       int causal, int B, int Tq, int Tk, float *work);
+void attention_backward(const Attention *a, const Backend *be, float *dq, float *dk, float *dv,
+                        const float *dout, const float *o, const float *save, const float *q,
+                        const float *k, const float *v, const int *key_len, int causal, int B,
+                        int Tq, int Tk, float *work);
+
+/* Decoding state (causal self-attention, one query per step): floats of one copy for R rows
+ * and Tcap steps; one step (k, v [R, NH, 1, HS] of the new position; step_len [R] = t + 1 in
+ * backend memory); the beam reorder. The state must be zero before step 0. */
+size_t attention_state_floats(const Attention *a, int R, int Tcap);
+void attention_decode_step(const Attention *a, const Backend *be, float *o, float *save,
+                           float *state, const float *q, const float *k, const float *v,
+                           const int *step_len, int R, int t, int Tcap, float *work);
+void attention_decode_reorder(const Attention *a, const Backend *be, float *dst,
+                              const float *src, const int *parent, const int *parent_bh, int R,
+                              int t, int Tcap);
 
 #endif

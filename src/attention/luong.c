@@ -1,67 +1,61 @@
-/* luong.c — Luong et al. 2015 attention for the RNN decoder: the dot and general scores of eq. 8
- * on the current decoder state h_t, weights by eq. 7, context c_t = Σ_s a_t(s) h̄_s.
- * general: score(h_t, h̄_s) = h_tᵀ W_a h̄_s = (h_t W_a) · h̄_s — the query is projected once per
- * step (B·Hq·Hk) instead of projecting every source state. */
+/* luong.c — the score functions of Luong et al. 2015 eq. 8, weights by eq. 7:
+ *   dot      h_tᵀ h̄_s                 the dot-product core of sdp.c, unscaled
+ *   general  h_tᵀ W_a h̄_s = (h_t W_a)·h̄_s: the query is transformed once per call
+ *            (B·Tq·Dq·Dk) instead of every key; W_a [Dq, Dk]
+ *   concat   v_aᵀ tanh(W_a [h_t; h̄_s]): the additive score of bahdanau.c
+ * In the RNN the query is the current top state h_t (§3.1) and h̃_t = tanh(W_c [c_t; h_t])
+ * (eq. 5, model/rnn.c); in the Transformer these serve any slot on the projected heads. */
 #include <stdio.h>
 
-#include "attention/rnn_attention.h"
+#include "attention/kinds.h"
 
-static int luong_dot_supports(int Hq, int Hk, char *why, size_t n) {
-    if (Hq == Hk) return 1;
-    snprintf(why, n, "luong_dot needs the decoder hidden size (%d) to equal the encoder output "
-             "size (%d); use luong_general", Hq, Hk);
+static int luong_dot_sizes_ok(int Dq, int Dk, char *why, size_t n) {
+    if (Dq == Dk) return 1;
+    snprintf(why, n, "luong_dot needs the query width (%d) to equal the key width (%d); use "
+             "luong_general", Dq, Dk);
     return 0;
 }
-static int luong_general_supports(int Hq, int Hk, char *why, size_t n) {
-    (void)Hq, (void)Hk, (void)why, (void)n;
-    return 1;
-}
-static void luong_dot_declare(RnnAttention *a, ParamSet *ps, const char *prefix) {
-    (void)a, (void)ps, (void)prefix;
-}
-static void luong_general_declare(RnnAttention *a, ParamSet *ps, const char *prefix) {
-    char name[96];
+
+static void luong_general_declare(Attention *a, ParamSet *ps, const char *prefix,
+                                  ParamInit mat) {
+    char name[128];
+    a->q_transform = 1;
     snprintf(name, sizeof name, "%s.W_a", prefix);
-    params_declare(ps, &a->W_a, name, INIT_UNIFORM, 2, a->Hq, a->Hk);
+    params_declare(ps, &a->W_a, name, mat, 2, a->Dq, a->Dk);
 }
 
-static void luong_forward(const RnnAttention *a, const Backend *be, float *ctx, float *weights,
-                          float *qsave, const float *q, const float *keys, const int *key_len,
-                          int B, int Tq, int Tk) {
-    if (a->kind == ATTN_LUONG_GENERAL) /* q' = h_t W_a   [B·Tq, Hk] */
-        be->matmul(qsave, q, a->W_a.w, B * Tq, a->Hk, a->Hq, 0, 0, 1.0f, 0.0f);
-    else
-        be->copy(qsave, q, sizeof(float) * (size_t)B * Tq * a->Hk);
-    /* a_t = softmax_s(q'·h̄_s) over s < len; c_t = Σ a_t(s) h̄_s */
-    be->attn_forward(ctx, weights, qsave, keys, keys, key_len, 1.0f, 0, B, Tq, Tk, a->Hk, a->Hk);
+/* q' = q W_a  [N, Dk] */
+static void luong_general_query_forward(const Attention *a, const Backend *be, float *qp,
+                                        const float *q, int N) {
+    be->matmul(qp, q, a->W_a.w, N, a->Dk, a->Dq, 0, 0, 1.0f, 0.0f);
 }
 
-static void luong_backward(const RnnAttention *a, const Backend *be, float *dq, float *dkeys,
-                           const float *dctx, const float *q, const float *qsave,
-                           const float *keys, const float *weights, int B, int Tq, int Tk,
-                           float *work) {
-    float *dqsave = work; /* [B·Tq, Hk] */
-    be->zero(dqsave, sizeof(float) * (size_t)B * Tq * a->Hk);
-    be->attn_backward(dqsave, dkeys, dkeys, dctx, qsave, keys, keys, weights, 1.0f, B, Tq, Tk,
-                      a->Hk, a->Hk);
-    if (a->kind == ATTN_LUONG_GENERAL) {
-        /* q' = h W_a  →  dW_a += hᵀ dq',  dh += dq' W_aᵀ */
-        be->matmul(a->W_a.g, q, dqsave, a->Hq, a->Hk, B * Tq, 1, 0, 1.0f, 1.0f);
-        be->matmul(dq, dqsave, a->W_a.w, B * Tq, a->Hq, a->Hk, 0, 1, 1.0f, 1.0f);
-    } else {
-        be->axpy(dq, 1.0f, dqsave, (size_t)B * Tq * a->Hk);
-    }
+/* q' = q W_a  →  dW_a += qᵀ dq',  dq += dq' W_aᵀ */
+static void luong_general_query_backward(const Attention *a, const Backend *be, float *dq,
+                                         const float *dqp, const float *q, int N) {
+    be->matmul(a->W_a.g, q, dqp, a->Dq, a->Dk, N, 1, 0, 1.0f, 1.0f);
+    be->matmul(dq, dqp, a->W_a.w, N, a->Dq, a->Dk, 0, 1, 1.0f, 1.0f);
 }
 
-static size_t luong_workspace(int B, int Tq, int Hq, int Hk) {
-    (void)Hq;
-    return (size_t)B * Tq * Hk;
+static void luong_weights_host(float *w, const float *q, const float *k, const float *v_a,
+                               int len, int HS) {
+    (void)v_a;
+    attention_dot_weights_host(w, q, k, len, HS, 1.0f);
 }
 
-const RnnAttentionOps rnn_attention_luong_dot = {
-    .kind = ATTN_LUONG_DOT, .supports = luong_dot_supports, .declare = luong_dot_declare,
-    .forward = luong_forward, .backward = luong_backward, .workspace = luong_workspace};
-const RnnAttentionOps rnn_attention_luong_general = {
-    .kind = ATTN_LUONG_GENERAL, .supports = luong_general_supports,
-    .declare = luong_general_declare, .forward = luong_forward, .backward = luong_backward,
-    .workspace = luong_workspace};
+const AttentionOps attention_luong_dot = {
+    .kind = ATTN_LUONG_DOT, .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS,
+    .ops = attention_dot_ops, .nops = 3,
+    .sizes_ok = luong_dot_sizes_ok, .forward = attention_dot_forward,
+    .backward = attention_dot_backward, .workspace = attention_dot_workspace,
+    .weights_host = luong_weights_host};
+
+const AttentionOps attention_luong_general = {
+    .kind = ATTN_LUONG_GENERAL, .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS,
+    .ops = attention_dot_ops, .nops = 3,
+    .declare = luong_general_declare, .query_forward = luong_general_query_forward,
+    .query_backward = luong_general_query_backward, .forward = attention_dot_forward,
+    .backward = attention_dot_backward, .workspace = attention_dot_workspace,
+    .weights_host = luong_weights_host};
+
+const AttentionOps attention_luong_concat = {.kind = ATTN_LUONG_CONCAT, ATTENTION_ADDITIVE_ROW};

@@ -1,154 +1,22 @@
-/* mha.c — multi-head attention with switchable kinds (mha.h): the projections, and one row per
- * kind in the table below (the core attention on heads, forward and backward, and what it
- * saves). The heavy lifting of each kind is a backend op (ops/ops.h); a row only names it.
+/* mha.c — the projections and heads around the attention table (mha.h): multi-head attention
+ * for the Transformer (Vaswani et al. 2017 §3.2.2) and the RNN decoder's attention without
+ * projections. What happens between the heads is the kind's row (attention.h).
  *
  * Legend: B batch, Tq / Tk query / key positions, D model width, NH heads, HS head size,
- * Nq = B·Tq and Nk = B·Tk rows of the merged [·, D] layout. */
+ * Nq = B·Tq and Nk = B·Tk rows of the merged [·, D] layout; RNN: Dq decoder width, Dk encoder
+ * output width, A additive score size. */
 #include "attention/mha.h"
 
-#include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------------------------------- */
-/* the kinds                                                                                */
-
-/* One kind's core attention on heads: q [B,NH,Tq,HS] (luong_general: already times W_a),
- * k, v [B,NH,Tk,HS] → o [B,NH,Tq,HS]; save holds what backward needs besides q, k, v, o. */
-typedef struct {
-    AttentionKind kind;
-    int causal_ok; /* has a causal form */
-    enum { SAVE_NONE, SAVE_WEIGHTS, SAVE_LSE } save;
-    void (*forward)(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk);
-    /* Accumulates dq, dk, dv (heads) and the kind's own parameter gradients. */
-    void (*backward)(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                     const float *dout, const float *o, const float *save, const float *q,
-                     const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk);
-} MhaKind;
-
-static float dot_scale(const Mha *a) { /* Vaswani: 1/√HS; Luong's dot and general: 1 */
-    return a->kind == ATTN_SDP || a->kind == ATTN_FLASH ? 1.0f / sqrtf((float)a->HS) : 1.0f;
-}
-
-/* sdp, luong_dot, luong_general: softmax(scale · q kᵀ) v with the weights materialised. */
-static void dot_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    be->attn_forward(o, save, q, k, v, m->key_len_bh, dot_scale(a), m->causal, B * a->NH, Tq, Tk,
-                     a->HS, a->HS);
-}
-static void dot_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                    const float *dout, const float *o, const float *save, const float *q,
-                    const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    (void)o, (void)m;
-    be->attn_backward(dq, dk, dv, dout, q, k, v, save, dot_scale(a), B * a->NH, Tq, Tk, a->HS,
-                      a->HS);
-}
-
-/* flash (Dao et al. 2022): the same function, no Tq×Tk matrix; saves lse. */
-static void flash_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    be->flash_attn_forward(o, save, q, k, v, m->key_len, dot_scale(a), m->causal, B, a->NH, Tq,
-                           Tk, a->HS, a->HS);
-}
-static void flash_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                      const float *dout, const float *o, const float *save, const float *q,
-                      const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    be->flash_attn_backward(dq, dk, dv, dout, q, k, v, o, save, m->key_len, dot_scale(a),
-                            m->causal, B, a->NH, Tq, Tk, a->HS, a->HS);
-}
-
-/* linear (Katharopoulos et al. 2020): nothing saved; the backward recomputes the state. */
-static void linear_fwd(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    (void)save;
-    be->linear_attn_forward(o, q, k, v, m->key_len, m->causal, B, a->NH, Tq, Tk, a->HS, a->HS);
-}
-static void linear_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                       const float *dout, const float *o, const float *save, const float *q,
-                       const float *k, const float *v, const MhaMask *m, int B, int Tq, int Tk) {
-    (void)o, (void)save;
-    be->linear_attn_backward(dq, dk, dv, dout, q, k, v, m->key_len, m->causal, B, a->NH, Tq, Tk,
-                             a->HS, a->HS);
-}
-
-/* efficient (Shen et al. 2021): non-causal only (mha_supports refuses the causal slot). */
-static void efficient_fwd(const Mha *a, const Backend *be, float *o, float *save,
-                          const float *q, const float *k, const float *v, const MhaMask *m, int B,
-                          int Tq, int Tk) {
-    (void)save;
-    be->efficient_attn_forward(o, q, k, v, m->key_len, B, a->NH, Tq, Tk, a->HS, a->HS);
-}
-static void efficient_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                          const float *dout, const float *o, const float *save, const float *q,
-                          const float *k, const float *v, const MhaMask *m, int B, int Tq,
-                          int Tk) {
-    (void)o, (void)save;
-    be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, m->key_len, B, a->NH, Tq, Tk, a->HS,
-                                a->HS);
-}
-
-/* bahdanau, luong_concat: e = v_hᵀ tanh(q_h + k_h) per head; weights saved. */
-static void additive_fwd(const Mha *a, const Backend *be, float *o, float *save,
-                         const float *q, const float *k, const float *v, const MhaMask *m, int B,
-                         int Tq, int Tk) {
-    be->additive_attn_forward(o, save, q, k, a->v_a.w, v, m->key_len_bh, m->causal, B * a->NH,
-                              a->NH, Tq, Tk, a->HS, a->HS);
-}
-static void additive_bwd(const Mha *a, const Backend *be, float *dq, float *dk, float *dv,
-                         const float *dout, const float *o, const float *save, const float *q,
-                         const float *k, const float *v, const MhaMask *m, int B, int Tq,
-                         int Tk) {
-    (void)o, (void)m;
-    be->additive_attn_backward(dq, dk, a->v_a.g, dv, dout, q, k, a->v_a.w, v, save, B * a->NH,
-                               a->NH, Tq, Tk, a->HS, a->HS);
-}
-
-static const MhaKind KINDS[] = {
-    {ATTN_SDP, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_FLASH, 1, SAVE_LSE, flash_fwd, flash_bwd},
-    {ATTN_LINEAR, 1, SAVE_NONE, linear_fwd, linear_bwd},
-    {ATTN_EFFICIENT, 0, SAVE_NONE, efficient_fwd, efficient_bwd},
-    {ATTN_LUONG_DOT, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_LUONG_GENERAL, 1, SAVE_WEIGHTS, dot_fwd, dot_bwd},
-    {ATTN_BAHDANAU, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd},
-    {ATTN_LUONG_CONCAT, 1, SAVE_WEIGHTS, additive_fwd, additive_bwd},
-};
-
-static const MhaKind *kind_row(AttentionKind k) {
-    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
-        if (KINDS[i].kind == k) return &KINDS[i];
-    return NULL;
-}
-
-int mha_supports(AttentionKind kind, int causal, int D, int NH, const char *slot, char *why,
-                 size_t why_len) {
-    const MhaKind *r = kind_row(kind);
-    if (!r) {
-        snprintf(why, why_len, "%s = %s: a Transformer attention needs a kind (sdp, flash, "
-                 "linear, efficient, luong_dot, luong_general, luong_concat or bahdanau)", slot,
-                 attention_kind_names[kind]);
-        return 0;
-    }
-    if (causal && !r->causal_ok) {
-        snprintf(why, why_len, "%s = %s: efficient attention (Shen et al. 2021) normalises each "
-                 "key column over the whole sequence, so it has no causal form for the decoder's "
-                 "self-attention; set model.dec_self_attention to sdp, flash or linear", slot,
-                 attention_kind_names[kind]);
-        return 0;
-    }
-    if (NH < 1 || D % NH) {
-        snprintf(why, why_len, "model.heads = %d must divide model.d_model = %d", NH, D);
-        return 0;
-    }
-    return 1;
-}
+/* Transformer: parameters and memory                                                       */
 
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
                  int causal) {
     char n[96];
     memset(a, 0, sizeof *a);
-    a->kind = kind, a->D = D, a->NH = NH, a->HS = D / NH, a->causal = causal;
-    CHECK(kind_row(kind) && D % NH == 0, "mha_declare: check mha_supports first");
+    a->D = D, a->NH = NH, a->HS = D / NH, a->causal = causal;
     struct { Param *p; const char *s; int mat; } t[] = {
         {&a->W_q, "W_q", 1}, {&a->b_q, "b_q", 0}, {&a->W_k, "W_k", 1}, {&a->b_k, "b_k", 0},
         {&a->W_v, "W_v", 1}, {&a->b_v, "b_v", 0}, {&a->W_o, "W_o", 1}, {&a->b_o, "b_o", 0}};
@@ -157,26 +25,15 @@ void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, i
         if (t[i].mat) params_declare(ps, t[i].p, n, INIT_XAVIER, 2, D, D);
         else params_declare(ps, t[i].p, n, INIT_ZERO, 1, D, 0);
     }
-    if (kind == ATTN_LUONG_GENERAL) {
-        snprintf(n, sizeof n, "%s.W_a", prefix);
-        params_declare(ps, &a->W_a, n, INIT_XAVIER, 2, D, D);
-    }
-    if (kind == ATTN_BAHDANAU || kind == ATTN_LUONG_CONCAT) {
-        snprintf(n, sizeof n, "%s.v_a", prefix);
-        params_declare(ps, &a->v_a, n, INIT_XAVIER, 2, NH, a->HS);
-    }
+    attention_declare(&a->at, ps, prefix, kind, D, D, NH, 0, INIT_XAVIER);
 }
 
-/* Floats saved by the kind for NQ = B·Tq query rows against Tk keys. */
-static size_t save_floats(const Mha *a, long NQ, int Tk) {
-    const MhaKind *r = kind_row(a->kind);
-    return r->save == SAVE_WEIGHTS ? (size_t)NQ * a->NH * Tk
-           : r->save == SAVE_LSE   ? (size_t)NQ * a->NH
-                                   : 0;
+size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk) {
+    return attention_workspace(&a->at, be, B, Tq, Tk);
 }
 
 size_t mha_acts_floats(const Mha *a, long NQ, long NK, int Tk_max) {
-    return (4 * (size_t)NQ + 2 * (size_t)NK) * a->D + save_floats(a, NQ, Tk_max);
+    return (4 * (size_t)NQ + 2 * (size_t)NK) * a->D + attention_save_floats(&a->at, NQ, Tk_max);
 }
 
 void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int Tk) {
@@ -187,11 +44,11 @@ void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int 
     acts->v = buf, buf += nk;
     acts->o = buf, buf += nq;
     acts->om = buf, buf += nq;
-    acts->save = save_floats(a, (long)B * Tq, Tk) ? buf : NULL;
+    acts->save = attention_save_floats(&a->at, (long)B * Tq, Tk) ? buf : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* projections                                                                              */
+/* Transformer: projections                                                                 */
 
 /* y[N,D] = x W_ᵀ + b */
 static void linear(const Backend *be, float *y, const float *x, const Param *W, const Param *b,
@@ -209,8 +66,12 @@ static void linear_backward(const Backend *be, float *dx, const float *dy, const
 }
 
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk) {
-    kind_row(a->kind)->forward(a, be, o, save, q, k, v, mask, B, Tq, Tk);
+                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk,
+                float *work, size_t work_cap) {
+    CHECK(mha_workspace_floats(a, be, B, Tq, Tk) <= work_cap,
+          "attention workspace too small: reserve after setting the thread count");
+    attention_forward(&a->at, be, o, save, q, k, v, mask->key_len, mask->causal, B, Tq, Tk,
+                      work);
 }
 
 void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *tmp,
@@ -218,8 +79,8 @@ void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *
     int D = a->D, Nq = B * Tq;
     linear(be, qm, xq, &a->W_q, &a->b_q, Nq, D); /* q = xq W_qᵀ + b_q */
     const float *src = qm;
-    if (a->kind == ATTN_LUONG_GENERAL) { /* q' = q W_a */
-        be->matmul(tmp, qm, a->W_a.w, Nq, D, D, 0, 0, 1.0f, 0.0f);
+    if (a->at.q_transform) { /* the kind's own query transform (luong_general: q W_a) */
+        attention_query_forward(&a->at, be, tmp, qm, Nq);
         src = tmp;
     }
     be->permute0213_forward(q, src, B, Tq, a->NH, a->HS); /* [B,Tq,NH,HS] → [B,NH,Tq,HS] */
@@ -245,7 +106,8 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
                  MhaScratch *scr) {
     mha_project_q(a, be, acts->q, acts->qm, scr->m1, xq, B, Tq);
     mha_project_kv(a, be, acts->k, acts->v, scr->m2, xkv, B, Tk);
-    mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk);
+    mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk, scr->work,
+               scr->work_cap);
     mha_project_out(a, be, out, acts->om, acts->o, B, Tq);
 }
 
@@ -263,15 +125,15 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
     be->permute0213_backward(dO, dom, B, NH, Tq, HS);
     /* o = attend(q, k, v) */
     be->zero(dq, bq), be->zero(dk, bk), be->zero(dv, bk);
-    kind_row(a->kind)->backward(a, be, dq, dk, dv, dO, acts->o, acts->save, acts->q, acts->k,
-                                acts->v, mask, B, Tq, Tk);
-    /* q = split(q'), q' = qm W_a (general) or qm */
+    attention_backward(&a->at, be, dq, dk, dv, dO, acts->o, acts->save, acts->q, acts->k, acts->v,
+                       mask->key_len, mask->causal, B, Tq, Tk, scr->work);
+    /* q = split(q'), q' = the kind's transform of qm (luong_general: qm W_a), or qm */
     float *dqm = scr->m1;
     be->zero(dqm, bq);
     be->permute0213_backward(dqm, dq, B, Tq, NH, HS);
-    if (a->kind == ATTN_LUONG_GENERAL) { /* dW_a += qmᵀ dq', dqm = dq' W_aᵀ */
-        be->matmul(a->W_a.g, acts->qm, dqm, D, D, Nq, 1, 0, 1.0f, 1.0f);
-        be->matmul(scr->m2, dqm, a->W_a.w, Nq, D, D, 0, 1, 1.0f, 0.0f);
+    if (a->at.q_transform) {
+        be->zero(scr->m2, bq);
+        attention_query_backward(&a->at, be, scr->m2, dqm, acts->qm, Nq);
         dqm = scr->m2;
     }
     linear_backward(be, dxq, dqm, xq, &a->W_q, &a->b_q, Nq, D); /* qm = xq W_qᵀ + b_q */
@@ -288,63 +150,141 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
 /* ---------------------------------------------------------------------------------------- */
 /* attention maps                                                                           */
 
-static float phi_host(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
-
-void mha_weights_host(AttentionKind kind, float *w, const float *q, const float *k,
-                      const float *v_a, const int *key_len, int R, int NH, int HS, int Tk) {
-    float *e = xmalloc(sizeof(float) * (Tk > 0 ? Tk : 1));
-    float *P = xmalloc(sizeof(float) * HS), *mx = xmalloc(sizeof(float) * HS);
-    float *den = xmalloc(sizeof(float) * HS);
+void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
+                      const float *v_a, const int *key_len, int R, int Tk) {
+    int NH = a->NH, HS = a->k_transform ? a->A : a->HS; /* the width of q and k */
+    float *wh = xmalloc(sizeof(float) * (Tk > 0 ? Tk : 1));
     for (int r = 0; r < R; r++) {
         int len = key_len[r] < Tk ? key_len[r] : Tk;
         float *wr = w + (size_t)r * Tk;
         memset(wr, 0, sizeof(float) * Tk);
         for (int h = 0; h < NH && len > 0; h++) {
-            const float *qh = q + ((size_t)r * NH + h) * HS;
-            const float *kh = k + ((size_t)r * NH + h) * Tk * HS;
-            double z = 0;
-            if (kind == ATTN_LINEAR || kind == ATTN_EFFICIENT) {
-                if (kind == ATTN_EFFICIENT) { /* ρ_q(q), and the column softmax of k */
-                    float m = -INFINITY, zq = 0;
-                    for (int d = 0; d < HS; d++) m = qh[d] > m ? qh[d] : m;
-                    for (int d = 0; d < HS; d++) zq += (P[d] = expf(qh[d] - m));
-                    for (int d = 0; d < HS; d++) P[d] /= zq, mx[d] = -INFINITY, den[d] = 0;
-                    for (int s = 0; s < len; s++)
-                        for (int d = 0; d < HS; d++)
-                            mx[d] = kh[(size_t)s * HS + d] > mx[d] ? kh[(size_t)s * HS + d] : mx[d];
-                    for (int s = 0; s < len; s++)
-                        for (int d = 0; d < HS; d++) den[d] += expf(kh[(size_t)s * HS + d] - mx[d]);
-                } else {
-                    for (int d = 0; d < HS; d++) P[d] = phi_host(qh[d]);
-                }
-                for (int s = 0; s < len; s++) {
-                    double acc = 0;
-                    for (int d = 0; d < HS; d++) {
-                        float kv = kh[(size_t)s * HS + d];
-                        acc += P[d] * (kind == ATTN_LINEAR ? phi_host(kv)
-                                                           : expf(kv - mx[d]) / den[d]);
-                    }
-                    e[s] = (float)acc, z += acc;
-                }
-                for (int s = 0; s < len; s++) wr[s] += (float)(e[s] / z) / NH;
-                continue;
-            }
-            float m = -INFINITY, scale = kind == ATTN_SDP || kind == ATTN_FLASH
-                                             ? 1.0f / sqrtf((float)HS) : 1.0f;
-            for (int s = 0; s < len; s++) {
-                double acc = 0;
-                for (int d = 0; d < HS; d++) {
-                    float qd = qh[d], kd = kh[(size_t)s * HS + d];
-                    acc += kind == ATTN_BAHDANAU || kind == ATTN_LUONG_CONCAT
-                               ? v_a[(size_t)h * HS + d] * tanhf(qd + kd)
-                               : qd * kd * scale;
-                }
-                e[s] = (float)acc;
-                m = e[s] > m ? e[s] : m;
-            }
-            for (int s = 0; s < len; s++) z += (e[s] = expf(e[s] - m));
-            for (int s = 0; s < len; s++) wr[s] += (float)(e[s] / z) / NH;
+            a->ops->weights_host(wh, q + ((size_t)r * NH + h) * HS,
+                                    k + ((size_t)r * NH + h) * Tk * HS,
+                                    v_a ? v_a + (size_t)h * HS : NULL, len, HS);
+            for (int s = 0; s < len; s++) wr[s] += wh[s] / NH;
         }
     }
-    free(e), free(P), free(mx), free(den);
+    free(wh);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the RNN decoder's attention                                                              */
+
+void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
+                      int Dk, int heads) {
+    memset(r, 0, sizeof *r);
+    int NH = attention_row(kind)->multi_head ? heads : 1;
+    attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM);
+}
+
+/* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1). */
+static int kbuf_width(const RnnAttn *r) {
+    return r->at.k_transform ? r->at.A : r->at.NH > 1 ? r->at.Dk : 0;
+}
+
+size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK) { return (size_t)NK * kbuf_width(r); }
+
+size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk) {
+    return attention_save_floats(&r->at, NQ, Tk);
+}
+
+int rnn_attn_qsave_width(const RnnAttn *r) { return attention_query_width(&r->at); }
+
+/* Queries and outputs are split into heads through work only for NH > 1 and Tq > 1 (with
+ * Tq = 1, [B,1,NH,HS] is [B,NH,1,HS]). */
+static int split(const RnnAttn *r, int Tq) { return r->at.NH > 1 && Tq > 1; }
+
+size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, int Tk) {
+    size_t n = (size_t)B * Tq;
+    return n * rnn_attn_qsave_width(r) + (split(r, Tq) ? 4 * n * r->at.Dk : 0) +
+           attention_workspace(&r->at, be, B, Tq, Tk);
+}
+
+void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, int B, int Tk) {
+    const Attention *a = &r->at;
+    if (!kbuf_width(r)) return;
+    if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* kp = h̄ Uᵀ */
+    else be->permute0213_forward(r->kbuf, enc, B, Tk, a->NH, a->HS);      /* key heads */
+    be->zero(r->dkbuf, sizeof(float) * rnn_attn_kbuf_floats(r, (long)B * Tk));
+}
+
+/* The keys and values of the core call: k = kbuf (U h̄ or key heads) or h̄; v = key heads or h̄. */
+static const float *core_k(const RnnAttn *r, const float *enc) { return r->kbuf ? r->kbuf : enc; }
+static const float *core_v(const RnnAttn *r, const float *enc) {
+    return r->at.NH > 1 ? r->kbuf : enc;
+}
+
+void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *save, float *qsave,
+                      const float *q, const float *enc, const int *key_len, int B, int Tq,
+                      int Tk, float *work) {
+    const Attention *a = &r->at;
+    attention_query_forward(a, be, qsave, q, B * Tq); /* q' (general: h W_a; additive: W_q h) */
+    const float *qh = qsave;
+    float *oh = ctx;
+    if (split(r, Tq)) { /* [B,Tq,NH,HS] → [B,NH,Tq,HS] */
+        size_t n = (size_t)B * Tq * a->Dk;
+        float *qs = work, *os = work + n;
+        be->permute0213_forward(qs, qsave, B, Tq, a->NH, a->HS);
+        qh = qs, oh = os, work += 2 * n;
+    }
+    attention_forward(a, be, oh, save, qh, core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq, Tk,
+                      work);
+    if (oh != ctx) be->permute0213_forward(ctx, oh, B, a->NH, Tq, a->HS); /* merge the heads */
+}
+
+void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *denc,
+                       const float *dctx, const float *ctx, const float *save, const float *q,
+                       const float *qsave, const float *enc, const int *key_len, int B, int Tq,
+                       int Tk, float *work) {
+    const Attention *a = &r->at;
+    size_t nq = (size_t)B * Tq * rnn_attn_qsave_width(r);
+    float *dqp = work; /* [B,Tq, qsave width] */
+    work += nq;
+    be->zero(dqp, sizeof(float) * nq);
+    const float *qh = qsave, *oh = ctx, *doh = dctx;
+    float *dqh = dqp;
+    if (split(r, Tq)) { /* the heads of q, o, dout; dq in heads, merged below */
+        size_t n = (size_t)B * Tq * a->Dk;
+        float *qs = work, *os = work + n, *ds = work + 2 * n, *dqs = work + 3 * n;
+        be->permute0213_forward(qs, qsave, B, Tq, a->NH, a->HS);
+        be->permute0213_forward(os, ctx, B, Tq, a->NH, a->HS);
+        be->permute0213_forward(ds, dctx, B, Tq, a->NH, a->HS);
+        be->zero(dqs, sizeof(float) * n);
+        qh = qs, oh = os, doh = ds, dqh = dqs, work += 4 * n;
+    }
+    float *dk = r->kbuf ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
+    attention_backward(a, be, dqh, dk, dv, doh, oh, save, qh, core_k(r, enc), core_v(r, enc),
+                       key_len, 0, B, Tq, Tk, work);
+    if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
+    attention_query_backward(a, be, dq, dqp, q, B * Tq);
+}
+
+void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
+                           int B, int Tk) {
+    const Attention *a = &r->at;
+    if (!kbuf_width(r)) return;
+    if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
+    else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);
+}
+
+void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
+                      const float *enc, const int *key_len, int B, int Tk) {
+    const Attention *a = &r->at;
+    size_t nq = (size_t)B * rnn_attn_qsave_width(r);
+    size_t nk = r->kbuf ? rnn_attn_kbuf_floats(r, (long)B * Tk) : (size_t)B * Tk * a->Dk;
+    float *hq = xmalloc(sizeof(float) * nq), *hk = xmalloc(sizeof(float) * nk);
+    float *hw = xmalloc(sizeof(float) * ((size_t)B * Tk + 1)), *hv = NULL;
+    int *hl = xmalloc(sizeof(int) * B);
+    be->download(hq, qsave, sizeof(float) * nq);
+    be->download(hk, r->kbuf ? r->kbuf : enc, sizeof(float) * nk);
+    be->download(hl, key_len, sizeof(int) * B);
+    if (a->v_a.w) {
+        size_t nv = (size_t)a->NH * (a->k_transform ? a->A : a->HS);
+        hv = xmalloc(sizeof(float) * nv);
+        be->download(hv, a->v_a.w, sizeof(float) * nv);
+    }
+    mha_weights_host(a, hw, hq, hk, hv, hl, B, Tk);
+    be->upload(w, hw, sizeof(float) * (size_t)B * Tk);
+    free(hq), free(hk), free(hw), free(hv), free(hl);
 }

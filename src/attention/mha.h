@@ -9,7 +9,7 @@
  *   o_h = attend(q_h, k_h, v_h)  per head h, keys masked by key_len and causality
  *   out = concat_h(o_h) W_oᵀ + b_o                                     (eq. MultiHead)
  *
- * attend() is the kind's row of the table (mha.c, and the file of each kind):
+ * attend() is the kind's row of the attention table (attention.h; one file per kind):
  *   sdp            softmax(q kᵀ / √HS) v, weights materialised      (Vaswani et al. 2017 eq. 1)
  *   flash          the same, tiled with the online softmax; keeps lse   (Dao et al. 2022)
  *   linear         φ(q)ᵀ Σ φ(k) vᵀ / φ(q)ᵀ Σ φ(k), φ = elu + 1  (Katharopoulos et al. 2020 eq. 6)
@@ -23,20 +23,20 @@
  *
  * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
  * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
+ *
+ * The RNN decoder uses the same table without projections (RnnAttn below, Luong et al. 2015
+ * §3.1): queries are decoder states, keys = values = encoder states, heads split from the width
+ * for the multi-head kinds.
  */
 #ifndef TRAINER_MHA_H
 #define TRAINER_MHA_H
 
 #include "attention/attention.h"
-#include "model/params.h"
-#include "ops/ops.h"
 
 typedef struct {
-    AttentionKind kind;
+    Attention at;                                 /* the kind and the parameters it owns */
     int D, NH, HS, causal;
     Param W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o; /* [D,D] and [D] */
-    Param W_a;                                    /* luong_general: [D,D] */
-    Param v_a;                                    /* bahdanau, luong_concat: [NH,HS] */
 } Mha;
 
 /* Saved activations of one forward call (backend memory, sized by mha_acts_alloc). */
@@ -45,30 +45,32 @@ typedef struct {
     float *q, *k, *v; /* heads [B,NH,Tq,HS], [B,NH,Tk,HS], [B,NH,Tk,HS] */
     float *o;    /* heads [B,NH,Tq,HS] */
     float *om;   /* [B,Tq,D] merged heads (input of W_o) */
-    float *save; /* weights [B,NH,Tq,Tk] (sdp, luong, additive) or lse [B,NH,Tq] (flash) */
+    float *save; /* what the kind saves: weights [B,NH,Tq,Tk], lse [B,NH,Tq] or nothing */
 } MhaActs;
 
-/* Scratch shared by every Mha of a model (backend memory): [B·max(Tq,Tk), D] buffers. */
+/* Scratch shared by every Mha of a model (backend memory): [B·max(Tq,Tk), D] buffers, and the
+ * ops' workspace (work_cap floats, at least mha_workspace_floats of every call). */
 typedef struct {
     float *m1, *m2, *m3;      /* merged-layout temporaries */
     float *h1, *h2, *h3, *h4; /* head-layout temporaries */
+    float *work;
+    size_t work_cap;
 } MhaScratch;
 
-/* The masks of one call. key_len [B] and key_len_bh [B·NH] (key_len[b] repeated per head, for
- * the kinds whose op flattens heads into rows) in backend memory; NULL = every key visible. */
+/* The mask of one call: key_len [B] in backend memory (NULL = every key visible) and the causal
+ * flag. */
 typedef struct {
-    const int *key_len, *key_len_bh;
+    const int *key_len;
     int causal;
 } MhaMask;
 
-/* Checks that kind can serve as attention with these sizes and causality; otherwise writes the
- * reason ("efficient attention has no causal form ...") to why and returns 0. slot names the
- * config key for the message (e.g. "model.dec_self_attention"). */
-int mha_supports(AttentionKind kind, int causal, int D, int NH, const char *slot, char *why,
-                 size_t why_len);
-/* Declares the parameters of a as prefix.W_q, ... (weights INIT_XAVIER, biases zero). */
+/* Declares the parameters of a as prefix.W_q, ... (weights INIT_XAVIER, biases zero), then the
+ * kind's own (attention_declare; attention_supports must have accepted kind for the slot). */
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
                  int causal);
+/* Floats of op workspace a call with B, Tq, Tk needs (forward and backward; depends on the
+ * thread count: size it after setting the threads). */
+size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk);
 /* Floats of saved activations (every pointer of MhaActs) for any call with B·Tq <= NQ,
  * B·Tk <= NK and Tk <= Tk_max. */
 size_t mha_acts_floats(const Mha *a, long NQ, long NK, int Tk_max);
@@ -87,9 +89,9 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
                   int B, int Tq, int Tk, MhaScratch *scr);
 
 /* The pieces of mha_forward, for decoding one position at a time (Tq = 1) against cached keys:
- * q heads [B,NH,Tq,HS] from xq [B,Tq,D] (qm [B,Tq,D] receives xq W_qᵀ + b_q; luong_general then
- * multiplies by W_a in tmp [B,Tq,D]); k, v heads [B,NH,Tk,HS] from xkv (tmp [B,Tk,D]); and
- * out [B,Tq,D] = merge(o) W_oᵀ + b_o (om [B,Tq,D] receives merge(o)). */
+ * q heads [B,NH,Tq,HS] from xq [B,Tq,D] (qm [B,Tq,D] receives xq W_qᵀ + b_q; the kind's query
+ * transform (luong_general: W_a) then writes tmp [B,Tq,D]); k, v heads [B,NH,Tk,HS] from xkv
+ * (tmp [B,Tk,D]); and out [B,Tq,D] = merge(o) W_oᵀ + b_o (om [B,Tq,D] receives merge(o)). */
 void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *tmp,
                    const float *xq, int B, int Tq);
 void mha_project_kv(const Mha *a, const Backend *be, float *k, float *v, float *tmp,
@@ -98,17 +100,63 @@ void mha_project_out(const Mha *a, const Backend *be, float *out, float *om, con
                      int B, int Tq);
 
 /* The core attention alone on heads (no projections): o[B,NH,Tq,HS] from q, k, v heads, saving
- * into save (weights or lse; see MhaActs). For decoding, where the projections are done by the
- * caller and the keys live in a cache. luong_general expects q already projected by W_a. */
+ * into save (see MhaActs), for decoding, where the projections are done by the caller and the
+ * keys live in a cache. q after the kind's query transform; work: work_cap floats of backend
+ * memory, at least mha_workspace_floats. */
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
-                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk);
+                const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk,
+                float *work, size_t work_cap);
 
 /* Host-side weights of one query per row, averaged over heads, for attention maps: w[R,Tk]
- * from q heads [R,NH,HS] (luong_general: already projected) and k heads [R,NH,Tk,HS] given on
- * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else NULL).
- * Each kind's implied weights: the softmax for sdp/flash/luong/additive; φ(q)·φ(k_s) / Σ for
- * linear; ρ_q(q)·ρ_k(k)_s for efficient (both sum to 1 over the visible keys). */
-void mha_weights_host(AttentionKind kind, float *w, const float *q, const float *k,
-                      const float *v_a, const int *key_len, int R, int NH, int HS, int Tk);
+ * from q heads [R,NH,HS] (after the kind's query transform) and k heads [R,NH,Tk,HS] given on
+ * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else
+ * NULL). Each kind's implied weights (AttentionOps.weights_host; each sums to 1 over the
+ * visible keys). */
+void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
+                      const float *v_a, const int *key_len, int R, int Tk);
+
+/* ---- the RNN decoder's attention (no projections around it) ----
+ * q [B,Tq,Dq] decoder states, keys = values = enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
+ * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient), else 1.
+ * Per batch, rnn_attn_begin prepares the keys (the additive U h̄ and/or the key heads) in kbuf,
+ * and zeroes dkbuf; after every backward call of the batch, rnn_attn_end_backward turns dkbuf
+ * into denc and parameter gradients. */
+typedef struct {
+    Attention at;
+    float *kbuf, *dkbuf; /* [B,Tk,max(A,Dk)] backend memory (rnn_attn_kbuf_floats), or NULL */
+} RnnAttn;
+
+/* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN).
+ * kind != none, accepted by attention_supports for ATTN_SLOT_RNN. */
+void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
+                      int Dk, int heads);
+/* Floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
+size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK);
+/* Floats of forward's save for NQ = B·Tq queries against Tk keys. */
+size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk);
+/* Floats of qsave per query row (the query after the kind's transform). */
+int rnn_attn_qsave_width(const RnnAttn *r);
+/* Floats of work for forward and backward with B, Tq, Tk. */
+size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, int Tk);
+void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, int B, int Tk);
+/* ctx[B,Tq,Dk] and save from q[B,Tq,Dq]; qsave [B,Tq,qsave width] keeps the transformed query;
+ * key_len [B] backend memory. */
+void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *save, float *qsave,
+                      const float *q, const float *enc, const int *key_len, int B, int Tq,
+                      int Tk, float *work);
+/* Accumulates dq[B,Tq,Dq] and denc[B,Tk,Dk] (directly, or through dkbuf at end_backward) and
+ * the parameter gradients, from dctx [B,Tq,Dk]; ctx, save, qsave as forward left them. */
+void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *denc,
+                       const float *dctx, const float *ctx, const float *save, const float *q,
+                       const float *qsave, const float *enc, const int *key_len, int B, int Tq,
+                       int Tk, float *work);
+void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
+                           int B, int Tk);
+/* The attention map of one decoding step (Tq = 1), averaged over heads: w [B,Tk] (backend
+ * memory) from qsave [B, qsave width] as rnn_attn_forward left it, the keys as rnn_attn_begin
+ * left them (enc [B,Tk,Dk]) and key_len [B]; computed on the host by the kind's weights_host
+ * (mha_weights_host). */
+void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
+                      const float *enc, const int *key_len, int B, int Tk);
 
 #endif

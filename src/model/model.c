@@ -24,7 +24,7 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
         if (transformer_create(&m->tf, &m->ps, &tc, err)) return STATUS_ERR;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
                           spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
-                          spec->input_feeding, spec->attention, err)) {
+                          spec->input_feeding, spec->attention, spec->heads, err)) {
         return STATUS_ERR;
     }
     /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/tokens.h"
-#include "model/attention_ops.h"
 #include "rng.h"
 
 #define MAXL 8
@@ -32,8 +31,7 @@ struct RnnModel {
     Param emb_src, emb_tgt; /* [V,E] */
     RnnLayer enc[2 * MAXL]; /* layer l, direction d at [2l+d]; in → G·Hd */
     RnnLayer dec[MAXL];
-    RnnAttention attn;
-    const RnnAttentionOps *aops; /* NULL for attention = none */
+    RnnAttn attn;                /* the attention (style != DEC_NONE), keys = values = h̄ */
     Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
     Param W_out, b_out;          /* [V, H], [V] */
 
@@ -58,8 +56,8 @@ struct RnnModel {
     float *dec_h[MAXL], *dec_c[MAXL];                 /* [T,B,H] */
     float *dec_h0[MAXL], *dec_c0[MAXL];               /* [B,H] initial state */
     float *qsave, *ctx;                               /* [T,B,H] (batched Luong: [B,T,H]) */
-    float *attw;                                      /* [T,B,S] (batched Luong: [B,T,S]) */
-    float *q_bm, *ctx_bm;                             /* [B,T,H] batched Luong attention */
+    float *attw;     /* what the attention saves, per step [B,NH,1,S] weights or [B,NH,1] lse */
+    float *q_bm, *ctx_bm, *dctx_bm;                   /* [B,T,H] batched Luong attention */
     float *cat;                                       /* [T,B,2H] [c_t; h_t] */
     float *htil, *htil_drop, *htil_mask;              /* [T,B,H] */
     float *logits, *dlogits;                          /* [T,B,V] */
@@ -78,7 +76,9 @@ struct RnnModel {
     float *d_enc_x;                                   /* [S,B,max(E,H)] */
     float *d_src_x;                                   /* [S,B,E] */
     float *d_hrec[2], *d_crec[2];                     /* [B,Hd] */
-    float *attn_work;
+    float *attn_work;                                 /* rnn_attn_workspace floats */
+    size_t attn_work_cap;
+    float *attn_map;                                  /* [B,S] decoding: recomputed weights */
     float *tmp_rows;                                  /* [B,H] reorder scratch */
     int *beam_len, *beam_idx;                         /* [B] decoding: src_len and row map */
     DecSrc dsrc;                                      /* decoding: the rows being decoded */
@@ -151,26 +151,25 @@ static void cell_recurrent_grads(const Backend *be, RnnLayer *L, const float *dg
 
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, Err *err) {
+                  AttentionKind attention, int heads, Err *err) {
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
                                    "uses hidden/2 per direction)", H);
     if (enc_layers > MAXL || dec_layers > MAXL)
         return err_set(err, "at most %d layers are supported", MAXL);
-    DecStyle style = attention == ATTN_NONE ? DEC_NONE
-                     : attention == ATTN_BAHDANAU ? DEC_BAHDANAU : DEC_LUONG;
+    if (!attention_supports(attention, ATTN_SLOT_RNN, 0, ps->be, H, H, heads, why, sizeof why))
+        return err_set(err, "%s", why);
+    const AttentionOps *row = attention_row(attention);
+    DecStyle style = !row ? DEC_NONE : row->rnn_prev_state ? DEC_BAHDANAU : DEC_LUONG;
     if (input_feeding && style != DEC_LUONG)
-        return err_set(err, "model.input_feeding = true applies to the Luong attentions; with "
-                            "model.attention = %s set model.input_feeding = false",
-                       attention_kind_names[attention]);
-    const RnnAttentionOps *aops = NULL;
-    if (style != DEC_NONE && !(aops = rnn_attention_ops(attention, H, H, why, sizeof why)))
-        return err_set(err, "model.attention: %s", why);
+        return err_set(err, "model.input_feeding = true applies to the attentions on the current "
+                            "state (Luong et al. 2015 §3.3); with model.attention = %s set "
+                            "model.input_feeding = false", attention_kind_names[attention]);
     RnnModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->V = V, m->E = E, m->H = H, m->Hd = H / 2, m->Le = enc_layers, m->Ld = dec_layers;
-    m->p = dropout, m->gru = gru, m->feed = input_feeding, m->style = style, m->aops = aops;
+    m->p = dropout, m->gru = gru, m->feed = input_feeding, m->style = style;
     params_declare(ps, &m->emb_src, "enc.emb", INIT_UNIFORM, 2, V, E);
     for (int l = 0; l < m->Le; l++)
         for (int d = 0; d < 2; d++) {
@@ -185,8 +184,7 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
         snprintf(name, sizeof name, "dec.l%d", l);
         declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
-    m->attn.kind = attention, m->attn.Hq = H, m->attn.Hk = H;
-    if (aops) aops->declare(&m->attn, ps, "dec.attn");
+    if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads);
     params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);
@@ -195,7 +193,12 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 }
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
-int rnn_has_attention(const RnnModel *m) { return m->aops != NULL; }
+int rnn_has_attention(const RnnModel *m) { return m->style != DEC_NONE; }
+
+/* What the attention saves at step t of B rows against S keys. */
+static float *step_save(RnnModel *m, int t, int B, int S) {
+    return m->attw + (size_t)t * rnn_attn_save_floats(&m->attn, B, S);
+}
 
 static float *act(RnnModel *m, size_t n) {
     CHECK(m->nallocs < 256, "too many activation buffers");
@@ -251,8 +254,8 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
         for (int k = 0; k < 2; k++)
             m->dh[l][k] = act(m, (size_t)B * H), m->dc[l][k] = act(m, (size_t)B * H);
     }
-    m->qsave = act(m, NT * H), m->ctx = act(m, NT * H), m->attw = act(m, NT * S);
-    m->q_bm = act(m, NT * H), m->ctx_bm = act(m, NT * H);
+    m->qsave = act(m, NT * H), m->ctx = act(m, NT * H);
+    m->q_bm = act(m, NT * H), m->ctx_bm = act(m, NT * H), m->dctx_bm = act(m, NT * H);
     m->cat = act(m, NT * 2 * H);
     m->htil = act(m, NT * H), m->htil_drop = act(m, NT * H), m->htil_mask = act(m, NT * H);
     m->logits = act(m, NT * V), m->dlogits = act(m, NT * V);
@@ -269,9 +272,15 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->d_enc_x = act(m, NS * (E > H ? E : H));
     m->d_src_x = act(m, NS * E);
     for (int k = 0; k < 2; k++) m->d_hrec[k] = act(m, (size_t)B * Hd), m->d_crec[k] = act(m, (size_t)B * Hd);
-    if (m->aops) {
-        m->attn_work = act(m, m->aops->workspace(B, T, H, H)); /* batched: Tq = T */
-        if (m->attn.A) m->attn.kp = act(m, NS * m->attn.A), m->attn.dkp = act(m, NS * m->attn.A);
+    if (m->style != DEC_NONE) { /* per step (Tq = 1) or batched (Tq = T) */
+        m->attw = act(m, rnn_attn_save_floats(&m->attn, NT, S));
+        size_t w1 = rnn_attn_workspace(&m->attn, m->be, B, 1, S);
+        size_t wT = rnn_attn_workspace(&m->attn, m->be, B, T, S);
+        m->attn_work_cap = w1 > wT ? w1 : wT;
+        m->attn_work = act(m, m->attn_work_cap);
+        m->attn_map = act(m, (size_t)B * S);
+        size_t nk = rnn_attn_kbuf_floats(&m->attn, NS);
+        if (nk) m->attn.kbuf = act(m, nk), m->attn.dkbuf = act(m, nk);
     }
     m->tmp_rows = act(m, (size_t)B * H);
     m->beam_len = (int *)act(m, (size_t)B);
@@ -413,8 +422,8 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
     size_t BH = (size_t)B * H;
     float *ctx = m->ctx + (size_t)t * BH;
     if (m->style == DEC_BAHDANAU) /* c_t from s_{t−1} */
-        m->aops->forward(&m->attn, be, ctx, m->attw + (size_t)t * B * S, m->qsave + (size_t)t * BH,
-                         prev_top(m, t, B), src->enc_out, src->src_len, B, 1, S);
+        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + (size_t)t * BH,
+                         prev_top(m, t, B), src->enc_out, src->src_len, B, 1, S, m->attn_work);
     for (int l = 0; l < m->Ld; l++) {
         RnnLayer *L = &m->dec[l];
         float *x = m->dec_x[l] + (size_t)t * B * L->in;
@@ -438,8 +447,9 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
     }
     if (!per_step) return;
     if (m->style == DEC_LUONG) /* c_t from h_t */
-        m->aops->forward(&m->attn, be, ctx, m->attw + (size_t)t * B * S, m->qsave + (size_t)t * BH,
-                         m->dec_h[top] + (size_t)t * BH, src->enc_out, src->src_len, B, 1, S);
+        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + (size_t)t * BH,
+                         m->dec_h[top] + (size_t)t * BH, src->enc_out, src->src_len, B, 1, S,
+                         m->attn_work);
     output_forward(m, t, 1, B);
 }
 
@@ -448,8 +458,8 @@ static void luong_batched_forward(RnnModel *m, const TokenBatch *b) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, H = m->H;
     be->transpose01_forward(m->q_bm, m->dec_h[m->Ld - 1], T, B, H); /* [B,T,H] */
-    m->aops->forward(&m->attn, be, m->ctx_bm, m->attw, m->qsave, m->q_bm, m->enc_out, b->src_len,
-                     B, T, S);
+    rnn_attn_forward(&m->attn, be, m->ctx_bm, m->attw, m->qsave, m->q_bm, m->enc_out, b->src_len,
+                     B, T, S, m->attn_work);
     be->transpose01_forward(m->ctx, m->ctx_bm, B, T, H); /* [T,B,H] */
 }
 
@@ -473,8 +483,9 @@ static void output_step_backward(RnnModel *m, int t, const TokenBatch *b, float 
     float *dctx = m->d_ctx_all + (size_t)t * BH;
     be->concat2_backward(dctx, dh_top, m->d_cat, B, H, H);
     if (m->style == DEC_LUONG) /* c_t = attn(h_t, h̄) */
-        m->aops->backward(&m->attn, be, dh_top, m->d_enc_out, dctx, ht, m->qsave + (size_t)t * BH,
-                          m->enc_out, m->attw + (size_t)t * B * S, B, 1, S, m->attn_work);
+        rnn_attn_backward(&m->attn, be, dh_top, m->d_enc_out, dctx, m->ctx + (size_t)t * BH,
+                          step_save(m, t, B, S), ht, m->qsave + (size_t)t * BH, m->enc_out,
+                          b->src_len, B, 1, S, m->attn_work);
 }
 
 /* Backward of output_forward over all T steps and of luong_batched_forward: fills d_htop_all
@@ -497,14 +508,14 @@ static void output_batched_backward(RnnModel *m, const TokenBatch *b) {
     be->matmul(m->d_cat_all, d_pre, m->W_c.w, N, 2 * H, H, 0, 0, 1.0f, 0.0f);
     be->concat2_backward(m->d_ctx_all, m->d_htop_all, m->d_cat_all, N, H, H);
     if (m->style != DEC_LUONG) return;
-    /* ctx = transpose(ctx_bm), ctx_bm = attn(q_bm), q_bm = transpose(h_top); ctx_bm and cat
-     * are free now and serve as the gradients' scratch */
-    float *dctx_bm = m->ctx_bm, *dq_bm = m->cat;
+    /* ctx = transpose(ctx_bm), ctx_bm = attn(q_bm), q_bm = transpose(h_top); cat is free now
+     * and serves as dq_bm */
+    float *dctx_bm = m->dctx_bm, *dq_bm = m->cat;
     be->zero(dctx_bm, sizeof(float) * NH);
     be->transpose01_backward(dctx_bm, m->d_ctx_all, B, T, H);
     be->zero(dq_bm, sizeof(float) * NH);
-    m->aops->backward(&m->attn, be, dq_bm, m->d_enc_out, dctx_bm, m->q_bm, m->qsave, m->enc_out,
-                      m->attw, B, T, S, m->attn_work);
+    rnn_attn_backward(&m->attn, be, dq_bm, m->d_enc_out, dctx_bm, m->ctx_bm, m->attw, m->q_bm,
+                      m->qsave, m->enc_out, b->src_len, B, T, S, m->attn_work);
     be->transpose01_backward(m->d_htop_all, dq_bm, T, B, H);
 }
 
@@ -516,8 +527,11 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)NS <= m->capNS &&
               (long)NT <= m->capNT, "batch larger than rnn_reserve'd capacity");
     int per_step = m->feed || m->stepwise;
+    CHECK(m->style == DEC_NONE ||
+              rnn_attn_workspace(&m->attn, be, B, per_step ? 1 : T, S) <= m->attn_work_cap,
+          "attention workspace too small: rnn_reserve after setting the thread count");
     encoder_forward(m, b, train, key);
-    if (m->aops && m->aops->begin) m->aops->begin(&m->attn, be, m->enc_out, B, S);
+    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->enc_out, B, S);
     DecSrc src = {B, S, m->enc_out, b->src_len};
     time_major(be, m->tin_tm, b->tgt_in, B, T);
     time_major(be, m->tout_tm, b->tgt_out, B, T);
@@ -551,7 +565,6 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     be->zero(m->d_enc_out, sizeof(float) * NS * H);
     be->zero(m->d_tgt_x, sizeof(float) * NT * E);
     be->zero(m->d_ctx_all, sizeof(float) * NT * H);
-    if (m->attn.dkp) be->zero(m->attn.dkp, sizeof(float) * NS * m->attn.A);
     if (!per_step) output_batched_backward(m, b);
     int cur[MAXL];
     for (int l = 0; l < m->Ld; l++) {
@@ -588,13 +601,12 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
             cur[l] = !cur[l];
         }
         if (m->style == DEC_BAHDANAU) /* c_t = attn(s_{t−1}, h̄): into s_{t−1}'s gradient */
-            m->aops->backward(&m->attn, be, m->dh[top][cur[top]], m->d_enc_out,
-                              m->d_ctx_all + (size_t)t * BH, prev_top(m, t, B),
-                              m->qsave + (size_t)t * BH, m->enc_out, m->attw + (size_t)t * B * S,
-                              B, 1, S, m->attn_work);
+            rnn_attn_backward(&m->attn, be, m->dh[top][cur[top]], m->d_enc_out,
+                              m->d_ctx_all + (size_t)t * BH, m->ctx + (size_t)t * BH,
+                              step_save(m, t, B, S), prev_top(m, t, B), m->qsave + (size_t)t * BH,
+                              m->enc_out, b->src_len, B, 1, S, m->attn_work);
     }
-    if (m->aops && m->aops->end_backward)
-        m->aops->end_backward(&m->attn, be, m->d_enc_out, m->enc_out, B, S);
+    if (m->style != DEC_NONE) rnn_attn_end_backward(&m->attn, be, m->d_enc_out, m->enc_out, B, S);
     for (int l = 0; l < m->Ld; l++) { /* batched weight gradients of the decoder layers */
         RnnLayer *L = &m->dec[l];
         float *dgh = m->d_dec_gh[l];
@@ -655,6 +667,8 @@ void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
     int B = b->B, S = b->S, H = m->H, R = B * K;
     CHECK(R <= m->capB && (long)S * R <= m->capNS && S <= m->capS,
           "decode batch larger than rnn_reserve'd capacity");
+    CHECK(m->style == DEC_NONE || rnn_attn_workspace(&m->attn, be, R, 1, S) <= m->attn_work_cap,
+          "attention workspace too small: rnn_reserve after setting the thread count");
     encoder_forward(m, b, 0, 0);
     m->dsrc = (DecSrc){R, S, m->enc_out, b->src_len};
     if (K > 1) { /* row i·K + k reads sentence i */
@@ -672,7 +686,7 @@ void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
         m->dsrc = (DecSrc){R, S, m->enc_out_beam, m->beam_len};
         free(len), free(rl), free(idx);
     }
-    if (m->aops && m->aops->begin) m->aops->begin(&m->attn, be, m->dsrc.enc_out, R, S);
+    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->dsrc.enc_out, R, S);
 }
 
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) {
@@ -700,7 +714,16 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
 }
 
 const float *rnn_decode_attention(RnnModel *m, int t) {
-    return m->aops ? m->attw + (size_t)t * m->dsrc.B * m->dsrc.S : NULL;
+    if (m->style == DEC_NONE) return NULL;
+    int R = m->dsrc.B, S = m->dsrc.S;
+    if (m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1)
+        return step_save(m, t, R, S); /* the weights themselves */
+    /* no weights kept (flash, linear, efficient) or one map per head: the kind's weights of
+     * step t's query, averaged over heads, on the host */
+    rnn_attn_weights(&m->attn, m->be, m->attn_map,
+                     m->qsave + (size_t)t * R * m->H, m->dsrc.enc_out,
+                     m->dsrc.src_len, R, S);
+    return m->attn_map;
 }
 
 int rnn_ops_used(const RnnModel *m, OpKind *ops) {
@@ -715,7 +738,7 @@ int rnn_ops_used(const RnnModel *m, OpKind *ops) {
                            m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD};
     int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
     n = op_list_append(ops, n, cell, 2);
-    if (m->aops) n += attention_ops_used(m->aops->kind, ops + n);
+    if (m->style != DEC_NONE) n += attention_ops_used(m->attn.at.kind, ops + n);
     return n;
 }
 

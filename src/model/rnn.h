@@ -11,9 +11,11 @@
  * direction starts at each sentence's true end); h̄_s = [→h_s; ←h_s].
  * Decoder: embedding → L layers initialised from the encoder's final states (layer l gets
  * [→h_final; ←h_final] (and c) of encoder layer l when the layer counts match, zeros otherwise).
- * Attention styles (model.attention):
- *  - luong_dot | luong_general | luong_concat (Luong et al. 2015): attention on the current top
- *    state h_t gives c_t; h̃_t = tanh(W_c [c_t; h_t]) (eq. 5). With input feeding (§3.3) layer 0
+ * Attention (model.attention; any kind of the attention table, attention.h, through mha.h's
+ * RnnAttn: keys = values = h̄, the kind's own query/key transforms, model.heads heads for the
+ * multi-head kinds sdp, flash, linear and efficient, one head for the others):
+ *  - luong_dot | luong_general | luong_concat (Luong et al. 2015), sdp, flash, linear, efficient:
+ *    attention on the current top state h_t gives c_t; h̃_t = tanh(W_c [c_t; h_t]) (eq. 5). With input feeding (§3.3) layer 0
  *    reads [y_{t−1}; h̃_{t−1}] and everything runs step by step; without it layer 0 reads y_{t−1},
  *    the RNN runs first and the attention then runs once over all T positions (one batched call).
  *  - bahdanau (Bahdanau et al. 2015 §3.1, eq. 4–6): the previous top state s_{t−1} (the initial
@@ -26,7 +28,7 @@
 #ifndef TRAINER_RNN_H
 #define TRAINER_RNN_H
 
-#include "attention/rnn_attention.h"
+#include "attention/mha.h"
 #include "core/tokens.h"
 #include "model/params.h"
 #include "ops/ops.h"
@@ -41,11 +43,12 @@ typedef struct {
 typedef struct RnnModel RnnModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * Errors: an attention kind or size this model cannot use, input feeding with bahdanau or none,
- * with the reason. */
+ * heads: model.heads, used by the multi-head kinds. Errors: an attention kind or size this model
+ * cannot use (attention_supports' message), input feeding with bahdanau or none, with the
+ * reason. */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, Err *err);
+                  AttentionKind attention, int heads, Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS = B·S source tokens and NT = B·T target tokens (padding included). Grows only: the trainer
  * calls it once with the batcher's bounds, so the training step never allocates. */
@@ -65,7 +68,8 @@ void rnn_set_stepwise(RnnModel *m, int on);
  * rnn_decode_step feeds ids[B·K] (backend memory; BOS at t = 0) and returns the backend pointer
  * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
  * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
- * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S]. */
+ * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S] (averaged over
+ * heads; recomputed on the host for the kinds that keep none; NULL without attention). */
 void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K);
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent);

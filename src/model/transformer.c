@@ -1,5 +1,6 @@
-/* transformer.c — the Transformer encoder–decoder: forward, backward, incremental decoding
- * (transformer.h).
+/* transformer.c — the Transformer encoder–decoder: parameters, memory, forward, backward and the
+ * loss (transformer.h); incremental decoding is transformer_decode.c, the types both share are
+ * in transformer_internal.h.
  *
  * Legend: B batch, S source length, T target length, D model width, NH heads, HS = D/NH,
  * F feed-forward width, V vocabulary, L layers, R = B·K decoding rows, Tc cache capacity (the
@@ -9,95 +10,15 @@
  *   pre-LN:  s = u + dropout(f(LN(u))), output s
  *   post-LN: s = u + dropout(f(u)),     output LN(s)
  * with its saved activations in a Sub; sub_forward / sub_backward handle both orders. */
-#include "model/transformer.h"
+#include "model/transformer_internal.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/tokens.h"
-#include "model/attention_ops.h"
 #include "rng.h"
 
-#define TF_MAXL 16
 enum { SUB_SELF, SUB_CROSS, SUB_FFN };
-
-typedef struct {
-    Param w, b; /* [D] gain and bias */
-} Norm;
-
-typedef struct {
-    Mha self, cross;         /* cross: decoder layers only */
-    Norm ln[3];              /* one per sub-layer */
-    Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
-} TfLayer;
-
-typedef struct {             /* saved activations of one sub-layer */
-    float *ln_out;           /* [N,D] pre: LN(u); post: LN(s), the output */
-    float *mean, *rstd;      /* [N] */
-    float *s;                /* [N,D] u + dropout(f) */
-    float *mask;             /* [N,D] residual dropout mask */
-} Sub;
-
-typedef struct {
-    Sub sub[3];
-    float *self_buf, *cross_buf; /* MhaActs storage */
-    float *hd;                   /* [N,F] dropout(relu(a W1ᵀ + b1)) */
-} LayerActs;
-
-typedef struct {             /* decoding caches of one decoder layer (backend memory) */
-    float *k[2], *v[2];      /* self-attention keys/values [R,NH,Tc,HS], ping-pong for reorder */
-    float *st[2], *z[2];     /* linear self-attention state [R,NH,HS,HS], [R,NH,HS] */
-    float *ck, *cv;          /* cross-attention keys/values [R,NH,S,HS] */
-} DecCache;
-
-struct TfModel {
-    const Backend *be;
-    TfConfig c;
-    int D, NH, HS, F, V, Le, Ld, pre;
-    Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
-    Norm ln_enc, ln_dec;                  /* pre-LN: after each stack */
-    TfLayer enc[TF_MAXL], dec[TF_MAXL];
-
-    /* capacity and buffers (backend memory unless h_) */
-    int capB, capS, capT, capPos;
-    long capNS, capNT;
-    void *allocs[512];
-    int nallocs;
-    int B, S, T;                                          /* the current batch */
-    int NR; /* target positions that are not padding: the output layer's rows (d_rows) */
-    /* the current batch's arrays, batch-major, in backend memory (model.c uploads them) */
-    const int *d_src, *d_slen;                      /* [B,S], [B] */
-    const int *d_tin, *d_tout, *d_tlen;             /* [B,T], [B,T], [B] */
-    const int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
-    int *d_slen_bh, *d_tlen_bh;      /* [B·NH] the lengths per head (attention ops' rows) */
-    int *d_bh_b;                     /* [capB·NH] b of row b·NH + h, for that expansion */
-    float *pe;                                            /* [capPos, D] */
-    float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
-    float *tgt_emb, *tgt_x, *tgt_mask;                    /* [NT,D] */
-    LayerActs ea[TF_MAXL], da[TF_MAXL];
-    float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
-    float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
-    float *logits, *dlogits;                              /* [NR,V] */
-    MhaScratch scr;                                       /* [max(NS,NT), D] each */
-    float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
-    float *fh1, *fh2;                                     /* [max(NS,NT), F] */
-    float *d_enc_out;                                     /* [NS,D] */
-
-    /* decoding (allocated by decode_begin, grow-only) */
-    void *dallocs[8 * TF_MAXL + 32];
-    int ndallocs;
-    int dcapR, dcapB, dcapS, dcapTc;
-    int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
-    DecCache dc[TF_MAXL];
-    int *h_rlen, *h_rlen_bh, *h_step_bh, *h_parent, *h_parent_bh; /* host [R] / [R·NH] */
-    int *d_rlen, *d_rlen_bh, *d_step_bh, *d_parent_bh, *d_rowmap;
-    float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
-    float *h1;                    /* [R,F] FFN activation */
-    float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
-    float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
-    float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
-    float *tmp_rows;              /* [B·S·D] cross keys of the B sentences before the beam copy */
-};
 
 /* ---------------------------------------------------------------------------------------- */
 /* parameters                                                                               */
@@ -140,10 +61,13 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     if (c->enc_layers > TF_MAXL || c->dec_layers > TF_MAXL)
         return err_set(err, "at most %d layers are supported (model.enc_layers, "
                        "model.dec_layers)", TF_MAXL);
-    if (!mha_supports(c->enc_self, 0, c->D, c->NH, "model.self_attention", why, sizeof why) ||
-        !mha_supports(c->dec_self, 1, c->D, c->NH, "model.dec_self_attention", why, sizeof why) ||
-        !mha_supports(c->cross, 0, c->D, c->NH, "model.cross_attention", why, sizeof why))
-        return err_set(err, "%s", why);
+    const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
+        {c->enc_self, ATTN_SLOT_ENC_SELF, 0}, {c->dec_self, ATTN_SLOT_DEC_SELF, 1},
+        {c->cross, ATTN_SLOT_CROSS, 0}};
+    for (int i = 0; i < 3; i++)
+        if (!attention_supports(slots[i].k, slots[i].slot, slots[i].causal, ps->be, c->D, c->D,
+                                c->NH, why, sizeof why))
+            return err_set(err, "%s", why);
     TfModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->c = *c;
@@ -164,25 +88,22 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
 
 /* The embedding tables and output matrix (one tensor when tied). */
 static const Param *E_src(const TfModel *m) { return &m->emb_src; }
-static const Param *E_tgt(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
-static const Param *W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->W_out; }
+const Param *tf_E_tgt(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
+const Param *tf_W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->W_out; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* memory                                                                                   */
 
-static void *act_in(const Backend *be, void **list, int *n, int max, size_t bytes) {
+void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes) {
     CHECK(*n < max, "too many activation buffers");
     void *p = be->alloc(bytes ? bytes : 4);
     list[(*n)++] = p;
     return p;
 }
 static float *act(TfModel *m, size_t n) {
-    return act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(float) * n);
+    return tf_act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(float) * n);
 }
-static int *iact(TfModel *m, size_t n) {
-    return act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(int) * n);
-}
-static void free_list(const Backend *be, void **list, int *n) {
+void tf_free_list(const Backend *be, void **list, int *n) {
     for (int i = 0; i < *n; i++) be->free(list[i]);
     *n = 0;
 }
@@ -222,17 +143,11 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (T < m->capT) T = m->capT;
     if (NS < m->capNS) NS = m->capNS;
     if (NT < m->capNT) NT = m->capNT;
-    free_list(m->be, m->allocs, &m->nallocs);
+    tf_free_list(m->be, m->allocs, &m->nallocs);
     m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     m->capPos = S > T ? S : T;
-    int D = m->D, NH = m->NH;
+    int D = m->D;
     long NM = NS > NT ? NS : NT;
-    m->d_slen_bh = iact(m, (size_t)B * NH), m->d_tlen_bh = iact(m, (size_t)B * NH);
-    m->d_bh_b = iact(m, (size_t)B * NH);
-    int *bh_b = xmalloc(sizeof(int) * B * NH);
-    for (int i = 0; i < B * NH; i++) bh_b[i] = i / NH;
-    m->be->upload(m->d_bh_b, bh_b, sizeof(int) * B * NH);
-    free(bh_b);
     m->pe = act(m, (size_t)m->capPos * D);
     build_positions(m);
     m->src_emb = act(m, NS * D), m->src_x = act(m, NS * D), m->src_mask = act(m, NS * D);
@@ -246,20 +161,26 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
                      &m->scr.h4, &m->f, &m->g1, &m->g2, &m->g3, &m->gA, &m->gB};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) *scr[i] = act(m, NM * D);
     m->fh1 = act(m, NM * m->F), m->fh2 = act(m, NM * m->F);
+    m->scr.work_cap = 0; /* the attention ops' workspace: the largest call of any layer */
+    for (int l = 0; l < m->Le; l++) {
+        size_t a = mha_workspace_floats(&m->enc[l].self, m->be, B, S, S);
+        m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
+    }
+    for (int l = 0; l < m->Ld; l++) {
+        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, B, T, T);
+        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, B, T, S);
+        m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
+        m->scr.work_cap = b > m->scr.work_cap ? b : m->scr.work_cap;
+    }
+    m->scr.work = act(m, m->scr.work_cap + 1);
     m->d_enc_out = act(m, NS * D);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* batches                                                                                  */
 
-/* key_len_bh [B·NH] = key_len[b] for row b·NH + h, on the device (gather_rows copies 4-byte
- * words unchanged, so it carries int32 lengths as well as floats). */
-static void lengths_per_head(TfModel *m, int *key_len_bh, const int *key_len, int B) {
-    m->be->gather_rows((float *)key_len_bh, (const float *)key_len, m->d_bh_b, B * m->NH, 1);
-}
-
 /* Points the model at batch b (backend memory, batch-major; model.c uploaded it). */
-static void use_batch(TfModel *m, const TokenBatch *b) {
+void tf_use_batch(TfModel *m, const TokenBatch *b) {
     int B = b->B, S = b->S, T = b->T;
     CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
               (long)B * T <= m->capNT, "batch larger than transformer_reserve'd capacity");
@@ -267,8 +188,6 @@ static void use_batch(TfModel *m, const TokenBatch *b) {
     m->d_src = b->src, m->d_slen = b->src_len;
     m->d_tin = b->tgt_in, m->d_tout = b->tgt_out, m->d_tlen = b->tgt_len;
     m->d_rows = b->tgt_row, m->d_rows_tout = b->tgt_row_id;
-    lengths_per_head(m, m->d_slen_bh, b->src_len, B);
-    lengths_per_head(m, m->d_tlen_bh, b->tgt_len, B);
 }
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
@@ -416,7 +335,7 @@ static int layer_subs(const TfModel *m, int dec, int l, SubCall *c, uint64_t key
     int B = m->B, S = m->S, T = m->T, n = 0;
     const TfLayer *L = dec ? &m->dec[l] : &m->enc[l];
     LayerActs *la = dec ? (LayerActs *)&m->da[l] : (LayerActs *)&m->ea[l];
-    MhaMask src = {m->d_slen, m->d_slen_bh, 0}, tgt = {m->d_tlen, m->d_tlen_bh, 1};
+    MhaMask src = {m->d_slen, 0}, tgt = {m->d_tlen, 1};
     uint64_t base = 1000 + (uint64_t)(dec * TF_MAXL + l) * 4;
     c[n++] = (SubCall){L, la, 0, SUB_SELF, B, dec ? T : S, dec ? T : S, dec ? tgt : src,
                        site_key(key, base)};
@@ -463,7 +382,7 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN). */
-static const float *encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
+const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
@@ -479,11 +398,11 @@ static const float *encoder_forward(TfModel *m, int train, uint64_t key, const f
 double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int train,
                         uint64_t key, float grad_scale) {
     const Backend *be = m->be;
-    use_batch(m, b);
+    tf_use_batch(m, b);
     int B = m->B, S = m->S, T = m->T, D = m->D, V = m->V, NS = B * S, NT = B * T;
     const float *enc_in[2 * TF_MAXL], *dec_in[3 * TF_MAXL];
-    const float *xtop = encoder_forward(m, train, key, enc_in);
-    embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, E_tgt(m), B, T,
+    const float *xtop = tf_encoder_forward(m, train, key, enc_in);
+    embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, tf_E_tgt(m), B, T,
           train ? m->c.dropout : 0.0f, site_key(key, 2));
     const float *x = stack_forward(m, 1, m->tgt_x, train, key, dec_in);
     const float *y = x;
@@ -502,7 +421,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
         be->gather_rows(m->g3, y, m->d_rows, R, D);
         yr = m->g3;
     }
-    be->matmul(m->logits, yr, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
+    be->matmul(m->logits, yr, tf_W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
     be->bias_forward(m->logits, m->b_out.w, R, V);
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f);
@@ -510,7 +429,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
                                             TOKEN_PAD, grad_scale);
 
     /* ---------------- backward ---------------- */
-    Param *Wo = (Param *)W_out(m);
+    Param *Wo = (Param *)tf_W_out(m);
     be->matmul(Wo->g, m->dlogits, yr, V, D, R, 1, 0, 1.0f, 1.0f);
     be->bias_backward(m->b_out.g, m->dlogits, R, V);
     float *dy = m->gA;
@@ -529,7 +448,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
     }
     be->zero(m->d_enc_out, sizeof(float) * NS * D);
     float *dx = stack_backward(m, 1, dy, dec_in, key);
-    embed_backward(m, E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
+    embed_backward(m, tf_E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
 
     /* encoder: enc_out = LN_enc(x) (pre) or x */
     float *de = m->gA;
@@ -550,205 +469,6 @@ const float *transformer_logits(const TfModel *m, int *rows) {
     return m->logits;
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* incremental decoding                                                                     */
-
-static float *dact(TfModel *m, size_t n) {
-    return act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(float) * n);
-}
-static int *diact(TfModel *m, size_t n) {
-    return act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(int) * n);
-}
-
-/* Decoding buffers for R rows of B sentences, S source positions, Tc cached steps. */
-static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
-    if (R <= m->dcapR && B <= m->dcapB && S <= m->dcapS && Tc <= m->dcapTc) return;
-    R = R > m->dcapR ? R : m->dcapR, B = B > m->dcapB ? B : m->dcapB;
-    S = S > m->dcapS ? S : m->dcapS, Tc = Tc > m->dcapTc ? Tc : m->dcapTc;
-    free_list(m->be, m->dallocs, &m->ndallocs);
-    m->dcapR = R, m->dcapB = B, m->dcapS = S, m->dcapTc = Tc;
-    int D = m->D, NH = m->NH, HS = m->HS, lin = m->c.dec_self == ATTN_LINEAR;
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        memset(c, 0, sizeof *c);
-        for (int i = 0; i < 2; i++) {
-            if (lin) c->st[i] = dact(m, (size_t)R * NH * HS * HS), c->z[i] = dact(m, (size_t)R * D);
-            else c->k[i] = dact(m, (size_t)R * Tc * D), c->v[i] = dact(m, (size_t)R * Tc * D);
-        }
-        c->ck = dact(m, (size_t)R * S * D), c->cv = dact(m, (size_t)R * S * D);
-    }
-    m->h_rlen = xrealloc(m->h_rlen, sizeof(int) * R);
-    m->h_parent = xrealloc(m->h_parent, sizeof(int) * R);
-    m->h_rlen_bh = xrealloc(m->h_rlen_bh, sizeof(int) * R * NH);
-    m->h_step_bh = xrealloc(m->h_step_bh, sizeof(int) * R * NH);
-    m->h_parent_bh = xrealloc(m->h_parent_bh, sizeof(int) * R * NH);
-    m->d_rlen = diact(m, R), m->d_rowmap = diact(m, R);
-    m->d_rlen_bh = diact(m, (size_t)R * NH), m->d_step_bh = diact(m, (size_t)R * NH);
-    m->d_parent_bh = diact(m, (size_t)R * NH);
-    float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
-                    &m->qlast};
-    for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, (size_t)R * D);
-    m->h1 = dact(m, (size_t)R * m->F);
-    m->lnm = dact(m, R), m->lnr = dact(m, R);
-    m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
-    m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
-    m->dattn = dact(m, (size_t)R * S);
-    m->tmp_rows = dact(m, (size_t)B * S * D);
-}
-
-void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T) {
-    const Backend *be = m->be;
-    use_batch(m, b);
-    int B = m->B, S = m->S, R = B * K, D = m->D, NH = m->NH;
-    const float *enc_in[2 * TF_MAXL];
-    encoder_forward(m, 0, 0, enc_in);
-    decode_reserve(m, R, B, S, max_T);
-    m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
-    for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
-    be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);
-    be->gather_rows((float *)m->d_rlen, (const float *)b->src_len, m->d_rowmap, R, 1);
-    be->download(m->h_rlen, m->d_rlen, sizeof(int) * R); /* for decode_attention's maps */
-    for (int r = 0; r < R; r++)
-        for (int h = 0; h < NH; h++) m->h_rlen_bh[r * NH + h] = m->h_rlen[r];
-    be->upload(m->d_rlen_bh, m->h_rlen_bh, sizeof(int) * R * NH);
-    size_t row = (size_t)S * D; /* one sentence's keys (or values), all heads */
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        if (K == 1) {
-            mha_project_kv(&m->dec[l].cross, be, c->ck, c->cv, m->f, m->enc_out, B, S);
-        } else { /* project the B sentences once, then copy each to its K rows */
-            mha_project_kv(&m->dec[l].cross, be, m->tmp_rows, c->cv, m->f, m->enc_out, B, S);
-            be->gather_rows(c->ck, m->tmp_rows, m->d_rowmap, R, (int)row);
-            be->copy(m->tmp_rows, c->cv, sizeof(float) * B * row);
-            be->gather_rows(c->cv, m->tmp_rows, m->d_rowmap, R, (int)row);
-        }
-        if (c->st[0]) {
-            be->zero(c->st[0], sizeof(float) * (size_t)R * NH * m->HS * m->HS);
-            be->zero(c->z[0], sizeof(float) * (size_t)R * D);
-        }
-    }
-}
-
-/* x ← x + f (pre-LN) or LN(x + f) (post-LN), for one decoding step; f is consumed. */
-static void step_residual(TfModel *m, const Norm *ln, float *x, float *f) {
-    size_t n = (size_t)m->R * m->D;
-    if (m->pre) {
-        m->be->axpy(x, 1.0f, f, n);
-        return;
-    }
-    m->be->axpy(f, 1.0f, x, n);
-    m->be->layernorm_forward(x, m->lnm, m->lnr, f, ln->w.w, ln->b.w, m->R, m->D);
-}
-
-/* The sub-layer's input: LN(x) (pre-LN, into a1) or x itself. */
-static const float *step_input(TfModel *m, const Norm *ln, const float *x) {
-    if (!m->pre) return x;
-    m->be->layernorm_forward(m->a1, m->lnm, m->lnr, x, ln->w.w, ln->b.w, m->R, m->D);
-    return m->a1;
-}
-
-const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs) {
-    const Backend *be = m->be;
-    int R = m->R, D = m->D, NH = m->NH, HS = m->HS, V = m->V, F = m->F;
-    CHECK(t < m->Tc && t < m->capPos, "decoding past transformer_decode_begin's max_T");
-    /* x = E[y] · √D + PE[t] */
-    be->embedding_forward(m->x1, ids, E_tgt(m)->w, R, D);
-    be->scale(m->x1, sqrtf((float)D), (size_t)R * D);
-    be->bias_forward(m->x1, m->pe + (size_t)t * D, R, D);
-    int lin = m->c.dec_self == ATTN_LINEAR;
-    if (!lin) { /* the self-attention sees the t + 1 cached positions */
-        for (int i = 0; i < R * NH; i++) m->h_step_bh[i] = t + 1;
-        be->upload(m->d_step_bh, m->h_step_bh, sizeof(int) * R * NH);
-    }
-    MhaMask self = {m->d_step_bh, m->d_step_bh, 0}, src = {m->d_rlen, m->d_rlen_bh, 0};
-    for (int l = 0; l < m->Ld; l++) {
-        const TfLayer *L = &m->dec[l];
-        DecCache *c = &m->dc[l];
-        int cur = m->cur;
-        /* self-attention over y_0 .. y_t */
-        const float *a = step_input(m, &L->ln[0], m->x1);
-        mha_project_kv(&L->self, be, m->k1, m->v1, m->t1, a, R, 1);
-        mha_project_q(&L->self, be, m->q1, m->t2, m->t1, a, R, 1);
-        if (lin) {
-            be->linear_attn_step(m->o1, c->st[cur], c->z[cur], m->q1, m->k1, m->v1, R, NH, HS, HS);
-        } else {
-            be->write_step(c->k[cur], m->k1, R * NH, m->Tc, t, HS);
-            be->write_step(c->v[cur], m->v1, R * NH, m->Tc, t, HS);
-            mha_attend(&L->self, be, m->o1, m->save1, m->q1, c->k[cur], c->v[cur], &self, R, 1,
-                       m->Tc);
-        }
-        mha_project_out(&L->self, be, m->f1, m->t1, m->o1, R, 1);
-        step_residual(m, &L->ln[0], m->x1, m->f1);
-        /* cross-attention over the source */
-        a = step_input(m, &L->ln[1], m->x1);
-        mha_project_q(&L->cross, be, m->q1, m->t2, m->t1, a, R, 1);
-        mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd);
-        if (l == m->Ld - 1) be->copy(m->qlast, m->q1, sizeof(float) * R * D);
-        mha_project_out(&L->cross, be, m->f1, m->t1, m->o1, R, 1);
-        step_residual(m, &L->ln[1], m->x1, m->f1);
-        /* FFN (no dropout when decoding) */
-        a = step_input(m, &L->ln[2], m->x1);
-        be->matmul(m->h1, a, L->W1.w, R, F, D, 0, 1, 1.0f, 0.0f);
-        be->bias_relu_dropout_forward(m->h1, m->h1, L->b1.w, 0.0f, 0, R, F);
-        be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(m->f1, L->b2.w, R, D);
-        step_residual(m, &L->ln[2], m->x1, m->f1);
-    }
-    const float *y = m->x1;
-    if (m->pre) {
-        be->layernorm_forward(m->a1, m->lnm, m->lnr, m->x1, m->ln_dec.w.w, m->ln_dec.b.w, R, D);
-        y = m->a1;
-    }
-    be->matmul(m->dlog, y, W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->dlog, m->b_out.w, R, V);
-    if (!log_probs) return m->dlog;
-    be->log_softmax(m->dlogp, m->dlog, R, V);
-    return m->dlogp;
-}
-
-void transformer_decode_reorder(TfModel *m, int t, const int *parent) {
-    const Backend *be = m->be;
-    int R = m->R, NH = m->NH, HS = m->HS, D = m->D, cur = m->cur;
-    if (m->c.dec_self != ATTN_LINEAR) { /* rows r·NH + h of the caches follow parent[r] */
-        be->download(m->h_parent, parent, sizeof(int) * R);
-        for (int r = 0; r < R; r++)
-            for (int h = 0; h < NH; h++) m->h_parent_bh[r * NH + h] = m->h_parent[r] * NH + h;
-        be->upload(m->d_parent_bh, m->h_parent_bh, sizeof(int) * R * NH);
-    }
-    for (int l = 0; l < m->Ld; l++) {
-        DecCache *c = &m->dc[l];
-        if (c->st[0]) {
-            be->gather_rows(c->st[!cur], c->st[cur], parent, R, NH * HS * HS);
-            be->gather_rows(c->z[!cur], c->z[cur], parent, R, D);
-        } else { /* only the filled prefix 0..t of each row's cache */
-            be->gather_rows_strided(c->k[!cur], c->k[cur], m->d_parent_bh, R * NH, (t + 1) * HS,
-                                    m->Tc * HS);
-            be->gather_rows_strided(c->v[!cur], c->v[cur], m->d_parent_bh, R * NH, (t + 1) * HS,
-                                    m->Tc * HS);
-        }
-    }
-    m->cur = !cur;
-}
-
-const float *transformer_decode_attention(TfModel *m, int t) {
-    (void)t;
-    const Backend *be = m->be;
-    int R = m->R, S = m->Sd, D = m->D, NH = m->NH, HS = m->HS;
-    const Mha *a = &m->dec[m->Ld - 1].cross;
-    float *q = xmalloc(sizeof(float) * R * D), *k = xmalloc(sizeof(float) * (size_t)R * S * D);
-    float *w = xmalloc(sizeof(float) * (size_t)R * S), *va = NULL;
-    be->download(q, m->qlast, sizeof(float) * R * D);
-    be->download(k, m->dc[m->Ld - 1].ck, sizeof(float) * (size_t)R * S * D);
-    if (a->v_a.w) {
-        va = xmalloc(sizeof(float) * D);
-        be->download(va, a->v_a.w, sizeof(float) * D);
-    }
-    mha_weights_host(a->kind, w, q, k, va, m->h_rlen, R, NH, HS, S);
-    be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
-    free(q), free(k), free(w), free(va);
-    return m->dattn;
-}
-
 int transformer_ops_used(const TfModel *m, OpKind *ops) {
     static const OpKind common[] = {
         OP_MATMUL,            OP_BIAS_FORWARD,         OP_BIAS_BACKWARD,
@@ -767,9 +487,9 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
 
 void transformer_free(TfModel *m) {
     if (!m) return;
-    free_list(m->be, m->allocs, &m->nallocs);
-    free_list(m->be, m->dallocs, &m->ndallocs);
-    int **h[] = {&m->h_rlen, &m->h_rlen_bh, &m->h_step_bh, &m->h_parent, &m->h_parent_bh};
+    tf_free_list(m->be, m->allocs, &m->nallocs);
+    tf_free_list(m->be, m->dallocs, &m->ndallocs);
+    int **h[] = {&m->h_rlen, &m->h_step, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);
 }

@@ -166,23 +166,23 @@ struct Backend {
                               const float *mask, int B, int H);
 
     /* ---- additive attention (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 "concat") ----
-     * B rows (a batch, or batch × heads flattened: row r = b·NH + h); row r uses v[r mod NH].
-     * score[r,t,s] = v[r mod NH]ᵀ tanh(qp[r,t,:] + kp[r,s,:]) for s < key_len[r] (and, causal,
-     * s <= t + Tk − Tq), −∞ beyond; weights[B,Tq,Tk] = softmax_s(score) (saved);
-     * out[B,Tq,Dv] = Σ_s weights · values[r,s,:]. qp[B,Tq,A] the projected queries (W q),
-     * kp[B,Tk,A] the projected keys (U h_s), v[NH,A]. A row with no visible key gets zero
-     * weights and zero output. */
+     * Rows r = b·NH + h of B·NH (an RNN calls with NH = 1); row r uses v[h] and key_len[b].
+     * score[r,t,s] = v[h]ᵀ tanh(qp[r,t,:] + kp[r,s,:]) for s < key_len[b] (and, causal,
+     * s <= t + Tk − Tq), −∞ beyond; weights[B,NH,Tq,Tk] = softmax_s(score) (saved);
+     * out[B,NH,Tq,Dv] = Σ_s weights · values[r,s,:]. qp[B,NH,Tq,A] the projected queries (W q),
+     * kp[B,NH,Tk,A] the projected keys (U h_s), v[NH,A], key_len[B] (NULL: all visible). A row
+     * with no visible key gets zero weights and zero output. No workspace. */
     void (*additive_attn_forward)(float *out, float *weights, const float *qp, const float *kp,
                                   const float *v, const float *values, const int *key_len,
                                   int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
-    /* Accumulates dqp[B,Tq,A], dkp[B,Tk,A], dv[NH,A], dvalues[B,Tk,Dv] (each may be NULL); the
+    /* Accumulates dqp, dkp, dv[NH,A], dvalues (each may be NULL; shapes as above); the
      * tanh is recomputed from qp and kp, so nothing of size B·Tq·Tk·A is stored. */
     void (*additive_attn_backward)(float *dqp, float *dkp, float *dv, float *dvalues,
                                    const float *dout, const float *qp, const float *kp,
                                    const float *v, const float *values, const float *weights,
                                    int B, int NH, int Tq, int Tk, int A, int Dv);
 
-    /* ---- efficient attention kinds (multi-head; Transformer) ----
+    /* ---- efficient attention kinds (multi-head; the Transformer and the RNN) ----
      * Layout: q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv], out[B,NH,Tq,Dv]; key_len[B] (backend
      * memory): keys at positions >= key_len[b] take no part; causal: key s is visible to query t
      * only if s <= t + (Tk − Tq) (as attn_forward). Backward passes accumulate into dq, dk, dv
@@ -195,11 +195,15 @@ struct Backend {
      * rowsum(dout ⊙ out); no Tq×Tk matrix is stored, extra memory is O(tile) per thread. */
     void (*flash_attn_forward)(float *out, float *lse, const float *q, const float *k,
                                const float *v, const int *key_len, float scale, int causal, int B,
-                               int NH, int Tq, int Tk, int D, int Dv);
+                               int NH, int Tq, int Tk, int D, int Dv, float *work);
     void (*flash_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
                                 const float *q, const float *k, const float *v, const float *out,
                                 const float *lse, const int *key_len, float scale, int causal,
-                                int B, int NH, int Tq, int Tk, int D, int Dv);
+                                int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
+    /* Floats of work that flash_attn_forward and _backward need for these sizes, for every
+     * thread the backend may use (the CPU: omp_get_max_threads() at the time of the call, so a
+     * caller sizes work after setting its thread count). Ops never allocate (DESIGN.md §2). */
+    size_t (*flash_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
     /* Linear attention (Katharopoulos et al. 2020 eq. 6–9), φ(x) = elu(x) + 1:
      * out_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / (φ(q_t)ᵀ Σ_s φ(k_s) + 1e-6) over the visible keys s;
      * causal: prefix sums over s (eq. 8–9); the backward recomputes the running sums forward and
@@ -207,11 +211,13 @@ struct Backend {
      * Tq×Tk or T·D·Dv is stored. A row with no visible key gets out = 0. */
     void (*linear_attn_forward)(float *out, const float *q, const float *k, const float *v,
                                 const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                int D, int Dv);
+                                int D, int Dv, float *work);
     void (*linear_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
                                  const float *q, const float *k, const float *v,
                                  const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                 int D, int Dv);
+                                 int D, int Dv, float *work);
+    /* Floats of work for linear_attn_forward and _backward (as flash_attn_workspace). */
+    size_t (*linear_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
     /* One step of causal linear attention as a recurrence (Katharopoulos et al. 2020 §3.4,
      * the recurrent form), for incremental decoding: per row and head,
      * state[D,Dv] += φ(k) vᵀ, zsum[D] += φ(k), then out = stateᵀ φ(q) / (φ(q)·zsum + 1e-6).
@@ -224,11 +230,13 @@ struct Backend {
      * key_len[b] visible positions); no causal form (callers must refuse one). */
     void (*efficient_attn_forward)(float *out, const float *q, const float *k, const float *v,
                                    const int *key_len, int B, int NH, int Tq, int Tk, int D,
-                                   int Dv);
+                                   int Dv, float *work);
     void (*efficient_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
                                     const float *q, const float *k, const float *v,
                                     const int *key_len, int B, int NH, int Tq, int Tk, int D,
-                                    int Dv);
+                                    int Dv, float *work);
+    /* Floats of work for efficient_attn_forward and _backward (as flash_attn_workspace). */
+    size_t (*efficient_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
 
     /* ---- rows ----
      * dst[i, :] = src[idx[i], :] for i < n, rows of D floats (beam search: expand and reorder
@@ -237,17 +245,19 @@ struct Backend {
 
     /* ---- attention core: scores materialised (Luong et al. 2015 eq. 7–8; Vaswani et al. 2017
      * eq. 1) ----
-     * out[B,Tq,Dv] = softmax(scale · q kᵀ + mask) v, with weights[B,Tq,Tk] saved.
-     * q[B,Tq,D], k[B,Tk,D], v[B,Tk,Dv]; key_len[B]: keys at positions >= key_len[b] get weight 0
-     * (-inf score); causal: key s > query t + (Tk - Tq) is masked. A fully masked row yields
-     * zero weights and zero output. */
+     * out[B,NH,Tq,Dv] = softmax(scale · q kᵀ + mask) v, with weights[B,NH,Tq,Tk] saved.
+     * q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv]; key_len[B] (NULL: all visible): keys at
+     * positions >= key_len[b] get weight 0 (-inf score); causal: key s > query t + (Tk - Tq) is
+     * masked. A fully masked row yields zero weights and zero output. No workspace. */
     void (*attn_forward)(float *out, float *weights, const float *q, const float *k,
                          const float *v, const int *key_len, float scale, int causal, int B,
-                         int Tq, int Tk, int D, int Dv);
-    /* dq, dk, dv accumulate (each may be NULL). */
+                         int NH, int Tq, int Tk, int D, int Dv);
+    /* dq, dk, dv accumulate (each may be NULL); work: attn_workspace floats. */
     void (*attn_backward)(float *dq, float *dk, float *dv, const float *dout, const float *q,
                           const float *k, const float *v, const float *weights, float scale,
-                          int B, int Tq, int Tk, int D, int Dv);
+                          int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
+    /* Floats of work for attn_backward (as flash_attn_workspace). */
+    size_t (*attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
 
     /* ---- output layer ----
      * Fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7):
@@ -315,6 +325,10 @@ typedef enum OpKind {
     OP_GATHER_ROWS,
     OP_ATTN_FORWARD,
     OP_ATTN_BACKWARD,
+    OP_ATTN_WORKSPACE,
+    OP_FLASH_ATTN_WORKSPACE,
+    OP_LINEAR_ATTN_WORKSPACE,
+    OP_EFFICIENT_ATTN_WORKSPACE,
     OP_XENT_FORWARD_BACKWARD,
     OP_LOG_SOFTMAX,
     OP_ARGMAX,

@@ -77,7 +77,7 @@ static const KeyDef keys[] = {
            "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
     K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
     K_INT("model", "heads", model.heads, "4", 1, 256,
-          "Transformer attention heads (divide d_model)"),
+          "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient)"),
     K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
     K_ENUM("model", "norm", model.norm, "pre", norm_place_names,
            "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "
@@ -632,28 +632,24 @@ Status config_validate(const Config *c, Err *err) {
     RULE(ms->type != MODEL_RNN || ms->hidden % 2 == 0,
          "config %s: model.hidden = %d is odd, but the bidirectional encoder uses hidden/2 per "
          "direction; set an even model.hidden", nm, ms->hidden);
+    /* every attention slot of the model: the attention table's one check (attention.h) */
+    char why[512];
     if (ms->type == MODEL_TRANSFORMER) {
-        RULE(ms->self_attention != ATTN_NONE && ms->cross_attention != ATTN_NONE,
-             "config %s: model.type = transformer needs an attention in every slot; set "
-             "model.self_attention and model.cross_attention (e.g. sdp)", nm);
-        RULE(spec_dec_self_attention(ms) != ATTN_EFFICIENT,
-             "config %s: %s = efficient, but efficient attention (Shen et al. 2021) normalises "
-             "each key column over the whole sequence and has no causal form for the decoder's "
-             "self-attention; set model.dec_self_attention to sdp, flash or linear", nm,
-             ms->dec_self_attention == ATTN_NONE ? "model.self_attention (used by the decoder "
-                                                  "too, as model.dec_self_attention = same)"
-                                                : "model.dec_self_attention");
-        RULE(ms->d_model % ms->heads == 0,
-             "config %s: model.heads = %d does not divide model.d_model = %d; choose heads "
-             "that divide it", nm, ms->heads, ms->d_model);
+        const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
+            {ms->self_attention, ATTN_SLOT_ENC_SELF, 0},
+            {spec_dec_self_attention(ms), ATTN_SLOT_DEC_SELF, 1},
+            {ms->cross_attention, ATTN_SLOT_CROSS, 0}};
+        for (int i = 0; i < 3; i++)
+            RULE(attention_supports(slots[i].k, slots[i].slot, slots[i].causal, NULL, ms->d_model,
+                                    ms->d_model, ms->heads, why, sizeof why),
+                 "config %s: %s", nm, why);
+    } else {
+        RULE(attention_supports(ms->attention, ATTN_SLOT_RNN, 0, NULL, ms->hidden, ms->hidden,
+                                ms->heads, why, sizeof why),
+             "config %s: %s", nm, why);
     }
-    int luong = ms->attention == ATTN_LUONG_DOT || ms->attention == ATTN_LUONG_GENERAL ||
-                ms->attention == ATTN_LUONG_CONCAT;
-    RULE(ms->type != MODEL_RNN || luong || ms->attention == ATTN_NONE ||
-             ms->attention == ATTN_BAHDANAU,
-         "config %s: model.attention = %s is not an RNN attention; for model.type = rnn choose "
-         "none, bahdanau, luong_dot, luong_general or luong_concat", nm,
-         attention_kind_names[ms->attention]);
+    const AttentionOps *row = attention_row(ms->attention);
+    int luong = row && !row->rnn_prev_state; /* the query is the current state h_t */
     RULE(!(ms->type == MODEL_RNN && ms->input_feeding && !luong),
          "config %s: model.input_feeding = true belongs to the Luong attentions (Luong et al. "
          "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,

@@ -158,7 +158,7 @@ static int build(Model *m, const Case *c) {
         rc = transformer_create(&m->tf, &m->ps, &tc, &err);
     } else {
         rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
-                        c->kind, &err);
+                        c->kind, 1, &err);
     }
     if (rc) {
         EXPECT(0, "%s: %s", c->name, err.msg);

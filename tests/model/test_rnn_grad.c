@@ -1,6 +1,7 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind, both cells and both input-feeding settings, and the batched attention
- * (input_feeding = false) against the step-by-step one.
+ * every attention kind (the multi-head sdp, flash, linear and efficient with 2 heads), both
+ * cells and both input-feeding settings, and the batched attention (input_feeding = false,
+ * Tq = T) against the step-by-step one (Tq = 1).
  *
  * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
  * padding) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
@@ -39,7 +40,8 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     Err err;
     int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
     params_init_set(&f->ps, be);
-    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, &err)) {
+    /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
+    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &err)) {
         EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
         return 1;
     }
@@ -165,9 +167,14 @@ int main(void) {
         run(ATTN_BAHDANAU, gru, 0, 2, 2);
     }
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
-    const AttentionKind all[] = {ATTN_NONE, ATTN_BAHDANAU, ATTN_LUONG_DOT, ATTN_LUONG_GENERAL,
-                                 ATTN_LUONG_CONCAT};
+    /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
+    const AttentionKind multi[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_EFFICIENT};
+    for (int k = 0; k < 4; k++)
+        for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
+    const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
+                                 ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
+                                 ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT};
     for (int gru = 0; gru < 2; gru++)
-        for (int k = 0; k < 5; k++) run_stepwise(all[k], gru);
+        for (int k = 0; k < 9; k++) run_stepwise(all[k], gru);
     return test_report("test_rnn_grad");
 }

@@ -3,8 +3,7 @@
  * same table (attn_forward/attn_backward), which DESIGN.md §9 says flash must equal exactly in
  * mathematics, and against double-precision references (DESIGN.md §3, §8, §9).
  *
- * attn_forward has no head dimension: flash's [B, NH, T, ·] is its batch of B·NH, with
- * key_len[b] repeated for each head.
+ * Both take the same layout [B, NH, T, ·] and the same key_len[B].
  *
  * Groups:
  *  - forward vs attn_forward (out), and lse vs a log-sum-exp in double; rows with no visible key
@@ -171,19 +170,26 @@ typedef struct {
     int B, NH, Tq, Tk, D, Dv, causal;
     float scale;
     const int *key_len; /* [B] */
-    int *key_len_bh;    /* [B·NH]: key_len[b] repeated per head, for attn_forward */
     float *q, *k, *v, *r; /* r: dout [B,NH,Tq,Dv] */
+    float *work;          /* the ops' workspace: flash_attn_workspace, attn_workspace floats */
     size_t nq, nk, nv, no, nl, nw;
 } Prob;
+
+/* (Re)allocates the ops' workspace for the current OpenMP thread count. */
+static void prob_work(Prob *p) {
+    size_t wf = be->flash_attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
+    size_t wa = be->attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
+    free(p->work);
+    p->work = malloc(sizeof(float) * ((wf > wa ? wf : wa) + 1));
+}
 
 static void prob_init(Prob *p, int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
                       int causal, float scale) {
     p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->D = D, p->Dv = Dv, p->causal = causal;
     p->scale = scale;
     p->key_len = key_len;
-    p->key_len_bh = malloc(sizeof(int) * (size_t)B * NH);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) p->key_len_bh[b * NH + h] = key_len[b];
+    p->work = NULL;
+    prob_work(p);
     size_t bh = (size_t)B * NH;
     p->nq = bh * Tq * D, p->nk = bh * Tk * D, p->nv = bh * Tk * Dv, p->no = bh * Tq * Dv;
     p->nl = bh * Tq, p->nw = bh * Tq * Tk;
@@ -193,16 +199,16 @@ static void prob_init(Prob *p, int B, int NH, int Tq, int Tk, int D, int Dv, con
     p->r = frand(p->no, -1, 1);
 }
 static void prob_free(Prob *p) {
-    free(p->key_len_bh), free(p->q), free(p->k), free(p->v), free(p->r);
+    free(p->work), free(p->q), free(p->k), free(p->v), free(p->r);
 }
 static void flash_fwd(const Prob *p, float *out, float *lse) {
     be->flash_attn_forward(out, lse, p->q, p->k, p->v, p->key_len, p->scale, p->causal, p->B,
-                           p->NH, p->Tq, p->Tk, p->D, p->Dv);
+                           p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
 }
 static void flash_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *out,
                       const float *lse) {
     be->flash_attn_backward(dq, dk, dv, p->r, p->q, p->k, p->v, out, lse, p->key_len, p->scale,
-                            p->causal, p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
+                            p->causal, p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -223,7 +229,7 @@ static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, c
     float *out = ffill(p.no, 123.0f), *lse = ffill(p.nl, 123.0f);
     float *mout = fnew(p.no), *mw = fnew(p.nw);
     flash_fwd(&p, out, lse);
-    be->attn_forward(mout, mw, p.q, p.k, p.v, p.key_len_bh, scale, causal, B * NH, Tq, Tk, D, Dv);
+    be->attn_forward(mout, mw, p.q, p.k, p.v, p.key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
     Stat st;
     stat_begin(&st, "forward vs attn_forward, lse vs double  %s", tag);
     int empty_rows = 0;
@@ -266,7 +272,7 @@ static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, c
     float *gq = fnew(p.nq), *gk = fnew(p.nk), *gv = fnew(p.nv);
     float *mq = fnew(p.nq), *mk = fnew(p.nk), *mv = fnew(p.nv);
     flash_bwd(&p, gq, gk, gv, out, lse);
-    be->attn_backward(mq, mk, mv, p.r, p.q, p.k, p.v, mw, scale, B * NH, Tq, Tk, D, Dv);
+    be->attn_backward(mq, mk, mv, p.r, p.q, p.k, p.v, mw, scale, B, NH, Tq, Tk, D, Dv, p.work);
     stat_begin(&st, "backward vs attn_backward  %s", tag);
     stat_true(&st, all_finite(gq, p.nq) && all_finite(gk, p.nk) && all_finite(gv, p.nv),
               "non-finite gradient");
@@ -357,6 +363,7 @@ static void test_threads(int B, int NH, int Tq, int Tk, int D, int Dv, const int
     int saved = omp_get_max_threads();
     for (int i = 0; i < 3; i++) {
         omp_set_num_threads(nthr[i]);
+        prob_work(&p);
         out[i] = fnew(p.no), lse[i] = fnew(p.nl);
         gq[i] = fnew(p.nq), gk[i] = fnew(p.nk), gv[i] = fnew(p.nv);
         flash_fwd(&p, out[i], lse[i]);

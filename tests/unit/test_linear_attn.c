@@ -190,11 +190,19 @@ typedef struct {
     float *q, *k, *v;   /* [B,NH,Tq,D], [B,NH,Tk,D], [B,NH,Tk,Dv] */
     float *r;           /* [B,NH,Tq,Dv]: dout = dL/dout for L = Σ r ⊙ out */
     float *out;         /* [B,NH,Tq,Dv] scratch for the loss */
+    float *work;        /* the op's workspace (linear_ / efficient_attn_workspace floats) */
     size_t nq, nk, nv, no;
 } Prob;
 
 static const char *kind_name(const Prob *p) {
     return p->kind == LINEAR ? (p->causal ? "linear causal" : "linear") : "efficient";
+}
+
+/* (Re)allocates the op's workspace for the current OpenMP thread count. */
+static void prob_work(Prob *p) {
+    free(p->work);
+    p->work = fnew((p->kind == LINEAR ? be->linear_attn_workspace : be->efficient_attn_workspace)(
+                       p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv) + 1);
 }
 
 static void prob_init(Prob *p, int kind, int causal, int B, int NH, int Tq, int Tk, int D, int Dv,
@@ -212,29 +220,31 @@ static void prob_init(Prob *p, int kind, int causal, int B, int NH, int Tq, int 
     p->v = frand(p->nv, -1, 1);
     p->r = frand(p->no, -1, 1);
     p->out = fnew(p->no);
+    p->work = NULL;
+    prob_work(p);
 }
 
 static void prob_free(Prob *p) {
-    free(p->q), free(p->k), free(p->v), free(p->r), free(p->out);
+    free(p->q), free(p->k), free(p->v), free(p->r), free(p->out), free(p->work);
 }
 
 static void op_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v) {
     if (p->kind == LINEAR)
         be->linear_attn_forward(out, q, k, v, p->key_len, p->causal, p->B, p->NH, p->Tq, p->Tk,
-                                p->D, p->Dv);
+                                p->D, p->Dv, p->work);
     else
         be->efficient_attn_forward(out, q, k, v, p->key_len, p->B, p->NH, p->Tq, p->Tk, p->D,
-                                   p->Dv);
+                                   p->Dv, p->work);
 }
 
 static void op_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *dout,
                    const float *q, const float *k, const float *v) {
     if (p->kind == LINEAR)
         be->linear_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->causal, p->B, p->NH,
-                                 p->Tq, p->Tk, p->D, p->Dv);
+                                 p->Tq, p->Tk, p->D, p->Dv, p->work);
     else
         be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->B, p->NH, p->Tq,
-                                    p->Tk, p->D, p->Dv);
+                                    p->Tk, p->D, p->Dv, p->work);
 }
 
 static int klen(const Prob *p, int b) {
@@ -754,6 +764,7 @@ static void test_threads(int kind, int causal) {
     float *o[2], *gq[2], *gk[2], *gv[2];
     for (int i = 0; i < 2; i++) {
         omp_set_num_threads(i + 1);
+        prob_work(p);
         o[i] = fnew(p->no), gq[i] = fnew(p->nq), gk[i] = fnew(p->nk), gv[i] = fnew(p->nv);
         op_fwd(p, o[i], p->q, p->k, p->v);
         op_bwd(p, gq[i], gk[i], gv[i], p->r, p->q, p->k, p->v);

@@ -41,7 +41,7 @@ typedef struct {
 } AttnCtx;
 static double attn_loss(void *p) {
     AttnCtx *a = p;
-    be->attn_forward(a->out, a->w, a->q, a->k, a->v, a->key_len, a->scale, a->causal, a->B,
+    be->attn_forward(a->out, a->w, a->q, a->k, a->v, a->key_len, a->scale, a->causal, a->B, 1,
                      a->Tq, a->Tk, a->D, a->Dv);
     return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
 }
@@ -68,7 +68,7 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
         tl += snprintf(tag + tl, sizeof tag - tl, b ? ",%d" : "%d", key_len[b]);
     Stat st;
     stat_begin(&st, "attn_forward %s", tag);
-    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, Tq, Tk, D, Dv);
+    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, 1, Tq, Tk, D, Dv);
     int fully_masked_rows = 0;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
@@ -117,8 +117,9 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
     /* backward: L = Σ r ⊙ out */
     float *r = frand(no, -1, 1);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nv);
-    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, Tq, Tk, D, Dv);
-    be->attn_backward(gq, gk, gv, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    float *work = fnew(be->attn_workspace(B, 1, Tq, Tk, D, Dv)); /* B rows as B·1 heads */
+    be->attn_forward(out, w, q, k, v, key_len, scale, causal, B, 1, Tq, Tk, D, Dv);
+    be->attn_backward(gq, gk, gv, r, q, k, v, w, scale, B, 1, Tq, Tk, D, Dv, work);
     AttnCtx ctx = {q, k, v, fnew(no), fnew(nw), key_len, r, scale, causal, B, Tq, Tk, D, Dv};
     stat_begin(&st, "attn_backward vs FD %s", tag);
     /* The loss is evaluated twice per input element: on one thread, so that a shape above the
@@ -135,31 +136,45 @@ static void test_attn(int B, int Tq, int Tk, int D, int Dv, const int *key_len, 
     stat_begin(&st, "attn_backward accumulates (and NULL) %s", tag);
     float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(nv, -2, 2);
     float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, nv);
-    be->attn_backward(aq, ak, av, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    be->attn_backward(aq, ak, av, r, q, k, v, w, scale, B, 1, Tq, Tk, D, Dv, work);
     accum_check(&st, "dq", aq, pq, gq, nq);
     accum_check(&st, "dk", ak, pk, gk, nk);
     accum_check(&st, "dv", av, pv, gv, nv);
     /* each gradient may be NULL; the others are unchanged by that */
     memcpy(aq, pq, sizeof(float) * nq);
-    be->attn_backward(aq, NULL, NULL, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    be->attn_backward(aq, NULL, NULL, r, q, k, v, w, scale, B, 1, Tq, Tk, D, Dv, work);
     accum_check(&st, "dq (dk,dv NULL)", aq, pq, gq, nq);
     memcpy(ak, pk, sizeof(float) * nk);
-    be->attn_backward(NULL, ak, NULL, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    be->attn_backward(NULL, ak, NULL, r, q, k, v, w, scale, B, 1, Tq, Tk, D, Dv, work);
     accum_check(&st, "dk (dq,dv NULL)", ak, pk, gk, nk);
     memcpy(av, pv, sizeof(float) * nv);
-    be->attn_backward(NULL, NULL, av, r, q, k, v, w, scale, B, Tq, Tk, D, Dv);
+    be->attn_backward(NULL, NULL, av, r, q, k, v, w, scale, B, 1, Tq, Tk, D, Dv, work);
     accum_check(&st, "dv (dq,dk NULL)", av, pv, gv, nv);
     stat_end(&st);
 
     free(q), free(k), free(v), free(out), free(w), free(r), free(gq), free(gk), free(gv);
     free(ctx.out), free(ctx.w), free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
+    free(work);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* additive attention                                                                          */
 
-/* B rows (batch × heads flattened); row r uses v[r mod NH]; key s is visible to query t of row
- * r as for attn_forward (attn_allowed: s < key_len[r] and, causal, s ≤ t + Tk − Tq). */
+/* B rows (B / NH batch entries × NH heads flattened); row r uses v[r mod NH]; key s is visible
+ * to query t of row r as for attn_forward (attn_allowed: s < key_len[r] and, causal,
+ * s ≤ t + Tk − Tq). The op takes key_len per batch entry: batch_lens gives it (the rows of one
+ * entry share their length). */
+static const int *batch_lens(const int *row_len, int B, int NH) {
+    static int lens[64];
+    for (int r = 0; r < B; r++) {
+        if (row_len[r] != row_len[r - r % NH]) {
+            fprintf(stderr, "test error: rows of one batch entry differ in key_len\n");
+            exit(1);
+        }
+        if (r % NH == 0) lens[r / NH] = row_len[r];
+    }
+    return lens;
+}
 typedef struct {
     float *qp, *kp, *v, *values, *out, *w;
     const int *key_len;
@@ -168,8 +183,8 @@ typedef struct {
 } AddAttnCtx;
 static double add_attn_loss(void *p) {
     AddAttnCtx *a = p;
-    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, a->key_len, a->causal,
-                              a->B, a->NH, a->Tq, a->Tk, a->A, a->Dv);
+    be->additive_attn_forward(a->out, a->w, a->qp, a->kp, a->v, a->values, batch_lens(a->key_len, a->B, a->NH),
+                              a->causal, a->B / a->NH, a->NH, a->Tq, a->Tk, a->A, a->Dv);
     return dot_rd(a->r, a->out, (size_t)a->B * a->Tq * a->Dv);
 }
 
@@ -238,7 +253,8 @@ static void add_attn_ref(double *a, double *out, double *gqp, double *gkp, doubl
         }
 }
 
-/* B rows = batch × NH heads flattened (key_len[B] per row), v[NH,A]. */
+/* B rows = B / NH batch entries × NH heads flattened (key_len per row, equal within an entry:
+ * batch_lens), v[NH,A]. */
 static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, const int *key_len,
                                int causal) {
     size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
@@ -259,7 +275,7 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
                  Tq, Tk, A, Dv);
     Stat st;
     stat_begin(&st, "additive_attn_forward %s", tag);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, batch_lens(key_len, B, NH), causal, B / NH, NH, Tq, Tk, A, Dv);
     int *row_any = calloc((size_t)B * Tq, sizeof(int));  /* query (b,t) sees some key */
     int *key_seen = calloc((size_t)B * Tk, sizeof(int)); /* key (b,s) seen by some query */
     for (int b = 0; b < B; b++)
@@ -288,8 +304,8 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     /* backward: L = Σ r ⊙ out */
     float *r = frand(no, -1, 1);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, batch_lens(key_len, B, NH), causal, B / NH, NH, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
     AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, causal, B, NH, Tq, Tk,
                       A, Dv};
     stat_begin(&st, "additive_attn_backward vs FD %s", tag);
@@ -319,29 +335,29 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(nvh, -2, 2);
     float *pval = frand(nval, -2, 2);
     float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, nvh), *aval = fdup(pval, nval);
-    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
     accum_check(&st, "dqp", aq, pq, gq, nq);
     accum_check(&st, "dkp", ak, pk, gk, nk);
     accum_check(&st, "dv", av, pv, gv, nvh);
     accum_check(&st, "dvalues", aval, pval, gval, nval);
     /* each gradient may be NULL; the others are unchanged by that */
     memcpy(aq, pq, sizeof(float) * nq);
-    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dqp (others NULL)", aq, pq, gq, nq);
     memcpy(ak, pk, sizeof(float) * nk);
-    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dkp (others NULL)", ak, pk, gk, nk);
     memcpy(av, pv, sizeof(float) * nvh);
-    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dv (others NULL)", av, pv, gv, nvh);
     memcpy(aval, pval, sizeof(float) * nval);
-    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv);
     accum_check(&st, "dvalues (others NULL)", aval, pval, gval, nval);
-    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv); /* all NULL: a no-op that must not crash */
     stat_end(&st);
 
@@ -359,7 +375,7 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
 static void test_additive_attn_parallel(int NH, int causal) {
     enum { B = 16, Tq = 8, Tk = 9, A = 32, Dv = 12 };
     int key_len[B];
-    for (int b = 0; b < B; b++) key_len[b] = (b * 5) % (Tk + 1); /* 0 .. Tk, 0 and Tk included */
+    for (int b = 0; b < B; b++) key_len[b] = (b / NH * 5) % (Tk + 1); /* 0 .. Tk, per entry */
     size_t nq = (size_t)B * Tq * A, nk = (size_t)B * Tk * A, nval = (size_t)B * Tk * Dv;
     size_t no = (size_t)B * Tq * Dv, nw = (size_t)B * Tq * Tk, nvh = (size_t)NH * A;
     float *qp = frand(nq, -1.5f, 1.5f), *kp = frand(nk, -1.5f, 1.5f), *v = frand(nvh, -1, 1);
@@ -372,19 +388,19 @@ static void test_additive_attn_parallel(int NH, int causal) {
     Stat st;
     stat_begin(&st, "additive_attn B%d NH%d Tq%d Tk%d A%d Dv%d%s (OpenMP) vs ref", B, NH, Tq, Tk,
                A, Dv, causal ? " causal" : "");
-    be->additive_attn_forward(out, w, qp, kp, v, values, key_len, causal, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_forward(out, w, qp, kp, v, values, batch_lens(key_len, B, NH), causal, B / NH, NH, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nw; i++) stat_add(&st, w[i], ra[i], FWD_ATOL, FWD_RTOL, "w", (long)i);
     for (size_t i = 0; i < no; i++)
         stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B, NH, Tq, Tk, A, Dv);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
     for (size_t i = 0; i < nq; i++) stat_add(&st, gq[i], rq[i], 1e-4, 1e-4, "dqp", (long)i);
     for (size_t i = 0; i < nk; i++) stat_add(&st, gk[i], rk[i], 1e-4, 1e-4, "dkp", (long)i);
     for (size_t i = 0; i < nvh; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", (long)i);
     for (size_t i = 0; i < nval; i++)
         stat_add(&st, gval[i], rval[i], 1e-4, 1e-4, "dvalues", (long)i);
     float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(nvh), *gval2 = fnew(nval);
-    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B, NH, Tq, Tk, A,
+    be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
                                Dv);
     stat_true(&st, memcmp(gq, gq2, sizeof(float) * nq) == 0, "dqp differs between two runs");
     stat_true(&st, memcmp(gk, gk2, sizeof(float) * nk) == 0, "dkp differs between two runs");
@@ -423,15 +439,15 @@ int main(void) {
         /* Tq = 1 (one decoder step, as the RNN calls it), other lengths */
         const int len2[3] = {2, 5, 1};
         test_additive_attn(3, 1, 1, 5, 6, 7, len2, 0);
-        /* heads: 2 batch entries × NH 3 rows, row r uses v[r mod NH]; causal with Tq < Tk
+        /* heads: 3 batch entries × NH 3 rows, row r uses v[r mod NH]; causal with Tq < Tk
          * (key s visible iff s ≤ t + 1), full, partial and key_len 0 rows */
-        const int len3[6] = {5, 2, 0, 5, 4, 3};
-        test_additive_attn(6, 3, 4, 5, 6, 7, len3, 1);
+        const int len3[9] = {5, 5, 5, 2, 2, 2, 0, 0, 0};
+        test_additive_attn(9, 3, 4, 5, 6, 7, len3, 1);
         /* causal with Tq > Tk: query t = 0 sees no key; NH 2 */
-        const int len4[4] = {4, 3, 4, 1};
+        const int len4[4] = {4, 4, 1, 1};
         test_additive_attn(4, 2, 5, 4, 3, 5, len4, 1);
         /* heads, not causal */
-        const int len5[6] = {4, 4, 1, 0, 3, 4};
+        const int len5[6] = {4, 4, 1, 1, 0, 0};
         test_additive_attn(6, 2, 3, 4, 5, 2, len5, 0);
         test_additive_attn_parallel(1, 0);
         test_additive_attn_parallel(4, 1);

@@ -95,11 +95,15 @@ void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C)
 void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
                           const float *v, int B, int NH, int D, int Dv);
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
-                      const int *key_len, float scale, int causal, int B, int Tq, int Tk, int D,
-                      int Dv);
+                      const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
+                      int D, int Dv);
 void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                        const float *k, const float *v, const float *weights, float scale, int B,
-                       int Tq, int Tk, int D, int Dv);
+                       int NH, int Tq, int Tk, int D, int Dv, float *work);
+size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
                                  int V, float smoothing, int ignore_id, float grad_scale);
 void cpu_log_softmax(float *out, const float *logits, int N, int V);
@@ -108,21 +112,48 @@ void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t
                      float b1, float b2, float eps, int t);
 void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
                             const float *v, const int *key_len, float scale, int causal, int B,
-                            int NH, int Tq, int Tk, int D, int Dv);
+                            int NH, int Tq, int Tk, int D, int Dv, float *work);
 void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                              const float *k, const float *v, const float *out, const float *lse,
                              const int *key_len, float scale, int causal, int B, int NH, int Tq,
-                             int Tk, int D, int Dv);
+                             int Tk, int D, int Dv, float *work);
 void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
                              const int *key_len, int causal, int B, int NH, int Tq, int Tk, int D,
-                             int Dv);
+                             int Dv, float *work);
 void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                               const float *k, const float *v, const int *key_len, int causal,
-                              int B, int NH, int Tq, int Tk, int D, int Dv);
+                              int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
 void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
-                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv);
+                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
+                                float *work);
 void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                                  const float *q, const float *k, const float *v,
-                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv);
+                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
+                                 float *work);
+
+/* Shared by the linear-time attention ops (linear.c, efficient.c, flash.c). */
+/* Σ_i a_i b_i in float32; an `omp simd` reduction (a fixed, compile-time order: the result does
+ * not depend on the thread count). */
+static inline float cpu_dotf(const float *a, const float *b, int n) {
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+/* y += a·x over n floats; an `omp simd` loop (vectorised at -O2 whatever the cost model; the
+ * result is element-wise, so it is the same as the scalar loop's). */
+static inline void cpu_axpyf(float *y, float a, const float *x, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* key_len[b] clipped to [0, Tk] (all Tk keys when key_len is NULL). */
+static inline int cpu_key_count(const int *key_len, int b, int Tk) {
+    int len = key_len ? key_len[b] : Tk;
+    if (len > Tk) len = Tk;
+    if (len < 0) len = 0;
+    return len;
+}
 
 #endif

@@ -21,8 +21,8 @@
  *   SkylakeX, as backend_cpu_prefer_fast_blas sets; OpenBLAS's default kernels there: 84 / 172);
  *   the materialised attn_forward / attn_backward 556 / 1143.
  *
- * Memory: per thread a workspace of 2·FLASH_BR·FLASH_BC floats (scores/probabilities, dp/ds) and
- *   O(FLASH_BR) on the stack; no Tq × Tk matrix exists anywhere. The output block itself is the
+ * Memory: per thread 2·FLASH_BR·FLASH_BC floats of the caller's work (cpu_flash_attn_workspace:
+ *   scores/probabilities, dp/ds) and O(FLASH_BR) on the stack; nothing is allocated; no Tq × Tk matrix exists anywhere. The output block itself is the
  *   accumulator O of Algorithm 1, and the backward adds into dq, dk, dv directly.
  *
  * Parallelism and determinism (DESIGN.md §8): the forward runs over (b, h, query block), the
@@ -31,6 +31,7 @@
  *   results are bit-identical for any number of threads. */
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,6 +44,12 @@
 /* Parallelise only above this many multiply-adds (B·NH·Tq·Tk·(D + Dv)). */
 #define FLASH_PAR_MIN 262144.0
 
+/* Floats of work for flash_attn_forward and _backward: 2·FLASH_BR·FLASH_BC per OpenMP thread. */
+size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+    (void)B, (void)NH, (void)Tq, (void)Tk, (void)D, (void)Dv;
+    return (size_t)omp_get_max_threads() * 2 * FLASH_BR * FLASH_BC;
+}
+
 /* Number of visible keys of query row t (keys 0 .. lim − 1); off = Tk − Tq. */
 static inline int row_limit(int t, int len, int causal, int off) {
     int lim = len;
@@ -50,22 +57,16 @@ static inline int row_limit(int t, int len, int causal, int off) {
     return lim < 0 ? 0 : lim;
 }
 
-static inline int clamp_len(const int *key_len, int b, int Tk) {
-    int len = key_len ? key_len[b] : Tk;
-    if (len > Tk) len = Tk;
-    return len < 0 ? 0 : len;
-}
-
 void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
                             const float *v, const int *key_len, float scale, int causal, int B,
-                            int NH, int Tq, int Tk, int D, int Dv) {
+                            int NH, int Tq, int Tk, int D, int Dv, float *work) {
     if (B <= 0 || NH <= 0 || Tq <= 0) return;
     const int nblk = (Tq + FLASH_BR - 1) / FLASH_BR; /* query blocks per (b, h) */
     const long items = (long)B * NH * nblk;
     const int off = Tk - Tq;
 #pragma omp parallel if ((double)B * NH * Tq * Tk * (D + Dv) > FLASH_PAR_MIN)
     {
-        float *s = xmalloc(sizeof(float) * FLASH_BR * FLASH_BC); /* [BR, BC] S, then P */
+        float *s = work + (size_t)omp_get_thread_num() * 2 * FLASH_BR * FLASH_BC; /* [BR,BC] S, P */
         float m[FLASH_BR], l[FLASH_BR]; /* running max and running sum of each row */
 #pragma omp for schedule(dynamic, 1)
         for (long it = 0; it < items; it++) {
@@ -73,7 +74,7 @@ void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float 
             const int b = (int)(bh / NH);
             const int r0 = (int)(it % nblk) * FLASH_BR;
             const int nr = Tq - r0 < FLASH_BR ? Tq - r0 : FLASH_BR;
-            const int len = clamp_len(key_len, b, Tk);
+            const int len = cpu_key_count(key_len, b, Tk);
             const float *qb = q + ((size_t)bh * Tq + r0) * D; /* [nr, D] */
             const float *kb = k + (size_t)bh * Tk * D;        /* [Tk, D] */
             const float *vb = v + (size_t)bh * Tk * Dv;       /* [Tk, Dv] */
@@ -135,14 +136,13 @@ void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float 
                 }
             }
         }
-        free(s);
     }
 }
 
 void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                              const float *k, const float *v, const float *out, const float *lse,
                              const int *key_len, float scale, int causal, int B, int NH, int Tq,
-                             int Tk, int D, int Dv) {
+                             int Tk, int D, int Dv, float *work) {
     if (!dq && !dk && !dv) return;
     if (B <= 0 || NH <= 0 || Tq <= 0 || Tk <= 0) return;
     const int off = Tk - Tq;
@@ -151,14 +151,14 @@ void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
 #pragma omp parallel if ((double)B * NH * Tq * Tk * (D + Dv) > FLASH_PAR_MIN)
     {
         /* p [BR, BC] (probabilities), ds [BR, BC] (dp, then ds) */
-        float *p = xmalloc(sizeof(float) * 2 * FLASH_BR * FLASH_BC);
+        float *p = work + (size_t)omp_get_thread_num() * 2 * FLASH_BR * FLASH_BC;
         float *ds = p + (size_t)FLASH_BR * FLASH_BC;
         float Dr[FLASH_BR]; /* rowsum(dout ⊙ out) */
         int lim[FLASH_BR];  /* visible keys of each row of the block */
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < BNH; bh++) {
             const int b = bh / NH;
-            const int len = clamp_len(key_len, b, Tk);
+            const int len = cpu_key_count(key_len, b, Tk);
             const float *kb = k + (size_t)bh * Tk * D;  /* [Tk, D] */
             const float *vb = v + (size_t)bh * Tk * Dv; /* [Tk, Dv] */
             float *dkb = dk ? dk + (size_t)bh * Tk * D : NULL;
@@ -226,6 +226,5 @@ void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                 }
             }
         }
-        free(p);
     }
 }

@@ -1,0 +1,62 @@
+/* efficient.c — efficient attention (Shen et al. 2021, eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v), with
+ * ρ_q the softmax over each row of q and ρ_k the softmax over each column of k across the
+ * visible keys; linear in Tq and Tk (ops: efficient_attn_forward, efficient_attn_backward).
+ * ρ_k normalises over the whole sequence, so there is no causal form: the table refuses the
+ * decoder's self-attention. */
+#include <math.h>
+
+#include "attention/kinds.h"
+
+static void efficient_forward(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v, const int *key_len,
+                              int causal, int B, int Tq, int Tk, float *work) {
+    (void)save;
+    CHECK(!causal, "efficient attention has no causal form (attention_supports refuses it)");
+    be->efficient_attn_forward(o, q, k, v, key_len, B, a->NH, Tq, Tk, a->HS, a->HS, work);
+}
+
+static void efficient_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *o, const float *save,
+                               const float *q, const float *k, const float *v,
+                               const int *key_len, int causal, int B, int Tq, int Tk,
+                               float *work) {
+    (void)o, (void)save, (void)causal;
+    be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, key_len, B, a->NH, Tq, Tk, a->HS,
+                                a->HS, work);
+}
+
+static size_t efficient_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
+    return be->efficient_attn_workspace(B, a->NH, Tq, Tk, a->HS, a->HS);
+}
+
+static const OpKind efficient_ops[] = {OP_EFFICIENT_ATTN_FORWARD, OP_EFFICIENT_ATTN_BACKWARD,
+                                       OP_EFFICIENT_ATTN_WORKSPACE};
+
+/* w_s = ρ_q(q) · ρ_k(k)_s (sums to 1 over the visible keys) */
+static void efficient_weights_host(float *w, const float *q, const float *k, const float *v_a,
+                                   int len, int HS) {
+    (void)v_a;
+    float P[HS > 0 ? HS : 1], mx[HS > 0 ? HS : 1], den[HS > 0 ? HS : 1], e[len > 0 ? len : 1];
+    float m = -INFINITY, zq = 0;
+    double z = 0;
+    for (int d = 0; d < HS; d++) m = q[d] > m ? q[d] : m;
+    for (int d = 0; d < HS; d++) zq += (P[d] = expf(q[d] - m));
+    for (int d = 0; d < HS; d++) P[d] /= zq, mx[d] = -INFINITY, den[d] = 0;
+    for (int s = 0; s < len; s++)
+        for (int d = 0; d < HS; d++)
+            mx[d] = k[(size_t)s * HS + d] > mx[d] ? k[(size_t)s * HS + d] : mx[d];
+    for (int s = 0; s < len; s++)
+        for (int d = 0; d < HS; d++) den[d] += expf(k[(size_t)s * HS + d] - mx[d]);
+    for (int s = 0; s < len; s++) {
+        double acc = 0;
+        for (int d = 0; d < HS; d++) acc += P[d] * (expf(k[(size_t)s * HS + d] - mx[d]) / den[d]);
+        e[s] = (float)acc, z += acc;
+    }
+    for (int s = 0; s < len; s++) w[s] = (float)(e[s] / z);
+}
+
+const AttentionOps attention_efficient = {
+    .kind = ATTN_EFFICIENT, .causal_ok = 0, .multi_head = 1, .save = ATTN_SAVE_NONE,
+    .ops = efficient_ops, .nops = 3,
+    .forward = efficient_forward, .backward = efficient_backward,
+    .workspace = efficient_workspace, .weights_host = efficient_weights_host};

@@ -1,0 +1,65 @@
+/* kinds.h — private to src/attention: the rows of the table (one file per kind) and the pieces
+ * two rows share (the dot-product score of sdp.c serves luong_dot and luong_general; the
+ * additive score of bahdanau.c serves luong_concat). Shapes as in attention.h. */
+#ifndef TRAINER_ATTENTION_KINDS_H
+#define TRAINER_ATTENTION_KINDS_H
+
+#include "attention/attention.h"
+
+extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
+    attention_luong_dot, attention_luong_general, attention_luong_concat, attention_bahdanau;
+
+/* sdp.c: softmax(scale · q kᵀ) v with the weights saved (attn_forward / attn_backward);
+ * scale 1/√HS when the row is scaled, else 1. */
+void attention_dot_forward(const Attention *a, const Backend *be, float *o, float *save,
+                           const float *q, const float *k, const float *v, const int *key_len,
+                           int causal, int B, int Tq, int Tk, float *work);
+void attention_dot_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                            float *dv, const float *dout, const float *o, const float *save,
+                            const float *q, const float *k, const float *v, const int *key_len,
+                            int causal, int B, int Tq, int Tk, float *work);
+size_t attention_dot_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+extern const OpKind attention_dot_ops[3]; /* sdp, luong: attn_forward, _backward, _workspace */
+/* w[s] = softmax_s(scale · q·k_s) over len keys, on the host. */
+void attention_dot_weights_host(float *w, const float *q, const float *k, int len, int HS,
+                                float scale);
+
+/* bahdanau.c: the additive score vᵀ tanh(q' + k') (additive_attn_*), its parameters and, for
+ * own_proj, the query and key projections W_q, U. */
+void attention_additive_declare(Attention *a, ParamSet *ps, const char *prefix, ParamInit mat);
+void attention_additive_query_forward(const Attention *a, const Backend *be, float *qp,
+                                      const float *q, int N);
+void attention_additive_query_backward(const Attention *a, const Backend *be, float *dq,
+                                       const float *dqp, const float *q, int N);
+void attention_additive_keys_forward(const Attention *a, const Backend *be, float *kp,
+                                     const float *keys, int N);
+void attention_additive_keys_backward(const Attention *a, const Backend *be, float *dkeys,
+                                      const float *dkp, const float *keys, int N);
+void attention_additive_forward(const Attention *a, const Backend *be, float *o, float *save,
+                                const float *q, const float *k, const float *v,
+                                const int *key_len, int causal, int B, int Tq, int Tk,
+                                float *work);
+void attention_additive_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                                 float *dv, const float *dout, const float *o, const float *save,
+                                 const float *q, const float *k, const float *v,
+                                 const int *key_len, int causal, int B, int Tq, int Tk,
+                                 float *work);
+extern const OpKind attention_additive_ops[2]; /* bahdanau, luong_concat */
+/* The fields of a row that scores additively (bahdanau, luong_concat differ only in their kind
+ * and place in the RNN). */
+#define ATTENTION_ADDITIVE_ROW                                                                   \
+    .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS, .ops = attention_additive_ops,                   \
+    .nops = 2, .declare = attention_additive_declare,               \
+    .query_forward = attention_additive_query_forward,                                          \
+    .query_backward = attention_additive_query_backward,                                        \
+    .keys_forward = attention_additive_keys_forward,                                            \
+    .keys_backward = attention_additive_keys_backward, .forward = attention_additive_forward,    \
+    .backward = attention_additive_backward, .weights_host = attention_additive_weights_host
+void attention_additive_weights_host(float *w, const float *q, const float *k, const float *v_a,
+                                     int len, int HS);
+
+/* attention.c: w[s] = softmax(e)[s] over len scores (double sum), on the host; w may not alias
+ * e. */
+void attention_softmax_host(float *w, const float *e, int len);
+
+#endif

@@ -1,0 +1,102 @@
+/* transformer_internal.h — private to src/model/transformer.c and transformer_decode.c: the
+ * model's types and the helpers both files use. Shapes as in transformer.c's legend. */
+#ifndef TRAINER_TRANSFORMER_INTERNAL_H
+#define TRAINER_TRANSFORMER_INTERNAL_H
+
+#include "model/transformer.h"
+
+#define TF_MAXL 16
+
+typedef struct {
+    Param w, b; /* [D] gain and bias */
+} Norm;
+
+typedef struct {
+    Mha self, cross;         /* cross: decoder layers only */
+    Norm ln[3];              /* one per sub-layer */
+    Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
+} TfLayer;
+
+typedef struct {             /* saved activations of one sub-layer */
+    float *ln_out;           /* [N,D] pre: LN(u); post: LN(s), the output */
+    float *mean, *rstd;      /* [N] */
+    float *s;                /* [N,D] u + dropout(f) */
+    float *mask;             /* [N,D] residual dropout mask */
+} Sub;
+
+typedef struct {
+    Sub sub[3];
+    float *self_buf, *cross_buf; /* MhaActs storage */
+    float *hd;                   /* [N,F] dropout(relu(a W1ᵀ + b1)) */
+} LayerActs;
+
+typedef struct {             /* decoding caches of one decoder layer (backend memory) */
+    float *st[2];            /* the self-attention's decoding state (attention_state_floats:
+                              * a KV cache or linear's running sums), ping-pong for reorder */
+    float *ck, *cv;          /* cross-attention keys/values [R,NH,S,HS] */
+} DecCache;
+
+struct TfModel {
+    const Backend *be;
+    TfConfig c;
+    int D, NH, HS, F, V, Le, Ld, pre;
+    Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
+    Norm ln_enc, ln_dec;                  /* pre-LN: after each stack */
+    TfLayer enc[TF_MAXL], dec[TF_MAXL];
+
+    /* capacity and buffers (backend memory unless h_) */
+    int capB, capS, capT, capPos;
+    long capNS, capNT;
+    void *allocs[512];
+    int nallocs;
+    int B, S, T;                                          /* the current batch */
+    int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
+    /* the current batch's arrays, batch-major, in backend memory (model.c uploads them) */
+    const int *d_src, *d_slen;                      /* [B,S], [B] */
+    const int *d_tin, *d_tout, *d_tlen;             /* [B,T], [B,T], [B] */
+    const int *d_rows, *d_rows_tout; /* [NR]: b·T + t of each such position, and its target */
+    float *pe;                                            /* [capPos, D] */
+    float *src_emb, *src_x, *src_mask;                    /* [NS,D] */
+    float *tgt_emb, *tgt_x, *tgt_mask;                    /* [NT,D] */
+    LayerActs ea[TF_MAXL], da[TF_MAXL];
+    float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
+    float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
+    float *logits, *dlogits;                              /* [NR,V] */
+    MhaScratch scr;                                       /* [max(NS,NT), D] each */
+    float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
+    float *fh1, *fh2;                                     /* [max(NS,NT), F] */
+    float *d_enc_out;                                     /* [NS,D] */
+
+    /* decoding (allocated by decode_begin, grow-only) */
+    void *dallocs[8 * TF_MAXL + 32];
+    int ndallocs;
+    int dcapR, dcapB, dcapS, dcapTc;
+    int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
+    DecCache dc[TF_MAXL];
+    int *h_rlen, *h_step, *h_parent, *h_parent_bh; /* host [R], [R], [R], [R·NH] */
+    int *d_rlen, *d_step, *d_parent_bh, *d_rowmap;
+    float *x1, *a1, *q1, *k1, *v1, *o1, *f1, *t1, *t2, *qlast; /* [R,D] */
+    float *h1;                    /* [R,F] FFN activation */
+    float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
+    float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
+    float *dwork;                 /* dwork_cap floats: the attention ops' workspace */
+    size_t dwork_cap;
+    float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
+    float *tmp_rows;              /* [B·S·D] cross keys of the B sentences before the beam copy */
+};
+
+/* The target embedding table and the output matrix (emb_src when tied). */
+const Param *tf_E_tgt(const TfModel *m);
+const Param *tf_W_out(const TfModel *m);
+/* Allocates bytes (at least 4) of backend memory into list (n entries, at most max). */
+void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes);
+/* Frees the n buffers of list; n = 0. */
+void tf_free_list(const Backend *be, void **list, int *n);
+/* Points the model at batch b (backend memory, batch-major, uploaded by model.c: ids, lengths,
+ * the non-padding target rows) and sets m->B, S, T, NR. */
+void tf_use_batch(TfModel *m, const TokenBatch *b);
+/* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
+ * of the final LN in pre-LN); in[] receives each layer's input. */
+const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in);
+
+#endif

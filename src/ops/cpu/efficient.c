@@ -1,0 +1,198 @@
+/* efficient.c — efficient attention on the CPU, in linear time and memory, no Tq×Tk matrix
+ * (semantics in ops/ops.h, "efficient attention kinds"; linear attention is linear.c).
+ *
+ * Shapes: B batch, NH heads, Tq queries, Tk keys, D query/key width, Dv value width.
+ *   q [B, NH, Tq, D], k [B, NH, Tk, D], v [B, NH, Tk, Dv], out [B, NH, Tq, Dv], key_len [B].
+ *
+ * Efficient attention — Shen et al. 2021, "Efficient Attention: Attention with Linear
+ * Complexities", eq. 2 (WACV 2021): per (b, h), with L = key_len[b] visible keys,
+ *   P_t = softmax_d(q_t)          (ρ_q: over each row of q, across D)
+ *   K_sd = exp(k_sd) / Σ_{s'<L} exp(k_s'd) for s < L, 0 for s ≥ L  (ρ_k: over each column)
+ *   C = Σ_{s<L} K_s v_sᵀ [D, Dv],  out_t = Cᵀ P_t.
+ *   Gradients: dP_t = C g_t,  dq_t = P_t ⊙ (dP_t − P_t · dP_t);
+ *   dC = Σ_t P_t g_tᵀ,  dK_s = dC v_s,  dv_s = dCᵀ K_s,
+ *   dk_sd = K_sd (dK_sd − Σ_{s'} K_s'd dK_s'd), and Σ_{s'} K_s'd dK_s'd = Σ_e dC_de C_de, so
+ *   the column softmax needs no second pass over the keys. L = 0 gives out = 0, no gradient.
+ *
+ * Parallel over the B·NH (b, h) pairs; each pair is computed by one thread in a fixed order and
+ * owns its slices of out / dq / dk / dv, so the results are race-free and bit-identical for any
+ * thread count. Scratch per thread comes from the
+ * caller's work (the *_attn_workspace function); nothing is allocated. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_internal.h"
+
+/* Floats of work per thread: the backward's C, dC and six [D] vectors cover the forward's C and
+ * four [D] vectors. */
+static size_t efficient_per_thread(int D, int Dv) { return 2 * (size_t)D * Dv + 6 * (size_t)D + 1; }
+
+size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+    (void)B, (void)NH, (void)Tq, (void)Tk;
+    return (size_t)omp_get_max_threads() * efficient_per_thread(D, Dv);
+}
+
+/* Column-softmax statistics of k over the len visible keys: mx[d] = max_s k_sd and
+ * inv[d] = 1 / Σ_s exp(k_sd − mx[d]) (len > 0). */
+static void colsoftmax_stats(float *mx, float *inv, const float *kb, int len, int D) {
+    for (int d = 0; d < D; d++) mx[d] = -INFINITY;
+    for (int s = 0; s < len; s++) {
+        const float *kr = kb + (size_t)s * D;
+        for (int d = 0; d < D; d++)
+            if (kr[d] > mx[d]) mx[d] = kr[d];
+    }
+    for (int d = 0; d < D; d++) inv[d] = 0.0f;
+    for (int s = 0; s < len; s++) {
+        const float *kr = kb + (size_t)s * D;
+        for (int d = 0; d < D; d++) inv[d] += expf(kr[d] - mx[d]);
+    }
+    for (int d = 0; d < D; d++) inv[d] = 1.0f / inv[d];
+}
+
+/* K = ρ_k(k)_s: K_d = exp(k_sd − mx[d]) · inv[d]. */
+static inline void colsoftmax_row(float *K, const float *kr, const float *mx, const float *inv,
+                                  int D) {
+    for (int d = 0; d < D; d++) K[d] = expf(kr[d] - mx[d]) * inv[d];
+}
+
+/* P = softmax over the D entries of one query row (ρ_q). */
+static void row_softmax(float *P, const float *qr, int D) {
+    float m = -INFINITY;
+    for (int d = 0; d < D; d++)
+        if (qr[d] > m) m = qr[d];
+    float sum = 0.0f;
+    for (int d = 0; d < D; d++) sum += (P[d] = expf(qr[d] - m));
+    float inv = 1.0f / sum;
+    for (int d = 0; d < D; d++) P[d] *= inv;
+}
+
+/* C = ρ_k(k)ᵀ v over the len visible keys (len > 0); K used as a [D] buffer. */
+static void efficient_context(float *C, float *K, const float *kb, const float *vb,
+                              const float *mx, const float *inv, int len, int D, int Dv) {
+    memset(C, 0, sizeof(float) * (size_t)D * Dv);
+    for (int s = 0; s < len; s++) {
+        colsoftmax_row(K, kb + (size_t)s * D, mx, inv, D);
+        const float *vr = vb + (size_t)s * Dv;
+        for (int d = 0; d < D; d++) {
+            float kd = K[d];
+            float *Cd = C + (size_t)d * Dv;
+            cpu_axpyf(Cd, kd, vr, Dv); /* C = Σ_s ρ_k(k)_s v_sᵀ */
+        }
+    }
+}
+
+/* Efficient attention forward (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v), ρ_k over the
+ * key_len[b] visible keys; out[B,NH,Tq,Dv] overwritten, 0 where key_len[b] = 0. */
+void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
+                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
+                                float *work) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
+    {
+        float *C = work + omp_get_thread_num() * efficient_per_thread(D, Dv); /* [D,Dv] */
+        float *mx = C + (size_t)D * Dv, *inv = mx + D, *K = inv + D, *P = K + D; /* [D] */
+#pragma omp for schedule(dynamic, 1)
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            const float *qb = q + (size_t)bh * Tq * D;
+            const float *kb = k + (size_t)bh * Tk * D;
+            const float *vb = v + (size_t)bh * Tk * Dv;
+            float *ob = out + (size_t)bh * Tq * Dv;
+            if (len == 0) {
+                memset(ob, 0, sizeof(float) * (size_t)Tq * Dv);
+                continue;
+            }
+            colsoftmax_stats(mx, inv, kb, len, D);
+            efficient_context(C, K, kb, vb, mx, inv, len, D, Dv);
+            for (int t = 0; t < Tq; t++) {
+                row_softmax(P, qb + (size_t)t * D, D);
+                float *o = ob + (size_t)t * Dv;
+                for (int e = 0; e < Dv; e++) o[e] = 0.0f;
+                for (int d = 0; d < D; d++) {
+                    float pd = P[d];
+                    const float *Cd = C + (size_t)d * Dv;
+                    cpu_axpyf(o, pd, Cd, Dv); /* out_t = Cᵀ ρ_q(q_t) */
+                }
+            }
+        }
+    }
+}
+
+/* Efficient attention backward: recomputes C, then dq (row-softmax backward), dC = Σ_t P_t g_tᵀ,
+ * dv_s = dCᵀ K_s and dk (column-softmax backward, column sums Σ_e dC_de C_de). Accumulates (+=)
+ * into dq, dk, dv, each may be NULL; padded keys (s ≥ key_len[b]) get no gradient. */
+void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                 const float *q, const float *k, const float *v,
+                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
+                                 float *work) {
+    if (!dq && !dk && !dv) return;
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
+    {
+        size_t ndd = (size_t)D * Dv;
+        float *C = work + omp_get_thread_num() * efficient_per_thread(D, Dv);
+        float *dC = C + ndd;                                           /* [D,Dv] */
+        float *mx = dC + ndd, *inv = mx + D, *K = inv + D, *P = K + D; /* [D] */
+        float *gP = P + D, *cs = gP + D;                               /* [D] */
+#pragma omp for schedule(dynamic, 1)
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            if (len == 0) continue; /* out = 0 regardless of q, k, v */
+            const float *qb = q + (size_t)bh * Tq * D;
+            const float *kb = k + (size_t)bh * Tk * D;
+            const float *vb = v + (size_t)bh * Tk * Dv;
+            const float *gb = dout + (size_t)bh * Tq * Dv;
+            colsoftmax_stats(mx, inv, kb, len, D);
+            efficient_context(C, K, kb, vb, mx, inv, len, D, Dv);
+            memset(dC, 0, sizeof(float) * ndd);
+            for (int t = 0; t < Tq; t++) {
+                const float *qr = qb + (size_t)t * D;
+                const float *g = gb + (size_t)t * Dv;
+                row_softmax(P, qr, D);
+                if (dq) {
+                    /* out_t = Cᵀ P: dP = C g; P = softmax(q_t): dq = P ⊙ (dP − P·dP) */
+                    float pdp = 0.0f;
+                    for (int d = 0; d < D; d++) {
+                        gP[d] = cpu_dotf(C + (size_t)d * Dv, g, Dv);
+                        pdp += P[d] * gP[d];
+                    }
+                    float *dqr = dq + ((size_t)bh * Tq + t) * D;
+                    for (int d = 0; d < D; d++) dqr[d] += P[d] * (gP[d] - pdp);
+                }
+                if (dk || dv) {
+                    /* out_t = Cᵀ P_t: dC += P_t g_tᵀ */
+                    for (int d = 0; d < D; d++) {
+                        float pd = P[d];
+                        float *dCd = dC + (size_t)d * Dv;
+                        cpu_axpyf(dCd, pd, g, Dv);
+                    }
+                }
+            }
+            if (!dk && !dv) continue;
+            /* Σ_s K_sd dK_sd = Σ_s K_sd Σ_e dC_de v_se = Σ_e dC_de C_de */
+            for (int d = 0; d < D; d++) cs[d] = cpu_dotf(dC + (size_t)d * Dv, C + (size_t)d * Dv, Dv);
+            for (int s = 0; s < len; s++) {
+                const float *kr = kb + (size_t)s * D;
+                const float *vr = vb + (size_t)s * Dv;
+                colsoftmax_row(K, kr, mx, inv, D);
+                if (dk) {
+                    /* C = Σ_s K_s v_sᵀ: dK_s = dC v_s; K = column softmax of k:
+                     * dk_sd = K_sd (dK_sd − Σ_s' K_s'd dK_s'd) */
+                    float *dkr = dk + ((size_t)bh * Tk + s) * D;
+                    for (int d = 0; d < D; d++)
+                        dkr[d] += K[d] * (cpu_dotf(dC + (size_t)d * Dv, vr, Dv) - cs[d]);
+                }
+                if (dv) {
+                    /* C = Σ_s K_s v_sᵀ: dv_s = dCᵀ K_s */
+                    float *dvr = dv + ((size_t)bh * Tk + s) * Dv;
+                    for (int d = 0; d < D; d++) {
+                        float kd = K[d];
+                        const float *dCd = dC + (size_t)d * Dv;
+                        cpu_axpyf(dvr, kd, dCd, Dv);
+                    }
+                }
+            }
+        }
+    }
+}
