@@ -6,7 +6,7 @@
 #define TRAINER_OPTEST_H
 #include <stddef.h>
 
-#include "rng.h"
+#include "core/rng.h"
 #include "testutil.h"
 
 /* Tolerances.

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "model/params.h"
+#include "ops/params.h"
 
 typedef struct {
     char name[96];

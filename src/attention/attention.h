@@ -20,8 +20,8 @@
 #ifndef TRAINER_ATTENTION_H
 #define TRAINER_ATTENTION_H
 
-#include "common.h"
-#include "model/params.h"
+#include "core/common.h"
+#include "ops/params.h"
 #include "ops/ops.h"
 
 typedef enum AttentionKind {

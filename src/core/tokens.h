@@ -18,7 +18,7 @@
 #ifndef TRAINER_TOKENS_H
 #define TRAINER_TOKENS_H
 
-#include "common.h"
+#include "core/common.h"
 
 /* The ids SentencePiece models are trained with (data/spm.cc checks a loaded model has them). */
 enum { TOKEN_PAD = 0, TOKEN_UNK = 1, TOKEN_BOS = 2, TOKEN_EOS = 3 };

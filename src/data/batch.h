@@ -13,10 +13,10 @@
 #ifndef TRAINER_BATCH_H
 #define TRAINER_BATCH_H
 
-#include "common.h"
+#include "core/common.h"
 #include "core/tokens.h"
 #include "data/encoded.h"
-#include "rng.h"
+#include "core/rng.h"
 
 typedef struct {
     long *idx;    /* sentence indices of every batch, concatenated */

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "common.h"
+#include "core/common.h"
 
 /* Counts collected while reading. For corpus_load, the line counts are per side (both sides have
  * the same count, or loading fails) and each skipped pair is counted ONCE, under the first reason

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "core/common.h"
 #include "data/spm.h"
 
 typedef struct {

@@ -23,7 +23,7 @@
 
 // common.h has no extern "C" guard of its own: include it with C linkage before spm.h does.
 extern "C" {
-#include "common.h"
+#include "core/common.h"
 }
 #include "data/spm.h"
 

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "common.h"
+#include "core/common.h"
 #include "core/tokens.h" /* TOKEN_PAD, TOKEN_UNK, TOKEN_BOS, TOKEN_EOS */
 
 #ifdef __cplusplus

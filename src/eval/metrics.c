@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common.h"
+#include "core/common.h"
 
 /* ---------------------------------------------------------------- code point buffers */
 

@@ -19,7 +19,7 @@
 #ifndef TRAINER_EVAL_PLOT_H
 #define TRAINER_EVAL_PLOT_H
 
-#include "common.h"
+#include "core/common.h"
 #include "eval/translate.h"
 
 /* One validation point of a run (one "val" line of metrics.jsonl). */

@@ -13,7 +13,7 @@
 #define TRAINER_MODEL_H
 
 #include "core/tokens.h"
-#include "model/params.h"
+#include "ops/params.h"
 #include "model/rnn.h"
 #include "model/spec.h"
 #include "model/transformer.h"

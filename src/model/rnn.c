@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
-#include "rng.h"
+#include "core/rng.h"
 
 #define MAXL 8
 

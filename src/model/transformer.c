@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/tokens.h"
-#include "rng.h"
+#include "core/rng.h"
 
 enum { SUB_SELF, SUB_CROSS, SUB_FFN };
 

@@ -24,7 +24,7 @@
 
 #include "attention/mha.h"
 #include "core/tokens.h"
-#include "model/params.h"
+#include "ops/params.h"
 #include "ops/ops.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
 
 #include "data/spm.h"
 #include "model/model.h"
-#include "rng.h"
+#include "core/rng.h"
 #include "train/config.h"
 
 typedef struct {

@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "core/common.h"
 
 typedef enum { CKPT_F32 = 1, CKPT_I32 = 2, CKPT_U8 = 3, CKPT_U64 = 4 } CkptDType;
 

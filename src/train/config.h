@@ -33,7 +33,7 @@
 #include <stdio.h>
 
 #include "attention/attention.h"
-#include "common.h"
+#include "core/common.h"
 #include "model/spec.h"
 #include "ops/ops.h"
 

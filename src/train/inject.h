@@ -16,7 +16,7 @@
 #ifndef TRAINER_TRAIN_INJECT_H
 #define TRAINER_TRAIN_INJECT_H
 
-#include "common.h"
+#include "core/common.h"
 #include "ops/ops.h"
 
 #define INJECT_ENV "TRAINER_TEST_INJECT_NONFINITE"

@@ -9,7 +9,7 @@
 #ifndef TRAINER_OPTIM_H
 #define TRAINER_OPTIM_H
 
-#include "model/params.h"
+#include "ops/params.h"
 #include "train/config.h"
 
 /* The global gradient norm sqrt(Σ_i grad[i]²) over ps->grad [ps->total] (be->sumsq accumulates

@@ -55,7 +55,7 @@
 
 #include "ops/ops.h"
 #include "optest.h"
-#include "rng.h"
+#include "core/rng.h"
 #include "testutil.h"
 
 static const Backend *be; /* the CPU backend (the CPU cases) */

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "rng.h"
+#include "core/rng.h"
 #include "testutil.h"
 
 /* Tolerances.

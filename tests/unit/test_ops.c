@@ -24,7 +24,7 @@
 
 #include "ops/ops.h"
 #include "optest.h"
-#include "rng.h"
+#include "core/rng.h"
 #include "testutil.h"
 
 static const Backend *be;

@@ -8,7 +8,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "common.h"
+#include "core/common.h"
 #include "ops/cpu/cpu_internal.h"
 
 /* Per row b: S = scale · q_b k_bᵀ [Tq, len] and out_b = P v_b are cblas_sgemm calls (OpenBLAS,

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "core/common.h"
 #include "ops/cpu/cpu_internal.h"
 
 static void *cpu_alloc(size_t bytes) {

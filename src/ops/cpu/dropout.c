@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "ops/cpu/cpu_internal.h"
-#include "rng.h"
+#include "core/rng.h"
 
 static inline float keep_mask(uint64_t key, size_t i, float p, float keep_scale) {
     float u = (float)(rng_hash(key, i) >> 8) * (1.0f / 16777216.0f);

@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common.h"
+#include "core/common.h"
 #include "ops/cpu/cpu_internal.h"
 
 #define FLASH_BR 64 /* query rows per block */

@@ -29,7 +29,7 @@
 #include "ops/cuda/cuda_check.h"
 
 extern "C" {
-#include "common.h"
+#include "core/common.h"
 #include "ops/ops.h"
 }
 

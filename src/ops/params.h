@@ -9,9 +9,9 @@
 #ifndef TRAINER_PARAMS_H
 #define TRAINER_PARAMS_H
 
-#include "common.h"
+#include "core/common.h"
 #include "ops/ops.h"
-#include "rng.h"
+#include "core/rng.h"
 
 typedef struct {
     float *w; /* the parameter, in backend memory */

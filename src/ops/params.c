@@ -1,4 +1,4 @@
-#include "model/params.h"
+#include "ops/params.h"
 
 #include <math.h>
 #include <string.h>
