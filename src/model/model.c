@@ -10,6 +10,18 @@ Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, E
 
 void model_allocate(Model *m) { params_allocate(&m->ps); }
 
+int model_ops_used(const Model *m, OpKind *ops) {
+    /* the ops both families call (embeddings, projections, dropout, the output layer and loss,
+     * beam reordering), and the trainer's (clipping, Adam) and the decoder's */
+    static const OpKind run_ops[] = {
+        OP_MATMUL,           OP_BIAS_FORWARD,       OP_BIAS_BACKWARD,         OP_AXPY,
+        OP_DROPOUT_FORWARD,  OP_DROPOUT_BACKWARD,   OP_EMBEDDING_FORWARD,     OP_EMBEDDING_BACKWARD,
+        OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,   OP_GATHER_ROWS,           OP_ARGMAX,
+        OP_SUMSQ,            OP_SCALE,              OP_ADAM_UPDATE};
+    int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
+    return op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
+}
+
 Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err) {
     memset(m, 0, sizeof *m);
     m->spec = *spec;
@@ -30,9 +42,7 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
     /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the
      * backend: refused here, before training, naming each missing op */
     OpKind ops[3 * OP_COUNT];
-    int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
-    static const OpKind run_ops[] = {OP_SUMSQ, OP_SCALE, OP_ADAM_UPDATE, OP_ARGMAX};
-    n = op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
+    int n = model_ops_used(m, ops);
     if (backend_require_ops(m->be, ops, n, err)) return STATUS_ERR;
     return STATUS_OK;
 }

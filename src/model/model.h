@@ -39,6 +39,12 @@ Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, E
  * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either. */
 Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 void model_allocate(Model *m);
+/* Writes every backend op that training and decoding m call (its family's, its attention kinds',
+ * those of every model, and the trainer's: clipping, Adam) to ops[] (room for 3·OP_COUNT; an op
+ * may appear more than once) and returns their number. model_declare refuses a backend that
+ * lacks one (backend_require_ops); tests/model/test_model_ops.c trains and decodes on a table
+ * holding these ops alone. No errors. */
+int model_ops_used(const Model *m, OpKind *ops);
 /* Initialises parameters by their declared rule (RNN: uniform in [-0.1, 0.1]; Transformer:
  * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by seed (the
  * trainer passes train.seed). */

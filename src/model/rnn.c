@@ -727,16 +727,13 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
 }
 
 int rnn_ops_used(const RnnModel *m, OpKind *ops) {
-    static const OpKind common[] = {
-        OP_MATMUL,          OP_BIAS_FORWARD,        OP_BIAS_BACKWARD,
-        OP_AXPY,            OP_CONCAT2_FORWARD,     OP_CONCAT2_BACKWARD,
-        OP_TANH_FORWARD,    OP_TANH_BACKWARD,       OP_TRANSPOSE01_FORWARD,
-        OP_DROPOUT_FORWARD, OP_DROPOUT_BACKWARD,    OP_TRANSPOSE01_BACKWARD,
-        OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD,
-        OP_LOG_SOFTMAX,     OP_GATHER_ROWS}; /* the last two: decoding */
+    static const OpKind own[] = {OP_CONCAT2_FORWARD,     OP_CONCAT2_BACKWARD,
+                                 OP_TANH_FORWARD,        OP_TANH_BACKWARD,
+                                 OP_TRANSPOSE01_FORWARD, OP_TRANSPOSE01_BACKWARD,
+                                 OP_PERMUTE0213_FORWARD, OP_PERMUTE0213_BACKWARD};
     const OpKind cell[] = {m->gru ? OP_GRU_CELL_FORWARD : OP_LSTM_CELL_FORWARD,
                            m->gru ? OP_GRU_CELL_BACKWARD : OP_LSTM_CELL_BACKWARD};
-    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
+    int n = op_list_append(ops, 0, own, (int)(sizeof own / sizeof own[0]));
     n = op_list_append(ops, n, cell, 2);
     if (m->style != DEC_NONE) n += attention_ops_used(m->attn.at.kind, ops + n);
     return n;

@@ -76,8 +76,9 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
 /* 1 if the model has an attention (model.attention != none). */
 int rnn_has_attention(const RnnModel *m);
-/* Writes every backend op the model calls (training and decoding; cell and attention kinds
- * included) to ops[] (room for OP_COUNT) and returns their number. */
+/* Writes the backend ops the RNN calls beyond those every model calls (model.c lists those):
+ * its cell's, its attention kind's and its shape ops, for training and decoding, to ops[]
+ * (room for OP_COUNT); returns their number. No errors. */
 int rnn_ops_used(const RnnModel *m, OpKind *ops);
 void rnn_free(RnnModel *m);
 

@@ -470,15 +470,11 @@ const float *transformer_logits(const TfModel *m, int *rows) {
 }
 
 int transformer_ops_used(const TfModel *m, OpKind *ops) {
-    static const OpKind common[] = {
-        OP_MATMUL,            OP_BIAS_FORWARD,         OP_BIAS_BACKWARD,
-        OP_AXPY,              OP_SCALE,                OP_DROPOUT_FORWARD,
-        OP_DROPOUT_BACKWARD,  OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD,
-        OP_LAYERNORM_FORWARD, OP_LAYERNORM_BACKWARD,   OP_PERMUTE0213_FORWARD,
-        OP_PERMUTE0213_BACKWARD, OP_EMBEDDING_FORWARD, OP_EMBEDDING_BACKWARD,
-        OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,      OP_WRITE_STEP,
-        OP_GATHER_ROWS,       OP_GATHER_ROWS_STRIDED}; /* the last four: decoding */
-    int n = op_list_append(ops, 0, common, (int)(sizeof common / sizeof common[0]));
+    static const OpKind own[] = {
+        OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD, OP_LAYERNORM_FORWARD,
+        OP_LAYERNORM_BACKWARD,        OP_PERMUTE0213_FORWARD,   OP_PERMUTE0213_BACKWARD,
+        OP_WRITE_STEP,                OP_GATHER_ROWS_STRIDED}; /* the last two: decoding */
+    int n = op_list_append(ops, 0, own, (int)(sizeof own / sizeof own[0]));
     n += attention_ops_used(m->c.enc_self, ops + n);
     n += attention_ops_used(m->c.dec_self, ops + n);
     n += attention_ops_used(m->c.cross, ops + n);

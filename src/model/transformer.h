@@ -72,9 +72,10 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
 void transformer_decode_reorder(TfModel *m, int t, const int *parent);
 const float *transformer_decode_attention(TfModel *m, int t);
-/* Writes every backend op the model calls (training and decoding; the attention kind of each
- * slot included; an op may appear more than once) to ops[] (room for 2·OP_COUNT) and returns
- * their number. */
+/* Writes the backend ops the Transformer calls beyond those every model calls (model.c lists
+ * those): layer norm, the FFN, head permutes, decoding caches and the attention kind of each
+ * slot (an op may appear more than once), to ops[] (room for 2·OP_COUNT); returns their
+ * number. No errors. */
 int transformer_ops_used(const TfModel *m, OpKind *ops);
 void transformer_free(TfModel *m);
 

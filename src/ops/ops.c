@@ -71,6 +71,11 @@ const char *op_name(OpKind op) {
     return op >= 0 && op < OP_COUNT && OP_TABLE[op].name ? OP_TABLE[op].name : "?";
 }
 
+size_t op_offset(OpKind op) {
+    CHECK(op >= 0 && op < OP_COUNT, "op_offset: not an OpKind");
+    return OP_TABLE[op].offset;
+}
+
 int supports_op(const Backend *be, OpKind op) {
     CHECK(op >= 0 && op < OP_COUNT, "supports_op: OpKind out of range");
     void (*fn)(void);

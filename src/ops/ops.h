@@ -339,6 +339,9 @@ typedef enum OpKind {
 /* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range. */
 const char *op_name(OpKind op);
 
+/* The byte offset of op's function pointer in Backend (tests build tables that lack ops). */
+size_t op_offset(OpKind op);
+
 /* 1 if be implements op (its table entry is non-NULL), else 0. */
 int supports_op(const Backend *be, OpKind op);
 
