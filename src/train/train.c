@@ -223,258 +223,319 @@ static double peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-Status train_run(const Config *cfg_in, int resume, Err *err) {
-    Status rc = STATUS_ERR;
-    Config cfg = *cfg_in;
-    Corpus train = {0}, val = {0};
-    Encoded tenc = {0}, venc = {0};
-    Model model = {0};
-    BatchPlan plan = {0};
-    TokenBatch hb = {0};
-    long *keep = NULL;
-    FILE *metrics = NULL;
-    int lock_fd = -1;
-    Spm *spm = NULL;
-    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
-    NonfiniteInjection inject; /* tests only: TRAINER_TEST_INJECT_NONFINITE (train/inject.h) */
-    char dir[1024], last[1100], best[1100], mpath[1100];
-    config_save_dir(&cfg, dir, sizeof dir);
-    snprintf(last, sizeof last, "%s/last.ckpt", dir);
-    snprintf(best, sizeof best, "%s/best.ckpt", dir);
-    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", dir);
-    set_threads(cfg.threads);
-    const Backend *be;
-    if (config_backend(cfg.device, &be, err)) goto cleanup; /* refuse before any data work */
-    if (inject_parse(&inject, getenv(INJECT_ENV), err)) goto cleanup;
-    if (make_dir(dir, err)) goto cleanup;
-    if ((lock_fd = lock_run_dir(dir, err)) < 0) goto cleanup;
-    remove_stale_temps(dir);
+StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
+                      const NonfiniteInjection *inject) {
+    ParamSet *ps = &m->ps;
+    StepResult r = {0, 0, 0, NULL};
+    params_zero_grad(ps);
+    uint64_t key = rng_hash(cfg->seed, (uint64_t)st->step);
+    r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)tb->tgt_tokens);
+    if (inject && inject->n) r.injected = inject_apply(inject, st->step + 1, m->be, ps->grad, &r.loss);
+    r.norm = optim_grad_norm(ps);
+    r.finite = isfinite(r.norm) && isfinite(r.loss);
+    if (r.finite) {
+        optim_clip(ps, r.norm, cfg->clip_norm);
+        st->adam_t++;
+        optim_adam(ps, cfg, optim_lr(cfg, st->step + 1, st->lr_scale), st->adam_t);
+    }
+    st->step++;
+    return r;
+}
 
-    if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, err)) goto cleanup;
-    corpus_print_summary(&train, "train", stdout);
-    if (corpus_load(&val, cfg.val_src, cfg.val_tgt, cfg.max_line_bytes, err)) goto cleanup;
-    corpus_print_summary(&val, "val", stdout);
+/* Everything one run holds; train_run's parts share it. */
+typedef struct {
+    Config cfg;
+    char dir[1024], last[1100], best[1100], mpath[1100]; /* save_dir and its files */
+    Corpus train, val;
+    Encoded tenc, venc;
+    Spm *spm;
+    Model model;
+    long *keep, nkeep;   /* the training pairs within data.max_len */
+    BatchPlan plan;      /* the current epoch's batches */
+    TokenBatch tb;       /* the current batch (host), sized once for the largest */
+    FILE *metrics;
+    int lock_fd;
+    TrainState st;
+    NonfiniteInjection inject; /* tests only: TRAINER_TEST_INJECT_NONFINITE (train/inject.h) */
+    double t_start;      /* now_seconds() when the run's training time began */
+} Run;
+
+/* Progress since the last log line. */
+typedef struct {
+    double loss, t;      /* summed loss of the finite steps (nats); when the interval began */
+    long tok, tokens_all, steps; /* their target tokens; every step's source + target tokens */
+} LogWindow;
+
+/* Opens the run: save_dir and its lock, the corpora, the model (new, or from last.ckpt with
+ * resume), the encoded splits, the batch buffers and the metrics file. */
+static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
+    Config *cfg = &r->cfg;
+    *cfg = *cfg_in;
+    r->lock_fd = -1;
+    r->st = (TrainState){.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    config_save_dir(cfg, r->dir, sizeof r->dir);
+    snprintf(r->last, sizeof r->last, "%s/last.ckpt", r->dir);
+    snprintf(r->best, sizeof r->best, "%s/best.ckpt", r->dir);
+    snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
+    set_threads(cfg->threads);
+    const Backend *be;
+    if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
+    if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
+    if (make_dir(r->dir, err)) return STATUS_ERR;
+    if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;
+    remove_stale_temps(r->dir);
+
+    if (corpus_load(&r->train, cfg->train_src, cfg->train_tgt, cfg->max_line_bytes, err))
+        return STATUS_ERR;
+    corpus_print_summary(&r->train, "train", stdout);
+    if (corpus_load(&r->val, cfg->val_src, cfg->val_tgt, cfg->max_line_bytes, err))
+        return STATUS_ERR;
+    corpus_print_summary(&r->val, "val", stdout);
 
     if (resume) {
-        if (access(last, F_OK) != 0) {
-            err_set(err, "--resume: there is no checkpoint %s to resume from; run without "
-                    "--resume to start training", last);
-            goto cleanup;
-        }
+        if (access(r->last, F_OK) != 0)
+            return err_set(err, "--resume: there is no checkpoint %s to resume from; run "
+                           "without --resume to start training", r->last);
         Config c; /* the checkpoint's config */
-        if (checkpoint_load(last, &model, &c, &spm, &st, (int)cfg.device, err)) goto cleanup;
+        if (checkpoint_load(r->last, &r->model, &c, &r->spm, &r->st, (int)cfg->device, err))
+            return STATUS_ERR;
         /* keys that may change on resume; everything else must match the checkpoint */
-        c.max_epochs = cfg.max_epochs, c.max_steps = cfg.max_steps, c.patience = cfg.patience;
-        c.max_hours = cfg.max_hours;
-        c.log_every = cfg.log_every, c.save_every = cfg.save_every, c.threads = cfg.threads;
-        c.val_max_sentences = cfg.val_max_sentences, c.device = cfg.device;
-        c.max_nonfinite = cfg.max_nonfinite;
-        snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg.save_dir);
+        c.max_epochs = cfg->max_epochs, c.max_steps = cfg->max_steps, c.patience = cfg->patience;
+        c.max_hours = cfg->max_hours;
+        c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
+        c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
+        c.max_nonfinite = cfg->max_nonfinite;
+        snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         char diff[2048];
-        if (config_diff(&c, &cfg, diff, sizeof diff)) {
-            err_set(err, "--resume: the config differs from the one %s was trained with (%s); "
-                    "resume with the original settings or start a new run in another "
-                    "train.save_dir", last, diff);
-            goto cleanup;
-        }
-        if (trim_metrics(mpath, st.step, err)) goto cleanup;
-        printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", last, st.epoch,
-               st.step, st.batch_in_epoch);
+        if (config_diff(&c, cfg, diff, sizeof diff))
+            return err_set(err, "--resume: the config differs from the one %s was trained with "
+                           "(%s); resume with the original settings or start a new run in "
+                           "another train.save_dir", r->last, diff);
+        if (trim_metrics(r->mpath, r->st.step, err)) return STATUS_ERR;
+        printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", r->last,
+               r->st.epoch, r->st.step, r->st.batch_in_epoch);
     } else {
-        if (train_spm(&cfg, &train, dir, &spm, err)) goto cleanup;
-        if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, err)) goto cleanup;
-        model_init_params(&model, cfg.seed);
-        rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
-        unlink(mpath);
+        if (train_spm(cfg, &r->train, r->dir, &r->spm, err)) return STATUS_ERR;
+        if (model_create(&r->model, &cfg->model, spm_vocab_size(r->spm), be, err))
+            return STATUS_ERR;
+        model_init_params(&r->model, cfg->seed);
+        rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
+        unlink(r->mpath);
     }
-    if (encode_split(&cfg, &train, spm, "train", &tenc, err)) goto cleanup;
-    if (encode_split(&cfg, &val, spm, "val", &venc, err)) goto cleanup;
-    long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
-    printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n", nkeep,
-           cfg.max_len, tenc.n - nkeep);
+    if (encode_split(cfg, &r->train, r->spm, "train", &r->tenc, err)) return STATUS_ERR;
+    if (encode_split(cfg, &r->val, r->spm, "val", &r->venc, err)) return STATUS_ERR;
+    r->nkeep = batch_filter(&r->tenc, cfg->max_len, &r->keep);
+    printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n",
+           r->nkeep, cfg->max_len, r->tenc.n - r->nkeep);
     int bB, bS, bT;
-    batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
-    batch_alloc(&hb, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
-    model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
+    batch_bounds(cfg->batch_tokens, cfg->max_len, &bB, &bS, &bT);
+    batch_alloc(&r->tb, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    model_reserve(&r->model, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
     char attn[64];
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
-           model_type_names[cfg.model.type], config_attention_text(&cfg, attn, sizeof attn),
-           model.ps.total, model.be->name, omp_get_max_threads());
-    metrics = fopen(mpath, "a");
-    if (!metrics) {
-        err_set(err, "cannot open %s: %s", mpath, strerror(errno));
-        goto cleanup;
-    }
+           model_type_names[cfg->model.type], config_attention_text(cfg, attn, sizeof attn),
+           r->model.ps.total, r->model.be->name, omp_get_max_threads());
+    r->metrics = fopen(r->mpath, "a");
+    if (!r->metrics) return err_set(err, "cannot open %s: %s", r->mpath, strerror(errno));
+    return STATUS_OK;
+}
+
+static void run_close(Run *r) {
+    if (r->lock_fd >= 0) close(r->lock_fd); /* releases the folder */
+    if (r->metrics) fclose(r->metrics);
+    batch_plan_free(&r->plan);
+    batch_free(&r->tb);
+    free(r->keep);
+    encoded_free(&r->tenc);
+    encoded_free(&r->venc);
+    corpus_free(&r->train);
+    corpus_free(&r->val);
+    if (r->model.rnn || r->model.tf) model_free(&r->model);
+    spm_free(r->spm);
+}
+
+/* The error that ends a run after train.max_nonfinite skipped steps in a row, the last being
+ * the step just taken (r->st.step). */
+static Status nonfinite_stop(const Run *r, int in_a_row, Err *err) {
+    int saved = access(r->last, F_OK) == 0;
+    return err_set(err, "steps %ld to %ld: train.max_nonfinite = %d steps in a row had a "
+                   "non-finite loss or gradient, so training stopped; %s%s — lower train.lr, "
+                   "set train.clip_norm, or check the data%s", r->st.step + 1 - in_a_row,
+                   r->st.step, r->cfg.max_nonfinite,
+                   saved ? r->last : "no checkpoint was written yet",
+                   saved ? " holds the last saved state" : "", saved ? ", then --resume" : "");
+}
+
+/* Logs a skipped step (non-finite loss or gradient) on stderr. */
+static void log_nonfinite(const Run *r, const StepResult *s, int in_a_row) {
+    char what[128];
+    if (!isfinite(s->loss) && !isfinite(s->norm))
+        snprintf(what, sizeof what, "loss (%g) and gradient norm (%g)", s->loss, s->norm);
+    else if (!isfinite(s->loss)) snprintf(what, sizeof what, "loss (%g)", s->loss);
+    else snprintf(what, sizeof what, "gradient norm (%g)", s->norm);
+    fprintf(stderr, "step %ld: non-finite %s%s%s%s; update skipped (%d in a row; "
+            "train.max_nonfinite = %d)\n", r->st.step, what, s->injected ? " [injected: " : "",
+            s->injected ? s->injected : "", s->injected ? "]" : "", in_a_row,
+            r->cfg.max_nonfinite);
+}
+
+/* Writes the progress line (stdout) and the "train" metrics line of the window, and opens a new
+ * window. */
+static void log_progress(Run *r, LogWindow *w) {
+    const Config *cfg = &r->cfg;
+    const TrainState *st = &r->st;
+    double now = now_seconds(), el = now - r->t_start;
+    double tps = w->tokens_all / (now - w->t);
+    double spb = (now - w->t) / w->steps;
+    char e1[32], e2[32];
+    fmt_time(e1, sizeof e1, el);
+    fmt_time(e2, sizeof e2, spb * (r->plan.nbatches - st->batch_in_epoch - 1));
+    double l = w->loss / w->tok, lr = optim_lr(cfg, st->step + 1, st->lr_scale);
+    printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
+           "elapsed %s, epoch ETA %s\n", st->epoch, st->step, st->batch_in_epoch + 1,
+           r->plan.nbatches, l, exp(l), lr, tps, e1, e2);
+    fprintf(r->metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
+            "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
+            st->epoch, st->step, l, exp(l), lr, tps, el);
+    fflush(r->metrics);
+    fflush(stdout);
+    *w = (LogWindow){0, now, 0, 0, 0};
+}
+
+/* The end of an epoch whose shuffling RNG is now rng: validation, the plateau decay, the "val"
+ * metrics line, best.ckpt (when improved) and last.ckpt at the start of the next epoch.
+ * *early_stop = 1 when train.patience epochs passed without a better BLEU. */
+static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
+    const Config *cfg = &r->cfg;
+    TrainState *st = &r->st;
+    batch_plan_free(&r->plan);
+    double vppl, vbleu, vchrf, t0 = now_seconds();
+    if (validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu,
+                 &vchrf, err))
+        return STATUS_ERR;
+    int improved = vbleu > st->best_bleu;
+    if (improved) st->best_bleu = vbleu, st->bad_epochs = 0;
+    else st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
+    st->elapsed = now_seconds() - r->t_start;
+    char e1[32];
+    fmt_time(e1, sizeof e1, st->elapsed);
+    printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s | "
+           "validation %.1f s | elapsed %s\n", st->epoch, vppl, vbleu, vchrf, st->best_bleu,
+           improved ? " new best" : "", now_seconds() - t0, e1);
+    fprintf(r->metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
+            "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
+            "\"peak_rss_mb\": %.1f}\n", st->epoch, st->step, vppl, vbleu, vchrf,
+            optim_lr(cfg, st->step + 1, st->lr_scale), st->elapsed, peak_rss_mb());
+    fflush(r->metrics);
+    fflush(stdout);
+    TrainState next = *st;
+    next.epoch = st->epoch + 1;
+    next.batch_in_epoch = 0;
+    next.epoch_rng = rng;
+    if (improved && checkpoint_save(r->best, &r->model, cfg, r->spm, &next, err))
+        return STATUS_ERR;
+    if (checkpoint_save(r->last, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
+    st->epoch_rng = rng;
+    st->batch_in_epoch = 0;
+    *early_stop = cfg->patience > 0 && st->bad_epochs >= cfg->patience;
+    if (*early_stop)
+        printf("early stopping: validation BLEU has not improved for %d epochs\n",
+               st->bad_epochs);
+    return STATUS_OK;
+}
+
+/* The closing line: the best checkpoint, or that no validation ran and which file holds the
+ * last state (only files that exist are named). */
+static void print_done(const Run *r) {
+    if (r->st.best_bleu >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
+        printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", r->st.step,
+               r->st.best_bleu, r->best, r->dir);
+    else if (access(r->last, F_OK) == 0)
+        printf("training done: %ld steps; no validation ran (the run stopped before the end of "
+               "its first epoch), so there is no best checkpoint; the last state is %s\n",
+               r->st.step, r->last);
+    else
+        printf("training done: %ld steps; no validation ran and no checkpoint was written\n",
+               r->st.step);
+}
+
+Status train_run(const Config *cfg_in, int resume, Err *err) {
+    Status rc = STATUS_ERR;
+    Run run = {0}, *r = &run;
+    const Config *cfg = &r->cfg;
+    TrainState *st = &r->st;
+    if (run_open(r, cfg_in, resume, err)) goto cleanup;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
-    ParamSet *ps = &model.ps;
-    be = model.be;
-    double t_start = now_seconds() - st.elapsed, t_log = now_seconds();
-    double log_loss = 0;
-    long log_tok = 0, log_tokens_all = 0, log_steps = 0;
+    r->t_start = now_seconds() - st->elapsed;
+    LogWindow win = {0, now_seconds(), 0, 0, 0};
     int nonfinite_run = 0, stop = 0;
-    for (; st.epoch <= cfg.max_epochs && !stop; st.epoch++) {
-        Rng rng = st.epoch_rng;
-        if (batch_plan(&plan, &tenc, keep, nkeep, cfg.batch_tokens, &rng, err)) goto cleanup;
-        for (; st.batch_in_epoch < plan.nbatches; st.batch_in_epoch++) {
-            long bi = st.batch_in_epoch;
-            int B = (int)(plan.start[bi + 1] - plan.start[bi]);
-            batch_fill(&hb, &tenc, plan.idx + plan.start[bi], B);
-            params_zero_grad(ps);
-            uint64_t key = rng_hash(cfg.seed, (uint64_t)st.step);
-            double loss = model_loss(&model, &hb, cfg.label_smoothing, 1, key,
-                                     1.0f / (float)hb.tgt_tokens);
-            const char *injected = inject.n ? inject_apply(&inject, st.step + 1, be, ps->grad,
-                                                           &loss) : NULL;
-            double norm = optim_grad_norm(ps);
-            int finite = isfinite(norm) && isfinite(loss);
-            if (!finite) {
-                nonfinite_run++;
-                char what[128];
-                if (!isfinite(loss) && !isfinite(norm))
-                    snprintf(what, sizeof what, "loss (%g) and gradient norm (%g)", loss, norm);
-                else if (!isfinite(loss)) snprintf(what, sizeof what, "loss (%g)", loss);
-                else snprintf(what, sizeof what, "gradient norm (%g)", norm);
-                fprintf(stderr, "step %ld: non-finite %s%s%s%s; update skipped (%d in a row; "
-                        "train.max_nonfinite = %d)\n", st.step + 1, what,
-                        injected ? " [injected: " : "", injected ? injected : "",
-                        injected ? "]" : "", nonfinite_run, cfg.max_nonfinite);
-                if (nonfinite_run >= cfg.max_nonfinite) {
-                    int saved = access(last, F_OK) == 0;
-                    err_set(err, "steps %ld to %ld: train.max_nonfinite = %d steps in a row had a "
-                            "non-finite loss or gradient, so training stopped; %s%s — lower "
-                            "train.lr, set train.clip_norm, or check the data%s",
-                            st.step + 2 - nonfinite_run, st.step + 1, cfg.max_nonfinite,
-                            saved ? last : "no checkpoint was written yet",
-                            saved ? " holds the last saved state" : "",
-                            saved ? ", then --resume" : "");
+    for (; st->epoch <= cfg->max_epochs && !stop; st->epoch++) {
+        Rng rng = st->epoch_rng;
+        if (batch_plan(&r->plan, &r->tenc, r->keep, r->nkeep, cfg->batch_tokens, &rng, err))
+            goto cleanup;
+        for (; st->batch_in_epoch < r->plan.nbatches; st->batch_in_epoch++) {
+            long bi = st->batch_in_epoch;
+            batch_fill(&r->tb, &r->tenc, r->plan.idx + r->plan.start[bi],
+                       (int)(r->plan.start[bi + 1] - r->plan.start[bi]));
+            StepResult s = train_step(&r->model, cfg, &r->tb, st, &r->inject);
+            if (!s.finite) {
+                log_nonfinite(r, &s, ++nonfinite_run);
+                if (nonfinite_run >= cfg->max_nonfinite) {
+                    nonfinite_stop(r, nonfinite_run, err);
                     goto cleanup;
                 }
             } else {
                 nonfinite_run = 0;
-                optim_clip(ps, norm, cfg.clip_norm);
-                st.adam_t++;
-                optim_adam(ps, &cfg, optim_lr(&cfg, st.step + 1, st.lr_scale), st.adam_t);
+                win.loss += s.loss; /* a skipped step leaves no NaN in the logged mean */
+                win.tok += r->tb.tgt_tokens;
             }
-            st.step++;
-            if (finite) { /* a skipped step leaves no NaN in the logged mean */
-                log_loss += loss;
-                log_tok += hb.tgt_tokens;
-            }
-            log_tokens_all += hb.tgt_tokens + hb.src_tokens;
-            log_steps++;
-            int last_batch = st.batch_in_epoch + 1 == plan.nbatches;
-            if (st.step % cfg.log_every == 0 && log_tok > 0) {
-                double now = now_seconds(), el = now - t_start;
-                double tps = log_tokens_all / (now - t_log);
-                double spb = (now - t_log) / log_steps;
-                char e1[32], e2[32];
-                fmt_time(e1, sizeof e1, el);
-                fmt_time(e2, sizeof e2, spb * (plan.nbatches - st.batch_in_epoch - 1));
-                double l = log_loss / log_tok, lr = optim_lr(&cfg, st.step + 1, st.lr_scale);
-                printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
-                       "elapsed %s, epoch ETA %s\n", st.epoch, st.step, st.batch_in_epoch + 1,
-                       plan.nbatches, l, exp(l), lr, tps, e1, e2);
-                fprintf(metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
-                        "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
-                        st.epoch, st.step, l, exp(l), lr, tps, el);
-                fflush(metrics);
-                fflush(stdout);
-                log_loss = 0, log_tok = 0, log_tokens_all = 0, log_steps = 0, t_log = now;
-            }
+            win.tokens_all += r->tb.tgt_tokens + r->tb.src_tokens;
+            win.steps++;
+            int last_batch = st->batch_in_epoch + 1 == r->plan.nbatches;
+            if (st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win);
             /* the limit that ends the run after this step, if any (named in the message) */
-            int by_steps = cfg.max_steps > 0 && st.step >= cfg.max_steps;
-            int by_hours = !by_steps && cfg.max_hours > 0 &&
-                           now_seconds() - t_start >= 3600.0 * cfg.max_hours;
+            int by_steps = cfg->max_steps > 0 && st->step >= cfg->max_steps;
+            int by_hours = !by_steps && cfg->max_hours > 0 &&
+                           now_seconds() - r->t_start >= 3600.0 * cfg->max_hours;
             int limit = by_steps || by_hours;
             if (limit || g_stop_signal ||
-                (cfg.save_every > 0 && st.step % cfg.save_every == 0 && !last_batch)) {
-                TrainState pos = st; /* the position to resume at: the next batch */
+                (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
+                TrainState pos = *st; /* the position to resume at: the next batch */
                 pos.batch_in_epoch++;
-                pos.elapsed = now_seconds() - t_start;
-                if (checkpoint_save(last, &model, &cfg, spm, &pos, err)) goto cleanup;
+                pos.elapsed = now_seconds() - r->t_start;
+                if (checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err)) goto cleanup;
                 if (g_stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
-                           signal_name(g_stop_signal), st.step, last);
+                           signal_name(g_stop_signal), st->step, r->last);
                     rc = STATUS_OK;
                     goto cleanup;
                 }
+                if (by_steps)
+                    printf("reached train.max_steps = %ld; saved %s\n", cfg->max_steps, r->last);
+                else if (by_hours)
+                    printf("reached train.max_hours = %g; saved %s\n", (double)cfg->max_hours,
+                           r->last);
                 if (limit) {
-                    if (by_steps)
-                        printf("reached train.max_steps = %ld; saved %s\n", cfg.max_steps, last);
-                    else
-                        printf("reached train.max_hours = %g; saved %s\n", (double)cfg.max_hours,
-                               last);
                     stop = 1;
                     break;
                 }
             }
         }
         if (stop) break;
-        /* end of epoch: validate, decay, early stopping, checkpoints */
-        batch_plan_free(&plan);
-        double vppl, vbleu, vchrf, t0 = now_seconds();
-        if (validate(&model, spm, cfg.val_max_sentences, &val, &venc, &vppl, &vbleu, &vchrf,
-                     err))
-            goto cleanup;
-        int improved = vbleu > st.best_bleu;
-        if (improved) st.best_bleu = vbleu, st.bad_epochs = 0;
-        else st.bad_epochs++, st.lr_scale = optim_decay(&cfg, st.lr_scale);
-        st.elapsed = now_seconds() - t_start;
-        char e1[32];
-        fmt_time(e1, sizeof e1, st.elapsed);
-        printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s | "
-               "validation %.1f s | elapsed %s\n", st.epoch, vppl, vbleu, vchrf, st.best_bleu,
-               improved ? " new best" : "", now_seconds() - t0, e1);
-        fprintf(metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
-                "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
-                "\"peak_rss_mb\": %.1f}\n", st.epoch, st.step, vppl, vbleu, vchrf,
-                optim_lr(&cfg, st.step + 1, st.lr_scale), st.elapsed, peak_rss_mb());
-        fflush(metrics);
-        fflush(stdout);
-        TrainState next = st;
-        next.epoch = st.epoch + 1;
-        next.batch_in_epoch = 0;
-        next.epoch_rng = rng;
-        if (improved && checkpoint_save(best, &model, &cfg, spm, &next, err)) goto cleanup;
-        if (checkpoint_save(last, &model, &cfg, spm, &next, err)) goto cleanup;
-        st.epoch_rng = rng;
-        st.batch_in_epoch = 0;
-        if (cfg.patience > 0 && st.bad_epochs >= cfg.patience) {
-            printf("early stopping: validation BLEU has not improved for %d epochs\n",
-                   st.bad_epochs);
-            break;
-        }
-        if (g_stop_signal && st.epoch < cfg.max_epochs) { /* came during the validation */
+        if (end_epoch(r, rng, &stop, err)) goto cleanup;
+        if (stop) break; /* early stopping */
+        if (g_stop_signal && st->epoch < cfg->max_epochs) { /* came during the validation */
             printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",
-                   signal_name(g_stop_signal), st.epoch, st.step, last);
+                   signal_name(g_stop_signal), st->epoch, st->step, r->last);
             rc = STATUS_OK;
             goto cleanup;
         }
     }
-    if (st.best_bleu >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
-        printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", st.step,
-               st.best_bleu, best, dir);
-    else if (access(last, F_OK) == 0)
-        printf("training done: %ld steps; no validation ran (the run stopped before the end of "
-               "its first epoch), so there is no best checkpoint; the last state is %s\n",
-               st.step, last);
-    else
-        printf("training done: %ld steps; no validation ran and no checkpoint was written\n",
-               st.step);
+    print_done(r);
     rc = STATUS_OK;
 cleanup:
-    if (lock_fd >= 0) close(lock_fd); /* releases the folder */
-    if (metrics) fclose(metrics);
-    batch_plan_free(&plan);
-    batch_free(&hb);
-    free(keep);
-    encoded_free(&tenc);
-    encoded_free(&venc);
-    corpus_free(&train);
-    corpus_free(&val);
-    if (model.rnn || model.tf) model_free(&model);
-    spm_free(spm);
+    run_close(r);
     return rc;
 }

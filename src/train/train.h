@@ -17,7 +17,32 @@
 #ifndef TRAINER_TRAIN_H
 #define TRAINER_TRAIN_H
 
+#include "core/tokens.h"
+#include "model/model.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/inject.h"
+
+/* What one train_step did. */
+typedef struct {
+    double loss;          /* summed label-smoothed cross-entropy over the batch's target tokens
+                           * (nats), after any test injection */
+    double norm;          /* global gradient norm before clipping (optim_grad_norm) */
+    int finite;           /* 1: loss and norm finite, the update was applied; 0: skipped */
+    const char *injected; /* the test injection applied to this step ("nan", …), or NULL */
+} StepResult;
+
+/* One optimizer step, as train_run takes it: zero the gradients; forward and backward on tb
+ * (a host TokenBatch, uploaded by model_loss) with dropout keyed by rng_hash(train.seed,
+ * st->step), label smoothing train.label_smoothing and gradients scaled by 1 / tb->tgt_tokens;
+ * the global gradient norm; when loss and norm are finite, norm clipping to train.clip_norm
+ * (Pascanu et al. 2013) and an Adam step (Kingma & Ba 2015 Alg. 1; st->adam_t + 1) at
+ * optim_lr(cfg, st->step + 1, st->lr_scale); a non-finite step changes no parameter. Then
+ * st->step + 1. inject (NULL: none) poisons the step for the fault tests (train/inject.h).
+ * Allocates nothing once the model has run a batch of this size (DESIGN.md §5). No errors:
+ * a skipped step is reported through the result. */
+StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
+                      const NonfiniteInjection *inject);
 
 /* Trains as cfg says; resume != 0 continues from save_dir/last.ckpt exactly where it stopped.
  * Errors: data, SentencePiece, model, checkpoint or I/O problems, with the file and a remedy. */

@@ -1,7 +1,7 @@
 /* test_no_alloc.c — no allocation in the training step after the first batch (DESIGN.md §5).
  *
  * Trains tiny models for 20 steps on length-bucketed batches of random pairs (B, S and T change
- * from step to step) with the trainer's step — batch_fill into buffers sized once by
+ * from step to step) with the trainer's step (train_step) — batch_fill into buffers sized once by
  * batch_bounds, zero gradients, model_loss (one upload, forward, backward), global norm, clip,
  * Adam — and counts every allocation in steps 2–20: malloc, calloc, realloc, posix_memalign,
  * aligned_alloc and memalign of the whole process (this executable defines them and forwards
@@ -27,6 +27,8 @@
 #include "data/batch.h"
 #include "model/model.h"
 #include "testutil.h"
+#include "train/config.h"
+#include "train/train.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NO_WRAP 1
@@ -171,19 +173,14 @@ static int build(Model *m, const Case *c) {
     return 0;
 }
 
-/* One training step as train_run takes it; returns the loss per target token. */
-static double train_step(Model *m, TokenBatch *tb, const Encoded *e, const BatchPlan *p, long k,
-                         int t) {
-    const Backend *be = m->be;
-    ParamSet *ps = &m->ps;
+/* The trainer's step (train_step, train/train.h) on batch k of the plan, after batch_fill:
+ * returns the loss per target token. */
+static double step(Model *m, const Config *cfg, TrainState *st, TokenBatch *tb, const Encoded *e,
+                   const BatchPlan *p, long k) {
     batch_fill(tb, e, p->idx + p->start[k], (int)(p->start[k + 1] - p->start[k]));
-    params_zero_grad(ps);
-    double loss = model_loss(m, tb, 0.1f, 1, rng_hash(7, (uint64_t)t),
-                             1.0f / (float)tb->tgt_tokens);
-    double norm = sqrt(be->sumsq(ps->grad, ps->total));
-    if (norm > 1.0) be->scale(ps->grad, (float)(1.0 / norm), ps->total);
-    be->adam_update(ps->data, ps->grad, ps->m, ps->v, ps->total, 1e-3f, 0.9f, 0.98f, 1e-9f, t);
-    return loss / (double)tb->tgt_tokens;
+    StepResult r = train_step(m, cfg, tb, st, NULL);
+    EXPECT(r.finite, "step %ld: non-finite loss or gradient", st->step);
+    return r.loss / (double)tb->tgt_tokens;
 }
 
 static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
@@ -198,9 +195,14 @@ static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
     memset(depths, 0, sizeof depths);
     double first = 0, last = 0;
     int shapes = 0, pB = 0, pS = 0, pT = 0;
+    Config cfg; /* the training settings of the step */
+    config_defaults(&cfg);
+    cfg.seed = 7, cfg.label_smoothing = 0.1f, cfg.clip_norm = 1.0f, cfg.lr = 1e-3f;
+    cfg.warmup_steps = 0, cfg.adam_beta2 = 0.98f, cfg.adam_eps = 1e-9f;
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
     for (int t = 1; t <= STEPS; t++) {
         counting = t >= 2;
-        double l = train_step(&m, &tb, e, p, t - 1, t);
+        double l = step(&m, &cfg, &st, &tb, e, p, t - 1);
         counting = 0;
         shapes += tb.B != pB || tb.S != pS || tb.T != pT;
         pB = tb.B, pS = tb.S, pT = tb.T;
