@@ -7,9 +7,10 @@
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
  * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
- * timed training steps as src/train/train.c does them (zero gradients, forward + backward with
- * dropout and label smoothing, grad_scale = 1 / target tokens, then train/optim.h's global-norm
- * clip and Adam step at the schedule's learning rate, without plateau decay) and prints
+ * timed training steps with the trainer's own train_step (train/train.h: zero gradients, forward
+ * + backward with dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip
+ * and Adam step at the schedule's learning rate; no plateau decay, which needs a validation)
+ * and prints
  *
  *   trainer: X tokens/s (N steps, T threads)
  *
@@ -49,7 +50,6 @@
 #include "data/spm.h"
 #include "model/model.h"
 #include "train/config.h"
-#include "train/optim.h"
 #include "train/train.h"
 
 
@@ -238,23 +238,15 @@ int main(int argc, char **argv) {
                dump);
     }
 
-    ParamSet *ps = &model.ps;
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
         if (k == warmup) t0 = now_seconds();
         TokenBatch *hb = &hbs[k];
-        params_zero_grad(ps);
-        uint64_t key = rng_hash(cfg.seed, (uint64_t)k);
-        double loss = model_loss(&model, hb, cfg.label_smoothing, 1, key,
-                                 1.0f / (float)hb->tgt_tokens);
-        double norm = optim_grad_norm(ps);
-        if (isfinite(norm) && isfinite(loss)) { /* as train_run's step */
-            optim_clip(ps, norm, cfg.clip_norm);
-            optim_adam(ps, &cfg, optim_lr(&cfg, k + 1, 1.0), k + 1);
-        }
+        StepResult r = train_step(&model, &cfg, hb, &st, NULL); /* the trainer's step */
         if (k == 0 || k == nb - 1)
             printf("bench_train: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
-                   k, loss / hb->tgt_tokens, hb->B, hb->S, hb->T, norm);
+                   k, r.loss / hb->tgt_tokens, hb->B, hb->S, hb->T, r.norm);
     }
     double dt = now_seconds() - t0;
     printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);

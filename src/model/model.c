@@ -33,18 +33,21 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
                        spec->dec_layers, spec->dropout, spec->norm == NORM_PRE,
                        spec->tie_embeddings, spec->self_attention, spec_dec_self_attention(spec),
                        spec->cross_attention};
-        if (transformer_create(&m->tf, &m->ps, &tc, err)) return STATUS_ERR;
+        if (transformer_create(&m->tf, &m->ps, &tc, err)) goto fail;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
                           spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
                           spec->input_feeding, spec->attention, spec->heads, err)) {
-        return STATUS_ERR;
+        goto fail;
     }
     /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the
      * backend: refused here, before training, naming each missing op */
     OpKind ops[3 * OP_COUNT];
     int n = model_ops_used(m, ops);
-    if (backend_require_ops(m->be, ops, n, err)) return STATUS_ERR;
+    if (backend_require_ops(m->be, ops, n, err)) goto fail;
     return STATUS_OK;
+fail: /* all or nothing: m is left zeroed */
+    model_free(m);
+    return STATUS_ERR;
 }
 
 void model_init_params(Model *m, uint64_t seed) {

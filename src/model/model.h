@@ -31,7 +31,7 @@ typedef struct {
 /* Builds the model spec describes over a vocabulary of V pieces on backend be (the caller's
  * choice: train.device, config_backend): declares and allocates parameters (zero; call
  * model_init_params or load a checkpoint). Errors: unsupported model or attention, an op the
- * backend lacks, with reason. */
+ * backend lacks, with reason; on error m is left zeroed (nothing to free). */
 Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 /* model_create in two steps, for a loader that must check sizes before it allocates
  * (checkpoint_load, DESIGN.md §7): model_declare does all of model_create except allocating the
