@@ -38,6 +38,8 @@ Status err_set(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 
  * truncated to fit err->msg); returns STATUS_ERR; err NULL: nothing. No errors. Source: —. */
 Status err_prefix(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A programmer error or resource failure: when cond is false, prints "CHECK failed: <cond> at
+ * file:line (<hint>)" on stderr and aborts. hint: a C string saying what to do. Source: —. */
 #define CHECK(cond, hint)                                                                  \
     do {                                                                                   \
         if (!(cond)) {                                                                     \
