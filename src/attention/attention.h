@@ -1,4 +1,4 @@
-/* attention.h — the attention table: every kind, for every model and slot (DESIGN.md §4).
+/* attention/attention.h — the attention table: every kind, for every model and slot (DESIGN.md §4).
  *
  * Legend: B batch (rows), NH heads, Tq query positions, Tk key positions, HS head size,
  * Dq query width, Dk key/value width (the merged heads: Dk = NH·HS), A additive score size,
@@ -16,6 +16,12 @@
  * efficient.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
  * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
+ *
+ * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
+ * memory; only the *_host functions read host arrays. Sizes returned are counts of floats.
+ * Errors: only attention_kind_from_name returns a Status and only attention_supports refuses
+ * (with a message); everything else is a programmer's contract (CHECKs named below, no input
+ * errors). Sources: each kind's file and the enum below; DESIGN.md §4 for the table.
  */
 #ifndef TRAINER_ATTENTION_H
 #define TRAINER_ATTENTION_H
@@ -40,7 +46,8 @@ typedef enum AttentionKind {
 /* Config names, indexed by AttentionKind ("none", "bahdanau", "luong_dot", ...). */
 extern const char *const attention_kind_names[ATTN_KIND_COUNT];
 
-/* Parses a config name into *kind. Errors: unknown name → message listing the valid names. */
+/* Parses a config name into *kind. Errors: unknown name → STATUS_ERR, "unknown attention kind
+ * 'x' (valid: none, bahdanau, ...)". Source: —. */
 Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err);
 
 /* Where an attention serves; each slot is one config key. */
@@ -134,41 +141,52 @@ struct AttentionOps {
                          int HS);
 };
 
-/* The row of kind (NULL for ATTN_NONE). */
+/* The row of kind (NULL for ATTN_NONE). CHECKs kind is in range ("attention_row: kind out of
+ * range"). */
 const AttentionOps *attention_row(AttentionKind kind);
 /* Writes the backend ops kind calls (training and decoding) to ops[] (room for OP_COUNT) and
  * returns their number; 0 for ATTN_NONE. A model lists them so that a backend lacking one is
  * refused before training (backend_require_ops). */
-int attention_ops_used(AttentionKind kind, OpKind *ops);
+int attention_ops_used(AttentionKind kind, OpKind *ops); /* no errors */
 
 /* The one answer to "can kind serve in slot here?": 1, or 0 with the message in why, which
  * names the slot's config key, the kind, the reason and what to set instead. causal: the slot
  * is causal (the decoder self-attention); Dq, Dk the query and key widths; NH the heads the slot
  * would use (the Transformer's model.heads; for the RNN model.heads, used by the multi-head
- * kinds only); be: checked for the kind's ops (NULL: not checked). */
+ * kinds only); be: checked for the kind's ops (NULL: not checked). why: why_len bytes, host.
+ * Refusals (one message form, "<key> = <kind>: <reason>"): none in a Transformer slot (the RNN
+ * may have none); the slot is causal and the kind has no causal form (efficient); the sizes do not fit the kind (sizes_ok, e.g. luong_dot Dq ≠ Dk) or NH
+ * does not divide the width; be lacks an op the kind calls. Source: DESIGN.md §4. */
 int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
                        int Dq, int Dk, int NH, char *why, size_t why_len);
 
 /* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
  * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
- * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. */
+ * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. CHECKs
+ * a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first"). */
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
                        int Dq, int Dk, int NH, int own_proj, ParamInit mat);
 
-/* Floats forward saves for B·Tq query rows against Tk keys (weights, lse or 0). */
+/* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
+ * or 0. No errors; likewise the three size functions below. */
 size_t attention_save_floats(const Attention *a, long BTq, int Tk);
-/* Floats of workspace of one call (forward and backward). */
+/* Floats of workspace of one call (forward and backward; the CPU's depends on the thread
+ * count). */
 size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
 /* Width of the query after the kind's transform (Dk, or A for additive own_proj). */
 int attention_query_width(const Attention *a);
 
-/* The row's query transform, or a copy when the kind has none: qp [N, query width]. */
+/* The row's query transform (luong_general q W_a, Luong et al. 2015 eq. 8; additive own_proj
+ * q W_qᵀ), or a copy when the kind has none: qp [N, query width] from q [N, Dq]. No errors. */
 void attention_query_forward(const Attention *a, const Backend *be, float *qp, const float *q,
                              int N);
-/* Backward of attention_query_forward: dq [N, Dq] += …. */
+/* Backward of attention_query_forward: dq [N, Dq] += …, and the transform's parameter
+ * gradients (accumulated). No errors. */
 void attention_query_backward(const Attention *a, const Backend *be, float *dq,
                               const float *dqp, const float *q, int N);
-/* The row's forward / backward (see AttentionOps), work: attention_workspace floats. */
+/* The row's forward / backward (see AttentionOps; shapes in the legend above, heads
+ * [B, NH, T, HS]), work: attention_workspace floats. Backward accumulates. Source: the kind's
+ * (enum above). Errors: none; efficient CHECKs causal = 0 (attention_supports refuses it). */
 void attention_forward(const Attention *a, const Backend *be, float *o, float *save,
                        const float *q, const float *k, const float *v, const int *key_len,
                        int causal, int B, int Tq, int Tk, float *work);
@@ -179,7 +197,10 @@ void attention_backward(const Attention *a, const Backend *be, float *dq, float 
 
 /* Decoding state (causal self-attention, one query per step): floats of one copy for R rows
  * and Tcap steps; one step (k, v [R, NH, 1, HS] of the new position; step_len [R] = t + 1 in
- * backend memory); the beam reorder. The state must be zero before step 0. */
+ * backend memory); the beam reorder (parent [R], parent_bh [R·NH], backend memory). The state
+ * must be zero before step 0. The default state is a KV cache, keys and values [R, NH, Tcap, HS];
+ * linear keeps the running sums of Katharopoulos et al. 2020 §3.4. No errors; t < Tcap is the
+ * caller's contract. */
 size_t attention_state_floats(const Attention *a, int R, int Tcap);
 void attention_decode_step(const Attention *a, const Backend *be, float *o, float *save,
                            float *state, const float *q, const float *k, const float *v,

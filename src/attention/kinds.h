@@ -1,6 +1,7 @@
-/* kinds.h — private to src/attention: the rows of the table (one file per kind) and the pieces
+/* attention/kinds.h — private to src/attention: the rows of the table (one file per kind) and the pieces
  * two rows share (the dot-product score of sdp.c serves luong_dot and luong_general; the
- * additive score of bahdanau.c serves luong_concat). Shapes as in attention.h. */
+ * additive score of bahdanau.c serves luong_concat). Shapes, memory and sources as in
+ * attention.h and the AttentionOps fields these functions fill; none has errors of its own. */
 #ifndef TRAINER_ATTENTION_KINDS_H
 #define TRAINER_ATTENTION_KINDS_H
 
@@ -9,8 +10,9 @@
 extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
     attention_luong_dot, attention_luong_general, attention_luong_concat, attention_bahdanau;
 
-/* sdp.c: softmax(scale · q kᵀ) v with the weights saved (attn_forward / attn_backward);
- * scale 1/√HS when the row is scaled, else 1. */
+/* sdp.c: softmax(scale · q kᵀ) v with the weights [B, NH, Tq, Tk] saved (attn_forward /
+ * attn_backward); scale 1/√HS when the row is scaled (Vaswani et al. 2017 eq. 1), else 1 (Luong
+ * et al. 2015 eq. 8 dot / general). */
 void attention_dot_forward(const Attention *a, const Backend *be, float *o, float *save,
                            const float *q, const float *k, const float *v, const int *key_len,
                            int causal, int B, int Tq, int Tk, float *work);
@@ -20,12 +22,13 @@ void attention_dot_backward(const Attention *a, const Backend *be, float *dq, fl
                             int causal, int B, int Tq, int Tk, float *work);
 size_t attention_dot_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
 extern const OpKind attention_dot_ops[3]; /* sdp, luong: attn_forward, _backward, _workspace */
-/* w[s] = softmax_s(scale · q·k_s) over len keys, on the host. */
+/* w[s] = softmax_s(scale · q·k_s) over len keys; w [len], q [HS], k [len, HS], all host. */
 void attention_dot_weights_host(float *w, const float *q, const float *k, int len, int HS,
                                 float scale);
 
-/* bahdanau.c: the additive score vᵀ tanh(q' + k') (additive_attn_*), its parameters and, for
- * own_proj, the query and key projections W_q, U. */
+/* bahdanau.c: the additive score vᵀ tanh(q' + k') (additive_attn_*; Bahdanau et al. 2015 eq. 6,
+ * Luong et al. 2015 eq. 8 concat), its parameters and, for own_proj, the query and key
+ * projections W_q [A, Dq], U [A, Dk] (q' [N, A] = q W_qᵀ, k' [N, A] = keys Uᵀ). */
 void attention_additive_declare(Attention *a, ParamSet *ps, const char *prefix, ParamInit mat);
 void attention_additive_query_forward(const Attention *a, const Backend *be, float *qp,
                                       const float *q, int N);
@@ -55,11 +58,12 @@ extern const OpKind attention_additive_ops[2]; /* bahdanau, luong_concat */
     .keys_forward = attention_additive_keys_forward,                                            \
     .keys_backward = attention_additive_keys_backward, .forward = attention_additive_forward,    \
     .backward = attention_additive_backward, .weights_host = attention_additive_weights_host
+/* w[s] = softmax_s(v_aᵀ tanh(q + k_s)) over len keys (host arrays, as weights_host). */
 void attention_additive_weights_host(float *w, const float *q, const float *k, const float *v_a,
                                      int len, int HS);
 
-/* attention.c: w[s] = softmax(e)[s] over len scores (double sum), on the host; w may not alias
- * e. */
+/* attention.c: w[s] = softmax(e)[s] over len scores (double sum), w, e [len] on the host; w may
+ * not alias e. */
 void attention_softmax_host(float *w, const float *e, int len);
 
 #endif

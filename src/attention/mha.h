@@ -1,4 +1,4 @@
-/* mha.h — multi-head attention for the Transformer (Vaswani et al. 2017 §3.2.2), with the kind
+/* attention/mha.h — multi-head attention for the Transformer (Vaswani et al. 2017 §3.2.2), with the kind
  * of attention switchable per slot (encoder self, decoder self, cross) from the config
  * (DESIGN.md §4).
  *
@@ -27,6 +27,10 @@
  * The RNN decoder uses the same table without projections (RnnAttn below, Luong et al. 2015
  * §3.1): queries are decoder states, keys = values = encoder states, heads split from the width
  * for the multi-head kinds.
+ *
+ * Memory: every tensor here is backend memory unless a comment says host. Sizes are floats.
+ * Errors: none of these functions returns a Status; kinds and sizes were accepted by
+ * attention_supports before (programmer's contract). mha_attend CHECKs its workspace (below).
  */
 #ifndef TRAINER_MHA_H
 #define TRAINER_MHA_H
@@ -64,8 +68,9 @@ typedef struct {
     int causal;
 } MhaMask;
 
-/* Declares the parameters of a as prefix.W_q, ... (weights INIT_XAVIER, biases zero), then the
- * kind's own (attention_declare; attention_supports must have accepted kind for the slot). */
+/* Declares the parameters of a as prefix.W_q, ... (weights [D,D] INIT_XAVIER, biases [D] zero),
+ * then the kind's own (attention_declare, whose CHECK applies: attention_supports must have
+ * accepted kind for the slot). NH | D. Source: Vaswani et al. 2017 §3.2.2. */
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
                  int causal);
 /* Floats of op workspace a call with B, Tq, Tk needs (forward and backward; depends on the
@@ -78,12 +83,14 @@ size_t mha_acts_floats(const Mha *a, long NQ, long NK, int Tk_max);
  * covers the call, backend memory). The same call shape gives the same pointers. */
 void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int Tk);
 
-/* out[B,Tq,D] = MultiHead(xq, xkv). Overwrites out and acts. */
+/* out[B,Tq,D] = MultiHead(xq [B,Tq,D], xkv [B,Tk,D]) (Vaswani et al. 2017 §3.2.2, the kind's
+ * attend per head). Overwrites out and acts; scr->work must hold mha_workspace_floats. No
+ * errors. */
 void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, const float *xq,
                  const float *xkv, const MhaMask *mask, int B, int Tq, int Tk,
                  MhaScratch *scr);
 /* Backward of mha_forward: accumulates dxq[B,Tq,D], dxkv[B,Tk,D] (dxkv may equal dxq for
- * self-attention, when xq == xkv) and the parameter gradients. dout [B,Tq,D]. */
+ * self-attention, when xq == xkv) and the parameter gradients. dout [B,Tq,D]. No errors. */
 void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, const float *dout,
                   const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
                   int B, int Tq, int Tk, MhaScratch *scr);
@@ -91,7 +98,8 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
 /* The pieces of mha_forward, for decoding one position at a time (Tq = 1) against cached keys:
  * q heads [B,NH,Tq,HS] from xq [B,Tq,D] (qm [B,Tq,D] receives xq W_qᵀ + b_q; the kind's query
  * transform (luong_general: W_a) then writes tmp [B,Tq,D]); k, v heads [B,NH,Tk,HS] from xkv
- * (tmp [B,Tk,D]); and out [B,Tq,D] = merge(o) W_oᵀ + b_o (om [B,Tq,D] receives merge(o)). */
+ * (tmp [B,Tk,D]); and out [B,Tq,D] = merge(o) W_oᵀ + b_o (om [B,Tq,D] receives merge(o)).
+ * No errors. */
 void mha_project_q(const Mha *a, const Backend *be, float *q, float *qm, float *tmp,
                    const float *xq, int B, int Tq);
 void mha_project_kv(const Mha *a, const Backend *be, float *k, float *v, float *tmp,
@@ -102,7 +110,8 @@ void mha_project_out(const Mha *a, const Backend *be, float *out, float *om, con
 /* The core attention alone on heads (no projections): o[B,NH,Tq,HS] from q, k, v heads, saving
  * into save (see MhaActs), for decoding, where the projections are done by the caller and the
  * keys live in a cache. q after the kind's query transform; work: work_cap floats of backend
- * memory, at least mha_workspace_floats. */
+ * memory; CHECKs work_cap >= mha_workspace_floats ("attention workspace too small: reserve
+ * after setting the thread count"). */
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,
                 const float *k, const float *v, const MhaMask *mask, int B, int Tq, int Tk,
                 float *work, size_t work_cap);
@@ -111,7 +120,7 @@ void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const fl
  * from q heads [R,NH,HS] (after the kind's query transform) and k heads [R,NH,Tk,HS] given on
  * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else
  * NULL). Each kind's implied weights (AttentionOps.weights_host; each sums to 1 over the
- * visible keys). */
+ * visible keys). No errors. */
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk);
 
@@ -126,11 +135,13 @@ typedef struct {
     float *kbuf, *dkbuf; /* [B,Tk,max(A,Dk)] backend memory (rnn_attn_kbuf_floats), or NULL */
 } RnnAttn;
 
-/* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN).
- * kind != none, accepted by attention_supports for ATTN_SLOT_RNN. */
+/* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN). Dq decoder
+ * width, Dk encoder output width; heads used by the multi-head kinds only. kind != none, accepted
+ * by attention_supports for ATTN_SLOT_RNN (else attention_declare's CHECK). Source: Luong et al.
+ * 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation for the score. */
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
                       int Dk, int heads);
-/* Floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
+/* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
 size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK);
 /* Floats of forward's save for NQ = B·Tq queries against Tk keys. */
 size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk);
@@ -138,24 +149,33 @@ size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk);
 int rnn_attn_qsave_width(const RnnAttn *r);
 /* Floats of work for forward and backward with B, Tq, Tk. */
 size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, int Tk);
+/* Once per batch, before the first forward: kbuf = the keys the kind attends over, from
+ * enc [B,Tk,Dk] (additive own_proj: enc Uᵀ [B,Tk,A]; multi-head: key heads [B,NH,Tk,HS]); zeroes
+ * dkbuf. Nothing when kbuf is not needed. No errors. */
 void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, int B, int Tk);
 /* ctx[B,Tq,Dk] and save from q[B,Tq,Dq]; qsave [B,Tq,qsave width] keeps the transformed query;
- * key_len [B] backend memory. */
+ * key_len [B] backend memory; work: rnn_attn_workspace floats. Luong et al. 2015 eq. 7 (weights)
+ * with the kind's score; c_t = Σ_s a_t(s) h̄_s. No errors. */
 void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *save, float *qsave,
                       const float *q, const float *enc, const int *key_len, int B, int Tq,
                       int Tk, float *work);
 /* Accumulates dq[B,Tq,Dq] and denc[B,Tk,Dk] (directly, or through dkbuf at end_backward) and
- * the parameter gradients, from dctx [B,Tq,Dk]; ctx, save, qsave as forward left them. */
+ * the parameter gradients, from dctx [B,Tq,Dk]; ctx, save, qsave as forward left them.
+ * No errors. */
 void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *denc,
                        const float *dctx, const float *ctx, const float *save, const float *q,
                        const float *qsave, const float *enc, const int *key_len, int B, int Tq,
                        int Tk, float *work);
+/* Once per batch, after the last backward: denc [B,Tk,Dk] += dkbuf carried back through the key
+ * transform (additive: dU += dkpᵀ enc, denc += dkp U; multi-head: merged key heads). No
+ * errors. */
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
                            int B, int Tk);
 /* The attention map of one decoding step (Tq = 1), averaged over heads: w [B,Tk] (backend
  * memory) from qsave [B, qsave width] as rnn_attn_forward left it, the keys as rnn_attn_begin
  * left them (enc [B,Tk,Dk]) and key_len [B]; computed on the host by the kind's weights_host
- * (mha_weights_host). */
+ * (mha_weights_host; it downloads the inputs into host buffers it allocates — decoding only, not
+ * the training step — and uploads w). No errors. */
 void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
                       const float *enc, const int *key_len, int B, int Tk);
 

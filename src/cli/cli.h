@@ -1,10 +1,11 @@
-/* cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
+/* cli/cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
  * eval.c, translate.c, compare.c; args.c holds the argument helpers below).
  *
  * The CLI is the top of the dependency graph (DESIGN.md §1): it loads configs and checkpoints,
  * chooses the backend, and hands models to train and eval. Every cmd_* function returns the
  * process exit code — 0 success, 1 a failure of the run, 2 a bad command line — and only these
- * files turn a Status into an exit code.
+ * files turn a Status into an exit code. Every cmd_* prints its own messages on stderr.
+ * Source: — (plain engineering: the command line).
  */
 #ifndef TRAINER_CLI_H
 #define TRAINER_CLI_H
@@ -13,7 +14,8 @@
 
 #include "eval/decode.h"
 
-/* The usage text of every command (for --help and after a bad command line). */
+/* Prints the usage text of every command to f (for --help and after a bad command line). No
+ * errors. */
 void cli_usage(FILE *f);
 
 /* "--device cpu|cuda" → *dev = DEVICE_CPU or DEVICE_CUDA; 0, or 2 with "trainer[ cmd]: --device
@@ -31,13 +33,17 @@ typedef struct {
  * unknown or incomplete argument or a missing --checkpoint (message and usage on stderr). */
 int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd);
 
-/* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c) */
+/* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c): 2 for a
+ * bad command line, config or --set (config_load / config_set / config_validate's message);
+ * 1 when train_run fails. */
 int cmd_train(int argc, char **argv);
 /* trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
- *              [--device cpu|cuda] (cli/eval.c) */
+ *              [--device cpu|cuda] (cli/eval.c): 2 for a bad command line; 1 when the
+ *              checkpoint, the files, decoding or scoring fail. */
 int cmd_eval(int argc, char **argv);
 /* trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
- *                   [--device cpu|cuda] < input > output (cli/translate.c) */
+ *                   [--device cpu|cuda] < input > output (cli/translate.c): 2 for a bad
+ *                   command line; 1 when the checkpoint, reading, translating or the map fail. */
 int cmd_translate(int argc, char **argv);
 /* trainer compare RUN... [options] (cli/compare.c, whose top comment describes it): 1 also for a
  * training, checkpoint, metrics, test-set, decoding, gnuplot or output failure; 2 also for a

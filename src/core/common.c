@@ -1,3 +1,4 @@
+/* common.c — err_set / err_prefix, the aborting allocators and the monotonic clock (common.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/common.h"
 

@@ -1,4 +1,5 @@
-/* common.h — error conventions shared by every module (DESIGN.md §6).
+/* core/common.h — the error conventions every module shares (DESIGN.md §6), checked allocation
+ * and the clock. Part of src/core (with rng.h and tokens.h): used by all, uses nothing.
  *
  * Two kinds of error:
  *  - programmer errors and device failures: CHECK(cond, hint) prints the expression, file:line and
@@ -28,13 +29,17 @@ typedef struct {
     char msg[2048];
 } Err;
 
-/* Formats msg into err (if err is non-NULL) and returns STATUS_ERR, so that callers can write
- * `return err_set(err, "file %s: ...", path);`. */
+/* Formats msg into err (if err is non-NULL; truncated to 2047 bytes) and returns STATUS_ERR, so
+ * that callers can write `return err_set(err, "file %s: ...", path);`. No errors of its own.
+ * Source: —. */
 Status err_set(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prefixes the message already in err with a formatted context ("while loading X: ..."). */
+/* Prefixes the message already in err with a formatted context and ": " ("while loading X: ...",
+ * truncated to fit err->msg); returns STATUS_ERR; err NULL: nothing. No errors. Source: —. */
 Status err_prefix(Err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A programmer error or resource failure: when cond is false, prints "CHECK failed: <cond> at
+ * file:line (<hint>)" on stderr and aborts. hint: a C string saying what to do. Source: —. */
 #define CHECK(cond, hint)                                                                  \
     do {                                                                                   \
         if (!(cond)) {                                                                     \
@@ -44,13 +49,16 @@ Status err_prefix(Err *err, const char *fmt, ...) __attribute__((format(printf, 
         }                                                                                  \
     } while (0)
 
-/* malloc/calloc that abort with a message on out-of-memory (programmer/resource error). */
+/* malloc / calloc / realloc / strdup on the host (n in bytes; 0 is treated as 1) that CHECK-abort
+ * with "out of memory" instead of returning NULL (a resource error, not an input error).
+ * Source: —. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
-/* Wall-clock seconds (monotonic). */
+/* Seconds (double) on the monotonic clock, from an arbitrary origin: only differences mean
+ * anything. No errors. Source: —. */
 double now_seconds(void);
 
 #ifdef __cplusplus

@@ -1,3 +1,5 @@
+/* rng.c — PCG32 (O'Neill 2014, XSH-RR 64/32), its bounded and float draws and Box–Muller
+ * (rng.h). */
 #include "core/rng.h"
 
 #include <math.h>

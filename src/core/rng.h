@@ -1,8 +1,9 @@
-/* rng.h — the one seeded PRNG of the program (DESIGN.md §8): PCG32 (O'Neill 2014, "PCG: A Family
+/* core/rng.h — the one seeded PRNG of the program (DESIGN.md §8): PCG32 (O'Neill 2014, "PCG: A Family
  * of Simple Fast Space-Efficient Statistically Good Algorithms for Random Number Generation",
  * the XSH-RR 64/32 member). Used for initialisation and shuffling; its state is saved in
  * checkpoints. Dropout uses rng_hash (a counter-based stream keyed by seed and step) so that any
- * backend, the GPU included, draws the same masks without sharing this state. */
+ * backend, the GPU included, draws the same masks without sharing this state.
+ * Every function works on host memory and has no errors (no Status, no CHECK). */
 #ifndef TRAINER_RNG_H
 #define TRAINER_RNG_H
 
@@ -13,15 +14,17 @@ typedef struct {
     uint64_t inc; /* odd */
 } Rng;
 
-/* Seeds the generator (seed: any 64-bit value; stream: selects one of 2^63 sequences). */
+/* Seeds the generator (seed: any 64-bit value; stream: selects one of 2^63 sequences), as
+ * O'Neill's pcg32_srandom_r. */
 void rng_seed(Rng *r, uint64_t seed, uint64_t stream);
-/* Next uniform 32-bit integer. */
+/* Next uniform 32-bit integer (PCG32 XSH-RR output of the old state, then one LCG step). */
 uint32_t rng_u32(Rng *r);
 /* Uniform float in [0, 1) with 24 random bits. */
 float rng_uniform(Rng *r);
-/* Uniform integer in [0, n), n > 0, without modulo bias. */
+/* Uniform integer in [0, n), n > 0, without modulo bias (rejection, as O'Neill's
+ * pcg32_boundedrand_r). */
 uint32_t rng_below(Rng *r, uint32_t n);
-/* Standard normal (Box–Muller). */
+/* Standard normal N(0, 1) (Box & Muller 1958), from two rng_uniform draws. */
 float rng_normal(Rng *r);
 
 /* Counter-based hash: a uniform 32-bit value from (key, counter) (SplitMix64 finaliser,

@@ -1,4 +1,4 @@
-/* tokens.h — the special token ids and TokenBatch, the one layout of a batch of sentence pairs
+/* core/tokens.h — the special token ids and TokenBatch, the one layout of a batch of sentence pairs
  * (DESIGN.md §1, §2): built on the host by data/batch.c, uploaded once per step by model.c into
  * a TokenBatch of the same shape whose arrays live in backend memory.
  *
@@ -13,7 +13,7 @@
  *   tgt_row  [NR]   b·T + t of every position whose tgt_out is not padding, in (b, t) order
  *   tgt_row_id [NR] tgt_out at that position
  * NR = tgt_tokens. A batch without targets (decoding) has T = 1, tgt_in = BOS, tgt_out = PAD
- * and NR = 0.
+ * and NR = 0. Units: lengths and counts are subword tokens. Declarations only (no functions).
  */
 #ifndef TRAINER_TOKENS_H
 #define TRAINER_TOKENS_H

@@ -1,3 +1,6 @@
+/* batch.c — the training filter, the epoch plan (shuffle, bucket by length, cut by token budget)
+ * and the one batch layout: batch-major TokenBatch host arrays allocated once and filled per
+ * batch (batch.h, core/tokens.h). */
 #include "data/batch.h"
 
 #include <string.h>

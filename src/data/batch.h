@@ -1,4 +1,4 @@
-/* batch.h — token-budget batches of sentence pairs (DESIGN.md §1), built as batch-major
+/* data/batch.h — token-budget batches of sentence pairs (DESIGN.md §1), built as batch-major
  * TokenBatch arrays (core/tokens.h: src [B,S], tgt_in/tgt_out [B,T], PAD = 0).
  *
  * Legend: B sentences in a batch, S longest source (subword tokens), T longest target + 1 (the
@@ -8,7 +8,8 @@
  * Bucketing: each epoch the kept pairs are shuffled by the seeded PRNG, stably sorted by
  * (source length, target length) — so pairs of equal lengths stay in random order — cut into
  * batches greedily, and the batch order is shuffled. The same seed and epoch RNG state give the
- * same batches.
+ * same batches. Every array here is host memory (model.c uploads the TokenBatch). Units: lengths
+ * and budgets in subword tokens. Source: — (length bucketing as in OpenNMT-py / fairseq).
  */
 #ifndef TRAINER_BATCH_H
 #define TRAINER_BATCH_H
@@ -25,23 +26,26 @@ typedef struct {
 } BatchPlan;
 
 /* Indices of pairs whose two sides both have 1..max_len tokens (the training filter).
- * Returns the count; *keep is malloc'd. */
+ * Returns the count; *keep is malloc'd ([e->n] longs at most; the caller frees it). No errors. */
 long batch_filter(const Encoded *e, int max_len, long **keep);
 /* Plans one epoch over keep[0..nkeep). rng == NULL: no shuffling (sorted by length, for
- * evaluation). Errors: a single pair that does not fit in batch_tokens. */
+ * evaluation). Errors (STATUS_ERR, p left empty): a single pair that does not fit in batch_tokens
+ * ("train.batch_tokens = N is too small for a pair of S + T tokens; raise train.batch_tokens or
+ * lower data.max_len"). */
 Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, int batch_tokens,
                   Rng *rng, Err *err);
-void batch_plan_free(BatchPlan *p);
+void batch_plan_free(BatchPlan *p); /* frees and zeroes p; no errors */
 /* Capacity bounds of any batch batch_plan can make with these settings: B, S, T at most *B, *S,
- * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). */
+ * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). No errors. */
 void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T);
 /* Allocates tb's host arrays once for batches of up to B sentences, S source and T target
- * positions, NS = B·S and NT = B·T tokens (padding included); batch_fill never allocates. */
+ * positions, NS = B·S and NT = B·T tokens (padding included); batch_fill never allocates.
+ * No errors (xmalloc aborts on out-of-memory). */
 void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT);
 /* Fills tb (batch-major, PAD = 0, every field of core/tokens.h) with pairs idx[0..B) of e;
  * targets may be absent (e->tgt_ids NULL) for decoding, then T = 1, tgt_in = BOS, tgt_out = PAD
  * and NR = 0. A batch beyond batch_alloc's capacity is a programmer error (CHECK). */
 void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B);
-void batch_free(TokenBatch *tb);
+void batch_free(TokenBatch *tb); /* frees tb's host arrays and zeroes tb; no errors */
 
 #endif

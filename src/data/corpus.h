@@ -1,4 +1,4 @@
-/* corpus.h — read and validate parallel text (one sentence a line), gzip or plain, through zlib.
+/* data/corpus.h — read and validate parallel text (one sentence a line), gzip or plain, through zlib.
  *
  * Files are read with gzopen/gzread, which decompress gzip transparently. A file that is not gzip
  * data — even one named *.gz — is read as plain text, byte for byte (zlib's "transparent" mode);
@@ -27,7 +27,8 @@
  * Errors follow common.h: a Status is returned and Err names the file(s), what went wrong and what
  * to do. Detected: missing/unreadable file (strerror), a truncated gzip file (zlib's "unexpected end
  * of file", checked both after reading and at gzclose), corrupt gzip data (Z_DATA_ERROR, e.g. a bad
- * CRC), parallel files with different line counts (both paths and both counts).
+ * CRC), parallel files with different line counts (both paths and both counts). Everything is
+ * host memory. Source: — (zlib's gz* API; UTF-8 validity per Unicode 15 Table 3-7).
  */
 #ifndef TRAINER_DATA_CORPUS_H
 #define TRAINER_DATA_CORPUS_H
@@ -79,7 +80,7 @@ Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long m
  * "train: 29000 pairs read, 28997 kept, skipped: 1 empty, 2 too long (>1000 bytes), 0 invalid
  *  UTF-8; 0 CRLF, 0 BOM" (on one line), followed, only when they are not 0, by
  *  ", N lone CR (kept)" and "; N .gz file(s) not gzip (read as plain text)".
- * label may be NULL ("corpus"). */
+ * label may be NULL ("corpus"). No errors. */
 void corpus_print_summary(const Corpus *c, const char *label, FILE *f);
 
 /* Frees everything c owns and zeroes it. Safe on a zeroed or already-freed Corpus and on NULL. */

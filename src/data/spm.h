@@ -1,4 +1,4 @@
-/* spm.h — SentencePiece behind a small C API (DESIGN.md §1). The implementation (spm.cc) is the
+/* data/spm.h — SentencePiece behind a small C API (DESIGN.md §1). The implementation (spm.cc) is the
  * only C++ in the project: every C++ exception is caught and every non-OK SentencePiece status is
  * returned as a Status with the library's message in Err (DESIGN.md §6).
  *
@@ -8,7 +8,10 @@
  * Thread safety: spm_encode / spm_decode / spm_piece / spm_vocab_size / spm_serialize may be
  * called concurrently on one Spm (SentencePiece's Encode/Decode are const). spm_train changes
  * process-wide SentencePiece settings (log level, random seed) and must not run concurrently with
- * another spm_train. */
+ * another spm_train.
+ *
+ * Everything is host memory; ids are int32 SentencePiece ids, lengths are counts of ids or bytes.
+ * Source: Kudo & Richardson 2018 (SentencePiece), Kudo 2018 (the unigram language model). */
 #ifndef TRAINER_DATA_SPM_H
 #define TRAINER_DATA_SPM_H
 
@@ -29,30 +32,38 @@ typedef struct Spm Spm;
  * num_threads worker threads (<= 0 means 1). Deterministic: the same files, vocab_size and
  * num_threads give the same model, also when called several times in one process; a different
  * num_threads can change it, so pass a fixed value, not the machine's core count (see spm.cc).
- * The model records the prefix and input names. File names must not contain ','. */
+ * The model records the prefix and input names. File names must not contain ','. Errors: no
+ * files, an empty prefix or file name, a ',' in a name, vocab_size too small, and SentencePiece's
+ * own failures (each message names the prefix or file and the library's reason). */
 Status spm_train(const char *const *text_files, int n_files, int vocab_size,
                  const char *model_prefix, int num_threads, Err *err);
 
 /* Loads a model file (<prefix>.model). Both loaders refuse a model whose normalisation tables
- * (precompiled character maps) would make SentencePiece read out of bounds (see spm.cc). */
+ * (precompiled character maps) would make SentencePiece read out of bounds (see spm.cc).
+ * Errors: unreadable or invalid file, a corrupt normalisation table, too few pieces, special ids
+ * other than pad 0, unk 1, bos 2, eos 3 — each naming the file and what to do. */
 Status spm_load(Spm **out, const char *model_path, Err *err);
-/* Loads a serialized ModelProto (as stored in our checkpoints, from spm_serialize). */
+/* Loads a serialized ModelProto (n bytes at data; as stored in our checkpoints, from
+ * spm_serialize). Errors as spm_load's. */
 Status spm_load_from_bytes(Spm **out, const void *data, size_t n, Err *err);
-/* The serialized ModelProto as malloc'd bytes (*data freed by the caller with free()). */
+/* The serialized ModelProto as malloc'd bytes (*data, *n bytes; freed by the caller with free()).
+ * Errors: SentencePiece's serialisation failure. */
 Status spm_serialize(const Spm *s, void **data, size_t *n, Err *err);
 
-int spm_vocab_size(const Spm *s);
+int spm_vocab_size(const Spm *s); /* pieces in the model (ids 0 .. size-1); no errors */
 
-/* Encodes text into malloc'd ids (*ids, *n; *ids is non-NULL even when *n == 0). No BOS/EOS. */
+/* Encodes text into malloc'd ids (*ids, *n; *ids is non-NULL even when *n == 0). No BOS/EOS.
+ * Errors: SentencePiece's (the message quotes it). */
 Status spm_encode(const Spm *s, const char *text, int **ids, int *n, Err *err);
 /* Decodes ids into malloc'd detokenised text. PAD/BOS/EOS ids are skipped; an id outside
  * [0, vocab) is an error. */
 Status spm_decode(const Spm *s, const int *ids, int n, char **text, Err *err);
 
-/* The piece string of id (for plots/debugging); valid while s lives. "<out-of-range>" for a bad id. */
+/* The piece string of id (for plots/debugging); valid while s lives. "<out-of-range>" for a bad
+ * id. No errors. */
 const char *spm_piece(const Spm *s, int id);
 
-void spm_free(Spm *s);
+void spm_free(Spm *s); /* NULL is fine; no errors */
 
 #ifdef __cplusplus
 }

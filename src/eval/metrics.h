@@ -1,4 +1,4 @@
-/* metrics.h — corpus BLEU and chrF on detokenised text, as sacreBLEU computes them by default.
+/* eval/metrics.h — corpus BLEU and chrF on detokenised text, as sacreBLEU computes them by default.
  *
  * Sources:
  *  - BLEU: Papineni, Roukos, Ward, Zhu 2002, "BLEU: a Method for Automatic Evaluation of Machine
@@ -41,6 +41,7 @@
  *
  * Empty input: n == 0 gives a BleuScore of all zeros and a chrF of 0 (sacreBLEU raises an error).
  * Empty segments are ordinary segments with zero tokens / characters.
+ * Errors: none but the CHECKs above (negative n, NULL arrays or strings); host memory only.
  */
 #ifndef TRAINER_EVAL_METRICS_H
 #define TRAINER_EVAL_METRICS_H
@@ -54,10 +55,12 @@ typedef struct {
     long ref_len;         /* 13a tokens in all references */
 } BleuScore;
 
-/* Corpus BLEU of hyps[0..n) against refs[0..n) (see above). */
+/* Corpus BLEU of hyps[0..n) against refs[0..n) (see above; Papineni et al. 2002, sacreBLEU's
+ * defaults). CHECKs n >= 0 and non-NULL arrays and strings. */
 BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n);
 
-/* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100. */
+/* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100 (Popović 2015,
+ * sacreBLEU's defaults). CHECKs as bleu_corpus. */
 double chrf_corpus(const char *const *hyps, const char *const *refs, long n);
 
 #endif

@@ -1,4 +1,4 @@
-/* plot.h — PNG figures drawn by the gnuplot program (no image code of our own).
+/* eval/plot.h — PNG figures drawn by the gnuplot program (no image code of our own).
  *
  * Every function writes a gnuplot script into memory and pipes it to `gnuplot` (popen; the data
  * goes inline as `$name << EOD` data blocks, so no temporary data files), with gnuplot's
@@ -14,7 +14,8 @@
  * Errors (Status, Err; DESIGN.md §6): gnuplot not found on PATH ("install gnuplot, e.g.
  * apt-get install gnuplot-nox"), gnuplot failing (its exit status and the last lines of its
  * error output), the PNG missing or not a PNG, an output folder that cannot be written.
- * Programmer errors (NULL arrays, negative sizes) are CHECKs.
+ * Programmer errors (NULL arrays, negative sizes) are CHECKs. Source: — (gnuplot's own
+ * language). Everything is host memory.
  */
 #ifndef TRAINER_EVAL_PLOT_H
 #define TRAINER_EVAL_PLOT_H
@@ -32,7 +33,8 @@ typedef struct {
                         log does not say: left out of the by-time panel */
 } CurvePoint;
 
-/* 1 if an executable `gnuplot` is on PATH; otherwise 0 and err says to install it. */
+/* 1 if an executable `gnuplot` is on PATH; otherwise 0 and err says to install it ("install
+ * gnuplot, e.g. apt-get install gnuplot-nox"). */
 int plot_gnuplot_available(Err *err);
 
 /* Attention heatmap of a (AttnMap from translate.h: w[T,S], rows = target pieces, columns =

@@ -1,3 +1,6 @@
+/* translate.c — translate_lines (encode, batch by source length, decode, detokenise, attention
+ * maps) and eval_perplexity (teacher-forced, no label smoothing) on a model the CLI loaded
+ * (translate.h). */
 #include "eval/translate.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* translate.h — decoding and scoring with a trained model.
+/* eval/translate.h — decoding and scoring with a trained model.
  *
  * translate_lines: greedy decoding (the argmax of p(y_t | y_<t, x) at each step) or beam search
  * (Wu et al. 2016: K hypotheses per sentence, finished ones ranked by log p(Y|X) / lp(Y) with
@@ -6,7 +6,9 @@
  * tokens (S the source length in subwords), batched by source length; returns detokenised text
  * in the input order, and optionally each translation's attention.
  * eval_perplexity: teacher-forced perplexity exp(Σ −log p(y_t) / N) over the target tokens
- * (EOS included, no label smoothing).
+ * (EOS included, no label smoothing; exp of the mean loss in nats).
+ * eval needs no trainer (DESIGN.md §1): the CLI loads the checkpoint and hands these a model.
+ * Everything here is host memory; the model runs on its backend.
  */
 #ifndef TRAINER_TRANSLATE_H
 #define TRAINER_TRANSLATE_H
@@ -26,13 +28,18 @@ typedef struct {
 
 /* spm: the model's SentencePiece model (encodes lines, decodes and names the pieces).
  * out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
- * attn_map_free). Errors: SentencePiece failures (with the line); maps requested from a model
- * without attention; beam < 1 or len_penalty < 0. */
+ * attn_map_free). lines [n] UTF-8, host. Errors (STATUS_ERR): SentencePiece failures (with the
+ * line); maps requested from a model without attention ("this model has no attention to draw");
+ * beam outside 1..64 or len_penalty < 0 (naming --beam / --len-penalty). Source: decode.h (Wu et
+ * al. 2016). */
 Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
-void attn_map_free(AttnMap *a);
-/* Perplexity of the pairs in e (all of them, no length filter); *tokens gets N. */
+void attn_map_free(AttnMap *a); /* frees and zeroes *a; NULL is fine; no errors */
+/* Perplexity of the pairs in e (no length filter; pairs with an empty source are left out), in
+ * batches of at most 4096 padded tokens (more if one pair needs it); *tokens (may be NULL) gets N,
+ * *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget). */
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err);
+/* Frees n malloc'd strings and the array (translate_lines' out); NULL is fine; no errors. */
 void free_lines(char **lines, long n);
 
 /* Longest source (subwords) translate_lines feeds the model; longer inputs are cut there. */

@@ -1,3 +1,6 @@
+/* model.c — the one entry point over both model families (model.h): builds the RNN or the
+ * Transformer a ModelSpec describes, lists and checks the backend ops it needs, reserves and
+ * uploads the batch (one upload per step into m->dev) and dispatches loss and decoding. */
 #include "model/model.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* model.h — a translation model as the trainer, evaluator and translator see it: the ModelSpec
+/* model/model.h — a translation model as the trainer, evaluator and translator see it: the ModelSpec
  * it was built from (model/spec.h), its vocabulary size, backend, parameters and network, and the
  * backend buffers a batch is uploaded into. spec.type chooses the RNN encoder–decoder
  * (model/rnn.h) or the Transformer (model/transformer.h); everything here dispatches to the one
@@ -7,7 +7,11 @@
  *
  * Legend: B batch, S source length, T target length. A batch is a batch-major TokenBatch
  * (core/tokens.h), built on the host and uploaded once per call into the model's mirror of it
- * in backend memory, which the RNN and the Transformer read.
+ * in backend memory, which the RNN and the Transformer read. Units: losses in nats (summed over
+ * target tokens), sizes in tokens/sentences. Sources: rnn.h and transformer.h.
+ * Errors: model_create / model_declare return a Status; the rest CHECK their capacity
+ * ("batch larger than model_reserve'd capacity", the model's own decoding CHECKs) and have no
+ * input errors.
  */
 #ifndef TRAINER_MODEL_H
 #define TRAINER_MODEL_H
@@ -30,13 +34,17 @@ typedef struct {
 
 /* Builds the model spec describes over a vocabulary of V pieces on backend be (the caller's
  * choice: train.device, config_backend): declares and allocates parameters (zero; call
- * model_init_params or load a checkpoint). Errors: unsupported model or attention, an op the
- * backend lacks, with reason; on error m is left zeroed (nothing to free). */
+ * model_init_params or load a checkpoint). Errors (STATUS_ERR, message in err): those of
+ * rnn_create / transformer_create (attention kind or sizes the slot cannot take, input feeding
+ * without a current-state attention, too many layers, odd model.hidden), and an op the backend
+ * lacks ("cuda backend: no …; use train.device = cpu", backend_require_ops); on error m is
+ * left zeroed (nothing to free). */
 Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 /* model_create in two steps, for a loader that must check sizes before it allocates
  * (checkpoint_load, DESIGN.md §7): model_declare does all of model_create except allocating the
  * parameter buffers — m->ps then holds every tensor's name and shape, and ps.total, while
- * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either. */
+ * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either.
+ * model_declare's errors are model_create's; model_allocate has none (be->alloc aborts). */
 Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 void model_allocate(Model *m);
 /* Writes every backend op that training and decoding m call (its family's, its attention kinds',
@@ -47,28 +55,34 @@ void model_allocate(Model *m);
 int model_ops_used(const Model *m, OpKind *ops);
 /* Initialises parameters by their declared rule (RNN: uniform in [-0.1, 0.1]; Transformer:
  * Xavier-uniform matrices, unit layer-norm gains, zero biases) from a PRNG seeded by seed (the
- * trainer passes train.seed). */
+ * trainer passes train.seed). Source: params.h (OpenNMT-py's param_init; Glorot & Bengio 2010).
+ * No errors. */
 void model_init_params(Model *m, uint64_t seed);
 /* Reserves activations and the backend batch for batches within these bounds (see
  * rnn_reserve): B sentences, S source and T target positions, NS = B·S and NT = B·T tokens.
- * Grows only; model_loss and model_decode_begin then never allocate. */
+ * Grows only; model_loss and model_decode_begin then never allocate. No errors. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
 /* Uploads tb (host) into the model's backend batch and runs the teacher-forced pass: returns
  * the summed loss (nats) over target tokens; train != 0 adds dropout (keyed) and accumulates
- * gradients scaled by grad_scale. */
+ * gradients scaled by grad_scale (Luong et al. 2015 eq. 6 / Vaswani et al. 2017 §5.4 with label
+ * smoothing, Szegedy et al. 2016 §7). CHECKs tb within model_reserve ("batch larger than
+ * model_reserve'd capacity"). */
 double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale);
-/* Incremental decoding of tb's sources (uploaded as by model_loss; targets unused) with K rows per sentence, at most max_T steps (rnn.h
- * rnn_decode_*, transformer.h transformer_decode_*): ids and parent are backend memory [B·K];
- * the returned scores [B·K, V] and attention weights [B·K, S] are backend memory, valid until
- * the next call. model_reserve must allow B·K sentences and max_T target positions. */
+/* Incremental decoding of tb's sources (uploaded as by model_loss; targets unused) with K rows
+ * per sentence, at most max_T steps (rnn.h rnn_decode_*, transformer.h transformer_decode_*):
+ * ids and parent are backend memory [B·K]; the returned scores [B·K, V] (log-probabilities in
+ * nats if log_probs, else logits) and attention weights [B·K, S] (NULL without attention) are
+ * backend memory, valid until the next call. model_reserve must allow B·K sentences and max_T
+ * target positions: beyond it the model CHECK-aborts (a programmer error). */
 void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T);
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
 void model_decode_reorder(Model *m, int t, const int *parent);
 const float *model_decode_attention(Model *m, int t);
 /* 1 if the model has an attention to show (RNN: model.attention != none; Transformer: always,
- * the last decoder layer's cross-attention). */
+ * the last decoder layer's cross-attention). No errors. */
 int model_has_attention(const Model *m);
+/* Frees everything and zeroes *m; safe after a failed model_create / model_declare. */
 void model_free(Model *m);
 
 #endif

@@ -1,4 +1,4 @@
-/* rnn.h — the RNN encoder–decoder with attention (Bahdanau et al. 2015; Luong et al. 2015).
+/* model/rnn.h — the RNN encoder–decoder with attention (Bahdanau et al. 2015; Luong et al. 2015).
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden size
  * (the bidirectional encoder has H/2 per direction, so its output h̄_s is H wide), V vocabulary,
@@ -24,6 +24,9 @@
  *  - none (Sutskever et al. 2014 with a bidirectional encoder): h̃_t = tanh(W_c h_t).
  * p(y_t) = softmax(W_out dropout(h̃_t) + b_out) (Luong eq. 6). Dropout (inverted) on
  * embeddings, between layers and on h̃.
+ * Errors: rnn_create returns a Status; the other functions CHECK their capacity and workspace
+ * (programmer errors: "batch larger than rnn_reserve'd capacity", "attention workspace too
+ * small: rnn_reserve after setting the thread count", "decoding past rnn_reserve'd length").
  */
 #ifndef TRAINER_RNN_H
 #define TRAINER_RNN_H
@@ -43,43 +46,53 @@ typedef struct {
 typedef struct RnnModel RnnModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * heads: model.heads, used by the multi-head kinds. Errors: an attention kind or size this model
- * cannot use (attention_supports' message), input feeding with bahdanau or none, with the
- * reason. */
+ * heads: model.heads, used by the multi-head kinds. V vocabulary, E embedding, H decoder hidden
+ * (even). Errors (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an
+ * attention kind or size this model cannot use (attention_supports' message), input feeding
+ * with bahdanau or none ("model.input_feeding = true applies to …; set model.input_feeding =
+ * false"). */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
                   AttentionKind attention, int heads, Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS = B·S source tokens and NT = B·T target tokens (padding included). Grows only: the trainer
- * calls it once with the batcher's bounds, so the training step never allocates. */
+ * calls it once with the batcher's bounds, so the training step never allocates. Sizes the
+ * attention workspace for the current thread count. No errors (be->alloc aborts). */
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
-/* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout (keyed by dropout_key) and the
- * backward pass, accumulating into the parameter gradients scaled by grad_scale.
- * Returns the summed label-smoothed cross-entropy over non-pad targets (nats). */
+/* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout
+ * (keyed by dropout_key) and the backward pass, accumulating into the parameter gradients scaled
+ * by grad_scale. Returns the summed label-smoothed cross-entropy over non-pad targets (nats;
+ * Szegedy et al. 2016 §7). CHECKs b within rnn_reserve and the attention workspace. */
 double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t dropout_key, float grad_scale);
 /* Test switch: with on != 0 the Luong attention without input feeding and the output layer run
- * step by step (as in decoding) instead of batched over all T positions; same mathematics. */
+ * step by step (as in decoding) instead of batched over all T positions; same mathematics.
+ * No errors. */
 void rnn_set_stepwise(RnnModel *m, int on);
 
-/* ---- incremental decoding (search/decode.c drives these) ----
+/* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * rnn_decode_begin encodes b (b->tgt_* unused) and sets up K rows per sentence, row i·K + k
  * (K = 1 for greedy); needs rnn_reserve'd room for B·K sentences. Then for t = 0, 1, …:
  * rnn_decode_step feeds ids[B·K] (backend memory; BOS at t = 0) and returns the backend pointer
  * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
  * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
  * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S] (averaged over
- * heads; recomputed on the host for the kinds that keep none; NULL without attention). */
+ * heads; recomputed on the host for the kinds that keep none; NULL without attention).
+ * Source: Luong et al. 2015 §3.3 / Bahdanau et al. 2015 §3.1 (one step of the decoder above).
+ * CHECKs: B·K rows and S within rnn_reserve ("decode batch larger than rnn_reserve'd capacity"),
+ * t within the reserved T ("decoding past rnn_reserve'd length"). */
 void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K);
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
-/* 1 if the model has an attention (model.attention != none). */
+/* 1 if the model has an attention (model.attention != none). No errors. */
 int rnn_has_attention(const RnnModel *m);
 /* Writes the backend ops the RNN calls beyond those every model calls (model.c lists those):
  * its cell's, its attention kind's and its shape ops, for training and decoding, to ops[]
- * (room for OP_COUNT); returns their number. No errors. */
+ * (host, room for OP_COUNT); returns their number. No errors. */
 int rnn_ops_used(const RnnModel *m, OpKind *ops);
+/* Frees the model's activations and the model (NULL: nothing); parameters belong to the
+ * ParamSet. */
 void rnn_free(RnnModel *m);
 
 #endif

@@ -1,4 +1,4 @@
-/* spec.h — ModelSpec: what a model is, exactly the [model] section of a config (DESIGN.md §1: a
+/* model/spec.h — ModelSpec: what a model is, exactly the [model] section of a config (DESIGN.md §1: a
  * model receives a ModelSpec, never a config file, tokenizer or trainer).
  *
  * train/config.h embeds it (Config.model) and its key table parses, validates, prints and
@@ -41,7 +41,8 @@ typedef struct ModelSpec {
     AttentionKind cross_attention;    /* model.cross_attention (sdp) */
 } ModelSpec;
 
-/* The decoder self-attention's kind: dec_self_attention, or self_attention when "same". */
+/* The decoder self-attention's kind: dec_self_attention, or self_attention when "same".
+ * No errors. Source: —. */
 static inline AttentionKind spec_dec_self_attention(const ModelSpec *s) {
     return s->dec_self_attention == ATTN_NONE ? s->self_attention : s->dec_self_attention;
 }

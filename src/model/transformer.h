@@ -1,4 +1,4 @@
-/* transformer.h — the Transformer encoder–decoder (Vaswani et al. 2017) with switchable
+/* model/transformer.h — the Transformer encoder–decoder (Vaswani et al. 2017) with switchable
  * attention in each slot (attention/mha.h).
  *
  * Legend: B batch, S source length, T target length, D model width (model.d_model), NH heads,
@@ -18,6 +18,10 @@
  *   p(y_t) = softmax(y_t W_outᵀ + b_out); with tied embeddings one matrix E [V,D] serves the
  *   source and target embeddings and W_out (§3.4, shared SentencePiece vocabulary).
  * No dropout on attention weights (flash and linear attention never form them).
+ * Training lives in transformer.c, incremental decoding in transformer_decode.c (both share
+ * transformer_internal.h). Errors: transformer_create returns a Status; the rest CHECK their
+ * capacity ("batch larger than transformer_reserve'd capacity", "decoding past
+ * transformer_decode_begin's max_T") — programmer errors.
  */
 #ifndef TRAINER_TRANSFORMER_H
 #define TRAINER_TRANSFORMER_H
@@ -39,27 +43,28 @@ typedef struct TfModel TfModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). Errors: a kind that
  * cannot serve in its slot (efficient in the causal decoder self-attention, none), heads that
- * do not divide D, more than 16 layers — each with the config key to change. */
+ * do not divide D, more than 16 layers — each with the config key to change (STATUS_ERR). */
 Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
- * the training step. Positions beyond max(S, T) are not supported. */
+ * the training step. Positions beyond max(S, T) are not supported. No errors. */
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
 /* Runs the teacher-forced pass over b (arrays in backend memory): returns the summed
  * label-smoothed cross-entropy over non-pad targets (nats); train != 0 adds dropout (keyed by
  * dropout_key) and accumulates the parameter gradients scaled by grad_scale. The output layer
- * runs on b's tgt_row positions only. */
+ * runs on b's tgt_row positions only. Source: Vaswani et al. 2017 §3, §5.4 (label smoothing,
+ * Szegedy et al. 2016 §7). CHECKs b within transformer_reserve. */
 double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int train,
                         uint64_t dropout_key, float grad_scale);
 /* Backend pointer to the last transformer_loss's logits [R,V] (tests): the output layer runs
  * only on the target positions whose tgt_out is not padding, so when the batch has some (and
  * at least one real target) R is their number and the rows are those positions in (b, t)
- * order; else R = B·T, batch-major [B,T,V]. *rows receives R. */
+ * order; else R = B·T, batch-major [B,T,V]. *rows receives R. No errors. */
 const float *transformer_logits(const TfModel *m, int *rows);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
- * decode_begin encodes b's sources (backend memory) (at most max_T steps will follow), projects every decoder layer's cross-attention keys and
- * values once, and sets up K rows per sentence (row i·K + k reads sentence i); then for
+ * decode_begin encodes b's sources (backend memory; at most max_T steps will follow), projects
+ * every decoder layer's cross-attention keys and values once, and sets up K rows per sentence (row i·K + k reads sentence i); then for
  * t = 0, 1, …: decode_step feeds ids[B·K] (backend memory; BOS at t = 0), appends each
  * layer's self-attention key and value to its cache (or, for linear self-attention, adds them
  * to the running state: O(1) per token) and returns [B·K, V] scores for y_t (log-probabilities
@@ -67,7 +72,9 @@ const float *transformer_logits(const TfModel *m, int *rows);
  * decode_reorder makes row r continue from row parent[r] (backend memory; parents within the
  * same sentence's K rows) after step t; decode_attention returns step t's cross-attention
  * weights of the last decoder layer, averaged over heads, [B·K, S] (backend memory). Steps
- * beyond the reserved T are a programmer error. */
+ * beyond max_T are a programmer error (CHECK "decoding past transformer_decode_begin's max_T").
+ * decode_begin allocates its caches (grow-only); the steps allocate nothing. Source: Vaswani et
+ * al. 2017 §3 (decoder), Katharopoulos et al. 2020 §3.4 (linear's recurrent form). */
 void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T);
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
 void transformer_decode_reorder(TfModel *m, int t, const int *parent);
@@ -77,6 +84,8 @@ const float *transformer_decode_attention(TfModel *m, int t);
  * slot (an op may appear more than once), to ops[] (room for 2·OP_COUNT); returns their
  * number. No errors. */
 int transformer_ops_used(const TfModel *m, OpKind *ops);
+/* Frees activations, decoding caches and the model (NULL: nothing); parameters belong to the
+ * ParamSet. */
 void transformer_free(TfModel *m);
 
 #endif

@@ -1,5 +1,7 @@
-/* transformer_internal.h — private to src/model/transformer.c and transformer_decode.c: the
- * model's types and the helpers both files use. Shapes as in transformer.c's legend. */
+/* model/transformer_internal.h — private to src/model/transformer.c and transformer_decode.c: the
+ * model's types and the helpers both files use. Shapes as in transformer.c's legend (and
+ * transformer.h's); every pointer is backend memory unless named h_. No errors except the CHECKs
+ * named below. */
 #ifndef TRAINER_TRANSFORMER_INTERNAL_H
 #define TRAINER_TRANSFORMER_INTERNAL_H
 
@@ -88,15 +90,18 @@ struct TfModel {
 /* The target embedding table and the output matrix (emb_src when tied). */
 const Param *tf_E_tgt(const TfModel *m);
 const Param *tf_W_out(const TfModel *m);
-/* Allocates bytes (at least 4) of backend memory into list (n entries, at most max). */
+/* Allocates bytes (at least 4) of backend memory into list (n entries, at most max); CHECKs
+ * n < max ("too many activation buffers"). */
 void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes);
 /* Frees the n buffers of list; n = 0. */
 void tf_free_list(const Backend *be, void **list, int *n);
 /* Points the model at batch b (backend memory, batch-major, uploaded by model.c: ids, lengths,
- * the non-padding target rows) and sets m->B, S, T, NR. */
+ * the non-padding target rows) and sets m->B, S, T, NR. CHECKs b within transformer_reserve
+ * ("batch larger than transformer_reserve'd capacity"). */
 void tf_use_batch(TfModel *m, const TokenBatch *b);
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
- * of the final LN in pre-LN); in[] receives each layer's input. */
+ * of the final LN in pre-LN) [B,S,D]; in[] (L entries) receives each layer's input [B,S,D].
+ * train != 0: dropout keyed by key. Source: Vaswani et al. 2017 §3.1 (encoder). No errors. */
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in);
 
 #endif

@@ -1,4 +1,4 @@
-/* ops.h — the backend table: every tensor operation the models use, each a forward/backward pair,
+/* ops/ops.h — the backend table: every tensor operation the models use, each a forward/backward pair,
  * and OpKind, the same ops by name.
  *
  *   GRADIENTS ACCUMULATE. Every backward function ADDS (+=) into the gradients it produces, for
@@ -15,7 +15,13 @@
  * caller). Scalars that must reach the host (a loss, a norm) are return values.
  *
  * Shape letters: N rows (any flattened leading dims), C columns, B batch, S source length,
- * T target length, E embedding, H hidden, V vocabulary, M/K/Nc matrix dims.
+ * T target length, E embedding, H hidden, V vocabulary, NH heads, Tq/Tk query/key positions,
+ * D query/key width per head (HS), Dv value width per head, A additive score size, M/K/Nc matrix
+ * dims. Sizes passed as size_t n count floats; workspace functions return floats.
+ *
+ * Errors: no op returns a Status or checks its input sizes — shapes are the caller's contract
+ * (programmer errors); the memory functions abort on failure (CHECK / CUDA_CHECK). Each op's
+ * source (paper and equation) is in its comment; "—" where it is plain algebra.
  *
  * Ops by name (ggml's GGML_OP_NAME): OpKind has one value per computational field of Backend
  * (OP_MATMUL … OP_ADAM_UPDATE; not the memory functions), op_name(op) its field's name,
@@ -26,10 +32,11 @@
  *
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
- * shape.c, and the attention ops in attention_core.c, flash.c, linear_attn.c), gathered into the
- * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
- * mirror cpu/ file by file. Every op is tested by tests/ops/test_backend_ops.c (one case per
- * OpKind; the attention ops for now in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c).
+ * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c),
+ * declared in cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the
+ * CUDA backend, which fills the same table and is to mirror cpu/ file by file; ops/params.h
+ * carves parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case
+ * per OpKind).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -45,6 +52,8 @@ struct Backend {
     const char *name; /* "cpu" or "cuda" */
 
     /* ---- memory ---- */
+    /* Sizes in bytes; *_host pointers are host memory, the others backend memory. alloc aborts on
+     * failure (CHECK "out of host memory" / CUDA_CHECK); the others have no errors. */
     void *(*alloc)(size_t bytes);            /* zero-filled; aborts on failure */
     void (*free)(void *p);
     void (*upload)(void *dst, const void *src_host, size_t bytes);
@@ -58,20 +67,20 @@ struct Backend {
      * op(B) is [K,Nc] (B stored [Nc,K] if transB). cblas_sgemm / cublasSgemm. */
     void (*matmul)(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                    int transB, float alpha, float beta);
-    /* out[N,C] += bias[C] */
+    /* out[N,C] += bias[C] (—) */
     void (*bias_forward)(float *out, const float *bias, int N, int C);
-    /* dbias[C] += sum_n dout[n,C] */
+    /* dbias[C] += sum_n dout[n,C] (—; no hidden state: a constant ones vector) */
     void (*bias_backward)(float *dbias, const float *dout, int N, int C);
     /* y[n] += a * x[n] */
     void (*axpy)(float *y, float a, const float *x, size_t n);
     /* x[n] *= a */
     void (*scale)(float *x, float a, size_t n);
-    /* returns sum x[n]^2 (accumulated in double) */
+    /* returns sum x[n]^2 (accumulated in double; gradient clipping, Pascanu et al. 2013) */
     double (*sumsq)(const float *x, size_t n);
-    /* returns 1 if every element is finite */
+    /* returns 1 if every element is finite, else 0 */
     int (*all_finite)(const float *x, size_t n);
 
-    /* ---- shape ops ---- */
+    /* ---- shape ops (—) ---- */
     /* out[N, Ca+Cb] = [a[N,Ca] | b[N,Cb]] */
     void (*concat2_forward)(float *out, const float *a, const float *b, int N, int Ca, int Cb);
     /* da += dout[:, :Ca]; db += dout[:, Ca:] (either may be NULL) */
@@ -82,12 +91,13 @@ struct Backend {
     void (*transpose01_backward)(float *dinp, const float *dout, int D0, int D1, int C);
 
     /* ---- element-wise ---- */
-    /* out = tanh(inp) */
+    /* out[n] = tanh(inp[n]) */
     void (*tanh_forward)(float *out, const float *inp, size_t n);
     /* dinp += dout * (1 - out^2) */
     void (*tanh_backward)(float *dinp, const float *dout, const float *out, size_t n);
     /* Inverted dropout (Srivastava et al. 2014): mask[i] = keep ? 1/(1-p) : 0 drawn from
-     * rng_hash(key, i); out = inp * mask. p = 0 gives out = inp, mask = 1. */
+     * rng_hash(key, i) (core/rng.h); out = inp * mask; out, mask, inp [n]. p (a probability,
+     * 0 <= p < 1) = 0 gives out = inp, mask = 1. */
     void (*dropout_forward)(float *out, float *mask, const float *inp, float p, uint64_t key,
                             size_t n);
     /* dinp += dout * mask */
@@ -117,7 +127,7 @@ struct Backend {
      * bias_backward of it. */
     void (*relu_dropout_backward)(float *dinp, const float *dout, const float *out, float p,
                                   size_t n);
-    /* out[A,D1,D0,C] = inp[A,D0,D1,C] (axes 1 and 2 swapped): splits heads, [B,T,NH,HS] →
+    /* (—) out[A,D1,D0,C] = inp[A,D0,D1,C] (axes 1 and 2 swapped): splits heads, [B,T,NH,HS] →
      * [B,NH,T,HS] (D0 = T, D1 = NH), and merges them back (D0 = NH, D1 = T). */
     void (*permute0213_forward)(float *out, const float *inp, int A, int D0, int D1, int C);
     /* dinp[A,D0,D1,C] += the same permutation of dout[A,D1,D0,C] */
@@ -131,7 +141,7 @@ struct Backend {
     void (*gather_rows_strided)(float *dst, const float *src, const int *idx, int n, int D,
                                 int stride);
 
-    /* ---- embedding ---- */
+    /* ---- embedding (Vaswani et al. 2017 §3.4; the √E scale is the caller's) ---- */
     /* out[N,E] = table[ids[n], :] */
     void (*embedding_forward)(float *out, const int *ids, const float *table, int N, int E);
     /* dtable[ids[n], :] += dout[n, :] (deterministic: rows are summed in order) */
@@ -238,7 +248,7 @@ struct Backend {
     /* Floats of work for efficient_attn_forward and _backward (as flash_attn_workspace). */
     size_t (*efficient_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
 
-    /* ---- rows ----
+    /* ---- rows (—) ----
      * dst[i, :] = src[idx[i], :] for i < n, rows of D floats (beam search: expand and reorder
      * hypotheses). idx in backend memory; dst and src must not overlap. */
     void (*gather_rows)(float *dst, const float *src, const int *idx, int n, int D);
@@ -268,7 +278,7 @@ struct Backend {
     double (*xent_forward_backward)(float *dlogits, const float *logits, const int *targets,
                                     int N, int V, float smoothing, int ignore_id,
                                     float grad_scale);
-    /* out[N,V] = log_softmax(logits) row-wise (for decoding). */
+    /* out[N,V] = log_softmax(logits[N,V]) row-wise, in nats (for decoding). */
     void (*log_softmax)(float *out, const float *logits, int N, int V);
     /* ids[N] = argmax_v x[n, v] (first on ties). */
     void (*argmax)(int *ids, const float *x, int N, int V);
@@ -336,24 +346,29 @@ typedef enum OpKind {
     OP_COUNT
 } OpKind;
 
-/* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range. */
+/* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range.
+ * No errors. Source: ggml's GGML_OP_NAME (the idea). */
 const char *op_name(OpKind op);
 
-/* The byte offset of op's function pointer in Backend (tests build tables that lack ops). */
+/* The byte offset of op's function pointer in Backend (tests build tables that lack ops).
+ * CHECKs that op is in range. */
 size_t op_offset(OpKind op);
 
-/* 1 if be implements op (its table entry is non-NULL), else 0. */
+/* 1 if be implements op (its table entry is non-NULL), else 0. CHECKs that op is in range
+ * ("supports_op: OpKind out of range"). Source: ggml's supports_op (the idea). */
 int supports_op(const Backend *be, OpKind op);
 
-/* Appends more[0..count) to the op list ops[0..n) (room is the caller's); returns n + count. */
+/* Appends more[0..count) to the op list ops[0..n) (room is the caller's; host memory); returns
+ * n + count. No errors. */
 int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
 
-/* STATUS_OK if be implements each of ops[0..n); else an error naming the backend and every
- * missing op, e.g. "cuda backend: no lstm_cell_forward, flash_attn_backward; use
- * train.device = cpu". */
+/* STATUS_OK if be implements each of ops[0..n) (host array; an op listed twice is named once);
+ * else STATUS_ERR with a message naming the backend and every missing op, e.g. "cuda backend: no
+ * lstm_cell_forward, flash_attn_backward; use train.device = cpu". Source: DESIGN.md §2. */
 Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
 
-/* The CPU backend (OpenBLAS + OpenMP): always present; the reference. */
+/* The CPU backend (OpenBLAS + OpenMP; memory is 64-byte aligned host memory): always present;
+ * the reference. No errors. */
 const Backend *backend_cpu(void);
 
 /* Debian's OpenBLAS 0.3.21 picks its Haswell (AVX2) kernels on AVX-512 machines; its SkylakeX
@@ -362,8 +377,8 @@ const Backend *backend_cpu(void);
  * A user's own OPENBLAS_CORETYPE wins. Returns only when no re-execution happened. */
 void backend_cpu_prefer_fast_blas(char **argv);
 
-/* The CUDA backend, or NULL with a message in err_msg (size err_len) when the build has no CUDA
- * or no device is present. */
+/* The CUDA backend, or NULL with a message in err_msg (size err_len bytes, host) when the build
+ * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
 const Backend *backend_cuda(char *err_msg, size_t err_len);
 
 #endif

@@ -1,3 +1,5 @@
+/* params.c — the parameter table (params.h): declaration, the four flat buffers (parameters,
+ * gradients, Adam m and v), initialisation on the host and upload. */
 #include "ops/params.h"
 
 #include <math.h>

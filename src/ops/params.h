@@ -1,10 +1,15 @@
-/* params.h — parameters carved from one table (DESIGN.md §5).
+/* ops/params.h — parameters carved from one table (DESIGN.md §5). It sits in src/ops (it was
+ * model/params.h) so that attention kinds can declare their own parameters without knowing a model.
  *
  * A model declares each tensor once — name, shape, initialisation — with params_declare(); then
  * params_allocate() carves parameters, gradients and the Adam moments m and v out of four flat
  * buffers of the same layout, and binds every declared Param to its slices. The same table drives
  * initialisation, checkpoint save/load (by name and shape) and the parameter count printed at
  * start-up; the optimiser and gradient clipping run over the flat buffers.
+ *
+ * Shapes: a parameter is a vector [d0] or a matrix [d0, d1] (row-major); total = Σ of the sizes,
+ * each rounded up to 16 floats (64 bytes). Every buffer lives in the backend's memory.
+ * Errors: none are input errors; misuse CHECK-aborts (below). Source: — (llm.c's size table).
  */
 #ifndef TRAINER_PARAMS_H
 #define TRAINER_PARAMS_H
@@ -44,17 +49,23 @@ typedef struct {
     float *data, *grad, *m, *v; /* [total] each, backend memory */
 } ParamSet;
 
+/* An empty set whose buffers will live in be's memory. No errors. */
 void params_init_set(ParamSet *ps, const Backend *be);
-/* Declares a parameter of shape dims[0..ndim-1] (ndim 1..4). Names must be unique. */
+/* Declares a parameter of shape [d0] (ndim 1, d1 ignored) or [d0, d1] (ndim 2) named name, bound
+ * to *bind at params_allocate. CHECKs: ndim is 1 or 2 ("parameters are vectors or matrices"),
+ * the name is new (the hint is the name). */
 void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init, int ndim,
                     int d0, int d1);
-/* Allocates the four flat buffers (zeroed) and binds every Param. */
+/* Allocates the four flat buffers data, grad, m, v ([total] floats each, zeroed, backend memory;
+ * be->alloc aborts on failure) and points every bound Param's w and g into them. */
 void params_allocate(ParamSet *ps);
 /* Fills parameters by their init rule (ParamInit; INIT_UNIFORM: [-scale, scale], OpenNMT-py's
- * param_init), drawing from rng in declaration order (host-generated, then uploaded). */
+ * param_init; INIT_XAVIER Glorot & Bengio 2010 eq. 16), drawing from rng in declaration order
+ * (generated in a [total] host buffer, then uploaded). No errors. */
 void params_initialise(ParamSet *ps, Rng *rng, float scale);
-/* Zeroes the flat gradient buffer. */
+/* Zeroes the flat gradient buffer grad [total]. No errors. */
 void params_zero_grad(ParamSet *ps);
+/* Frees the four buffers and the table and zeroes *ps (safe on a set never allocated). */
 void params_free(ParamSet *ps);
 
 #endif

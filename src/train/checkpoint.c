@@ -1,3 +1,6 @@
+/* checkpoint.c — a training checkpoint as ckptfile records (checkpoint.h): save (config, spm,
+ * parameters, Adam moments, training state) and the all-or-nothing load that hands back a model,
+ * its config and its SentencePiece model. */
 #include "train/checkpoint.h"
 
 #include <limits.h>

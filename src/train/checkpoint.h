@@ -1,4 +1,4 @@
-/* checkpoint.h — self-contained training checkpoints (DESIGN.md §7) on top of ckptfile.
+/* train/checkpoint.h — self-contained training checkpoints (DESIGN.md §7) on top of ckptfile.
  *
  * A checkpoint holds: the config text it was trained with ("config"), the SentencePiece model
  * ("spm"), every parameter ("param/<name>") and its Adam moments ("adam_m/<name>",
@@ -7,6 +7,9 @@
  * validation BLEU, epochs without improvement, elapsed seconds). Written atomically and verified
  * (ckpt_write_atomic); loading checks every tensor's name and shape against the model built from
  * the stored config and refuses a missing, extra or misshapen tensor or a non-finite value.
+ * Parameters and moments are downloaded from / uploaded to the model's backend; shapes are the
+ * ParamSet's ([d0] or [d0, d1] floats). Units: elapsed in seconds, BLEU in points (0..100).
+ * Source: — (DESIGN.md §7, our own format).
  */
 #ifndef TRAINER_CHECKPOINT_H
 #define TRAINER_CHECKPOINT_H

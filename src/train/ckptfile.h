@@ -1,4 +1,4 @@
-/* ckptfile.h — a self-validating container of named records (DESIGN.md §7).
+/* train/ckptfile.h — a self-validating container of named records (DESIGN.md §7).
  *
  * The model layer stores a checkpoint as a list of records: the config text, the SentencePiece
  * model bytes, every parameter tensor, Adam m and v, step / epoch / RNG state, and so on. This
@@ -29,7 +29,8 @@
  *
  * Every byte of the file is covered: the header and table by the header CRC, each payload by its
  * payload CRC (and, end to end, by the data CRC of what it decompresses to). Tensor elements are
- * stored as little-endian bytes (the build refuses big-endian hosts).
+ * stored as little-endian bytes (the build refuses big-endian hosts). Everything is host memory;
+ * sizes are bytes. Source: — (our own format; CRC32 and compress2 are zlib's).
  */
 #ifndef TRAINER_CKPTFILE_H
 #define TRAINER_CKPTFILE_H
@@ -60,7 +61,7 @@ typedef struct {
     size_t nbytes;
 } CkptRecord;
 
-/* Bytes per element of a dtype; 0 for an unknown one. */
+/* Bytes per element of a dtype; 0 for an unknown one. No errors (nor for the next two). */
 size_t ckpt_dtype_size(CkptDType dt);
 /* "f32", "i32", "u8", "u64" or "?". */
 const char *ckpt_dtype_name(CkptDType dt);
@@ -83,7 +84,7 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
  * *recs = NULL, *n = 0, and err names the file and the problem. */
 Status ckpt_read(const char *path, CkptRecord **recs, int *n, Err *err);
 
-/* The record called name, or NULL. */
+/* The record called name among recs[0..n), or NULL. */
 const CkptRecord *ckpt_find(const CkptRecord *recs, int n, const char *name);
 
 /* Frees what ckpt_read returned (each record's data and the array). NULL is fine. */

@@ -1,4 +1,4 @@
-/* config.h — the run configuration: a strict INI file → one typed struct (DESIGN.md §1, §6).
+/* train/config.h — the run configuration: a strict INI file → one typed struct (DESIGN.md §1, §6).
  *
  * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
  * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
@@ -25,6 +25,7 @@
  *
  * Per-key ranges are checked while parsing; cross-key rules (hidden even, min_lr <= lr, ...)
  * only in config_validate, which the caller runs once after the file and all --set overrides.
+ * Everything is host memory. Source: — (Marian's one-declaration option table, DESIGN.md §10).
  */
 #ifndef TRAINER_CONFIG_H
 #define TRAINER_CONFIG_H
@@ -106,7 +107,7 @@ typedef struct Config {
  * cuda: <why>" when this build or machine has no CUDA backend (*be is then NULL). */
 Status config_backend(DeviceType device, const Backend **be, Err *err);
 
-/* The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
+/* No errors. The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
  * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder
  * self-attention / decoder self-attention / cross-attention, e.g. "efficient/sdp/efficient"). */
 const char *config_attention_text(const Config *c, char *buf, size_t n);
@@ -133,24 +134,27 @@ Status config_set(Config *c, const char *assignment, Err *err);
 /* Every key's range/enum again (the struct may have been edited in code), then cross-key rules:
  * rnn hidden even, transformer needs an attention, input_feeding needs an attention,
  * min_lr <= lr, batch_tokens >= 2 * max_len, train/val paths non-empty, test paths both set or
- * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."). */
+ * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."), and the attention
+ * kinds attention_supports accepts. Errors: the first rule broken, naming the key(s) and what to
+ * set. */
 Status config_validate(const Config *c, Err *err);
 
 /* malloc'd (free()) INI text of every key, including [run] name. config_load_string of it gives
  * back exactly *c (floats are written with the fewest digits, at most 9, that read back to the
- * same float). */
+ * same float). No errors (xmalloc aborts on out-of-memory). */
 char *config_to_ini(const Config *c);
 
-/* Every key with its type, default, range or valid names, and help (for `trainer --help`). */
+/* Prints every key with its type, default, range or valid names, and help to f (for `trainer
+ * --help`). No errors. */
 void config_print_keys(FILE *f);
 
 /* c->save_dir, or "checkpoints/<name>" when it is empty; written to buf (n bytes, truncated
- * if needed) and returned. */
+ * if needed) and returned. No errors. */
 const char *config_save_dir(const Config *c, char *buf, size_t n);
 
 /* Number of keys whose values differ between a and b (floats compared bit for bit); if buf is
  * non-NULL, a "section.key: A -> B; ..." summary is written there (truncated to n bytes).
- * For checking a resumed run against its checkpoint's config. */
+ * For checking a resumed run against its checkpoint's config. No errors. */
 int config_diff(const Config *a, const Config *b, char *buf, size_t n);
 
 #endif

@@ -1,4 +1,4 @@
-/* inject.h — fault injection for the tests of the training loop (tests/slow/test_nonfinite.c).
+/* train/inject.h — fault injection for the tests of the training loop (tests/slow/test_nonfinite.c).
  *
  * The environment variable TRAINER_TEST_INJECT_NONFINITE, read once when training starts, lists
  * steps (1-based, the numbers of the log and metrics.jsonl) whose loss or gradient is made
@@ -11,7 +11,7 @@
  *
  * e.g. "3,5:grad-inf,10-30:nan". Unset or empty: nothing is injected and the loop runs exactly
  * as without this module. It is for tests only; a malformed value is an error naming the
- * variable, so that a typo cannot silently disable a test.
+ * variable, so that a typo cannot silently disable a test. Source: —.
  */
 #ifndef TRAINER_TRAIN_INJECT_H
 #define TRAINER_TRAIN_INJECT_H
@@ -37,7 +37,7 @@ Status inject_parse(NonfiniteInjection *inj, const char *spec, Err *err);
 
 /* If step is listed, makes *loss (host scalar) or grad[0] (backend memory, written through
  * be->upload) NaN or Inf as the item says and returns the kind's name ("nan", "inf", "grad-nan",
- * "grad-inf"); else changes nothing and returns NULL. */
+ * "grad-inf"); else changes nothing and returns NULL. No errors. */
 const char *inject_apply(const NonfiniteInjection *inj, long step, const Backend *be, float *grad,
                          double *loss);
 

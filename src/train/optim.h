@@ -1,10 +1,11 @@
-/* optim.h — the optimiser over the flat buffers of a ParamSet (DESIGN.md §5): global
+/* train/optim.h — the optimiser over the flat buffers of a ParamSet (DESIGN.md §5): global
  * gradient-norm clipping, the Adam step and the learning-rate schedules, as train_run calls them
  * once per step (bench/bench_train.c too).
  *
  * ps->data, ps->grad, ps->m, ps->v are [ps->total] floats each in the memory of ps->be; these
  * functions run on that backend (be->sumsq, be->scale, be->adam_update). Learning rates are per
  * optimizer step; a gradient norm is the L2 norm over every float of ps->grad.
+ * Errors: none (no Status, no CHECK); a non-finite gradient is the caller's to detect (its norm).
  */
 #ifndef TRAINER_OPTIM_H
 #define TRAINER_OPTIM_H

@@ -1,3 +1,6 @@
+/* train.c — train_run, the training loop (train.h): data, SentencePiece and batches, the step
+ * (model_loss, then optim.c's clipping, Adam and schedule), validation, early stopping,
+ * checkpoints, metrics.jsonl and signals; set_threads. */
 #include "train/train.h"
 
 #include <cblas.h>

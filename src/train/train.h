@@ -1,4 +1,4 @@
-/* train.h — the training loop: label smoothing, the optimiser of train/optim.h (gradient-norm
+/* train/train.h — the training loop: label smoothing, the optimiser of train/optim.h (gradient-norm
  * clipping, Adam, warm-up + plateau decay or inverse_sqrt), per-epoch validation, early
  * stopping, checkpoints, metrics.
  *
@@ -13,6 +13,10 @@
  * step); train.max_nonfinite in a row end the run with an error. SIGINT/SIGTERM finish the step
  * (or the epoch's validation), save last.ckpt and return STATUS_OK; a second signal kills the
  * process at once. Tests may poison steps through TRAINER_TEST_INJECT_NONFINITE (train/inject.h).
+ * Units: losses logged in nats per target token, learning rates per step, max_hours in hours,
+ * elapsed time in seconds, BLEU/chrF in points. Sources: train/optim.h (Kingma & Ba 2015 Alg. 1,
+ * Pascanu et al. 2013, Vaswani et al. 2017 §5.3), label smoothing Szegedy et al. 2016 §7,
+ * validation BLEU eval/metrics.h (Papineni et al. 2002 / sacreBLEU).
  */
 #ifndef TRAINER_TRAIN_H
 #define TRAINER_TRAIN_H
@@ -45,10 +49,11 @@ StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainSt
                       const NonfiniteInjection *inject);
 
 /* Trains as cfg says; resume != 0 continues from save_dir/last.ckpt exactly where it stopped.
- * Errors: data, SentencePiece, model, checkpoint or I/O problems, with the file and a remedy. */
+ * Errors (STATUS_ERR): data, SentencePiece, model, checkpoint or I/O problems, with the file and
+ * a remedy; train.max_nonfinite non-finite steps in a row (naming the steps). */
 Status train_run(const Config *cfg, int resume, Err *err);
 
-/* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). */
+/* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). No errors. */
 void set_threads(int threads);
 
 #endif

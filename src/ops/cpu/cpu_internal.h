@@ -1,8 +1,9 @@
-/* cpu_internal.h — the CPU backend's functions (OpenBLAS + OpenMP), each defined in the file of
- * its op family (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c, embedding.c,
- * softmax_xent.c, lstm.c, gru.c, adam.c, shape.c, attention_core.c, flash.c, linear_attn.c) and
- * gathered into the table by backend_cpu.c. Semantics, shapes and sources are documented once,
- * on the table in ops/ops.h. */
+/* ops/cpu/cpu_internal.h — private to src/ops/cpu: the CPU backend's functions (OpenBLAS +
+ * OpenMP), each defined in the file of its op family (matmul.c, bias.c, elementwise.c,
+ * dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c, shape.c,
+ * attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c) and gathered into the table by
+ * backend_cpu.c, and the helpers those files share. Semantics, shapes, errors (none: shapes are
+ * the caller's contract) and sources are documented once, on the table in ops/ops.h. */
 #ifndef TRAINER_CPU_INTERNAL_H
 #define TRAINER_CPU_INTERNAL_H
 #include <stdint.h>
