@@ -15,7 +15,7 @@ int cmd_translate(int argc, char **argv) {
     EvalArgs a;
     int rc = cli_parse_eval_args(argc, argv, &a, "translate");
     if (rc) return rc;
-    if (a.attention_map && a.json) {
+    if (a.json) {
         fprintf(stderr, "trainer translate: --json belongs to eval\n");
         return 2;
     }

@@ -21,10 +21,6 @@
 //  - The model proto records the trainer options, including model_prefix and the input file
 //    names, so byte-identical models also need the same prefix and input paths.
 
-// common.h has no extern "C" guard of its own: include it with C linkage before spm.h does.
-extern "C" {
-#include "core/common.h"
-}
 #include "data/spm.h"
 
 #include <sentencepiece_processor.h>

@@ -157,7 +157,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
                                    "uses hidden/2 per direction)", H);
     if (enc_layers > MAXL || dec_layers > MAXL)
-        return err_set(err, "at most %d layers are supported", MAXL);
+        return err_set(err, "model.enc_layers = %d, model.dec_layers = %d: the RNN takes at most "
+                       "%d layers a side; lower them", enc_layers, dec_layers, MAXL);
     if (!attention_supports(attention, ATTN_SLOT_RNN, 0, ps->be, H, H, heads, why, sizeof why))
         return err_set(err, "%s", why);
     const AttentionOps *row = attention_row(attention);
