@@ -26,10 +26,11 @@
  *
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
- * shape.c, and the attention ops in attention_core.c, flash.c, linear_attn.c), gathered into the
- * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
- * mirror cpu/ file by file. Every op is tested by tests/ops/test_backend_ops.c (one case per
- * OpKind; the attention ops for now in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c).
+ * shape.c, and the attention ops in attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c),
+ * gathered into the table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the
+ * same table and is to mirror cpu/ file by file. Every op is tested by
+ * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
+ * tests/ops/attention_softmax.c and attention_linear.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
