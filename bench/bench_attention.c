@@ -24,9 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "core/common.h"
+#include "core/rng.h"
 #include "ops/ops.h"
-#include "rng.h"
 #include "train/train.h"
 
 enum { K_SDP, K_FLASH, K_LINEAR, K_EFFICIENT, NKINDS };

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "core/common.h"
+#include "core/rng.h"
 #include "ops/ops.h"
-#include "rng.h"
 #include "train/train.h"
 
 static int cmp_double(const void *a, const void *b) {
