@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "ops/ops.h"
 #include "core/rng.h"
+#include "ops/ops.h"
 #include "train/train.h"
 
 enum { K_SDP, K_FLASH, K_LINEAR, K_EFFICIENT, NKINDS };

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "ops/ops.h"
 #include "core/rng.h"
+#include "ops/ops.h"
 #include "train/train.h"
 
 static int cmp_double(const void *a, const void *b) {

@@ -97,12 +97,20 @@ void fd_check(Stat *st, const char *what, float *x, size_t n, const float *analy
     if (r.max_rel > st->max_rel) st->max_rel = r.max_rel;
 }
 
-/* after must equal pre + g (the gradient computed into a zeroed buffer). */
-void accum_check(Stat *st, const char *what, const float *after, const float *pre,
-                        const float *g, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        double ref = (double)pre[i] + (double)g[i];
-        stat_add(st, after[i], ref, ACC_TOL * (1 + fabs(pre[i]) + fabs(g[i])), 0, what, (long)i);
-    }
+/* A boolean value in st: got[n] equals ref[n] bit for bit. */
+void stat_same(Stat *st, const char *what, const float *got, const float *ref, size_t n) {
+    stat_true(st, memcmp(got, ref, sizeof(float) * n) == 0, "%s differs in some bit", what);
 }
 
+/* after must equal pre + g (the gradient computed into a zeroed buffer), within tol. */
+void accum_check_tol(Stat *st, const char *what, const float *after, const float *pre,
+                     const float *g, size_t n, double tol) {
+    for (size_t i = 0; i < n; i++) {
+        double ref = (double)pre[i] + (double)g[i];
+        stat_add(st, after[i], ref, tol * (1 + fabs(pre[i]) + fabs(g[i])), 0, what, (long)i);
+    }
+}
+void accum_check(Stat *st, const char *what, const float *after, const float *pre,
+                 const float *g, size_t n) {
+    accum_check_tol(st, what, after, pre, g, n, ACC_TOL);
+}

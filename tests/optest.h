@@ -1,4 +1,4 @@
-/* optest.h — what the op tests share (tests/ops/test_backend_ops.c, tests/unit/test_ops.c):
+/* optest.h — what the op test shares (tests/ops/test_backend_ops.c and its attention cases):
  * tolerances, random float buffers from one seeded PCG32, and groups of comparisons reported one
  * line each (a group fails through EXPECT when any value is out of tolerance). Finite
  * differences come from fd_compare (testutil.h). */
@@ -55,7 +55,12 @@ void stat_end(Stat *s);
  * with analytic[] (fd_compare with ε = FD_EPS, FD_ATOL, FD_RTOL), recorded in st. */
 void fd_check(Stat *st, const char *what, float *x, size_t n, const float *analytic, FdLoss f,
               void *ctx);
-/* after must equal pre + g (the gradient computed into a zeroed buffer), within ACC_TOL. */
+/* A boolean value in st: got[n] equals ref[n] bit for bit (memcmp). */
+void stat_same(Stat *st, const char *what, const float *got, const float *ref, size_t n);
+/* after must equal pre + g (the gradient computed into a zeroed buffer):
+ * |after − (pre + g)| ≤ tol·(1 + |pre| + |g|); accum_check uses tol = ACC_TOL. */
+void accum_check_tol(Stat *st, const char *what, const float *after, const float *pre,
+                     const float *g, size_t n, double tol);
 void accum_check(Stat *st, const char *what, const float *after, const float *pre,
                  const float *g, size_t n);
 

@@ -36,7 +36,7 @@
  * declared in cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the
  * CUDA backend, which fills the same table and is to mirror cpu/ file by file; ops/params.h
  * carves parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case
- * per OpKind).
+ * per OpKind; the attention cases in tests/ops/attention_softmax.c and attention_linear.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H

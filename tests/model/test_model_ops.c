@@ -98,7 +98,7 @@ static void check_case(const Case *c, const TokenBatch *tb, const TokenBatch *sr
         EXPECT(memcmp(ids_full, ids_min, sizeof(int) * 2 * B * maxT) == 0,
                "%s: decoded tokens differ on the minimal table", c->name);
     }
-    printf("%s: trains and decodes with %d of %d ops (loss %.4f -> %.4f)\n", c->name, nops,
+    printf("%s: trains and decodes with %d of %d ops (loss %.6f -> %.6f)\n", c->name, nops,
            (int)OP_COUNT, loss_min[0] / tb->tgt_tokens, loss_min[1] / tb->tgt_tokens);
     free(ids_full);
     free(ids_min);

@@ -10,12 +10,15 @@
  *                                      the same random inputs; exit 77 (skipped) when
  *                                      backend_cuda() returns NULL (no CUDA build or no device).
  *
- * The program fails when an OpKind has no case, except the attention ops listed in
- * ATTENTION_OPS, tested for now in tests/unit/test_ops.c, test_flash.c and test_linear_attn.c.
- * An op the CUDA backend leaves NULL (not yet ported) is listed and skipped; an op it has but
- * whose case has no cross-backend check fails.
+ * The program fails when an OpKind has no case. The attention cases live in attention_softmax.c
+ * (attn_* = sdp, additive_attn_*, flash_attn_*) and attention_linear.c (linear_attn_*,
+ * efficient_attn_*), declared in attention_cases.h; their own comments list what they check
+ * (among it DESIGN.md §9's exact equivalences: flash = sdp, causal linear = its quadratic masked
+ * form, linear_attn_step = the causal forward bit for bit). An op the CUDA backend leaves NULL
+ * (not yet ported) is listed and skipped; an op it has but whose case has no cross-backend check
+ * fails.
  *
- * CPU (as test_ops.c was):
+ * CPU:
  * Forward: each op's output is compared with an obviously-correct double-precision loop.
  * Backward: for an op out = f(x) we take L = Σ r ⊙ out with a fixed random r (so dout = r) and
  *   compare the analytic gradient with (L(x + ε e_i) − L(x − ε e_i)) / (2ε), L accumulated in
@@ -37,7 +40,7 @@
  *   differences would be slow; layernorm and bias_backward are bit-identical for 1 and 2 threads
  *   (fixed summation order).
  * Shapes are small but non-square so that a swapped index shows. Inputs come from the
- * repository's PCG32 (src/rng.h) with a fixed seed. One line per check group is printed (max
+ * repository's PCG32 (src/core/rng.h) with a fixed seed. One line per check group is printed (max
  * abs / rel error); the exit code is the verdict.
  *
  * CUDA against CPU (as tests/gpu/test_cuda_backend.c was), normwise relative error
@@ -53,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_cases.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "core/rng.h"
@@ -1571,22 +1575,22 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, NULL},
     [OP_ARGMAX] = {"argmax", test_argmax, NULL},
     [OP_ADAM_UPDATE] = {"adam_update", test_adam, NULL},
+    [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, NULL},
+    [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, NULL},
+    [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, NULL},
+    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, NULL},
+    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, NULL},
+    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, NULL},
+    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, NULL},
+    [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, NULL},
+    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, NULL},
+    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, NULL},
 };
-
-/* Tested in tests/unit/test_ops.c, test_flash.c, test_linear_attn.c (attention helper), to be
- * folded into CASES. */
-static const OpKind ATTENTION_OPS[] = {
-    OP_ADDITIVE_ATTN_FORWARD,  OP_ADDITIVE_ATTN_BACKWARD, OP_FLASH_ATTN_FORWARD,
-    OP_FLASH_ATTN_BACKWARD,    OP_LINEAR_ATTN_FORWARD,    OP_LINEAR_ATTN_BACKWARD,
-    OP_LINEAR_ATTN_STEP,       OP_EFFICIENT_ATTN_FORWARD, OP_EFFICIENT_ATTN_BACKWARD,
-    OP_ATTN_FORWARD,           OP_ATTN_BACKWARD,          OP_ATTN_WORKSPACE,
-    OP_FLASH_ATTN_WORKSPACE,   OP_LINEAR_ATTN_WORKSPACE,  OP_EFFICIENT_ATTN_WORKSPACE};
-
-static int is_attention_op(int op) {
-    for (size_t i = 0; i < sizeof ATTENTION_OPS / sizeof ATTENTION_OPS[0]; i++)
-        if ((int)ATTENTION_OPS[i] == op) return 1;
-    return 0;
-}
 
 /* 1 if fn already ran for an earlier row (a pair's second row). */
 static int ran_before(int op, void (*fn)(void), int cross) {
@@ -1595,14 +1599,10 @@ static int ran_before(int op, void (*fn)(void), int cross) {
     return 0;
 }
 
-/* Every OpKind has a case (or is an attention op tested elsewhere), named as op_name says. */
+/* Every OpKind has a case, named as op_name says. */
 static void check_table(void) {
     for (int op = 0; op < OP_COUNT; op++) {
         EXPECT(strcmp(op_name((OpKind)op), "?") != 0, "OpKind %d has no name", op);
-        if (is_attention_op(op)) {
-            EXPECT(!CASES[op].cpu, "%s is in CASES and ATTENTION_OPS", op_name((OpKind)op));
-            continue;
-        }
         EXPECT(CASES[op].cpu != NULL, "no test case for op %s", op_name((OpKind)op));
         EXPECT(!CASES[op].name || strcmp(CASES[op].name, op_name((OpKind)op)) == 0,
                "case %d is named %s, the op %s", op, CASES[op].name, op_name((OpKind)op));
@@ -1621,8 +1621,7 @@ static int run_cpu(void) {
         if (!ran_before(op, CASES[op].cpu, 0)) CASES[op].cpu();
     }
     test_require_ops();
-    printf("%d op cases (%d OpKinds, %zu attention ops tested elsewhere)\n", ncases, OP_COUNT,
-           sizeof ATTENTION_OPS / sizeof ATTENTION_OPS[0]);
+    printf("%d op cases (%d OpKinds)\n", ncases, OP_COUNT);
     return test_report("test_backend_ops");
 }
 
@@ -1651,11 +1650,6 @@ static int run_vs_cpu(const char *backend) {
     for (int op = 0; op < OP_COUNT; op++) {
         if (!supports_op(gpu, (OpKind)op)) {
             printf("  cuda backend has no %s yet: skipped\n", op_name((OpKind)op));
-            continue;
-        }
-        if (is_attention_op(op)) {
-            printf("  %s: no cross-backend case yet (attention ops: see ATTENTION_OPS)\n",
-                   op_name((OpKind)op));
             continue;
         }
         EXPECT(CASES[op].vs_cpu != NULL, "cuda implements %s but its case has no check against "

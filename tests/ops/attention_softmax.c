@@ -1,36 +1,56 @@
-/* test_ops.c — the attention ops of the CPU backend table (attn_forward/backward,
- * additive_attn_forward/backward; src/ops/ops.h) against a plain reference written here in double
- * precision, every backward against central finite differences, and the accumulate convention
- * (DESIGN.md §3, §9). Every other op is tested by tests/ops/test_backend_ops.c, with the same
- * helpers (tests/optest.h) and tolerances.
+/* attention_softmax.c — the cases of test_backend_ops (attention_cases.h) for the softmax
+ * attention ops of the CPU backend (src/ops/ops.h): attn_forward/backward/workspace (sdp),
+ * additive_attn_forward/backward, flash_attn_forward/backward/workspace (DESIGN.md §3, §8, §9).
+ * Helpers and the shared tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
- * Attention: key_len full / partial / 0, causal with Tq < Tk and Tq > Tk (rows that see no key
- *   get zero weights, output and gradients); masked weights are exactly 0. Additive attention
- *   also with heads (B = batch × NH rows, row r uses v[r mod NH], dv [NH, A]).
- * Shapes above an op's OpenMP threshold (attn, additive attention) run the parallel code,
- *   against the double reference where finite differences would be slow; additive attention's
- *   backward run twice is bit-identical.
+ * sdp (attn_*) and additive attention against plain references written here in double precision,
+ *   every backward against central finite differences, and the accumulate convention:
+ *   key_len full / partial / 0, causal with Tq < Tk and Tq > Tk (rows that see no key get zero
+ *   weights, output and gradients); masked weights are exactly 0. Additive attention also with
+ *   heads (B = batch × NH rows, row r uses v[r mod NH], dv [NH, A]); keys no query sees (padding)
+ *   receive exactly zero gradient. Shapes above an op's OpenMP threshold (attn, additive
+ *   attention) run the parallel code, against the double reference where finite differences
+ *   would be slow; additive attention's backward run twice is bit-identical.
  *
- * Shapes are small but non-square (e.g. B 3, Tq 4, Tk 5, D 6, Dv 7) so that a swapped index
- * shows. Inputs come from the repository's PCG32 (src/rng.h) with a fixed seed. One line per
- * check group is printed (max abs / rel error); the exit code is the verdict. */
-#include <float.h>
+ * flash attention against the materialised attention of the same table (attn_forward/backward),
+ *   which DESIGN.md §9 says flash must equal exactly in mathematics, both in the layout
+ *   [B, NH, T, ·] with key_len[B]:
+ *  - forward vs attn_forward (out), and lse vs a log-sum-exp in double; rows with no visible key
+ *    must have out exactly 0 and lse exactly −∞;
+ *  - backward vs attn_backward (dq, dk, dv) with L = Σ r ⊙ out (dout = r), all finite;
+ *  - the accumulate convention (gradients pre-filled) and NULL gradient pointers (each gradient
+ *    alone must be bit-identical to the one computed with all three, all NULL is a no-op);
+ *  - backward vs central finite differences of the flash forward on small cases (one crossing a
+ *    key tile boundary);
+ *  - bit-identical results with 1, 2 and 3 OpenMP threads (DESIGN.md §8).
+ *   Shapes cover padding (key_len full, partial and 0), causal on and off, Tq ≠ Tk (both signs
+ *   of Tk − Tq, also causal, where early queries see no key), lengths 1, 63, 64, 65, 130, 200
+ *   (not multiples of the 64-key tile) and D ≠ Dv.
+ *
+ * Each case seeds optest_rng itself, so its inputs do not depend on the cases run before it. */
 #include <math.h>
 #include <omp.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_cases.h"
 #include "ops/ops.h"
 #include "optest.h"
-#include "core/rng.h"
 #include "testutil.h"
 
-static const Backend *be;
+/* Tolerances of the flash cases.
+ * Flash vs materialised (both float32, summed in different orders), and lse vs double:
+ *   |flash − ref| ≤ CMP_TOL·(1 + |ref|).
+ * Accumulate: the op adds tile by tile into the pre-filled buffer, so up to one rounding per
+ *   visited tile row: |after − (prefill + grad)| ≤ FLASH_ACC_TOL·(1 + |prefill| + |grad|). */
+#define CMP_TOL 1e-5
+#define FLASH_ACC_TOL 1e-5
+
+static const Backend *be; /* backend_cpu() */
 
 /* ------------------------------------------------------------------------------------------ */
-/* attention core                                                                              */
+/* scaled dot-product attention (attn_*)                                                        */
 
 typedef struct {
     float *q, *k, *v, *out, *w;
@@ -340,25 +360,20 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     accum_check(&st, "dkp", ak, pk, gk, nk);
     accum_check(&st, "dv", av, pv, gv, nvh);
     accum_check(&st, "dvalues", aval, pval, gval, nval);
-    /* each gradient may be NULL; the others are unchanged by that */
-    memcpy(aq, pq, sizeof(float) * nq);
-    be->additive_attn_backward(aq, NULL, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv);
-    accum_check(&st, "dqp (others NULL)", aq, pq, gq, nq);
-    memcpy(ak, pk, sizeof(float) * nk);
-    be->additive_attn_backward(NULL, ak, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv);
-    accum_check(&st, "dkp (others NULL)", ak, pk, gk, nk);
-    memcpy(av, pv, sizeof(float) * nvh);
-    be->additive_attn_backward(NULL, NULL, av, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv);
-    accum_check(&st, "dv (others NULL)", av, pv, gv, nvh);
-    memcpy(aval, pval, sizeof(float) * nval);
-    be->additive_attn_backward(NULL, NULL, NULL, aval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv);
-    accum_check(&st, "dvalues (others NULL)", aval, pval, gval, nval);
-    be->additive_attn_backward(NULL, NULL, NULL, NULL, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv); /* all NULL: a no-op that must not crash */
+    /* each gradient may be NULL; the others are unchanged by that; all NULL is a no-op that must
+     * not crash (i = 4) */
+    float *acc[4] = {aq, ak, av, aval};
+    const float *pre[4] = {pq, pk, pv, pval}, *grad[4] = {gq, gk, gv, gval};
+    const size_t len[4] = {nq, nk, nvh, nval};
+    const char *alone[4] = {"dqp (others NULL)", "dkp (others NULL)", "dv (others NULL)",
+                            "dvalues (others NULL)"};
+    for (int i = 0; i <= 4; i++) {
+        float *only[4] = {NULL, NULL, NULL, NULL};
+        if (i < 4) memcpy(only[i] = acc[i], pre[i], sizeof(float) * len[i]);
+        be->additive_attn_backward(only[0], only[1], only[2], only[3], r, qp, kp, v, values, w,
+                                   B / NH, NH, Tq, Tk, A, Dv);
+        if (i < 4) accum_check(&st, alone[i], acc[i], pre[i], grad[i], len[i]);
+    }
     stat_end(&st);
 
     free(qp), free(kp), free(v), free(values), free(out), free(w), free(ra), free(ro), free(r);
@@ -413,7 +428,236 @@ static void test_additive_attn_parallel(int NH, int causal) {
     free(gq2), free(gk2), free(gv2), free(gval2);
 }
 
-int main(void) {
+/* n floats, all val. */
+static float *ffill(size_t n, float val) {
+    float *p = fnew(n);
+    for (size_t i = 0; i < n; i++) p[i] = val;
+    return p;
+}
+/* got vs ref elementwise with |got − ref| ≤ CMP_TOL·(1 + |ref|). */
+static void cmp_arrays(Stat *st, const char *what, const float *got, const float *ref, size_t n) {
+    for (size_t i = 0; i < n; i++) stat_add(st, got[i], ref[i], CMP_TOL, CMP_TOL, what, (long)i);
+}
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* one problem: inputs, flash results and materialised results                                */
+
+typedef struct {
+    int B, NH, Tq, Tk, D, Dv, causal;
+    float scale;
+    const int *key_len; /* [B] */
+    float *q, *k, *v, *r; /* r: dout [B,NH,Tq,Dv] */
+    float *work;          /* the ops' workspace: flash_attn_workspace, attn_workspace floats */
+    size_t nq, nk, nv, no, nl, nw;
+} Prob;
+
+/* (Re)allocates the ops' workspace for the current OpenMP thread count. */
+static void prob_work(Prob *p) {
+    size_t wf = be->flash_attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
+    size_t wa = be->attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
+    free(p->work);
+    p->work = malloc(sizeof(float) * ((wf > wa ? wf : wa) + 1));
+}
+
+static void prob_init(Prob *p, int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
+                      int causal, float scale) {
+    p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->D = D, p->Dv = Dv, p->causal = causal;
+    p->scale = scale;
+    p->key_len = key_len;
+    p->work = NULL;
+    prob_work(p);
+    size_t bh = (size_t)B * NH;
+    p->nq = bh * Tq * D, p->nk = bh * Tk * D, p->nv = bh * Tk * Dv, p->no = bh * Tq * Dv;
+    p->nl = bh * Tq, p->nw = bh * Tq * Tk;
+    p->q = frand(p->nq, -1.5f, 1.5f);
+    p->k = frand(p->nk, -1.5f, 1.5f);
+    p->v = frand(p->nv, -1, 1);
+    p->r = frand(p->no, -1, 1);
+}
+static void prob_free(Prob *p) {
+    free(p->work), free(p->q), free(p->k), free(p->v), free(p->r);
+}
+static void flash_fwd(const Prob *p, float *out, float *lse) {
+    be->flash_attn_forward(out, lse, p->q, p->k, p->v, p->key_len, p->scale, p->causal, p->B,
+                           p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
+}
+static void flash_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *out,
+                      const float *lse) {
+    be->flash_attn_backward(dq, dk, dv, p->r, p->q, p->k, p->v, out, lse, p->key_len, p->scale,
+                            p->causal, p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* flash vs materialised attention, lse vs double, accumulate and NULL                        */
+
+static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
+                                 int causal, float scale) {
+    Prob p;
+    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
+    char tag[96], lens[40] = "";
+    for (int b = 0; b < B; b++)
+        snprintf(lens + strlen(lens), sizeof lens - strlen(lens), "%s%d", b ? "," : "",
+                 key_len[b]);
+    snprintf(tag, sizeof tag, "B%d NH%d Tq%d Tk%d D%d Dv%d causal=%d len=%s", B, NH, Tq, Tk, D,
+             Dv, causal, lens);
+
+    /* forward; garbage in the outputs: the op must write every element */
+    float *out = ffill(p.no, 123.0f), *lse = ffill(p.nl, 123.0f);
+    float *mout = fnew(p.no), *mw = fnew(p.nw);
+    flash_fwd(&p, out, lse);
+    be->attn_forward(mout, mw, p.q, p.k, p.v, p.key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
+    Stat st;
+    stat_begin(&st, "flash forward vs attn_forward, lse vs double  %s", tag);
+    int empty_rows = 0;
+    for (int bh = 0; bh < B * NH; bh++) {
+        for (int t = 0; t < Tq; t++) {
+            size_t row = (size_t)bh * Tq + t;
+            double mx = -INFINITY, z = 0;
+            for (int s = 0; s < Tk; s++) {
+                if (!attn_allowed(bh / NH, t, s, key_len, causal, Tq, Tk)) continue;
+                double e = 0;
+                for (int d = 0; d < D; d++)
+                    e += (double)p.q[row * D + d] * (double)p.k[((size_t)bh * Tk + s) * D + d];
+                e *= scale;
+                if (e > mx) {
+                    z = z * exp(mx - e) + 1.0;
+                    mx = e;
+                } else {
+                    z += exp(e - mx);
+                }
+            }
+            if (mx == -INFINITY) { /* no visible key: out exactly 0, lse exactly −∞ */
+                empty_rows++;
+                stat_true(&st, lse[row] == -INFINITY, "lse[%zu] = %g for a row with no key", row,
+                          lse[row]);
+                int zero = 1;
+                for (int d = 0; d < Dv; d++) zero &= out[row * Dv + d] == 0.0f;
+                stat_true(&st, zero, "out row %zu not 0 for a row with no key", row);
+            } else {
+                stat_add(&st, lse[row], mx + log(z), CMP_TOL, CMP_TOL, "lse", (long)row);
+                for (int d = 0; d < Dv; d++)
+                    stat_add(&st, out[row * Dv + d], mout[row * Dv + d], CMP_TOL, CMP_TOL, "out",
+                             (long)(row * Dv + d));
+            }
+        }
+    }
+    stat_end(&st);
+
+    /* backward vs materialised */
+    float *gq = fnew(p.nq), *gk = fnew(p.nk), *gv = fnew(p.nv);
+    float *mq = fnew(p.nq), *mk = fnew(p.nk), *mv = fnew(p.nv);
+    flash_bwd(&p, gq, gk, gv, out, lse);
+    be->attn_backward(mq, mk, mv, p.r, p.q, p.k, p.v, mw, scale, B, NH, Tq, Tk, D, Dv, p.work);
+    stat_begin(&st, "flash backward vs attn_backward  %s", tag);
+    stat_true(&st, all_finite(gq, p.nq) && all_finite(gk, p.nk) && all_finite(gv, p.nv),
+              "non-finite gradient");
+    cmp_arrays(&st, "dq", gq, mq, p.nq);
+    cmp_arrays(&st, "dk", gk, mk, p.nk);
+    cmp_arrays(&st, "dv", gv, mv, p.nv);
+    stat_end(&st);
+
+    /* accumulate into pre-filled gradients; NULL pointers */
+    stat_begin(&st, "flash backward accumulates, NULL gradients  %s", tag);
+    float *pq = frand(p.nq, -2, 2), *pk = frand(p.nk, -2, 2), *pv = frand(p.nv, -2, 2);
+    float *aq = fdup(pq, p.nq), *ak = fdup(pk, p.nk), *av = fdup(pv, p.nv);
+    flash_bwd(&p, aq, ak, av, out, lse);
+    accum_check_tol(&st, "dq", aq, pq, gq, p.nq, FLASH_ACC_TOL);
+    accum_check_tol(&st, "dk", ak, pk, gk, p.nk, FLASH_ACC_TOL);
+    accum_check_tol(&st, "dv", av, pv, gv, p.nv, FLASH_ACC_TOL);
+    float *zq = fnew(p.nq), *zk = fnew(p.nk), *zv = fnew(p.nv);
+    flash_bwd(&p, zq, NULL, NULL, out, lse);
+    stat_same(&st, "dq (dk, dv NULL)", zq, gq, p.nq);
+    flash_bwd(&p, NULL, zk, NULL, out, lse);
+    stat_same(&st, "dk (dq, dv NULL)", zk, gk, p.nk);
+    flash_bwd(&p, NULL, NULL, zv, out, lse);
+    stat_same(&st, "dv (dq, dk NULL)", zv, gv, p.nv);
+    flash_bwd(&p, NULL, NULL, NULL, out, lse); /* nothing to do; must not crash */
+    stat_end(&st);
+    (void)empty_rows;
+
+    free(out), free(lse), free(mout), free(mw), free(gq), free(gk), free(gv), free(mq);
+    free(mk), free(mv), free(pq), free(pk), free(pv), free(aq), free(ak), free(av), free(zq);
+    free(zk), free(zv);
+    prob_free(&p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* backward vs central finite differences of the flash forward                                */
+
+typedef struct {
+    const Prob *p;
+    float *out, *lse;
+} FdCtx;
+/* L = Σ r ⊙ flash_attn_forward(q, k, v), in double from the float32 output. */
+static double flash_loss(void *ctx) {
+    const FdCtx *c = ctx;
+    flash_fwd(c->p, c->out, c->lse);
+    return dot_rd(c->p->r, c->out, c->p->no);
+}
+
+static void test_fd(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len, int causal,
+                    float scale) {
+    Prob p;
+    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
+    float *out = fnew(p.no), *lse = fnew(p.nl);
+    float *gq = fnew(p.nq), *gk = fnew(p.nk), *gv = fnew(p.nv);
+    flash_fwd(&p, out, lse);
+    flash_bwd(&p, gq, gk, gv, out, lse);
+    FdCtx c = {&p, fnew(p.no), fnew(p.nl)};
+    Stat st;
+    stat_begin(&st, "flash backward vs FD  B%d NH%d Tq%d Tk%d D%d Dv%d causal=%d", B, NH, Tq, Tk, D, Dv,
+               causal);
+    fd_check(&st, "dq", p.q, p.nq, gq, flash_loss, &c);
+    fd_check(&st, "dk", p.k, p.nk, gk, flash_loss, &c);
+    fd_check(&st, "dv", p.v, p.nv, gv, flash_loss, &c);
+    stat_end(&st);
+    free(out), free(lse), free(gq), free(gk), free(gv), free(c.out), free(c.lse);
+    prob_free(&p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* determinism across thread counts                                                            */
+
+static void test_threads(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
+                         int causal) {
+    Prob p;
+    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, 1.0f / sqrtf((float)D));
+    const int nthr[3] = {1, 2, 3};
+    float *out[3], *lse[3], *gq[3], *gk[3], *gv[3];
+    int saved = omp_get_max_threads();
+    for (int i = 0; i < 3; i++) {
+        omp_set_num_threads(nthr[i]);
+        prob_work(&p);
+        out[i] = fnew(p.no), lse[i] = fnew(p.nl);
+        gq[i] = fnew(p.nq), gk[i] = fnew(p.nk), gv[i] = fnew(p.nv);
+        flash_fwd(&p, out[i], lse[i]);
+        flash_bwd(&p, gq[i], gk[i], gv[i], out[i], lse[i]);
+    }
+    omp_set_num_threads(saved);
+    Stat st;
+    stat_begin(&st, "flash bit-identical with 1, 2, 3 threads  B%d NH%d Tq%d Tk%d causal=%d", B, NH, Tq,
+               Tk, causal);
+    for (int i = 1; i < 3; i++) {
+        stat_same(&st, "out", out[i], out[0], p.no);
+        stat_same(&st, "lse", lse[i], lse[0], p.nl);
+        stat_same(&st, "dq", gq[i], gq[0], p.nq);
+        stat_same(&st, "dk", gk[i], gk[0], p.nk);
+        stat_same(&st, "dv", gv[i], gv[0], p.nv);
+    }
+    stat_end(&st);
+    for (int i = 0; i < 3; i++) free(out[i]), free(lse[i]), free(gq[i]), free(gk[i]), free(gv[i]);
+    prob_free(&p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the cases                                                                                   */
+
+void case_attn_sdp(void) {
     be = backend_cpu();
     rng_seed(&optest_rng, 20240611, 3);
     {
@@ -432,25 +676,75 @@ int main(void) {
         const int len[5] = {25, 11, 0, 4, 18};
         test_attn(5, 20, 25, 14, 13, len, 1, 1.0f / sqrtf(14.0f));
     }
+}
+
+void case_additive_attn(void) {
+    be = backend_cpu();
+    rng_seed(&optest_rng, 20240611, 4);
+    /* key_len: full, partial, 0 (zero weights and output) */
+    const int len[3] = {5, 3, 0};
+    test_additive_attn(3, 1, 4, 5, 6, 7, len, 0);
+    /* Tq = 1 (one decoder step, as the RNN calls it), other lengths */
+    const int len2[3] = {2, 5, 1};
+    test_additive_attn(3, 1, 1, 5, 6, 7, len2, 0);
+    /* heads: 3 batch entries × NH 3 rows, row r uses v[r mod NH]; causal with Tq < Tk
+     * (key s visible iff s ≤ t + 1), full, partial and key_len 0 rows */
+    const int len3[9] = {5, 5, 5, 2, 2, 2, 0, 0, 0};
+    test_additive_attn(9, 3, 4, 5, 6, 7, len3, 1);
+    /* causal with Tq > Tk: query t = 0 sees no key; NH 2 */
+    const int len4[4] = {4, 4, 1, 1};
+    test_additive_attn(4, 2, 5, 4, 3, 5, len4, 1);
+    /* heads, not causal */
+    const int len5[6] = {4, 4, 1, 1, 0, 0};
+    test_additive_attn(6, 2, 3, 4, 5, 2, len5, 0);
+    test_additive_attn_parallel(1, 0);
+    test_additive_attn_parallel(4, 1);
+}
+
+void case_flash_attn(void) {
+    be = backend_cpu();
+    rng_seed(&optest_rng, 20240611, 7);
     {
-        /* key_len: full, partial, 0 (zero weights and output) */
-        const int len[3] = {5, 3, 0};
-        test_additive_attn(3, 1, 4, 5, 6, 7, len, 0);
-        /* Tq = 1 (one decoder step, as the RNN calls it), other lengths */
-        const int len2[3] = {2, 5, 1};
-        test_additive_attn(3, 1, 1, 5, 6, 7, len2, 0);
-        /* heads: 3 batch entries × NH 3 rows, row r uses v[r mod NH]; causal with Tq < Tk
-         * (key s visible iff s ≤ t + 1), full, partial and key_len 0 rows */
-        const int len3[9] = {5, 5, 5, 2, 2, 2, 0, 0, 0};
-        test_additive_attn(9, 3, 4, 5, 6, 7, len3, 1);
-        /* causal with Tq > Tk: query t = 0 sees no key; NH 2 */
-        const int len4[4] = {4, 4, 1, 1};
-        test_additive_attn(4, 2, 5, 4, 3, 5, len4, 1);
-        /* heads, not causal */
-        const int len5[6] = {4, 4, 1, 1, 0, 0};
-        test_additive_attn(6, 2, 3, 4, 5, 2, len5, 0);
-        test_additive_attn_parallel(1, 0);
-        test_additive_attn_parallel(4, 1);
+        /* square, key_len full / partial / 0, causal off and on; D ≠ Dv */
+        const int len[3] = {130, 77, 0};
+        test_vs_materialised(3, 2, 130, 130, 16, 24, len, 0, 0.25f);
+        test_vs_materialised(3, 2, 130, 130, 16, 24, len, 1, 0.25f);
     }
-    return test_report("test_ops");
+    {
+        /* Tq ≠ Tk, non-causal; partial length 65 just past one tile */
+        const int len[3] = {200, 65, 0};
+        test_vs_materialised(3, 2, 63, 200, 8, 5, len, 0, 1.0f / sqrtf(8.0f));
+        /* causal with Tk > Tq (offset 137: every query sees ≥ 1 key when len > 0) */
+        test_vs_materialised(3, 2, 63, 200, 8, 5, len, 1, 1.0f / sqrtf(8.0f));
+    }
+    {
+        /* causal with Tq > Tk: queries t < Tq − Tk see no key (lse = −∞) */
+        const int len[2] = {130, 64};
+        test_vs_materialised(2, 3, 200, 130, 12, 7, len, 1, 0.3f);
+        /* a large scale: the running maximum keeps changing across tiles (rescaling) */
+        test_vs_materialised(2, 3, 65, 130, 12, 7, len, 0, 2.0f);
+    }
+    {
+        /* one query (a decoding step), causal sees every key; lengths 65, 1, 0 */
+        const int len[3] = {65, 1, 0};
+        test_vs_materialised(3, 2, 1, 65, 16, 8, len, 1, 0.25f);
+        test_vs_materialised(3, 2, 1, 65, 16, 8, len, 0, 0.25f);
+        /* one key */
+        const int len1[3] = {1, 1, 0};
+        test_vs_materialised(3, 1, 65, 1, 4, 3, len1, 0, 0.5f);
+    }
+    {
+        /* finite differences: small, and one crossing the 64-key tile */
+        const int len[2] = {7, 4};
+        test_fd(2, 2, 5, 7, 4, 3, len, 0, 0.5f);
+        test_fd(2, 2, 5, 7, 4, 3, len, 1, 0.5f);
+        test_fd(2, 2, 9, 7, 4, 3, len, 1, 0.5f); /* Tq > Tk: two queries see no key */
+        const int len2[1] = {70};
+        test_fd(1, 2, 3, 70, 3, 2, len2, 0, 0.7f);
+    }
+    {
+        const int len[3] = {200, 130, 0};
+        test_threads(3, 2, 130, 200, 64, 40, len, 0); /* D 64: the usual head size */
+        test_threads(3, 2, 200, 200, 16, 24, len, 1);
+    }
 }

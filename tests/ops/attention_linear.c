@@ -1,6 +1,7 @@
-/* test_linear_attn.c — the CPU linear-time attention ops (backend_cpu(), src/ops/ops.h "efficient
- * attention kinds"; src/ops/cpu/linear_attn.c) against plain double-precision references
- * (DESIGN.md §9).
+/* attention_linear.c — the cases of test_backend_ops (attention_cases.h) for the CPU linear-time
+ * attention ops (backend_cpu(), src/ops/ops.h "efficient attention kinds"; src/ops/cpu/linear.c,
+ * efficient.c) against plain double-precision references (DESIGN.md §9). Helpers and the shared
+ * tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
  * Linear attention (Katharopoulos et al. 2020 eq. 6–9, §3.3.1), φ(x) = elu(x) + 1. The reference
  * is the explicit quadratic masked form: for every row t and key s, w_ts = φ(q_t)·φ(k_s) if s is
@@ -27,17 +28,18 @@
  * The recurrent step (linear_attn_step, §3.4), run for t = 0 .. T−1 from a zero state, equals
  * the causal forward (Tq = Tk = T, no padding) row by row, bit for bit (memcmp), and leaves
  * state = Σ_s φ(k_s) v_sᵀ, zsum = Σ_s φ(k_s).
- * One line per check group (max abs / rel error); the exit code is the verdict. */
+ * Each case seeds optest_rng itself and runs on one OpenMP thread (tiny shapes; ctest -j2 on two
+ * cores must not oversubscribe), restoring the thread count afterwards. */
 #include <math.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_cases.h"
 #include "ops/ops.h"
-#include "core/rng.h"
+#include "optest.h"
 #include "testutil.h"
 
 /* Tolerances.
@@ -55,32 +57,17 @@
  * The causal "equals its quadratic masked form" check uses FWD_* and GRAD_*; NULL, padding,
  *   thread-count and step-equals-forward checks are exact (bit-identical); the step's final
  *   state and zsum use FWD_*. */
-#define FWD_ATOL 1e-5
-#define FWD_RTOL 1e-5
 #define GRAD_ATOL 1e-5
 #define GRAD_RTOL 1e-4
-#define FD_EPS 1e-3f
-#define FD_ATOL 1e-3
-#define FD_RTOL 1e-2
 #define REF_FD_EPS 1e-6
 #define REF_FD_TOL 1e-7
-#define ACC_TOL 1e-6
 #define LIN_EPS 1e-6 /* the normaliser's guard in linear attention (ops.h) */
 
-static const Backend *be;
-static Rng rng;
+static const Backend *be; /* backend_cpu() */
 
 /* ------------------------------------------------------------------------------------------ */
-/* helpers (as in test_ops.c)                                                                  */
+/* helpers                                                                                     */
 
-static float *fnew(size_t n) {
-    float *p = calloc(n ? n : 1, sizeof(float));
-    if (!p) {
-        perror("calloc");
-        exit(2);
-    }
-    return p;
-}
 static double *dnew(size_t n) {
     double *p = calloc(n ? n : 1, sizeof(double));
     if (!p) {
@@ -89,93 +76,14 @@ static double *dnew(size_t n) {
     }
     return p;
 }
-static float *frand(size_t n, float lo, float hi) {
-    float *p = fnew(n);
-    for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * rng_uniform(&rng);
-    return p;
-}
-static float *fdup(const float *x, size_t n) {
-    float *p = fnew(n);
-    memcpy(p, x, sizeof(float) * n);
-    return p;
-}
 static double *d_of(const float *x, size_t n) {
     double *p = dnew(n);
     for (size_t i = 0; i < n; i++) p[i] = x[i];
     return p;
 }
-static double dot_rd(const float *r, const float *x, size_t n) {
-    double s = 0;
-    for (size_t i = 0; i < n; i++) s += (double)r[i] * (double)x[i];
-    return s;
-}
-
-/* One group of comparisons, reported in one line. */
-typedef struct {
-    char name[96];
-    long n;
-    int bad;
-    double max_abs, max_rel;
-} Stat;
-
-static void stat_begin(Stat *s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->name, sizeof s->name, fmt, ap);
-    va_end(ap);
-    s->n = 0;
-    s->bad = 0;
-    s->max_abs = 0;
-    s->max_rel = 0;
-}
-
-/* Records got vs ref; fails when |got − ref| > atol + rtol·|ref| (NaN always fails). */
-static void stat_add(Stat *s, double got, double ref, double atol, double rtol, const char *what,
-                     long idx) {
-    double d = fabs(got - ref);
-    s->n++;
-    if (!(d <= atol + rtol * fabs(ref))) {
-        if (s->bad < 6)
-            fprintf(stderr, "  %s: %s[%ld]: got %.9g, expected %.9g (diff %.3g)\n", s->name, what,
-                    idx, got, ref, d);
-        s->bad++;
-    }
-    if (isnan(d)) d = INFINITY;
-    if (d > s->max_abs) s->max_abs = d;
-    if (fabs(ref) >= 1e-3 && d / fabs(ref) > s->max_rel) s->max_rel = d / fabs(ref);
-}
-
-/* A boolean property inside a group (counted as one value, error 0 or 1). */
-static void stat_true(Stat *s, int ok, const char *fmt, ...) {
-    s->n++;
-    if (!ok) {
-        if (s->bad < 6) {
-            va_list ap;
-            va_start(ap, fmt);
-            fprintf(stderr, "  %s: ", s->name);
-            vfprintf(stderr, fmt, ap);
-            fprintf(stderr, "\n");
-            va_end(ap);
-        }
-        s->bad++;
-        if (s->max_abs < 1) s->max_abs = 1;
-    }
-}
-
-static void stat_end(Stat *s) {
-    printf("%-62s %6ld values  max abs %.2e  max rel %.2e  %s\n", s->name, s->n, s->max_abs,
-           s->max_rel, s->bad ? "FAIL" : "ok");
-    EXPECT(s->bad == 0, "%s: %d of %ld values out of tolerance", s->name, s->bad, s->n);
-}
-
 static void stat_arr(Stat *s, const float *got, const double *ref, size_t n, double atol,
                      double rtol, const char *what) {
     for (size_t i = 0; i < n; i++) stat_add(s, got[i], ref[i], atol, rtol, what, (long)i);
-}
-
-/* Bitwise equality of two float arrays, one boolean value per array. */
-static void stat_same(Stat *s, const float *a, const float *b, size_t n, const char *what) {
-    stat_true(s, memcmp(a, b, sizeof(float) * n) == 0, "%s differs", what);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -410,34 +318,11 @@ static void ref_op(const Prob *p, double *out, double *dq, double *dk, double *d
 /* ------------------------------------------------------------------------------------------ */
 /* finite differences                                                                          */
 
-/* L = Σ r ⊙ op(q, k, v), in double from the float32 output. */
-static double loss_op(const Prob *p) {
+/* L = Σ r ⊙ op(q, k, v), in double from the float32 output (an FdLoss over a Prob). */
+static double loss_op(void *ctx) {
+    const Prob *p = ctx;
     op_fwd(p, p->out, p->q, p->k, p->v);
     return dot_rd(p->r, p->out, p->no);
-}
-
-/* Central differences of the float op w.r.t. every element of x (one of p->q, p->k, p->v). */
-static void fd_check(Stat *st, const char *what, const Prob *p, float *x, size_t n,
-                     const float *analytic) {
-    for (size_t i = 0; i < n; i++) {
-        float x0 = x[i], xp = x0 + FD_EPS, xm = x0 - FD_EPS;
-        x[i] = xp;
-        double lp = loss_op(p);
-        x[i] = xm;
-        double lm = loss_op(p);
-        x[i] = x0;
-        double num = (lp - lm) / ((double)xp - (double)xm);
-        stat_add(st, analytic[i], num, FD_ATOL, FD_RTOL, what, (long)i);
-    }
-}
-
-/* after must equal pre + g (the gradient computed into a zeroed buffer). */
-static void accum_check(Stat *st, const char *what, const float *after, const float *pre,
-                        const float *g, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        double ref = (double)pre[i] + (double)g[i];
-        stat_add(st, after[i], ref, ACC_TOL * (1 + fabs(pre[i]) + fabs(g[i])), 0, what, (long)i);
-    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -517,10 +402,10 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
         float *o2 = fnew(p->no), *q2 = fnew(p->nq), *k2 = fnew(p->nk), *v2 = fnew(p->nv);
         op_fwd(p, o2, p->q, kn2, vn2);
         op_bwd(p, q2, k2, v2, p->r, p->q, kn2, vn2);
-        stat_same(&st, o2, out, p->no, "out with NaN padding");
-        stat_same(&st, q2, gq, p->nq, "dq with NaN padding");
-        stat_same(&st, k2, gk, p->nk, "dk with NaN padding");
-        stat_same(&st, v2, gv, p->nv, "dv with NaN padding");
+        stat_same(&st, "out with NaN padding", o2, out, p->no);
+        stat_same(&st, "dq with NaN padding", q2, gq, p->nq);
+        stat_same(&st, "dk with NaN padding", k2, gk, p->nk);
+        stat_same(&st, "dv with NaN padding", v2, gv, p->nv);
         free(kn2), free(vn2), free(o2), free(q2), free(k2), free(v2);
     }
     stat_end(&st);
@@ -528,9 +413,9 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
     /* backward vs central finite differences of the float op */
     if (do_fd) {
         stat_begin(&st, "%s backward vs FD (eps %.0e) %s", kn, (double)FD_EPS, tag);
-        fd_check(&st, "dq", p, p->q, p->nq, gq);
-        fd_check(&st, "dk", p, p->k, p->nk, gk);
-        fd_check(&st, "dv", p, p->v, p->nv, gv);
+        fd_check(&st, "dq", p->q, p->nq, gq, loss_op, p);
+        fd_check(&st, "dk", p->k, p->nk, gk, loss_op, p);
+        fd_check(&st, "dv", p->v, p->nv, gv, loss_op, p);
         stat_end(&st);
     }
 
@@ -555,13 +440,13 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
         op_bwd(p, NULL, ak, NULL, p->r, p->q, p->k, p->v);
         op_bwd(p, NULL, NULL, av, p->r, p->q, p->k, p->v);
         op_bwd(p, NULL, NULL, NULL, p->r, p->q, p->k, p->v);
-        stat_same(&st, aq, gq, p->nq, "dq alone");
-        stat_same(&st, ak, gk, p->nk, "dk alone");
-        stat_same(&st, av, gv, p->nv, "dv alone");
+        stat_same(&st, "dq alone", aq, gq, p->nq);
+        stat_same(&st, "dk alone", ak, gk, p->nk);
+        stat_same(&st, "dv alone", av, gv, p->nv);
         memset(ak, 0, sizeof(float) * p->nk), memset(av, 0, sizeof(float) * p->nv);
         op_bwd(p, NULL, ak, av, p->r, p->q, p->k, p->v);
-        stat_same(&st, ak, gk, p->nk, "dk with dq NULL");
-        stat_same(&st, av, gv, p->nv, "dv with dq NULL");
+        stat_same(&st, "dk with dq NULL", ak, gk, p->nk);
+        stat_same(&st, "dv with dq NULL", av, gv, p->nv);
         free(aq), free(ak), free(av);
     }
     stat_end(&st);
@@ -640,8 +525,7 @@ static void test_causal_equals_quadratic(void) {
             }
         op_fwd(p, o2, p->q, k2, v2);
         for (int bh = 0; bh < B * NH; bh++)
-            stat_same(&st, o2 + (size_t)bh * T * Dv, out + (size_t)bh * T * Dv,
-                      (size_t)(t0 + 1) * Dv, "rows 0..t0");
+            stat_same(&st, "rows 0..t0", o2 + (size_t)bh * T * Dv, out + (size_t)bh * T * Dv, (size_t)(t0 + 1) * Dv);
         free(k2), free(v2), free(o2);
     }
     stat_end(&st);
@@ -772,56 +656,60 @@ static void test_threads(int kind, int causal) {
     omp_set_num_threads(1);
     Stat st;
     stat_begin(&st, "%s bit-identical for 1 and 2 threads", kind_name(p));
-    stat_same(&st, o[0], o[1], p->no, "out");
-    stat_same(&st, gq[0], gq[1], p->nq, "dq");
-    stat_same(&st, gk[0], gk[1], p->nk, "dk");
-    stat_same(&st, gv[0], gv[1], p->nv, "dv");
+    stat_same(&st, "out", o[0], o[1], p->no);
+    stat_same(&st, "dq", gq[0], gq[1], p->nq);
+    stat_same(&st, "dk", gk[0], gk[1], p->nk);
+    stat_same(&st, "dv", gv[0], gv[1], p->nv);
     stat_end(&st);
     for (int i = 0; i < 2; i++) free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]);
     prob_free(p);
 }
 
-int main(void) {
+/* ------------------------------------------------------------------------------------------ */
+/* the cases                                                                                   */
+
+/* The start of either case: the CPU backend, optest_rng seeded with stream seq, one OpenMP thread
+ * (returns the thread count to restore at the end); then the shapes both kinds are tested with
+ * (non-causal): the double reference's own gradient; key_len full, 0, partial with Tq ≠ Tk,
+ * D ≠ Dv; Tq = 1 (one decoder step); a longer case against the references (no finite
+ * differences). */
+static int common_cases(int kind, uint64_t seq) {
     be = backend_cpu();
-    rng_seed(&rng, 20240611, 7);
-    omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
+    rng_seed(&optest_rng, 20240611, seq);
+    int threads0 = omp_get_max_threads();
+    omp_set_num_threads(1);
+    test_ref_gradients(kind, 0, "(B2 NH2 Tq4 Tk5 D3 Dv4)");
+    const int len[3] = {5, 0, 3};
+    test_case(kind, 0, 3, 2, 4, 5, 6, 7, len, "(Tq4 Tk5 D6 Dv7, len 5/0/3)", 1);
+    const int len1[3] = {1, 5, 2};
+    test_case(kind, 0, 3, 2, 1, 5, 4, 3, len1, "(Tq1 Tk5 D4 Dv3, len 1/5/2)", 1);
+    const int len2[2] = {33, 17};
+    test_case(kind, 0, 2, 2, 29, 33, 8, 6, len2, "(Tq29 Tk33 D8 Dv6, len 33/17)", 0);
+    return threads0;
+}
 
-    test_ref_gradients(LINEAR, 0, "(B2 NH2 Tq4 Tk5 D3 Dv4)");
+void case_linear_attn(void) {
+    int threads0 = common_cases(LINEAR, 7);
     test_ref_gradients(LINEAR, 1, "(B2 NH2 T5 D3 Dv4)");
-    test_ref_gradients(EFFICIENT, 0, "(B2 NH2 Tq4 Tk5 D3 Dv4)");
-
-    {
-        /* key_len full, 0, partial; Tq ≠ Tk, D ≠ Dv */
-        const int len[3] = {5, 0, 3};
-        test_case(LINEAR, 0, 3, 2, 4, 5, 6, 7, len, "(Tq4 Tk5 D6 Dv7, len 5/0/3)", 1);
-        test_case(EFFICIENT, 0, 3, 2, 4, 5, 6, 7, len, "(Tq4 Tk5 D6 Dv7, len 5/0/3)", 1);
-        /* Tq = 1 (one decoder step) */
-        const int len1[3] = {1, 5, 2};
-        test_case(LINEAR, 0, 3, 2, 1, 5, 4, 3, len1, "(Tq1 Tk5 D4 Dv3, len 1/5/2)", 1);
-        test_case(EFFICIENT, 0, 3, 2, 1, 5, 4, 3, len1, "(Tq1 Tk5 D4 Dv3, len 1/5/2)", 1);
-    }
-    {
-        /* causal, Tq = Tk (self-attention), padding full / 0 / partial */
-        const int len[3] = {6, 0, 4};
-        test_case(LINEAR, 1, 3, 2, 6, 6, 5, 3, len, "(T6 D5 Dv3, len 6/0/4)", 1);
-        /* causal, Tk > Tq: key s visible iff s ≤ t + 2 */
-        const int len2[2] = {5, 4};
-        test_case(LINEAR, 1, 2, 2, 3, 5, 4, 6, len2, "(Tq3 Tk5 D4 Dv6, len 5/4)", 1);
-        /* causal, Tq > Tk: rows t < 2 see no key */
-        const int len3[2] = {3, 2};
-        test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
-    }
+    /* causal, Tq = Tk (self-attention), padding full / 0 / partial */
+    const int len[3] = {6, 0, 4};
+    test_case(LINEAR, 1, 3, 2, 6, 6, 5, 3, len, "(T6 D5 Dv3, len 6/0/4)", 1);
+    /* causal, Tk > Tq: key s visible iff s ≤ t + 2 */
+    const int len2[2] = {5, 4};
+    test_case(LINEAR, 1, 2, 2, 3, 5, 4, 6, len2, "(Tq3 Tk5 D4 Dv6, len 5/4)", 1);
+    /* causal, Tq > Tk: rows t < 2 see no key */
+    const int len3[2] = {3, 2};
+    test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
     test_causal_equals_quadratic();
     test_step_equals_causal();
-    {
-        /* a longer non-causal case against the references (no FD) */
-        const int len[2] = {33, 17};
-        test_case(LINEAR, 0, 2, 2, 29, 33, 8, 6, len, "(Tq29 Tk33 D8 Dv6, len 33/17)", 0);
-        test_case(EFFICIENT, 0, 2, 2, 29, 33, 8, 6, len, "(Tq29 Tk33 D8 Dv6, len 33/17)", 0);
-    }
-    test_efficient_normalisation();
     test_threads(LINEAR, 0);
     test_threads(LINEAR, 1);
+    omp_set_num_threads(threads0);
+}
+
+void case_efficient_attn(void) {
+    int threads0 = common_cases(EFFICIENT, 8);
+    test_efficient_normalisation();
     test_threads(EFFICIENT, 0);
-    return test_report("test_linear_attn");
+    omp_set_num_threads(threads0);
 }
