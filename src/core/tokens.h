@@ -23,6 +23,34 @@
 /* The ids SentencePiece models are trained with (data/spm.cc checks a loaded model has them). */
 enum { TOKEN_PAD = 0, TOKEN_UNK = 1, TOKEN_BOS = 2, TOKEN_EOS = 3 };
 
+/* Bounds of batches: at most B sentences, S source and T target positions, NS source and NT
+ * target tokens (padding included: B·S ≤ NS, B·T ≤ NT). Capacities of the batch buffers and of
+ * the models' activations are BatchBounds. */
+typedef struct {
+    int B, S, T;
+    long NS, NT;
+} BatchBounds;
+
+/* Grows *cap to cover want, bound by bound (each the larger of the two). Returns 1 if any bound
+ * grew (buffers must be reallocated), 0 if cap already covered want. No errors. */
+static inline int bounds_grow(BatchBounds *cap, BatchBounds want) {
+    if (want.B <= cap->B && want.S <= cap->S && want.T <= cap->T && want.NS <= cap->NS &&
+        want.NT <= cap->NT)
+        return 0;
+    if (want.B > cap->B) cap->B = want.B;
+    if (want.S > cap->S) cap->S = want.S;
+    if (want.T > cap->T) cap->T = want.T;
+    if (want.NS > cap->NS) cap->NS = want.NS;
+    if (want.NT > cap->NT) cap->NT = want.NT;
+    return 1;
+}
+
+/* 1 if a batch of B sentences, S source and T target positions fits in cap. No errors. */
+static inline int bounds_fit(const BatchBounds *cap, int B, int S, int T) {
+    return B <= cap->B && S <= cap->S && T <= cap->T && (long)B * S <= cap->NS &&
+           (long)B * T <= cap->NT;
+}
+
 typedef struct {
     int B, S, T;
     int *src;          /* [B,S] */
@@ -35,8 +63,7 @@ typedef struct {
     int *tgt_row_id;   /* [NR] their target ids */
     long src_tokens;   /* Σ src_len */
     long tgt_tokens;   /* NR: non-padding targets (EOS counts) */
-    int capB, capS, capT;   /* capacity: B, S, T at most these, and */
-    long capNS, capNT;      /* B·S ≤ capNS, B·T ≤ capNT */
+    BatchBounds cap;   /* what the buffers hold at most */
 } TokenBatch;
 
 #endif

@@ -110,7 +110,7 @@ void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T) {
 
 void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT) {
     memset(tb, 0, sizeof *tb);
-    tb->capB = B, tb->capS = S, tb->capT = T, tb->capNS = NS, tb->capNT = NT;
+    tb->cap = (BatchBounds){B, S, T, NS, NT};
     tb->src = xmalloc(sizeof(int) * NS);
     tb->src_mask = xmalloc(sizeof(float) * NS);
     tb->src_len = xmalloc(sizeof(int) * B);
@@ -128,8 +128,7 @@ void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B) {
         if (s > S) S = s;
         if (e->tgt_off && t > T) T = t;
     }
-    CHECK(B <= tb->capB && S <= tb->capS && T <= tb->capT && (long)B * S <= tb->capNS &&
-              (long)B * T <= tb->capNT, "batch beyond batch_alloc's capacity");
+    CHECK(bounds_fit(&tb->cap, B, S, T), "batch beyond batch_alloc's capacity");
     tb->B = B, tb->S = S, tb->T = T;
     tb->src_tokens = tb->tgt_tokens = 0;
     for (int b = 0; b < B; b++) {

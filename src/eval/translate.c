@@ -78,8 +78,7 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
      * longest; the groups are planned first so that the batch and the model are sized once */
     gstart = xmalloc(sizeof(long) * (n - k + 1));
     gT = xmalloc(sizeof(int) * (n - k + 1));
-    int capB = 1, capS = 1, capT = 1;
-    long capNS = 1, capNT = 1;
+    BatchBounds bounds = {1, 1, 1, 1, 1}; /* of the groups' batches (decoding: T = maxT) */
     while (k < n) {
         long first = k;
         int maxT = 0, S = 0;
@@ -91,15 +90,13 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
         }
         int B = (int)(k - first);
         gstart[ng] = first, gT[ng++] = maxT;
-        capB = B > capB ? B : capB, capS = S > capS ? S : capS, capT = maxT > capT ? maxT : capT;
-        capNS = (long)B * S > capNS ? (long)B * S : capNS;
-        capNT = (long)B * maxT > capNT ? (long)B * maxT : capNT;
+        bounds_grow(&bounds, (BatchBounds){B, S, maxT, (long)B * S, (long)B * maxT});
     }
     gstart[ng] = n;
-    batch_alloc(&tb, capB, capS, 1, capNS, capB);
-    model_reserve(m, capB * K, capS, capT, capNS * K, capNT * K);
-    ids = xmalloc(sizeof(int) * capNT);
-    if (maps) attn = xmalloc(sizeof(float) * capNT * capS);
+    batch_alloc(&tb, bounds.B, bounds.S, 1, bounds.NS, bounds.B);
+    model_reserve(m, bounds.B * K, bounds.S, bounds.T, bounds.NS * K, bounds.NT * K);
+    ids = xmalloc(sizeof(int) * bounds.NT);
+    if (maps) attn = xmalloc(sizeof(float) * bounds.NT * bounds.S);
     for (long g = 0; g < ng; g++) {
         long first = gstart[g];
         int B = (int)(gstart[g + 1] - first), maxT = gT[g];

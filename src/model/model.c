@@ -73,21 +73,19 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
     if (m->tf) transformer_reserve(m->tf, B, S, T, NS, NT);
     else rnn_reserve(m->rnn, B, S, T, NS, NT);
     TokenBatch *d = &m->dev;
-    if (B <= d->capB && S <= d->capS && T <= d->capT && NS <= d->capNS && NT <= d->capNT) return;
-    TokenBatch cap = {.capB = B > d->capB ? B : d->capB, .capS = S > d->capS ? S : d->capS,
-                      .capT = T > d->capT ? T : d->capT, .capNS = NS > d->capNS ? NS : d->capNS,
-                      .capNT = NT > d->capNT ? NT : d->capNT};
+    BatchBounds cap = d->cap;
+    if (!bounds_grow(&cap, (BatchBounds){B, S, T, NS, NT})) return;
     free_dev(m);
     const Backend *be = m->be;
-    *d = cap;
-    d->src = be->alloc(sizeof(int) * d->capNS);
-    d->src_mask = be->alloc(sizeof(float) * d->capNS);
-    d->src_len = be->alloc(sizeof(int) * d->capB);
-    d->tgt_in = be->alloc(sizeof(int) * d->capNT);
-    d->tgt_out = be->alloc(sizeof(int) * d->capNT);
-    d->tgt_len = be->alloc(sizeof(int) * d->capB);
-    d->tgt_row = be->alloc(sizeof(int) * d->capNT);
-    d->tgt_row_id = be->alloc(sizeof(int) * d->capNT);
+    *d = (TokenBatch){.cap = cap};
+    d->src = be->alloc(sizeof(int) * d->cap.NS);
+    d->src_mask = be->alloc(sizeof(float) * d->cap.NS);
+    d->src_len = be->alloc(sizeof(int) * d->cap.B);
+    d->tgt_in = be->alloc(sizeof(int) * d->cap.NT);
+    d->tgt_out = be->alloc(sizeof(int) * d->cap.NT);
+    d->tgt_len = be->alloc(sizeof(int) * d->cap.B);
+    d->tgt_row = be->alloc(sizeof(int) * d->cap.NT);
+    d->tgt_row_id = be->alloc(sizeof(int) * d->cap.NT);
 }
 
 /* The one upload of a step: every array of tb into m->dev (no allocation). */
@@ -96,8 +94,7 @@ static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
     TokenBatch *d = &m->dev;
     int B = tb->B;
     size_t NS = (size_t)B * tb->S, NT = (size_t)B * tb->T, NR = (size_t)tb->tgt_tokens;
-    CHECK(B <= d->capB && tb->S <= d->capS && tb->T <= d->capT && (long)NS <= d->capNS &&
-              (long)NT <= d->capNT, "batch larger than model_reserve'd capacity");
+    CHECK(bounds_fit(&d->cap, B, tb->S, tb->T), "batch larger than model_reserve'd capacity");
     d->B = B, d->S = tb->S, d->T = tb->T;
     d->src_tokens = tb->src_tokens, d->tgt_tokens = tb->tgt_tokens;
     be->upload(d->src, tb->src, sizeof(int) * NS);

@@ -36,8 +36,7 @@ struct RnnModel {
     Param W_out, b_out;          /* [V, H], [V] */
 
     /* ---- activations (backend memory), capacity below ---- */
-    int capB, capS, capT;
-    long capNS, capNT;
+    BatchBounds cap;
     void *allocs[256];
     int nallocs;
     int *src_tm, *tin_tm, *tout_tm;                   /* [S,B], [T,B], [T,B] the batch's ids */
@@ -214,14 +213,9 @@ static void free_acts(RnnModel *m) {
 }
 
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
-    if (B <= m->capB && S <= m->capS && T <= m->capT && NS <= m->capNS && NT <= m->capNT) return;
-    if (B < m->capB) B = m->capB;
-    if (S < m->capS) S = m->capS;
-    if (T < m->capT) T = m->capT;
-    if (NS < m->capNS) NS = m->capNS;
-    if (NT < m->capNT) NT = m->capNT;
+    if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
+    B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
     free_acts(m);
-    m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     int E = m->E, H = m->H, Hd = m->Hd, V = m->V, G = m->gru ? 3 : 4;
     int in0 = m->dec[0].in;
     m->src_tm = (int *)act(m, NS), m->mask_tm = act(m, NS);
@@ -525,8 +519,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, E = m->E, H = m->H, Hd = m->Hd, V = m->V;
     size_t BH = (size_t)B * H, NT = (size_t)T * B, NS = (size_t)S * B;
-    CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)NS <= m->capNS &&
-              (long)NT <= m->capNT, "batch larger than rnn_reserve'd capacity");
+    CHECK(bounds_fit(&m->cap, B, S, T), "batch larger than rnn_reserve'd capacity");
     int per_step = m->feed || m->stepwise;
     CHECK(m->style == DEC_NONE ||
               rnn_attn_workspace(&m->attn, be, B, per_step ? 1 : T, S) <= m->attn_work_cap,
@@ -666,7 +659,7 @@ static void gather_in_place(RnnModel *m, float *rows, const int *idx, int n, int
 void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, H = m->H, R = B * K;
-    CHECK(R <= m->capB && (long)S * R <= m->capNS && S <= m->capS,
+    CHECK(R <= m->cap.B && (long)S * R <= m->cap.NS && S <= m->cap.S,
           "decode batch larger than rnn_reserve'd capacity");
     CHECK(m->style == DEC_NONE || rnn_attn_workspace(&m->attn, be, R, 1, S) <= m->attn_work_cap,
           "attention workspace too small: rnn_reserve after setting the thread count");
@@ -693,7 +686,7 @@ void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) {
     const Backend *be = m->be;
     int R = m->dsrc.B, E = m->E, H = m->H, V = m->V;
-    CHECK(t < m->capT && (long)(t + 1) * R <= m->capNT, "decoding past rnn_reserve'd length");
+    CHECK(t < m->cap.T && (long)(t + 1) * R <= m->cap.NT, "decoding past rnn_reserve'd length");
     float *emb = m->tgt_x + (size_t)t * R * E;
     be->embedding_forward(emb, ids, m->emb_tgt.w, R, E);
     decoder_step(m, t, emb, &m->dsrc, 1, 0, 0);

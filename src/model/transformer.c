@@ -132,19 +132,14 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
         s->mean = act(m, N), s->rstd = act(m, N);
     }
     la->self_buf = act(m, mha_acts_floats(&L->self, N, N, Tk_self));
-    la->cross_buf = dec ? act(m, mha_acts_floats(&L->cross, N, NK, m->capS)) : NULL;
+    la->cross_buf = dec ? act(m, mha_acts_floats(&L->cross, N, NK, m->cap.S)) : NULL;
     la->hd = act(m, N * m->F);
 }
 
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
-    if (B <= m->capB && S <= m->capS && T <= m->capT && NS <= m->capNS && NT <= m->capNT) return;
-    if (B < m->capB) B = m->capB;
-    if (S < m->capS) S = m->capS;
-    if (T < m->capT) T = m->capT;
-    if (NS < m->capNS) NS = m->capNS;
-    if (NT < m->capNT) NT = m->capNT;
+    if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
+    B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
     tf_free_list(m->be, m->allocs, &m->nallocs);
-    m->capB = B, m->capS = S, m->capT = T, m->capNS = NS, m->capNT = NT;
     m->capPos = S > T ? S : T;
     int D = m->D;
     long NM = NS > NT ? NS : NT;
@@ -182,8 +177,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
 /* Points the model at batch b (backend memory, batch-major; model.c uploaded it). */
 void tf_use_batch(TfModel *m, const TokenBatch *b) {
     int B = b->B, S = b->S, T = b->T;
-    CHECK(B <= m->capB && S <= m->capS && T <= m->capT && (long)B * S <= m->capNS &&
-              (long)B * T <= m->capNT, "batch larger than transformer_reserve'd capacity");
+    CHECK(bounds_fit(&m->cap, B, S, T), "batch larger than transformer_reserve'd capacity");
     m->B = B, m->S = S, m->T = T, m->NR = (int)b->tgt_tokens;
     m->d_src = b->src, m->d_slen = b->src_len;
     m->d_tin = b->tgt_in, m->d_tout = b->tgt_out, m->d_tlen = b->tgt_len;

@@ -47,8 +47,8 @@ struct TfModel {
     TfLayer enc[TF_MAXL], dec[TF_MAXL];
 
     /* capacity and buffers (backend memory unless h_) */
-    int capB, capS, capT, capPos;
-    long capNS, capNT;
+    BatchBounds cap;
+    int capPos;
     void *allocs[512];
     int nallocs;
     int B, S, T;                                          /* the current batch */
