@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_internal.h"
 
 extern "C" {
 #include "core/common.h"
@@ -299,6 +300,10 @@ static Backend make_table(void) {
     b.scale = cu_scale;
     b.sumsq = cu_sumsq;
     b.all_finite = cu_all_finite;
+    cuda_register_shape(&b);
+    cuda_register_dropout(&b);
+    cuda_register_embedding(&b);
+    cuda_register_adam(&b);
     return b;
 }
 
