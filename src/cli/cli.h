@@ -1,5 +1,5 @@
 /* cli/cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
- * eval.c, translate.c, compare.c; args.c holds the argument helpers below).
+ * eval.c, translate.c, compare.c, average.c; args.c holds the argument helpers below).
  *
  * The CLI is the top of the dependency graph (DESIGN.md §1): it loads configs and checkpoints,
  * chooses the backend, and hands models to train and eval. Every cmd_* function returns the
@@ -49,5 +49,9 @@ int cmd_translate(int argc, char **argv);
  * training, checkpoint, metrics, test-set, decoding, gnuplot or output failure; 2 also for a
  * RUN that is neither a run folder with best.ckpt and metrics.jsonl nor a loadable config. */
 int cmd_compare(int argc, char **argv);
+/* trainer average --out FILE CKPT... (cli/average.c): checkpoint_average of the CKPTs into FILE;
+ * 2 for a bad command line, 1 when a checkpoint does not load, the models differ or the write
+ * fails. */
+int cmd_average(int argc, char **argv);
 
 #endif

@@ -12,7 +12,10 @@
  * Names are reduced to [A-Za-z0-9._-] (other bytes become '_') and made unique ("name_2", ...)
  * because they also name files.
  *
- * For each run: best.ckpt is loaded (checkpoint_load; --device overrides the stored
+ * A run folder without best.ckpt (stopped before its first validation) is compared on its
+ * last.ckpt, and compare.md says so next to the run.
+ *
+ * For each run: best.ckpt (or last.ckpt, above) is loaded (checkpoint_load; --device overrides the stored
  * train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
  * lines are skipped with a warning on stderr); the test set — the checkpoint's
  * data.test_src/test_tgt (for a config RUN: the .ini's), or --test-src/--test-tgt for every run —
@@ -76,6 +79,7 @@ typedef struct {
     char name[256];        /* display and file name ([A-Za-z0-9._-], unique) */
     char dir[1024];        /* run folder */
     int from_config;       /* RUN was an .ini */
+    const char *ckpt;      /* "best.ckpt", or "last.ckpt" when no validation has run yet */
     Config ini;            /* the loaded config when from_config */
     /* from the checkpoint */
     Config cfg;
@@ -328,12 +332,21 @@ static int resolve_run(Run *r, const char *arg) {
         snprintf(ck, sizeof ck, "%s/best.ckpt", arg);
         snprintf(mj, sizeof mj, "%s/metrics.jsonl", arg);
         int has_ck = is_file(ck), has_mj = is_file(mj);
+        r->ckpt = "best.ckpt";
+        if (!has_ck) { /* no validation yet: the last checkpoint, and the report says so */
+            snprintf(ck, sizeof ck, "%s/last.ckpt", arg);
+            has_ck = is_file(ck);
+            r->ckpt = "last.ckpt";
+            if (has_ck && has_mj)
+                fprintf(stderr, "trainer compare: RUN %s has no best.ckpt yet (no validation "
+                        "has run): comparing its last.ckpt\n", arg);
+        }
         if (!has_ck || !has_mj) {
             fprintf(stderr, "trainer compare: RUN %s: this folder has no %s%s%s; give a run "
                     "folder written by `trainer train` (its train.save_dir, e.g. "
                     "checkpoints/luong) or the run's config .ini (compare then trains it)\n",
-                    arg, has_ck ? "" : "best.ckpt", !has_ck && !has_mj ? " and no " : "",
-                    has_mj ? "" : "metrics.jsonl");
+                    arg, has_ck ? "" : "best.ckpt or last.ckpt",
+                    !has_ck && !has_mj ? " and no " : "", has_mj ? "" : "metrics.jsonl");
             return 2;
         }
         base_name(arg, r->name, sizeof r->name);
@@ -351,6 +364,7 @@ static int resolve_run(Run *r, const char *arg) {
         return 2;
     }
     r->from_config = 1;
+    r->ckpt = "best.ckpt";
     config_save_dir(&r->ini, r->dir, sizeof r->dir);
     snprintf(r->name, sizeof r->name, "%s", r->ini.name);
     return 0;
@@ -366,10 +380,13 @@ static Status train_if_needed(Run *r, Err *err) {
     fprintf(stderr, "trainer compare: %s has no best.ckpt yet: %s training %s first\n", r->dir,
             resume ? "resuming (from last.ckpt)" : "starting", r->arg);
     if (train_run(&r->ini, resume, err)) return err_prefix(err, "training %s", r->arg);
-    if (!is_file(ck))
-        return err_set(err, "training %s finished without %s (best.ckpt is written after the "
-                       "first epoch's validation; train.max_steps = %ld may stop before it); "
-                       "raise train.max_steps or set it to 0", r->arg, ck, r->ini.max_steps);
+    if (!is_file(ck)) {
+        if (!is_file(last))
+            return err_set(err, "training %s finished without %s or %s", r->arg, ck, last);
+        r->ckpt = "last.ckpt"; /* stopped before the first validation (train.max_steps) */
+        fprintf(stderr, "trainer compare: %s stopped before its first validation: comparing "
+                "last.ckpt\n", r->arg);
+    }
     return STATUS_OK;
 }
 
@@ -427,7 +444,7 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
     Spm *spm;
     Corpus c = {0};
     char ck[1100];
-    snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
+    snprintf(ck, sizeof ck, "%s/%s", r->dir, r->ckpt);
     fprintf(stderr, "trainer compare: run %s: %s\n", r->name, ck);
     if (read_metrics(r, err)) return STATUS_ERR;
     if (checkpoint_load(ck, &m, &r->cfg, &spm, NULL, cmp->device, err)) return STATUS_ERR;
@@ -441,7 +458,7 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
         err_set(err, "run %s: %s has no test set (data.test_src and data.test_tgt are empty); "
                 "set them in the config (e.g. data/multi30k/test_2016_flickr.de.gz and .en.gz) "
                 "or give --test-src FILE --test-tgt FILE", r->name,
-                r->from_config ? r->arg : "the config stored in best.ckpt");
+                r->from_config ? r->arg : "the config stored in the checkpoint");
         goto cleanup;
     }
     if (corpus_load(&c, r->test_src, r->test_tgt, r->cfg.max_line_bytes, err)) {
@@ -618,9 +635,13 @@ static Status write_md(const Compare *c, Err *err) {
     fprintf(f, "## Runs\n\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
-        fprintf(f, "- **%s**: %s `%s`, checkpoint `%s/best.ckpt`; test set `%s` / `%s` "
+        fprintf(f, "- **%s**: %s `%s`, checkpoint `%s/%s`%s; test set `%s` / `%s` "
                 "(%ld pairs)\n", r->name, r->from_config ? "config" : "folder",
-                r->from_config ? r->arg : r->dir, r->dir, r->test_src, r->test_tgt, r->test_n);
+                r->from_config ? r->arg : r->dir, r->dir, r->ckpt,
+                strcmp(r->ckpt, "last.ckpt") == 0
+                    ? " (**no validation had run: the last checkpoint, not the best**)"
+                    : "",
+                r->test_src, r->test_tgt, r->test_n);
     }
     fprintf(f, "\n## Validation curves\n\n![validation BLEU and perplexity by epoch](curves.png)"
                "\n\n## Attention (greedy translations of test sentences)\n\n");

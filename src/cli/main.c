@@ -1,4 +1,4 @@
-/* main.c — the command line of `trainer`: train (default) | eval | translate | compare.
+/* main.c — the command line of `trainer`: train (default) | eval | translate | compare | average.
  *
  *   trainer [train] --config FILE [--set section.key=value]... [--resume]      (cli/train.c)
  *   trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
@@ -6,6 +6,7 @@
  *   trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
  *                     [--device cpu|cuda] < input > output                    (cli/translate.c)
  *   trainer compare RUN_DIR|CONFIG... [--out DIR] [options]                   (cli/compare.c)
+ *   trainer average --out FILE CKPT...                                         (cli/average.c)
  *
  * This file dispatches on the command and prints the usage; the argument helpers the commands
  * share are in cli/args.c (cli/cli.h). Exit codes: 0 success, 1 a failure of the run, 2 a bad
@@ -34,6 +35,9 @@ void cli_usage(FILE *f) {
             "      of the first line's translation\n"
             "  trainer compare RUN_DIR|CONFIG... [--out DIR] [--beam K] [--len-penalty A]\n"
             "      a report comparing runs (tables, curves, attention heatmaps) in DIR\n"
+            "  trainer average --out FILE CKPT...\n"
+            "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
+            "      config and training state from the last CKPT)\n"
             "  trainer --help     this text and every config key\n\n");
 }
 
@@ -48,6 +52,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "average")) return cmd_average(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
     if (argc >= 2 && argv[1][0] != '-') {
         fprintf(stderr, "trainer: unknown command '%s'\n", argv[1]);

@@ -287,3 +287,68 @@ fail:
     memset(m, 0, sizeof *m);
     return STATUS_ERR;
 }
+
+/* "[d0]" or "[d0, d1]" of a parameter spec into buf[n]. */
+static const char *shape_text(const ParamSpec *sp, char *buf, size_t n) {
+    if (sp->ndim == 1)
+        snprintf(buf, n, "[%d]", sp->shape[0]);
+    else
+        snprintf(buf, n, "[%d, %d]", sp->shape[0], sp->shape[1]);
+    return buf;
+}
+
+Status checkpoint_average(const char *const *paths, int n, const char *out, Err *err) {
+    if (n < 1) return err_set(err, "checkpoint_average: no checkpoint to average");
+    Model base = {0}, other = {0};
+    Config cfg, ocfg;
+    Spm *spm = NULL, *ospm = NULL;
+    TrainState st;
+    double *acc = NULL;
+    Status rc = STATUS_ERR;
+    if (checkpoint_load(paths[n - 1], &base, &cfg, &spm, &st, DEVICE_CPU, err)) return STATUS_ERR;
+    const ParamSet *ps = &base.ps;
+    acc = xcalloc(ps->total, sizeof *acc);
+    for (int i = 0; i < n; i++) {
+        const Model *m = &base;
+        if (i != n - 1) {
+            if (checkpoint_load(paths[i], &other, &ocfg, &ospm, NULL, DEVICE_CPU, err)) goto done;
+            m = &other;
+            int same = other.ps.n == ps->n && other.ps.total == ps->total;
+            for (int k = 0; same && k < ps->n; k++) {
+                const ParamSpec *a = &other.ps.specs[k], *b = &ps->specs[k];
+                char sa[48], sb[48];
+                if (strcmp(a->name, b->name) != 0 || a->size != b->size || a->ndim != b->ndim ||
+                    strcmp(shape_text(a, sa, sizeof sa), shape_text(b, sb, sizeof sb)) != 0) {
+                    err_set(err,
+                            "trainer average: %s has tensor %s of shape %s where %s has %s %s: "
+                            "average checkpoints of one model (one run's save_dir)",
+                            paths[i], a->name, sa, paths[n - 1], b->name, sb);
+                    goto done;
+                }
+            }
+            if (!same) {
+                err_set(err,
+                        "trainer average: %s holds %d tensors (%zu floats), %s holds %d (%zu): "
+                        "average checkpoints of one model (one run's save_dir)",
+                        paths[i], other.ps.n, other.ps.total, paths[n - 1], ps->n, ps->total);
+                goto done;
+            }
+        }
+        const float *w = m->ps.data; /* CPU backend: host memory */
+        for (size_t j = 0; j < ps->total; j++) acc[j] += (double)w[j];
+        if (m == &other) {
+            model_free(&other);
+            spm_free(ospm);
+            ospm = NULL;
+        }
+    }
+    for (size_t j = 0; j < ps->total; j++) ps->data[j] = (float)(acc[j] / n);
+    rc = checkpoint_save(out, &base, &cfg, spm, &st, err);
+done:
+    free(acc);
+    model_free(&other);
+    if (ospm) spm_free(ospm);
+    model_free(&base);
+    spm_free(spm);
+    return rc;
+}

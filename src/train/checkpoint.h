@@ -53,4 +53,15 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
 Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, TrainState *st,
                        int device_override, Err *err);
 
+/* Checkpoint averaging (Vaswani et al. 2017 §6.1: "averaging the last 5 checkpoints"; fairseq's
+ * average_checkpoints): writes to out a checkpoint whose every parameter is the element-wise mean
+ * of that parameter over paths[0..n) (n >= 1; summed in double, in argument order), with the
+ * config, SentencePiece model, Adam moments and training state of the LAST path (so `--resume`
+ * from it continues that run's optimiser; the moments are not averaged). Every checkpoint is
+ * loaded on the CPU and must have the same tensors (names and shapes) as the last one.
+ * Errors (message names the file): any checkpoint_load error; a checkpoint of another model
+ * ("A has tensor T of shape [..], B [..]: average checkpoints of one model"); n < 1; a write
+ * error (out is written atomically, so a failure leaves an existing out untouched). */
+Status checkpoint_average(const char *const *paths, int n, const char *out, Err *err);
+
 #endif

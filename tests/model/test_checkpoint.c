@@ -19,6 +19,9 @@
  *   - a checkpoint of a different model (H 32) renamed into place loads as THAT model; the caller
  *     must compare configs (config_diff names model.hidden; `train --resume` refuses it, see
  *     tests/slow/test_resume.c);
+ *   - checkpoint_average: two checkpoints give their element-wise mean (exactly the float of
+ *     the double mean), the Adam moments and training state of the last; checkpoints of two
+ *     different models are refused naming both files;
  *   - a NaN or Inf in a parameter or Adam moment: checkpoint_save refuses, leaves the existing file
  *     byte-identical and no temporary file.
  */
@@ -630,6 +633,74 @@ int main(void) {
             model_free(&c);
             spm_free(cspm);
         }
+    }
+
+    /* ---- checkpoint averaging: the element-wise mean; moments and state of the last ---- */
+    printf("averaging:\n");
+    {
+        Model m2;
+        Config cfg2;
+        Spm *spm2;
+        const char *ckb = saved_path("second.ckpt"), *avg = saved_path("avg.ckpt");
+        if (build_model(&m2, &cfg2, &spm2, 64, spm_path) == 0) {
+            size_t n = m2.ps.total;
+            float *w = malloc(sizeof(float) * n);
+            m2.be->download(w, m2.ps.data, sizeof(float) * n);
+            for (int t = 0; t < m2.ps.n; t++) { /* other values, inside the tensors only */
+                const ParamSpec *sp = &m2.ps.specs[t];
+                for (size_t i = sp->offset; i < sp->offset + sp->size; i++)
+                    w[i] += (next_float() - 0.5f) * 0.3f;
+            }
+            m2.be->upload(m2.ps.data, w, sizeof(float) * n);
+            free(w);
+            TrainState st_b = st;
+            st_b.step = 4242, st_b.adam_t = 4242;
+            EXPECT(checkpoint_save(ckb, &m2, &cfg2, spm2, &st_b, &err) == STATUS_OK, "save: %s",
+                   err.msg);
+            const char *two[2] = {ck, ckb};
+            rc = checkpoint_average(two, 2, avg, &err);
+            EXPECT(rc == STATUS_OK, "checkpoint_average: %s", err.msg);
+            Model c;
+            Config ccfg;
+            Spm *cspm;
+            TrainState cst;
+            if (rc == STATUS_OK &&
+                checkpoint_load(avg, &c, &ccfg, &cspm, &cst, -1, &err) == STATUS_OK) {
+                float *ha = download_all(&a), *hb = download_all(&m2), *hc = download_all(&c);
+                size_t bad_w = 0, bad_mv = 0;
+                double dmax = 0.0;
+                for (size_t i = 0; i < n; i++) {
+                    float want = (float)(((double)ha[i] + (double)hb[i]) / 2.0);
+                    bad_w += memcmp(&hc[i], &want, sizeof want) != 0;
+                    double d = fabs((double)ha[i] - (double)hb[i]);
+                    if (d > dmax) dmax = d;
+                    bad_mv += memcmp(&hc[n + i], &hb[n + i], sizeof(float)) != 0 ||
+                              memcmp(&hc[2 * n + i], &hb[2 * n + i], sizeof(float)) != 0;
+                }
+                printf("  mean of 2 checkpoints (parameters up to %.3g apart): %zu of %zu "
+                       "values differ from (a + b) / 2; %zu Adam values differ from the last's\n",
+                       dmax, bad_w, n, bad_mv);
+                EXPECT(dmax > 0.01, "the two checkpoints should differ (max %.3g)", dmax);
+                EXPECT(bad_w == 0, "%zu averaged parameters differ from the element-wise mean",
+                       bad_w);
+                EXPECT(bad_mv == 0, "%zu Adam moments differ from the last checkpoint's", bad_mv);
+                EXPECT(cst.step == 4242 && cst.adam_t == 4242,
+                       "training state should be the last checkpoint's (step %ld)", cst.step);
+                free(ha), free(hb), free(hc);
+                model_free(&c);
+                spm_free(cspm);
+            } else if (rc == STATUS_OK) {
+                EXPECT(0, "the average does not load: %s", err.msg);
+            }
+            /* checkpoints of two different models are refused, naming both files */
+            const char *mixed[2] = {oth, ck};
+            rc = checkpoint_average(mixed, 2, saved_path("mixed.ckpt"), &err);
+            printf("  H 32 with H 64 -> %s\n", rc ? err.msg : "accepted");
+            EXPECT(rc != STATUS_OK && strstr(err.msg, "one model") && strstr(err.msg, "other.ckpt"),
+                   "averaging different models: %s", rc ? err.msg : "accepted");
+            model_free(&m2);
+        }
+        spm_free(spm2);
     }
 
     /* ---- a non-finite value: checkpoint_save refuses and leaves the old file alone ---- */

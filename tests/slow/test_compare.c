@@ -14,6 +14,8 @@
  *   - compare.md: one table row per run, the machine line, links to the PNGs;
  *   - curves.png and attention_<run>_{0,1,2}.png for both runs, each starting with the PNG
  *     signature; the Markdown table on stdout.
+ * A folder holding only last.ckpt and metrics.jsonl (no validation yet) is compared on last.ckpt,
+ * and compare.md says so.
  * Refusals: an empty folder and a missing path as RUN exit 2 with a message naming the argument;
  * a config without a test set exits 1 naming data.test_src.
  * Needs the gnuplot program: without it the test FAILS (CI installs gnuplot), it does not skip.
@@ -250,6 +252,23 @@ int main(void) {
     EXPECT(tr_file_contains(tr_fmt("%s/bad_empty.err", g_work), empty) &&
                tr_file_contains(tr_fmt("%s/bad_empty.err", g_work), "best.ckpt"),
            "the message does not name the empty folder %s and best.ckpt", empty);
+    /* a run folder with no best.ckpt yet (stopped before validation): compared on last.ckpt */
+    const char *lastonly = test_strdup(tr_fmt("%s/lastonly", g_work));
+    mkdir(lastonly, 0755);
+    static const char *const copied[2] = {"last.ckpt", "metrics.jsonl"};
+    for (int i = 0; i < 2; i++) {
+        size_t n = 0;
+        char *bytes = test_read_file(tr_fmt("%s/%s", general, copied[i]), &n);
+        EXPECT(bytes && test_write_file(tr_fmt("%s/%s", lastonly, copied[i]), bytes, n) == 0,
+               "cannot copy %s/%s", general, copied[i]);
+        free(bytes);
+    }
+    const char *out_last = test_strdup(tr_fmt("%s/cmp_last", g_work));
+    rc = compare("lastonly", lastonly, "--out", out_last, "--beam", "2", "--sentences", "0", NULL);
+    EXPECT(rc == 0, "compare of a folder with only last.ckpt exited %d, expected 0", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/compare.md", out_last), "lastonly/last.ckpt") &&
+               tr_file_contains(tr_fmt("%s/compare.md", out_last), "no validation had run"),
+           "compare.md does not say that run lastonly was compared on its last.ckpt");
     const char *missing = tr_fmt("%s/no_such_run", g_work);
     rc = compare("bad_missing", missing, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare with a missing path as RUN exited %d, expected 2", rc);

@@ -1,0 +1,59 @@
+/* average.c — `trainer average --out FILE CKPT...`: checkpoint averaging (Vaswani et al. 2017
+ * §6.1), the parameters of several checkpoints of one model averaged element-wise into FILE
+ * (train/checkpoint.h checkpoint_average: Adam moments, config and training state from the last
+ * CKPT). FILE is written atomically; `trainer eval --checkpoint FILE` then scores it.
+ * Exit codes: 0 written; 1 a checkpoint that does not load, checkpoints of different models, or a
+ * write error; 2 a bad command line. Source: — (fairseq's scripts/average_checkpoints.py, the
+ * idea).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "train/checkpoint.h"
+
+int cmd_average(int argc, char **argv) {
+    const char *out = NULL;
+    const char **paths = xcalloc((size_t)argc + 1, sizeof *paths);
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "trainer average: --out needs a file name\n");
+                free(paths);
+                return 2;
+            }
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "trainer average: unknown option '%s'\n", argv[i]);
+            cli_usage(stderr);
+            free(paths);
+            return 2;
+        } else {
+            paths[n++] = argv[i];
+        }
+    }
+    if (!out || n < 1) {
+        fprintf(stderr, "trainer average: give --out FILE and at least one checkpoint, e.g. "
+                        "trainer average --out avg.ckpt run/step_4000.ckpt run/last.ckpt\n");
+        free(paths);
+        return 2;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(paths[i], out)) {
+            fprintf(stderr, "trainer average: --out %s is also an input; write the average to "
+                            "another file\n", out);
+            free(paths);
+            return 2;
+        }
+    Err err;
+    if (checkpoint_average(paths, n, out, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        free(paths);
+        return 1;
+    }
+    printf("trainer average: %s = mean of %d checkpoint%s\n", out, n, n == 1 ? "" : "s");
+    free(paths);
+    return 0;
+}
