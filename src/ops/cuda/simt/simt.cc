@@ -1,10 +1,13 @@
 /* ops/cuda/simt/simt.cc — the SIMT emulation's run time: fibers, the block scheduler, barriers,
  * warp collectives, shared memory, schedules and error reports (contract: simt.h, simt_c.h).
  *
- * Fiber switch: on x86-64 without sanitizers a hand-written register switch (simt_ctx_switch
- * below: saves the callee-saved registers, MXCSR and the x87 control word on the old stack,
- * swaps stack pointers); elsewhere, and under ASan (with its fiber annotations) or TSan,
- * swapcontext. Fiber stacks are pooled per OS thread, each with a guard page below it.
+ * Fiber switch: on x86-64 a hand-written register switch (simt_ctx_switch below: saves the
+ * callee-saved registers, MXCSR and the x87 control word on the old stack, swaps stack
+ * pointers); elsewhere, or with SIMT_FORCE_UCONTEXT, swapcontext. Either way every switch is
+ * announced to ASan (__sanitizer_start/finish_switch_fiber) and TSan (__tsan_switch_to_fiber):
+ * the sanitizers need those annotations, not swapcontext itself (ASan's swapcontext interceptor
+ * even clears the whole target stack's shadow on every switch: 50 k threads/s measured, against
+ * the register switch's millions). Fiber stacks are pooled per OS thread, with a guard page.
  *
  * TSan mode (SIMT_TSAN defined; this file itself is not instrumented, the kernels are): blocks run
  * on several OS threads at once; every emulated thread is a TSan fiber, switched with the no-sync
@@ -46,8 +49,7 @@ void __tsan_release(void *addr);
 static const unsigned kTsanNoSync = 1u << 0;
 #endif
 
-#if defined(__x86_64__) && !defined(SIMT_ASAN_BUILD) && !defined(SIMT_TSAN_BUILD) &&            \
-    !defined(SIMT_FORCE_UCONTEXT)
+#if defined(__x86_64__) && !defined(SIMT_FORCE_UCONTEXT)
 #define SIMT_FAST_SWITCH 1
 #endif
 
@@ -290,9 +292,6 @@ char *alloc_stack() {
 void resume(Exec *E, Fiber *f) {
     E->cur = f;
     simt::detail::g_ctx = &f->ctx;
-#if defined(SIMT_FAST_SWITCH)
-    simt_ctx_switch(&E->sched_sp, f->sp);
-#else
 #if defined(SIMT_ASAN_BUILD)
     void *fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, f->stack_lo, kStackBytes);
@@ -300,10 +299,13 @@ void resume(Exec *E, Fiber *f) {
 #if defined(SIMT_TSAN_BUILD)
     __tsan_switch_to_fiber(f->tsan_fiber, kTsanNoSync);
 #endif
+#if defined(SIMT_FAST_SWITCH)
+    simt_ctx_switch(&E->sched_sp, f->sp);
+#else
     swapcontext(&E->sched_uc, f->uc);
+#endif
 #if defined(SIMT_ASAN_BUILD)
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#endif
 #endif
     simt::detail::g_ctx = nullptr;
     E->cur = nullptr;
@@ -311,10 +313,6 @@ void resume(Exec *E, Fiber *f) {
 
 /* Fiber f -> scheduler (final: f has ended and is never resumed). */
 void yield(Exec *E, Fiber *f, bool final) {
-#if defined(SIMT_FAST_SWITCH)
-    (void)final;
-    simt_ctx_switch(&f->sp, E->sched_sp);
-#else
 #if defined(SIMT_ASAN_BUILD)
     __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, E->sched_stack_bottom,
                                    E->sched_stack_size);
@@ -324,10 +322,13 @@ void yield(Exec *E, Fiber *f, bool final) {
 #if defined(SIMT_TSAN_BUILD)
     __tsan_switch_to_fiber(E->tsan_main, kTsanNoSync);
 #endif
+#if defined(SIMT_FAST_SWITCH)
+    simt_ctx_switch(&f->sp, E->sched_sp);
+#else
     swapcontext(f->uc, &E->sched_uc);
+#endif
 #if defined(SIMT_ASAN_BUILD)
     __sanitizer_finish_switch_fiber(f->asan_fake, nullptr, nullptr);
-#endif
 #endif
 }
 
@@ -353,8 +354,12 @@ void fiber_main(Fiber *f) {
 void fiber_prepare(Fiber *f) {
     if (!f->stack_lo) f->stack_lo = alloc_stack();
 #if defined(SIMT_ASAN_BUILD)
-    /* frames of fibers abandoned by a failed launch leave poisoned redzones behind */
-    __asan_unpoison_memory_region(f->stack_lo, kStackBytes);
+    /* frames of a fiber abandoned by a failed launch leave poisoned redzones behind; a fiber
+     * that ended leaves only its entry frames, at the top */
+    if (f->state == ST_DONE)
+        __asan_unpoison_memory_region(f->stack_lo + kStackBytes - 8192, 8192);
+    else
+        __asan_unpoison_memory_region(f->stack_lo, kStackBytes);
 #endif
 #if defined(SIMT_FAST_SWITCH)
     /* the initial frame simt_ctx_switch pops: control word slot, r15, r14, r13 = entry function,
@@ -385,6 +390,7 @@ void fiber_prepare(Fiber *f) {
 Fiber *fiber_of(Exec *E, unsigned i) {
     while (E->fibers.size() <= i) {
         std::unique_ptr<Fiber> f(new Fiber());
+        f->state = ST_BAR; /* a fresh stack: prepared in full */
         E->fibers.push_back(std::move(f));
     }
     return E->fibers[i].get();
@@ -569,8 +575,8 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
         f->ctx.bdim = b;
         f->ctx.gdim = g;
         f->linear = i;
-        f->state = ST_RUN;
         fiber_prepare(f);
+        f->state = ST_RUN;
 #if defined(SIMT_TSAN_BUILD)
         f->tsan_fiber = __tsan_create_fiber(0); /* inherits this thread's history: the launch */
 #endif
