@@ -22,7 +22,7 @@ constexpr int MM_SCALE_THREADS = CUDA_EW_THREADS;
 
 /* c[i] *= beta, i < n (the K = 0 product: C = beta C, which cuBLAS cannot be asked for with the
  * leading dimensions of an empty A). */
-static __global__ void __launch_bounds__(MM_SCALE_THREADS)
+__global__ void __launch_bounds__(MM_SCALE_THREADS)
 k_matmul_scale(float *c, float beta, size_t n) {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) c[i] *= beta;
