@@ -1406,6 +1406,36 @@ static void vs_cpu_matmul(void) {
                     free(ha), free(hb), free(hc);
                 }
     }
+    /* train.precision: tf32 and bf16 round the inputs (10 and 7 mantissa bits), so the product
+     * moves away from the fp32 one by about 2^-11 and 2^-8 relative, and no further */
+    static const struct { int prec; double lo, hi; const char *name; } precs[] = {
+        {BACKEND_PRECISION_TF32, 1e-6, 3e-3, "tf32"}, {BACKEND_PRECISION_BF16, 1e-5, 2e-2, "bf16"}};
+    int M = 37, Nc = 53, K = 71;
+    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
+    float *ha = frand_pm1(na), *hb = frand_pm1(nb);
+    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
+    float *ca = to_backend(cpu, ha, na), *cb = to_backend(cpu, hb, nb);
+    float *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
+    cpu->matmul(cc, ca, cb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+    float *c = from_backend(cpu, cc, nc);
+    for (int p = 0; p < 2; p++) {
+        backend_cuda_set_precision(precs[p].prec);
+        gpu->matmul(gc, ga, gb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+        backend_cuda_set_precision(BACKEND_PRECISION_FP32);
+        float *g = from_backend(gpu, gc, nc);
+        char what[64];
+        snprintf(what, sizeof what, "matmul at precision %s", precs[p].name);
+        record_output(what, g, nc);
+        double e = rel_err(g, c, nc);
+        EXPECT(e > precs[p].lo && e < precs[p].hi,
+               "matmul at precision %s: relative error %.3g against fp32, want (%.0e, %.0e)",
+               precs[p].name, e, precs[p].lo, precs[p].hi);
+        printf("  matmul at precision %s: relative error %.2e against the cpu's fp32\n",
+               precs[p].name, e);
+        free(g);
+    }
+    free(c), free(ha), free(hb);
+    gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
 }
 
 /* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */
