@@ -2,13 +2,18 @@
 # What CI runs, in named steps, each timed:
 #   1. prepare   install the Debian packages, build (build/), fetch Multi30k   scripts/prepare.sh
 #   2. tests     the whole CTest suite                                          build/
-#   3. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
-#   4. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
-# Extra arguments go to both ctest runs. TEST_STEPS="prepare tests" (a subset, in this order)
+#   3. simt      the emulated CUDA build: ctest -L simt plain, under ASan+UBSan scripts/simt.sh
+#                and under TSan (every CUDA op against the CPU under five thread schedules)
+#   4. ptxas     nvcc/ptxas static check of the kernels (spills, local memory,  scripts/ptxas_check.sh
+#                launch bounds, shared memory) and that docs/cuda_kernels.md     --self-test, --check
+#                is current; skipped with a message when nvcc is absent
+#   5. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
+#   6. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
+# Extra arguments go to the ctest runs. TEST_STEPS="prepare tests" (a subset, in this order)
 # runs only those steps. Stops at the first step that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${TEST_STEPS:-prepare tests sanitize fuzz}
+steps=${TEST_STEPS:-prepare tests simt ptxas sanitize fuzz}
 times=()
 run_step() {
   local name=$1
@@ -22,6 +27,9 @@ run_step() {
 }
 run_step prepare bash scripts/prepare.sh
 run_step tests ctest --test-dir build --output-on-failure -j2 "$@"
+run_step simt bash scripts/simt.sh "$@"
+ptxas_step() { bash scripts/ptxas_check.sh --self-test && bash scripts/ptxas_check.sh --check; }
+run_step ptxas ptxas_step
 run_step sanitize bash scripts/sanitize.sh "$@"
 run_step fuzz bash scripts/fuzz.sh
 echo "==== all steps passed:"

@@ -381,4 +381,19 @@ void backend_cpu_prefer_fast_blas(char **argv);
  * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
 const Backend *backend_cuda(char *err_msg, size_t err_len);
 
+/* Precision of the CUDA backend's matrix products (train.precision): storage, accumulation,
+ * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded on the tensor
+ * cores — fp32: not at all; tf32: to 10 mantissa bits; bf16: to 7 (cuBLAS compute types
+ * CUBLAS_COMPUTE_32F, _FAST_TF32, _FAST_16BF; NVIDIA A100 whitepaper, TF32). */
+enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION_BF16 = 2 };
+
+/* Sets the precision of every later cuda matmul (one of BACKEND_PRECISION_*; default fp32).
+ * Call it at start-up, after backend_cuda(). An unknown value aborts (programmer error). In a
+ * build without CUDA it does nothing. */
+void backend_cuda_set_precision(int precision);
+
+/* The CUDA device's name ("" before backend_cuda() succeeded or without CUDA); "SIMT emulation
+ * (host)" in the emulated build. */
+const char *backend_cuda_device_name(void);
+
 #endif

@@ -17,6 +17,11 @@ const char *const cell_type_names[2] = {"lstm", "gru"};
 const char *const device_type_names[2] = {"cpu", "cuda"};
 const char *const norm_place_names[2] = {"pre", "post"};
 const char *const lr_schedule_names[2] = {"plateau", "inverse_sqrt"};
+const char *const precision_names[3] = {"fp32", "tf32", "bf16"};
+_Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
+                   (int)PRECISION_TF32 == (int)BACKEND_PRECISION_TF32 &&
+                   (int)PRECISION_BF16 == (int)BACKEND_PRECISION_BF16,
+               "Precision and ops.h's BACKEND_PRECISION_* must agree");
 const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
     "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",
@@ -109,6 +114,8 @@ static const KeyDef keys[] = {
     K_STR("data", "cache_dir", cache_dir, "data/cache", "folder for tokenized data and models"),
 
     K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend"),
+    K_ENUM("train", "precision", precision, "fp32", precision_names,
+           "matmul input precision on cuda (tf32, bf16: tensor-core rounding); cpu: fp32"),
     K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most"),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
@@ -655,6 +662,10 @@ Status config_validate(const Config *c, Err *err) {
          "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,
          attention_kind_names[ms->attention],
          ms->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
+    RULE(c->device == DEVICE_CUDA || c->precision == PRECISION_FP32,
+         "config %s: train.precision = %s needs train.device = cuda; the cpu backend computes in "
+         "fp32 only (bf16 on the CPU is issue 16's work): set train.precision = fp32", nm,
+         precision_names[c->precision]);
     RULE(c->min_lr <= c->lr,
          "config %s: train.min_lr = %g is above train.lr = %g; lower train.min_lr", nm,
          (double)c->min_lr, (double)c->lr);

@@ -43,12 +43,15 @@
 
 typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
 typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
+/* names: fp32, tf32, bf16; the values are ops.h's BACKEND_PRECISION_* */
+typedef enum { PRECISION_FP32, PRECISION_TF32, PRECISION_BF16 } Precision;
 
 extern const char *const model_type_names[2];
 extern const char *const cell_type_names[2];
 extern const char *const device_type_names[2];
 extern const char *const norm_place_names[2];
 extern const char *const lr_schedule_names[2];
+extern const char *const precision_names[3];
 /* model.dec_self_attention names: attention_kind_names with "same" in place of "none" */
 extern const char *const dec_self_attention_names[ATTN_KIND_COUNT];
 
@@ -71,6 +74,9 @@ typedef struct Config {
     char cache_dir[1024];    /* data.cache_dir (data/cache) */
     /* [train] */
     DeviceType device;       /* train.device = cpu | cuda (cpu) */
+    Precision precision;     /* train.precision = fp32 | tf32 | bf16 (fp32): the cuda matmuls'
+                                input rounding (ops.h backend_cuda_set_precision); weights, Adam
+                                state and accumulation stay fp32; cpu: fp32 only */
     uint64_t seed;           /* train.seed: any 64-bit value (1) */
     int max_epochs;          /* train.max_epochs (30, 1..1000000) */
     long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */

@@ -283,6 +283,11 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     set_threads(cfg->threads);
     const Backend *be;
     if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
+    if (cfg->device == DEVICE_CUDA) {
+        backend_cuda_set_precision((int)cfg->precision);
+        printf("device: cuda, %s, precision %s, kernels: own\n", backend_cuda_device_name(),
+               precision_names[cfg->precision]);
+    }
     if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
     if (make_dir(r->dir, err)) return STATUS_ERR;
     if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;

@@ -65,6 +65,9 @@
 #include "optest.h"
 #include "core/rng.h"
 #include "testutil.h"
+#ifdef TRAINER_SIMT
+#include "ops/cuda/simt/simt_c.h" /* the emulated build: thread schedules */
+#endif
 
 static const Backend *be; /* the CPU backend (the CPU cases) */
 
@@ -1297,11 +1300,34 @@ static double rel_err(const float *got, const float *ref, size_t n) {
     return rmax > 0.0 ? dmax / rmax : dmax;
 }
 
+/* The outputs compare() downloaded from the backend under test, in order: a 64-bit FNV-1a hash
+ * of each one's bytes and its label (the schedule check of run_vs_cpu). */
+static struct { uint64_t hash; char what[120]; } *out_seen;
+static size_t n_seen, cap_seen;
+
+static void record_output(const char *what, const float *g, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)g;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+    if (n_seen == cap_seen) {
+        cap_seen = cap_seen ? 2 * cap_seen : 256;
+        out_seen = realloc(out_seen, cap_seen * sizeof *out_seen);
+        if (!out_seen) {
+            fprintf(stderr, "out of host memory\n");
+            exit(2);
+        }
+    }
+    out_seen[n_seen].hash = h;
+    snprintf(out_seen[n_seen].what, sizeof out_seen[n_seen].what, "%s", what);
+    n_seen++;
+}
+
 /* Downloads a float tensor from both backends and compares them. */
 static void compare(const char *what, const float *g_dev, const float *c_dev, size_t n,
                     double tol) {
     float *g = from_backend(gpu, g_dev, n);
     float *c = from_backend(cpu, c_dev, n);
+    record_output(what, g, n);
     double e = rel_err(g, c, n);
     EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
     free(g);
@@ -1384,6 +1410,36 @@ static void vs_cpu_matmul(void) {
                     free(ha), free(hb), free(hc);
                 }
     }
+    /* train.precision: tf32 and bf16 round the inputs (10 and 7 mantissa bits), so the product
+     * moves away from the fp32 one by about 2^-11 and 2^-8 relative, and no further */
+    static const struct { int prec; double lo, hi; const char *name; } precs[] = {
+        {BACKEND_PRECISION_TF32, 1e-6, 3e-3, "tf32"}, {BACKEND_PRECISION_BF16, 1e-5, 2e-2, "bf16"}};
+    int M = 37, Nc = 53, K = 71;
+    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
+    float *ha = frand_pm1(na), *hb = frand_pm1(nb);
+    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
+    float *ca = to_backend(cpu, ha, na), *cb = to_backend(cpu, hb, nb);
+    float *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
+    cpu->matmul(cc, ca, cb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+    float *c = from_backend(cpu, cc, nc);
+    for (int p = 0; p < 2; p++) {
+        backend_cuda_set_precision(precs[p].prec);
+        gpu->matmul(gc, ga, gb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+        backend_cuda_set_precision(BACKEND_PRECISION_FP32);
+        float *g = from_backend(gpu, gc, nc);
+        char what[64];
+        snprintf(what, sizeof what, "matmul at precision %s", precs[p].name);
+        record_output(what, g, nc);
+        double e = rel_err(g, c, nc);
+        EXPECT(e > precs[p].lo && e < precs[p].hi,
+               "matmul at precision %s: relative error %.3g against fp32, want (%.0e, %.0e)",
+               precs[p].name, e, precs[p].lo, precs[p].hi);
+        printf("  matmul at precision %s: relative error %.2e against the cpu's fp32\n",
+               precs[p].name, e);
+        free(g);
+    }
+    free(c), free(ha), free(hb);
+    gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
 }
 
 /* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */
@@ -1445,6 +1501,35 @@ static void vs_cpu_axpy_scale(void) {
             gpu->free(gx), cpu->free(cx);
             free(hx);
         }
+    }
+}
+
+/* tanh_forward and, from its output, tanh_backward (accumulating into dinp), over sizes that are
+ * not multiples of any block size; inputs in [-4, 4) cover the saturating range. */
+static void vs_cpu_tanh(void) {
+    static const size_t sizes[] = {1, 257, 100003};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        char what[64];
+        if (!HAVE(tanh_forward)) return;
+        float *hx = frand(n, -4, 4), *hdy = frand_pm1(n), *hdx = frand_pm1(n);
+        float *gx = to_backend(gpu, hx, n), *cx = to_backend(cpu, hx, n);
+        float *gy = gpu->alloc(n * sizeof(float)), *cy = cpu->alloc(n * sizeof(float));
+        gpu->tanh_forward(gy, gx, n);
+        cpu->tanh_forward(cy, cx, n);
+        snprintf(what, sizeof what, "tanh_forward n=%zu", n);
+        compare(what, gy, cy, n, 1e-6);
+        if (HAVE(tanh_backward)) {
+            float *gdy = to_backend(gpu, hdy, n), *cdy = to_backend(cpu, hdy, n);
+            float *gdx = to_backend(gpu, hdx, n), *cdx = to_backend(cpu, hdx, n);
+            gpu->tanh_backward(gdx, gdy, gy, n);
+            cpu->tanh_backward(cdx, cdy, cy, n);
+            snprintf(what, sizeof what, "tanh_backward n=%zu", n);
+            compare(what, gdx, cdx, n, 1e-6);
+            gpu->free(gdy), gpu->free(gdx), cpu->free(cdy), cpu->free(cdx);
+        }
+        gpu->free(gx), gpu->free(gy), cpu->free(cx), cpu->free(cy);
+        free(hx), free(hdy), free(hdx);
     }
 }
 
@@ -1945,8 +2030,8 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_CONCAT2_BACKWARD] = {"concat2_backward", test_concat2, vs_cpu_shape},
     [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", test_transpose01, vs_cpu_shape},
     [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", test_transpose01, vs_cpu_shape},
-    [OP_TANH_FORWARD] = {"tanh_forward", test_tanh, NULL},
-    [OP_TANH_BACKWARD] = {"tanh_backward", test_tanh, NULL},
+    [OP_TANH_FORWARD] = {"tanh_forward", test_tanh, vs_cpu_tanh},
+    [OP_TANH_BACKWARD] = {"tanh_backward", test_tanh, vs_cpu_tanh},
     [OP_DROPOUT_FORWARD] = {"dropout_forward", test_dropout, vs_cpu_dropout},
     [OP_DROPOUT_BACKWARD] = {"dropout_backward", test_dropout, vs_cpu_dropout},
     [OP_LAYERNORM_FORWARD] = {"layernorm_forward", case_layernorm, NULL},
@@ -2018,6 +2103,24 @@ static int run_cpu(void) {
     return test_report("test_backend_ops");
 }
 
+/* One pass of every vs-cpu case the backend under test supports, the input generator seeded
+ * afresh (so that every pass draws the same inputs); verbose: name the ops it lacks. */
+static void vs_cpu_suite(int verbose) {
+    rng_seed(&optest_rng, 20240601u, 7u);
+    check_table();
+    vs_cpu_memory();
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (!supports_op(gpu, (OpKind)op)) {
+            if (verbose) printf("  cuda backend has no %s yet: skipped\n", op_name((OpKind)op));
+            continue;
+        }
+        EXPECT(CASES[op].vs_cpu != NULL, "cuda implements %s but its case has no check against "
+               "the cpu", op_name((OpKind)op));
+        if (CASES[op].vs_cpu && !ran_before(op, CASES[op].vs_cpu, 1)) CASES[op].vs_cpu();
+    }
+    gpu->synchronize();
+}
+
 static int run_vs_cpu(const char *backend) {
     char msg[1024] = "";
     if (strcmp(backend, "cuda") != 0) {
@@ -2037,19 +2140,45 @@ static int run_vs_cpu(const char *backend) {
     EXPECT(mem_ok, "the cuda backend lacks a memory entry (alloc/free/upload/download/copy/zero/"
                    "synchronize)");
     if (!mem_ok) return test_report("test_backend_ops --backend cuda");
-    rng_seed(&optest_rng, 20240601u, 7u);
-    check_table();
-    vs_cpu_memory();
-    for (int op = 0; op < OP_COUNT; op++) {
-        if (!supports_op(gpu, (OpKind)op)) {
-            printf("  cuda backend has no %s yet: skipped\n", op_name((OpKind)op));
-            continue;
+#ifndef TRAINER_SIMT
+    vs_cpu_suite(1);
+#else
+    /* The emulated build: the whole suite under five thread/block schedules, the inputs drawn
+     * identically each time; a race-free kernel gives the same bits under every schedule, so
+     * every output must hash as under the first (DESIGN.md §11). */
+    static const struct { int kind; unsigned long long seed; const char *name; } sched[] = {
+        {SIMT_FORWARD, 0, "forward"}, {SIMT_REVERSE, 0, "reverse"}, {SIMT_RANDOM, 1, "random:1"},
+        {SIMT_RANDOM, 2, "random:2"}, {SIMT_RANDOM, 3, "random:3"}};
+    size_t n_ref = 0;
+    uint64_t *ref = NULL;
+    for (int s = 0; s < 5; s++) {
+        simt_set_schedule(sched[s].kind, sched[s].seed);
+        n_seen = 0;
+        int failed_before = test_failures;
+        double t0 = omp_get_wtime();
+        vs_cpu_suite(s == 0);
+        size_t differ = 0, first = 0;
+        if (s == 0) {
+            n_ref = n_seen;
+            ref = malloc(n_ref * sizeof *ref + 1);
+            if (!ref) exit(2);
+            for (size_t i = 0; i < n_ref; i++) ref[i] = out_seen[i].hash;
+        } else {
+            for (size_t i = 0; i < n_seen && i < n_ref; i++)
+                if (out_seen[i].hash != ref[i] && differ++ == 0) first = i;
+            EXPECT(n_seen == n_ref, "schedule %s: %zu outputs, the forward schedule had %zu",
+                   sched[s].name, n_seen, n_ref);
+            EXPECT(differ == 0, "schedule %s: %zu of %zu outputs differ in bits from the forward "
+                   "schedule's (a race or an uninitialised read), the first: %s", sched[s].name,
+                   differ, n_seen, differ ? out_seen[first].what : "");
         }
-        EXPECT(CASES[op].vs_cpu != NULL, "cuda implements %s but its case has no check against "
-               "the cpu", op_name((OpKind)op));
-        if (CASES[op].vs_cpu && !ran_before(op, CASES[op].vs_cpu, 1)) CASES[op].vs_cpu();
+        printf("schedule %-8s: %zu outputs, %s, %d failed checks, %.1f s\n", sched[s].name,
+               n_seen, s == 0 ? "reference" : differ ? "BITS DIFFER" : "bit-identical",
+               test_failures - failed_before, omp_get_wtime() - t0);
     }
-    gpu->synchronize();
+    free(ref);
+#endif
+    free(out_seen);
     return test_report("test_backend_ops --backend cuda");
 }
 

@@ -342,6 +342,8 @@ static void test_validate(void) {
         {"run.name=a/b", "run.name 'a/b' cannot name a folder"},
         {"run.name=..", "cannot name a folder"},
         {"run.name=", "cannot name a folder"},
+        {"train.precision=tf32", "train.precision = tf32 needs train.device = cuda"},
+        {"train.precision=bf16", "bf16 on the CPU is issue 16's work"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Config c;
@@ -368,6 +370,17 @@ static void test_validate(void) {
     config_defaults(&c);
     c.model.emb = 0;
     EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.emb"), "%s", err.msg);
+    /* train.precision: fp32 by default; tf32/bf16 with device = cuda; an unknown name is refused
+     * naming the key and the valid values */
+    config_defaults(&c);
+    EXPECT(c.precision == PRECISION_FP32, "default precision %d", (int)c.precision);
+    EXPECT(config_set(&c, "train.device=cuda", &err) == STATUS_OK &&
+               config_set(&c, "train.precision=bf16", &err) == STATUS_OK &&
+               config_validate(&c, &err) == STATUS_OK && c.precision == PRECISION_BF16,
+           "cuda + bf16: %s", err.msg);
+    EXPECT(config_set(&c, "train.precision=fp16", &err) != STATUS_OK &&
+               strstr(err.msg, "train.precision") && strstr(err.msg, "fp32, tf32, bf16"),
+           "fp16: %s", err.msg);
 }
 
 static void roundtrip(const Config *c, const char *what) {

@@ -9,3 +9,8 @@ const Backend *backend_cuda(char *err_msg, size_t err_len) {
              "rebuild on a machine with the CUDA toolkit, or set train.device = cpu");
     return NULL;
 }
+
+/* No CUDA: nothing uses the precision. */
+void backend_cuda_set_precision(int precision) { (void)precision; }
+
+const char *backend_cuda_device_name(void) { return ""; }

@@ -19,7 +19,14 @@
  *   - Tensor cores only through cuBLAS(Lt) (or the WMMA API): no inline PTX.
  *   - No float atomics (DESIGN.md §8: results are deterministic); integer atomics are allowed.
  *   - Every kernel declares __launch_bounds__(max threads per block) (scripts/ptxas_check.sh reads
- *     it to compute occupancy).
+ *     it, through the PTX's .maxntid, to compute occupancy; a kernel without it fails the check).
+ *   - A kernel that uses DYN_SHARED states the most dynamic shared memory its host code launches
+ *     it with, in bytes, in a comment before its body: `// smem-max: 16384` (a literal number;
+ *     append `optin` when the host code raises cudaFuncAttributeMaxDynamicSharedMemorySize
+ *     through a pointer instead of naming the kernel in cudaFuncSetAttribute). The host code
+ *     must never launch it with more. scripts/ptxas_check.sh adds it to the static shared memory
+ *     for the occupancy table (docs/cuda_kernels.md) and fails above 227 KiB, or above 48 KiB
+ *     without the attribute.
  *
  * Errors: a bad launch is reported by CUDA_CHECK_LAUNCH (abort with file:line); under the
  * emulation a barrier divergence, deadlock or bad shuffle aborts naming the kernel, block, thread

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# simt.sh — the emulated CUDA build's checks (DESIGN.md §11), each phase timed:
+#   1. build-simt       -DTRAINER_SIMT=ON (Release, the default compilers): the CUDA backend
+#                       compiled as C++ against the SIMT emulation and the host stand-ins of the
+#                       CUDA runtime and cuBLAS; runs `ctest -L simt` (the emulation's own tests,
+#                       the stand-ins' test, every CUDA op against the CPU under five schedules)
+#   2. build-simt-asan  the same under ASan + UBSan (clang, -DTRAINER_SANITIZE=ON), `ctest -L simt`
+#   3. scripts/simt_tsan.sh, when present (ThreadSanitizer build of the emulation, gcc)
+# Only the simt tests' executables are built (target simt_tests). Extra arguments go to ctest.
+# SIMT_PHASES="plain asan tsan" (a subset) runs only those. Stops at the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+phases=${SIMT_PHASES:-plain asan tsan}
+times=()
+phase() {
+  local name=$1
+  shift
+  case " $phases " in *" $name "*) ;; *) return 0 ;; esac
+  echo "==== simt $name"
+  local t0=$SECONDS
+  "$@"
+  times+=("$(printf '%-6s %5d s' "$name" $((SECONDS - t0)))")
+}
+plain() {
+  cmake -S . -B build-simt -DCMAKE_BUILD_TYPE=Release -DTRAINER_SIMT=ON >/dev/null
+  cmake --build build-simt -j2 --target simt_tests -- --no-print-directory >/dev/null
+  ctest --test-dir build-simt -L simt --output-on-failure -j2 "$@"
+}
+asan() {
+  local cc=${SANITIZE_CC:-clang} cxx=${SANITIZE_CXX:-clang++}
+  if ! command -v "$cc" >/dev/null || ! command -v "$cxx" >/dev/null; then
+    echo "simt: $cc / $cxx not found; run scripts/setup.sh" >&2
+    return 1
+  fi
+  cmake -S . -B build-simt-asan -DCMAKE_BUILD_TYPE=Release -DTRAINER_SIMT=ON \
+        -DTRAINER_SANITIZE=ON -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
+  cmake --build build-simt-asan -j2 --target simt_tests -- --no-print-directory >/dev/null
+  ctest --test-dir build-simt-asan -L simt --output-on-failure -j2 "$@"
+}
+tsan() {
+  if [ -f scripts/simt_tsan.sh ]; then
+    bash scripts/simt_tsan.sh
+  else
+    echo "simt: scripts/simt_tsan.sh not present; TSan phase skipped"
+  fi
+}
+phase plain plain "$@"
+phase asan asan "$@"
+phase tsan tsan
+echo "==== simt: all phases passed:"
+printf '  %s\n' "${times[@]}"
