@@ -274,4 +274,10 @@ size_t cuda_host_max_dynamic_smem(const void *func) {
     return it == g_func_smem.end() ? kSmemDefault : (size_t)it->second;
 }
 
+int cuda_host_check_launch_smem(const void *func, size_t smem_bytes) {
+    if (smem_bytes <= cuda_host_max_dynamic_smem(func)) return 1;
+    fail(cudaErrorInvalidValue);
+    return 0;
+}
+
 }  // extern "C"
