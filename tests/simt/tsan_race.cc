@@ -18,5 +18,10 @@ int main() {
     int *pf = &found;
     TLAUNCH(p_racy_flag, 8, 64, 0, px, pf, n);
     printf("found = %d (a report above means the race was caught)\n", found);
+    /* the missing barrier of planted.cuh is a data race too */
+    std::vector<float> y(4 * 256, 1.0f), out(4);
+    const float *py = y.data();
+    float *po = out.data();
+    TLAUNCH(p_missing_barrier, 4, 256, 0, py, po);
     return found == 1 ? 0 : 1;
 }

@@ -86,5 +86,6 @@ if(TRAINER_SIMT_TSAN)
 endif()
 if(TRAINER_SIMT_TSAN)
   # the correct kernels must give no report: TSan's exit code 66 on a report fails the test
-  set_tests_properties(test_simt test_simt_c PROPERTIES ENVIRONMENT "TSAN_OPTIONS=exitcode=66:halt_on_error=0")
+  set_tests_properties(test_simt test_simt_c PROPERTIES ENVIRONMENT
+    "TRAINER_SANITIZE=1;SIMT_TEST_NO_FORK=1;TSAN_OPTIONS=exitcode=66:halt_on_error=0")
 endif()
