@@ -12,7 +12,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "cuda_runtime_api.h"
+#include <cuda_runtime_api.h>
 
 namespace {
 
