@@ -28,8 +28,16 @@ uint32_t rng_below(Rng *r, uint32_t n);
 float rng_normal(Rng *r);
 
 /* Counter-based hash: a uniform 32-bit value from (key, counter) (SplitMix64 finaliser,
- * Steele et al. 2014). Pure function: the same inputs give the same output on every backend. */
-static inline uint32_t rng_hash(uint64_t key, uint64_t counter) {
+ * Steele et al. 2014). Pure function: the same inputs give the same output on every backend.
+ * One definition serves the host and the GPU: under nvcc it is also a __device__ function
+ * (RNG_HOST_DEVICE), so the CUDA dropout kernels (ops/cuda/dropout.cuh) draw the CPU's masks
+ * bit for bit. */
+#if defined(__CUDACC__)
+#define RNG_HOST_DEVICE __host__ __device__
+#else
+#define RNG_HOST_DEVICE
+#endif
+static inline RNG_HOST_DEVICE uint32_t rng_hash(uint64_t key, uint64_t counter) {
     uint64_t z = key + 0x9E3779B97F4A7C15ull * (counter + 1);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -46,7 +46,11 @@
  * CUDA against CPU (as tests/gpu/test_cuda_backend.c was), normwise relative error
  * max|gpu − cpu| / max|cpu|: memory ops exact; matmul < 1e-4 (FP32, different summation order);
  * bias/axpy/scale < 1e-6 (bias_backward 1e-5; FMA contraction may differ); sumsq < 1e-9 (both
- * accumulate in double); all_finite: the same verdict.
+ * accumulate in double); all_finite: the same verdict. Shape ops (concat2, transpose01,
+ * permute0213, write_step, gather_rows, gather_rows_strided), dropout masks and outputs,
+ * bias_relu_dropout_forward, relu_dropout_backward and embedding_forward/backward: bit-identical
+ * (tolerance 0, whole destination buffers, so what must stay untouched is checked too);
+ * dropout_backward onto a nonzero prefill and adam_update < 1e-6 (FMA contraction).
  */
 #include <float.h>
 #include <math.h>
@@ -1566,6 +1570,395 @@ static void vs_cpu_reductions(void) {
     }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* shape ops, dropout, embedding, adam against the CPU                                         */
+/* Exact ops (copies, selects, masks, one float add) are compared bit for bit over the WHOLE   */
+/* destination buffer, which both backends receive with the same random prefill: what an op    */
+/* must not write (a row beyond n, floats beyond D of a strided row, the other steps of a      */
+/* cache, the rows of dtable no id names) must therefore stay exactly the CPU's, i.e. untouched */
+/* (the CPU cases check that the CPU leaves it untouched).                                     */
+
+static long kp_checks, kp_fails; /* comparisons by the four vs_cpu functions below, failed ones */
+
+/* n ints of host[] copied into be's memory. */
+static int *ints_to_backend(const Backend *be, const int *host, size_t n) {
+    int *p = be->alloc(n * sizeof(int));
+    be->upload(p, host, n * sizeof(int));
+    return p;
+}
+
+/* Downloads n floats from both backends; EXPECTs them bit-identical (memcmp per float, so
+ * -0/+0 and NaN payloads count), naming the first difference. */
+static void compare_exact(const char *what, const float *g_dev, const float *c_dev, size_t n) {
+    float *g = from_backend(gpu, g_dev, n);
+    float *c = from_backend(cpu, c_dev, n);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
+    EXPECT(bad == 0, "%s: %zu of %zu floats differ from the cpu (first at %zu: gpu %.9g cpu %.9g)",
+           what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
+    kp_checks++;
+    kp_fails += bad != 0;
+    free(g);
+    free(c);
+}
+
+/* compare() that also returns the measured normwise relative error (for the printed line). */
+static double compare_tol(const char *what, const float *g_dev, const float *c_dev, size_t n,
+                          double tol) {
+    float *g = from_backend(gpu, g_dev, n);
+    float *c = from_backend(cpu, c_dev, n);
+    double e = rel_err(g, c, n);
+    EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
+    kp_checks++;
+    kp_fails += !(e < tol);
+    free(g);
+    free(c);
+    return e;
+}
+
+/* The same host buffer in both backends. */
+typedef struct {
+    float *g, *c;
+} Pair;
+static Pair pair_of(const float *host, size_t n) {
+    Pair p = {to_backend(gpu, host, n), to_backend(cpu, host, n)};
+    return p;
+}
+static void pair_free(Pair p) {
+    gpu->free(p.g);
+    cpu->free(p.c);
+}
+
+/* concat2, transpose01, permute0213, write_step, gather_rows, gather_rows_strided: tolerance 0
+ * (copies; backward one float add onto a random prefill, the CPU's add). Shapes include 1s,
+ * sizes that are not multiples of the 256-thread block, and more than one block. */
+static void vs_cpu_shape(void) {
+    char what[128];
+    long checks0 = kp_checks, fails0 = kp_fails;
+    static const int cshapes[][3] = {{3, 4, 5}, {1, 1, 1}, {37, 130, 3}, {2, 1, 257}};
+    for (size_t s = 0; s < sizeof cshapes / sizeof cshapes[0]; s++) {
+        int N = cshapes[s][0], Ca = cshapes[s][1], Cb = cshapes[s][2], C = Ca + Cb;
+        size_t na = (size_t)N * Ca, nb = (size_t)N * Cb, no = (size_t)N * C;
+        float *ha = frand_pm1(na), *hb = frand_pm1(nb), *ho = frand_pm1(no);
+        Pair a = pair_of(ha, na), b = pair_of(hb, nb), o = pair_of(ho, no);
+        if (HAVE(concat2_forward)) {
+            gpu->concat2_forward(o.g, a.g, b.g, N, Ca, Cb);
+            cpu->concat2_forward(o.c, a.c, b.c, N, Ca, Cb);
+            snprintf(what, sizeof what, "concat2_forward N=%d Ca=%d Cb=%d", N, Ca, Cb);
+            compare_exact(what, o.g, o.c, no);
+        }
+        if (HAVE(concat2_backward)) { /* da, db prefilled (accumulate); then each NULL */
+            float *hd = frand_pm1(no);
+            Pair d = pair_of(hd, no);
+            for (int k = 0; k < 3; k++) {
+                gpu->concat2_backward(k == 2 ? NULL : a.g, k == 1 ? NULL : b.g, d.g, N, Ca, Cb);
+                cpu->concat2_backward(k == 2 ? NULL : a.c, k == 1 ? NULL : b.c, d.c, N, Ca, Cb);
+                snprintf(what, sizeof what, "concat2_backward N=%d Ca=%d Cb=%d (%s) da", N, Ca,
+                         Cb, k == 0 ? "both" : k == 1 ? "db NULL" : "da NULL");
+                compare_exact(what, a.g, a.c, na);
+                snprintf(what, sizeof what, "concat2_backward N=%d Ca=%d Cb=%d (%s) db", N, Ca,
+                         Cb, k == 0 ? "both" : k == 1 ? "db NULL" : "da NULL");
+                compare_exact(what, b.g, b.c, nb);
+            }
+            pair_free(d);
+            free(hd);
+        }
+        pair_free(a), pair_free(b), pair_free(o);
+        free(ha), free(hb), free(ho);
+    }
+
+    static const int tshapes[][3] = {{3, 4, 5}, {1, 7, 1}, {13, 9, 33}};
+    for (size_t s = 0; s < sizeof tshapes / sizeof tshapes[0]; s++) {
+        int D0 = tshapes[s][0], D1 = tshapes[s][1], C = tshapes[s][2];
+        size_t n = (size_t)D0 * D1 * C;
+        float *hi = frand_pm1(n), *ho = frand_pm1(n), *hd = frand_pm1(n), *hg = frand_pm1(n);
+        Pair in = pair_of(hi, n), o = pair_of(ho, n), d = pair_of(hd, n), g = pair_of(hg, n);
+        if (HAVE(transpose01_forward)) {
+            gpu->transpose01_forward(o.g, in.g, D0, D1, C);
+            cpu->transpose01_forward(o.c, in.c, D0, D1, C);
+            snprintf(what, sizeof what, "transpose01_forward D0=%d D1=%d C=%d", D0, D1, C);
+            compare_exact(what, o.g, o.c, n);
+        }
+        if (HAVE(transpose01_backward)) {
+            gpu->transpose01_backward(g.g, d.g, D0, D1, C);
+            cpu->transpose01_backward(g.c, d.c, D0, D1, C);
+            snprintf(what, sizeof what, "transpose01_backward D0=%d D1=%d C=%d", D0, D1, C);
+            compare_exact(what, g.g, g.c, n);
+        }
+        pair_free(in), pair_free(o), pair_free(d), pair_free(g);
+        free(hi), free(ho), free(hd), free(hg);
+    }
+
+    static const int pshapes[][4] = {{2, 3, 4, 5}, {3, 4, 1, 6}, {1, 1, 1, 1}, {3, 33, 8, 16}};
+    for (size_t s = 0; s < sizeof pshapes / sizeof pshapes[0]; s++) {
+        int A = pshapes[s][0], D0 = pshapes[s][1], D1 = pshapes[s][2], C = pshapes[s][3];
+        size_t n = (size_t)A * D0 * D1 * C;
+        float *hi = frand_pm1(n), *ho = frand_pm1(n), *hd = frand_pm1(n), *hg = frand_pm1(n);
+        Pair in = pair_of(hi, n), o = pair_of(ho, n), d = pair_of(hd, n), g = pair_of(hg, n);
+        if (HAVE(permute0213_forward)) {
+            gpu->permute0213_forward(o.g, in.g, A, D0, D1, C);
+            cpu->permute0213_forward(o.c, in.c, A, D0, D1, C);
+            snprintf(what, sizeof what, "permute0213_forward A=%d D0=%d D1=%d C=%d", A, D0, D1,
+                     C);
+            compare_exact(what, o.g, o.c, n);
+        }
+        if (HAVE(permute0213_backward)) {
+            gpu->permute0213_backward(g.g, d.g, A, D0, D1, C);
+            cpu->permute0213_backward(g.c, d.c, A, D0, D1, C);
+            snprintf(what, sizeof what, "permute0213_backward A=%d D0=%d D1=%d C=%d", A, D0, D1,
+                     C);
+            compare_exact(what, g.g, g.c, n);
+        }
+        pair_free(in), pair_free(o), pair_free(d), pair_free(g);
+        free(hi), free(ho), free(hd), free(hg);
+    }
+
+    if (HAVE(write_step)) { /* the cache has one row more than written (must stay untouched) */
+        static const int wshapes[][3] = {{3, 6, 5}, {1, 1, 1}, {7, 4, 65}};
+        for (size_t s = 0; s < sizeof wshapes / sizeof wshapes[0]; s++) {
+            int N = wshapes[s][0], Tcap = wshapes[s][1], C = wshapes[s][2];
+            size_t nc = (size_t)(N + 1) * Tcap * C, nx = (size_t)N * C;
+            float *hc = frand_pm1(nc);
+            Pair cache = pair_of(hc, nc);
+            const int ts[3] = {0, Tcap / 2, Tcap - 1};
+            for (int k = 0; k < 3; k++) {
+                float *hx = frand_pm1(nx);
+                Pair x = pair_of(hx, nx);
+                gpu->write_step(cache.g, x.g, N, Tcap, ts[k], C);
+                cpu->write_step(cache.c, x.c, N, Tcap, ts[k], C);
+                snprintf(what, sizeof what, "write_step N=%d Tcap=%d t=%d C=%d (whole cache)", N,
+                         Tcap, ts[k], C);
+                compare_exact(what, cache.g, cache.c, nc);
+                snprintf(what, sizeof what, "write_step N=%d C=%d: x unchanged", N, C);
+                compare_exact(what, x.g, x.c, nx);
+                pair_free(x);
+                free(hx);
+            }
+            pair_free(cache);
+            free(hc);
+        }
+    }
+
+    /* gather_rows (stride = D) and gather_rows_strided (D < stride: the tail of each row is
+     * kept); dst has one row more than written; repeated and out-of-order indices; n = 0. */
+    static const int gshapes[][4] = {/* R, n, D, stride */
+                                     {4, 7, 5, 5},   {4, 6, 5, 7},    {4, 6, 7, 7},
+                                     {4, 6, 1, 7},   {1, 1, 1, 1},    {50, 100, 37, 37},
+                                     {50, 100, 60, 64}, {9, 3, 300, 301}};
+    for (size_t s = 0; s < sizeof gshapes / sizeof gshapes[0]; s++) {
+        int R = gshapes[s][0], n = gshapes[s][1], D = gshapes[s][2], S = gshapes[s][3];
+        int *hidx = malloc(sizeof(int) * (size_t)n);
+        for (int i = 0; i < n; i++) hidx[i] = (int)rng_below(&optest_rng, (uint32_t)R);
+        size_t nsrc = (size_t)R * S, ndst = (size_t)(n + 1) * S;
+        float *hs = frand_pm1(nsrc), *hd = frand_pm1(ndst);
+        Pair src = pair_of(hs, nsrc), dst = pair_of(hd, ndst);
+        int *gi = ints_to_backend(gpu, hidx, (size_t)n), *ci = ints_to_backend(cpu, hidx, (size_t)n);
+        for (int zero_n = 0; zero_n < 2; zero_n++) {
+            int nn = zero_n ? 0 : n;
+            if (D == S && HAVE(gather_rows)) {
+                gpu->gather_rows(dst.g, src.g, gi, nn, D);
+                cpu->gather_rows(dst.c, src.c, ci, nn, D);
+                snprintf(what, sizeof what, "gather_rows R=%d n=%d D=%d (whole dst)", R, nn, D);
+                compare_exact(what, dst.g, dst.c, ndst);
+            }
+            if (HAVE(gather_rows_strided)) {
+                gpu->gather_rows_strided(dst.g, src.g, gi, nn, D, S);
+                cpu->gather_rows_strided(dst.c, src.c, ci, nn, D, S);
+                snprintf(what, sizeof what,
+                         "gather_rows_strided R=%d n=%d D=%d stride=%d (whole dst)", R, nn, D, S);
+                compare_exact(what, dst.g, dst.c, ndst);
+            }
+        }
+        snprintf(what, sizeof what, "gather_rows R=%d: src unchanged", R);
+        compare_exact(what, src.g, src.c, nsrc);
+        pair_free(src), pair_free(dst);
+        gpu->free(gi), cpu->free(ci);
+        free(hidx), free(hs), free(hd);
+    }
+    printf("  vs_cpu_shape: %ld exact comparisons, %ld differ from the cpu\n", kp_checks - checks0,
+           kp_fails - fails0);
+}
+
+/* dropout_forward: mask and out bit-identical to the CPU's (the same rng_hash, the same keep
+ * value), p = 0, 0.3, 0.5, keys with the high bit set, n = 1, 255 (under one block), 70001
+ * (several blocks, not a multiple of 256). dropout_backward: onto zeros bit-identical; onto a
+ * random prefill < 1e-6 normwise (dinp + dout·mask may be one fused multiply-add on one side and
+ * two roundings on the other: 1 ulp). bias_relu_dropout_forward (also in place, out == inp, and
+ * with pre-activations planted at exactly 0 and ±1e-30) and relu_dropout_backward (overwrites a
+ * random prefill): tolerance 0. */
+static void vs_cpu_dropout(void) {
+    char what[128];
+    long checks0 = kp_checks, fails0 = kp_fails;
+    double worst_acc = 0.0;
+    static const size_t sizes[] = {1, 255, 70001};
+    static const float ps[] = {0.0f, 0.3f, 0.5f};
+    static const uint64_t keys[] = {0x1234567ull, 0x8000000000000abcull, 0xffffffffffffffffull};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int k = 0; k < 3; k++) {
+            size_t n = sizes[s];
+            float p = ps[k];
+            uint64_t key = keys[(s + k) % 3];
+            float *hi = frand_pm1(n), *hm = frand_pm1(n), *ho = frand_pm1(n);
+            Pair in = pair_of(hi, n), mask = pair_of(hm, n), out = pair_of(ho, n);
+            if (HAVE(dropout_forward)) {
+                gpu->dropout_forward(out.g, mask.g, in.g, p, key, n);
+                cpu->dropout_forward(out.c, mask.c, in.c, p, key, n);
+                snprintf(what, sizeof what, "dropout_forward n=%zu p=%.1f key=%#llx mask", n,
+                         (double)p, (unsigned long long)key);
+                compare_exact(what, mask.g, mask.c, n);
+                snprintf(what, sizeof what, "dropout_forward n=%zu p=%.1f out", n, (double)p);
+                compare_exact(what, out.g, out.c, n);
+            }
+            if (HAVE(dropout_backward)) { /* the mask of the forward above (same on both) */
+                float *hz = fnew(n), *hd = frand_pm1(n), *hp = frand(n, -2, 2);
+                Pair z = pair_of(hz, n), d = pair_of(hd, n), pre = pair_of(hp, n);
+                gpu->dropout_backward(z.g, d.g, mask.g, n);
+                cpu->dropout_backward(z.c, d.c, mask.c, n);
+                snprintf(what, sizeof what, "dropout_backward n=%zu p=%.1f onto zeros", n,
+                         (double)p);
+                compare_exact(what, z.g, z.c, n);
+                gpu->dropout_backward(pre.g, d.g, mask.g, n);
+                cpu->dropout_backward(pre.c, d.c, mask.c, n);
+                snprintf(what, sizeof what, "dropout_backward n=%zu p=%.1f onto a prefill", n,
+                         (double)p);
+                double e = compare_tol(what, pre.g, pre.c, n, 1e-6);
+                if (e > worst_acc) worst_acc = e;
+                pair_free(z), pair_free(d), pair_free(pre);
+                free(hz), free(hd), free(hp);
+            }
+            pair_free(in), pair_free(mask), pair_free(out);
+            free(hi), free(hm), free(ho);
+        }
+
+    static const int rshapes[][2] = {{7, 9}, {1, 1}, {70, 101}};
+    for (size_t s = 0; s < sizeof rshapes / sizeof rshapes[0]; s++)
+        for (int k = 0; k < 3; k++) {
+            int N = rshapes[s][0], C = rshapes[s][1];
+            size_t n = (size_t)N * C;
+            float p = ps[k];
+            uint64_t key = keys[(s + 1 + k) % 3];
+            float *hi = frand(n, -3, 3), *hb = frand_pm1((size_t)C), *ho = frand_pm1(n);
+            hi[0] = -hb[0]; /* pre-activation exactly 0 */
+            if (C > 2) hi[1] = 1e-30f - hb[1], hi[2] = -1e-30f - hb[2];
+            Pair in = pair_of(hi, n), bias = pair_of(hb, (size_t)C), out = pair_of(ho, n);
+            if (HAVE(bias_relu_dropout_forward)) {
+                gpu->bias_relu_dropout_forward(out.g, in.g, bias.g, p, key, N, C);
+                cpu->bias_relu_dropout_forward(out.c, in.c, bias.c, p, key, N, C);
+                snprintf(what, sizeof what, "bias_relu_dropout_forward N=%d C=%d p=%.1f", N, C,
+                         (double)p);
+                compare_exact(what, out.g, out.c, n);
+                Pair ip = pair_of(hi, n); /* in place: out == inp */
+                gpu->bias_relu_dropout_forward(ip.g, ip.g, bias.g, p, key, N, C);
+                cpu->bias_relu_dropout_forward(ip.c, ip.c, bias.c, p, key, N, C);
+                snprintf(what, sizeof what, "bias_relu_dropout_forward in place N=%d C=%d p=%.1f",
+                         N, C, (double)p);
+                compare_exact(what, ip.g, ip.c, n);
+                compare_exact("bias_relu_dropout_forward in place = out of place", ip.g, out.c, n);
+                pair_free(ip);
+            }
+            if (HAVE(relu_dropout_backward)) { /* from out above; dinp prefilled: overwritten */
+                float *hd = frand_pm1(n), *hg = frand(n, -5, 5);
+                Pair d = pair_of(hd, n), g = pair_of(hg, n);
+                gpu->relu_dropout_backward(g.g, d.g, out.g, p, n);
+                cpu->relu_dropout_backward(g.c, d.c, out.c, p, n);
+                snprintf(what, sizeof what, "relu_dropout_backward N=%d C=%d p=%.1f (overwrites)",
+                         N, C, (double)p);
+                compare_exact(what, g.g, g.c, n);
+                pair_free(d), pair_free(g);
+                free(hd), free(hg);
+            }
+            pair_free(in), pair_free(bias), pair_free(out);
+            free(hi), free(hb), free(ho);
+        }
+    printf("  vs_cpu_dropout: %ld comparisons (masks bit for bit), %ld fail; dropout_backward "
+           "onto a prefill: max relative error %.3g (tolerance 1e-6)\n",
+           kp_checks - checks0, kp_fails - fails0, worst_acc);
+}
+
+/* embedding_forward and embedding_backward, tolerance 0: the backward adds each id's rows in
+ * token order on both backends (the GPU without atomics: one writer per table float), so
+ * dtable (random prefill: accumulate) is bit-identical, including rows no id names. Ids repeat
+ * heavily (a padding-like id 0 on a third of the tokens), exceed the kernel's 64 id groups, and
+ * N = 300 spans two 256-token rounds; E = 70 spans three 32-column tiles, E = 1 one column. */
+static void vs_cpu_embedding(void) {
+    char what[128];
+    long checks0 = kp_checks, fails0 = kp_fails;
+    static const int shapes[][3] = {/* V, E, N */ {7, 5, 9}, {1, 1, 1}, {150, 70, 300}, {200, 1, 600}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int V = shapes[s][0], E = shapes[s][1], N = shapes[s][2];
+        int *hids = malloc(sizeof(int) * (size_t)N);
+        for (int i = 0; i < N; i++)
+            hids[i] = rng_below(&optest_rng, 3) == 0 ? 0 : (int)rng_below(&optest_rng, (uint32_t)V);
+        size_t vt = (size_t)V * E, ne = (size_t)N * E;
+        float *ht = frand_pm1(vt), *ho = frand_pm1(ne), *hd = frand_pm1(ne), *hg = frand(vt, -2, 2);
+        Pair table = pair_of(ht, vt), out = pair_of(ho, ne), d = pair_of(hd, ne);
+        Pair g = pair_of(hg, vt);
+        int *gi = ints_to_backend(gpu, hids, (size_t)N), *ci = ints_to_backend(cpu, hids, (size_t)N);
+        if (HAVE(embedding_forward)) {
+            gpu->embedding_forward(out.g, gi, table.g, N, E);
+            cpu->embedding_forward(out.c, ci, table.c, N, E);
+            snprintf(what, sizeof what, "embedding_forward V=%d E=%d N=%d", V, E, N);
+            compare_exact(what, out.g, out.c, ne);
+        }
+        if (HAVE(embedding_backward)) {
+            for (int rep = 0; rep < 2; rep++) { /* twice: accumulates, and again the same bits */
+                gpu->embedding_backward(g.g, d.g, gi, N, E);
+                cpu->embedding_backward(g.c, d.c, ci, N, E);
+                snprintf(what, sizeof what, "embedding_backward V=%d E=%d N=%d (pass %d)", V, E,
+                         N, rep + 1);
+                compare_exact(what, g.g, g.c, vt);
+            }
+        }
+        pair_free(table), pair_free(out), pair_free(d), pair_free(g);
+        gpu->free(gi), cpu->free(ci);
+        free(hids), free(ht), free(ho), free(hd), free(hg);
+    }
+    printf("  vs_cpu_embedding: %ld exact comparisons, %ld differ from the cpu\n",
+           kp_checks - checks0, kp_fails - fails0);
+}
+
+/* adam_update, t = 1..4 (a zero gradient, a tiny one, a spike at t = 2), n = 1, 257, 10007:
+ * param, m and v normwise relative error < 1e-6. Not exact: the host compiler and nvcc may
+ * contract b·m + (1-b)·g into fused multiply-adds differently (a few ulps per step); the bias
+ * corrections themselves are computed the same way (powf on the host) on both. */
+static void vs_cpu_adam(void) {
+    if (!HAVE(adam_update)) return;
+    char what[128];
+    long checks0 = kp_checks, fails0 = kp_fails;
+    double worst = 0.0;
+    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
+    static const size_t sizes[] = {1, 257, 10007};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        float *hp = frand_pm1(n), *hm = fnew(n), *hv = fnew(n);
+        Pair p = pair_of(hp, n), m = pair_of(hm, n), v = pair_of(hv, n);
+        for (int t = 1; t <= 4; t++) {
+            float *hg = frand(n, -2, 2);
+            hg[0] = t == 2 ? 50.0f : 0.0f;
+            if (n > 1) hg[1] = 1e-4f * t;
+            Pair g = pair_of(hg, n);
+            gpu->adam_update(p.g, g.g, m.g, v.g, n, lr, b1, b2, eps, t);
+            cpu->adam_update(p.c, g.c, m.c, v.c, n, lr, b1, b2, eps, t);
+            double e;
+            snprintf(what, sizeof what, "adam_update n=%zu t=%d param", n, t);
+            e = compare_tol(what, p.g, p.c, n, 1e-6), worst = e > worst ? e : worst;
+            snprintf(what, sizeof what, "adam_update n=%zu t=%d m", n, t);
+            e = compare_tol(what, m.g, m.c, n, 1e-6), worst = e > worst ? e : worst;
+            snprintf(what, sizeof what, "adam_update n=%zu t=%d v", n, t);
+            e = compare_tol(what, v.g, v.c, n, 1e-6), worst = e > worst ? e : worst;
+            snprintf(what, sizeof what, "adam_update n=%zu t=%d grad unchanged", n, t);
+            compare_exact(what, g.g, g.c, n);
+            pair_free(g);
+            free(hg);
+        }
+        pair_free(p), pair_free(m), pair_free(v);
+        free(hp), free(hm), free(hv);
+    }
+    printf("  vs_cpu_adam: %ld comparisons, %ld fail; max relative error %.3g (tolerance 1e-6)\n",
+           kp_checks - checks0, kp_fails - fails0, worst);
+}
+
 
 /* ========================================================================================== */
 /* OpKind, supports_op, backend_require_ops                                                   */
@@ -1633,33 +2026,33 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_SCALE] = {"scale", test_axpy_scale, vs_cpu_axpy_scale},
     [OP_SUMSQ] = {"sumsq", test_sumsq_all_finite, vs_cpu_reductions},
     [OP_ALL_FINITE] = {"all_finite", test_sumsq_all_finite, vs_cpu_reductions},
-    [OP_CONCAT2_FORWARD] = {"concat2_forward", test_concat2, NULL},
-    [OP_CONCAT2_BACKWARD] = {"concat2_backward", test_concat2, NULL},
-    [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", test_transpose01, NULL},
-    [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", test_transpose01, NULL},
+    [OP_CONCAT2_FORWARD] = {"concat2_forward", test_concat2, vs_cpu_shape},
+    [OP_CONCAT2_BACKWARD] = {"concat2_backward", test_concat2, vs_cpu_shape},
+    [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", test_transpose01, vs_cpu_shape},
+    [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", test_transpose01, vs_cpu_shape},
     [OP_TANH_FORWARD] = {"tanh_forward", test_tanh, vs_cpu_tanh},
     [OP_TANH_BACKWARD] = {"tanh_backward", test_tanh, vs_cpu_tanh},
-    [OP_DROPOUT_FORWARD] = {"dropout_forward", test_dropout, NULL},
-    [OP_DROPOUT_BACKWARD] = {"dropout_backward", test_dropout, NULL},
+    [OP_DROPOUT_FORWARD] = {"dropout_forward", test_dropout, vs_cpu_dropout},
+    [OP_DROPOUT_BACKWARD] = {"dropout_backward", test_dropout, vs_cpu_dropout},
     [OP_LAYERNORM_FORWARD] = {"layernorm_forward", case_layernorm, NULL},
     [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", case_layernorm, NULL},
-    [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", test_relu, NULL},
-    [OP_RELU_DROPOUT_BACKWARD] = {"relu_dropout_backward", test_relu, NULL},
-    [OP_PERMUTE0213_FORWARD] = {"permute0213_forward", case_permute0213, NULL},
-    [OP_PERMUTE0213_BACKWARD] = {"permute0213_backward", case_permute0213, NULL},
-    [OP_WRITE_STEP] = {"write_step", test_write_step, NULL},
-    [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", test_gather_rows_strided, NULL},
-    [OP_EMBEDDING_FORWARD] = {"embedding_forward", test_embedding, NULL},
-    [OP_EMBEDDING_BACKWARD] = {"embedding_backward", test_embedding, NULL},
+    [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", test_relu, vs_cpu_dropout},
+    [OP_RELU_DROPOUT_BACKWARD] = {"relu_dropout_backward", test_relu, vs_cpu_dropout},
+    [OP_PERMUTE0213_FORWARD] = {"permute0213_forward", case_permute0213, vs_cpu_shape},
+    [OP_PERMUTE0213_BACKWARD] = {"permute0213_backward", case_permute0213, vs_cpu_shape},
+    [OP_WRITE_STEP] = {"write_step", test_write_step, vs_cpu_shape},
+    [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", test_gather_rows_strided, vs_cpu_shape},
+    [OP_EMBEDDING_FORWARD] = {"embedding_forward", test_embedding, vs_cpu_embedding},
+    [OP_EMBEDDING_BACKWARD] = {"embedding_backward", test_embedding, vs_cpu_embedding},
     [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", case_lstm, NULL},
     [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", case_lstm, NULL},
     [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", case_gru, NULL},
     [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, NULL},
-    [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, NULL},
+    [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, vs_cpu_shape},
     [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, NULL},
     [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, NULL},
     [OP_ARGMAX] = {"argmax", test_argmax, NULL},
-    [OP_ADAM_UPDATE] = {"adam_update", test_adam, NULL},
+    [OP_ADAM_UPDATE] = {"adam_update", test_adam, vs_cpu_adam},
     [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, NULL},
     [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, NULL},
     [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, NULL},

@@ -106,6 +106,10 @@ static Backend make_table(void) {
     cuda_register_elementwise(&b);
     /* ---- the kernel families: one `cuda_register_<family>(&b);` each (cuda_internal.h), added
      * here by the helper that writes <family>.cu; one call per line, in any order ---- */
+    cuda_register_shape(&b);
+    cuda_register_dropout(&b);
+    cuda_register_embedding(&b);
+    cuda_register_adam(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }

@@ -1,0 +1,63 @@
+/* ops/cuda/embedding.cuh — kernels of the embedding lookup and its backward (Vaswani et al.
+ * 2017 §3.4; semantics: ops/ops.h). Written against ops/cuda/kernel_api.h. Host side:
+ * embedding.cu. Shapes: N tokens, E embedding width, V vocabulary rows of the table.
+ *
+ * Backward without float atomics, deterministic: the table rows are split into EMB_GROUPS
+ * groups by id (group g owns every row v with v mod EMB_GROUPS = g) and the columns into tiles
+ * of EMB_TX. Thread (column c, group g) walks the tokens n = 0, 1, ..., N-1 IN ORDER and adds
+ * dout[n, c] to dtable[ids[n], c] whenever ids[n] is in its group. Every float of dtable thus
+ * has exactly one writer, which adds that row's tokens in ascending n — the CPU's sequential
+ * sum, bit for bit, under every thread and block order.
+ */
+#ifndef TRAINER_CUDA_EMBEDDING_CUH
+#define TRAINER_CUDA_EMBEDDING_CUH
+
+#include <stddef.h>
+
+#include "ops/cuda/kernel_api.h"
+
+constexpr int EMB_THREADS = 256;                  /* forward: element-wise block size */
+constexpr int EMB_TX = 32;                        /* backward: columns per block (one warp) */
+constexpr int EMB_TY = 8;                         /* backward: id groups per block */
+constexpr int EMB_TILE = EMB_TX * EMB_TY;         /* backward: ids staged per barrier round */
+constexpr int EMB_GROUPS = 64;                    /* backward: id groups in all (grid.y·EMB_TY) */
+static_assert(EMB_GROUPS % EMB_TY == 0, "EMB_GROUPS must be a multiple of EMB_TY");
+
+/* out[N,E] = table[ids[n], :]; total = N·E; one thread per out element, grid-stride loop
+ * (launch: cuda_ew_blocks(total) blocks of EMB_THREADS). No shared memory. */
+__global__ void __launch_bounds__(EMB_THREADS)
+    k_embedding_forward(float *out, const int *ids, const float *table, size_t total, int E) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += stride) {
+        size_t n = k / (size_t)E, e = k % (size_t)E;
+        out[k] = table[(size_t)ids[n] * E + e];
+    }
+}
+
+/* dtable[ids[n], :] += dout[n, :] for n < N in ascending n (the forward line
+ * out[n] = table[ids[n]] differentiated). Launch: grid (ceil(E / EMB_TX), EMB_GROUPS / EMB_TY),
+ * block (EMB_TX, EMB_TY); thread (x, y) owns column c = blockIdx.x·EMB_TX + x and id group
+ * g = blockIdx.y·EMB_TY + y. Static shared memory: EMB_TILE ints, the ids of the current round
+ * of tokens, loaded by all threads between two barriers (every thread takes part in every round:
+ * the guards are on the work, never on the barriers). Deterministic: see the file comment. */
+__global__ void __launch_bounds__(EMB_TILE)
+    k_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int E) {
+    __shared__ int tile_ids[EMB_TILE];
+    const int c = blockIdx.x * EMB_TX + threadIdx.x;
+    const unsigned g = blockIdx.y * EMB_TY + threadIdx.y;
+    const int tid = threadIdx.y * EMB_TX + threadIdx.x;
+    for (int n0 = 0; n0 < N; n0 += EMB_TILE) {
+        const int m = min(EMB_TILE, N - n0);
+        if (tid < m) tile_ids[tid] = ids[n0 + tid];
+        __syncthreads();
+        if (c < E)
+            for (int k = 0; k < m; k++) {
+                const unsigned v = (unsigned)tile_ids[k];
+                if (v % (unsigned)EMB_GROUPS == g)
+                    dtable[(size_t)v * E + c] += dout[(size_t)(n0 + k) * E + c];
+            }
+        __syncthreads(); /* the next round overwrites tile_ids */
+    }
+}
+
+#endif
