@@ -109,6 +109,16 @@ static void test_runtime(void) {
     EXPECT(cudaFuncSetAttribute(&kernel_token, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 228 * 1024) == cudaErrorInvalidValue, "over 227 KiB refused");
     (void)cudaGetLastError();
+    /* the launch check LAUNCH makes: within the attribute fine, beyond it a launch error */
+    static int other_kernel;
+    EXPECT(cuda_host_check_launch_smem(&kernel_token, 100000) == 1, "100000 B after opt-in");
+    EXPECT(cuda_host_check_launch_smem(&other_kernel, 48 * 1024) == 1, "48 KiB without opt-in");
+    EXPECT(cudaPeekAtLastError() == cudaSuccess, "no error for launches that fit");
+    EXPECT(cuda_host_check_launch_smem(&other_kernel, 48 * 1024 + 4) == 0 &&
+               cudaGetLastError() == cudaErrorInvalidValue,
+           "48 KiB + 4 without opt-in must be a launch error");
+    EXPECT(cuda_host_check_launch_smem(&kernel_token, 100004) == 0 &&
+               cudaGetLastError() == cudaErrorInvalidValue, "beyond the opt-in: a launch error");
 }
 
 /* Known roundings: ties to even, carries, overflow to Inf, NaN/Inf kept. */

@@ -91,26 +91,27 @@ static void cu_synchronize(void) {
 /* The table                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-static void make_table(Backend *b) {
-    *b = Backend{}; /* every op no family registers stays NULL (not yet on the GPU) */
-    b->name = "cuda";
-    b->alloc = cu_alloc;
-    b->free = cu_free;
-    b->upload = cu_upload;
-    b->download = cu_download;
-    b->copy = cu_copy;
-    b->zero = cu_zero;
-    b->synchronize = cu_synchronize;
-    cuda_register_matmul(b);
-    cuda_register_bias(b);
-    cuda_register_elementwise(b);
-    /* ---- the kernel families: one cuda_register_<family>(b) call each (cuda_internal.h), added
-     * here by the helper that writes <family>.cu; keep one call per line, in any order ---- */
-    cuda_register_shape(b);
-    cuda_register_dropout(b);
-    cuda_register_embedding(b);
-    cuda_register_adam(b);
+static Backend make_table(void) {
+    Backend b = {}; /* every op no family registers stays NULL (not yet on the GPU) */
+    b.name = "cuda";
+    b.alloc = cu_alloc;
+    b.free = cu_free;
+    b.upload = cu_upload;
+    b.download = cu_download;
+    b.copy = cu_copy;
+    b.zero = cu_zero;
+    b.synchronize = cu_synchronize;
+    cuda_register_matmul(&b);
+    cuda_register_bias(&b);
+    cuda_register_elementwise(&b);
+    /* ---- the kernel families: one `cuda_register_<family>(&b);` each (cuda_internal.h), added
+     * here by the helper that writes <family>.cu; one call per line, in any order ---- */
+    cuda_register_shape(&b);
+    cuda_register_dropout(&b);
+    cuda_register_embedding(&b);
+    cuda_register_adam(&b);
     /* ---- end of the kernel families ---- */
+    return b;
 }
 
 extern "C" const char *backend_cuda_device_name(void) { return g_ready ? g_device_name : ""; }
@@ -153,7 +154,7 @@ extern "C" const Backend *backend_cuda(char *err_msg, size_t err_len) {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     snprintf(g_device_name, sizeof g_device_name, "%s", prop.name);
-    make_table(&g_backend);
+    g_backend = make_table();
     g_ready = 1;
     return &g_backend;
 }

@@ -56,11 +56,15 @@
 
 #include "ops/cuda/simt/simt.h"
 
-/* The kernel call runs once per emulated thread, inside the launch's fibers. */
+/* The kernel call runs once per emulated thread, inside the launch's fibers. As on a GPU, more
+ * than 48 KiB of dynamic shared memory needs cudaFuncSetAttribute first: the host stand-in of the
+ * runtime (ops/cuda/simt/include, declared through cuda_check.h) keeps the attribute, and an
+ * over-size launch runs nothing and sets the last error, which CUDA_CHECK_LAUNCH reports. */
 #define LAUNCH(kernel, grid, block, smem, ...)                                                 \
     do {                                                                                       \
-        simt::launch(#kernel, __FILE__, __LINE__, dim3(grid), dim3(block), (size_t)(smem),     \
-                     [=]() { kernel(__VA_ARGS__); });                                          \
+        if (cuda_host_check_launch_smem((const void *)(kernel), (size_t)(smem)))               \
+            simt::launch(#kernel, __FILE__, __LINE__, dim3(grid), dim3(block), (size_t)(smem), \
+                         [=]() { kernel(__VA_ARGS__); });                                      \
         CUDA_CHECK_LAUNCH();                                                                   \
     } while (0)
 

@@ -14,7 +14,7 @@
 
 #include <cblas.h>
 
-#include "cublas_v2.h"
+#include <cublas_v2.h>
 
 struct cublasContext {
     cublasMath_t math;

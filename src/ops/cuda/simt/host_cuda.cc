@@ -12,7 +12,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "cuda_runtime_api.h"
+#include <cuda_runtime_api.h>
 
 namespace {
 
@@ -272,6 +272,12 @@ size_t cuda_host_max_dynamic_smem(const void *func) {
     std::lock_guard<std::mutex> lk(g_mu);
     auto it = g_func_smem.find(func);
     return it == g_func_smem.end() ? kSmemDefault : (size_t)it->second;
+}
+
+int cuda_host_check_launch_smem(const void *func, size_t smem_bytes) {
+    if (smem_bytes <= cuda_host_max_dynamic_smem(func)) return 1;
+    fail(cudaErrorInvalidValue);
+    return 0;
 }
 
 }  // extern "C"

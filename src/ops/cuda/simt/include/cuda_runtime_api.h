@@ -133,6 +133,11 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
  * cudaFuncSetAttribute(MaxDynamicSharedMemorySize) allowed for func. */
 size_t cuda_host_max_dynamic_smem(const void *func);
 
+/* Emulation-only, called by kernel_api.h's LAUNCH before each launch: 1 if func may be launched
+ * with smem_bytes of dynamic shared memory (cuda_host_max_dynamic_smem); else 0, with the last
+ * error set to cudaErrorInvalidValue as a real launch would (CUDA_CHECK_LAUNCH then reports it). */
+int cuda_host_check_launch_smem(const void *func, size_t smem_bytes);
+
 #ifdef __cplusplus
 }
 #endif
