@@ -2018,6 +2018,98 @@ static void case_xent(void) {
     test_xent(0.0f, 1.0f);
 }
 
+/* ---- linear and efficient attention, the CUDA backend against the CPU ---- */
+
+/* key_len[B] in both backends (int32). */
+typedef struct {
+    int *g, *c;
+} IPair;
+static IPair ipair_of(const int *host, int n) {
+    IPair p = {gpu->alloc(sizeof(int) * (size_t)n), cpu->alloc(sizeof(int) * (size_t)n)};
+    gpu->upload(p.g, host, sizeof(int) * (size_t)n);
+    cpu->upload(p.c, host, sizeof(int) * (size_t)n);
+    return p;
+}
+
+/* Shapes of the linear-time kinds: Tq != Tk, D != Dv, padded keys (key_len below Tk, one batch
+ * row with key_len 0 where the kind allows it), a shape wider than one block of threads. */
+static const int LIN_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
+                                    {2, 2, 5, 7, 4, 3},
+                                    {3, 1, 6, 6, 8, 8},
+                                    {1, 3, 1, 9, 5, 6},
+                                    {2, 2, 9, 4, 16, 150}};
+
+/* linear_attn_*: forward (causal and not), backward onto random prefills (accumulate), and a
+ * decoding run of linear_attn_step over Tk steps. Tolerance 1e-5 normwise: the same float
+ * operations in the same order (linear.cuh); 1e-5 leaves room for FMA contraction on a GPU. */
+static void vs_cpu_linear_attn(void) {
+    if (!HAVE(linear_attn_forward)) return;
+    for (size_t si = 0; si < sizeof LIN_SHAPES / sizeof LIN_SHAPES[0]; si++) {
+        int B = LIN_SHAPES[si][0], NH = LIN_SHAPES[si][1], Tq = LIN_SHAPES[si][2],
+            Tk = LIN_SHAPES[si][3], D = LIN_SHAPES[si][4], Dv = LIN_SHAPES[si][5];
+        for (int causal = 0; causal < 2; causal++) {
+            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
+            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv),
+                  *hg = frand_pm1(no), *hdq = frand_pm1(nq), *hdk = frand_pm1(nk),
+                  *hdv = frand_pm1(nv), *ho = frand_pm1(no);
+            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+                 o = pair_of(ho, no), dq = pair_of(hdq, nq), dk = pair_of(hdk, nk),
+                 dv = pair_of(hdv, nv);
+            IPair len = ipair_of(hl, B);
+            size_t wg = gpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv),
+                   wc = cpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv);
+            float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
+                  *workc = cpu->alloc(sizeof(float) * (wc + 1));
+            char what[160];
+            gpu->linear_attn_forward(o.g, q.g, k.g, v.g, len.g, causal, B, NH, Tq, Tk, D, Dv, workg);
+            cpu->linear_attn_forward(o.c, q.c, k.c, v.c, len.c, causal, B, NH, Tq, Tk, D, Dv, workc);
+            snprintf(what, sizeof what, "linear_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d causal=%d",
+                     B, NH, Tq, Tk, D, Dv, causal);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            if (HAVE(linear_attn_backward)) {
+                gpu->linear_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, causal, B, NH,
+                                          Tq, Tk, D, Dv, workg);
+                cpu->linear_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, causal, B, NH,
+                                          Tq, Tk, D, Dv, workc);
+                snprintf(what, sizeof what, "linear_attn_backward dq (accumulated) shape %zu causal=%d", si, causal);
+                compare_tol(what, dq.g, dq.c, nq, 1e-5);
+                snprintf(what, sizeof what, "linear_attn_backward dk (accumulated) shape %zu causal=%d", si, causal);
+                compare_tol(what, dk.g, dk.c, nk, 1e-5);
+                snprintf(what, sizeof what, "linear_attn_backward dv (accumulated) shape %zu causal=%d", si, causal);
+                compare_tol(what, dv.g, dv.c, nv, 1e-5);
+            }
+            gpu->free(workg), cpu->free(workc);
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o);
+            pair_free(dq), pair_free(dk), pair_free(dv);
+            free(hq), free(hk), free(hv), free(hg), free(hdq), free(hdk), free(hdv), free(ho);
+        }
+        if (HAVE(linear_attn_step)) { /* Tk decoding steps, one new key and query each */
+            size_t nst = (size_t)B * NH * D * Dv, nz = (size_t)B * NH * D;
+            float *zero = calloc(nst + 1, sizeof(float));
+            Pair st = pair_of(zero, nst), zs = pair_of(zero, nz), o = pair_of(zero, (size_t)B * NH * Dv);
+            for (int t = 0; t < Tk; t++) {
+                float *hq = frand_pm1(nz), *hk = frand_pm1(nz), *hv = frand_pm1((size_t)B * NH * Dv);
+                Pair q = pair_of(hq, nz), k = pair_of(hk, nz), v = pair_of(hv, (size_t)B * NH * Dv);
+                gpu->linear_attn_step(o.g, st.g, zs.g, q.g, k.g, v.g, B, NH, D, Dv);
+                cpu->linear_attn_step(o.c, st.c, zs.c, q.c, k.c, v.c, B, NH, D, Dv);
+                char what[120];
+                snprintf(what, sizeof what, "linear_attn_step shape %zu step %d: out", si, t);
+                compare_tol(what, o.g, o.c, (size_t)B * NH * Dv, 1e-5);
+                pair_free(q), pair_free(k), pair_free(v);
+                free(hq), free(hk), free(hv);
+            }
+            compare_tol("linear_attn_step: state after the last step", st.g, st.c, nst, 1e-5);
+            compare_tol("linear_attn_step: zsum after the last step", zs.g, zs.c, nz, 1e-5);
+            pair_free(st), pair_free(zs), pair_free(o);
+            free(zero);
+        }
+    }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2069,10 +2161,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, NULL},
     [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, NULL},
     [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, NULL},
-    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", case_linear_attn, NULL},
-    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, NULL},
-    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, NULL},
-    [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", case_linear_attn, vs_cpu_linear_attn},
+    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, vs_cpu_linear_attn},
+    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, vs_cpu_linear_attn},
+    [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, vs_cpu_linear_attn},
     [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, NULL},
     [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, NULL},
     [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, NULL},

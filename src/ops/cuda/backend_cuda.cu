@@ -110,6 +110,7 @@ static Backend make_table(void) {
     cuda_register_dropout(&b);
     cuda_register_embedding(&b);
     cuda_register_adam(&b);
+    cuda_register_linear(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }

@@ -1,0 +1,54 @@
+/* ops/cuda/linear.cu — linear attention on the GPU: linear_attn_forward/backward/step/workspace
+ * (Katharopoulos et al. 2020 eq. 6–9, §3.3.1, §3.4; semantics: ops/ops.h; kernels and the
+ * determinism argument: linear.cuh). Shapes as ops.h; the workspace holds one (b, h) pair's
+ * state and row vectors per block (lin_work floats each), so nothing of size Tq×Tk or T·D·Dv.
+ * linear_attn_step takes its scratch (2·D + Dv floats per pair) from a buffer grown on demand
+ * (the op has no work argument): the one allocation, outside the training step's hot path.
+ * Errors: a failed launch or allocation aborts (LAUNCH, CUDA_CHECK).
+ */
+#include "ops/cuda/cuda_internal.h"
+#include "ops/cuda/linear.cuh"
+
+static size_t cu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+    (void)Tk;
+    return (size_t)B * NH * lin_work(Tq, D, Dv);
+}
+
+static void cu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
+                                   const int *key_len, int causal, int B, int NH, int Tq, int Tk,
+                                   int D, int Dv, float *work) {
+    if (B * NH <= 0 || Tq <= 0 || Dv <= 0) return;
+    LAUNCH(k_linear_forward, B * NH, LIN_THREADS, 0, out, q, k, v, key_len, causal, NH, Tq, Tk, D,
+           Dv, work);
+}
+
+static void cu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                    const float *q, const float *k, const float *v,
+                                    const int *key_len, int causal, int B, int NH, int Tq, int Tk,
+                                    int D, int Dv, float *work) {
+    if ((!dq && !dk && !dv) || B * NH <= 0 || Tq <= 0) return;
+    LAUNCH(k_linear_backward, B * NH, LIN_THREADS, 0, dq, dk, dv, dout, q, k, v, key_len, causal,
+           NH, Tq, Tk, D, Dv, work);
+}
+
+static float *g_step_work;   /* linear_attn_step's scratch (device), grown on demand */
+static size_t g_step_floats; /* its size in floats */
+
+static void cu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
+                                const float *k, const float *v, int B, int NH, int D, int Dv) {
+    if (B * NH <= 0) return;
+    size_t need = (size_t)B * NH * (2 * (size_t)D + Dv);
+    if (need > g_step_floats) {
+        if (g_step_work) CUDA_CHECK(cudaFree(g_step_work));
+        CUDA_CHECK(cudaMalloc((void **)&g_step_work, need * sizeof(float)));
+        g_step_floats = need;
+    }
+    LAUNCH(k_linear_step, B * NH, LIN_THREADS, 0, out, state, zsum, q, k, v, D, Dv, g_step_work);
+}
+
+void cuda_register_linear(Backend *be) {
+    be->linear_attn_forward = cu_linear_attn_forward;
+    be->linear_attn_backward = cu_linear_attn_backward;
+    be->linear_attn_step = cu_linear_attn_step;
+    be->linear_attn_workspace = cu_linear_attn_workspace;
+}
