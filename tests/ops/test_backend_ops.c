@@ -2110,6 +2110,54 @@ static void vs_cpu_linear_attn(void) {
     }
 }
 
+/* efficient_attn_*: forward and backward onto random prefills over LIN_SHAPES (padded keys, a
+ * batch row with no key). Tolerance 1e-5 normwise: the CPU's operations per output element in
+ * its order (efficient.cuh), except that dv sums over d before adding (the CPU adds each term
+ * into dv), and FMA contraction on a GPU. */
+static void vs_cpu_efficient_attn(void) {
+    if (!HAVE(efficient_attn_forward)) return;
+    for (size_t si = 0; si < sizeof LIN_SHAPES / sizeof LIN_SHAPES[0]; si++) {
+        int B = LIN_SHAPES[si][0], NH = LIN_SHAPES[si][1], Tq = LIN_SHAPES[si][2],
+            Tk = LIN_SHAPES[si][3], D = LIN_SHAPES[si][4], Dv = LIN_SHAPES[si][5];
+        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
+        int hl[4];
+        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
+        float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv), *hg = frand_pm1(no),
+              *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv), *ho = frand_pm1(no);
+        for (size_t i = 0; i < nk; i++) hk[i] *= 3.0f; /* sharper column softmax */
+        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+             o = pair_of(ho, no), dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
+        IPair len = ipair_of(hl, B);
+        size_t wg = gpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv),
+               wc = cpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv);
+        float *workg = gpu->alloc(sizeof(float) * (wg + 1)), *workc = cpu->alloc(sizeof(float) * (wc + 1));
+        char what[160];
+        gpu->efficient_attn_forward(o.g, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D, Dv, workg);
+        cpu->efficient_attn_forward(o.c, q.c, k.c, v.c, len.c, B, NH, Tq, Tk, D, Dv, workc);
+        snprintf(what, sizeof what, "efficient_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d", B,
+                 NH, Tq, Tk, D, Dv);
+        compare_tol(what, o.g, o.c, no, 1e-5);
+        if (HAVE(efficient_attn_backward)) {
+            gpu->efficient_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D,
+                                         Dv, workg);
+            cpu->efficient_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, B, NH, Tq, Tk, D,
+                                         Dv, workc);
+            snprintf(what, sizeof what, "efficient_attn_backward dq (accumulated) shape %zu", si);
+            compare_tol(what, dq.g, dq.c, nq, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_backward dk (accumulated) shape %zu", si);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_backward dv (accumulated) shape %zu", si);
+            compare_tol(what, dv.g, dv.c, nv, 1e-5);
+        }
+        gpu->free(workg), cpu->free(workc);
+        gpu->free(len.g), cpu->free(len.c);
+        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o);
+        pair_free(dq), pair_free(dk), pair_free(dv);
+        free(hq), free(hk), free(hv), free(hg), free(hdq), free(hdk), free(hdv), free(ho);
+    }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2165,9 +2213,9 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, vs_cpu_linear_attn},
-    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, NULL},
-    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, NULL},
-    [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, vs_cpu_efficient_attn},
+    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, vs_cpu_efficient_attn},
+    [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, vs_cpu_efficient_attn},
 };
 
 /* 1 if fn already ran for an earlier row (a pair's second row). */

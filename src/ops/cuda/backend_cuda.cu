@@ -111,6 +111,7 @@ static Backend make_table(void) {
     cuda_register_embedding(&b);
     cuda_register_adam(&b);
     cuda_register_linear(&b);
+    cuda_register_efficient(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }

@@ -1,0 +1,157 @@
+/* ops/cuda/efficient.cuh — kernels of efficient attention (Shen et al. 2021 eq. 2; semantics:
+ * ops/ops.h; the CPU reference and the gradients: ops/cpu/efficient.c). Written against
+ * ops/cuda/kernel_api.h. Host side: efficient.cu.
+ *
+ * Shapes: B batch, NH heads, Tq queries, Tk keys, D query/key width, Dv value width;
+ * q [B,NH,Tq,D], k [B,NH,Tk,D], v [B,NH,Tk,Dv], out [B,NH,Tq,Dv], key_len [B] (NULL: all).
+ *
+ * One block per (b, h) pair. Its workspace slice (EFF_WORK floats) holds the column-softmax
+ * statistics mx, inv [D], the context C [D,Dv], the query rows' softmax P [Tq,D] and, in the
+ * backward, dC [D,Dv], gP [Tq,D] and the column sums cs [D]. Each float is computed by one thread
+ * with its sum in the CPU's order (over s, t, d or e ascending), and phases are separated by
+ * barriers that every thread reaches, so the result is the same bits under every schedule and
+ * equals the CPU's up to FMA contraction. No Tq×Tk matrix is formed.
+ */
+#ifndef TRAINER_CUDA_EFFICIENT_CUH
+#define TRAINER_CUDA_EFFICIENT_CUH
+
+#include <stddef.h>
+
+#include "ops/cuda/kernel_api.h"
+
+constexpr int EFF_THREADS = 128; /* threads per (b, h) block */
+
+/* Floats of workspace per (b, h) pair: mx, inv, cs [D]; C, dC [D,Dv]; P, gP [Tq,D]. */
+__host__ __device__ inline size_t eff_work(int Tq, int D, int Dv) {
+    return 3 * (size_t)D + 2 * (size_t)D * Dv + 2 * (size_t)Tq * D;
+}
+
+/* Shared phases of forward and backward: the column softmax of k over the len visible keys
+ * (mx, inv per column d, one thread per d, s ascending), the context C = ρ_k(k)ᵀ v (one thread
+ * per (d, e), s ascending) and P_t = softmax_d(q_t) (one thread per row t, d ascending). Every
+ * thread of the block calls it; ends with a barrier. */
+__device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, const float *qb,
+                                   const float *kb, const float *vb, int len, int Tq, int D,
+                                   int Dv) {
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float m = -INFINITY;
+        for (int s = 0; s < len; s++) {
+            float x = kb[(size_t)s * D + d];
+            if (x > m) m = x;
+        }
+        float sum = 0.0f;
+        for (int s = 0; s < len; s++) sum += expf(kb[(size_t)s * D + d] - m);
+        mx[d] = m;
+        inv[d] = 1.0f / sum;
+    }
+    for (int t = threadIdx.x; t < Tq; t += blockDim.x) {
+        const float *qr = qb + (size_t)t * D;
+        float *Pr = P + (size_t)t * D;
+        float m = -INFINITY;
+        for (int d = 0; d < D; d++)
+            if (qr[d] > m) m = qr[d];
+        float sum = 0.0f;
+        for (int d = 0; d < D; d++) sum += (Pr[d] = expf(qr[d] - m));
+        float is = 1.0f / sum;
+        for (int d = 0; d < D; d++) Pr[d] *= is;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) {
+        int d = i / Dv, e = i % Dv;
+        float acc = 0.0f;
+        for (int s = 0; s < len; s++)
+            acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * vb[(size_t)s * Dv + e];
+        C[i] = acc;
+    }
+    __syncthreads();
+}
+
+/* Forward: out_t = Cᵀ P_t (one thread per (t, e), d ascending); a pair with no visible key gets
+ * out = 0. Launch: B·NH blocks of EFF_THREADS; work: eff_work floats per block. */
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_forward(float *out, const float *q, const float *k, const float *v,
+                        const int *key_len, int NH, int Tq, int Tk, int D, int Dv, float *work) {
+    const int bh = blockIdx.x;
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    float *ob = out + (size_t)bh * Tq * Dv;
+    if (len == 0) { /* uniform in the block, before any barrier */
+        for (int i = threadIdx.x; i < Tq * Dv; i += blockDim.x) ob[i] = 0.0f;
+        return;
+    }
+    float *mx = work + (size_t)bh * eff_work(Tq, D, Dv), *inv = mx + D, *cs = inv + D;
+    float *C = cs + D, *dC = C + (size_t)D * Dv, *P = dC + (size_t)D * Dv;
+    (void)cs, (void)dC;
+    eff_prepare(mx, inv, C, P, q + (size_t)bh * Tq * D, k + (size_t)bh * Tk * D,
+                v + (size_t)bh * Tk * Dv, len, Tq, D, Dv);
+    for (int i = threadIdx.x; i < Tq * Dv; i += blockDim.x) {
+        int t = i / Dv, e = i % Dv;
+        float acc = 0.0f;
+        for (int d = 0; d < D; d++) acc += P[(size_t)t * D + d] * C[(size_t)d * Dv + e];
+        ob[i] = acc;
+    }
+}
+
+/* Backward: dq_t = P_t ⊙ (dP_t − P_t·dP_t) with dP_t = C g_t; dC = Σ_t P_t g_tᵀ;
+ * dk_sd = K_sd (dK_sd − cs_d) with dK_s = dC v_s and cs_d = Σ_e dC_de C_de; dv_s = dCᵀ K_s.
+ * Accumulates into dq, dk, dv (each may be NULL); padded keys get nothing. Launch: B·NH blocks
+ * of EFF_THREADS; work: eff_work floats per block. */
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                         const float *k, const float *v, const int *key_len, int NH, int Tq,
+                         int Tk, int D, int Dv, float *work) {
+    const int bh = blockIdx.x;
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    if (len == 0) return; /* uniform: out = 0 whatever q, k, v */
+    float *mx = work + (size_t)bh * eff_work(Tq, D, Dv), *inv = mx + D, *cs = inv + D;
+    float *C = cs + D, *dC = C + (size_t)D * Dv, *P = dC + (size_t)D * Dv, *gP = P + (size_t)Tq * D;
+    const float *qb = q + (size_t)bh * Tq * D, *kb = k + (size_t)bh * Tk * D,
+                *vb = v + (size_t)bh * Tk * Dv, *gb = dout + (size_t)bh * Tq * Dv;
+    eff_prepare(mx, inv, C, P, qb, kb, vb, len, Tq, D, Dv);
+    /* dP_t = C g_t (thread per (t, d), e ascending); dC = Σ_t P_t g_tᵀ (thread per (d, e)) */
+    for (int i = threadIdx.x; i < Tq * D; i += blockDim.x) {
+        int t = i / D, d = i % D;
+        float acc = 0.0f;
+        for (int e = 0; e < Dv; e++) acc += C[(size_t)d * Dv + e] * gb[(size_t)t * Dv + e];
+        gP[i] = acc;
+    }
+    for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) {
+        int d = i / Dv, e = i % Dv;
+        float acc = 0.0f;
+        for (int t = 0; t < Tq; t++) acc += P[(size_t)t * D + d] * gb[(size_t)t * Dv + e];
+        dC[i] = acc;
+    }
+    __syncthreads();
+    if (dq)
+        for (int i = threadIdx.x; i < Tq * D; i += blockDim.x) {
+            int t = i / D;
+            float pdp = 0.0f;
+            for (int d = 0; d < D; d++) pdp += P[(size_t)t * D + d] * gP[(size_t)t * D + d];
+            dq[(size_t)bh * Tq * D + i] += P[i] * (gP[i] - pdp);
+        }
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];
+        cs[d] = acc;
+    }
+    __syncthreads();
+    if (dk)
+        for (int i = threadIdx.x; i < len * D; i += blockDim.x) {
+            int s = i / D, d = i % D;
+            float Ksd = expf(kb[i] - mx[d]) * inv[d];
+            float acc = 0.0f;
+            for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * vb[(size_t)s * Dv + e];
+            dk[(size_t)bh * Tk * D + i] += Ksd * (acc - cs[d]);
+        }
+    if (dv)
+        for (int i = threadIdx.x; i < len * Dv; i += blockDim.x) {
+            int s = i / Dv, e = i % Dv;
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++)
+                acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * dC[(size_t)d * Dv + e];
+            dv[(size_t)bh * Tk * Dv + i] += acc;
+        }
+}
+
+#endif
