@@ -2158,6 +2158,107 @@ static void vs_cpu_efficient_attn(void) {
     }
 }
 
+/* ---- recurrent cells, the CUDA backend against the CPU ---- */
+
+/* A mask[B] of 1s with row 1 (when B > 1) a padding step (0). */
+static float *cell_mask(int B) {
+    float *m = malloc(sizeof(float) * (size_t)B);
+    for (int b = 0; b < B; b++) m[b] = (B > 1 && b == 1) ? 0.0f : 1.0f;
+    return m;
+}
+
+/* lstm_cell_*: forward (h, c, the activations written into gates) and backward (dgates
+ * overwritten, dh_prev and dc_prev accumulated onto random prefills), with and without a mask.
+ * Tolerance 1e-5 normwise: the CPU's formulas in its order, per element, but the CPU build
+ * vectorises expf/tanhf and contracts multiply-adds (a single cell c = f c_prev + i g with
+ * cancellation measured 1.05e-6), and libm on a GPU differs by a few ulps. */
+static void vs_cpu_lstm(void) {
+    if (!HAVE(lstm_cell_forward)) return;
+    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}};
+    for (size_t si = 0; si < 3; si++)
+        for (int masked = 0; masked < 2; masked++) {
+            int B = shapes[si][0], H = shapes[si][1];
+            size_t n = (size_t)B * H, n4 = 4 * n;
+            float *hg = frand(n4, -3, 3), *hhp = frand_pm1(n), *hcp = frand_pm1(n),
+                  *hh = frand_pm1(n), *hc = frand_pm1(n), *hm = cell_mask(B);
+            Pair gates = pair_of(hg, n4), hp = pair_of(hhp, n), cp = pair_of(hcp, n),
+                 h = pair_of(hh, n), c = pair_of(hc, n), m = pair_of(hm, (size_t)B);
+            char what[120];
+            gpu->lstm_cell_forward(h.g, c.g, gates.g, hp.g, cp.g, masked ? m.g : NULL, B, H);
+            cpu->lstm_cell_forward(h.c, c.c, gates.c, hp.c, cp.c, masked ? m.c : NULL, B, H);
+            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: h", B, H, masked);
+            compare_tol(what, h.g, h.c, n, 1e-5);
+            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: c", B, H, masked);
+            compare_tol(what, c.g, c.c, n, 1e-5);
+            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: gates", B, H, masked);
+            compare_tol(what, gates.g, gates.c, n4, 1e-5);
+            if (HAVE(lstm_cell_backward)) {
+                float *hdh = frand_pm1(n), *hdc = frand_pm1(n), *hdhp = frand_pm1(n),
+                      *hdcp = frand_pm1(n), *hdg = frand_pm1(n4);
+                Pair dh = pair_of(hdh, n), dc = pair_of(hdc, n), dhp = pair_of(hdhp, n),
+                     dcp = pair_of(hdcp, n), dg = pair_of(hdg, n4);
+                gpu->lstm_cell_backward(dg.g, dhp.g, dcp.g, dh.g, dc.g, gates.g, c.g, cp.g,
+                                        masked ? m.g : NULL, B, H);
+                cpu->lstm_cell_backward(dg.c, dhp.c, dcp.c, dh.c, dc.c, gates.c, c.c, cp.c,
+                                        masked ? m.c : NULL, B, H);
+                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dgates", B, H, masked);
+                compare_tol(what, dg.g, dg.c, n4, 1e-5);
+                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dh_prev", B, H, masked);
+                compare_tol(what, dhp.g, dhp.c, n, 1e-5);
+                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dc_prev", B, H, masked);
+                compare_tol(what, dcp.g, dcp.c, n, 1e-5);
+                pair_free(dh), pair_free(dc), pair_free(dhp), pair_free(dcp), pair_free(dg);
+                free(hdh), free(hdc), free(hdhp), free(hdcp), free(hdg);
+            }
+            pair_free(gates), pair_free(hp), pair_free(cp), pair_free(h), pair_free(c), pair_free(m);
+            free(hg), free(hhp), free(hcp), free(hh), free(hc), free(hm);
+        }
+}
+
+/* gru_cell_*: forward (h and the activations written into gx) and backward (dgx, dgh
+ * overwritten, dh_prev accumulated onto a random prefill), with and without a mask; tolerance
+ * as vs_cpu_lstm. */
+static void vs_cpu_gru(void) {
+    if (!HAVE(gru_cell_forward)) return;
+    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}};
+    for (size_t si = 0; si < 3; si++)
+        for (int masked = 0; masked < 2; masked++) {
+            int B = shapes[si][0], H = shapes[si][1];
+            size_t n = (size_t)B * H, n3 = 3 * n;
+            float *hx = frand(n3, -2, 2), *hhg = frand(n3, -2, 2), *hhp = frand_pm1(n),
+                  *hh = frand_pm1(n), *hm = cell_mask(B);
+            Pair gx = pair_of(hx, n3), gh = pair_of(hhg, n3), hp = pair_of(hhp, n),
+                 h = pair_of(hh, n), m = pair_of(hm, (size_t)B);
+            char what[120];
+            gpu->gru_cell_forward(h.g, gx.g, gh.g, hp.g, masked ? m.g : NULL, B, H);
+            cpu->gru_cell_forward(h.c, gx.c, gh.c, hp.c, masked ? m.c : NULL, B, H);
+            snprintf(what, sizeof what, "gru_cell_forward B=%d H=%d masked=%d: h", B, H, masked);
+            compare_tol(what, h.g, h.c, n, 1e-5);
+            snprintf(what, sizeof what, "gru_cell_forward B=%d H=%d masked=%d: gx", B, H, masked);
+            compare_tol(what, gx.g, gx.c, n3, 1e-5);
+            if (HAVE(gru_cell_backward)) {
+                float *hdh = frand_pm1(n), *hdhp = frand_pm1(n), *hdx = frand_pm1(n3),
+                      *hdgh = frand_pm1(n3);
+                Pair dh = pair_of(hdh, n), dhp = pair_of(hdhp, n), dx = pair_of(hdx, n3),
+                     dgh = pair_of(hdgh, n3);
+                gpu->gru_cell_backward(dx.g, dgh.g, dhp.g, dh.g, gx.g, gh.g, hp.g,
+                                       masked ? m.g : NULL, B, H);
+                cpu->gru_cell_backward(dx.c, dgh.c, dhp.c, dh.c, gx.c, gh.c, hp.c,
+                                       masked ? m.c : NULL, B, H);
+                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dgx", B, H, masked);
+                compare_tol(what, dx.g, dx.c, n3, 1e-5);
+                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dgh", B, H, masked);
+                compare_tol(what, dgh.g, dgh.c, n3, 1e-5);
+                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dh_prev", B, H, masked);
+                compare_tol(what, dhp.g, dhp.c, n, 1e-5);
+                pair_free(dh), pair_free(dhp), pair_free(dx), pair_free(dgh);
+                free(hdh), free(hdhp), free(hdx), free(hdgh);
+            }
+            pair_free(gx), pair_free(gh), pair_free(hp), pair_free(h), pair_free(m);
+            free(hx), free(hhg), free(hhp), free(hh), free(hm);
+        }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2192,10 +2293,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", test_gather_rows_strided, vs_cpu_shape},
     [OP_EMBEDDING_FORWARD] = {"embedding_forward", test_embedding, vs_cpu_embedding},
     [OP_EMBEDDING_BACKWARD] = {"embedding_backward", test_embedding, vs_cpu_embedding},
-    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", case_lstm, NULL},
-    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", case_lstm, NULL},
-    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", case_gru, NULL},
-    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, NULL},
+    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", case_lstm, vs_cpu_lstm},
+    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", case_lstm, vs_cpu_lstm},
+    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", case_gru, vs_cpu_gru},
+    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, vs_cpu_gru},
     [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, vs_cpu_shape},
     [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, NULL},
     [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, NULL},
