@@ -2259,6 +2259,123 @@ static void vs_cpu_gru(void) {
         }
 }
 
+/* ---- layer norm and the output layer, the CUDA backend against the CPU ---- */
+
+/* layernorm_*: out, mean, rstd; dinp, dweight, dbias accumulated onto random prefills (each
+ * gradient also alone, the others NULL); rows include a constant row (σ² = 0) and a row with
+ * |μ| ≫ σ; C wider than one block. Tolerance 1e-5 normwise: the same double sums in another
+ * order (a tree instead of the CPU's SIMD lanes). */
+static void vs_cpu_layernorm(void) {
+    if (!HAVE(layernorm_forward)) return;
+    static const int shapes[][2] = {{5, 7}, {1, 1}, {9, 300}, {3, 1031}};
+    for (size_t si = 0; si < 4; si++) {
+        int N = shapes[si][0], C = shapes[si][1];
+        size_t n = (size_t)N * C;
+        float *hx = frand_pm1(n), *hw = frand(C, 0.5, 1.5), *hb = frand_pm1(C), *ho = frand_pm1(n);
+        if (N > 2)
+            for (int c = 0; c < C; c++) hx[C + c] = 0.25f, hx[2 * C + c] = 100.0f + 0.01f * hx[2 * C + c];
+        float *hm = frand_pm1(N), *hr = frand_pm1(N);
+        Pair x = pair_of(hx, n), w = pair_of(hw, C), b = pair_of(hb, C), o = pair_of(ho, n),
+             m = pair_of(hm, N), r = pair_of(hr, N);
+        char what[120];
+        gpu->layernorm_forward(o.g, m.g, r.g, x.g, w.g, b.g, N, C);
+        cpu->layernorm_forward(o.c, m.c, r.c, x.c, w.c, b.c, N, C);
+        snprintf(what, sizeof what, "layernorm_forward N=%d C=%d: out", N, C);
+        compare_tol(what, o.g, o.c, n, 1e-5);
+        snprintf(what, sizeof what, "layernorm_forward N=%d C=%d: mean", N, C);
+        compare_tol(what, m.g, m.c, N, 1e-5);
+        snprintf(what, sizeof what, "layernorm_forward N=%d C=%d: rstd", N, C);
+        compare_tol(what, r.g, r.c, N, 1e-5);
+        if (HAVE(layernorm_backward))
+            for (int which = 0; which < 4; which++) { /* all three, then each alone */
+                float *hd = frand_pm1(n), *hdx = frand_pm1(n), *hdw = frand_pm1(C), *hdb = frand_pm1(C);
+                Pair d = pair_of(hd, n), dx = pair_of(hdx, n), dw = pair_of(hdw, C), db = pair_of(hdb, C);
+                int ux = which == 0 || which == 1, uw = which == 0 || which == 2, ub = which == 0 || which == 3;
+                gpu->layernorm_backward(ux ? dx.g : NULL, uw ? dw.g : NULL, ub ? db.g : NULL, d.g, x.g,
+                                        w.g, m.g, r.g, N, C);
+                cpu->layernorm_backward(ux ? dx.c : NULL, uw ? dw.c : NULL, ub ? db.c : NULL, d.c, x.c,
+                                        w.c, m.c, r.c, N, C);
+                snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dinp", N, C, which);
+                compare_tol(what, dx.g, dx.c, n, 1e-5);
+                snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dweight", N, C, which);
+                compare_tol(what, dw.g, dw.c, C, 1e-5);
+                snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dbias", N, C, which);
+                compare_tol(what, db.g, db.c, C, 1e-5);
+                pair_free(d), pair_free(dx), pair_free(dw), pair_free(db);
+                free(hd), free(hdx), free(hdw), free(hdb);
+            }
+        pair_free(x), pair_free(w), pair_free(b), pair_free(o), pair_free(m), pair_free(r);
+        free(hx), free(hw), free(hb), free(ho), free(hm), free(hr);
+    }
+}
+
+/* xent_forward_backward (loss and dlogits, with and without dlogits, smoothing 0 and 0.1, an
+ * ignored row, V wider than a block), log_softmax and argmax (ties: a row of equal values and a
+ * row with its maximum twice: the first index). Tolerance 1e-5: the CPU's exp is a polynomial
+ * approximation (cpu_expf, relative error ~1e-7) and its sums run in another order; argmax
+ * exactly. */
+static void vs_cpu_xent(void) {
+    static const int shapes[][2] = {{4, 7}, {1, 1}, {6, 1000}, {3, 8003}};
+    for (size_t si = 0; si < 4; si++) {
+        int N = shapes[si][0], V = shapes[si][1];
+        size_t n = (size_t)N * V;
+        float *hx = frand(n, -4, 4);
+        int *ht = malloc(sizeof(int) * (size_t)N);
+        for (int i = 0; i < N; i++) ht[i] = (i * 7 + 3) % V;
+        if (N > 1) ht[1] = -1; /* ignored row (ignore_id = -1) */
+        if (N > 3) { /* ties for argmax */
+            for (int v = 0; v < V; v++) hx[(size_t)2 * V + v] = 0.5f;
+            hx[(size_t)3 * V + V / 3] = 9.0f, hx[(size_t)3 * V + V - 1] = 9.0f;
+        }
+        Pair x = pair_of(hx, n);
+        IPair t = ipair_of(ht, N);
+        char what[120];
+        if (HAVE(xent_forward_backward))
+            for (int sm = 0; sm < 2; sm++) {
+                float eps = sm ? 0.1f : 0.0f;
+                float *hz = frand_pm1(n);
+                Pair d = pair_of(hz, n);
+                double lg = gpu->xent_forward_backward(d.g, x.g, t.g, N, V, eps, -1, 0.25f);
+                double lc = cpu->xent_forward_backward(d.c, x.c, t.c, N, V, eps, -1, 0.25f);
+                double lg2 = gpu->xent_forward_backward(NULL, x.g, t.g, N, V, eps, -1, 0.25f);
+                double e = fabs(lg - lc) / (fabs(lc) > 0 ? fabs(lc) : 1.0);
+                EXPECT(e < 1e-5 && lg2 == lg, "xent N=%d V=%d eps=%g: loss %.9g on cuda (%.9g "
+                       "without dlogits), %.9g on cpu", N, V, (double)eps, lg, lg2, lc);
+                record_output("xent loss", (const float *)&lg, 2); /* the double's bits */
+                snprintf(what, sizeof what, "xent_forward_backward N=%d V=%d eps=%g: dlogits", N, V, (double)eps);
+                compare_tol(what, d.g, d.c, n, 1e-5);
+                pair_free(d);
+                free(hz);
+            }
+        if (HAVE(log_softmax)) {
+            float *hz = frand_pm1(n);
+            Pair o = pair_of(hz, n);
+            gpu->log_softmax(o.g, x.g, N, V);
+            cpu->log_softmax(o.c, x.c, N, V);
+            snprintf(what, sizeof what, "log_softmax N=%d V=%d", N, V);
+            compare_tol(what, o.g, o.c, n, 1e-5);
+            pair_free(o);
+            free(hz);
+        }
+        if (HAVE(argmax)) {
+            IPair ids = ipair_of(ht, N);
+            gpu->argmax(ids.g, x.g, N, V);
+            cpu->argmax(ids.c, x.c, N, V);
+            int *a = malloc(sizeof(int) * (size_t)N), *b = malloc(sizeof(int) * (size_t)N);
+            gpu->download(a, ids.g, sizeof(int) * (size_t)N);
+            cpu->download(b, ids.c, sizeof(int) * (size_t)N);
+            record_output("argmax", (const float *)a, (size_t)N);
+            for (int i = 0; i < N; i++)
+                EXPECT(a[i] == b[i], "argmax N=%d V=%d row %d: %d on cuda, %d on cpu", N, V, i, a[i], b[i]);
+            free(a), free(b);
+            gpu->free(ids.g), cpu->free(ids.c);
+        }
+        pair_free(x);
+        gpu->free(t.g), cpu->free(t.c);
+        free(hx), free(ht);
+    }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2283,8 +2400,8 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_TANH_BACKWARD] = {"tanh_backward", test_tanh, vs_cpu_tanh},
     [OP_DROPOUT_FORWARD] = {"dropout_forward", test_dropout, vs_cpu_dropout},
     [OP_DROPOUT_BACKWARD] = {"dropout_backward", test_dropout, vs_cpu_dropout},
-    [OP_LAYERNORM_FORWARD] = {"layernorm_forward", case_layernorm, NULL},
-    [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", case_layernorm, NULL},
+    [OP_LAYERNORM_FORWARD] = {"layernorm_forward", case_layernorm, vs_cpu_layernorm},
+    [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", case_layernorm, vs_cpu_layernorm},
     [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", test_relu, vs_cpu_dropout},
     [OP_RELU_DROPOUT_BACKWARD] = {"relu_dropout_backward", test_relu, vs_cpu_dropout},
     [OP_PERMUTE0213_FORWARD] = {"permute0213_forward", case_permute0213, vs_cpu_shape},
@@ -2298,9 +2415,9 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", case_gru, vs_cpu_gru},
     [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, vs_cpu_gru},
     [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, vs_cpu_shape},
-    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, NULL},
-    [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, NULL},
-    [OP_ARGMAX] = {"argmax", test_argmax, NULL},
+    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, vs_cpu_xent},
+    [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, vs_cpu_xent},
+    [OP_ARGMAX] = {"argmax", test_argmax, vs_cpu_xent},
     [OP_ADAM_UPDATE] = {"adam_update", test_adam, vs_cpu_adam},
     [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, NULL},
     [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, NULL},

@@ -114,6 +114,8 @@ static Backend make_table(void) {
     cuda_register_efficient(&b);
     cuda_register_lstm(&b);
     cuda_register_gru(&b);
+    cuda_register_layernorm(&b);
+    cuda_register_softmax_xent(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }
