@@ -2376,6 +2376,69 @@ static void vs_cpu_xent(void) {
     }
 }
 
+/* ---- softmax attention kinds, the CUDA backend against the CPU ---- */
+
+/* Shapes of the softmax kinds: Tq != Tk, D != Dv, a batch row with key_len 0 and others padded,
+ * Tq > Tk with causal (rows that see no key), Tk wider than one block. */
+static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
+                                    {2, 2, 5, 7, 4, 3},
+                                    {3, 1, 6, 4, 8, 8},
+                                    {1, 3, 1, 9, 5, 6},
+                                    {2, 1, 3, 140, 16, 24}};
+
+/* attn_* (weights materialised): out and weights, causal and not, with key_len; backward onto
+ * random prefills (and dv alone). Tolerance 1e-5 normwise: the same sums in another order
+ * (OpenBLAS sgemm against per-thread loops). */
+static void vs_cpu_attn_sdp(void) {
+    if (!HAVE(attn_forward)) return;
+    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
+        for (int causal = 0; causal < 2; causal++) {
+            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
+                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
+            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+                   nw = (size_t)B * NH * Tq * Tk;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
+            float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
+                  *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
+                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
+            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+                 o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
+                 dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
+            IPair len = ipair_of(hl, B);
+            float scale = 1.0f / sqrtf((float)D);
+            char what[160];
+            gpu->attn_forward(o.g, w.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv);
+            cpu->attn_forward(o.c, w.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv);
+            snprintf(what, sizeof what, "attn_forward shape %zu causal=%d: out", si, causal);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            snprintf(what, sizeof what, "attn_forward shape %zu causal=%d: weights", si, causal);
+            compare_tol(what, w.g, w.c, nw, 1e-5);
+            if (HAVE(attn_backward)) {
+                size_t wg = gpu->attn_workspace(B, NH, Tq, Tk, D, Dv),
+                       wc = cpu->attn_workspace(B, NH, Tq, Tk, D, Dv);
+                float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
+                      *workc = cpu->alloc(sizeof(float) * (wc + 1));
+                gpu->attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
+                cpu->attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
+                gpu->attn_backward(NULL, NULL, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
+                cpu->attn_backward(NULL, NULL, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
+                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dq", si, causal);
+                compare_tol(what, dq.g, dq.c, nq, 1e-5);
+                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dk", si, causal);
+                compare_tol(what, dk.g, dk.c, nk, 1e-5);
+                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dv (twice)", si, causal);
+                compare_tol(what, dv.g, dv.c, nv, 1e-5);
+                gpu->free(workg), cpu->free(workc);
+            }
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o), pair_free(w);
+            pair_free(dq), pair_free(dk), pair_free(dv);
+            free(hq), free(hk), free(hv), free(hg), free(ho), free(hw), free(hdq), free(hdk), free(hdv);
+        }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2419,9 +2482,9 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, vs_cpu_xent},
     [OP_ARGMAX] = {"argmax", test_argmax, vs_cpu_xent},
     [OP_ADAM_UPDATE] = {"adam_update", test_adam, vs_cpu_adam},
-    [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, NULL},
-    [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, NULL},
-    [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, NULL},
+    [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, vs_cpu_attn_sdp},
+    [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, vs_cpu_attn_sdp},
+    [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, NULL},
     [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, NULL},
     [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, NULL},

@@ -116,6 +116,7 @@ static Backend make_table(void) {
     cuda_register_gru(&b);
     cuda_register_layernorm(&b);
     cuda_register_softmax_xent(&b);
+    cuda_register_attn_sdp(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }

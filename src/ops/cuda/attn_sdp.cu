@@ -1,0 +1,41 @@
+/* ops/cuda/attn_sdp.cu — attn_forward, attn_backward and attn_workspace on the GPU (Vaswani et
+ * al. 2017 eq. 1; semantics: ops/ops.h; kernels and determinism: attn_sdp.cuh). The backward's
+ * workspace holds dS [B·NH, Tq, Tk]. Grids: (Tq, B·NH) blocks; Tq and B·NH must be within CUDA's
+ * grid limits (65,535 in y): far above any batch the trainer forms. Errors: a failed launch
+ * aborts (LAUNCH).
+ */
+#include "ops/cuda/attn_sdp.cuh"
+#include "ops/cuda/cuda_internal.h"
+
+static void cu_attn_forward(float *out, float *weights, const float *q, const float *k,
+                            const float *v, const int *key_len, float scale, int causal, int B,
+                            int NH, int Tq, int Tk, int D, int Dv) {
+    if (B * NH <= 0 || Tq <= 0) return;
+    dim3 grid((unsigned)Tq, (unsigned)(B * NH));
+    LAUNCH(k_attn_forward, grid, SDP_THREADS, 0, out, weights, q, k, v, key_len, scale, causal, NH,
+           Tq, Tk, D, Dv);
+}
+
+static size_t cu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+    (void)D, (void)Dv;
+    return (size_t)B * NH * Tq * Tk + 1;
+}
+
+static void cu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                             const float *k, const float *v, const float *weights, float scale,
+                             int B, int NH, int Tq, int Tk, int D, int Dv, float *work) {
+    if ((!dq && !dk && !dv) || B * NH <= 0 || Tq <= 0 || Tk <= 0) return;
+    if (dq || dk) {
+        dim3 grid((unsigned)Tq, (unsigned)(B * NH));
+        LAUNCH(k_attn_backward_scores, grid, SDP_THREADS, 0, work, dout, v, weights, scale, Tq, Tk,
+               Dv);
+    }
+    LAUNCH(k_attn_backward_inputs, B * NH, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k, weights,
+           Tq, Tk, D, Dv);
+}
+
+void cuda_register_attn_sdp(Backend *be) {
+    be->attn_forward = cu_attn_forward;
+    be->attn_backward = cu_attn_backward;
+    be->attn_workspace = cu_attn_workspace;
+}

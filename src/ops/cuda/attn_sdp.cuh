@@ -1,0 +1,119 @@
+/* ops/cuda/attn_sdp.cuh — scaled dot-product attention with the weights materialised (Vaswani et
+ * al. 2017 eq. 1; Luong et al. 2015 eq. 7–8; semantics: ops/ops.h "attention core"; CPU
+ * reference: ops/cpu/attn_sdp.c). Written against ops/cuda/kernel_api.h. Host side: attn_sdp.cu.
+ * Shapes: R = B·NH rows (b, h); q [R,Tq,D], k [R,Tk,D], v [R,Tk,Dv], out [R,Tq,Dv],
+ * weights [R,Tq,Tk], key_len [B] (NULL: all visible).
+ *
+ * Forward: one block per query row (r, t): scores (one thread per key, d ascending), the masked
+ * softmax by block_reduce.cuh's fixed trees, out (one thread per value column, s ascending).
+ * Backward: per query row, dP = dout vᵀ and dS = P ⊙ (dP − P·dP) · scale into the workspace
+ * [R,Tq,Tk]; then per (r) block dq, dk, dv, each float summed by its owning thread in a fixed
+ * order (over s or t ascending). No atomics: deterministic under every schedule.
+ */
+#ifndef TRAINER_CUDA_ATTN_SDP_CUH
+#define TRAINER_CUDA_ATTN_SDP_CUH
+
+#include <stddef.h>
+
+#include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/kernel_api.h"
+
+constexpr int SDP_THREADS = 128; /* threads per block (a power of two) */
+
+/* Keys visible to row t: s < lim (key_len, and s <= t + Tk − Tq when causal). */
+__device__ inline int sdp_limit(const int *key_len, int b, int causal, int t, int Tq, int Tk) {
+    int len = key_len ? key_len[b] : Tk;
+    if (len > Tk) len = Tk;
+    if (causal && t + (Tk - Tq) + 1 < len) len = t + (Tk - Tq) + 1;
+    return len < 0 ? 0 : len;
+}
+
+/* Launch: grid (Tq, R) of SDP_THREADS; block (t, r). */
+__global__ void __launch_bounds__(SDP_THREADS)
+    k_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
+                   const int *key_len, float scale, int causal, int NH, int Tq, int Tk, int D,
+                   int Dv) {
+    __shared__ float fbuf[SDP_THREADS];
+    __shared__ double dbuf[SDP_THREADS];
+    const int t = blockIdx.x, r = blockIdx.y;
+    const int lim = sdp_limit(key_len, r / NH, causal, t, Tq, Tk);
+    const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
+                *vb = v + (size_t)r * Tk * Dv;
+    float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
+    float mx = -INFINITY;
+    for (int s = threadIdx.x; s < lim; s += SDP_THREADS) {
+        float acc = 0.0f;
+        for (int d = 0; d < D; d++) acc += qr[d] * kb[(size_t)s * D + d];
+        w[s] = scale * acc;
+        mx = w[s] > mx ? w[s] : mx;
+    }
+    mx = block_max<SDP_THREADS>(mx, fbuf);
+    double z = 0.0;
+    for (int s = threadIdx.x; s < lim; s += SDP_THREADS) z += (w[s] = expf(w[s] - mx));
+    z = block_sum<SDP_THREADS>(z, dbuf);
+    float inv = lim > 0 ? (float)(1.0 / z) : 0.0f;
+    for (int s = threadIdx.x; s < Tk; s += SDP_THREADS) w[s] = s < lim ? w[s] * inv : 0.0f;
+    __syncthreads();
+    for (int e = threadIdx.x; e < Dv; e += SDP_THREADS) {
+        float acc = 0.0f;
+        for (int s = 0; s < lim; s++) acc += w[s] * vb[(size_t)s * Dv + e];
+        o[e] = acc;
+    }
+}
+
+/* dS[r,t,:] = P ⊙ (dP − P·dP) · scale with dP = dout_t vᵀ (0 where P = 0). Launch: grid (Tq, R)
+ * of SDP_THREADS. */
+__global__ void __launch_bounds__(SDP_THREADS)
+    k_attn_backward_scores(float *dS, const float *dout, const float *v, const float *weights,
+                           float scale, int Tq, int Tk, int Dv) {
+    __shared__ float fbuf[SDP_THREADS];
+    const int t = blockIdx.x, r = blockIdx.y;
+    const float *p = weights + ((size_t)r * Tq + t) * Tk, *g = dout + ((size_t)r * Tq + t) * Dv,
+                *vb = v + (size_t)r * Tk * Dv;
+    float *ds = dS + ((size_t)r * Tq + t) * Tk;
+    float dot = 0.0f;
+    for (int s = threadIdx.x; s < Tk; s += SDP_THREADS) {
+        float acc = 0.0f;
+        for (int e = 0; e < Dv; e++) acc += g[e] * vb[(size_t)s * Dv + e];
+        ds[s] = acc;
+        dot += p[s] * acc;
+    }
+    dot = block_sum<SDP_THREADS>(dot, fbuf);
+    for (int s = threadIdx.x; s < Tk; s += SDP_THREADS)
+        ds[s] = p[s] == 0.0f ? 0.0f : p[s] * (ds[s] - dot) * scale;
+}
+
+/* dq += dS k, dk += dSᵀ q, dv += Pᵀ dout for row r (each may be NULL). Launch: R blocks of
+ * SDP_THREADS; no barrier. */
+__global__ void __launch_bounds__(SDP_THREADS)
+    k_attn_backward_inputs(float *dq, float *dk, float *dv, const float *dS, const float *dout,
+                           const float *q, const float *k, const float *weights, int Tq, int Tk,
+                           int D, int Dv) {
+    const int r = blockIdx.x;
+    const float *ds = dS + (size_t)r * Tq * Tk, *P = weights + (size_t)r * Tq * Tk;
+    const float *qb = q + (size_t)r * Tq * D, *kb = k + (size_t)r * Tk * D,
+                *g = dout + (size_t)r * Tq * Dv;
+    if (dq)
+        for (int i = threadIdx.x; i < Tq * D; i += SDP_THREADS) {
+            int t = i / D, d = i % D;
+            float acc = 0.0f;
+            for (int s = 0; s < Tk; s++) acc += ds[(size_t)t * Tk + s] * kb[(size_t)s * D + d];
+            dq[(size_t)r * Tq * D + i] += acc;
+        }
+    if (dk)
+        for (int i = threadIdx.x; i < Tk * D; i += SDP_THREADS) {
+            int s = i / D, d = i % D;
+            float acc = 0.0f;
+            for (int t = 0; t < Tq; t++) acc += ds[(size_t)t * Tk + s] * qb[(size_t)t * D + d];
+            dk[(size_t)r * Tk * D + i] += acc;
+        }
+    if (dv)
+        for (int i = threadIdx.x; i < Tk * Dv; i += SDP_THREADS) {
+            int s = i / Dv, e = i % Dv;
+            float acc = 0.0f;
+            for (int t = 0; t < Tq; t++) acc += P[(size_t)t * Tk + s] * g[(size_t)t * Dv + e];
+            dv[(size_t)r * Tk * Dv + i] += acc;
+        }
+}
+
+#endif
