@@ -2439,6 +2439,57 @@ static void vs_cpu_attn_sdp(void) {
         }
 }
 
+/* additive_attn_*: out and weights (causal and not, padding, empty rows), backward of qp, kp,
+ * v and values onto random prefills, then values alone. Tolerance 1e-5 normwise: per-element
+ * sums in another order (the CPU accumulates dqp/dkp term by term into the destination). */
+static void vs_cpu_additive_attn(void) {
+    if (!HAVE(additive_attn_forward)) return;
+    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
+        for (int causal = 0; causal < 2; causal++) {
+            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
+                Tk = SDP_SHAPES[si][3], A = SDP_SHAPES[si][4] + 3, Dv = SDP_SHAPES[si][5];
+            size_t nq = (size_t)B * NH * Tq * A, nk = (size_t)B * NH * Tk * A, na = (size_t)NH * A,
+                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+                   nw = (size_t)B * NH * Tq * Tk;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
+            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hva = frand_pm1(na),
+                  *hv = frand_pm1(nv), *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
+                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdva = frand_pm1(na),
+                  *hdv = frand_pm1(nv);
+            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), va = pair_of(hva, na), v = pair_of(hv, nv),
+                 g = pair_of(hg, no), o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
+                 dk = pair_of(hdk, nk), dva = pair_of(hdva, na), dv = pair_of(hdv, nv);
+            IPair len = ipair_of(hl, B);
+            char what[160];
+            gpu->additive_attn_forward(o.g, w.g, q.g, k.g, va.g, v.g, len.g, causal, B, NH, Tq, Tk, A, Dv);
+            cpu->additive_attn_forward(o.c, w.c, q.c, k.c, va.c, v.c, len.c, causal, B, NH, Tq, Tk, A, Dv);
+            snprintf(what, sizeof what, "additive_attn_forward shape %zu causal=%d: out", si, causal);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            snprintf(what, sizeof what, "additive_attn_forward shape %zu causal=%d: weights", si, causal);
+            compare_tol(what, w.g, w.c, nw, 1e-5);
+            if (HAVE(additive_attn_backward)) {
+                gpu->additive_attn_backward(dq.g, dk.g, dva.g, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv);
+                cpu->additive_attn_backward(dq.c, dk.c, dva.c, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv);
+                gpu->additive_attn_backward(NULL, NULL, NULL, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv);
+                cpu->additive_attn_backward(NULL, NULL, NULL, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv);
+                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dqp", si, causal);
+                compare_tol(what, dq.g, dq.c, nq, 1e-5);
+                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dkp", si, causal);
+                compare_tol(what, dk.g, dk.c, nk, 1e-5);
+                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dv", si, causal);
+                compare_tol(what, dva.g, dva.c, na, 1e-5);
+                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dvalues (twice)", si, causal);
+                compare_tol(what, dv.g, dv.c, nv, 1e-5);
+            }
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(q), pair_free(k), pair_free(va), pair_free(v), pair_free(g), pair_free(o);
+            pair_free(w), pair_free(dq), pair_free(dk), pair_free(dva), pair_free(dv);
+            free(hq), free(hk), free(hva), free(hv), free(hg), free(ho), free(hw), free(hdq);
+            free(hdk), free(hdva), free(hdv);
+        }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2485,8 +2536,8 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, vs_cpu_attn_sdp},
-    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, NULL},
-    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, NULL},
+    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, vs_cpu_additive_attn},
+    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, vs_cpu_additive_attn},
     [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, NULL},
     [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, NULL},
     [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, NULL},

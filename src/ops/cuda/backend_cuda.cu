@@ -117,6 +117,7 @@ static Backend make_table(void) {
     cuda_register_layernorm(&b);
     cuda_register_softmax_xent(&b);
     cuda_register_attn_sdp(&b);
+    cuda_register_attn_additive(&b);
     /* ---- end of the kernel families ---- */
     return b;
 }
