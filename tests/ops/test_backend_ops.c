@@ -2490,6 +2490,68 @@ static void vs_cpu_additive_attn(void) {
         }
 }
 
+/* flash_attn_*: out and lse (−∞ exactly where the CPU has it: rows with no visible key), causal
+ * and not, with padding; backward onto random prefills, then dk, dv alone. Tolerance 1e-5
+ * normwise: the same exact softmax in other tile orders. */
+static void vs_cpu_flash_attn(void) {
+    if (!HAVE(flash_attn_forward)) return;
+    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
+        for (int causal = 0; causal < 2; causal++) {
+            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
+                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
+            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+                   nl = (size_t)B * NH * Tq;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
+            float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
+                  *hg = frand_pm1(no), *ho = frand_pm1(no), *hlse = frand_pm1(nl),
+                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
+            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+                 o = pair_of(ho, no), lse = pair_of(hlse, nl), dq = pair_of(hdq, nq),
+                 dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
+            IPair len = ipair_of(hl, B);
+            size_t wg = gpu->flash_attn_workspace(B, NH, Tq, Tk, D, Dv),
+                   wc = cpu->flash_attn_workspace(B, NH, Tq, Tk, D, Dv);
+            float *workg = gpu->alloc(sizeof(float) * (wg + 1)), *workc = cpu->alloc(sizeof(float) * (wc + 1));
+            float scale = 1.0f / sqrtf((float)D);
+            char what[160];
+            gpu->flash_attn_forward(o.g, lse.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
+            cpu->flash_attn_forward(o.c, lse.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
+            snprintf(what, sizeof what, "flash_attn_forward shape %zu causal=%d: out", si, causal);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            float *lg = from_backend(gpu, lse.g, nl), *lc = from_backend(cpu, lse.c, nl);
+            size_t bad = 0, ninf = 0;
+            for (size_t i = 0; i < nl; i++) {
+                if (isinf(lc[i]) || isinf(lg[i])) {
+                    bad += !(lg[i] == lc[i]), ninf++;
+                    continue;
+                }
+                bad += !(fabs((double)lg[i] - (double)lc[i]) <= 1e-5 * (1.0 + fabs((double)lc[i])));
+            }
+            EXPECT(bad == 0, "flash_attn_forward shape %zu causal=%d: %zu of %zu lse values differ "
+                   "(%zu rows with no key)", si, causal, bad, nl, ninf);
+            free(lg), free(lc);
+            if (HAVE(flash_attn_backward)) {
+                gpu->flash_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, o.g, lse.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
+                cpu->flash_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, o.c, lse.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
+                gpu->flash_attn_backward(NULL, dk.g, dv.g, g.g, q.g, k.g, v.g, o.g, lse.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
+                cpu->flash_attn_backward(NULL, dk.c, dv.c, g.c, q.c, k.c, v.c, o.c, lse.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
+                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dq", si, causal);
+                compare_tol(what, dq.g, dq.c, nq, 1e-5);
+                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dk (twice)", si, causal);
+                compare_tol(what, dk.g, dk.c, nk, 1e-5);
+                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dv (twice)", si, causal);
+                compare_tol(what, dv.g, dv.c, nv, 1e-5);
+            }
+            gpu->free(workg), cpu->free(workc);
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o), pair_free(lse);
+            pair_free(dq), pair_free(dk), pair_free(dv);
+            free(hq), free(hk), free(hv), free(hg), free(ho), free(hlse), free(hdq), free(hdk), free(hdv);
+        }
+}
+
 /* One row per OpKind: the CPU check and the check of another backend against the CPU (NULL: not
  * written yet). A function that covers a forward/backward pair serves both rows and runs once. */
 typedef struct {
@@ -2538,9 +2600,9 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, vs_cpu_additive_attn},
-    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, NULL},
-    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, NULL},
-    [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, NULL},
+    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, vs_cpu_flash_attn},
+    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, vs_cpu_flash_attn},
+    [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, vs_cpu_flash_attn},
     [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, vs_cpu_linear_attn},
