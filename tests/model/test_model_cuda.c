@@ -8,7 +8,10 @@
  *   1. loss and gradients: one training forward/backward (dropout on: the masks come from the same
  *      counter-based hash on both backends) — the loss to REL_LOSS relative, every parameter's
  *      gradient to REL_GRAD normwise relative error max|cuda − cpu| / max|cpu| (per tensor; a
- *      tensor whose CPU gradient is all zero must be zero within ABS_ZERO);
+ *      tensor whose CPU gradient is all zero must be zero within ABS_ZERO; a tensor whose gradient
+ *      is zero in exact arithmetic — the attention key bias, by the softmax's shift invariance —
+ *      holds rounding noise below NULL_REL of the largest gradient on both sides and is left out
+ *      of the comparisons, see null_tensors);
  *   2. training: STEPS trainer steps (loss and gradients, norm, clipping, Adam) on both, the loss
  *      of each step to REL_LOSS_STEPS relative and the parameters after the last step to
  *      REL_PARAM normwise;
@@ -34,7 +37,7 @@
 enum { B = 3, S = 5, T = 4, V = 23, STEPS = 20, K_BEAM = 3 };
 
 static const double REL_LOSS = 1e-5, REL_GRAD = 1e-4, ABS_ZERO = 1e-7;
-static const double REL_LOSS_STEPS = 1e-4, REL_PARAM = 1e-3;
+static const double REL_LOSS_STEPS = 1e-4, REL_PARAM = 1e-3, NULL_REL = 1e-6;
 
 typedef struct {
     const char *name;
@@ -61,11 +64,13 @@ static double rel_err(const float *a, const float *b, size_t n, double *bmax_out
 }
 
 /* Every parameter tensor of buffers a (cuda) and b (cpu), laid out by the ParamSet ps, compared
- * normwise per tensor; returns the worst relative error. */
+ * normwise per tensor; returns the worst relative error. A tensor flagged in skip[] (its gradient
+ * is zero in exact arithmetic, see null_tensors) is not compared. */
 static double compare_tensors(const char *what, const char *name, const ParamSet *ps,
-                              const float *a, const float *b, double tol) {
+                              const float *a, const float *b, double tol, const char *skip) {
     double worst = 0.0;
     for (int i = 0; i < ps->n; i++) {
+        if (skip && skip[i]) continue;
         const ParamSpec *sp = &ps->specs[i];
         double bmax = 0.0;
         double e = rel_err(a + sp->offset, b + sp->offset, sp->size, &bmax);
@@ -75,6 +80,39 @@ static double compare_tensors(const char *what, const char *name, const ParamSet
         if (e > worst && bmax > 0.0) worst = e;
     }
     return worst;
+}
+
+/* Flags (null[i] = 1) the tensors whose gradient is zero in exact arithmetic and only rounding
+ * noise in float: below NULL_REL of the largest gradient anywhere on both backends, and not
+ * reproduced to REL_GRAD (a real but small gradient agrees and stays compared). The
+ * key bias of softmax attention is one (adding q·b_k to every score of a row leaves the softmax
+ * unchanged). Such a tensor's gradient is checked to be noise on both sides, and it is left out
+ * of the comparison after training (Adam turns noise into steps of size lr). Returns the count. */
+static int null_tensors(const ParamSet *ps, const float *a, const float *b, char *null,
+                        const char *name) {
+    double gmax = 0.0;
+    for (size_t j = 0; j < ps->total; j++)
+        if (fabs((double)b[j]) > gmax) gmax = fabs((double)b[j]);
+    int n = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const ParamSpec *sp = &ps->specs[i];
+        double am = 0.0, bm = 0.0;
+        for (size_t j = sp->offset; j < sp->offset + sp->size; j++) {
+            if (fabs((double)a[j]) > am) am = fabs((double)a[j]);
+            if (fabs((double)b[j]) > bm) bm = fabs((double)b[j]);
+        }
+        double e = rel_err(a + sp->offset, b + sp->offset, sp->size, NULL);
+        /* noise: tiny on the cpu and not reproduced by cuda (a real small gradient agrees) */
+        null[i] = bm <= NULL_REL * gmax && !(e < REL_GRAD);
+        if (null[i]) {
+            n++;
+            printf("  %s: %s: gradient %.3g on cpu, %.3g on cuda: rounding noise (largest "
+                   "gradient %.3g)\n", name, sp->name, bm, am, gmax);
+            EXPECT(am <= NULL_REL * gmax, "%s: gradient of %s is %.3g on cuda but noise (%.3g) on "
+                   "cpu", name, sp->name, am, bm);
+        }
+    }
+    return n;
 }
 
 typedef struct {
@@ -133,7 +171,9 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     EXPECT(isfinite(la) && el < REL_LOSS, "%s: loss %.9g on cuda, %.9g on cpu (rel %.3g)", c->name,
            la, lb, el);
     float *ga = to_host(gpu, cu.m.ps.grad, total), *gb = to_host(backend_cpu(), cp.m.ps.grad, total);
-    double eg = compare_tensors("gradient", c->name, &cp.m.ps, ga, gb, REL_GRAD);
+    char *null = xcalloc((size_t)cp.m.ps.n + 1, 1);
+    int nnull = null_tensors(&cp.m.ps, ga, gb, null, c->name);
+    double eg = compare_tensors("gradient", c->name, &cp.m.ps, ga, gb, REL_GRAD, null);
     free(ga), free(gb);
 
     /* 2. STEPS training steps */
@@ -147,7 +187,9 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
                c->name, t, la, lb);
     }
     wa = to_host(gpu, cu.m.ps.data, total), wb = to_host(backend_cpu(), cp.m.ps.data, total);
-    double ep = compare_tensors("parameters after training", c->name, &cp.m.ps, wa, wb, REL_PARAM);
+    double ep =
+        compare_tensors("parameters after training", c->name, &cp.m.ps, wa, wb, REL_PARAM, null);
+    free(null);
     free(wa), free(wb);
 
     /* 3. decoding */
@@ -173,9 +215,10 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
             }
         }
     free(ia), free(ib), free(attn);
-    printf("%s: loss rel %.2g, gradients rel <= %.2g, %d steps: loss rel <= %.2g, parameters rel "
-           "<= %.2g; greedy and beam compared\n",
-           c->name, el, eg, STEPS, worst_step, ep);
+    printf("%s: loss rel %.2g, gradients rel <= %.2g (%d tensors with no gradient in exact "
+           "arithmetic: noise on both sides), %d steps: loss rel <= %.2g, parameters rel <= %.2g; "
+           "greedy and beam compared\n",
+           c->name, el, eg, nnull, STEPS, worst_step, ep);
     model_free(&cu.m);
     model_free(&cp.m);
 }
