@@ -2,9 +2,11 @@
 # Installs what trainer needs from Debian's packages (skips the install when all are present).
 set -euo pipefail
 # clang, libclang-rt-dev (libFuzzer, ASan, UBSan) and libomp-dev (OpenMP for clang): the
-# sanitizer build and the fuzz targets (scripts/sanitize.sh, scripts/fuzz.sh).
+# sanitizer build and the fuzz targets (scripts/sanitize.sh, scripts/fuzz.sh). python3: the
+# scripts of some tests (tests/simt/config_losses.sh reads metrics.jsonl).
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libopenblas-openmp-dev
-      libsentencepiece-dev curl ca-certificates gnuplot-nox clang libclang-rt-dev libomp-dev)
+      libsentencepiece-dev curl ca-certificates gnuplot-nox clang libclang-rt-dev libomp-dev
+      python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
