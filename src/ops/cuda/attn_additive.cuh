@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "ops/cuda/attn_common.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_api.h"
 
@@ -29,10 +30,7 @@ __global__ void __launch_bounds__(ADD_THREADS)
     __shared__ float fbuf[ADD_THREADS];
     __shared__ double dbuf[ADD_THREADS];
     const int t = blockIdx.x, r = blockIdx.y;
-    int lim = key_len ? key_len[r / NH] : Tk;
-    if (lim > Tk) lim = Tk;
-    if (causal && t + (Tk - Tq) + 1 < lim) lim = t + (Tk - Tq) + 1;
-    if (lim < 0) lim = 0;
+    const int lim = attn_key_limit(key_len, r / NH, causal, t, Tq, Tk);
     const float *vh = v + (size_t)(r % NH) * A, *qr = qp + ((size_t)r * Tq + t) * A;
     float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
     float mx = -INFINITY;

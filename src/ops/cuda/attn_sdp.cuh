@@ -15,18 +15,11 @@
 
 #include <stddef.h>
 
+#include "ops/cuda/attn_common.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_api.h"
 
 constexpr int SDP_THREADS = 128; /* threads per block (a power of two) */
-
-/* Keys visible to row t: s < lim (key_len, and s <= t + Tk − Tq when causal). */
-__device__ inline int sdp_limit(const int *key_len, int b, int causal, int t, int Tq, int Tk) {
-    int len = key_len ? key_len[b] : Tk;
-    if (len > Tk) len = Tk;
-    if (causal && t + (Tk - Tq) + 1 < len) len = t + (Tk - Tq) + 1;
-    return len < 0 ? 0 : len;
-}
 
 /* Launch: grid (Tq, R) of SDP_THREADS; block (t, r). */
 __global__ void __launch_bounds__(SDP_THREADS)
@@ -36,7 +29,7 @@ __global__ void __launch_bounds__(SDP_THREADS)
     __shared__ float fbuf[SDP_THREADS];
     __shared__ double dbuf[SDP_THREADS];
     const int t = blockIdx.x, r = blockIdx.y;
-    const int lim = sdp_limit(key_len, r / NH, causal, t, Tq, Tk);
+    const int lim = attn_key_limit(key_len, r / NH, causal, t, Tq, Tk);
     const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
                 *vb = v + (size_t)r * Tk * Dv;
     float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;

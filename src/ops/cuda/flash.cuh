@@ -19,18 +19,11 @@
 
 #include <stddef.h>
 
+#include "ops/cuda/attn_common.cuh"
 #include "ops/cuda/kernel_api.h"
 
 constexpr int FL_THREADS = 64;          /* threads per block */
 constexpr int FL_SMEM_MAX = 48 * 1024;  /* dynamic shared memory per block at most (bytes) */
-
-/* Keys visible to query t: s < lim. */
-__device__ inline int fl_limit(const int *key_len, int b, int causal, int t, int Tq, int Tk) {
-    int len = key_len ? key_len[b] : Tk;
-    if (len > Tk) len = Tk;
-    if (causal && t + (Tk - Tq) + 1 < len) len = t + (Tk - Tq) + 1;
-    return len < 0 ? 0 : len;
-}
 
 /* Forward. Launch: grid (Tq, R) of FL_THREADS; dynamic shared memory
  * (tile·(D + Dv) + tile + D + Dv + 3) floats. */
@@ -43,7 +36,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     float *Kt = sm, *Vt = Kt + (size_t)tile * D, *p = Vt + (size_t)tile * Dv, *qs = p + tile,
           *acc = qs + D, *st = acc + Dv; /* st: m, l, corr */
     const int t = blockIdx.x, r = blockIdx.y;
-    const int lim = fl_limit(key_len, r / NH, causal, t, Tq, Tk);
+    const int lim = attn_key_limit(key_len, r / NH, causal, t, Tq, Tk);
     const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
                 *vb = v + (size_t)r * Tk * Dv;
     for (int d = threadIdx.x; d < D; d += FL_THREADS) qs[d] = qr[d];
@@ -106,7 +99,7 @@ __global__ void __launch_bounds__(FL_THREADS)
     float *Kt = sm, *Vt = Kt + (size_t)tile * D, *ds = Vt + (size_t)tile * Dv, *qs = ds + tile,
           *gs = qs + D, *acc = gs + Dv;
     const int t = blockIdx.x, r = blockIdx.y;
-    const int lim = fl_limit(key_len, r / NH, causal, t, Tq, Tk);
+    const int lim = attn_key_limit(key_len, r / NH, causal, t, Tq, Tk);
     if (lim == 0) return; /* uniform: the row saw no key, out = 0 */
     const size_t row = (size_t)r * Tq + t;
     const float *kb = k + (size_t)r * Tk * D, *vb = v + (size_t)r * Tk * Dv;
