@@ -33,16 +33,13 @@
 #include "testutil.h"
 #include "train/config.h"
 #include "train/optim.h"
+#include "model_cases.h"
 
-enum { B = 3, S = 5, T = 4, V = 23, STEPS = 20, K_BEAM = 3 };
+enum { STEPS = 20, K_BEAM = 3 };
 
 static const double REL_LOSS = 1e-5, REL_GRAD = 1e-4, ABS_ZERO = 1e-7;
 static const double REL_LOSS_STEPS = 1e-4, REL_PARAM = 1e-3, NULL_REL = 1e-6;
 
-typedef struct {
-    const char *name;
-    ModelSpec spec;
-} Case;
 
 /* n floats of backend memory p, copied to a fresh host buffer. */
 static float *to_host(const Backend *be, const float *p, size_t n) {
@@ -223,23 +220,6 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     model_free(&cp.m);
 }
 
-static ModelSpec rnn_spec(AttentionKind kind, int gru, int feed) {
-    ModelSpec s = {0};
-    s.type = MODEL_RNN, s.cell = gru ? CELL_GRU : CELL_LSTM, s.attention = kind;
-    s.emb = 6, s.hidden = 8, s.enc_layers = 2, s.dec_layers = 2, s.dropout = 0.1f;
-    s.input_feeding = feed, s.heads = 2;
-    return s;
-}
-
-static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKind cross) {
-    ModelSpec s = {0};
-    s.type = MODEL_TRANSFORMER, s.d_model = 8, s.heads = 2, s.d_ff = 16;
-    s.enc_layers = 2, s.dec_layers = 2, s.dropout = 0.1f, s.norm = NORM_PRE;
-    s.tie_embeddings = 1, s.self_attention = self, s.dec_self_attention = dec_self;
-    s.cross_attention = cross;
-    return s;
-}
-
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     char msg[512] = "";
@@ -248,39 +228,14 @@ int main(void) {
         printf("test_model_cuda: skipped: %s\n", msg);
         return 77;
     }
-    /* time-major fixtures (test_token_batch lays them out batch-major) */
-    int src_len[B] = {5, 3, 4}, tgt_len[B] = {4, 2, 3}; /* tgt_len: BOS + words */
-    int src[S * B], tin[T * B], tout[T * B];
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++)
-            src[t * B + b] = t < src_len[b] ? 4 + (7 * t + 5 * b) % (V - 4) : TOKEN_PAD;
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++) {
-            tin[t * B + b] = t == 0 ? TOKEN_BOS : t < tgt_len[b] ? 4 + (3 * t + 11 * b) % (V - 4) : TOKEN_PAD;
-            tout[t * B + b] = t + 1 < tgt_len[b] ? 4 + (3 * (t + 1) + 11 * b) % (V - 4)
-                            : t + 1 == tgt_len[b] ? TOKEN_EOS : TOKEN_PAD;
-        }
     TokenBatch tb, sb;
-    test_token_batch(&tb, B, S, T, src, src_len, tin, tout);
-    test_token_batch(&sb, B, S, 0, src, src_len, NULL, NULL);
+    model_case_batches(&tb, &sb);
 
-    const Case cases[] = {
-        {"rnn lstm none", rnn_spec(ATTN_NONE, 0, 0)},
-        {"rnn lstm luong_general input feeding", rnn_spec(ATTN_LUONG_GENERAL, 0, 1)},
-        {"rnn gru luong_dot", rnn_spec(ATTN_LUONG_DOT, 1, 0)},
-        {"rnn gru bahdanau", rnn_spec(ATTN_BAHDANAU, 1, 0)},
-        {"rnn lstm luong_concat", rnn_spec(ATTN_LUONG_CONCAT, 0, 1)},
-        {"rnn lstm sdp", rnn_spec(ATTN_SDP, 0, 1)},
-        {"rnn lstm flash", rnn_spec(ATTN_FLASH, 0, 0)},
-        {"rnn gru linear", rnn_spec(ATTN_LINEAR, 1, 1)},
-        {"rnn lstm efficient", rnn_spec(ATTN_EFFICIENT, 0, 0)},
-        {"transformer sdp", tf_spec(ATTN_SDP, ATTN_NONE, ATTN_SDP)},
-        {"transformer flash / linear / luong_general", tf_spec(ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL)},
-        {"transformer efficient / sdp / bahdanau", tf_spec(ATTN_EFFICIENT, ATTN_SDP, ATTN_BAHDANAU)},
-    };
+    Case cases[16];
+    int ncases = model_cases(cases);
     /* a kind the backend cannot run is refused by model_create: a failure here, since every
      * kind must run on cuda (issue 13) */
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], gpu, &tb, &sb);
+    for (int i = 0; i < ncases; i++) check_case(&cases[i], gpu, &tb, &sb);
     batch_free(&tb);
     batch_free(&sb);
     return test_report("test_model_cuda");
