@@ -1625,6 +1625,7 @@ static double compare_tol(const char *what, const float *g_dev, const float *c_d
     snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
     double e = rel_err(g, c, n);
     EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
+    if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
     kp_checks++;
     kp_fails += !(e < tol);
     free(g);
