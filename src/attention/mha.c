@@ -53,8 +53,7 @@ void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int 
 /* y[N,D] = x W_ᵀ + b */
 static void linear(const Backend *be, float *y, const float *x, const Param *W, const Param *b,
                    int N, int D) {
-    be->matmul(y, x, W->w, N, D, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(y, b->w, N, D);
+    be->matmul_bias_forward(y, x, W->w, b->w, N, D, D, 0);
 }
 
 /* y = x Wᵀ + b  →  dx += dy W, dW += dyᵀ x, db += Σ dy */

@@ -110,8 +110,7 @@ static void cell_forward(const Backend *be, const RnnLayer *L, float *gx, float 
         be->matmul(gx, hp, L->W_hh.w, B, 4 * L->h, L->h, 0, 1, 1.0f, 1.0f);
         be->lstm_cell_forward(h, c, gx, hp, cp, mask, B, L->h);
     } else {
-        be->matmul(gh, hp, L->W_hh.w, B, 3 * L->h, L->h, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(gh, L->b_hh.w, B, 3 * L->h);
+        be->matmul_bias_forward(gh, hp, L->W_hh.w, L->b_hh.w, B, 3 * L->h, L->h, 0);
         be->gru_cell_forward(h, gx, gh, hp, mask, B, L->h);
     }
 }
@@ -294,8 +293,7 @@ static void enc_direction_forward(RnnModel *m, int ld, const float *x, const Tok
     int B = b->B, S = b->S, Hd = m->Hd, G = L->G, rev = ld & 1;
     float *gx = m->enc_gx[ld], *gh = m->enc_gh[ld], *h = m->enc_h[ld], *c = m->enc_c[ld];
     /* gx_t = x_t W_ihᵀ + b for all t at once; the recurrent part step by step */
-    be->matmul(gx, x, L->W_ih.w, S * B, G * Hd, L->in, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(gx, L->b.w, S * B, G * Hd);
+    be->matmul_bias_forward(gx, x, L->W_ih.w, L->b.w, S * B, G * Hd, L->in, 0);
     for (int i = 0; i < S; i++) {
         int t = rev ? S - 1 - i : i, tp = rev ? t + 1 : t - 1;
         size_t o = (size_t)t * B * Hd;
@@ -435,8 +433,7 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
         const float *hp = t ? m->dec_h[l] + (size_t)(t - 1) * BH : m->dec_h0[l];
         const float *cp = t ? m->dec_c[l] + (size_t)(t - 1) * BH : m->dec_c0[l];
         float *gx = m->dec_gx[l] + (size_t)t * BH * L->G;
-        be->matmul(gx, x, L->W_ih.w, B, L->G * H, L->in, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(gx, L->b.w, B, L->G * H);
+        be->matmul_bias_forward(gx, x, L->W_ih.w, L->b.w, B, L->G * H, L->in, 0);
         cell_forward(be, L, gx, m->gru ? m->dec_gh[l] + (size_t)t * BH * 3 : NULL, hp, cp,
                      m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, NULL, B);
     }
@@ -541,8 +538,8 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     /* p(y_t) = softmax(W_out dropout(h̃_t) + b_out) for all t at once */
     be->dropout_forward(m->htil_drop, m->htil_mask, m->htil, train ? m->p : 0.0f,
                         site_key(key, 3), NT * H);
-    be->matmul(m->logits, m->htil_drop, m->W_out.w, (int)NT, V, H, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->logits, m->b_out.w, (int)NT, V);
+    be->matmul_bias_forward(m->logits, m->htil_drop, m->W_out.w, m->b_out.w, (int)NT, V, H,
+                            0);
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, m->tout_tm, (int)NT, V, smoothing,
                                          TOKEN_PAD, 0.0f);
@@ -690,8 +687,8 @@ const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) 
     float *emb = m->tgt_x + (size_t)t * R * E;
     be->embedding_forward(emb, ids, m->emb_tgt.w, R, E);
     decoder_step(m, t, emb, &m->dsrc, 1, 0, 0);
-    be->matmul(m->logits, m->htil + (size_t)t * R * H, m->W_out.w, R, V, H, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->logits, m->b_out.w, R, V);
+    be->matmul_bias_forward(m->logits, m->htil + (size_t)t * R * H, m->W_out.w, m->b_out.w, R, V,
+                            H, 0);
     if (!log_probs) return m->logits;
     be->log_softmax(m->dlogits, m->logits, R, V);
     return m->dlogits;

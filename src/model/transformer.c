@@ -231,10 +231,13 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
                         int N, float p, uint64_t key) {
     const Backend *be = m->be;
     int D = m->D, F = m->F;
-    be->matmul(m->fh1, a, L->W1.w, N, F, D, 0, 1, 1.0f, 0.0f);
-    be->bias_relu_dropout_forward(la->hd, m->fh1, L->b1.w, p, key, N, F);
-    be->matmul(out, la->hd, L->W2.w, N, D, F, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(out, L->b2.w, N, D);
+    if (p > 0.0f) { /* the dropout needs its own pass */
+        be->matmul(m->fh1, a, L->W1.w, N, F, D, 0, 1, 1.0f, 0.0f);
+        be->bias_relu_dropout_forward(la->hd, m->fh1, L->b1.w, p, key, N, F);
+    } else { /* no dropout: bias and ReLU fuse into the product */
+        be->matmul_bias_forward(la->hd, a, L->W1.w, L->b1.w, N, F, D, 1);
+    }
+    be->matmul_bias_forward(out, la->hd, L->W2.w, L->b2.w, N, D, F, 0);
 }
 
 /* Accumulates da[N,D] and the FFN's parameter gradients from dout[N,D]. */
@@ -415,8 +418,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
         be->gather_rows(m->g3, y, m->d_rows, R, D);
         yr = m->g3;
     }
-    be->matmul(m->logits, yr, tf_W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->logits, m->b_out.w, R, V);
+    be->matmul_bias_forward(m->logits, yr, tf_W_out(m)->w, m->b_out.w, R, V, D, 0);
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,

@@ -140,10 +140,8 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         step_residual(m, &L->ln[1], m->x1, m->f1);
         /* FFN (no dropout when decoding) */
         a = step_input(m, &L->ln[2], m->x1);
-        be->matmul(m->h1, a, L->W1.w, R, F, D, 0, 1, 1.0f, 0.0f);
-        be->bias_relu_dropout_forward(m->h1, m->h1, L->b1.w, 0.0f, 0, R, F);
-        be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
-        be->bias_forward(m->f1, L->b2.w, R, D);
+        be->matmul_bias_forward(m->h1, a, L->W1.w, L->b1.w, R, F, D, 1);
+        be->matmul_bias_forward(m->f1, m->h1, L->W2.w, L->b2.w, R, D, F, 0);
         step_residual(m, &L->ln[2], m->x1, m->f1);
     }
     const float *y = m->x1;
@@ -151,8 +149,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         be->layernorm_forward(m->a1, m->lnm, m->lnr, m->x1, m->ln_dec.w.w, m->ln_dec.b.w, R, D);
         y = m->a1;
     }
-    be->matmul(m->dlog, y, tf_W_out(m)->w, R, V, D, 0, 1, 1.0f, 0.0f);
-    be->bias_forward(m->dlog, m->b_out.w, R, V);
+    be->matmul_bias_forward(m->dlog, y, tf_W_out(m)->w, m->b_out.w, R, V, D, 0);
     if (!log_probs) return m->dlog;
     be->log_softmax(m->dlogp, m->dlog, R, V);
     return m->dlogp;

@@ -14,6 +14,7 @@ static const struct {
     size_t offset;
 } OP_TABLE[] = {
     OP_ROW(OP_MATMUL, matmul),
+    OP_ROW(OP_MATMUL_BIAS_FORWARD, matmul_bias_forward),
     OP_ROW(OP_BIAS_FORWARD, bias_forward),
     OP_ROW(OP_BIAS_BACKWARD, bias_backward),
     OP_ROW(OP_AXPY, axpy),

@@ -67,6 +67,15 @@ struct Backend {
      * op(B) is [K,Nc] (B stored [Nc,K] if transB). cblas_sgemm / cublasSgemm. */
     void (*matmul)(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                    int transB, float alpha, float beta);
+    /* A dense layer's affine map in one call: out[N,C] = inp[N,K] · weight[C,K]ᵀ + bias[C], then
+     * max(·, 0) when relu = 1 (the inner activation of Vaswani et al. 2017 eq. 2). Overwrites
+     * out, which must not overlap inp, weight or bias. Forward only: its backward is matmul and
+     * bias_backward (after relu_dropout_backward with p = 0 when relu). The CPU runs cblas_sgemm
+     * then the bias row (bit-identical to matmul + bias_forward, or + bias_relu_dropout_forward
+     * with p = 0); CUDA runs one cublasLtMatmul with the epilogue CUBLASLT_EPILOGUE_BIAS or
+     * CUBLASLT_EPILOGUE_RELU_BIAS (the bias added to the fp32 accumulator before the store). */
+    void (*matmul_bias_forward)(float *out, const float *inp, const float *weight,
+                                const float *bias, int N, int C, int K, int relu);
     /* out[N,C] += bias[C] (—) */
     void (*bias_forward)(float *out, const float *bias, int N, int C);
     /* dbias[C] += sum_n dout[n,C] (—; no hidden state: a constant ones vector) */
@@ -295,6 +304,7 @@ struct Backend {
  * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c). */
 typedef enum OpKind {
     OP_MATMUL,
+    OP_MATMUL_BIAS_FORWARD,
     OP_BIAS_FORWARD,
     OP_BIAS_BACKWARD,
     OP_AXPY,

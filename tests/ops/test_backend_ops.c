@@ -136,6 +136,39 @@ static void test_matmul(void) {
             }
 }
 
+/* matmul_bias_forward against the double-precision product + bias (+ ReLU), and bit for bit
+ * against the unfused ops it replaces (matmul + bias_forward / bias_relu_dropout_forward p = 0). */
+static void test_matmul_bias_forward(void) {
+    const int N = 6, C = 5, K = 7;
+    for (int relu = 0; relu < 2; relu++) {
+        Stat st;
+        stat_begin(&st, "matmul_bias_forward relu=%d", relu);
+        float *X = frand((size_t)N * K, -1, 1), *W = frand((size_t)C * K, -1, 1);
+        float *b = frand(C, -1, 1), *out = frand((size_t)N * C, -9, 9);
+        float *ref = fnew((size_t)N * C);
+        be->matmul_bias_forward(out, X, W, b, N, C, K, relu);
+        int negatives = 0;
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < C; c++) {
+                double s = b[c];
+                for (int k = 0; k < K; k++) s += (double)X[n * K + k] * W[c * K + k];
+                negatives += s < 0;
+                if (relu && s < 0) s = 0;
+                stat_add(&st, out[n * C + c], s, FWD_ATOL, FWD_RTOL, "out", n * C + c);
+            }
+        stat_true(&st, negatives > 0, "no negative pre-activation: ReLU untested");
+        be->matmul(ref, X, W, N, C, K, 0, 1, 1.0f, 0.0f);
+        if (relu)
+            be->bias_relu_dropout_forward(ref, ref, b, 0.0f, 0, N, C);
+        else
+            be->bias_forward(ref, b, N, C);
+        stat_true(&st, memcmp(ref, out, sizeof(float) * N * C) == 0,
+                  "differs from the unfused ops it replaces");
+        stat_end(&st);
+        free(X), free(W), free(b), free(out), free(ref);
+    }
+}
+
 typedef struct {
     const float *X0, *r;
     float *bias, *out;
@@ -1446,6 +1479,55 @@ static void vs_cpu_matmul(void) {
     gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
 }
 
+/* matmul_bias_forward at tf32 against the CPU's fp32 (inputs in backend memory, the CPU's result
+ * in cpu memory): the rounding of the inputs must show (error above 1e-6) and stay small. */
+static void precision_shows(const float *gx, const float *gw, const float *gb, const float *co,
+                           int N, int C, int K) {
+    size_t no = (size_t)N * C;
+    float *go = gpu->alloc(no * sizeof(float));
+    backend_cuda_set_precision(BACKEND_PRECISION_TF32);
+    gpu->matmul_bias_forward(go, gx, gw, gb, N, C, K, 1);
+    backend_cuda_set_precision(BACKEND_PRECISION_FP32);
+    float *g = from_backend(gpu, go, no), *c = from_backend(cpu, co, no);
+    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what,
+             "matmul_bias_forward at precision tf32");
+    double e = rel_err(g, c, no);
+    EXPECT(e > 1e-6 && e < 3e-3,
+           "matmul_bias_forward at precision tf32: relative error %.3g, want (1e-06, 3e-03)", e);
+    printf("  matmul_bias_forward at precision tf32: relative error %.2e against the cpu's fp32\n",
+           e);
+    free(g), free(c);
+    gpu->free(go);
+}
+
+/* matmul_bias_forward (cuBLASLt with the BIAS / RELU_BIAS epilogue) against the CPU, on the
+ * shapes of a dense layer, with and without ReLU; and at tf32, whose input rounding must show. */
+static void vs_cpu_matmul_bias_forward(void) {
+    if (!HAVE(matmul_bias_forward)) return;
+    static const int shapes[][3] = {{37, 53, 71}, {1, 29, 130}, {64, 1, 17}, {5, 300, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int relu = 0; relu < 2; relu++) {
+            int N = shapes[s][0], C = shapes[s][1], K = shapes[s][2];
+            size_t nx = (size_t)N * K, nw = (size_t)C * K, no = (size_t)N * C;
+            float *hx = frand_pm1(nx), *hw = frand_pm1(nw), *hb = frand_pm1(C);
+            float *hg = frand_pm1(no); /* garbage: the op overwrites out */
+            float *gx = to_backend(gpu, hx, nx), *gw = to_backend(gpu, hw, nw);
+            float *gb = to_backend(gpu, hb, C), *go = to_backend(gpu, hg, no);
+            float *cx = to_backend(cpu, hx, nx), *cw = to_backend(cpu, hw, nw);
+            float *cb = to_backend(cpu, hb, C), *co = to_backend(cpu, hg, no);
+            gpu->matmul_bias_forward(go, gx, gw, gb, N, C, K, relu);
+            cpu->matmul_bias_forward(co, cx, cw, cb, N, C, K, relu);
+            char what[128];
+            snprintf(what, sizeof what, "matmul_bias_forward N=%d C=%d K=%d relu=%d", N, C, K,
+                     relu);
+            compare(what, go, co, no, 1e-4);
+            if (relu && s == 0) precision_shows(gx, gw, gb, co, N, C, K);
+            gpu->free(gx), gpu->free(gw), gpu->free(gb), gpu->free(go);
+            cpu->free(cx), cpu->free(cw), cpu->free(cb), cpu->free(co);
+            free(hx), free(hw), free(hb), free(hg);
+        }
+}
+
 /* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */
 static void vs_cpu_bias(void) {
     static const int shapes[][2] = {{129, 67}, {1, 5}, {1000, 1}, {3, 1031}};
@@ -2570,6 +2652,8 @@ typedef struct {
 
 static const OpCase CASES[OP_COUNT] = {
     [OP_MATMUL] = {"matmul", test_matmul, vs_cpu_matmul},
+    [OP_MATMUL_BIAS_FORWARD] = {"matmul_bias_forward", test_matmul_bias_forward,
+                                vs_cpu_matmul_bias_forward},
     [OP_BIAS_FORWARD] = {"bias_forward", test_bias, vs_cpu_bias},
     [OP_BIAS_BACKWARD] = {"bias_backward", test_bias, vs_cpu_bias},
     [OP_AXPY] = {"axpy", test_axpy_scale, vs_cpu_axpy_scale},

@@ -35,6 +35,7 @@ static const Backend CPU_BACKEND = {
     .zero = cpu_zero,
     .synchronize = cpu_sync,
     .matmul = cpu_matmul,
+    .matmul_bias_forward = cpu_matmul_bias_forward,
     .bias_forward = cpu_bias_forward,
     .bias_backward = cpu_bias_backward,
     .axpy = cpu_axpy,

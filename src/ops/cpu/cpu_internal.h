@@ -44,6 +44,8 @@ static inline float cpu_expf(float x) {
 
 void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                 int transB, float alpha, float beta);
+void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight, const float *bias,
+                             int N, int C, int K, int relu);
 void cpu_bias_forward(float *out, const float *bias, int N, int C);
 void cpu_bias_backward(float *dbias, const float *dout, int N, int C);
 void cpu_axpy(float *y, float a, const float *x, size_t n);

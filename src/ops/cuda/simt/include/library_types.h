@@ -8,5 +8,6 @@ typedef enum cudaDataType_t {
     CUDA_R_16F = 2,  /* half (not supported by the stand-in) */
     CUDA_R_16BF = 14 /* bfloat16 (not supported by the stand-in) */
 } cudaDataType;
+typedef cudaDataType cudaDataType_t;
 
 #endif
