@@ -1,15 +1,17 @@
-/* test_cuda_host.c — the emulated build's host stand-ins of the CUDA runtime and cuBLAS
- * (src/ops/cuda/simt/host_cuda.cc, host_cublas.cc) against what CUDA and cuBLAS specify:
+/* test_cuda_host.c — the emulated build's host stand-ins of the CUDA runtime, cuBLAS and cuBLASLt
+ * (src/ops/cuda/simt/host_cuda.cc, host_cublas.cc, host_cublaslt.cc) against what they specify:
  * memory, errors and device queries; every GEMM entry point, all transposes, padded leading
  * dimensions, alpha/beta (beta = 0 must not read a NaN in C), k = 0, batches, against a naive
  * column-major loop in double; TF32/bf16 round-to-nearest-even on values whose rounding is known;
- * argument validation. Label simt (only in -DTRAINER_SIMT=ON builds). */
+ * argument validation; cublasLtMatmul's epilogues (none, bias per row of D, ReLU, both), with C
+ * apart from D, against the same loop. Label simt (only in -DTRAINER_SIMT=ON builds). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -304,6 +306,87 @@ static void test_fast_compute(cublasHandle_t h) {
     }
 }
 
+/* cublasLtMatmul: D = epilogue(alpha op(A) op(B) + beta C) for every transpose pair, padded
+ * leading dimensions, C apart from D (beta != 0) and in place (beta = 0), each epilogue; then
+ * the stand-in's refusals (sizes that disagree, a bias epilogue without its pointer). */
+static void test_lt(void) {
+    cublasLtHandle_t lt = NULL;
+    EXPECT(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS && lt, "cublasLtCreate");
+    const int m = 9, n = 7, k = 5, ld_pad = 3;
+    static const uint32_t epis[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_RELU,
+                                    CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int e = 0; e < 4; e++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+                    int lda = ar + ld_pad, ldb = br + ld_pad, ldc = m + ld_pad;
+                    float *A = frand((size_t)lda * ac), *B = frand((size_t)ldb * bc);
+                    float *C = frand((size_t)ldc * n), *bias = frand(m);
+                    float *D = inplace ? C : frand((size_t)ldc * n);
+                    float *R = malloc(sizeof(float) * ldc * n);
+                    memcpy(R, C, sizeof(float) * ldc * n);
+                    float alpha = 0.75f, beta = inplace ? 0.0f : -0.5f;
+                    naive(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, R, ldc);
+                    int relu = epis[e] & CUBLASLT_EPILOGUE_RELU, hasb = epis[e] & CUBLASLT_EPILOGUE_BIAS;
+                    for (int j = 0; j < n; j++)
+                        for (int i = 0; i < m; i++) {
+                            float *r = &R[(size_t)j * ldc + i];
+                            if (hasb) *r += bias[i];
+                            if (relu && *r < 0) *r = 0;
+                        }
+                    if (!inplace) /* D's padding rows are not written: give R D's */
+                        for (int j = 0; j < n; j++)
+                            memcpy(&R[(size_t)j * ldc + m], &D[(size_t)j * ldc + m],
+                                   sizeof(float) * ld_pad);
+                    cublasLtMatmulDesc_t d;
+                    cublasLtMatrixLayout_t la, lb, lc;
+                    int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+                    const float *bp = bias;
+                    int ok = cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0 &&
+                             cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa) == 0 &&
+                             cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb) == 0 &&
+                             cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epis[e], sizeof epis[e]) == 0 &&
+                             cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) == 0 &&
+                             cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, ar, ac, lda) == 0 &&
+                             cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, br, bc, ldb) == 0 &&
+                             cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, ldc) == 0;
+                    EXPECT(ok, "cuBLASLt descriptors (ta=%d tb=%d epilogue %u)", ta, tb, epis[e]);
+                    EXPECT(cublasLtMatmul(lt, d, &alpha, A, la, B, lb, &beta, C, lc, D, lc, NULL,
+                                          NULL, 0, 0) == CUBLAS_STATUS_SUCCESS,
+                           "cublasLtMatmul ta=%d tb=%d epilogue %u", ta, tb, epis[e]);
+                    int pad = 0;
+                    double err = max_rel(D, R, m, n, ldc, &pad);
+                    EXPECT(err < 1e-6 && !pad,
+                           "cublasLtMatmul ta=%d tb=%d epilogue %u inplace=%d: rel err %.3g, "
+                           "padding changed %d", ta, tb, epis[e], inplace, err, pad);
+                    if (ta == 1 && tb == 0 && e == 3 && !inplace) {
+                        /* refusals: k disagreeing between A and B; a bias epilogue, no bias */
+                        cublasLtMatrixLayout_t lbad;
+                        cublasLtMatrixLayoutCreate(&lbad, CUDA_R_32F, k + 1, n, ldb);
+                        EXPECT(cublasLtMatmul(lt, d, &alpha, A, la, B, lbad, &beta, C, lc, D, lc,
+                                              NULL, NULL, 0, 0) == CUBLAS_STATUS_INVALID_VALUE,
+                               "cublasLtMatmul accepted op(B) with the wrong k");
+                        cublasLtMatrixLayoutDestroy(lbad);
+                        const float *nob = NULL;
+                        cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &nob,
+                                                       sizeof nob);
+                        EXPECT(cublasLtMatmul(lt, d, &alpha, A, la, B, lb, &beta, C, lc, D, lc,
+                                              NULL, NULL, 0, 0) == CUBLAS_STATUS_INVALID_VALUE,
+                               "cublasLtMatmul accepted a bias epilogue without a bias");
+                        EXPECT(cublasLtMatrixLayoutCreate(&lbad, CUDA_R_32F, 4, 2, 3) ==
+                                   CUBLAS_STATUS_INVALID_VALUE,
+                               "cublasLtMatrixLayoutCreate accepted ld < rows");
+                    }
+                    cublasLtMatmulDescDestroy(d);
+                    cublasLtMatrixLayoutDestroy(la), cublasLtMatrixLayoutDestroy(lb);
+                    cublasLtMatrixLayoutDestroy(lc);
+                    free(A), free(B), free(C), free(bias), free(R);
+                    if (!inplace) free(D);
+                }
+    EXPECT(cublasLtDestroy(lt) == CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
+}
+
 int main(void) {
     test_runtime();
     test_rounding();
@@ -313,6 +396,7 @@ int main(void) {
     test_gemm(h);
     test_batched(h);
     test_fast_compute(h);
+    test_lt();
     EXPECT(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS, "cublasDestroy");
     return test_report("test_cuda_host");
 }

@@ -1501,7 +1501,15 @@ static void precision_shows(const float *gx, const float *gw, const float *gb, c
 }
 
 /* matmul_bias_forward (cuBLASLt with the BIAS / RELU_BIAS epilogue) against the CPU, on the
- * shapes of a dense layer, with and without ReLU; and at tf32, whose input rounding must show. */
+ * shapes of a dense layer, with and without ReLU, the second shape with every pointer one float
+ * past an allocation (as callers pass rows of an arena: cuBLASLt must not assume 256-byte
+ * alignment); and at tf32, whose input rounding must show. */
+static float *to_backend_at(const Backend *b, const float *host, size_t n, int off) {
+    float *p = b->alloc((n + (size_t)off) * sizeof(float));
+    b->upload(p + off, host, n * sizeof(float));
+    return p + off;
+}
+
 static void vs_cpu_matmul_bias_forward(void) {
     if (!HAVE(matmul_bias_forward)) return;
     static const int shapes[][3] = {{37, 53, 71}, {1, 29, 130}, {64, 1, 17}, {5, 300, 1}};
@@ -1511,18 +1519,19 @@ static void vs_cpu_matmul_bias_forward(void) {
             size_t nx = (size_t)N * K, nw = (size_t)C * K, no = (size_t)N * C;
             float *hx = frand_pm1(nx), *hw = frand_pm1(nw), *hb = frand_pm1(C);
             float *hg = frand_pm1(no); /* garbage: the op overwrites out */
-            float *gx = to_backend(gpu, hx, nx), *gw = to_backend(gpu, hw, nw);
-            float *gb = to_backend(gpu, hb, C), *go = to_backend(gpu, hg, no);
+            int off = s == 1;
+            float *gx = to_backend_at(gpu, hx, nx, off), *gw = to_backend_at(gpu, hw, nw, off);
+            float *gb = to_backend_at(gpu, hb, C, off), *go = to_backend_at(gpu, hg, no, off);
             float *cx = to_backend(cpu, hx, nx), *cw = to_backend(cpu, hw, nw);
             float *cb = to_backend(cpu, hb, C), *co = to_backend(cpu, hg, no);
             gpu->matmul_bias_forward(go, gx, gw, gb, N, C, K, relu);
             cpu->matmul_bias_forward(co, cx, cw, cb, N, C, K, relu);
             char what[128];
-            snprintf(what, sizeof what, "matmul_bias_forward N=%d C=%d K=%d relu=%d", N, C, K,
-                     relu);
+            snprintf(what, sizeof what, "matmul_bias_forward N=%d C=%d K=%d relu=%d%s", N, C, K,
+                     relu, off ? " (pointers 4 bytes past alignment)" : "");
             compare(what, go, co, no, 1e-4);
             if (relu && s == 0) precision_shows(gx, gw, gb, co, N, C, K);
-            gpu->free(gx), gpu->free(gw), gpu->free(gb), gpu->free(go);
+            gpu->free(gx - off), gpu->free(gw - off), gpu->free(gb - off), gpu->free(go - off);
             cpu->free(cx), cpu->free(cw), cpu->free(cb), cpu->free(co);
             free(hx), free(hw), free(hb), free(hg);
         }

@@ -7,6 +7,9 @@
  * (CUBLAS_CHECK); an unknown precision is a programmer error (abort). Source: cuBLAS Library User
  * Guide, cublasGemmEx and cublasComputeType_t.
  */
+#include <stdint.h>
+#include <string.h>
+
 #include <cublasLt.h>
 
 #include "ops/cuda/cuda_internal.h"
@@ -74,13 +77,18 @@ static void cu_matmul(float *C, const float *A, const float *B, int M, int Nc, i
  * algorithm of cublasLtMatmulAlgoGetHeuristic are kept per shape (N, C, K, relu, precision) in
  * a small table (LT_PLANS entries, replaced round-robin when full), so a training step, which
  * repeats a handful of shapes, asks the heuristic once per shape; only the bias pointer is set
- * per call. The workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper) is allocated once, at
+ * per call. The heuristic assumes 256-byte aligned matrices unless told otherwise, and reads the
+ * bias pointer's alignment, while callers pass pointers into arenas at any float offset (a
+ * decoding step's row block, one parameter of the flat buffer): so the plan's key holds the
+ * alignment of each pointer (its largest power-of-two divisor, at most 256), passed to the
+ * heuristic as MIN_ALIGNMENT preferences, with the bias pointer set before it is asked. The workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper) is allocated once, at
  * start-up: the op itself never allocates. */
 enum { LT_PLANS = 64 };
 static const size_t LT_WORK_BYTES = (size_t)32 << 20;
 
 typedef struct {
     int used, N, C, K, relu, precision;
+    uint32_t align[4]; /* of weight (A), inp (B), out (C = D), bias */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
@@ -100,11 +108,19 @@ static void lt_plan_release(LtPlan *p) {
     p->used = 0;
 }
 
-static LtPlan *lt_plan(int N, int C, int K, int relu) {
+/* The largest power of two, at most 256, that divides the address. */
+static uint32_t alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p | 256u;
+    return (uint32_t)(a & (~a + 1));
+}
+
+static LtPlan *lt_plan(int N, int C, int K, int relu, const float *weight, const float *inp,
+                       const float *out, const float *bias) {
+    uint32_t al[4] = {alignment(weight), alignment(inp), alignment(out), alignment(bias)};
     for (int i = 0; i < LT_PLANS; i++) {
         LtPlan *p = &g_plans[i];
         if (p->used && p->N == N && p->C == C && p->K == K && p->relu == relu &&
-            p->precision == g_precision)
+            p->precision == g_precision && memcmp(p->align, al, sizeof al) == 0)
             return p;
     }
     LtPlan *p = &g_plans[g_plan_next];
@@ -127,6 +143,14 @@ static LtPlan *lt_plan(int N, int C, int K, int relu) {
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &work, sizeof work));
+    static const struct { cublasLtMatmulPreferenceAttributes_t attr; int i; } aligns[4] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, 0}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, 1},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, 2}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, 2}};
+    for (int i = 0; i < 4; i++)
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &al[aligns[i].i],
+                                                          sizeof(uint32_t)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof bias));
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->a, p->b, p->d, p->d, pref, 1,
@@ -136,6 +160,7 @@ static LtPlan *lt_plan(int N, int C, int K, int relu) {
           "matmul_bias_forward: cuBLASLt has no algorithm for this shape and epilogue");
     p->algo = res.algo;
     p->N = N, p->C = C, p->K = K, p->relu = relu, p->precision = g_precision, p->used = 1;
+    memcpy(p->align, al, sizeof al);
     return p;
 }
 
@@ -144,7 +169,7 @@ static void cu_matmul_bias_forward(float *out, const float *inp, const float *we
                                    const float *bias, int N, int C, int K, int relu) {
     if (N <= 0 || C <= 0) return;
     CHECK(K > 0, "matmul_bias_forward: K must be > 0");
-    LtPlan *p = lt_plan(N, C, K, relu);
+    LtPlan *p = lt_plan(N, C, K, relu, weight, inp, out, bias);
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                 sizeof bias));
     float one = 1.0f, zero = 0.0f;

@@ -27,6 +27,7 @@ struct cublasLtMatrixLayoutHost {
 
 struct cublasLtMatmulPreferenceHost {
     uint64_t max_workspace;
+    uint32_t min_alignment[4]; /* A, B, C, D */
 };
 
 namespace {
@@ -144,11 +145,23 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) 
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     const void *buf, size_t size) {
-    if (!pref || !buf || attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES ||
-        size != sizeof pref->max_workspace)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    memcpy(&pref->max_workspace, buf, size);
-    return CUBLAS_STATUS_SUCCESS;
+    if (!pref || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+        if (size != sizeof pref->max_workspace) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&pref->max_workspace, buf, size);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+        uint32_t *slot = &pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES];
+        if (size != sizeof *slot) return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(slot, buf, size);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,

@@ -63,7 +63,15 @@ typedef enum {
     CUBLASLT_EPILOGUE_RELU_BIAS = 6
 } cublasLtEpilogue_t;
 
-typedef enum { CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 } cublasLtMatmulPreferenceAttributes_t;
+/* MAX_WORKSPACE_BYTES: uint64_t; MIN_ALIGNMENT_*_BYTES: uint32_t (accepted, not used: the
+ * stand-in has one algorithm, which needs no alignment beyond a float's). */
+typedef enum {
+    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
+} cublasLtMatmulPreferenceAttributes_t;
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle);
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle);
