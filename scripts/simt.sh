@@ -6,12 +6,14 @@
 #                       the stand-ins' test, every CUDA op against the CPU under five schedules)
 #   2. build-simt-asan  the same under ASan + UBSan (clang, -DTRAINER_SANITIZE=ON), `ctest -L simt`
 #                       but the whole-config trainer runs (test_simt_config_*)
-#   3. scripts/simt_tsan.sh, when present (ThreadSanitizer build of the emulation, gcc)
+#   3. tsan             scripts/simt_tsan.sh: the emulation's own tests under ThreadSanitizer (gcc)
+#   4. tsan_ops         scripts/simt_tsan.sh --ops: every CUDA op against the CPU once, the whole
+#                       emulated backend under ThreadSanitizer; any race report fails it
 # Only the simt tests' executables are built (target simt_tests). Extra arguments go to ctest.
-# SIMT_PHASES="plain asan tsan" (a subset) runs only those. Stops at the first failure.
+# SIMT_PHASES="plain asan tsan tsan_ops" (a subset) runs only those. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-phases=${SIMT_PHASES:-plain asan tsan}
+phases=${SIMT_PHASES:-plain asan tsan tsan_ops}
 times=()
 phase() {
   local name=$1
@@ -39,15 +41,11 @@ asan() {
   # the whole-config runs (test_simt_config_*) are left to the plain phase: minutes under ASan
   ctest --test-dir build-simt-asan -L simt -E test_simt_config --output-on-failure -j2 "$@"
 }
-tsan() {
-  if [ -f scripts/simt_tsan.sh ]; then
-    bash scripts/simt_tsan.sh
-  else
-    echo "simt: scripts/simt_tsan.sh not present; TSan phase skipped"
-  fi
-}
+tsan() { bash scripts/simt_tsan.sh; }
+tsan_ops() { bash scripts/simt_tsan.sh --ops; }
 phase plain plain "$@"
 phase asan asan "$@"
 phase tsan tsan
+phase tsan_ops tsan_ops
 echo "==== simt: all phases passed:"
 printf '  %s\n' "${times[@]}"

@@ -12,8 +12,8 @@
 #       (build-simt-tsan-ops: the whole emulated CUDA backend instrumented; test_backend_ops
 #       --backend cuda with one schedule, OMP_NUM_THREADS=1 so that the CPU reference's
 #       uninstrumented OpenMP runtime starts no thread). Fails on any TSan report (exit 66) or
-#       failed check. Not part of CI: measured 5 min 48 s on this 2-core machine under load
-#       (each emulated thread is a TSan fiber); run it after changing a kernel.
+#       failed check. In CI as scripts/simt.sh's phase tsan_ops (each emulated thread is a TSan
+#       fiber: minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cc=${SIMT_TSAN_CC:-gcc}

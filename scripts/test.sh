@@ -2,8 +2,9 @@
 # What CI runs, in named steps, each timed:
 #   1. prepare   install the Debian packages, build (build/), fetch Multi30k   scripts/prepare.sh
 #   2. tests     the whole CTest suite                                          build/
-#   3. simt      the emulated CUDA build: ctest -L simt plain, under ASan+UBSan scripts/simt.sh
-#                and under TSan (every CUDA op against the CPU under five thread schedules)
+#   3. simt      the emulated CUDA build: ctest -L simt plain (every CUDA op    scripts/simt.sh
+#                against the CPU under five thread schedules), under ASan+UBSan, and under
+#                gcc's TSan (the emulation's tests, then every CUDA op once)
 #   4. ptxas     nvcc/ptxas static check of the kernels (spills, local memory,  scripts/ptxas_check.sh
 #                launch bounds, shared memory) and that docs/cuda_kernels.md     --self-test, --check
 #                is current; skipped with a message when nvcc is absent
