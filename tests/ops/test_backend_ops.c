@@ -1359,16 +1359,20 @@ static void record_output(const char *what, const float *g, size_t n) {
     n_seen++;
 }
 
-/* Downloads a float tensor from both backends and compares them. */
-static void compare(const char *what, const float *g_dev, const float *c_dev, size_t n,
-                    double tol) {
+/* Downloads a float tensor from both backends and compares them; returns the normwise relative
+ * error, printed with its tolerance when TEST_PRINT_ERRORS is set. */
+static double compare(const char *what, const float *g_dev, const float *c_dev, size_t n,
+                      double tol) {
     float *g = from_backend(gpu, g_dev, n);
     float *c = from_backend(cpu, c_dev, n);
+    /* from_backend recorded g for the schedule check: label it */
     snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
     double e = rel_err(g, c, n);
     EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
+    if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
     free(g);
     free(c);
+    return e;
 }
 
 /* 1 if both backends have the entry (a missing cuda entry is reported by run_vs_cpu). */
@@ -1707,20 +1711,12 @@ static void compare_exact(const char *what, const float *g_dev, const float *c_d
     free(c);
 }
 
-/* compare() that also returns the measured normwise relative error (for the printed line). */
+/* compare(), counted in the summary line of the functions that print one. */
 static double compare_tol(const char *what, const float *g_dev, const float *c_dev, size_t n,
                           double tol) {
-    float *g = from_backend(gpu, g_dev, n);
-    float *c = from_backend(cpu, c_dev, n);
-    /* from_backend recorded g for the schedule check: label it */
-    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
-    double e = rel_err(g, c, n);
-    EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
-    if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
+    double e = compare(what, g_dev, c_dev, n, tol);
     kp_checks++;
     kp_fails += !(e < tol);
-    free(g);
-    free(c);
     return e;
 }
 
