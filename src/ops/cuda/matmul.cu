@@ -18,6 +18,8 @@ extern "C" void backend_cuda_set_precision(int precision) {
     g_precision = precision;
 }
 
+int cuda_precision(void) { return g_precision; }
+
 constexpr int MM_SCALE_THREADS = CUDA_EW_THREADS;
 
 /* c[i] *= beta, i < n (the K = 0 product: C = beta C, which cuBLAS cannot be asked for with the
