@@ -95,7 +95,9 @@ struct RnnModel {
     float *cud_dy;                 /* [T,B,H] gradient of a decoder layer's output */
     float *cud_dx;                 /* [T,B,max(E,H)] gradient of a decoder layer's input */
     int *dec_len;                  /* [B] backend: T for every row (the decoder has no padding) */
-    int *len_host;                 /* [B] host (xmalloc): T for every row, or src_len downloaded */
+    int *len_host;                 /* [B] host (xmalloc): T for every row (decoder) */
+    int *src_len_buf;              /* [B] host (xmalloc): src_len downloaded when the batch has
+                                      no host copy (TokenBatch.src_len_host) */
     const int *src_len_h;          /* [B] host: this pass's source lengths */
 };
 
@@ -243,7 +245,8 @@ static void free_acts(RnnModel *m) {
     for (int i = 0; i < m->nallocs; i++) m->be->free(m->allocs[i]);
     m->nallocs = 0;
     free(m->len_host);
-    m->len_host = NULL;
+    free(m->src_len_buf);
+    m->len_host = m->src_len_buf = NULL;
 }
 
 static RnnSeqParams seq_params(RnnLayer *L) {
@@ -287,6 +290,7 @@ static void reserve_cudnn(RnnModel *m, int B, int S, int T, size_t NT) {
     }
     m->dec_len = (int *)act(m, (size_t)B);
     m->len_host = xmalloc(sizeof(int) * (size_t)B);
+    m->src_len_buf = xmalloc(sizeof(int) * (size_t)B);
 }
 
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
@@ -486,11 +490,11 @@ static void encoder_cudnn_layer_backward(RnnModel *m, int l, const float *x, con
 }
 
 /* The batch's source lengths on the host (cuDNN's data descriptor needs them there): the host
- * copy model.c attaches, else downloaded once into len_host. */
+ * copy model.c attaches, else downloaded once into src_len_buf. */
 static const int *host_src_len(RnnModel *m, const TokenBatch *b) {
     if (b->src_len_host) return b->src_len_host;
-    m->be->download(m->len_host, b->src_len, sizeof(int) * (size_t)b->B);
-    return m->len_host;
+    m->be->download(m->src_len_buf, b->src_len, sizeof(int) * (size_t)b->B);
+    return m->src_len_buf;
 }
 
 static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_t key) {

@@ -124,6 +124,18 @@ static void test_model_refusal(void) {
     s.rnn_impl = RNN_IMPL_OWN;
     EXPECT(model_create(&m, &s, 23, backend_cpu(), &err) == STATUS_OK, "own: %s", err.msg);
     model_free(&m);
+    /* the emulated cuda backend (SIMT build) has no cuDNN entries either */
+    char why[512] = "";
+    const Backend *cu = backend_cuda(why, sizeof why);
+    if (cu && !backend_cuda_has_cudnn()) {
+        s.rnn_impl = RNN_IMPL_CUDNN;
+        st = model_create(&m, &s, 23, cu, &err);
+        EXPECT(st != STATUS_OK && strstr(err.msg, "cuda backend has no cuDNN") &&
+                   strstr(err.msg, "this build has no cuDNN"),
+               "cudnn on a cuda backend without cuDNN: %s", st ? err.msg : "built");
+        if (st == STATUS_OK) model_free(&m);
+        else printf("model refused on cuda: %s\n", err.msg);
+    }
     /* a Transformer with cudnn is refused by the model too */
     ModelSpec t = {0};
     t.type = MODEL_TRANSFORMER, t.d_model = 8, t.heads = 2, t.d_ff = 16, t.enc_layers = 1;
