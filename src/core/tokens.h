@@ -61,6 +61,9 @@ typedef struct {
     int *tgt_len;      /* [B] non-padding positions of tgt_in */
     int *tgt_row;      /* [NR] b·T + t of the non-padding tgt_out positions */
     int *tgt_row_id;   /* [NR] their target ids */
+    const int *src_len_host; /* [B] src_len in HOST memory, or NULL. The backend mirror (model.c)
+                                points it at the host batch's src_len for the call: cuDNN's RNN
+                                data descriptor needs the lengths on the host (model/rnn.c) */
     long src_tokens;   /* Σ src_len */
     long tgt_tokens;   /* NR: non-padding targets (EOS counts) */
     BatchBounds cap;   /* what the buffers hold at most */

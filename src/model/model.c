@@ -39,7 +39,13 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
         if (transformer_create(&m->tf, &m->ps, &tc, err)) goto fail;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
                           spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
-                          spec->input_feeding, spec->attention, spec->heads, err)) {
+                          spec->input_feeding, spec->attention, spec->heads, err) ||
+               rnn_set_impl(m->rnn, spec->rnn_impl == RNN_IMPL_CUDNN, err)) {
+        goto fail;
+    }
+    if (m->tf && spec->rnn_impl == RNN_IMPL_CUDNN) {
+        err_set(err, "model.rnn_impl = cudnn applies to the RNN's LSTM/GRU layers, but "
+                     "model.type = transformer; set model.rnn_impl = own");
         goto fail;
     }
     /* every op the model, the trainer (clipping, Adam) and the decoder call must exist on the
@@ -97,6 +103,7 @@ static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
     CHECK(bounds_fit(&d->cap, B, tb->S, tb->T), "batch larger than model_reserve'd capacity");
     d->B = B, d->S = tb->S, d->T = tb->T;
     d->src_tokens = tb->src_tokens, d->tgt_tokens = tb->tgt_tokens;
+    d->src_len_host = tb->src_len; /* valid for this call only: tb is the caller's */
     be->upload(d->src, tb->src, sizeof(int) * NS);
     be->upload(d->src_mask, tb->src_mask, sizeof(float) * NS);
     be->upload(d->src_len, tb->src_len, sizeof(int) * B);

@@ -37,7 +37,7 @@ struct RnnModel {
 
     /* ---- activations (backend memory), capacity below ---- */
     BatchBounds cap;
-    void *allocs[256];
+    void *allocs[512];
     int nallocs;
     int *src_tm, *tin_tm, *tout_tm;                   /* [S,B], [T,B], [T,B] the batch's ids */
     float *mask_tm;                                   /* [S,B] the batch's source mask */
@@ -81,6 +81,24 @@ struct RnnModel {
     float *tmp_rows;                                  /* [B,H] reorder scratch */
     int *beam_len, *beam_idx;                         /* [B] decoding: src_len and row map */
     DecSrc dsrc;                                      /* decoding: the rows being decoded */
+
+    /* ---- model.rnn_impl = cudnn (rnn_set_impl; the comment above encoder_cudnn_layer) ---- */
+    int cud;                       /* encoder layers through be->rnn_seq_* */
+    int dec_cud;                   /* decoder layers too (no input feeding, not bahdanau) */
+    float *cud_enc_w[MAXL], *cud_dec_w[MAXL];     /* weight spaces (cuDNN's layout) */
+    float *cud_enc_res[MAXL], *cud_dec_res[MAXL]; /* reserves of the training forward */
+    size_t cud_enc_res_n[MAXL], cud_dec_res_n[MAXL];
+    float *cud_dw, *cud_work;      /* weight-gradient space, workspace (the largest layer's) */
+    size_t cud_work_n;
+    float *cud_hy[MAXL], *cud_cy[MAXL]; /* [2,B,Hd] final states of encoder layer l */
+    float *cud_dhy, *cud_dcy;      /* [2,B,Hd] */
+    float *cud_dy;                 /* [T,B,H] gradient of a decoder layer's output */
+    float *cud_dx;                 /* [T,B,max(E,H)] gradient of a decoder layer's input */
+    int *dec_len;                  /* [B] backend: T for every row (the decoder has no padding) */
+    int *len_host;                 /* [B] host (xmalloc): T for every row (decoder) */
+    int *src_len_buf;              /* [B] host (xmalloc): src_len downloaded when the batch has
+                                      no host copy (TokenBatch.src_len_host) */
+    const int *src_len_h;          /* [B] host: this pass's source lengths */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -192,6 +210,22 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 }
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
+
+Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
+    CHECK(m->cap.B == 0, "rnn_set_impl after rnn_reserve");
+    m->cud = m->dec_cud = 0;
+    if (!cudnn) return STATUS_OK;
+    const Backend *be = m->be;
+    if (!be->rnn_seq_sizes || !be->rnn_seq_forward || !be->rnn_seq_backward)
+        return err_set(err, "model.rnn_impl = cudnn: the %s backend has no cuDNN RNN (%s); set "
+                       "model.rnn_impl = own", be->name,
+                       strcmp(be->name, "cuda") != 0 ? "cuDNN runs with train.device = cuda only"
+                       : !backend_cuda_has_cudnn() ? "this build has no cuDNN"
+                                                   : "cuDNN did not start on this machine");
+    m->cud = 1;
+    m->dec_cud = !m->feed && m->style != DEC_BAHDANAU;
+    return STATUS_OK;
+}
 int rnn_has_attention(const RnnModel *m) { return m->style != DEC_NONE; }
 
 /* What the attention saves at step t of B rows against S keys. */
@@ -200,7 +234,7 @@ static float *step_save(RnnModel *m, int t, int B, int S) {
 }
 
 static float *act(RnnModel *m, size_t n) {
-    CHECK(m->nallocs < 256, "too many activation buffers");
+    CHECK(m->nallocs < 512, "too many activation buffers");
     float *p = m->be->alloc(sizeof(float) * (n ? n : 1));
     m->allocs[m->nallocs++] = p;
     return p;
@@ -209,6 +243,53 @@ static float *act(RnnModel *m, size_t n) {
 static void free_acts(RnnModel *m) {
     for (int i = 0; i < m->nallocs; i++) m->be->free(m->allocs[i]);
     m->nallocs = 0;
+    free(m->len_host);
+    free(m->src_len_buf);
+    m->len_host = m->src_len_buf = NULL;
+}
+
+static RnnSeqParams seq_params(RnnLayer *L) {
+    return (RnnSeqParams){L->W_ih.w, L->W_hh.w, L->b.w, L->gru ? L->b_hh.w : NULL};
+}
+
+static RnnSeqParams seq_grads(RnnLayer *L) {
+    return (RnnSeqParams){L->W_ih.g, L->W_hh.g, L->b.g, L->gru ? L->b_hh.g : NULL};
+}
+
+/* cuDNN's buffers for the capacity B, S, T (model.rnn_impl = cudnn): per layer a weight space and
+ * a reserve; one workspace and one weight-gradient space for the largest layer. */
+static void reserve_cudnn(RnnModel *m, int B, int S, int T, size_t NT) {
+    const Backend *be = m->be;
+    size_t work = 0, wmax = 0;
+    int Hd = m->Hd, H = m->H;
+    for (int l = 0; l < m->Le + (m->dec_cud ? m->Ld : 0); l++) {
+        int enc = l < m->Le, k = enc ? l : l - m->Le;
+        RnnSeqShape s = enc ? (RnnSeqShape){m->gru, 2, k ? H : m->E, Hd, B, S}
+                            : (RnnSeqShape){m->gru, 1, m->dec[k].in, H, B, T};
+        RnnSeqSizes z;
+        be->rnn_seq_sizes(&z, &s);
+        if (z.work > work) work = z.work;
+        if (z.weights > wmax) wmax = z.weights;
+        if (enc) {
+            m->cud_enc_w[k] = act(m, z.weights);
+            m->cud_enc_res[k] = act(m, z.reserve), m->cud_enc_res_n[k] = z.reserve;
+            m->cud_hy[k] = act(m, (size_t)2 * B * Hd), m->cud_cy[k] = act(m, (size_t)2 * B * Hd);
+        } else {
+            m->cud_dec_w[k] = act(m, z.weights);
+            m->cud_dec_res[k] = act(m, z.reserve), m->cud_dec_res_n[k] = z.reserve;
+        }
+    }
+    m->cud_work = act(m, work), m->cud_work_n = work;
+    m->cud_dw = act(m, wmax);
+    m->cud_dhy = act(m, (size_t)2 * B * Hd), m->cud_dcy = act(m, (size_t)2 * B * Hd);
+    if (m->dec_cud) {
+        int E = m->E;
+        m->cud_dy = act(m, NT * H);
+        m->cud_dx = act(m, NT * (E > H ? E : H));
+    }
+    m->dec_len = (int *)act(m, (size_t)B);
+    m->len_host = xmalloc(sizeof(int) * (size_t)B);
+    m->src_len_buf = xmalloc(sizeof(int) * (size_t)B);
 }
 
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
@@ -279,6 +360,7 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->tmp_rows = act(m, (size_t)B * H);
     m->beam_len = (int *)act(m, (size_t)B);
     m->beam_idx = (int *)act(m, (size_t)B);
+    if (m->cud) reserve_cudnn(m, B, S, T, (size_t)NT);
 }
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
@@ -346,10 +428,78 @@ static void time_major(const Backend *be, int *ids_tm, const int *ids, int B, in
     be->transpose01_forward((float *)ids_tm, (const float *)ids, B, L, 1);
 }
 
+/* model.rnn_impl = cudnn: encoder layer l, both directions in one call (be->rnn_seq_forward,
+ * bidirectional), x [S,B,in] → enc_cat[l] = [→h; ←h] [S,B,H] directly, and the final states
+ * cud_hy[l], cud_cy[l] [2,B,Hd] (direction 0 after each sentence's last real step, direction 1
+ * after step 0).
+ *
+ * Padding, and why the difference from our cells does not matter. Our cells mask padding steps
+ * (t >= src_len[b]): the state is kept there. cuDNN runs each sentence over its own length (an
+ * RNN data descriptor with the batch's lengths) and writes 0 at the padding steps. So:
+ *  - for t < src_len[b] both give the same h (the same equations, ops.h), and direction 1 starts
+ *    at each sentence's true end in both;
+ *  - at t >= src_len[b], direction 1 is 0 in both (ours keeps its zero initial state there);
+ *    direction 0 is 0 in cuDNN but h at the last real step in ours. Who reads enc_cat there:
+ *    (1) the attention, as keys and values at positions >= src_len: every kind masks them
+ *    (key_len, ops.h), so they change no output, and the gradients it returns there are 0;
+ *    (2) the next encoder layer's input at the same padding step, which our masked cell and
+ *    cuDNN both ignore (no output, no gradient: our cell writes dgates = 0 on masked rows, the
+ *    op writes dx = 0 at padding steps); (3) the decoder's initial state, which ours reads at
+ *    step S−1 (= the last real step, kept through the padding) and this path takes from hy, the
+ *    same state.
+ *  - backward: dy at padding steps is ignored by cuDNN and 0 in ours (from (1), (2)); the gradient
+ *    of the decoder's initial state enters as dhy, where ours enters at step S−1 and passes
+ *    unchanged through the masked steps to the same last real step.
+ * Hence loss and every gradient agree up to rounding; tests/gpu/test_rnn_cudnn.c checks it with
+ * padded sentences. The per-direction buffers enc_h, enc_c, enc_gx are unused on this path. */
+static void encoder_cudnn_layer(RnnModel *m, int l, const float *x, const TokenBatch *b,
+                                int train) {
+    RnnSeqShape s = {m->gru, 2, l ? m->H : m->E, m->Hd, b->B, b->S};
+    RnnSeqParams p[2] = {seq_params(&m->enc[2 * l]), seq_params(&m->enc[2 * l + 1])};
+    m->be->rnn_seq_forward(m->enc_cat[l], m->cud_hy[l], m->gru ? NULL : m->cud_cy[l], x, NULL,
+                           NULL, p, b->src_len, m->src_len_h, &s, train, m->cud_enc_w[l],
+                           m->cud_work, m->cud_work_n, m->cud_enc_res[l], m->cud_enc_res_n[l]);
+}
+
+/* Backward of encoder_cudnn_layer: dy = d_enc_cat [S,B,H], dhy/dcy from the decoder's initial
+ * state gradients dh[l][cur[l]], dc[l][cur[l]] (when the layer counts match); WRITES d_enc_x
+ * [S,B,in] (0 at padding steps) and accumulates the two directions' parameter gradients. */
+static void encoder_cudnn_layer_backward(RnnModel *m, int l, const float *x, const TokenBatch *b,
+                                         const int *cur) {
+    const Backend *be = m->be;
+    int B = b->B, Hd = m->Hd;
+    size_t BHd = (size_t)B * Hd;
+    float *dhy = NULL, *dcy = NULL;
+    if (m->Le == m->Ld) { /* decoder h0[l] = [→h_final; ←h_final] */
+        dhy = m->cud_dhy;
+        be->zero(dhy, sizeof(float) * 2 * BHd);
+        be->concat2_backward(dhy, dhy + BHd, m->dh[l][cur[l]], B, Hd, Hd);
+        if (!m->gru) {
+            dcy = m->cud_dcy;
+            be->zero(dcy, sizeof(float) * 2 * BHd);
+            be->concat2_backward(dcy, dcy + BHd, m->dc[l][cur[l]], B, Hd, Hd);
+        }
+    }
+    RnnSeqShape s = {m->gru, 2, l ? m->H : m->E, Hd, B, b->S};
+    RnnSeqParams g[2] = {seq_grads(&m->enc[2 * l]), seq_grads(&m->enc[2 * l + 1])};
+    be->rnn_seq_backward(m->d_enc_x, NULL, NULL, g, m->d_enc_cat, dhy, dcy, x, m->enc_cat[l],
+                         NULL, NULL, b->src_len, m->src_len_h, &s, m->cud_enc_w[l], m->cud_dw,
+                         m->cud_work, m->cud_work_n, m->cud_enc_res[l], m->cud_enc_res_n[l]);
+}
+
+/* The batch's source lengths on the host (cuDNN's data descriptor needs them there): the host
+ * copy model.c attaches, else downloaded once into src_len_buf. */
+static const int *host_src_len(RnnModel *m, const TokenBatch *b) {
+    if (b->src_len_host) return b->src_len_host;
+    m->be->download(m->src_len_buf, b->src_len, sizeof(int) * (size_t)b->B);
+    return m->src_len_buf;
+}
+
 static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_t key) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, E = m->E, H = m->H, Hd = m->Hd;
     size_t NS = (size_t)S * B;
+    if (m->cud) m->src_len_h = host_src_len(m, b);
     time_major(be, m->src_tm, b->src, B, S);
     be->transpose01_forward(m->mask_tm, b->src_mask, B, S, 1);
     be->embedding_forward(m->src_emb, m->src_tm, m->emb_src.w, (int)NS, E);
@@ -362,6 +512,10 @@ static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_
                                 train ? m->p : 0.0f, site_key(key, 100 + l), NS * H);
             x = m->enc_x[l];
         }
+        if (m->cud) {
+            encoder_cudnn_layer(m, l, x, b, train);
+            continue;
+        }
         enc_direction_forward(m, 2 * l, x, b);
         enc_direction_forward(m, 2 * l + 1, x, b);
         be->concat2_forward(m->enc_cat[l], m->enc_h[2 * l], m->enc_h[2 * l + 1], (int)NS, Hd, Hd);
@@ -369,7 +523,11 @@ static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_
     be->transpose01_forward(m->enc_out, m->enc_cat[m->Le - 1], S, B, H);
     /* decoder initial state: [→h_final; ←h_final] of the matching encoder layer */
     for (int l = 0; l < m->Ld; l++) {
-        if (m->Le == m->Ld) {
+        if (m->Le == m->Ld && m->cud) { /* hy, cy: [2,B,Hd], direction-major */
+            size_t BHd = (size_t)B * Hd;
+            be->concat2_forward(m->dec_h0[l], m->cud_hy[l], m->cud_hy[l] + BHd, B, Hd, Hd);
+            be->concat2_forward(m->dec_c0[l], m->cud_cy[l], m->cud_cy[l] + BHd, B, Hd, Hd);
+        } else if (m->Le == m->Ld) {
             size_t last = (size_t)(S - 1) * B * Hd;
             be->concat2_forward(m->dec_h0[l], m->enc_h[2 * l] + last, m->enc_h[2 * l + 1], B, Hd, Hd);
             be->concat2_forward(m->dec_c0[l], m->enc_c[2 * l] + last, m->enc_c[2 * l + 1], B, Hd, Hd);
@@ -511,6 +669,66 @@ static void output_batched_backward(RnnModel *m, const TokenBatch *b) {
     be->transpose01_backward(m->d_htop_all, dq_bm, T, B, H);
 }
 
+/* model.rnn_impl = cudnn, decoder without input feeding and without bahdanau: every layer over
+ * all T steps in one call (be->rnn_seq_forward, one direction), from dec_h0/dec_c0, into dec_h[l]
+ * [T,B,H]. Layer 0 reads the dropped target embeddings tgt_x; layer l > 0 reads
+ * dropout(dec_h[l−1]) with the per-step keys of decoder_step, so the masks are the same as on
+ * our path. All rows run T steps (the decoder has no mask: padding targets are ignored by the
+ * loss alone, as on our path). dec_gx, dec_c and dec_gh are unused on this path. */
+static void decoder_cudnn_forward(RnnModel *m, const TokenBatch *b, int train, uint64_t key) {
+    const Backend *be = m->be;
+    int B = b->B, T = b->T, H = m->H;
+    size_t BH = (size_t)B * H;
+    for (int i = 0; i < B; i++) m->len_host[i] = T;
+    be->upload(m->dec_len, m->len_host, sizeof(int) * (size_t)B);
+    for (int l = 0; l < m->Ld; l++) {
+        RnnLayer *L = &m->dec[l];
+        const float *x = m->tgt_x;
+        if (l) {
+            for (int t = 0; t < T; t++) /* as decoder_step: x = dropout(h_{l-1,t}) */
+                be->dropout_forward(m->dec_x[l] + t * BH, m->dec_xmask[l] + t * BH,
+                                    m->dec_h[l - 1] + t * BH, train ? m->p : 0.0f,
+                                    site_key(key, 200 + 1000 * (uint64_t)t + l), BH);
+            x = m->dec_x[l];
+        }
+        RnnSeqShape s = {m->gru, 1, L->in, H, B, T};
+        RnnSeqParams p = seq_params(L);
+        be->rnn_seq_forward(m->dec_h[l], NULL, NULL, x, m->dec_h0[l],
+                            m->gru ? NULL : m->dec_c0[l], &p, m->dec_len, m->len_host, &s, train,
+                            m->cud_dec_w[l], m->cud_work, m->cud_work_n, m->cud_dec_res[l],
+                            m->cud_dec_res_n[l]);
+    }
+}
+
+/* Backward of decoder_cudnn_forward: d_htop_all [T,B,H] (complete: the attention and output
+ * layer ran batched) is the top layer's dy; each layer's dx goes through the dropout into the
+ * layer below's dy, and layer 0's into d_tgt_x. The gradients of the initial states land in
+ * dh[l][0], dc[l][0] (cur[l] = 0), where the encoder's backward reads them. */
+static void decoder_cudnn_backward(RnnModel *m, const TokenBatch *b, int *cur) {
+    const Backend *be = m->be;
+    int B = b->B, T = b->T, H = m->H, E = m->E;
+    size_t NT = (size_t)T * B;
+    const float *dy = m->d_htop_all;
+    for (int l = m->Ld - 1; l >= 0; l--) {
+        RnnLayer *L = &m->dec[l];
+        const float *x = l ? m->dec_x[l] : m->tgt_x;
+        RnnSeqShape s = {m->gru, 1, L->in, H, B, T};
+        RnnSeqParams g = seq_grads(L);
+        cur[l] = 0;
+        be->rnn_seq_backward(m->cud_dx, m->dh[l][0], m->gru ? NULL : m->dc[l][0], &g, dy, NULL,
+                             NULL, x, m->dec_h[l], m->dec_h0[l], m->gru ? NULL : m->dec_c0[l],
+                             m->dec_len, m->len_host, &s, m->cud_dec_w[l], m->cud_dw,
+                             m->cud_work, m->cud_work_n, m->cud_dec_res[l], m->cud_dec_res_n[l]);
+        if (l) { /* x = dropout(h_{l-1}) */
+            be->zero(m->cud_dy, sizeof(float) * NT * H);
+            be->dropout_backward(m->cud_dy, m->cud_dx, m->dec_xmask[l], NT * H);
+            dy = m->cud_dy;
+        } else { /* x = y_{t-1} (dropped embedding) */
+            be->axpy(m->d_tgt_x, 1.0f, m->cud_dx, NT * E);
+        }
+    }
+}
+
 double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t key, float grad_scale) {
     const Backend *be = m->be;
@@ -529,8 +747,12 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     be->embedding_forward(m->tgt_emb, m->tin_tm, m->emb_tgt.w, (int)NT, E);
     be->dropout_forward(m->tgt_x, m->tgt_emb_mask, m->tgt_emb, train ? m->p : 0.0f,
                         site_key(key, 2), NT * E);
-    for (int t = 0; t < T; t++)
-        decoder_step(m, t, m->tgt_x + (size_t)t * B * E, &src, per_step, train, key);
+    int dec_cud = m->dec_cud && !per_step;
+    if (dec_cud)
+        decoder_cudnn_forward(m, b, train, key);
+    else
+        for (int t = 0; t < T; t++)
+            decoder_step(m, t, m->tgt_x + (size_t)t * B * E, &src, per_step, train, key);
     if (!per_step) {
         if (m->style == DEC_LUONG) luong_batched_forward(m, b);
         output_forward(m, 0, T, B);
@@ -564,7 +786,8 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
         be->zero(m->dc[l][0], sizeof(float) * BH);
     }
     int top = m->Ld - 1;
-    for (int t = T - 1; t >= 0; t--) {
+    if (dec_cud) decoder_cudnn_backward(m, b, cur);
+    for (int t = T - 1; t >= 0 && !dec_cud; t--) { /* our cells, step by step */
         if (per_step) output_step_backward(m, t, b, m->dh[top][cur[top]]);
         else be->axpy(m->dh[top][cur[top]], 1.0f, m->d_htop_all + (size_t)t * BH, BH);
         for (int l = top; l >= 0; l--) {
@@ -598,7 +821,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
                               m->enc_out, b->src_len, B, 1, S, m->attn_work);
     }
     if (m->style != DEC_NONE) rnn_attn_end_backward(&m->attn, be, m->d_enc_out, m->enc_out, B, S);
-    for (int l = 0; l < m->Ld; l++) { /* batched weight gradients of the decoder layers */
+    for (int l = 0; l < (dec_cud ? 0 : m->Ld); l++) { /* batched weight gradients of the decoder layers */
         RnnLayer *L = &m->dec[l];
         float *dgh = m->d_dec_gh[l];
         cell_input_grads(be, L, m->d_dec_gx[l], dgh, m->dec_x[l], (int)NT);
@@ -615,13 +838,16 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     be->zero(m->d_enc_cat, sizeof(float) * NS * H);
     be->transpose01_backward(m->d_enc_cat, m->d_enc_out, S, B, H);
     for (int l = m->Le - 1; l >= 0; l--) {
-        be->zero(m->d_enc_hdir[0], sizeof(float) * NS * Hd);
-        be->zero(m->d_enc_hdir[1], sizeof(float) * NS * Hd);
-        be->concat2_backward(m->d_enc_hdir[0], m->d_enc_hdir[1], m->d_enc_cat, (int)NS, Hd, Hd);
+        if (!m->cud) { /* enc_cat = [→h; ←h] */
+            be->zero(m->d_enc_hdir[0], sizeof(float) * NS * Hd);
+            be->zero(m->d_enc_hdir[1], sizeof(float) * NS * Hd);
+            be->concat2_backward(m->d_enc_hdir[0], m->d_enc_hdir[1], m->d_enc_cat, (int)NS, Hd, Hd);
+        }
         int in = l ? H : E;
         const float *x = l ? m->enc_x[l] : m->src_x;
         be->zero(m->d_enc_x, sizeof(float) * NS * in);
-        for (int d = 0; d < 2; d++) {
+        if (m->cud) encoder_cudnn_layer_backward(m, l, x, b, cur);
+        for (int d = 0; d < (m->cud ? 0 : 2); d++) {
             be->zero(m->d_hrec[0], sizeof(float) * B * Hd);
             be->zero(m->d_crec[0], sizeof(float) * B * Hd);
             if (m->Le == m->Ld) { /* decoder h0[l] = [→h_final; ←h_final] */

@@ -54,6 +54,15 @@ typedef struct RnnModel RnnModel;
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
                   AttentionKind attention, int heads, Err *err);
+/* model.rnn_impl: cudnn != 0 runs the LSTM/GRU layers whose whole input is known through the
+ * backend's cuDNN entries (ops.h rnn_seq_*): every encoder layer (both directions in one call),
+ * and the decoder layers when the model has no input feeding and no bahdanau attention (their
+ * layer 0 reads h̃_{t−1} or c_t, known only step by step), in the teacher-forced pass
+ * (rnn_forward_backward; not with rnn_set_stepwise). Decoding steps always use our cells (one step
+ * at a time; the same parameters). cudnn = 0 (own, the default) leaves every path as it was.
+ * Call it after rnn_create and before rnn_reserve. Errors (STATUS_ERR): the backend has no cuDNN
+ * entries ("model.rnn_impl = cudnn: the cpu backend has no cuDNN …; set model.rnn_impl = own"). */
+Status rnn_set_impl(RnnModel *m, int cudnn, Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS = B·S source tokens and NT = B·T target tokens (padding included). Grows only: the trainer
  * calls it once with the batcher's bounds, so the training step never allocates. Sizes the

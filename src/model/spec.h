@@ -14,6 +14,10 @@
 typedef enum { MODEL_RNN, MODEL_TRANSFORMER } ModelType;   /* names: rnn, transformer */
 typedef enum { CELL_LSTM, CELL_GRU } CellType;             /* names: lstm, gru */
 typedef enum { NORM_PRE, NORM_POST } NormPlace;            /* names: pre, post */
+/* names: own, cudnn. Who runs the RNN's LSTM/GRU layers whose whole input is known (the encoder;
+ * decoder layers without input feeding and without bahdanau): our cell kernels (own, the
+ * verified default) or cuDNN on the GPU (cudnn; ops.h rnn_seq_forward). */
+typedef enum { RNN_IMPL_OWN, RNN_IMPL_CUDNN } RnnImpl;
 
 typedef struct ModelSpec {
     ModelType type;          /* model.type = rnn | transformer (default rnn) */
@@ -26,6 +30,8 @@ typedef struct ModelSpec {
     int dec_layers;          /* model.dec_layers (1, 1..16) */
     float dropout;           /* model.dropout: drop probability (0.3, [0, 1)) */
     int input_feeding;       /* model.input_feeding bool, 0/1 (true; needs an attention) */
+    RnnImpl rnn_impl;        /* model.rnn_impl = own | cudnn (own; rnn only, train.device = cuda,
+                                a build with cuDNN) */
     /* Transformer (model.type = transformer) */
     int d_model;             /* model.d_model: model width D (256, 2..65536) */
     int heads;               /* model.heads: attention heads NH, dividing d_model (4, 1..256) */

@@ -48,6 +48,31 @@
 
 typedef struct Backend Backend;
 
+/* One LSTM or GRU layer over a whole sequence, as cuDNN runs it (Backend.rnn_seq_*, below).
+ * Legend: T time steps (the longest sequence), B batch, I input size, Hs hidden size per
+ * direction, G gate blocks (LSTM 4, GRU 3), D directions (1 or 2). */
+typedef struct {
+    int gru;     /* 0 LSTM (gate order i, f, g, o), 1 GRU (r, z, n) */
+    int dirs;    /* D: 1 one direction (forward in time), 2 both: direction 1 runs backward in
+                    time from each sequence's own last step (a bidirectional layer) */
+    int in, h;   /* I, Hs */
+    int B, T;    /* batch rows, time steps */
+} RnnSeqShape;
+
+/* The parameters (or, in backward, their gradients) of one direction of an RnnSeqShape layer,
+ * in our layout (model/rnn.h RnnLayer): W_ih [G·Hs, I], W_hh [G·Hs, Hs], b [G·Hs] (LSTM: its one
+ * bias; GRU: b_ih), b_hh [3·Hs] (GRU only; NULL for LSTM). Backend memory. */
+typedef struct {
+    float *W_ih, *W_hh, *b, *b_hh;
+} RnnSeqParams;
+
+/* Sizes an RnnSeqShape needs, in floats: the weight space (the layer's parameters in the
+ * library's own layout; the same size again for their gradients), the workspace and the reserve
+ * (what a training forward keeps for the backward). */
+typedef struct {
+    size_t weights, work, reserve;
+} RnnSeqSizes;
+
 struct Backend {
     const char *name; /* "cpu" or "cuda" */
 
@@ -297,6 +322,54 @@ struct Backend {
      * p -= lr · (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps); t >= 1. */
     void (*adam_update)(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                         float b1, float b2, float eps, int t);
+
+    /* ---- optional: LSTM/GRU layers through cuDNN (model.rnn_impl = cudnn) ----
+     * Not OpKinds: NULL on the cpu backend and on the emulated (SIMT) cuda backend, non-NULL only
+     * on a cuda backend built with cuDNN (TRAINER_CUDNN) whose cuDNN handle started; a model asks
+     * for them (rnn_set_impl) and refuses to run without them. cuDNN cannot be emulated, so these
+     * are checked only against our own cells, on a real GPU (tests/model/test_model_cuda.c).
+     * Sources: cuDNN API reference (cudnn_adv): cudnnRNNForward, cudnnRNNBackwardData_v8,
+     * cudnnRNNBackwardWeights_v8, cudnnGetRNNWeightParams, cudnnGetRNNTempSpaceSizes,
+     * cudnnGetRNNWeightSpaceSize, cudnnSetRNNDataDescriptor; the equations are those of
+     * lstm_cell_forward and gru_cell_forward above (cuDNN's LSTM, and its GRU, which is the
+     * "linear before reset" form used here).
+     *
+     * Shapes (time-major, s: RnnSeqShape): x [T,B,I], y [T,B,D·Hs] (direction d in columns
+     * d·Hs .. d·Hs+Hs−1, the layout of [→h; ←h]), hx, hy, cx, cy [D,B,Hs]. len[B] (backend memory)
+     * and len_host[B] (host) are the same lengths, 1 <= len[b] <= T (CHECKed: a zero-length
+     * sequence aborts). Sequence b is x[0 .. len[b]−1, b]; y at t >= len[b] is 0, and hy, cy are
+     * each sequence's state after its own last step (direction 1: after step 0). Our masked cells
+     * (mask = t < len[b]) give the same y for t < len[b] and, for direction 1, for t >= len[b]
+     * (0); direction 0 keeps its state there (see model/rnn.c for why nothing reads it).
+     * params[D]: direction d's parameters, copied into wspace (sizes.weights floats) by each
+     * forward; wspace must still hold them at the matching backward.
+     *
+     * rnn_seq_sizes: *out for batches of up to s->B rows and s->T steps (cuDNN's sizes for the
+     * longest batch; every smaller batch needs no more, which forward and backward CHECK:
+     * "cuDNN RNN workspace too small: rnn_reserve it for this batch"). No other errors. */
+    void (*rnn_seq_sizes)(RnnSeqSizes *out, const RnnSeqShape *s);
+    /* y = the layer over x from the initial state hx, cx (either may be NULL: zeros); writes y,
+     * and hy, cy when non-NULL (cy, cx: LSTM only). train != 0 fills reserve for the backward
+     * (cuDNN's training mode), train = 0 leaves it untouched (inference mode). work, reserve:
+     * work_n, reserve_n floats of backend memory (rnn_seq_sizes). Math: fp32 (CUDNN_FMA_MATH)
+     * at precision fp32, TF32 tensor cores allowed (CUDNN_DEFAULT_MATH) at tf32 and bf16 (cuDNN
+     * has no bf16 rounding of fp32 RNN data). Errors: cuDNN failures abort (CUDNN_CHECK). */
+    void (*rnn_seq_forward)(float *y, float *hy, float *cy, const float *x, const float *hx,
+                            const float *cx, const RnnSeqParams *params, const int *len,
+                            const int *len_host, const RnnSeqShape *s, int train, float *wspace,
+                            float *work, size_t work_n, float *reserve, size_t reserve_n);
+    /* Backward of a training rnn_seq_forward of the same inputs (the same x, hx, cx, y, lengths,
+     * wspace and reserve). dy [T,B,D·Hs] (ignored at t >= len[b]), dhy, dcy [D,B,Hs] (may be
+     * NULL: zero). WRITES dx [T,B,I] (overwritten, not accumulated: 0 at t >= len[b]) and dhx,
+     * dcx when non-NULL; ACCUMULATES the parameter gradients into grads[D] (as every op: +=).
+     * dwspace: sizes.weights floats of scratch (zeroed here, then cuDNN adds into it:
+     * CUDNN_WGRAD_MODE_ADD). Errors as rnn_seq_forward. */
+    void (*rnn_seq_backward)(float *dx, float *dhx, float *dcx, const RnnSeqParams *grads,
+                             const float *dy, const float *dhy, const float *dcy, const float *x,
+                             const float *y, const float *hx, const float *cx, const int *len,
+                             const int *len_host, const RnnSeqShape *s, const float *wspace,
+                             float *dwspace, float *work, size_t work_n, float *reserve,
+                             size_t reserve_n);
 };
 
 /* Every computational op of the Backend table (not the memory functions), one per field and named
@@ -405,5 +478,13 @@ void backend_cuda_set_precision(int precision);
 /* The CUDA device's name ("" before backend_cuda() succeeded or without CUDA); "SIMT emulation
  * (host)" in the emulated build. */
 const char *backend_cuda_device_name(void);
+
+/* 1 if this build's CUDA backend was built with cuDNN (TRAINER_CUDNN: the rnn_seq_* entries can
+ * exist), else 0 (no CUDA, the SIMT emulation, or cuDNN not found at build time). Whether the
+ * handle started is told by backend_cuda()'s table (rnn_seq_forward non-NULL). No errors. */
+int backend_cuda_has_cudnn(void);
+
+/* 1 in the emulated build (-DTRAINER_SIMT=ON), else 0. No errors. */
+int backend_cuda_emulated(void);
 
 #endif

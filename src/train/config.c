@@ -18,6 +18,7 @@ const char *const device_type_names[2] = {"cpu", "cuda"};
 const char *const norm_place_names[2] = {"pre", "post"};
 const char *const lr_schedule_names[2] = {"plateau", "inverse_sqrt"};
 const char *const precision_names[3] = {"fp32", "tf32", "bf16"};
+const char *const rnn_impl_names[2] = {"own", "cudnn"};
 _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
                    (int)PRECISION_TF32 == (int)BACKEND_PRECISION_TF32 &&
                    (int)PRECISION_BF16 == (int)BACKEND_PRECISION_BF16,
@@ -31,7 +32,8 @@ static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[
 
 static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
                   sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int) &&
-                  sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int),
+                  sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
+                  sizeof(RnnImpl) == sizeof(int),
               "enum fields are written through int *");
 static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a range up to 1e15");
 
@@ -80,6 +82,11 @@ static const KeyDef keys[] = {
     K_FLT("model", "dropout", model.dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
     K_BOOL("model", "input_feeding", model.input_feeding, "true",
            "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
+    K_ENUM("model", "rnn_impl", model.rnn_impl, "own", rnn_impl_names,
+           "who runs the RNN's LSTM/GRU layers: own (our kernels, verified) or cudnn (cuDNN, "
+           "train.device = cuda only; not verified here). cudnn runs every encoder layer, and the "
+           "decoder layers only without input feeding and without bahdanau (whose layer 0 reads "
+           "c_t); other decoder layers, and decoding, keep own"),
     K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
     K_INT("model", "heads", model.heads, "4", 1, 256,
           "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient)"),
@@ -662,6 +669,20 @@ Status config_validate(const Config *c, Err *err) {
          "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,
          attention_kind_names[ms->attention],
          ms->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
+    /* model.rnn_impl = cudnn: an RNN, on the GPU, in a build that has cuDNN (the SIMT build
+     * cannot emulate it); in this order, so that each message names the first thing to change */
+    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || ms->type == MODEL_RNN,
+         "config %s: model.rnn_impl = cudnn applies to the RNN's LSTM/GRU layers, but "
+         "model.type = %s; set model.rnn_impl = own", nm, model_type_names[ms->type]);
+    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || c->device == DEVICE_CUDA,
+         "config %s: model.rnn_impl = cudnn needs train.device = cuda (cuDNN runs on the GPU "
+         "only); set train.device = cuda, or model.rnn_impl = own", nm);
+    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || backend_cuda_has_cudnn(),
+         "config %s: model.rnn_impl = cudnn, but this build of trainer has no cuDNN (%s); set "
+         "model.rnn_impl = own", nm,
+         backend_cuda_emulated() ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
+                                 : "cudnn.h and libcudnn were not found when it was built: "
+                                   "install cuDNN and rebuild");
     RULE(c->device == DEVICE_CUDA || c->precision == PRECISION_FP32,
          "config %s: train.precision = %s needs train.device = cuda; the cpu backend computes in "
          "fp32 only (bf16 on the CPU is issue 16's work): set train.precision = fp32", nm,

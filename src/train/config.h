@@ -52,6 +52,7 @@ extern const char *const device_type_names[2];
 extern const char *const norm_place_names[2];
 extern const char *const lr_schedule_names[2];
 extern const char *const precision_names[3];
+extern const char *const rnn_impl_names[2];
 /* model.dec_self_attention names: attention_kind_names with "same" in place of "none" */
 extern const char *const dec_self_attention_names[ATTN_KIND_COUNT];
 

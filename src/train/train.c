@@ -285,8 +285,19 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
     if (cfg->device == DEVICE_CUDA) {
         backend_cuda_set_precision((int)cfg->precision);
-        printf("device: cuda, %s, precision %s, kernels: own\n", backend_cuda_device_name(),
-               precision_names[cfg->precision]);
+        /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
+         * layers' (model.rnn_impl; cudnn covers the decoder only without input feeding and
+         * without bahdanau, rnn.h rnn_set_impl) */
+        const ModelSpec *ms = &cfg->model;
+        const char *rnn = ms->type != MODEL_RNN ? ""
+                          : ms->rnn_impl == RNN_IMPL_OWN ? ", rnn: own"
+                          : ms->input_feeding ? ", rnn: cudnn (encoder; decoder own: input feeding)"
+                          : ms->attention == ATTN_BAHDANAU
+                              ? ", rnn: cudnn (encoder; decoder own: bahdanau)"
+                              : ", rnn: cudnn (encoder and decoder)";
+        printf("device: cuda, %s, precision %s, kernels: own, matmul: cublas (bias: cublasLt "
+               "epilogue)%s\n",
+               backend_cuda_device_name(), precision_names[cfg->precision], rnn);
     }
     if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
     if (make_dir(r->dir, err)) return STATUS_ERR;

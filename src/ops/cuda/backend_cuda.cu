@@ -120,7 +120,26 @@ static Backend make_table(void) {
     cuda_register_attn_additive(&b);
     cuda_register_flash(&b);
     /* ---- end of the kernel families ---- */
+#ifdef TRAINER_CUDNN
+    cuda_register_rnn_cudnn(&b); /* optional: leaves rnn_seq_* NULL if cuDNN cannot start */
+#endif
     return b;
+}
+
+extern "C" int backend_cuda_has_cudnn(void) {
+#ifdef TRAINER_CUDNN
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+extern "C" int backend_cuda_emulated(void) {
+#ifdef TRAINER_SIMT
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 extern "C" const char *backend_cuda_device_name(void) { return g_ready ? g_device_name : ""; }

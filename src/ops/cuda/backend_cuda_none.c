@@ -14,3 +14,8 @@ const Backend *backend_cuda(char *err_msg, size_t err_len) {
 void backend_cuda_set_precision(int precision) { (void)precision; }
 
 const char *backend_cuda_device_name(void) { return ""; }
+
+/* No CUDA, hence no cuDNN. */
+int backend_cuda_has_cudnn(void) { return 0; }
+
+int backend_cuda_emulated(void) { return 0; }

@@ -9,6 +9,8 @@
  *   CUDA_CHECK_HINT(expr, hint)   the same with a caller-supplied hint (a C string)
  *   CUDA_CHECK_LAUNCH()           CUDA_CHECK(cudaGetLastError()) after a kernel launch
  *   CUBLAS_CHECK(expr)            expr is a cublasStatus_t expression
+ *   CUDNN_CHECK(expr)             expr is a cudnnStatus_t expression (only where TRAINER_CUDNN is
+ *                                 defined: a build that found cuDNN)
  *
  * Usable from .cu (C++) and C translation units.
  */
@@ -55,5 +57,24 @@
             abort();                                                                           \
         }                                                                                      \
     } while (0)
+
+#ifdef TRAINER_CUDNN
+#include <cudnn.h>
+
+#define CUDNN_CHECK(expr)                                                                      \
+    do {                                                                                       \
+        cudnnStatus_t cudnn_check_st_ = (expr);                                                \
+        if (cudnn_check_st_ != CUDNN_STATUS_SUCCESS) {                                         \
+            fprintf(stderr, "CUDNN_CHECK failed: %s at %s:%d: %s (status %d)\n  hint: %s\n",   \
+                    #expr, __FILE__, __LINE__, cudnnGetErrorString(cudnn_check_st_),           \
+                    (int)cudnn_check_st_,                                                      \
+                    "a cuDNN call failed: BAD_PARAM or NOT_SUPPORTED means shapes or a mode "  \
+                    "cuDNN refuses (a bug in the caller, or this cuDNN version); ALLOC_FAILED " \
+                    "means the GPU is out of memory; EXECUTION_FAILED means the GPU is "      \
+                    "unusable. Set model.rnn_impl = own to run our own kernels instead");      \
+            abort();                                                                           \
+        }                                                                                      \
+    } while (0)
+#endif
 
 #endif

@@ -31,6 +31,8 @@ static cublasComputeType_t compute_type(void) {
                                                    : CUBLAS_COMPUTE_32F;
 }
 
+int cuda_precision(void) { return g_precision; }
+
 constexpr int MM_SCALE_THREADS = CUDA_EW_THREADS;
 
 /* c[i] *= beta, i < n (the K = 0 product: C = beta C, which cuBLAS cannot be asked for with the
