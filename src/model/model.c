@@ -20,7 +20,7 @@ int model_ops_used(const Model *m, OpKind *ops) {
         OP_MATMUL,           OP_BIAS_FORWARD,       OP_BIAS_BACKWARD,         OP_AXPY,
         OP_DROPOUT_FORWARD,  OP_DROPOUT_BACKWARD,   OP_EMBEDDING_FORWARD,     OP_EMBEDDING_BACKWARD,
         OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,   OP_GATHER_ROWS,           OP_ARGMAX,
-        OP_SUMSQ,            OP_SCALE,              OP_ADAM_UPDATE};
+        OP_SUMSQ,            OP_SCALE,              OP_ADAM_UPDATE,           OP_XENT_WORKSPACE};
     int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
     return op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
 }
