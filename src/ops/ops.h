@@ -187,7 +187,7 @@ struct Backend {
      * s <= t + Tk − Tq), −∞ beyond; weights[B,NH,Tq,Tk] = softmax_s(score) (saved);
      * out[B,NH,Tq,Dv] = Σ_s weights · values[r,s,:]. qp[B,NH,Tq,A] the projected queries (W q),
      * kp[B,NH,Tk,A] the projected keys (U h_s), v[NH,A], key_len[B] (NULL: all visible). A row
-     * with no visible key gets zero weights and zero output. No workspace (the backward has one). */
+     * with no visible key gets zero weights and zero output. The forward needs no workspace. */
     void (*additive_attn_forward)(float *out, float *weights, const float *qp, const float *kp,
                                   const float *v, const float *values, const int *key_len,
                                   int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
