@@ -67,8 +67,9 @@ int main(int argc, char **argv) {
          be->matmul(dW, dlogits, hdec, V, H, NT, 1, 0, 1.0f, 1.0f));
     TIME("output projection dX [B*T,V]x[V,H]", 2.0 * NT * H * V,
          be->matmul(hdec, dlogits, W_out, NT, H, V, 0, 0, 1.0f, 0.0f));
+    float *xwork = be->alloc(sizeof(float) * (be->xent_workspace(NT, V) + 1));
     TIME("xent fwd+bwd (label smoothing) [B*T,V]", 0,
-         be->xent_forward_backward(dlogits, logits, tgt, NT, V, 0.1f, 0, 1e-3f));
+         be->xent_forward_backward(dlogits, logits, tgt, NT, V, 0.1f, 0, 1e-3f, xwork));
     TIME("bias backward [B*T,V]", 0, be->bias_backward(W_out, dlogits, NT, V));
     float *x = randn(be, (size_t)B * (E + H), &rng), *Wih = randn(be, (size_t)4 * H * (E + H), &rng);
     float *gates = randn(be, (size_t)B * 4 * H, &rng), *h = randn(be, (size_t)B * H, &rng);

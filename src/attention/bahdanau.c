@@ -1,6 +1,7 @@
 /* bahdanau.c — additive attention (Bahdanau et al. 2015 eq. 6): e_tj = vᵀ tanh(W s + U h_j),
  * weights by softmax over the visible keys, context Σ_j a_tj h_j (ops: additive_attn_forward,
- * additive_attn_backward; the tanh is recomputed in backward). The same score serves Luong's
+ * additive_attn_backward with additive_attn_workspace floats of work; the tanh is recomputed
+ * in backward). The same score serves Luong's
  * concat (luong.c): v_aᵀ tanh(W_a [h_t; h̄_s]) once W_a is split into W_q on the query and U on
  * the key.
  *
@@ -80,12 +81,17 @@ void attention_additive_backward(const Attention *a, const Backend *be, float *d
                                  const float *q, const float *k, const float *v,
                                  const int *key_len, int causal, int B, int Tq, int Tk,
                                  float *work) {
-    (void)o, (void)key_len, (void)causal, (void)work; /* the saved weights carry the mask */
+    (void)o, (void)key_len, (void)causal; /* the saved weights carry the mask */
     be->additive_attn_backward(dq, dk, a->v_a.g, dv, dout, q, k, a->v_a.w, v, save, B, a->NH,
-                               Tq, Tk, a->A, a->HS);
+                               Tq, Tk, a->A, a->HS, work);
 }
 
-const OpKind attention_additive_ops[2] = {OP_ADDITIVE_ATTN_FORWARD, OP_ADDITIVE_ATTN_BACKWARD};
+size_t attention_additive_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
+    return be->additive_attn_workspace(B, a->NH, Tq, Tk, a->A, a->HS);
+}
+
+const OpKind attention_additive_ops[3] = {OP_ADDITIVE_ATTN_FORWARD, OP_ADDITIVE_ATTN_BACKWARD,
+                                          OP_ADDITIVE_ATTN_WORKSPACE};
 
 /* w = softmax_s(v_aᵀ tanh(q + k_s)) over len keys of width HS (A) */
 void attention_additive_weights_host(float *w, const float *q, const float *k, const float *v_a,

@@ -47,12 +47,15 @@ void attention_additive_backward(const Attention *a, const Backend *be, float *d
                                  const float *q, const float *k, const float *v,
                                  const int *key_len, int causal, int B, int Tq, int Tk,
                                  float *work);
-extern const OpKind attention_additive_ops[2]; /* bahdanau, luong_concat */
+/* Floats of work of one call: additive_attn_workspace (the backward's; the forward needs none). */
+size_t attention_additive_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+extern const OpKind attention_additive_ops[3]; /* bahdanau, luong_concat */
 /* The fields of a row that scores additively (bahdanau, luong_concat differ only in their kind
  * and place in the RNN). */
 #define ATTENTION_ADDITIVE_ROW                                                                   \
     .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS, .ops = attention_additive_ops,                   \
-    .nops = 2, .declare = attention_additive_declare,               \
+    .nops = 3, .declare = attention_additive_declare,                                           \
+    .workspace = attention_additive_workspace,                                                  \
     .query_forward = attention_additive_query_forward,                                          \
     .query_backward = attention_additive_query_backward,                                        \
     .keys_forward = attention_additive_keys_forward,                                            \

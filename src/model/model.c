@@ -19,8 +19,9 @@ int model_ops_used(const Model *m, OpKind *ops) {
     static const OpKind run_ops[] = {
         OP_MATMUL,          OP_MATMUL_BIAS_FORWARD, OP_BIAS_FORWARD,       OP_BIAS_BACKWARD,
         OP_AXPY,            OP_DROPOUT_FORWARD,     OP_DROPOUT_BACKWARD,   OP_EMBEDDING_FORWARD,
-        OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD, OP_LOG_SOFTMAX,   OP_GATHER_ROWS,
-        OP_ARGMAX,          OP_SUMSQ,               OP_SCALE,              OP_ADAM_UPDATE};
+        OP_EMBEDDING_BACKWARD, OP_XENT_FORWARD_BACKWARD, OP_XENT_WORKSPACE, OP_LOG_SOFTMAX,
+        OP_GATHER_ROWS,     OP_ARGMAX,              OP_SUMSQ,              OP_SCALE,
+        OP_ADAM_UPDATE};
     int n = m->tf ? transformer_ops_used(m->tf, ops) : rnn_ops_used(m->rnn, ops);
     return op_list_append(ops, n, run_ops, (int)(sizeof run_ops / sizeof run_ops[0]));
 }

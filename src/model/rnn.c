@@ -60,6 +60,8 @@ struct RnnModel {
     float *cat;                                       /* [T,B,2H] [c_t; h_t] */
     float *htil, *htil_drop, *htil_mask;              /* [T,B,H] */
     float *logits, *dlogits;                          /* [T,B,V] */
+    float *xent_work;                                 /* xent_workspace(T·B, V) floats */
+    size_t xent_work_cap;
     /* gradients / scratch */
     float *d_htil, *d_htil_drop;                      /* [T,B,H] */
     float *d_cat_all;                                 /* [T,B,2H] */
@@ -334,6 +336,8 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->cat = act(m, NT * 2 * H);
     m->htil = act(m, NT * H), m->htil_drop = act(m, NT * H), m->htil_mask = act(m, NT * H);
     m->logits = act(m, NT * V), m->dlogits = act(m, NT * V);
+    m->xent_work_cap = m->be->xent_workspace((int)NT, V);
+    m->xent_work = act(m, m->xent_work_cap);
     m->d_htil = act(m, NT * H), m->d_htil_drop = act(m, NT * H);
     m->d_cat_all = act(m, NT * 2 * H);
     m->d_ctx_all = act(m, NT * H), m->d_htop_all = act(m, NT * H);
@@ -762,11 +766,13 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
                         site_key(key, 3), NT * H);
     be->matmul_bias_forward(m->logits, m->htil_drop, m->W_out.w, m->b_out.w, (int)NT, V, H,
                             0);
+    CHECK(be->xent_workspace((int)NT, V) <= m->xent_work_cap,
+          "loss workspace too small: rnn_reserve for the largest batch");
     if (!train)
         return be->xent_forward_backward(NULL, m->logits, m->tout_tm, (int)NT, V, smoothing,
-                                         TOKEN_PAD, 0.0f);
+                                         TOKEN_PAD, 0.0f, m->xent_work);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, m->tout_tm, (int)NT, V,
-                                            smoothing, TOKEN_PAD, grad_scale);
+                                            smoothing, TOKEN_PAD, grad_scale, m->xent_work);
 
     /* ---------------- backward ---------------- */
     /* logits = h̃_drop W_outᵀ + b_out */

@@ -152,6 +152,8 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->enc_out = act(m, NS * D), m->enc_mean = act(m, NS), m->enc_rstd = act(m, NS);
     m->dec_y = act(m, NT * D), m->dec_mean = act(m, NT), m->dec_rstd = act(m, NT);
     m->logits = act(m, NT * m->V), m->dlogits = act(m, NT * m->V);
+    m->xent_work_cap = m->be->xent_workspace((int)NT, m->V); /* the loss's (R <= NT rows) */
+    m->xent_work = act(m, m->xent_work_cap);
     float **scr[] = {&m->scr.m1, &m->scr.m2, &m->scr.m3, &m->scr.h1, &m->scr.h2, &m->scr.h3,
                      &m->scr.h4, &m->f, &m->g1, &m->g2, &m->g3, &m->gA, &m->gB};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) *scr[i] = act(m, NM * D);
@@ -419,10 +421,13 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
         yr = m->g3;
     }
     be->matmul_bias_forward(m->logits, yr, tf_W_out(m)->w, m->b_out.w, R, V, D, 0);
+    CHECK(be->xent_workspace(R, V) <= m->xent_work_cap,
+          "loss workspace too small: transformer_reserve for the largest batch");
     if (!train)
-        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f);
+        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f,
+                                         m->xent_work);
     double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
-                                            TOKEN_PAD, grad_scale);
+                                            TOKEN_PAD, grad_scale, m->xent_work);
 
     /* ---------------- backward ---------------- */
     Param *Wo = (Param *)tf_W_out(m);

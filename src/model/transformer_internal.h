@@ -64,6 +64,8 @@ struct TfModel {
     float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
     float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
     float *logits, *dlogits;                              /* [NR,V] */
+    float *xent_work;                                     /* xent_workspace(NT, V) floats */
+    size_t xent_work_cap;
     MhaScratch scr;                                       /* [max(NS,NT), D] each */
     float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
     float *fh1, *fh2;                                     /* [max(NS,NT), F] */

@@ -19,6 +19,12 @@
  * D query/key width per head (HS), Dv value width per head, A additive score size, M/K/Nc matrix
  * dims. Sizes passed as size_t n count floats; workspace functions return floats.
  *
+ * Ops never allocate (DESIGN.md §2, §5): an op that needs scratch memory takes `float *work`
+ * (backend memory, last argument) and has a size function *_workspace(...) in this table
+ * returning the floats it needs for those sizes; the caller reserves that much once (its
+ * reserve function, for the largest batch) and passes it on every call. Scratch of a size fixed
+ * at start-up (the CUDA reductions' partials) is allocated once by the backend's constructor.
+ *
  * Errors: no op returns a Status or checks its input sizes — shapes are the caller's contract
  * (programmer errors); the memory functions abort on failure (CHECK / CUDA_CHECK). Each op's
  * source (paper and equation) is in its comment; "—" where it is plain algebra.
@@ -215,16 +221,22 @@ struct Backend {
      * s <= t + Tk − Tq), −∞ beyond; weights[B,NH,Tq,Tk] = softmax_s(score) (saved);
      * out[B,NH,Tq,Dv] = Σ_s weights · values[r,s,:]. qp[B,NH,Tq,A] the projected queries (W q),
      * kp[B,NH,Tk,A] the projected keys (U h_s), v[NH,A], key_len[B] (NULL: all visible). A row
-     * with no visible key gets zero weights and zero output. No workspace. */
+     * with no visible key gets zero weights and zero output. The forward needs no workspace. */
     void (*additive_attn_forward)(float *out, float *weights, const float *qp, const float *kp,
                                   const float *v, const float *values, const int *key_len,
                                   int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
     /* Accumulates dqp, dkp, dv[NH,A], dvalues (each may be NULL; shapes as above); the
-     * tanh is recomputed from qp and kp, so nothing of size B·Tq·Tk·A is stored. */
+     * tanh is recomputed from qp and kp, so nothing of size B·Tq·Tk·A is stored. work: backend
+     * memory of additive_attn_workspace floats (may be NULL where that is 0); a NULL work where
+     * the backend needs some is a CHECK. */
     void (*additive_attn_backward)(float *dqp, float *dkp, float *dv, float *dvalues,
                                    const float *dout, const float *qp, const float *kp,
                                    const float *v, const float *values, const float *weights,
-                                   int B, int NH, int Tq, int Tk, int A, int Dv);
+                                   int B, int NH, int Tq, int Tk, int A, int Dv, float *work);
+    /* Floats of work additive_attn_backward needs for these sizes (the CPU: 0, its scratch is
+     * per-thread stack rows; the CUDA backend: the score gradients [B·NH,Tq,Tk] and the rows'
+     * shares of dv [B·NH,A], so its sum over rows is deterministic). No errors. */
+    size_t (*additive_attn_workspace)(int B, int NH, int Tq, int Tk, int A, int Dv);
 
     /* ---- efficient attention kinds (multi-head; the Transformer and the RNN) ----
      * Layout: q[B,NH,Tq,D], k[B,NH,Tk,D], v[B,NH,Tk,Dv], out[B,NH,Tq,Dv]; key_len[B] (backend
@@ -266,7 +278,9 @@ struct Backend {
      * the recurrent form), for incremental decoding: per row and head,
      * state[D,Dv] += φ(k) vᵀ, zsum[D] += φ(k), then out = stateᵀ φ(q) / (φ(q)·zsum + 1e-6).
      * q, k [B,NH,D], v, out [B,NH,Dv], state [B,NH,D,Dv], zsum [B,NH,D] (zero before the first
-     * step). Step t's out equals row t of linear_attn_forward with causal = 1, bit for bit. */
+     * step). Step t's out equals row t of linear_attn_forward with causal = 1, bit for bit.
+     * No workspace (the CUDA backend keeps its 2·D + Dv + 1 floats of row scratch per (b, h) in
+     * shared memory: it CHECKs 2·D + Dv + 1 <= 12288, 48 KiB). */
     void (*linear_attn_step)(float *out, float *state, float *zsum, const float *q,
                              const float *k, const float *v, int B, int NH, int D, int Dv);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
@@ -308,10 +322,16 @@ struct Backend {
      * target distribution (1-ε) one-hot + ε/V uniform; rows whose target == ignore_id add
      * nothing. Returns the summed loss over counted rows (nats) and, when dlogits != NULL,
      * WRITES grad_scale * d(loss)/d(logits) to dlogits[N,V] (overwritten, not accumulated:
-     * the caller need not zero it; ignored rows get zeros). logits[N,V], targets[N]. */
+     * the caller need not zero it; ignored rows get zeros). logits[N,V], targets[N].
+     * work: backend memory of xent_workspace(N, V) floats (may be NULL where that is 0); a NULL
+     * work where the backend needs some is a CHECK. */
     double (*xent_forward_backward)(float *dlogits, const float *logits, const int *targets,
                                     int N, int V, float smoothing, int ignore_id,
-                                    float grad_scale);
+                                    float grad_scale, float *work);
+    /* Floats of work xent_forward_backward needs for N rows of V (the CPU: 0, it sums the rows'
+     * losses in registers; the CUDA backend: N + 1 doubles, the rows' losses and their sum for
+     * the fixed-order two-pass reduction, plus one float to align them). No errors. */
+    size_t (*xent_workspace)(int N, int V);
     /* out[N,V] = log_softmax(logits[N,V]) row-wise, in nats (for decoding). */
     void (*log_softmax)(float *out, const float *logits, int N, int V);
     /* ids[N] = argmax_v x[n, v] (first on ties). */
@@ -422,7 +442,9 @@ typedef enum OpKind {
     OP_FLASH_ATTN_WORKSPACE,
     OP_LINEAR_ATTN_WORKSPACE,
     OP_EFFICIENT_ATTN_WORKSPACE,
+    OP_ADDITIVE_ATTN_WORKSPACE,
     OP_XENT_FORWARD_BACKWARD,
+    OP_XENT_WORKSPACE,
     OP_LOG_SOFTMAX,
     OP_ARGMAX,
     OP_ADAM_UPDATE,

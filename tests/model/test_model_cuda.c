@@ -15,7 +15,11 @@
  *   2. training: STEPS trainer steps (loss and gradients, norm, clipping, Adam) on both, the loss
  *      of each step to REL_LOSS_STEPS relative and the parameters after the last step to
  *      REL_PARAM normwise;
- *   3. decoding: greedy and beam search (K = 3) from the trained models give the same tokens.
+ *   3. decoding: greedy and beam search (K = 3) from the trained models give the same tokens;
+ *   4. no op allocates (DESIGN.md §2, §5; emulated build only, where the host stand-in of the
+ *      runtime counts cudaMalloc calls, cuda_host_malloc_calls): after model_reserve, the training
+ *      steps of 1 and 2 make no cudaMalloc at all, and decoding none but through the backend's
+ *      alloc (its decoding buffers; counted by a wrapper, so the difference is the ops' own).
  * Tolerances: float32 on both sides, the same formulas summed in another order (cuBLAS/kernels
  * against OpenBLAS/OpenMP loops); 20 Adam steps amplify rounding through the normalisation
  * m/√v of near-zero gradients, hence the looser parameter bound. Decoding ties are not expected
@@ -34,6 +38,21 @@
 #include "train/config.h"
 #include "train/optim.h"
 #include "model_cases.h"
+#ifdef TRAINER_SIMT
+unsigned long long cuda_host_malloc_calls(void); /* the runtime stand-in (cuda_runtime_api.h) */
+#define MALLOC_CALLS() cuda_host_malloc_calls()
+#else
+#define MALLOC_CALLS() 0ULL /* a real device: not counted */
+#endif
+
+/* The CUDA backend with its alloc counted (part 4). */
+static Backend g_counted;
+static void *(*g_cuda_alloc)(size_t);
+static unsigned long long g_alloc_calls;
+static void *counted_alloc(size_t bytes) {
+    g_alloc_calls++;
+    return g_cuda_alloc(bytes);
+}
 
 enum { STEPS = 20, K_BEAM = 3 };
 
@@ -162,7 +181,8 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     EXPECT(memcmp(wa, wb, sizeof(float) * total) == 0, "%s: initial parameters differ", c->name);
     free(wa), free(wb);
 
-    /* 1. loss and every gradient */
+    /* 1. loss and every gradient (part 4: cudaMalloc calls counted from here) */
+    unsigned long long mc0 = MALLOC_CALLS(), ac0 = g_alloc_calls;
     double la = side_step(&cu, tb, &cfg, 1, 0), lb = side_step(&cp, tb, &cfg, 1, 0);
     double el = fabs(la - lb) / fabs(lb);
     EXPECT(isfinite(la) && el < REL_LOSS, "%s: loss %.9g on cuda, %.9g on cpu (rel %.3g)", c->name,
@@ -183,6 +203,10 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
         EXPECT(isfinite(la) && e < REL_LOSS_STEPS, "%s: step %d loss %.9g on cuda, %.9g on cpu",
                c->name, t, la, lb);
     }
+    unsigned long long mc1 = MALLOC_CALLS(), ac1 = g_alloc_calls;
+    EXPECT(mc1 == mc0 && ac1 == ac0, "%s: %llu cudaMalloc calls (%llu through the backend's "
+           "alloc) in %d training steps after model_reserve; an op allocates (DESIGN.md §2)",
+           c->name, mc1 - mc0, ac1 - ac0, STEPS + 1);
     wa = to_host(gpu, cu.m.ps.data, total), wb = to_host(backend_cpu(), cp.m.ps.data, total);
     double ep =
         compare_tensors("parameters after training", c->name, &cp.m.ps, wa, wb, REL_PARAM, null);
@@ -194,9 +218,14 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     size_t nids = (size_t)2 * B * maxT;
     int *ia = xcalloc(nids, sizeof(int)), *ib = xcalloc(nids, sizeof(int));
     float *attn = xmalloc(sizeof(float) * B * maxT * S);
+    mc0 = MALLOC_CALLS(), ac0 = g_alloc_calls;
     decode_greedy(&cu.m, src, maxT, ia, model_has_attention(&cu.m) ? attn : NULL);
-    decode_greedy(&cp.m, src, maxT, ib, model_has_attention(&cp.m) ? attn : NULL);
     decode_beam(&cu.m, src, K_BEAM, 1.0f, maxT, ia + B * maxT, NULL);
+    mc1 = MALLOC_CALLS(), ac1 = g_alloc_calls;
+    EXPECT(mc1 - mc0 == ac1 - ac0, "%s: decoding made %llu cudaMalloc calls, %llu of them "
+           "through the backend's alloc: an op allocates (DESIGN.md §2)", c->name, mc1 - mc0,
+           ac1 - ac0);
+    decode_greedy(&cp.m, src, maxT, ib, model_has_attention(&cp.m) ? attn : NULL);
     decode_beam(&cp.m, src, K_BEAM, 1.0f, maxT, ib + B * maxT, NULL);
     for (int half = 0; half < 2; half++)
         for (int b = 0; b < B; b++) {
@@ -223,11 +252,13 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     char msg[512] = "";
-    const Backend *gpu = backend_cuda(msg, sizeof msg);
-    if (!gpu) {
+    const Backend *real = backend_cuda(msg, sizeof msg);
+    if (!real) {
         printf("test_model_cuda: skipped: %s\n", msg);
         return 77;
     }
+    g_counted = *real, g_cuda_alloc = real->alloc, g_counted.alloc = counted_alloc;
+    const Backend *gpu = &g_counted;
     TokenBatch tb, sb;
     model_case_batches(&tb, &sb);
 

@@ -325,7 +325,10 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     float *r = frand(no, -1, 1);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
     be->additive_attn_forward(out, w, qp, kp, v, values, batch_lens(key_len, B, NH), causal, B / NH, NH, Tq, Tk, A, Dv);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
+    /* the op's workspace, the size function's value (the CPU's is 0: NULL then is allowed) */
+    float *work = fnew(be->additive_attn_workspace(B / NH, NH, Tq, Tk, A, Dv) + 1);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv,
+                               work);
     AddAttnCtx ctx = {qp, kp, v, values, fnew(no), fnew(nw), key_len, r, causal, B, NH, Tq, Tk,
                       A, Dv};
     stat_begin(&st, "additive_attn_backward vs FD %s", tag);
@@ -355,7 +358,8 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     float *pq = frand(nq, -2, 2), *pk = frand(nk, -2, 2), *pv = frand(nvh, -2, 2);
     float *pval = frand(nval, -2, 2);
     float *aq = fdup(pq, nq), *ak = fdup(pk, nk), *av = fdup(pv, nvh), *aval = fdup(pval, nval);
-    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
+    be->additive_attn_backward(aq, ak, av, aval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv,
+                               work);
     accum_check(&st, "dqp", aq, pq, gq, nq);
     accum_check(&st, "dkp", ak, pk, gk, nk);
     accum_check(&st, "dv", av, pv, gv, nvh);
@@ -371,7 +375,7 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
         float *only[4] = {NULL, NULL, NULL, NULL};
         if (i < 4) memcpy(only[i] = acc[i], pre[i], sizeof(float) * len[i]);
         be->additive_attn_backward(only[0], only[1], only[2], only[3], r, qp, kp, v, values, w,
-                                   B / NH, NH, Tq, Tk, A, Dv);
+                                   B / NH, NH, Tq, Tk, A, Dv, work);
         if (i < 4) accum_check(&st, alone[i], acc[i], pre[i], grad[i], len[i]);
     }
     stat_end(&st);
@@ -379,7 +383,7 @@ static void test_additive_attn(int B, int NH, int Tq, int Tk, int A, int Dv, con
     free(qp), free(kp), free(v), free(values), free(out), free(w), free(ra), free(ro), free(r);
     free(gq), free(gk), free(gv), free(gval), free(ctx.out), free(ctx.w), free(pq), free(pk);
     free(pv), free(pval), free(aq), free(ak), free(av), free(aval), free(row_any);
-    free(key_seen);
+    free(key_seen), free(work);
 }
 
 /* A shape above the ops' OpenMP threshold (B·Tq·Tk·A > 16384), so the parallel code runs:
@@ -408,7 +412,9 @@ static void test_additive_attn_parallel(int NH, int causal) {
     for (size_t i = 0; i < no; i++)
         stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     float *gq = fnew(nq), *gk = fnew(nk), *gv = fnew(nvh), *gval = fnew(nval);
-    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv);
+    float *work = fnew(be->additive_attn_workspace(B / NH, NH, Tq, Tk, A, Dv) + 1);
+    be->additive_attn_backward(gq, gk, gv, gval, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A, Dv,
+                               work);
     for (size_t i = 0; i < nq; i++) stat_add(&st, gq[i], rq[i], 1e-4, 1e-4, "dqp", (long)i);
     for (size_t i = 0; i < nk; i++) stat_add(&st, gk[i], rk[i], 1e-4, 1e-4, "dkp", (long)i);
     for (size_t i = 0; i < nvh; i++) stat_add(&st, gv[i], rv[i], 1e-4, 1e-4, "dv", (long)i);
@@ -416,7 +422,7 @@ static void test_additive_attn_parallel(int NH, int causal) {
         stat_add(&st, gval[i], rval[i], 1e-4, 1e-4, "dvalues", (long)i);
     float *gq2 = fnew(nq), *gk2 = fnew(nk), *gv2 = fnew(nvh), *gval2 = fnew(nval);
     be->additive_attn_backward(gq2, gk2, gv2, gval2, r, qp, kp, v, values, w, B / NH, NH, Tq, Tk, A,
-                               Dv);
+                               Dv, work);
     stat_true(&st, memcmp(gq, gq2, sizeof(float) * nq) == 0, "dqp differs between two runs");
     stat_true(&st, memcmp(gk, gk2, sizeof(float) * nk) == 0, "dkp differs between two runs");
     stat_true(&st, memcmp(gv, gv2, sizeof(float) * nvh) == 0, "dv differs between two runs");
@@ -425,7 +431,7 @@ static void test_additive_attn_parallel(int NH, int causal) {
     stat_end(&st);
     free(qp), free(kp), free(v), free(values), free(out), free(w), free(r), free(ra), free(ro);
     free(rq), free(rk), free(rv), free(rval), free(gq), free(gk), free(gv), free(gval);
-    free(gq2), free(gk2), free(gv2), free(gval2);
+    free(gq2), free(gk2), free(gv2), free(gval2), free(work);
 }
 
 /* n floats, all val. */

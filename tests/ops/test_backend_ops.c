@@ -51,6 +51,10 @@
  * bias_relu_dropout_forward, relu_dropout_backward and embedding_forward/backward: bit-identical
  * (tolerance 0, whole destination buffers, so what must stay untouched is checked too);
  * dropout_backward onto a nonzero prefill and adam_update < 1e-6 (FMA contraction).
+ * Workspaces: an op with a size function (xent_workspace, additive_attn_workspace, …; ops.h) is
+ * given exactly that many floats (work_new: at an odd float offset, NaN-filled, followed by a
+ * guard that must stay untouched, so an op that writes past its declared size, counts on zeros
+ * or on 8-byte alignment fails); linear_attn_step takes none (its scratch is shared memory).
  */
 #include <float.h>
 #include <math.h>
@@ -1133,8 +1137,11 @@ typedef struct {
 } XentCtx;
 static double xent_loss(void *p) {
     XentCtx *x = p;
-    return x->grad_scale * be->xent_forward_backward(NULL, x->logits, x->targets, x->N, x->V,
-                                                     x->smoothing, x->ignore_id, 0.0f);
+    float *work = fnew(be->xent_workspace(x->N, x->V) + 1);
+    double l = be->xent_forward_backward(NULL, x->logits, x->targets, x->N, x->V, x->smoothing,
+                                         x->ignore_id, 0.0f, work);
+    free(work);
+    return x->grad_scale * l;
 }
 
 static double xent_ref(const float *logits, const int *targets, int N, int V, double eps,
@@ -1165,10 +1172,12 @@ static void test_xent(float smoothing, float grad_scale) {
     Stat st;
     stat_begin(&st, "xent_forward_backward loss (eps=%.2f)", smoothing);
     double ref = xent_ref(logits, targets, N, V, smoothing, IGN);
-    float *g0 = fnew(nv);
-    double got = be->xent_forward_backward(g0, logits, targets, N, V, smoothing, IGN, grad_scale);
+    float *g0 = fnew(nv), *work = fnew(be->xent_workspace(N, V) + 1);
+    double got =
+        be->xent_forward_backward(g0, logits, targets, N, V, smoothing, IGN, grad_scale, work);
     stat_add(&st, got, ref, 1e-5, 1e-6, "loss (with dlogits)", 0);
-    double got2 = be->xent_forward_backward(NULL, logits, targets, N, V, smoothing, IGN, 1.0f);
+    double got2 =
+        be->xent_forward_backward(NULL, logits, targets, N, V, smoothing, IGN, 1.0f, work);
     stat_add(&st, got2, ref, 1e-5, 1e-6, "loss (dlogits NULL)", 0);
     /* ignored rows contribute nothing: loss of the counted rows alone is the same */
     int only[6];
@@ -1179,8 +1188,8 @@ static void test_xent(float smoothing, float grad_scale) {
             part += xent_ref(logits + (size_t)n * V, targets + n, 1, V, smoothing, IGN);
     stat_add(&st, got, part, 1e-5, 1e-6, "loss = sum of counted rows", 0);
     for (int n = 0; n < N; n++) only[n] = IGN;
-    stat_add(&st, be->xent_forward_backward(NULL, logits, only, N, V, smoothing, IGN, 1.0f), 0.0,
-             0, 0, "loss, all rows ignored", 0);
+    stat_add(&st, be->xent_forward_backward(NULL, logits, only, N, V, smoothing, IGN, 1.0f, work),
+             0.0, 0, 0, "loss, all rows ignored", 0);
     stat_end(&st);
 
     XentCtx ctx = {logits, targets, N, V, IGN, smoothing, grad_scale};
@@ -1190,14 +1199,14 @@ static void test_xent(float smoothing, float grad_scale) {
 
     stat_begin(&st, "xent dlogits overwrites (eps=%.2f)", smoothing);
     float *pre = frand(nv, -2, 2), *acc = fdup(pre, nv);
-    be->xent_forward_backward(acc, logits, targets, N, V, smoothing, IGN, grad_scale);
+    be->xent_forward_backward(acc, logits, targets, N, V, smoothing, IGN, grad_scale, work);
     for (size_t i = 0; i < nv; i++) stat_add(&st, acc[i], g0[i], 0, 0, "dlogits", (long)i);
     for (int n = 0; n < N; n++)
         if (targets[n] == IGN)
             for (int v = 0; v < V; v++)
                 stat_add(&st, acc[n * V + v], 0.0, 0, 0, "ignored row zero", n * V + v);
     stat_end(&st);
-    free(logits), free(g0), free(pre), free(acc);
+    free(logits), free(g0), free(pre), free(acc), free(work);
 }
 
 static void test_log_softmax(void) {
@@ -1373,6 +1382,49 @@ static double compare(const char *what, const float *g_dev, const float *c_dev, 
     free(g);
     free(c);
     return e;
+}
+
+/* An op's workspace in one backend, exactly its size function's value n (floats), placed to catch
+ * three mistakes: it starts at an odd float (4 mod 8 bytes), so the op cannot count on more than
+ * float alignment; it is filled with NaN, so the op cannot count on zeros (an arena's scratch is
+ * reused); and WORK_GUARD floats of a sentinel follow it, which the op must leave alone (it stays
+ * within what its size function declared; work_done checks them). n = 0 passes NULL. */
+enum { WORK_GUARD = 64 };
+static const float WORK_SENTINEL = 4242.0f;
+typedef struct {
+    const Backend *b;
+    float *base, *p; /* p = base + 1, or NULL when n = 0 */
+    size_t n;
+} Work;
+static Work work_new(const Backend *b, size_t n) {
+    size_t tot = 1 + n + WORK_GUARD;
+    float *h = malloc(sizeof(float) * tot);
+    if (!h) {
+        fprintf(stderr, "out of host memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < 1 + n; i++) h[i] = NAN;
+    for (size_t i = 1 + n; i < tot; i++) h[i] = WORK_SENTINEL;
+    Work w = {b, b->alloc(sizeof(float) * tot), NULL, n};
+    b->upload(w.base, h, sizeof(float) * tot);
+    w.p = n ? w.base + 1 : NULL;
+    free(h);
+    return w;
+}
+/* EXPECTs the guard after w's n floats untouched, then frees w. */
+static void work_done(Work w, const char *what) {
+    float *h = malloc(sizeof(float) * WORK_GUARD);
+    if (!h) {
+        fprintf(stderr, "out of host memory\n");
+        exit(2);
+    }
+    w.b->download(h, w.base + 1 + w.n, sizeof(float) * WORK_GUARD);
+    int bad = 0;
+    for (int i = 0; i < WORK_GUARD; i++) bad += h[i] != WORK_SENTINEL;
+    EXPECT(bad == 0, "%s (%s): %d of the %d floats after its declared workspace (%zu floats) "
+           "were overwritten", what, w.b->name, bad, WORK_GUARD, w.n);
+    free(h);
+    w.b->free(w.base);
 }
 
 /* 1 if both backends have the entry (a missing cuda entry is reported by run_vs_cpu). */
@@ -2425,14 +2477,17 @@ static void vs_cpu_xent(void) {
         Pair x = pair_of(hx, n);
         IPair t = ipair_of(ht, N);
         char what[120];
-        if (HAVE(xent_forward_backward))
+        if (HAVE(xent_forward_backward) && HAVE(xent_workspace))
             for (int sm = 0; sm < 2; sm++) {
                 float eps = sm ? 0.1f : 0.0f;
                 float *hz = frand_pm1(n);
                 Pair d = pair_of(hz, n);
-                double lg = gpu->xent_forward_backward(d.g, x.g, t.g, N, V, eps, -1, 0.25f);
-                double lc = cpu->xent_forward_backward(d.c, x.c, t.c, N, V, eps, -1, 0.25f);
-                double lg2 = gpu->xent_forward_backward(NULL, x.g, t.g, N, V, eps, -1, 0.25f);
+                Work wg = work_new(gpu, gpu->xent_workspace(N, V)),
+                     wc = work_new(cpu, cpu->xent_workspace(N, V));
+                double lg = gpu->xent_forward_backward(d.g, x.g, t.g, N, V, eps, -1, 0.25f, wg.p);
+                double lc = cpu->xent_forward_backward(d.c, x.c, t.c, N, V, eps, -1, 0.25f, wc.p);
+                double lg2 = gpu->xent_forward_backward(NULL, x.g, t.g, N, V, eps, -1, 0.25f, wg.p);
+                work_done(wg, "xent_forward_backward"), work_done(wc, "xent_forward_backward");
                 double e = fabs(lg - lc) / (fabs(lc) > 0 ? fabs(lc) : 1.0);
                 EXPECT(e < 1e-5 && lg2 == lg, "xent N=%d V=%d eps=%g: loss %.9g on cuda (%.9g "
                        "without dlogits), %.9g on cpu", N, V, (double)eps, lg, lg2, lc);
@@ -2563,11 +2618,14 @@ static void vs_cpu_additive_attn(void) {
             compare_tol(what, o.g, o.c, no, 1e-5);
             snprintf(what, sizeof what, "additive_attn_forward shape %zu causal=%d: weights", si, causal);
             compare_tol(what, w.g, w.c, nw, 1e-5);
-            if (HAVE(additive_attn_backward)) {
-                gpu->additive_attn_backward(dq.g, dk.g, dva.g, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv);
-                cpu->additive_attn_backward(dq.c, dk.c, dva.c, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv);
-                gpu->additive_attn_backward(NULL, NULL, NULL, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv);
-                cpu->additive_attn_backward(NULL, NULL, NULL, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv);
+            if (HAVE(additive_attn_backward) && HAVE(additive_attn_workspace)) {
+                Work wg = work_new(gpu, gpu->additive_attn_workspace(B, NH, Tq, Tk, A, Dv)),
+                     wc = work_new(cpu, cpu->additive_attn_workspace(B, NH, Tq, Tk, A, Dv));
+                gpu->additive_attn_backward(dq.g, dk.g, dva.g, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv, wg.p);
+                cpu->additive_attn_backward(dq.c, dk.c, dva.c, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv, wc.p);
+                gpu->additive_attn_backward(NULL, NULL, NULL, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv, wg.p);
+                cpu->additive_attn_backward(NULL, NULL, NULL, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv, wc.p);
+                work_done(wg, "additive_attn_backward"), work_done(wc, "additive_attn_backward");
                 snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dqp", si, causal);
                 compare_tol(what, dq.g, dq.c, nq, 1e-5);
                 snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dkp", si, causal);
@@ -2689,6 +2747,7 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", case_gru, vs_cpu_gru},
     [OP_GATHER_ROWS] = {"gather_rows", test_gather_rows, vs_cpu_shape},
     [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", case_xent, vs_cpu_xent},
+    [OP_XENT_WORKSPACE] = {"xent_workspace", case_xent, vs_cpu_xent},
     [OP_LOG_SOFTMAX] = {"log_softmax", test_log_softmax, vs_cpu_xent},
     [OP_ARGMAX] = {"argmax", test_argmax, vs_cpu_xent},
     [OP_ADAM_UPDATE] = {"adam_update", test_adam, vs_cpu_adam},
@@ -2697,6 +2756,7 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, vs_cpu_additive_attn},
+    [OP_ADDITIVE_ATTN_WORKSPACE] = {"additive_attn_workspace", case_additive_attn, vs_cpu_additive_attn},
     [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, vs_cpu_flash_attn},
     [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, vs_cpu_flash_attn},
     [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, vs_cpu_flash_attn},

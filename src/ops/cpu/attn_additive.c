@@ -48,6 +48,12 @@ void cpu_additive_attn_forward(float *out, float *weights, const float *qp, cons
     }
 }
 
+/* No workspace: the backward's scratch rows (Tk + A floats) are per thread, on the stack. */
+size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv) {
+    (void)B, (void)NH, (void)Tq, (void)Tk, (void)A, (void)Dv;
+    return 0;
+}
+
 /* u = tanh(qp_t + kp_s) is recomputed, never stored. dqp rows belong to (r, t) and dkp, dvalues
  * rows to (r, s), so the loop over rows has no races; dv [NH,A] is shared: each row sums into a
  * private vector, added to dv[r mod NH] in the order of r (omp ordered), so the result does not
@@ -56,7 +62,8 @@ void cpu_additive_attn_forward(float *out, float *weights, const float *qp, cons
 void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
                                 const float *dout, const float *qp, const float *kp,
                                 const float *v, const float *values, const float *weights, int B,
-                                int NH, int Tq, int Tk, int A, int Dv) {
+                                int NH, int Tq, int Tk, int A, int Dv, float *work) {
+    (void)work; /* no workspace: the scratch rows dw, dvb are per thread, on the stack */
     int need_u = dqp || dkp || dv; /* anything behind the tanh wanted? */
     B *= NH;                       /* rows (b, h) */
 #pragma omp parallel if ((long)B * Tq * Tk * A > 16384)

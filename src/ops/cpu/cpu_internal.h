@@ -79,7 +79,8 @@ void cpu_additive_attn_forward(float *out, float *weights, const float *qp, cons
 void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
                                 const float *dout, const float *qp, const float *kp,
                                 const float *v, const float *values, const float *weights, int B,
-                                int NH, int Tq, int Tk, int A, int Dv);
+                                int NH, int Tq, int Tk, int A, int Dv, float *work);
+size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv);
 void cpu_gather_rows(float *dst, const float *src, const int *idx, int n, int D);
 void cpu_gather_rows_strided(float *dst, const float *src, const int *idx, int n, int D,
                              int stride);
@@ -108,7 +109,9 @@ size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
-                                 int V, float smoothing, int ignore_id, float grad_scale);
+                                 int V, float smoothing, int ignore_id, float grad_scale,
+                                 float *work);
+size_t cpu_xent_workspace(int N, int V);
 void cpu_log_softmax(float *out, const float *logits, int N, int V);
 void cpu_argmax(int *ids, const float *x, int N, int V);
 void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,

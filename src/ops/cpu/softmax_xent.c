@@ -5,10 +5,18 @@
 
 #include "ops/cpu/cpu_internal.h"
 
+/* No workspace: the rows' losses are summed by the OpenMP reduction (work is unused). */
+size_t cpu_xent_workspace(int N, int V) {
+    (void)N, (void)V;
+    return 0;
+}
+
 /* Per row: the maximum, Σ exp(x − max) and Σ x in `omp simd` loops (cpu_expf; the sums in
  * double), then the gradient softmax − smoothed target in one vectorised pass. */
 double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
-                                 int V, float smoothing, int ignore_id, float grad_scale) {
+                                 int V, float smoothing, int ignore_id, float grad_scale,
+                                 float *work) {
+    (void)work;
     double total = 0;
     float conf = 1.0f - smoothing, uni = smoothing / (float)V;
 #pragma omp parallel for reduction(+ : total) schedule(static)

@@ -6,10 +6,10 @@
  *
  * Forward: one block per query row (t, r): e_s = vᵀ tanh(qp_t + kp_s) (one thread per key, a
  * ascending), the masked softmax by fixed trees, out (one thread per value column, s ascending).
- * Backward: per query row dE = a ⊙ (dA − a·dA) into a scratch [R,Tq,Tk]; per row pair r the
- * gradients of qp, kp and values (each float summed by one thread in a fixed order) and this
- * row's share of dv [R,A]; then dv[h] summed over b in order. tanh is recomputed: nothing of
- * size R·Tq·Tk·A is stored. No atomics: deterministic under every schedule.
+ * Backward: per query row dE = a ⊙ (dA − a·dA) into the caller's workspace [R,Tq,Tk]; per row
+ * pair r the gradients of qp, kp and values (each float summed by one thread in a fixed order)
+ * and this row's share of dv [R,A] (workspace too); then dv[h] summed over b in order. tanh
+ * is recomputed: nothing of size R·Tq·Tk·A is stored. No atomics: deterministic under every schedule.
  */
 #ifndef TRAINER_CUDA_ATTN_ADDITIVE_CUH
 #define TRAINER_CUDA_ATTN_ADDITIVE_CUH

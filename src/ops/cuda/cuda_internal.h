@@ -50,7 +50,7 @@ void cuda_register_dropout(Backend *be);       /* dropout_*, bias_relu_dropout_f
 void cuda_register_embedding(Backend *be);     /* embedding_* */
 void cuda_register_adam(Backend *be);          /* adam_update */
 void cuda_register_layernorm(Backend *be);     /* layernorm_* */
-void cuda_register_softmax_xent(Backend *be);  /* xent_forward_backward, log_softmax, argmax */
+void cuda_register_softmax_xent(Backend *be);  /* xent_*, log_softmax, argmax */
 void cuda_register_lstm(Backend *be);          /* lstm_cell_* */
 void cuda_register_gru(Backend *be);           /* gru_cell_* */
 void cuda_register_attn_sdp(Backend *be);      /* attn_forward, attn_backward, attn_workspace */

@@ -2,9 +2,10 @@
  * (Katharopoulos et al. 2020 eq. 6–9, §3.3.1, §3.4; semantics: ops/ops.h; kernels and the
  * determinism argument: linear.cuh). Shapes as ops.h; the workspace holds one (b, h) pair's
  * state and row vectors per block (lin_work floats each), so nothing of size Tq×Tk or T·D·Dv.
- * linear_attn_step takes its scratch (2·D + Dv floats per pair) from a buffer grown on demand
- * (the op has no work argument): the one allocation, outside the training step's hot path.
- * Errors: a failed launch or allocation aborts (LAUNCH, CUDA_CHECK).
+ * linear_attn_step needs no workspace: its state is the caller's, and its row scratch
+ * (2·D + Dv + 1 floats per (b, h) block) is the block's dynamic shared memory. Nothing is
+ * allocated. Errors: linear_attn_step with 2·D + Dv + 1 floats over 48 KiB aborts (CHECK); a
+ * failed launch aborts (LAUNCH).
  */
 #include "ops/cuda/cuda_internal.h"
 #include "ops/cuda/linear.cuh"
@@ -31,19 +32,13 @@ static void cu_linear_attn_backward(float *dq, float *dk, float *dv, const float
            NH, Tq, Tk, D, Dv, work);
 }
 
-static float *g_step_work;   /* linear_attn_step's scratch (device), grown on demand */
-static size_t g_step_floats; /* its size in floats */
-
 static void cu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
                                 const float *k, const float *v, int B, int NH, int D, int Dv) {
     if (B * NH <= 0) return;
-    size_t need = (size_t)B * NH * (2 * (size_t)D + Dv);
-    if (need > g_step_floats) {
-        if (g_step_work) CUDA_CHECK(cudaFree(g_step_work));
-        CUDA_CHECK(cudaMalloc((void **)&g_step_work, need * sizeof(float)));
-        g_step_floats = need;
-    }
-    LAUNCH(k_linear_step, B * NH, LIN_THREADS, 0, out, state, zsum, q, k, v, D, Dv, g_step_work);
+    size_t smem = lin_step_smem(D, Dv);
+    CHECK(smem <= LIN_STEP_SMEM_MAX, "linear_attn_step: its 2·D + Dv + 1 floats of row scratch "
+                                     "exceed 48 KiB of shared memory; use a smaller head size");
+    LAUNCH(k_linear_step, B * NH, LIN_THREADS, smem, out, state, zsum, q, k, v, D, Dv);
 }
 
 void cuda_register_linear(Backend *be) {

@@ -7,8 +7,9 @@
  *
  * One block per (b, h) pair walks time in order, as the CPU's one thread per pair does: the
  * running state S [D,Dv] (then R in the backward's second pass), z [D] (then r) and the rows'
- * vectors φ(q_t), φ(k_s), out_t live in the pair's slice of the workspace (LIN_WORK floats per
- * pair), each float owned by one thread between barriers. Every sum that crosses threads (the
+ * vectors φ(q_t), φ(k_s), out_t live in the pair's slice of the workspace (lin_work floats per
+ * pair; in linear_attn_step the state is the caller's and the row vectors are in shared memory),
+ * each float owned by one thread between barriers. Every sum that crosses threads (the
  * normaliser den_t = φ(q_t)·z_t + 1e-6, g_t·out_t) is taken by thread 0 in the CPU's order, and
  * every per-element sum (over d or over e) by the owning thread in the CPU's order, so the result
  * is the same bits under every thread and block schedule and equals the CPU's up to FMA
@@ -108,17 +109,24 @@ __global__ void __launch_bounds__(LIN_THREADS)
 }
 
 /* One decoding step (§3.4): per (b, h) block, the key joins the state, the query reads it.
- * state [B·NH, D, Dv], zsum [B·NH, D]; scratch K, Q [D] and o [Dv] in work (2·D + Dv floats per
- * block). Launch: B·NH blocks of LIN_THREADS. */
+ * state [B·NH, D, Dv], zsum [B·NH, D] (the caller's); the block's scratch K, Q [D], o [Dv] and
+ * the normaliser den [1] is dynamic shared memory, lin_step_smem(D, Dv) bytes (no workspace; the
+ * kernel has no static shared memory, so up to 48 KiB needs no opt-in). Launch: B·NH blocks of
+ * LIN_THREADS. */
+__host__ __device__ inline size_t lin_step_smem(int D, int Dv) {
+    return (2 * (size_t)D + (size_t)Dv + 1) * sizeof(float);
+}
+constexpr size_t LIN_STEP_SMEM_MAX = 49152; /* bytes: the default limit, no opt-in needed */
+// smem-max: 49152
 __global__ void __launch_bounds__(LIN_THREADS)
     k_linear_step(float *out, float *state, float *zsum, const float *q, const float *k,
-                  const float *v, int D, int Dv, float *work) {
-    __shared__ float den_sh;
+                  const float *v, int D, int Dv) {
+    DYN_SHARED(float, sm);
     const int bh = blockIdx.x;
     float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
-    float *K = work + (size_t)bh * (2 * (size_t)D + Dv), *Q = K + D, *o = Q + D;
+    float *K = sm, *Q = K + D, *o = Q + D, *den_sh = o + Dv;
     lin_add_key(S, z, K, k + (size_t)bh * D, v + (size_t)bh * Dv, D, Dv);
-    lin_row(o, Q, &den_sh, q + (size_t)bh * D, S, z, D, Dv);
+    lin_row(o, Q, den_sh, q + (size_t)bh * D, S, z, D, Dv);
     for (int e = threadIdx.x; e < Dv; e += blockDim.x) out[(size_t)bh * Dv + e] = o[e];
 }
 

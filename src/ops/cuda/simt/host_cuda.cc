@@ -25,6 +25,7 @@ std::mutex g_mu;
 std::map<const char *, size_t> g_allocs;                 // live cudaMalloc blocks -> bytes
 std::unordered_map<const void *, int> g_func_smem;        // cudaFuncSetAttribute values
 size_t g_live_bytes = 0;
+unsigned long long g_malloc_calls = 0; // successful non-empty cudaMalloc calls since start
 thread_local cudaError_t g_last = cudaSuccess;            // per host thread, as in CUDA
 int g_stream_tokens, g_event_tokens;                      // addresses used as handles
 
@@ -169,6 +170,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
         std::lock_guard<std::mutex> lk(g_mu);
         g_allocs[static_cast<const char *>(p)] = size;
         g_live_bytes += size;
+        g_malloc_calls++;
     }
     *devPtr = p;
     return cudaSuccess;
@@ -272,6 +274,11 @@ size_t cuda_host_max_dynamic_smem(const void *func) {
     std::lock_guard<std::mutex> lk(g_mu);
     auto it = g_func_smem.find(func);
     return it == g_func_smem.end() ? kSmemDefault : (size_t)it->second;
+}
+
+unsigned long long cuda_host_malloc_calls(void) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    return g_malloc_calls;
 }
 
 int cuda_host_check_launch_smem(const void *func, size_t smem_bytes) {

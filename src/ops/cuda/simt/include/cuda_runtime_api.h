@@ -138,6 +138,10 @@ size_t cuda_host_max_dynamic_smem(const void *func);
  * error set to cudaErrorInvalidValue as a real launch would (CUDA_CHECK_LAUNCH then reports it). */
 int cuda_host_check_launch_smem(const void *func, size_t smem_bytes);
 
+/* Emulation-only: successful cudaMalloc calls (of more than 0 bytes) since the program started;
+ * tests/model/test_model_cuda.c checks that training steps make none (DESIGN.md §2, §5). */
+unsigned long long cuda_host_malloc_calls(void);
+
 #ifdef __cplusplus
 }
 #endif
