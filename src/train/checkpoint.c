@@ -168,12 +168,21 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
     ini[rc_cfg->nbytes] = 0;
     Config cfg;
     config_defaults(&cfg);
-    if (config_load_string(&cfg, ini, "config stored in checkpoint", err) ||
-        config_validate(&cfg, err)) {
+    if (config_load_string(&cfg, ini, "config stored in checkpoint", err)) {
         err_prefix(err, "checkpoint %s", path);
         goto fail;
     }
     if (device_override >= 0) cfg.device = (DeviceType)device_override;
+    /* model.rnn_impl says how the LSTM/GRU layers ran, not what they compute (the parameters are
+     * the same): a checkpoint trained with cudnn loads with our own kernels where cuDNN is not
+     * there (the CPU, a build without it) */
+    if (cfg.model.rnn_impl == RNN_IMPL_CUDNN &&
+        (cfg.device != DEVICE_CUDA || !backend_cuda_has_cudnn()))
+        cfg.model.rnn_impl = RNN_IMPL_OWN;
+    if (config_validate(&cfg, err)) {
+        err_prefix(err, "checkpoint %s", path);
+        goto fail;
+    }
     if (spm_load_from_bytes(&spm, rc_spm->data, rc_spm->nbytes, err)) {
         err_prefix(err, "checkpoint %s: SentencePiece model", path);
         goto fail;

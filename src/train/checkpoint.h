@@ -39,7 +39,9 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
 /* Loads path into three separate outputs the caller then owns: a new model *m (model_free), the
  * stored config *cfg (cfg->model is the model's spec) and its SentencePiece model *spm
  * (spm_free); and st (may be NULL). device_override: a DeviceType to build the model on, or -1
- * for the device in the stored config (cfg->device says which was used). All-or-nothing: on
+ * for the device in the stored config (cfg->device says which was used). A stored
+ * model.rnn_impl = cudnn comes back as own (and the model runs our kernels) where the device is
+ * not cuda or the build has no cuDNN: the parameters are the same. All-or-nothing: on
  * error *m is left all zero and *spm NULL (nothing to free; whatever they held before is not
  * freed either), and *st is not written.
  * Errors (message names the file): unreadable or corrupt file (ckpt_read), a config, spm or

@@ -489,6 +489,35 @@ int main(void) {
            "TrainState doubles: %.17g %.17g %.17g", st2.lr_scale, st2.best_bleu, st2.elapsed);
     char diff[1024] = "";
     EXPECT(config_diff(&acfg, &bcfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
+
+    /* a run trained with model.rnn_impl = cudnn (on a GPU) loads on the CPU with our own cells:
+     * the same parameters, rnn_impl back as own */
+    {
+        Config ccfg = acfg;
+        ccfg.model.rnn_impl = RNN_IMPL_CUDNN;
+        ccfg.device = DEVICE_CUDA;
+        const char *ckc = saved_path("cudnn.ckpt");
+        EXPECT(checkpoint_save(ckc, &a, &ccfg, aspm, &st, &err) == STATUS_OK, "save: %s",
+               err.msg);
+        Model c;
+        Config lcfg;
+        Spm *cspm = NULL;
+        rc = checkpoint_load(ckc, &c, &lcfg, &cspm, NULL, DEVICE_CPU, &err);
+        EXPECT(rc == STATUS_OK, "a checkpoint trained with rnn_impl = cudnn does not load on the "
+               "cpu: %s", err.msg);
+        if (rc == STATUS_OK) {
+            EXPECT(lcfg.model.rnn_impl == RNN_IMPL_OWN && lcfg.device == DEVICE_CPU,
+                   "loaded with rnn_impl %d on device %d", (int)lcfg.model.rnn_impl,
+                   (int)lcfg.device);
+            float *ha = download_all(&a), *hc = download_all(&c);
+            EXPECT(c.ps.total == a.ps.total &&
+                       !memcmp(ha, hc, sizeof(float) * a.ps.total),
+                   "parameters differ after loading the cudnn-trained checkpoint");
+            free(ha), free(hc);
+            model_free(&c);
+            spm_free(cspm);
+        }
+    }
     EXPECT(!strcmp(bcfg.name, "ckpt_test") && !strcmp(bcfg.save_dir, "/nonexistent/ckpt test"),
            "strings in the config: name '%s' save_dir '%s'", bcfg.name, bcfg.save_dir);
     {
