@@ -2,6 +2,7 @@
  *
  *   trainer compare RUN... [--out DIR] [--beam K] [--len-penalty A] [--sentences i,j,k]
  *                          [--test-src FILE --test-tgt FILE] [--device cpu|cuda]
+ *                          [--baseline NAME]
  *
  * RUN is either
  *  - a run folder written by `trainer train` (train.save_dir, e.g. checkpoints/luong) holding
@@ -48,6 +49,14 @@
  *                given explicitly, which is an error) for each run with an attention; runs with
  *                model.attention = none are skipped with a note in compare.md.
  *
+ * --baseline NAME (a run's name as in the table): every other run is compared with it by paired
+ * bootstrap resampling on the test set (Koehn 2004; eval/significance.h: 1000 resamples, seed
+ * 12345, the statistics of sacreBLEU's --paired-bs) on the beam translations: the BLEU
+ * difference, its 95% interval and p, in a "Significance" section of compare.md that says in
+ * words which differences are significant at 0.05, and in compare.csv (delta_bleu_vs_baseline,
+ * delta_lo, delta_hi, p_value; empty for the baseline). The runs must share the test set
+ * (same target file and pair count), else it is an error naming both.
+ *
  * Needs the gnuplot program (checked before any training or decoding).
  */
 
@@ -65,6 +74,7 @@
 #include "eval/decode.h"
 #include "eval/metrics.h"
 #include "eval/plot.h"
+#include "eval/significance.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -94,6 +104,9 @@ typedef struct {
     int has_secs, has_tok_s, has_peak;
     /* test scores */
     double bleu_g, chrf_g, bleu_b, chrf_b;
+    BleuStats *seg;        /* [test_n] per-sentence BLEU statistics of the beam translations */
+    PairedBootstrap sig;   /* against --baseline (has_sig) */
+    int has_sig;
     /* attention maps: which sentence indices were drawn (-1 = none) */
     int has_attention;
     int drawn[CMP_MAX_SENTENCES];
@@ -110,7 +123,12 @@ typedef struct {
     int nsentences;
     int sentences_given;
     const char *test_src, *test_tgt; /* overrides, or NULL */
+    const char *baseline;            /* --baseline NAME, or NULL */
+    int base;                        /* its index in runs */
 } Compare;
+
+#define CMP_RESAMPLES 1000
+#define CMP_SEED 12345
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -126,6 +144,7 @@ static void usage(FILE *f) {
             "  --test-src/--test-tgt  test set for every run (default: each run's "
             "data.test_src/test_tgt)\n"
             "  --device cpu|cuda  device to evaluate on (default: each checkpoint's)\n"
+            "  --baseline NAME    paired bootstrap (1000 resamples) of every run against run NAME\n"
             "writes DIR/compare.md, DIR/compare.csv, DIR/curves.png, "
             "DIR/attention_<run>_<i>.png\n");
 }
@@ -392,8 +411,9 @@ static Status train_if_needed(Run *r, Err *err) {
 
 /* ---- evaluation ---- */
 
+/* Translates c with o and scores it; seg (NULL: not wanted) gets the per-sentence statistics. */
 static Status score(Model *m, const Spm *spm, const Corpus *c, const DecodeOpts *o, double *bleu,
-                    double *chrf, Err *err) {
+                    double *chrf, BleuStats **seg, Err *err) {
     char **hyp = NULL;
     double t0 = now_seconds();
     if (translate_lines(m, spm, (const char *const *)c->src, c->n, o, &hyp, NULL, err)) return
@@ -401,6 +421,11 @@ static Status score(Model *m, const Spm *spm, const Corpus *c, const DecodeOpts 
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
     *bleu = b.score;
     *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n);
+    if (seg) {
+        free(*seg);
+        *seg = xmalloc(sizeof **seg * (size_t)(c->n > 0 ? c->n : 1));
+        bleu_segment_stats(*seg, (const char *const *)hyp, (const char *const *)c->tgt, c->n);
+    }
     free_lines(hyp, c->n);
     fprintf(stderr, "  %s: BLEU %.2f chrF %.2f (%ld sentences, %.1f s)\n",
             o->beam == 1 ? "greedy" : "beam", *bleu, *chrf, c->n, now_seconds() - t0);
@@ -475,10 +500,10 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
                 goto cleanup;
             }
     DecodeOpts greedy = {1, 0.0f};
-    if (score(&m, spm, &c, &greedy, &r->bleu_g, &r->chrf_g, err)) goto fail_decode;
+    if (score(&m, spm, &c, &greedy, &r->bleu_g, &r->chrf_g, &r->seg, err)) goto fail_decode;
     if (cmp->beam.beam == 1) /* K = 1 is greedy decoding (decode.h) */
         r->bleu_b = r->bleu_g, r->chrf_b = r->chrf_g;
-    else if (score(&m, spm, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, err))
+    else if (score(&m, spm, &c, &cmp->beam, &r->bleu_b, &r->chrf_b, &r->seg, err))
         goto fail_decode;
     if (r->has_attention && attention_maps(cmp, r, &m, spm, &c, err)) goto cleanup;
     rc = STATUS_OK;
@@ -490,6 +515,27 @@ cleanup:
     model_free(&m);
     spm_free(spm);
     return rc;
+}
+
+/* The paired bootstrap of every run against the baseline (--baseline). Errors: runs whose test
+ * sets differ. */
+static Status significance(Compare *cmp, Err *err) {
+    const Run *b = &cmp->runs[cmp->base];
+    for (int i = 0; i < cmp->nruns; i++) {
+        Run *r = &cmp->runs[i];
+        if (i == cmp->base) continue;
+        if (r->test_n != b->test_n || strcmp(r->test_tgt, b->test_tgt) != 0)
+            return err_set(err, "--baseline %s: run %s was tested on %s (%ld pairs) and the "
+                           "baseline on %s (%ld pairs); a paired test needs one test set: give "
+                           "--test-src FILE --test-tgt FILE", b->name, r->name, r->test_tgt,
+                           r->test_n, b->test_tgt, b->test_n);
+        if (r->test_n < 1)
+            return err_set(err, "--baseline %s: the test set %s has no usable pairs", b->name,
+                           b->test_tgt);
+        r->sig = paired_bootstrap(b->seg, r->seg, r->test_n, CMP_RESAMPLES, NULL, CMP_SEED);
+        r->has_sig = 1;
+    }
+    return STATUS_OK;
 }
 
 /* ---- output ---- */
@@ -588,7 +634,8 @@ static Status write_csv(const Compare *c, Err *err) {
     if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
     fprintf(f, "run,model,cell,attention,input_feeding,parameters,epochs,train_seconds,tok_s,"
                "peak_mib,best_val_ppl,best_val_bleu,test_bleu_greedy,test_chrf_greedy,"
-               "test_bleu_beam,test_chrf_beam\n");
+               "test_bleu_beam,test_chrf_beam,delta_bleu_vs_baseline,delta_lo,delta_hi,"
+               "p_value\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
         int rnn = r->cfg.model.type == MODEL_RNN;
@@ -606,7 +653,12 @@ static Status write_csv(const Compare *c, Err *err) {
         fputc(',', f);
         if (r->npts) fprintf(f, "%.4f,%.4f", r->best_ppl, r->best_bleu);
         else fputc(',', f);
-        fprintf(f, ",%.4f,%.4f,%.4f,%.4f\n", r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+        fprintf(f, ",%.4f,%.4f,%.4f,%.4f,", r->bleu_g, r->chrf_g, r->bleu_b, r->chrf_b);
+        if (r->has_sig)
+            fprintf(f, "%.4f,%.4f,%.4f,%.4f\n", r->sig.delta, r->sig.delta_lo, r->sig.delta_hi,
+                    r->sig.p);
+        else
+            fprintf(f, ",,,\n");
     }
     return close_checked(f, path, err);
 }
@@ -632,6 +684,42 @@ static Status write_md(const Compare *c, Err *err) {
                "run's metrics.jsonl (the machine that trained it); peak memory is the training "
                "process's peak resident set.\n\n",
             c->beam.beam, (double)c->beam.len_penalty);
+    if (c->baseline) {
+        const Run *b = &c->runs[c->base];
+        fprintf(f, "## Significance against %s\n\n", b->name);
+        fprintf(f, "Paired bootstrap resampling (Koehn 2004) of the test BLEU with beam %d, "
+                   "%d resamples (seed %d), as sacreBLEU's `--paired-bs`: the difference from "
+                   "%s, its 95%% interval (2.5th–97.5th percentile of the resampled "
+                   "differences), each run's bootstrap mean ± 95%% half-width, and p (the "
+                   "probability of a difference this large by chance).\n\n",
+                c->beam.beam, CMP_RESAMPLES, CMP_SEED, b->name);
+        fprintf(f, "| run | test BLEU beam %d | bootstrap μ ± 95%% | Δ vs %s | 95%% interval "
+                   "of Δ | p |\n|---|---|---|---|---|---|\n", c->beam.beam, b->name);
+        for (int i = 0; i < c->nruns; i++) {
+            const Run *r = &c->runs[i];
+            if (!r->has_sig) {
+                fprintf(f, "| %s (baseline) | %.2f | " DASH " | " DASH " | " DASH " | " DASH
+                           " |\n", r->name, r->bleu_b);
+                continue;
+            }
+            fprintf(f, "| %s | %.2f | %.2f ± %.2f | %+.2f | [%+.2f, %+.2f] | %.4f |\n",
+                    r->name, r->bleu_b, r->sig.sys_mean, r->sig.sys_ci, r->sig.delta,
+                    r->sig.delta_lo, r->sig.delta_hi, r->sig.p);
+        }
+        fprintf(f, "\n");
+        for (int i = 0; i < c->nruns; i++) {
+            const Run *r = &c->runs[i];
+            if (!r->has_sig) continue;
+            if (r->sig.p < 0.05)
+                fprintf(f, "- **%s** is significantly %s than %s at 0.05 (%+.2f BLEU, p = "
+                           "%.4f).\n", r->name, r->sig.delta > 0 ? "better" : "worse", b->name,
+                        r->sig.delta, r->sig.p);
+            else
+                fprintf(f, "- %s and %s do not differ significantly at 0.05 (%+.2f BLEU, p = "
+                           "%.4f).\n", r->name, b->name, r->sig.delta, r->sig.p);
+        }
+        fprintf(f, "\n");
+    }
     fprintf(f, "## Runs\n\n");
     for (int i = 0; i < c->nruns; i++) {
         const Run *r = &c->runs[i];
@@ -718,6 +806,8 @@ int cmd_compare(int argc, char **argv) {
             c.test_tgt = argv[++i];
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             if (cli_device_arg(argv[++i], &c.device, "compare")) goto done;
+        } else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) {
+            c.baseline = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainer compare: unknown or incomplete argument '%s'\n", argv[i]);
             usage(stderr);
@@ -745,6 +835,22 @@ int cmd_compare(int argc, char **argv) {
         sanitize(c.runs[i].name);
         uniquify(c.runs, i);
     }
+    if (c.baseline) {
+        c.base = -1;
+        for (int i = 0; i < c.nruns; i++)
+            if (!strcmp(c.runs[i].name, c.baseline)) c.base = i;
+        if (c.base < 0) {
+            fprintf(stderr, "trainer compare: --baseline %s is not one of the runs (", c.baseline);
+            for (int i = 0; i < c.nruns; i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", c.runs[i].name);
+            fprintf(stderr, "); give a run's name as the table shows it\n");
+            goto done;
+        }
+        if (c.nruns < 2) {
+            fprintf(stderr, "trainer compare: --baseline needs at least one other run\n");
+            goto done;
+        }
+    }
     /* the usage checks are done; from here on a problem is a failure (1) */
     rc = 1;
     if (!plot_gnuplot_available(&err)) goto fail;
@@ -753,6 +859,7 @@ int cmd_compare(int argc, char **argv) {
         if (train_if_needed(&c.runs[i], &err)) goto fail;
     for (int i = 0; i < c.nruns; i++)
         if (eval_run(&c, &c.runs[i], &err)) goto fail;
+    if (c.baseline && significance(&c, &err)) goto fail;
     if (write_curves(&c, &err)) goto fail;
     if (write_csv(&c, &err)) goto fail;
     if (write_md(&c, &err)) goto fail;
@@ -764,7 +871,7 @@ int cmd_compare(int argc, char **argv) {
 fail:
     fprintf(stderr, "trainer compare: %s\n", err.msg);
 done:
-    for (int i = 0; i < c.nruns; i++) free(c.runs[i].pts);
+    for (int i = 0; i < c.nruns; i++) free(c.runs[i].pts), free(c.runs[i].seg);
     free(c.runs);
     free(args);
     return rc;

@@ -360,40 +360,63 @@ static BleuScore bleu_from_stats(const int64_t correct[BLEU_ORDER], const int64_
     return r;
 }
 
-BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) {
+void bleu_segment_stats(BleuStats *stats, const char *const *hyps, const char *const *refs,
+                        long n) {
     CHECK(n >= 0, "bleu_corpus: negative segment count");
-    CHECK(n == 0 || (hyps && refs), "bleu_corpus: NULL hypothesis or reference array");
-    if (n == 0) {
-        BleuScore zero;
-        memset(&zero, 0, sizeof zero);
-        return zero;
-    }
-    int64_t correct[BLEU_ORDER] = {0}, total[BLEU_ORDER] = {0}, sys_len = 0, ref_len = 0;
+    CHECK(n == 0 || (hyps && refs && stats), "bleu_corpus: NULL hypothesis or reference array");
     Tok13a tok = {0};
     CpBuf line = {0}, hj = {0}, rj = {0}, hs = {0}, rs = {0}, he = {0}, re = {0};
     NgramTable table = {0};
     for (long s = 0; s < n; s++) {
         CHECK(hyps[s] && refs[s], "bleu_corpus: NULL segment string");
+        BleuStats *st = &stats[s];
+        memset(st, 0, sizeof *st);
         utf8_decode(&line, refs[s]);
         long rn = tokenize_13a(&tok, &line, &rj, &rs);
         utf8_decode(&line, hyps[s]);
         long hn = tokenize_13a(&tok, &line, &hj, &hs);
         token_ends(&re, &rs, rj.n);
         token_ends(&he, &hs, hj.n);
-        sys_len += hn;
-        ref_len += rn;
+        st->hyp_len = hn;
+        st->ref_len = rn;
         for (int o = 1; o <= BLEU_ORDER; o++) {
             /* n-gram i spans tokens i .. i+o-1: from start[i] to end[i+o-1] */
             Spans r = {rj.v, rs.v, rn >= o ? re.v + (o - 1) : NULL, rn - o + 1, 0};
             Spans h = {hj.v, hs.v, hn >= o ? he.v + (o - 1) : NULL, hn - o + 1, 0};
-            if (h.count > 0) total[o - 1] += h.count;
-            correct[o - 1] += clipped_matches(&table, &r, &h);
+            if (h.count > 0) st->total[o - 1] = h.count;
+            st->correct[o - 1] = clipped_matches(&table, &r, &h);
         }
     }
     cp_free(&tok.a), cp_free(&tok.b), cp_free(&line), cp_free(&hj), cp_free(&rj);
     cp_free(&hs), cp_free(&rs), cp_free(&he), cp_free(&re);
     free(table.s);
-    return bleu_from_stats(correct, total, sys_len, ref_len);
+}
+
+BleuScore bleu_from_sum(const BleuStats *sum) {
+    int64_t correct[BLEU_ORDER], total[BLEU_ORDER];
+    for (int o = 0; o < BLEU_ORDER; o++) correct[o] = sum->correct[o], total[o] = sum->total[o];
+    return bleu_from_stats(correct, total, sum->hyp_len, sum->ref_len);
+}
+
+BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) {
+    CHECK(n >= 0, "bleu_corpus: negative segment count");
+    CHECK(n == 0 || (hyps && refs), "bleu_corpus: NULL hypothesis or reference array");
+    BleuStats sum;
+    memset(&sum, 0, sizeof sum);
+    if (n == 0) { /* all zeros, bp included (metrics.h) */
+        BleuScore zero;
+        memset(&zero, 0, sizeof zero);
+        return zero;
+    }
+    BleuStats *st = xmalloc(sizeof *st * (size_t)n);
+    bleu_segment_stats(st, hyps, refs, n);
+    for (long s = 0; s < n; s++) {
+        for (int o = 0; o < BLEU_ORDER; o++)
+            sum.correct[o] += st[s].correct[o], sum.total[o] += st[s].total[o];
+        sum.hyp_len += st[s].hyp_len, sum.ref_len += st[s].ref_len;
+    }
+    free(st);
+    return bleu_from_sum(&sum);
 }
 
 /* ---------------------------------------------------------------- chrF */

@@ -59,6 +59,21 @@ typedef struct {
  * defaults). CHECKs n >= 0 and non-NULL arrays and strings. */
 BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n);
 
+/* BLEU's sufficient statistics (sacreBLEU's per-segment "stats"): clipped n-gram matches and
+ * n-gram counts of the hypothesis for n = 1..4, and the 13a token counts of hypothesis and
+ * reference. Corpus BLEU is a function of their sum over segments, which is what lets a
+ * bootstrap resample be scored without re-tokenising (eval/significance.h). */
+typedef struct {
+    long long correct[4], total[4];
+    long long hyp_len, ref_len;
+} BleuStats;
+
+/* stats[s] = the statistics of segment s, s < n (CHECKs as bleu_corpus). */
+void bleu_segment_stats(BleuStats *stats, const char *const *hyps, const char *const *refs,
+                        long n);
+/* BLEU (sacreBLEU's exp smoothing, as bleu_corpus) of summed statistics. No errors. */
+BleuScore bleu_from_sum(const BleuStats *sum);
+
 /* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100 (Popović 2015,
  * sacreBLEU's defaults). CHECKs as bleu_corpus. */
 double chrf_corpus(const char *const *hyps, const char *const *refs, long n);

@@ -123,11 +123,13 @@ static int split_csv(char *line, char **f, int max) {
     return n;
 }
 
+static double g_base_beam; /* general's beam BLEU (row 1), for dot's delta */
+
 static void check_csv(const char *path) {
     static const char *const header =
         "run,model,cell,attention,input_feeding,parameters,epochs,train_seconds,tok_s,peak_mib,"
         "best_val_ppl,best_val_bleu,test_bleu_greedy,test_chrf_greedy,test_bleu_beam,"
-        "test_chrf_beam";
+        "test_chrf_beam,delta_bleu_vs_baseline,delta_lo,delta_hi,p_value";
     static const char *const names[2] = {"general", "dot"};
     static const char *const attn[2] = {"luong_general", "luong_dot"};
     char *t = test_read_file(path, NULL);
@@ -140,10 +142,10 @@ static void check_csv(const char *path) {
     EXPECT(nl == 3, "%s: %d lines, expected the header and 2 rows", path, nl);
     if (nl >= 1) EXPECT(!strcmp(lines[0], header), "%s header: '%s'", path, lines[0]);
     for (int r = 0; r < 2 && r + 1 < nl; r++) {
-        char *f[20];
-        int nf = split_csv(lines[r + 1], f, 19);
-        EXPECT(nf == 16, "%s row %d: %d fields, expected 16", path, r + 1, nf);
-        if (nf != 16) continue;
+        char *f[24];
+        int nf = split_csv(lines[r + 1], f, 23);
+        EXPECT(nf == 20, "%s row %d: %d fields, expected 20", path, r + 1, nf);
+        if (nf != 20) continue;
         EXPECT(!strcmp(f[0], names[r]), "row %d: run '%s', expected '%s'", r + 1, f[0], names[r]);
         EXPECT(!strcmp(f[1], "rnn") && !strcmp(f[2], "lstm") && !strcmp(f[3], attn[r]) &&
                    !strcmp(f[4], "yes"),
@@ -164,6 +166,26 @@ static void check_csv(const char *path) {
         for (int k = 11; k < 16; k++)
             EXPECT(v[k] >= 0 && v[k] <= 100, "row %d field %d: %s not in [0, 100]", r + 1, k + 1,
                    f[k]);
+        /* --baseline general: the baseline's significance fields are empty; dot's are the
+         * difference from general's beam BLEU, an interval around it, and p in (0, 1] */
+        if (r == 0) {
+            EXPECT(!*f[16] && !*f[17] && !*f[18] && !*f[19],
+                   "row 1 (the baseline): significance fields '%s' '%s' '%s' '%s', expected empty",
+                   f[16], f[17], f[18], f[19]);
+        } else {
+            double d, lo, hi, p;
+            EXPECT(num(f[16], &d) && num(f[17], &lo) && num(f[18], &hi) && num(f[19], &p),
+                   "row 2: significance fields '%s' '%s' '%s' '%s' are not numbers", f[16], f[17],
+                   f[18], f[19]);
+            EXPECT(lo <= d && d <= hi && p > 0 && p <= 1,
+                   "row 2: delta %g, interval [%g, %g], p %g", d, lo, hi, p);
+            EXPECT(fabs(d - (v[14] - g_base_beam)) < 1e-3,
+                   "row 2: delta %g is not dot's beam BLEU %g minus general's %g", d, v[14],
+                   g_base_beam);
+            printf("dot vs general: %+.2f BLEU, 95%% interval [%+.2f, %+.2f], p = %.4f\n", d, lo,
+                   hi, p);
+        }
+        if (r == 0) g_base_beam = v[14];
     }
     free(t);
 }
@@ -203,7 +225,8 @@ int main(void) {
     write_ini(dot_ini, "dot", dot_dir, 1, "model.attention=luong_dot", NULL);
 
     const char *out = test_strdup(tr_fmt("%s/cmp", g_work));
-    rc = compare("compare", general, dot_ini, "--out", out, "--beam", "2", NULL);
+    rc = compare("compare", general, dot_ini, "--out", out, "--beam", "2", "--baseline",
+                 "general", NULL);
     EXPECT(rc == 0, "trainer compare failed (exit %d)", rc);
     if (rc != 0) {
         tr_print_tail(tr_fmt("%s/compare.err", g_work), 20);
@@ -221,8 +244,15 @@ int main(void) {
     if (mdt) {
         int rows = 0;
         for (char *p = mdt; (p = strstr(p, "\n| ")) != NULL; p++) rows++;
-        /* the header row and the two runs (the rule line starts with "|-") */
-        EXPECT(rows == 3, "%s: %d table lines starting with '| ', expected 3", md, rows);
+        /* the header row and the two runs, twice: the main table and the significance table
+         * (the rule lines start with "|-") */
+        EXPECT(rows == 6, "%s: %d table lines starting with '| ', expected 6", md, rows);
+        EXPECT(strstr(mdt, "## Significance against general") &&
+                   strstr(mdt, "| general (baseline) |") &&
+                   (strstr(mdt, "significantly better than general at 0.05") ||
+                    strstr(mdt, "significantly worse than general at 0.05") ||
+                    strstr(mdt, "dot and general do not differ significantly at 0.05")),
+               "%s: no significance section against the baseline, or no verdict in words", md);
         EXPECT(strstr(mdt, "| general | rnn |") && strstr(mdt, "| dot | rnn |"),
                "%s lacks a row for each run", md);
         EXPECT(strstr(mdt, "Machine: ") && strstr(mdt, "cores"), "%s: no machine line", md);
@@ -270,6 +300,13 @@ int main(void) {
                tr_file_contains(tr_fmt("%s/compare.md", out_last), "no validation had run"),
            "compare.md does not say that run lastonly was compared on its last.ckpt");
     const char *missing = tr_fmt("%s/no_such_run", g_work);
+    if (getenv("TEST_SHOW_MD")) tr_print_tail(md, 80);
+    rc = compare("bad_baseline", general, dot_ini, "--baseline", "nosuch", "--out",
+                 tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 2, "compare --baseline with an unknown run exited %d, expected 2", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/bad_baseline.err", g_work), "--baseline nosuch is not one "
+                            "of the runs (general, dot)"),
+           "compare --baseline nosuch: the message does not name the runs");
     rc = compare("bad_missing", missing, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare with a missing path as RUN exited %d, expected 2", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/bad_missing.err", g_work), missing),
