@@ -2,7 +2,8 @@
  *
  *   trainer compare RUN... [--out DIR] [--beam K] [--len-penalty A] [--sentences i,j,k]
  *                          [--test-src FILE --test-tgt FILE] [--device cpu|cuda]
- *                          [--baseline NAME]
+ *                          [--baseline NAME] [--budget steps=N|epochs=N|hours=H]
+ *                          [--seeds s1,s2,...]
  *
  * RUN is either
  *  - a run folder written by `trainer train` (train.save_dir, e.g. checkpoints/luong) holding
@@ -57,6 +58,16 @@
  * delta_lo, delta_hi, p_value; empty for the baseline). The runs must share the test set
  * (same target file and pair count), else it is an error naming both.
  *
+ * --budget steps=N | epochs=N | hours=H gives every config RUN the same training budget
+ * (train.max_steps, max_epochs or max_hours set to it, the other two limits lifted, and no early
+ * stopping: train.patience = 0) and a run folder of its own, <save_dir>_<budget> (steps2000,
+ * epochs8, hours1.5), so that a run trained under another budget is never reused. --seeds
+ * s1,s2,... (up to CMP_MAX_SEEDS) trains every config RUN once per seed (train.seed), as runs
+ * named <name>_s<seed> in <save_dir>[_<budget>]_s<seed>; compare.md then gains a "Seeds" table:
+ * per config, the mean ± sample standard deviation over its seeds of the test BLEU (greedy and
+ * beam) and of the best validation BLEU. Both need config RUNs: a run folder is already trained
+ * (usage error, exit 2).
+ *
  * Needs the gnuplot program (checked before any training or decoding).
  */
 
@@ -81,6 +92,9 @@
 #include "train/train.h"
 
 #define CMP_MAX_SENTENCES 64
+#define CMP_MAX_SEEDS 16
+
+enum { BUDGET_NONE, BUDGET_STEPS, BUDGET_EPOCHS, BUDGET_HOURS };
 #define DASH "\xe2\x80\x94" /* — */
 
 /* One run: where it is, what metrics.jsonl says, what the test set gives. */
@@ -107,6 +121,7 @@ typedef struct {
     BleuStats *seg;        /* [test_n] per-sentence BLEU statistics of the beam translations */
     PairedBootstrap sig;   /* against --baseline (has_sig) */
     int has_sig;
+    int group;             /* index of the RUN argument it came from (--seeds expands one RUN) */
     /* attention maps: which sentence indices were drawn (-1 = none) */
     int has_attention;
     int drawn[CMP_MAX_SENTENCES];
@@ -125,6 +140,11 @@ typedef struct {
     const char *test_src, *test_tgt; /* overrides, or NULL */
     const char *baseline;            /* --baseline NAME, or NULL */
     int base;                        /* its index in runs */
+    int budget_kind;                 /* BUDGET_* (--budget) */
+    double budget;                   /* its N or H */
+    char budget_tag[64];             /* "epochs8": folder suffix and report text */
+    unsigned long long seeds[CMP_MAX_SEEDS]; /* --seeds */
+    int nseeds;
 } Compare;
 
 #define CMP_RESAMPLES 1000
@@ -145,6 +165,8 @@ static void usage(FILE *f) {
             "data.test_src/test_tgt)\n"
             "  --device cpu|cuda  device to evaluate on (default: each checkpoint's)\n"
             "  --baseline NAME    paired bootstrap (1000 resamples) of every run against run NAME\n"
+            "  --budget steps=N|epochs=N|hours=H  the same training budget for every config RUN\n"
+            "  --seeds s1,s2,...  train every config RUN once per seed (mean ± sd in the report)\n"
             "writes DIR/compare.md, DIR/compare.csv, DIR/curves.png, "
             "DIR/attention_<run>_<i>.png\n");
 }
@@ -337,6 +359,102 @@ static Status read_metrics(Run *r, Err *err) {
         fprintf(stderr, "trainer compare: warning: %s has no validation line; the validation "
                 "columns of run %s stay empty\n", path, r->name);
     return STATUS_OK;
+}
+
+/* --budget steps=N | epochs=N | hours=H; returns 0, or 2 with a message. */
+static int parse_budget(const char *s, Compare *c) {
+    static const struct { const char *key; int kind; } kinds[] = {
+        {"steps=", BUDGET_STEPS}, {"epochs=", BUDGET_EPOCHS}, {"hours=", BUDGET_HOURS}};
+    for (int k = 0; k < 3; k++) {
+        size_t kl = strlen(kinds[k].key);
+        if (strncmp(s, kinds[k].key, kl)) continue;
+        char *end;
+        errno = 0;
+        double v = strtod(s + kl, &end);
+        int whole = kinds[k].kind != BUDGET_HOURS;
+        if (end == s + kl || *end || errno || !(v > 0) || v > 1e9 || (whole && v != floor(v)))
+            break;
+        c->budget_kind = kinds[k].kind;
+        c->budget = v;
+        snprintf(c->budget_tag, sizeof c->budget_tag, "%.*s%g", (int)kl - 1, kinds[k].key, v);
+        return 0;
+    }
+    fprintf(stderr, "trainer compare: --budget %s: give steps=N or epochs=N (a positive whole "
+            "number) or hours=H (a positive number)\n", s);
+    return 2;
+}
+
+/* --seeds s1,s2,...; returns 0, or 2 with a message. */
+static int parse_seeds(const char *s, Compare *c) {
+    c->nseeds = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        if (*p == '-' || !isdigit((unsigned char)*p)) break;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno || c->nseeds == CMP_MAX_SEEDS) break;
+        for (int i = 0; i < c->nseeds; i++)
+            if (c->seeds[i] == v) {
+                fprintf(stderr, "trainer compare: --seeds %s: seed %llu is given twice\n", s, v);
+                return 2;
+            }
+        c->seeds[c->nseeds++] = v;
+        p = end;
+        if (*p == ',' && p[1]) p++;
+        else if (*p) break;
+    }
+    if (*p || c->nseeds == 0) {
+        fprintf(stderr, "trainer compare: --seeds %s: give 1 to %d different non-negative "
+                "integers separated by commas, e.g. --seeds 1,2,3\n", s, CMP_MAX_SEEDS);
+        return 2;
+    }
+    return 0;
+}
+
+/* Appends sfx to dst (capacity n); -1 (dst unchanged) when it does not fit. */
+static int append(char *dst, size_t n, const char *sfx) {
+    size_t l = strlen(dst), k = strlen(sfx);
+    if (l + k >= n) return -1;
+    memcpy(dst + l, sfx, k + 1);
+    return 0;
+}
+
+/* r's folder (and train.save_dir) suffixed with sfx; 0, or 2 with a message when too long. */
+static int suffix_dir(Run *r, const char *sfx) {
+    if (append(r->dir, sizeof r->dir, sfx) || strlen(r->dir) >= sizeof r->ini.save_dir) {
+        fprintf(stderr, "trainer compare: RUN %s: its folder %s%s is too long; set a shorter "
+                "train.save_dir\n", r->arg, r->dir, sfx);
+        return 2;
+    }
+    memcpy(r->ini.save_dir, r->dir, strlen(r->dir) + 1);
+    return 0;
+}
+
+/* The budget of --budget in r->ini, and r's folder suffixed with its tag (config RUNs). */
+static int apply_budget(const Compare *c, Run *r) {
+    Config *ini = &r->ini;
+    if (c->budget_kind == BUDGET_NONE) return 0;
+    ini->max_steps = c->budget_kind == BUDGET_STEPS ? (long)c->budget : 0;
+    ini->max_epochs = c->budget_kind == BUDGET_EPOCHS ? (int)c->budget : 1000000;
+    ini->max_hours = c->budget_kind == BUDGET_HOURS ? c->budget : 0;
+    ini->patience = 0; /* the whole budget: no early stopping */
+    char sfx[80];
+    snprintf(sfx, sizeof sfx, "_%s", c->budget_tag);
+    return suffix_dir(r, sfx);
+}
+
+/* r as the run of seed s: train.seed, name <name>_s<seed>, folder <dir>_s<seed>. */
+static int apply_seed(Run *r, unsigned long long s) {
+    char sfx[32];
+    r->ini.seed = (uint64_t)s;
+    snprintf(sfx, sizeof sfx, "_s%llu", s);
+    if (append(r->name, sizeof r->name, sfx)) {
+        fprintf(stderr, "trainer compare: RUN %s: run.name is too long for a seed suffix\n",
+                r->arg);
+        return 2;
+    }
+    return suffix_dir(r, sfx);
 }
 
 /* ---- resolving RUN arguments ---- */
@@ -663,6 +781,45 @@ static Status write_csv(const Compare *c, Err *err) {
     return close_checked(f, path, err);
 }
 
+/* mean and sample standard deviation (0 for one value) of v[0..n) */
+static void mean_sd(const double *v, int n, double *mean, double *sd) {
+    double m = 0, q = 0;
+    for (int i = 0; i < n; i++) m += v[i];
+    m /= n;
+    for (int i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
+    *mean = m;
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
+}
+
+/* The "Seeds" table: per config RUN, mean ± sample sd over its seeds. */
+static void write_md_seeds(FILE *f, const Compare *c) {
+    fprintf(f, "## Seeds\n\nEvery config trained once per seed (%d seeds:", c->nseeds);
+    for (int s = 0; s < c->nseeds; s++) fprintf(f, "%s %llu", s ? "," : "", c->seeds[s]);
+    fprintf(f, "); mean ± sample standard deviation over the seeds.\n\n"
+               "| config | seeds | test BLEU greedy | test BLEU beam %d | best val BLEU |\n"
+               "|---|---|---|---|---|\n", c->beam.beam);
+    for (int i = 0; i < c->nruns; i += c->nseeds) {
+        double g[CMP_MAX_SEEDS], b[CMP_MAX_SEEDS], v[CMP_MAX_SEEDS], mg, sg, mb, sb, mv, sv;
+        int nv = 0;
+        for (int s = 0; s < c->nseeds; s++) {
+            const Run *r = &c->runs[i + s];
+            g[s] = r->bleu_g, b[s] = r->bleu_b;
+            if (r->npts) v[nv++] = r->best_bleu;
+        }
+        mean_sd(g, c->nseeds, &mg, &sg);
+        mean_sd(b, c->nseeds, &mb, &sb);
+        fprintf(f, "| %s | %d | %.2f ± %.2f | %.2f ± %.2f | ", c->runs[i].ini.name, c->nseeds, mg,
+                sg, mb, sb);
+        if (nv) {
+            mean_sd(v, nv, &mv, &sv);
+            fprintf(f, "%.2f ± %.2f |\n", mv, sv);
+        } else {
+            fprintf(f, DASH " |\n");
+        }
+    }
+    fprintf(f, "\n");
+}
+
 static Status write_md(const Compare *c, Err *err) {
     char path[1100], cpu[256], date[64];
     snprintf(path, sizeof path, "%s/compare.md", c->out_dir);
@@ -684,6 +841,14 @@ static Status write_md(const Compare *c, Err *err) {
                "run's metrics.jsonl (the machine that trained it); peak memory is the training "
                "process's peak resident set.\n\n",
             c->beam.beam, (double)c->beam.len_penalty);
+    if (c->budget_kind != BUDGET_NONE)
+        fprintf(f, "Budget: every config trained with %s (train.%s = %g, the other limits "
+                   "lifted, train.patience = 0: no early stopping).\n\n", c->budget_tag,
+                c->budget_kind == BUDGET_STEPS ? "max_steps" : c->budget_kind == BUDGET_EPOCHS
+                                                                   ? "max_epochs"
+                                                                   : "max_hours",
+                c->budget);
+    if (c->nseeds) write_md_seeds(f, c);
     if (c->baseline) {
         const Run *b = &c->runs[c->base];
         fprintf(f, "## Significance against %s\n\n", b->name);
@@ -808,6 +973,10 @@ int cmd_compare(int argc, char **argv) {
             if (cli_device_arg(argv[++i], &c.device, "compare")) goto done;
         } else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) {
             c.baseline = argv[++i];
+        } else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
+            if (parse_budget(argv[++i], &c)) goto done;
+        } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+            if (parse_seeds(argv[++i], &c)) goto done;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainer compare: unknown or incomplete argument '%s'\n", argv[i]);
             usage(stderr);
@@ -828,12 +997,28 @@ int cmd_compare(int argc, char **argv) {
                 "neither\n");
         goto done;
     }
-    c.runs = xcalloc((size_t)nargs, sizeof(Run));
-    c.nruns = nargs;
+    int per = c.nseeds ? c.nseeds : 1;
+    c.runs = xcalloc((size_t)nargs * (size_t)per, sizeof(Run));
     for (int i = 0; i < nargs; i++) {
-        if (resolve_run(&c.runs[i], args[i])) goto done;
-        sanitize(c.runs[i].name);
-        uniquify(c.runs, i);
+        Run one;
+        memset(&one, 0, sizeof one);
+        if (resolve_run(&one, args[i])) goto done;
+        if ((c.budget_kind != BUDGET_NONE || c.nseeds) && !one.from_config) {
+            fprintf(stderr, "trainer compare: --budget and --seeds train config RUNs, but RUN %s "
+                    "is a run folder (already trained); give its config .ini instead\n",
+                    args[i]);
+            goto done;
+        }
+        if (apply_budget(&c, &one)) goto done;
+        for (int s = 0; s < per; s++) {
+            Run *r = &c.runs[c.nruns];
+            *r = one;
+            r->group = i;
+            if (c.nseeds && apply_seed(r, c.seeds[s])) goto done;
+            sanitize(r->name);
+            uniquify(c.runs, c.nruns);
+            c.nruns++;
+        }
     }
     if (c.baseline) {
         c.base = -1;

@@ -301,6 +301,45 @@ int main(void) {
            "compare.md does not say that run lastonly was compared on its last.ckpt");
     const char *missing = tr_fmt("%s/no_such_run", g_work);
     if (getenv("TEST_SHOW_MD")) tr_print_tail(md, 80);
+
+    /* ---- --seeds and --budget: dot.ini once per seed, one epoch each, in folders of their own;
+     * the report's Seeds table ---- */
+    const char *out_seeds = test_strdup(tr_fmt("%s/cmp_seeds", g_work));
+    rc = compare("seeds", dot_ini, "--seeds", "3,4", "--budget", "epochs=1", "--beam", "1",
+                 "--sentences", "0", "--out", out_seeds, NULL);
+    EXPECT(rc == 0, "compare --seeds 3,4 --budget epochs=1 exited %d", rc);
+    if (rc != 0) tr_print_tail(tr_fmt("%s/seeds.err", g_work), 20);
+    const char *s3 = test_strdup(tr_fmt("%s_epochs1_s3/best.ckpt", dot_dir));
+    const char *s4 = test_strdup(tr_fmt("%s_epochs1_s4/best.ckpt", dot_dir));
+    EXPECT(tr_exists(s3) && tr_exists(s4), "--seeds 3,4 --budget epochs=1 did not train %s and %s",
+           s3, s4);
+    {
+        size_t n3 = 0, n4 = 0;
+        char *b3 = test_read_file(s3, &n3), *b4 = test_read_file(s4, &n4);
+        EXPECT(b3 && b4 && (n3 != n4 || memcmp(b3, b4, n3) != 0),
+               "the runs of seeds 3 and 4 wrote identical checkpoints");
+        free(b3), free(b4);
+    }
+    EXPECT(tr_count_lines(tr_fmt("%s_epochs1_s3/metrics.jsonl", dot_dir)) > 0 &&
+               !tr_file_contains(tr_fmt("%s_epochs1_s3/metrics.jsonl", dot_dir), "\"epoch\": 2"),
+           "the budget of one epoch was not kept (metrics.jsonl shows epoch 2)");
+    const char *mds = tr_fmt("%s/compare.md", out_seeds);
+    EXPECT(tr_file_contains(mds, "## Seeds") && tr_file_contains(mds, "| dot | 2 | ") &&
+               tr_file_contains(mds, "Budget: every config trained with epochs1") &&
+               tr_file_contains(mds, "| dot_s3 | rnn |") && tr_file_contains(mds, "| dot_s4 | rnn |"),
+           "%s: no Seeds table, budget line or per-seed rows", mds);
+    rc = compare("bad_seeds_folder", general, "--seeds", "1,2", "--out",
+                 tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_seeds_folder.err", g_work),
+                                       "is a run folder (already trained)"),
+           "compare --seeds with a run folder exited %d (expected 2 with a message)", rc);
+    rc = compare("bad_budget", dot_ini, "--budget", "epochs=1.5", "--out",
+                 tr_fmt("%s/cmp_bad", g_work), NULL);
+    EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_budget.err", g_work), "--budget epochs=1.5"),
+           "compare --budget epochs=1.5 exited %d (expected 2 with a message)", rc);
+    rc = compare("bad_seeds", dot_ini, "--seeds", "1,1", "--out", tr_fmt("%s/cmp_bad", g_work),
+                 NULL);
+    EXPECT(rc == 2, "compare --seeds 1,1 exited %d, expected 2", rc);
     rc = compare("bad_baseline", general, dot_ini, "--baseline", "nosuch", "--out",
                  tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare --baseline with an unknown run exited %d, expected 2", rc);
