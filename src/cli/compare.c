@@ -45,6 +45,8 @@
  *   compare.csv  the same columns;
  *   curves.png   validation BLEU and perplexity (log scale) by epoch of every run, two panels
  *                (plot_curves_png);
+ *   tradeoff.png test BLEU (beam) against parameters and against training time, one labelled
+ *                point per run (plot_tradeoff_png);
  *   attention_<run>_<i>.png  the greedy translation's attention of test sentence i (0-based;
  *                --sentences, default 0,1,2 — those beyond a short test set are left out unless
  *                given explicitly, which is an error) for each run with an attention; runs with
@@ -167,7 +169,7 @@ static void usage(FILE *f) {
             "  --baseline NAME    paired bootstrap (1000 resamples) of every run against run NAME\n"
             "  --budget steps=N|epochs=N|hours=H  the same training budget for every config RUN\n"
             "  --seeds s1,s2,...  train every config RUN once per seed (mean ± sd in the report)\n"
-            "writes DIR/compare.md, DIR/compare.csv, DIR/curves.png, "
+            "writes DIR/compare.md, DIR/compare.csv, DIR/curves.png, DIR/tradeoff.png, "
             "DIR/attention_<run>_<i>.png\n");
 }
 
@@ -896,6 +898,8 @@ static Status write_md(const Compare *c, Err *err) {
                     : "",
                 r->test_src, r->test_tgt, r->test_n);
     }
+    fprintf(f, "\n## Test BLEU by model size and by training time\n\n![test BLEU against "
+               "parameters and training time](tradeoff.png)\n");
     fprintf(f, "\n## Validation curves\n\n![validation BLEU and perplexity by epoch](curves.png)"
                "\n\n## Attention (greedy translations of test sentences)\n\n");
     for (int i = 0; i < c->nruns; i++) {
@@ -931,6 +935,23 @@ static Status write_curves(const Compare *c, Err *err) {
     free(names);
     free(pts);
     free(npts);
+    return rc;
+}
+
+/* tradeoff.png: test BLEU (beam) against parameters and training time, one point per run. */
+static Status write_tradeoff(const Compare *c, Err *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/tradeoff.png", c->out_dir);
+    RunPoint *p = xcalloc((size_t)c->nruns, sizeof *p);
+    for (int i = 0; i < c->nruns; i++) {
+        const Run *r = &c->runs[i];
+        p[i] = (RunPoint){r->name, r->bleu_b, (double)r->params,
+                          r->has_secs ? r->train_secs / 3600.0 : NAN};
+    }
+    char title[64];
+    snprintf(title, sizeof title, "test BLEU with beam %d", c->beam.beam);
+    Status rc = plot_tradeoff_png(path, title, p, c->nruns, err);
+    free(p);
     return rc;
 }
 
@@ -1046,6 +1067,7 @@ int cmd_compare(int argc, char **argv) {
         if (eval_run(&c, &c.runs[i], &err)) goto fail;
     if (c.baseline && significance(&c, &err)) goto fail;
     if (write_curves(&c, &err)) goto fail;
+    if (write_tradeoff(&c, &err)) goto fail;
     if (write_csv(&c, &err)) goto fail;
     if (write_md(&c, &err)) goto fail;
     write_md_table(stdout, &c);

@@ -363,3 +363,57 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
     free(rows_h);
     return rc;
 }
+
+/* one block per panel: x y "name" rows of the runs that have an x */
+static int tradeoff_block(FILE *f, const char *name, const RunPoint *runs, int n, int by_time) {
+    int rows = 0;
+    fprintf(f, "$%s << EOD\n", name);
+    for (int i = 0; i < n; i++) {
+        double x = by_time ? runs[i].hours : runs[i].params / 1e6;
+        if (!isfinite(x) || !isfinite(runs[i].bleu) || (!by_time && x <= 0)) continue;
+        fprintf(f, "%.17g %.17g ", x, runs[i].bleu);
+        gp_str(f, runs[i].name);
+        fprintf(f, "\n");
+        rows++;
+    }
+    fprintf(f, "EOD\n");
+    return rows;
+}
+
+Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *runs, int n,
+                         Err *err) {
+    CHECK(path != NULL && (n == 0 || runs != NULL), "plot_tradeoff_png: NULL argument");
+    if (n < 1) return err_set(err, "trade-off plot %s: no runs to draw", path);
+    char *script = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&script, &len);
+    CHECK(f != NULL, "open_memstream failed (out of memory)");
+    gp_terminal(f, 1300, 520, path);
+    int rp = tradeoff_block(f, "params", runs, n, 0), rt = tradeoff_block(f, "hours", runs, n, 1);
+    fprintf(f, "set multiplot layout 1,2");
+    if (title) {
+        fprintf(f, " title ");
+        gp_str(f, title);
+    }
+    fprintf(f, "\nset grid\nunset key\nset ylabel 'test BLEU (%%)'\nset offsets graph 0.08, graph "
+               "0.08, graph 0.1, graph 0.1\n");
+    static const char *const names[2] = {"params", "hours"};
+    static const char *const xl[2] = {"parameters (millions, log scale)", "training time (hours)"};
+    static const char *const tl[2] = {"test BLEU by model size", "test BLEU by training time"};
+    int rows[2] = {rp, rt};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "set title '%s'\nset xlabel '%s'\n%s", tl[k], xl[k],
+                k == 0 ? "set logscale x\n" : "unset logscale x\n");
+        if (!rows[k])
+            fprintf(f, "set label 1 'no data' at graph 0.5, graph 0.5 center\nplot [1:2] [0:1] 2 "
+                       "notitle\nunset label 1\n");
+        else
+            fprintf(f, "plot $%s using 1:2 with points pt 7 ps 1.4, $%s using 1:2:3 with labels "
+                       "offset char 1, char 0.8 left notitle\n", names[k], names[k]);
+    }
+    fprintf(f, "unset multiplot\nunset output\n");
+    fclose(f);
+    Status rc = run_gnuplot(script, len, path, "trade-off plot", err);
+    free(script);
+    return rc;
+}

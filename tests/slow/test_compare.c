@@ -257,15 +257,16 @@ int main(void) {
                "%s lacks a row for each run", md);
         EXPECT(strstr(mdt, "Machine: ") && strstr(mdt, "cores"), "%s: no machine line", md);
         EXPECT(strstr(mdt, "K = 2"), "%s: the decoding settings (beam 2) are not named", md);
-        EXPECT(strstr(mdt, "](curves.png)") && strstr(mdt, "](attention_general_0.png)") &&
+        EXPECT(strstr(mdt, "](curves.png)") && strstr(mdt, "](tradeoff.png)") &&
+                   strstr(mdt, "](attention_general_0.png)") &&
                    strstr(mdt, "](attention_dot_2.png)"),
                "%s: image links missing", md);
     }
     free(mdt);
     EXPECT(tr_file_contains(tr_fmt("%s/compare.out", g_work), "| general | rnn |"),
            "the Markdown table was not printed on stdout");
-    const char *pngs[7] = {"curves.png"};
-    int np = 1;
+    const char *pngs[8] = {"curves.png", "tradeoff.png"};
+    int np = 2;
     static const char *const runs[2] = {"general", "dot"};
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 3; i++) pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
