@@ -21,8 +21,9 @@ typedef struct {
     long pid;
 } RankInfo;
 
-static int g_rank = 0, g_size = 1, g_local = 0, g_mpi = 0;
-static RankInfo g_self_info, *g_info = &g_self_info; /* [g_size] */
+static int g_rank = 0, g_size = 1, g_local = 0;
+static int g_mpi __attribute__((unused)) = 0; /* 1 once MPI_Init_thread succeeded */
+static RankInfo g_self_info, *g_info = NULL; /* [g_size], from dist_init */
 
 /* The watchdog's view of the collective in flight (g_since 0: none). */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -34,8 +35,10 @@ static int g_thread_started = 0, g_thread_stop = 0;
 int dist_rank(void) { return g_rank; }
 int dist_size(void) { return g_size; }
 int dist_local_rank(void) { return g_local; }
-const char *dist_host(int rank) { return rank >= 0 && rank < g_size ? g_info[rank].host : "?"; }
-long dist_pid(int rank) { return rank >= 0 && rank < g_size ? g_info[rank].pid : 0; }
+const char *dist_host(int rank) {
+    return g_info && rank >= 0 && rank < g_size ? g_info[rank].host : "?";
+}
+long dist_pid(int rank) { return g_info && rank >= 0 && rank < g_size ? g_info[rank].pid : 0; }
 
 /* The state letter of another rank's process on this host (/proc/PID/stat: R, S, D, T, Z, ...;
  * 'X' when it is gone), or 0 for this rank and ranks on other hosts. */
@@ -133,14 +136,14 @@ void dist_set_timeout(double seconds) {
     }
 }
 
-static void enter(const char *what) {
+static __attribute__((unused)) void enter(const char *what) {
     pthread_mutex_lock(&g_mu);
     snprintf(g_what, sizeof g_what, "%s", what);
     g_since = now_seconds();
     pthread_mutex_unlock(&g_mu);
 }
 
-static void leave(void) {
+static __attribute__((unused)) void leave(void) {
     pthread_mutex_lock(&g_mu);
     g_since = 0;
     pthread_mutex_unlock(&g_mu);
@@ -168,6 +171,8 @@ Status dist_init(int *argc, char ***argv, Err *err) {
         snprintf(g_self_info.host, sizeof g_self_info.host, "?");
     g_self_info.host[sizeof g_self_info.host - 1] = 0;
     g_self_info.pid = (long)getpid();
+    g_info = xcalloc(1, sizeof(RankInfo));
+    g_info[0] = g_self_info;
 #ifdef TRAINER_MPI
     if (!launched()) return STATUS_OK;
     int provided = 0;
@@ -182,6 +187,7 @@ Status dist_init(int *argc, char ***argv, Err *err) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    free(g_info);
     g_info = xcalloc((size_t)g_size, sizeof(RankInfo));
     g_info[g_rank] = g_self_info;
     if (g_size > 1) dist_allgather(&g_self_info, g_info, sizeof(RankInfo), "start-up (host names)");
