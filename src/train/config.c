@@ -150,8 +150,8 @@ static const KeyDef keys[] = {
           "validation sentences used; 0 = all"),
 
     K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
-          "seconds a rank waits for the others (one step's sums, or rank 0's validation and "
-          "saving) before it exits naming the dead ranks; 0 = no limit"),
+          "seconds a rank waits for the others once training has begun (one step's sums, or "
+          "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit"),
 };
 enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
 static const char *const sections[] = {"run", "model", "data", "train", "dist"};

@@ -109,8 +109,9 @@ typedef struct Config {
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
     /* [dist] — data parallelism over MPI ranks (dist/dist.h; mpirun -np N) */
     float dist_timeout;      /* dist.timeout: seconds a rank waits for the others in one
-                                collective (a step's sums, or rank 0's validation and saving)
-                                before it exits naming the dead ranks it finds; 0 = wait for
+                                collective once training has begun (a step's sums, or rank 0's
+                                validation and saving) before it exits naming the dead or
+                                stopped ranks it finds; start-up has no limit; 0 = wait for
                                 ever (300, [0, 1e6]) */
 } Config;
 

@@ -607,7 +607,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     const Config *cfg = &r->cfg;
     TrainState *st = &r->st;
     if (dist_size() > 1) {
-        dist_set_timeout(cfg_in->dist_timeout);
+        /* no time limit during start-up (rank 0 may train SentencePiece for long while the
+         * others wait): only dead ranks on this host are caught; dist.timeout from the loop on */
+        dist_set_timeout(0);
         if (dist_rank() != 0) { /* rank 0 alone logs (stdout); errors still go to stderr */
             fflush(stdout);
             int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -616,6 +618,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         if (dist_check_ranks(cfg_in, err)) return STATUS_ERR;
     }
     if (run_open(r, cfg_in, resume, err)) goto cleanup;
+    if (r->world > 1) dist_set_timeout(cfg->dist_timeout);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     int lead = r->rank == 0, many = r->world > 1;

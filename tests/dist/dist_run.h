@@ -11,6 +11,11 @@
 
 #include "trainer_run.h"
 
+/* A path kept across many tr_fmt calls (tr_fmt's buffers are a ring of 32): char var[4096]. */
+#define DR_PATH(var, ...)      \
+    char var[4096];            \
+    snprintf(var, sizeof var, __VA_ARGS__)
+
 static __attribute__((unused)) const char *dr_mpiexec(void) {
     const char *m = getenv("MPIEXEC");
     return m && *m ? m : "mpirun";

@@ -39,7 +39,8 @@ int main(void) {
     char *work = strdup(test_tmpdir());
     tr_make_slices(work, 300, 20);
 
-    const char *dir = strdup(tr_fmt("%s/run1", work)), *log = strdup(tr_fmt("%s/lr.log", work));
+    DR_PATH(dir, "%s/run1", work);
+    DR_PATH(log, "%s/lr.log", work);
     const char *lr[] = {"--set", "train.lr=0.002", NULL};
     int rc = run_mpmd(work, dir, log, lr);
     EXPECT(rc > 0 && rc != 124, "another train.lr on rank 1: refused (exit %d)", rc);
@@ -59,7 +60,8 @@ int main(void) {
         test_write_file(tr_fmt("%s/other.de", work), src, n);
         free(src);
     }
-    dir = strdup(tr_fmt("%s/run2", work)), log = strdup(tr_fmt("%s/data.log", work));
+    snprintf(dir, sizeof dir, "%s/run2", work);
+    snprintf(log, sizeof log, "%s/data.log", work);
     const char *data[] = {"--set", tr_fmt("data.train_src=%s/other.de", work), NULL};
     rc = run_mpmd(work, dir, log, data);
     EXPECT(rc > 0 && rc != 124, "other training data on rank 1: refused (exit %d)", rc);

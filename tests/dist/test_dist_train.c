@@ -17,7 +17,8 @@ int main(void) {
     tr_require_data(test);
     char *work = strdup(test_tmpdir());
     tr_make_slices(work, 600, 30);
-    const char *dir = strdup(tr_fmt("%s/run", work)), *log = strdup(tr_fmt("%s/train.log", work));
+    DR_PATH(dir, "%s/run", work);
+    DR_PATH(log, "%s/train.log", work);
     TrArgv a;
     dr_train_argv(&a, 2, NULL, work, dir);
     tr_arg(&a, "--set");
@@ -25,7 +26,7 @@ int main(void) {
     tr_arg(&a, "--set");
     tr_arg(&a, "train.save_every=10");
     tr_print_argv("run", a.v);
-    int rc = tr_run(a.v, log, NULL, 240);
+    int rc = tr_run(a.v, log, NULL, test_sanitized() ? 900 : 240);
     EXPECT(rc == 0, "2 ranks: exit %d (0 expected)", rc);
     if (rc != 0) tr_print_tail(log, 40);
     EXPECT(tr_file_contains(log, "world: 2 ranks on 1 host"), "the start-up line names the world");
