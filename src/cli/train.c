@@ -1,13 +1,33 @@
 /* train.c — `trainer [train] --config FILE [--set section.key=value]... [--resume]`: loads and
- * validates the config, then runs train_run (train/train.h). */
+ * validates the config, then runs train_run (train/train.h). Under mpirun (`mpirun -np N
+ * trainer train ...`) it starts the world of ranks first (dist/dist.h) and ends it after the
+ * run; an error ends the rank without MPI_Finalize (mpirun then ends the job), its message
+ * prefixed with the rank. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "dist/dist.h"
 #include "train/config.h"
 #include "train/train.h"
 
+static int train_main(int argc, char **argv, const char **who);
+
 int cmd_train(int argc, char **argv) {
+    Err err;
+    if (dist_init(&argc, &argv, &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 1;
+    char who[64] = "trainer";
+    if (dist_size() > 1) snprintf(who, sizeof who, "trainer (rank %d)", dist_rank());
+    const char *w = who;
+    int rc = train_main(argc, argv, &w);
+    fflush(stdout);
+    if (rc == 0) dist_finalize();
+    else if (dist_size() > 1) _exit(rc); /* no MPI_Finalize: the others may still wait */
+    return rc;
+}
+
+static int train_main(int argc, char **argv, const char **who) {
     const char *config = NULL;
     int resume = 0;
     Err err;
@@ -32,10 +52,10 @@ int cmd_train(int argc, char **argv) {
         fprintf(stderr, "trainer train: --config FILE is required (e.g. configs/luong.ini)\n");
         return 2;
     }
-    if (config_load(&cfg, config, &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 2;
+    if (config_load(&cfg, config, &err)) return fprintf(stderr, "%s: %s\n", *who, err.msg), 2;
     for (int i = 0; i < nsets; i++)
-        if (config_set(&cfg, sets[i], &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 2;
-    if (config_validate(&cfg, &err)) return fprintf(stderr, "trainer: %s: %s\n", config, err.msg), 2;
-    if (train_run(&cfg, resume, &err)) return fprintf(stderr, "trainer: %s\n", err.msg), 1;
+        if (config_set(&cfg, sets[i], &err)) return fprintf(stderr, "%s: %s\n", *who, err.msg), 2;
+    if (config_validate(&cfg, &err)) return fprintf(stderr, "%s: %s: %s\n", *who, config, err.msg), 2;
+    if (train_run(&cfg, resume, &err)) return fprintf(stderr, "%s: %s\n", *who, err.msg), 1;
     return 0;
 }

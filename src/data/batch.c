@@ -96,6 +96,28 @@ Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, 
     return STATUS_OK;
 }
 
+/* The boundary of shard k (0..world): the sentence position nearest to k·total/world target
+ * tokens (no allocation: the training step allocates nothing, DESIGN.md §5). */
+static int shard_cut(const Encoded *e, const long *idx, int B, long total, int k, int world) {
+    long target = (long)k * total, c = 0, prev = 0; /* in units of tokens · world */
+    int j = 0;
+    while (j < B && c * world < target) {
+        prev = c;
+        c += tgt_len_of(e, idx[j]) + 1;
+        j++;
+    }
+    if (j > 0 && target - prev * world <= c * world - target) j--;
+    return j;
+}
+
+long batch_shard(const Encoded *e, const long *idx, int B, int rank, int world, int *lo, int *hi) {
+    long total = 0;
+    for (int b = 0; b < B; b++) total += tgt_len_of(e, idx[b]) + 1;
+    *lo = rank == 0 ? 0 : shard_cut(e, idx, B, total, rank, world);
+    *hi = rank + 1 >= world ? B : shard_cut(e, idx, B, total, rank + 1, world);
+    return total;
+}
+
 void batch_plan_free(BatchPlan *p) {
     free(p->idx);
     free(p->start);

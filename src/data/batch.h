@@ -35,6 +35,16 @@ long batch_filter(const Encoded *e, int max_len, long **keep);
 Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, int batch_tokens,
                   Rng *rng, Err *err);
 void batch_plan_free(BatchPlan *p); /* frees and zeroes p; no errors */
+/* Data parallelism (issue 14, DESIGN.md §12): the shard of the batch idx[0..B) that rank `rank`
+ * of `world` ranks trains. The rule: the ranks take contiguous ranges of the batch's sentences
+ * in rank order, [*lo, *hi) for this rank, cut at the sentence boundaries nearest to k·total /
+ * world target tokens (k = 1 .. world - 1; a tie goes to the earlier boundary), where a
+ * sentence's target tokens are its target length + 1 (EOS: the tokens batch_fill counts in
+ * tgt_tokens) and total is the batch's sum of them. Shards thus hold about equal target tokens
+ * (at most one sentence off); a batch of fewer sentences than ranks leaves some shards empty
+ * (*lo == *hi). world = 1: the whole batch. Returns total (every rank gets the same, the
+ * normaliser of the global loss). Units: tokens, sentence positions in idx. No errors. */
+long batch_shard(const Encoded *e, const long *idx, int B, int rank, int world, int *lo, int *hi);
 /* Capacity bounds of any batch batch_plan can make with these settings: B, S, T at most *B, *S,
  * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). No errors. */
 void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T);

@@ -155,9 +155,13 @@ static const KeyDef keys[] = {
     K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores"),
     K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
           "validation sentences used; 0 = all"),
+
+    K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
+          "seconds a rank waits for the others once training has begun (one step's sums, or "
+          "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit"),
 };
 enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
-static const char *const sections[] = {"run", "model", "data", "train"};
+static const char *const sections[] = {"run", "model", "data", "train", "dist"};
 enum { N_SECTIONS = (int)(sizeof sections / sizeof sections[0]) };
 
 /* ---------------------------------------------------------------------------------------------

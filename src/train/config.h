@@ -9,7 +9,7 @@
  * File grammar (UTF-8 text, lines of at most CONFIG_MAX_LINE bytes, LF or CRLF endings):
  *
  *     # a comment (a line whose first non-blank character is '#' or ';')
- *     [model]                 a section header: [run], [model], [data] or [train]
+ *     [model]                 a section header: [run], [model], [data], [train] or [dist]
  *     emb = 256               key = value; whitespace around key and value is trimmed
  *     train_src = "a b.gz"    string values may be wrapped in double quotes (kept verbatim inside)
  *
@@ -108,6 +108,12 @@ typedef struct Config {
     char save_dir[1024];     /* train.save_dir: "" = checkpoints/<name> (see config_save_dir) */
     int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
+    /* [dist] — data parallelism over MPI ranks (dist/dist.h; mpirun -np N) */
+    float dist_timeout;      /* dist.timeout: seconds a rank waits for the others in one
+                                collective once training has begun (a step's sums, or rank 0's
+                                validation and saving) before it exits naming the dead or
+                                stopped ranks it finds; start-up has no limit; 0 = wait for
+                                ever (300, [0, 1e6]) */
 } Config;
 
 /* The backend of train.device into *be: backend_cpu(), or backend_cuda(). Errors: "train.device =

@@ -1,6 +1,7 @@
 /* train.c — train_run, the training loop (train.h): data, SentencePiece and batches, the step
  * (model_loss, then optim.c's clipping, Adam and schedule), validation, early stopping,
- * checkpoints, metrics.jsonl and signals; set_threads. */
+ * checkpoints, metrics.jsonl and signals; set_threads. With N ranks (dist/dist.h) every rank runs
+ * it on its shard of each batch, and rank 0 alone validates, logs and saves. */
 #include "train/train.h"
 
 #include <cblas.h>
@@ -19,9 +20,11 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/encoded.h"
+#include "dist/dist.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
+#include "train/dist_check.h"
 #include "train/inject.h"
 #include "train/optim.h"
 
@@ -226,15 +229,42 @@ static double peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
-StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
-                      const NonfiniteInjection *inject) {
+StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+                            long global_tgt_tokens, TrainState *st,
+                            const NonfiniteInjection *inject, StepSync *sync) {
     ParamSet *ps = &m->ps;
     StepResult r = {0, 0, 0, NULL};
     params_zero_grad(ps);
     uint64_t key = rng_hash(cfg->seed, (uint64_t)st->step);
-    r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)tb->tgt_tokens);
+    double t0 = sync ? now_seconds() : 0;
+    if (tb->B > 0) /* an empty shard adds zeros to the sums */
+        r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)global_tgt_tokens);
+    int shared = sync && dist_size() > 1;
+    if (sync) {
+        sync->tgt_tokens = tb->tgt_tokens;
+        double t1 = now_seconds();
+        sync->t_compute = t1 - t0;
+        if (shared) {
+            char what[96];
+            snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
+            dist_sum_float(ps->grad, ps->total, what);
+            double v[5] = {r.loss, (double)tb->tgt_tokens, (double)sync->src_tokens,
+                           sync->flags[0], sync->flags[1]};
+            dist_sum_double(v, 5, what);
+            r.loss = v[0];
+            sync->tgt_tokens = (long)v[1];
+            sync->src_tokens = (long)v[2];
+            sync->flags[0] = v[3], sync->flags[1] = v[4];
+        }
+        sync->t_sum = now_seconds() - t1;
+    }
     if (inject && inject->n) r.injected = inject_apply(inject, st->step + 1, m->be, ps->grad, &r.loss);
     r.norm = optim_grad_norm(ps);
+    if (shared) { /* rank 0's norm: one clipping decision and factor on every rank */
+        double t2 = now_seconds();
+        dist_bcast(&r.norm, sizeof r.norm, 0, "the gradient norm");
+        sync->t_sum += now_seconds() - t2;
+    }
     r.finite = isfinite(r.norm) && isfinite(r.loss);
     if (r.finite) {
         optim_clip(ps, r.norm, cfg->clip_norm);
@@ -243,6 +273,11 @@ StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainSt
     }
     st->step++;
     return r;
+}
+
+StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
+                      const NonfiniteInjection *inject) {
+    return train_step_shard(m, cfg, tb, tb->tgt_tokens, st, inject, NULL);
 }
 
 /* Everything one run holds; train_run's parts share it. */
@@ -261,48 +296,27 @@ typedef struct {
     TrainState st;
     NonfiniteInjection inject; /* tests only: TRAINER_TEST_INJECT_NONFINITE (train/inject.h) */
     double t_start;      /* now_seconds() when the run's training time began */
+    int rank, world;     /* dist_rank(), dist_size(); rank 0 (the lead) validates, logs, saves */
 } Run;
 
 /* Progress since the last log line. */
 typedef struct {
     double loss, t;      /* summed loss of the finite steps (nats); when the interval began */
     long tok, tokens_all, steps; /* their target tokens; every step's source + target tokens */
+    double t_compute, t_sum; /* seconds of rank 0's forward + backward, and of the sums */
 } LogWindow;
 
-/* Opens the run: save_dir and its lock, the corpora, the model (new, or from last.ckpt with
- * resume), the encoded splits, the batch buffers and the metrics file. */
-static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
+/* Rank 0's part of opening the run: save_dir and its lock, the corpora, and the model (new, or
+ * from last.ckpt with resume) with its SentencePiece model. The other ranks load the corpora
+ * only (open_sync gives them the rest). */
+static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
     Config *cfg = &r->cfg;
-    *cfg = *cfg_in;
-    r->lock_fd = -1;
-    r->st = (TrainState){.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
-    config_save_dir(cfg, r->dir, sizeof r->dir);
-    snprintf(r->last, sizeof r->last, "%s/last.ckpt", r->dir);
-    snprintf(r->best, sizeof r->best, "%s/best.ckpt", r->dir);
-    snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
-    set_threads(cfg->threads);
-    const Backend *be;
-    if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
-    if (cfg->device == DEVICE_CUDA) {
-        backend_cuda_set_precision((int)cfg->precision);
-        /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
-         * layers' (model.rnn_impl; cudnn covers the decoder only without input feeding and
-         * without bahdanau, rnn.h rnn_set_impl) */
-        const ModelSpec *ms = &cfg->model;
-        const char *rnn = ms->type != MODEL_RNN ? ""
-                          : ms->rnn_impl == RNN_IMPL_OWN ? ", rnn: own"
-                          : ms->input_feeding ? ", rnn: cudnn (encoder; decoder own: input feeding)"
-                          : ms->attention == ATTN_BAHDANAU
-                              ? ", rnn: cudnn (encoder; decoder own: bahdanau)"
-                              : ", rnn: cudnn (encoder and decoder)";
-        printf("device: cuda, %s, precision %s, kernels: own, matmul: cublas (bias: cublasLt "
-               "epilogue)%s\n",
-               backend_cuda_device_name(), precision_names[cfg->precision], rnn);
+    int lead = r->rank == 0;
+    if (lead) {
+        if (make_dir(r->dir, err)) return STATUS_ERR;
+        if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;
+        remove_stale_temps(r->dir);
     }
-    if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
-    if (make_dir(r->dir, err)) return STATUS_ERR;
-    if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;
-    remove_stale_temps(r->dir);
 
     if (corpus_load(&r->train, cfg->train_src, cfg->train_tgt, cfg->max_line_bytes, err))
         return STATUS_ERR;
@@ -310,6 +324,7 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (corpus_load(&r->val, cfg->val_src, cfg->val_tgt, cfg->max_line_bytes, err))
         return STATUS_ERR;
     corpus_print_summary(&r->val, "val", stdout);
+    if (!lead) return STATUS_OK;
 
     if (resume) {
         if (access(r->last, F_OK) != 0)
@@ -323,7 +338,7 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         c.max_hours = cfg->max_hours;
         c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
         c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
-        c.max_nonfinite = cfg->max_nonfinite;
+        c.max_nonfinite = cfg->max_nonfinite, c.dist_timeout = cfg->dist_timeout;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         char diff[2048];
         if (config_diff(&c, cfg, diff, sizeof diff))
@@ -341,8 +356,104 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
         unlink(r->mpath);
     }
-    if (encode_split(cfg, &r->train, r->spm, "train", &r->tenc, err)) return STATUS_ERR;
-    if (encode_split(cfg, &r->val, r->spm, "val", &r->venc, err)) return STATUS_ERR;
+    return STATUS_OK;
+}
+
+/* After a part every rank ran (each with its own status s): STATUS_OK when every rank passed;
+ * otherwise STATUS_ERR on every rank, those that passed with a message naming the first rank
+ * that failed (its own message is on its stderr). */
+static Status agree(const Run *r, Status s, const char *what, Err *err) {
+    if (r->world == 1) return s;
+    int bad = dist_first_failed(s == STATUS_OK, what);
+    if (bad < 0) return STATUS_OK;
+    if (s == STATUS_OK)
+        err_set(err, "rank %d (host %s) failed during %s (its message is above); stopping", bad,
+                dist_host(bad), what);
+    return STATUS_ERR;
+}
+
+/* Rank 0's SentencePiece model, training state, parameters and Adam moments to every rank (the
+ * other ranks build the model from the config, which dist_check_ranks found equal). */
+static Status open_sync(Run *r, const Backend *be, Err *err) {
+    int lead = r->rank == 0;
+    void *bytes = NULL;
+    uint64_t n = 0;
+    Status s = STATUS_OK;
+    if (lead) {
+        size_t sz = 0;
+        s = spm_serialize(r->spm, &bytes, &sz, err);
+        n = sz;
+    }
+    if (agree(r, s, "start-up (sending the SentencePiece model)", err)) return STATUS_ERR;
+    dist_bcast(&n, sizeof n, 0, "start-up (SentencePiece model size)");
+    if (!lead) bytes = xmalloc(n);
+    dist_bcast(bytes, n, 0, "start-up (SentencePiece model)");
+    dist_bcast(&r->st, sizeof r->st, 0, "start-up (training state)");
+    if (!lead) {
+        s = spm_load_from_bytes(&r->spm, bytes, n, err);
+        if (!s) s = model_create(&r->model, &r->cfg.model, spm_vocab_size(r->spm), be, err);
+    }
+    free(bytes);
+    if (agree(r, s, "start-up (building the model)", err)) return STATUS_ERR;
+    uint64_t total = r->model.ps.total;
+    dist_bcast(&total, sizeof total, 0, "start-up (parameter count)");
+    CHECK(total == r->model.ps.total, "rank 0's model has another parameter count: the ranks "
+          "built different models from equal configs");
+    ParamSet *ps = &r->model.ps; /* CPU memory (world > 1 is refused on cuda) */
+    dist_bcast(ps->data, sizeof(float) * ps->total, 0, "start-up (parameters)");
+    dist_bcast(ps->m, sizeof(float) * ps->total, 0, "start-up (Adam m)");
+    dist_bcast(ps->v, sizeof(float) * ps->total, 0, "start-up (Adam v)");
+    return STATUS_OK;
+}
+
+/* Opens the run: save_dir and its lock, the corpora, the model (new, or from last.ckpt with
+ * resume), the encoded splits, the batch buffers and the metrics file. With N ranks, rank 0
+ * does the work of one process and the others get its SentencePiece model, training state and
+ * parameters (open_sync); only rank 0 holds the lock and the metrics file. */
+static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
+    Config *cfg = &r->cfg;
+    *cfg = *cfg_in;
+    r->lock_fd = -1;
+    r->rank = dist_rank(), r->world = dist_size();
+    r->st = (TrainState){.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    config_save_dir(cfg, r->dir, sizeof r->dir);
+    snprintf(r->last, sizeof r->last, "%s/last.ckpt", r->dir);
+    snprintf(r->best, sizeof r->best, "%s/best.ckpt", r->dir);
+    snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
+    set_threads(cfg->threads);
+    const Backend *be;
+    if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
+    if (r->world > 1 && cfg->device != DEVICE_CPU)
+        return err_set(err, "train.device = %s with %d ranks: data parallelism runs on the CPU "
+                       "only so far (NCCL between GPUs is not there yet); use train.device = cpu "
+                       "or one rank", device_type_names[cfg->device], r->world);
+    if (cfg->device == DEVICE_CUDA) {
+        backend_cuda_set_precision((int)cfg->precision);
+        /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
+         * layers' (model.rnn_impl; cudnn covers the decoder only without input feeding and
+         * without bahdanau, rnn.h rnn_set_impl) */
+        const ModelSpec *ms = &cfg->model;
+        const char *rnn = ms->type != MODEL_RNN ? ""
+                          : ms->rnn_impl == RNN_IMPL_OWN ? ", rnn: own"
+                          : ms->input_feeding ? ", rnn: cudnn (encoder; decoder own: input feeding)"
+                          : ms->attention == ATTN_BAHDANAU
+                              ? ", rnn: cudnn (encoder; decoder own: bahdanau)"
+                              : ", rnn: cudnn (encoder and decoder)";
+        printf("device: cuda, %s, precision %s, kernels: own, matmul: cublas (bias: cublasLt "
+               "epilogue)%s\n",
+               backend_cuda_device_name(), precision_names[cfg->precision], rnn);
+    }
+    if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
+    if (agree(r, open_local(r, resume, be, err), resume ? "start-up (loading the checkpoint)"
+                                                        : "start-up (data and SentencePiece)", err))
+        return STATUS_ERR;
+    if (r->world > 1 && open_sync(r, be, err)) return STATUS_ERR;
+
+    Status s = STATUS_OK;
+    if (encode_split(cfg, &r->train, r->spm, "train", &r->tenc, err) ||
+        encode_split(cfg, &r->val, r->spm, "val", &r->venc, err))
+        s = STATUS_ERR;
+    if (agree(r, s, "start-up (encoding the data)", err)) return STATUS_ERR;
     r->nkeep = batch_filter(&r->tenc, cfg->max_len, &r->keep);
     printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n",
            r->nkeep, cfg->max_len, r->tenc.n - r->nkeep);
@@ -354,9 +465,17 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     printf("model: %s, attention %s, %zu parameters, device %s, %d threads\n",
            model_type_names[cfg->model.type], config_attention_text(cfg, attn, sizeof attn),
            r->model.ps.total, r->model.be->name, omp_get_max_threads());
-    r->metrics = fopen(r->mpath, "a");
-    if (!r->metrics) return err_set(err, "cannot open %s: %s", r->mpath, strerror(errno));
-    return STATUS_OK;
+    if (r->world > 1) {
+        char layout[4096];
+        printf("world: %s; rank 0 validates, logs and saves; each batch of train.batch_tokens = "
+               "%d is split into %d shards of about equal target tokens\n",
+               dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world);
+    }
+    if (r->rank == 0) {
+        r->metrics = fopen(r->mpath, "a");
+        if (!r->metrics) s = err_set(err, "cannot open %s: %s", r->mpath, strerror(errno));
+    }
+    return agree(r, s, "start-up (opening metrics.jsonl)", err);
 }
 
 static void run_close(Run *r) {
@@ -410,15 +529,23 @@ static void log_progress(Run *r, LogWindow *w) {
     fmt_time(e1, sizeof e1, el);
     fmt_time(e2, sizeof e2, spb * (r->plan.nbatches - st->batch_in_epoch - 1));
     double l = w->loss / w->tok, lr = optim_lr(cfg, st->step + 1, st->lr_scale);
+    char ranks[128] = "";
+    if (r->world > 1) /* rank 0's times per step: its forward + backward, the sums (allreduce) */
+        snprintf(ranks, sizeof ranks, " | %d ranks: compute %.1f ms, allreduce %.1f ms per step",
+                 r->world, 1e3 * w->t_compute / w->steps, 1e3 * w->t_sum / w->steps);
     printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
-           "elapsed %s, epoch ETA %s\n", st->epoch, st->step, st->batch_in_epoch + 1,
-           r->plan.nbatches, l, exp(l), lr, tps, e1, e2);
+           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, st->batch_in_epoch + 1,
+           r->plan.nbatches, l, exp(l), lr, tps, e1, e2, ranks);
     fprintf(r->metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
-            "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f}\n",
+            "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f",
             st->epoch, st->step, l, exp(l), lr, tps, el);
+    if (r->world > 1)
+        fprintf(r->metrics, ", \"ranks\": %d, \"compute_s\": %.6f, \"allreduce_s\": %.6f",
+                r->world, w->t_compute / w->steps, w->t_sum / w->steps);
+    fprintf(r->metrics, "}\n");
     fflush(r->metrics);
     fflush(stdout);
-    *w = (LogWindow){0, now, 0, 0, 0};
+    *w = (LogWindow){0, now, 0, 0, 0, 0, 0};
 }
 
 /* The end of an epoch whose shuffling RNG is now rng: validation, the plateau decay, the "val"
@@ -478,17 +605,37 @@ static void print_done(const Run *r) {
                r->st.step);
 }
 
+/* 1 when the value is non-zero on any rank (a sum over the ranks); one rank: v != 0. */
+static int any_rank(const Run *r, int v, const char *what) {
+    double x = v ? 1.0 : 0.0;
+    if (r->world > 1) dist_sum_double(&x, 1, what);
+    return x > 0;
+}
+
 Status train_run(const Config *cfg_in, int resume, Err *err) {
     Status rc = STATUS_ERR;
     Run run = {0}, *r = &run;
     const Config *cfg = &r->cfg;
     TrainState *st = &r->st;
+    if (dist_size() > 1) {
+        /* no time limit during start-up (rank 0 may train SentencePiece for long while the
+         * others wait): only dead ranks on this host are caught; dist.timeout from the loop on */
+        dist_set_timeout(0);
+        if (dist_rank() != 0) { /* rank 0 alone logs (stdout); errors still go to stderr */
+            fflush(stdout);
+            int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) dup2(fd, STDOUT_FILENO), close(fd);
+        }
+        if (dist_check_ranks(cfg_in, err)) return STATUS_ERR;
+    }
     if (run_open(r, cfg_in, resume, err)) goto cleanup;
+    if (r->world > 1) dist_set_timeout(cfg->dist_timeout);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    int lead = r->rank == 0, many = r->world > 1;
 
     r->t_start = now_seconds() - st->elapsed;
-    LogWindow win = {0, now_seconds(), 0, 0, 0};
+    LogWindow win = {0, now_seconds(), 0, 0, 0, 0, 0};
     int nonfinite_run = 0, stop = 0;
     for (; st->epoch <= cfg->max_epochs && !stop; st->epoch++) {
         Rng rng = st->epoch_rng;
@@ -496,11 +643,22 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         for (; st->batch_in_epoch < r->plan.nbatches; st->batch_in_epoch++) {
             long bi = st->batch_in_epoch;
-            batch_fill(&r->tb, &r->tenc, r->plan.idx + r->plan.start[bi],
-                       (int)(r->plan.start[bi + 1] - r->plan.start[bi]));
-            StepResult s = train_step(&r->model, cfg, &r->tb, st, &r->inject);
-            if (!s.finite) {
-                log_nonfinite(r, &s, ++nonfinite_run);
+            const long *bidx = r->plan.idx + r->plan.start[bi];
+            int nb = (int)(r->plan.start[bi + 1] - r->plan.start[bi]), lo, hi;
+            long global_tgt = batch_shard(&r->tenc, bidx, nb, r->rank, r->world, &lo, &hi);
+            batch_fill(&r->tb, &r->tenc, bidx + lo, hi - lo);
+            /* what the ranks agree on with the step's sums: a stop signal on any rank, and
+             * rank 0's clock for train.max_hours */
+            StepSync sync = {{g_stop_signal ? 1.0 : 0.0, lead ? now_seconds() - r->t_start : 0},
+                             r->tb.src_tokens, 0, 0, 0};
+            StepResult s = train_step_shard(&r->model, cfg, &r->tb, global_tgt, st, &r->inject,
+                                            &sync);
+            CHECK(sync.tgt_tokens == global_tgt, "the ranks' shards do not add up to the global "
+                  "batch: do all ranks plan the same batches?");
+            int stop_signal = many ? sync.flags[0] > 0 : g_stop_signal != 0;
+            if (!s.finite) { /* the same on every rank: the loss and norm are global */
+                ++nonfinite_run;
+                if (lead) log_nonfinite(r, &s, nonfinite_run);
                 if (nonfinite_run >= cfg->max_nonfinite) {
                     nonfinite_stop(r, nonfinite_run, err);
                     goto cleanup;
@@ -508,26 +666,30 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             } else {
                 nonfinite_run = 0;
                 win.loss += s.loss; /* a skipped step leaves no NaN in the logged mean */
-                win.tok += r->tb.tgt_tokens;
+                win.tok += global_tgt;
             }
-            win.tokens_all += r->tb.tgt_tokens + r->tb.src_tokens;
+            win.tokens_all += global_tgt + sync.src_tokens;
             win.steps++;
+            win.t_compute += sync.t_compute, win.t_sum += sync.t_sum;
             int last_batch = st->batch_in_epoch + 1 == r->plan.nbatches;
-            if (st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win);
+            if (lead && st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win);
             /* the limit that ends the run after this step, if any (named in the message) */
             int by_steps = cfg->max_steps > 0 && st->step >= cfg->max_steps;
-            int by_hours = !by_steps && cfg->max_hours > 0 &&
-                           now_seconds() - r->t_start >= 3600.0 * cfg->max_hours;
+            double elapsed = many ? sync.flags[1] : now_seconds() - r->t_start;
+            int by_hours = !by_steps && cfg->max_hours > 0 && elapsed >= 3600.0 * cfg->max_hours;
             int limit = by_steps || by_hours;
-            if (limit || g_stop_signal ||
+            if (limit || stop_signal ||
                 (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
                 TrainState pos = *st; /* the position to resume at: the next batch */
                 pos.batch_in_epoch++;
                 pos.elapsed = now_seconds() - r->t_start;
-                if (checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err)) goto cleanup;
-                if (g_stop_signal) {
+                Status sv = STATUS_OK; /* rank 0 saves; the others wait for its verdict */
+                if (lead) sv = checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err);
+                if (agree(r, sv, "rank 0's checkpoint", err)) goto cleanup;
+                if (stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
-                           signal_name(g_stop_signal), st->step, r->last);
+                           g_stop_signal ? signal_name(g_stop_signal) : "a signal (on another "
+                           "rank)", st->step, r->last);
                     rc = STATUS_OK;
                     goto cleanup;
                 }
@@ -543,11 +705,20 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             }
         }
         if (stop) break;
-        if (end_epoch(r, rng, &stop, err)) goto cleanup;
+        Status es = STATUS_OK; /* rank 0 validates and saves; the others wait for its state */
+        if (lead) es = end_epoch(r, rng, &stop, err);
+        else batch_plan_free(&r->plan);
+        if (agree(r, es, "rank 0's validation and checkpoint", err)) goto cleanup;
+        if (many) {
+            dist_bcast(st, sizeof *st, 0, "the state after rank 0's validation");
+            dist_bcast(&stop, sizeof stop, 0, "the early-stopping decision");
+        }
         if (stop) break; /* early stopping */
-        if (g_stop_signal && st->epoch < cfg->max_epochs) { /* came during the validation */
+        int signalled = any_rank(r, g_stop_signal != 0, "the stop signals after validation");
+        if (signalled && st->epoch < cfg->max_epochs) { /* came during the validation */
             printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",
-                   signal_name(g_stop_signal), st->epoch, st->step, r->last);
+                   g_stop_signal ? signal_name(g_stop_signal) : "a signal (on another rank)",
+                   st->epoch, st->step, r->last);
             rc = STATUS_OK;
             goto cleanup;
         }

@@ -48,7 +48,39 @@ typedef struct {
 StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
                       const NonfiniteInjection *inject);
 
+/* A data-parallel step's exchange (issue 14, DESIGN.md §12), beyond the gradient. */
+typedef struct {
+    double flags[2];   /* in: this rank's values to sum over the ranks with the step's loss (the
+                        * trainer's stop signal and rank 0's elapsed time); out: their sums */
+    long src_tokens;   /* in: this rank's shard's source tokens; out: the global batch's */
+    long tgt_tokens;   /* out: the target tokens of all shards (global_tgt_tokens unless the
+                        * ranks' shards do not make up the same batch) */
+    double t_compute;  /* out: seconds of this rank's forward and backward */
+    double t_sum;      /* out: seconds of the sums over the ranks (gradient, loss, flags, norm) */
+} StepSync;
+
+/* One optimizer step on this rank's shard tb (B = 0: an empty shard, no forward) of a global
+ * batch of global_tgt_tokens target tokens: gradients scaled by 1 / global_tgt_tokens, summed
+ * over the ranks (dist_sum_float over the flat gradient buffer, one MPI_Allreduce), so that
+ * every rank holds the one-process gradient of the global batch up to the order of the float
+ * sums; the loss, token counts and sync->flags summed in one more (doubles); the gradient norm
+ * is rank 0's (broadcast: one clipping decision everywhere); then clipping and Adam exactly as
+ * train_step. The returned loss is the global batch's. Dropout is keyed per element of the
+ * shard's own layout (rng_hash(train.seed, step), the element's position in the shard), so with
+ * dropout > 0 N ranks draw other masks than one process (as valid a sample, not the same one);
+ * with dropout 0 the step is the one-process step up to rounding. With one rank (or sync NULL
+ * and tb the whole batch) nothing is exchanged and the step is train_step's, bit for bit.
+ * Faults of the exchange end the rank (dist/dist.h). */
+StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+                            long global_tgt_tokens, TrainState *st,
+                            const NonfiniteInjection *inject, StepSync *sync);
+
 /* Trains as cfg says; resume != 0 continues from save_dir/last.ckpt exactly where it stopped.
+ * With N ranks (dist/dist.h; mpirun -np N) every rank calls it: every global batch is split by
+ * batch_shard, rank 0 alone validates, logs, writes metrics.jsonl and saves (the others wait
+ * for its decision), and a resumed run may have another N (the data position is the batch,
+ * not the rank). At start-up the ranks compare their config text, binary and training files
+ * (size + CRC32) with rank 0's and refuse to start on a difference (naming rank and item).
  * Errors (STATUS_ERR): data, SentencePiece, model, checkpoint or I/O problems, with the file and
  * a remedy; train.max_nonfinite non-finite steps in a row (naming the steps). */
 Status train_run(const Config *cfg, int resume, Err *err);

@@ -3,7 +3,11 @@
  * give the same batches, another epoch's state gives another order, and batch_fill lays out
  * every field of the batch-major TokenBatch (core/tokens.h) as documented — ids, BOS/EOS/PAD,
  * masks, lengths, the non-padding target rows and the token counts — in the buffers
- * batch_alloc sized once (never moved), also for a batch without targets (decoding). */
+ * batch_alloc sized once (never moved), also for a batch without targets (decoding). And
+ * batch_shard (data parallelism): for 1..5 ranks on every batch, the shards are contiguous, in
+ * rank order, cover the batch once, their target tokens (as batch_fill counts them) add up to
+ * the returned total, and each is within one sentence of total / ranks (the nearest cut). */
+#include <math.h>
 #include <string.h>
 
 #include "data/batch.h"
@@ -114,6 +118,37 @@ int main(void) {
     EXPECT(over == 0, "%d batches exceed %d tokens", over, budget);
     EXPECT(spread_bad == 0, "%d batches mix source lengths more than 2 apart", spread_bad);
     printf("%ld pairs kept of %ld, %ld batches of <= %d tokens\n", nk, n, p1.nbatches, budget);
+
+    /* batch_shard */
+    long shard_bad = 0;
+    for (int world = 1; world <= 5; world++)
+        for (long b = 0; b < p1.nbatches; b++) {
+            const long *idx = p1.idx + p1.start[b];
+            int nb = (int)(p1.start[b + 1] - p1.start[b]), prev_hi = 0, maxlen = 0;
+            long sum = 0, total = -1;
+            for (int q = 0; q < nb; q++) {
+                int t = (int)(e.tgt_off[idx[q] + 1] - e.tgt_off[idx[q]]) + 1;
+                if (t > maxlen) maxlen = t;
+            }
+            for (int rank = 0; rank < world; rank++) {
+                int lo, hi;
+                long tot = batch_shard(&e, idx, nb, rank, world, &lo, &hi);
+                if (total < 0) total = tot;
+                shard_bad += tot != total || lo != prev_hi || hi < lo || hi > nb;
+                prev_hi = hi;
+                batch_fill(&hb, &e, idx + lo, hi - lo);
+                sum += hb.tgt_tokens;
+                /* the cut nearest to k·total/world: a shard is off by less than one sentence at
+                 * each of its two ends */
+                double share = (double)total / world;
+                shard_bad += fabs((double)hb.tgt_tokens - share) > 2.0 * maxlen;
+            }
+            shard_bad += prev_hi != nb || sum != total;
+        }
+    EXPECT(shard_bad == 0, "batch_shard: %ld violations of the shard rule", shard_bad);
+    int lo, hi; /* fewer sentences than ranks: empty shards, the batch still covered once */
+    batch_shard(&e, p1.idx, 2, 4, 5, &lo, &hi);
+    EXPECT(lo == 2 && hi == 2, "the last of 5 ranks on a 2-sentence batch: [%d, %d)", lo, hi);
 
     BatchPlan bad;
     EXPECT(batch_plan(&bad, &e, keep, nk, 20, &a, &err) != 0 && strstr(err.msg, "batch_tokens"),

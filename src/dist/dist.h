@@ -1,0 +1,80 @@
+/* dist/dist.h — the ranks of a data-parallel run (DESIGN.md §12) on MPI: start-up and shutdown,
+ * rank / world size / local rank / host names, and the few collectives the trainer uses (a sum
+ * of floats or doubles in place, a broadcast, an all-gather, a barrier), with a watchdog that
+ * ends a rank whose peers stopped answering.
+ *
+ * One world per process, held here (the functions take no handle). Built with MPI (TRAINER_MPI,
+ * CMake found MPI) the world is MPI_COMM_WORLD when the process was started by an MPI launcher
+ * (mpirun / mpiexec / srun set OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK); otherwise — a plain
+ * `trainer train`, or a build without MPI — it is a world of one rank: dist_init calls no MPI
+ * function, every collective returns at once and leaves its buffer as it is, so a single
+ * process trains bit for bit as it did before this module existed.
+ *
+ * Errors: dist_init returns a Status (MPI_Init_thread failed). A collective that fails (an MPI
+ * error code: the errors handler is MPI_ERRORS_RETURN) or that does not complete within the
+ * timeout of dist_set_timeout is a fault of the job, not an input error: the rank prints
+ * "rank R: ..." on stderr — the collective, what it was for, and the peer ranks found dead —
+ * and exits with status DIST_EXIT_PEER (no MPI_Finalize; mpirun then ends the job).
+ * Peer deaths: a watchdog thread (no MPI calls of its own) polls, while a collective is in
+ * flight, the processes of the ranks on this host (/proc/PID/stat: gone or a zombie = dead) and
+ * the timeout; ranks on other hosts are only covered by the timeout (and by mpirun, which by
+ * default ends the whole job when one rank dies). Units: sizes in elements or bytes as named,
+ * times in seconds. Sources: the MPI 3.1 standard (MPI_Init_thread, MPI_Comm_rank,
+ * MPI_Comm_size, MPI_Comm_set_errhandler with
+ * MPI_ERRORS_RETURN, MPI_Allreduce with MPI_IN_PLACE and MPI_SUM, MPI_Bcast, MPI_Allgather,
+ * MPI_Barrier, MPI_Abort, MPI_Finalize, MPI_Error_string).
+ */
+#ifndef TRAINER_DIST_H
+#define TRAINER_DIST_H
+
+#include <stddef.h>
+
+#include "core/common.h"
+
+#define DIST_EXIT_PEER 3 /* the exit status of a rank that gave up on its peers */
+
+/* Starts the world: MPI_Init_thread (MPI_THREAD_FUNNELED: only the main thread calls MPI) when
+ * built with MPI and started by a launcher, else a world of one rank (no MPI call). Then every
+ * rank learns every rank's host name and pid (an all-gather), and its local rank (its index among
+ * the ranks whose host name, gethostname, is its own). Call once, before any other function here.
+ * Errors: "MPI_Init_thread failed: <MPI error string>". */
+Status dist_init(int *argc, char ***argv, Err *err);
+/* Ends the world: stops the watchdog and calls MPI_Finalize when dist_init initialised MPI (a
+ * collective: call it on every rank, or exit without it after an error). No errors. */
+void dist_finalize(void);
+
+int dist_rank(void);       /* this rank, 0 .. dist_size() - 1 (0 without MPI) */
+int dist_size(void);       /* ranks in the world (1 without MPI or launcher) */
+int dist_local_rank(void); /* this rank's index among the ranks on its host (0 without MPI) */
+const char *dist_host(int rank); /* the host name of rank (dist_init's gathering); no errors */
+long dist_pid(int rank);         /* the process id of rank on its host; no errors */
+/* "N ranks on H hosts: host0 [0 1], host1 [2 3]" (pids listed with pids != 0) into buf (n bytes)
+ * and returned. No errors. */
+const char *dist_layout(char *buf, size_t n, int pids);
+
+/* The most seconds one collective may wait for the others (dist.timeout); <= 0: no limit.
+ * Starts the watchdog thread (world size > 1) on its first call. No errors. */
+void dist_set_timeout(double seconds);
+
+/* In-place sum over all ranks of buf[0..n) (MPI_Allreduce, MPI_IN_PLACE, MPI_SUM; MPI_FLOAT or
+ * MPI_DOUBLE). Every rank gets the same sums; the order of the float additions is MPI's (the
+ * result equals one process's sum up to rounding). what names the call in fault messages
+ * ("the gradient of step 12"). Faults: see the top (the rank exits). */
+void dist_sum_float(float *buf, size_t n, const char *what);
+void dist_sum_double(double *buf, size_t n, const char *what);
+/* Rank root's bytes buf[0..bytes) into every rank's buf (MPI_Bcast of MPI_BYTE; sizes above
+ * INT_MAX bytes are sent in pieces). Faults: see the top. */
+void dist_bcast(void *buf, size_t bytes, int root, const char *what);
+/* Every rank's mine[0..bytes) into all[rank * bytes ..] on every rank (MPI_Allgather of
+ * MPI_BYTE; all holds dist_size() * bytes). Faults: see the top. */
+void dist_allgather(const void *mine, void *all, size_t bytes, const char *what);
+/* Waits for every rank (MPI_Barrier). Faults: see the top. */
+void dist_barrier(const char *what);
+/* The lowest rank whose ok is 0, or -1 when every rank passed ok != 0 (MPI_Allreduce, MPI_MIN):
+ * how the ranks agree to go on or stop together after a step that may fail on some of them.
+ * Faults: see the top. */
+int dist_first_failed(int ok, const char *what);
+/* Ends every rank of the job now (MPI_Abort with code; exit(code) without MPI). No return. */
+void dist_abort(int code) __attribute__((noreturn));
+
+#endif

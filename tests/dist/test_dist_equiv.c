@@ -1,0 +1,210 @@
+/* test_dist_equiv.c — N data-parallel ranks = one process on the same global batch (DESIGN.md §9,
+ * §12; issue 14). Run under mpirun (tests/dist/run_mpi.sh; `mpirun -np 2`, optionally with
+ * `--mca btl tcp,self`); every rank
+ *   - builds the same model twice from the same seed (dropout 0: the masks are keyed by the
+ *     shard's layout, so only dropout 0 makes N ranks and one process the same step), and the
+ *     same synthetic batches (sentences of varied lengths, as the batcher cuts them);
+ *   - steps the reference copy as one process does (train_step on the whole batch), and the other
+ *     copy on its own shard (batch_shard, train_step_shard: gradient sum over the ranks);
+ *   - compares after every step: the loss, the summed gradient and the parameters after clipping
+ *     and Adam, to the stated tolerances (float sums in another order);
+ *   - checks that every rank holds bit-identical parameters (CRC32 of the flat buffer, gathered);
+ *   - runs the same comparison with the last rank's shard dropped (an empty shard) and requires
+ *     that it FAILS the tolerances: they are tight enough to see one rank's missing gradient.
+ * Both model families are covered (RNN with input feeding, Transformer). With one rank the test
+ * still runs (the shards are the whole batch) but is not a data-parallel test; ctest runs it
+ * with 2. Exit 0 = pass on this rank.
+ */
+#include <math.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "data/batch.h"
+#include "dist/dist.h"
+#include "model/model.h"
+#include "testutil.h"
+#include "train/config.h"
+#include "train/train.h"
+
+/* Tolerances, relative: |loss_N - loss_1| <= TOL_LOSS * |loss_1|; max |g_N - g_1| <= TOL_GRAD *
+ * max |g_1| (every step); ||u_N - u_1|| <= TOL_PARAM * ||u_1|| for the parameters' updates
+ * u = w_after - w_before over the steps (Euclidean norms). The updates are compared as a whole,
+ * not element by element: Adam's step lr * g / (|g| + eps) turns a rounding difference of a
+ * gradient element near 0 (|g| ~ adam_eps = 1e-8) into a difference of up to about lr in that
+ * element, which no elementwise tolerance below lr could take (measured: 0.84 lr in one element
+ * of the Transformer). Such elements are those of the attention key biases (mha.c b_k): their
+ * gradient is 0 in exact arithmetic (b_k adds q·b_k to every score of a row, and softmax is
+ * shift-invariant), so both runs move them by rounding noise alone (measured |g| ~ 1e-9); they are
+ * left out of the comparison, by name. Measured here (2 ranks): loss 4e-11 / 9e-9, gradient
+ * 1.3e-7 / 2.4e-7, updates 4e-7 / 1.1e-6 (RNN / Transformer); with the last shard dropped the
+ * same numbers are 0.5 to 0.9, so the tolerances sit about 100x above rounding and far below a
+ * missing shard. */
+#define TOL_LOSS 1e-6
+#define TOL_GRAD 1e-5
+#define TOL_PARAM 1e-4
+
+enum { NSENT = 23, V = 40, STEPS = 3 };
+
+/* A synthetic encoded corpus: NSENT pairs of 1..12 source and 1..10 target tokens. */
+static void make_corpus(Encoded *e) {
+    memset(e, 0, sizeof *e);
+    e->n = NSENT;
+    e->src_off = xmalloc(sizeof(int64_t) * (NSENT + 1));
+    e->tgt_off = xmalloc(sizeof(int64_t) * (NSENT + 1));
+    e->src_ids = xmalloc(sizeof(int32_t) * NSENT * 12);
+    e->tgt_ids = xmalloc(sizeof(int32_t) * NSENT * 10);
+    e->src_off[0] = e->tgt_off[0] = 0;
+    for (int i = 0; i < NSENT; i++) {
+        int s = 1 + (i * 7) % 12, t = 1 + (i * 5 + 3) % 10;
+        for (int k = 0; k < s; k++) e->src_ids[e->src_off[i] + k] = 4 + (i * 13 + k * 7) % (V - 4);
+        for (int k = 0; k < t; k++) e->tgt_ids[e->tgt_off[i] + k] = 4 + (i * 11 + k * 3) % (V - 4);
+        e->src_off[i + 1] = e->src_off[i] + s;
+        e->tgt_off[i + 1] = e->tgt_off[i] + t;
+    }
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - (double)b[i]));
+    return m;
+}
+
+static double max_abs(const float *a, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i]));
+    return m;
+}
+
+typedef struct {
+    double loss, grad, param; /* the worst relative errors over the steps (param: of the
+                               * updates over all steps) */
+    double max_param;         /* the largest difference of one update, in units of lr */
+    int identical;            /* parameters bit-identical on every rank after every step */
+} Errors;
+
+/* STEPS steps on the plan's batches: the reference (one process) against the shards (drop: the
+ * last rank trains an empty shard). */
+static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, const BatchPlan *plan,
+                  int drop) {
+    int rank = dist_rank(), world = dist_size();
+    Model ref, par;
+    Err err;
+    CHECK(model_create(&ref, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
+    CHECK(model_create(&par, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
+    model_init_params(&ref, 11);
+    model_init_params(&par, 11);
+    int bB, bS, bT;
+    batch_bounds(cfg->batch_tokens, cfg->max_len, &bB, &bS, &bT);
+    TokenBatch full, shard;
+    batch_alloc(&full, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    batch_alloc(&shard, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    model_reserve(&ref, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    model_reserve(&par, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    TrainState s1 = {.step = 0, .epoch = 1, .lr_scale = 1}, s2 = s1;
+    Errors out = {0, 0, 0, 0, 1};
+    size_t n = ref.ps.total;
+    float *w0 = xmalloc(sizeof(float) * n);
+    memcpy(w0, ref.ps.data, sizeof(float) * n);
+    for (int k = 0; k < STEPS; k++) {
+        long bi = k % plan->nbatches;
+        const long *idx = plan->idx + plan->start[bi];
+        int nb = (int)(plan->start[bi + 1] - plan->start[bi]), lo, hi;
+        batch_fill(&full, e, idx, nb);
+        long total = batch_shard(e, idx, nb, rank, world, &lo, &hi);
+        CHECK(total == full.tgt_tokens, "batch_shard's total is batch_fill's tgt_tokens");
+        if (drop && rank == world - 1) lo = hi;
+        batch_fill(&shard, e, idx + lo, hi - lo);
+        StepResult r1 = train_step(&ref, cfg, &full, &s1, NULL);
+        StepSync sync = {{0, 0}, shard.src_tokens, 0, 0, 0};
+        /* the gradient after the sums is compared before clipping: clip_norm is off (0) here,
+         * and Adam reads but does not change the gradient */
+        StepResult r2 = train_step_shard(&par, cfg, &shard, total, &s2, NULL, &sync);
+        CHECK(r1.finite && r2.finite, "finite steps");
+        out.loss = fmax(out.loss, fabs(r2.loss - r1.loss) / fabs(r1.loss));
+        out.grad = fmax(out.grad, max_abs_diff(par.ps.grad, ref.ps.grad, n) /
+                                      max_abs(ref.ps.grad, n));
+        if (!drop)
+            CHECK(sync.src_tokens == full.src_tokens && sync.tgt_tokens == total,
+                  "the shards' tokens add up to the batch's");
+        uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)par.ps.data, (uInt)(n * sizeof(float)));
+        uint32_t all[64];
+        CHECK(world <= 64, "at most 64 ranks in this test");
+        dist_allgather(&crc, all, sizeof crc, "the parameters' CRC32");
+        for (int q = 0; q < world; q++) out.identical &= all[q] == all[0];
+    }
+    double du = 0, u = 0;
+    for (int q = 0; q < ref.ps.n; q++) {
+        const ParamSpec *ps = &ref.ps.specs[q];
+        size_t len = strlen(ps->name);
+        if (len >= 4 && !strcmp(ps->name + len - 4, ".b_k")) continue; /* see TOL_PARAM */
+        for (size_t i = ps->offset; i < ps->offset + ps->size; i++) {
+            double a = (double)ref.ps.data[i] - w0[i], b = (double)par.ps.data[i] - w0[i];
+            du += (a - b) * (a - b), u += a * a;
+            out.max_param = fmax(out.max_param, fabs(a - b) / cfg->lr);
+        }
+    }
+    out.param = sqrt(du / u);
+    free(w0);
+    batch_free(&full);
+    batch_free(&shard);
+    model_free(&ref);
+    model_free(&par);
+    return out;
+}
+
+int main(int argc, char **argv) {
+    Err err;
+    if (dist_init(&argc, &argv, &err)) {
+        fprintf(stderr, "FAIL: %s\n", err.msg);
+        return 1;
+    }
+    dist_set_timeout(60);
+    int rank = dist_rank(), world = dist_size(), fails = 0;
+    Config cfg;
+    config_defaults(&cfg);
+    cfg.lr = 1e-3f, cfg.warmup_steps = 0, cfg.clip_norm = 0, cfg.label_smoothing = 0.1f;
+    cfg.batch_tokens = 120, cfg.max_len = 12;
+    Encoded e;
+    make_corpus(&e);
+    long *keep;
+    long nkeep = batch_filter(&e, cfg.max_len, &keep);
+    Rng rng;
+    rng_seed(&rng, 5, 1);
+    BatchPlan plan;
+    CHECK(batch_plan(&plan, &e, keep, nkeep, cfg.batch_tokens, &rng, &err) == STATUS_OK, err.msg);
+
+    ModelSpec specs[2] = {{0}, {0}};
+    specs[0].type = MODEL_RNN, specs[0].cell = CELL_LSTM, specs[0].attention = ATTN_LUONG_GENERAL;
+    specs[0].emb = 8, specs[0].hidden = 12, specs[0].enc_layers = 2, specs[0].dec_layers = 1;
+    specs[0].input_feeding = 1, specs[0].heads = 2;
+    specs[1].type = MODEL_TRANSFORMER, specs[1].d_model = 8, specs[1].heads = 2;
+    specs[1].d_ff = 16, specs[1].enc_layers = 2, specs[1].dec_layers = 2;
+    specs[1].norm = NORM_PRE, specs[1].tie_embeddings = 1, specs[1].self_attention = ATTN_SDP;
+    specs[1].dec_self_attention = ATTN_NONE, specs[1].cross_attention = ATTN_SDP;
+    const char *names[2] = {"rnn lstm luong_general", "transformer sdp"};
+    for (int c = 0; c < 2; c++) {
+        for (int drop = 0; drop < 2; drop++) {
+            if (drop && world == 1) continue;
+            Errors x = run(&specs[c], &cfg, &e, &plan, drop);
+            int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
+            int ok = x.identical && (drop ? !within : within);
+            if (rank == 0)
+                printf("%s, %d ranks%s: relative differences: loss %.3g, gradient %.3g, updates "
+                       "%.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: %.3g lr); "
+                       "parameters %s on every rank: %s\n",
+                       names[c], world, drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad,
+                       x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
+                       x.identical ? "identical" : "NOT identical",
+                       ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
+                          : (drop ? "FAIL: the tolerances do not see a dropped shard" : "FAIL"));
+            fails += !ok;
+        }
+    }
+    batch_plan_free(&plan);
+    free(keep);
+    encoded_free(&e);
+    int bad = dist_first_failed(fails == 0, "the verdict");
+    if (rank == 0) printf("%s\n", bad < 0 ? "PASS" : "FAIL");
+    dist_finalize();
+    return bad < 0 ? 0 : 1;
+}
