@@ -92,9 +92,10 @@ static Result measure(int kind, int T, int NH, int HS, int causal) {
             break;
         }
         case K_LINEAR:
-            be->linear_attn_forward(o, q, k, v, &len, causal, 1, NH, T, T, HS, HS, work);
-            be->linear_attn_backward(dq, dk, dv, g, q, k, v, &len, causal, 1, NH, T, T, HS, HS,
-                                     work);
+            be->linear_attn_forward(o, q, k, v, &len, causal, LINEAR_PHI_ELU1, 1, NH, T, T, HS,
+                                    HS, work);
+            be->linear_attn_backward(dq, dk, dv, g, q, k, v, &len, causal, LINEAR_PHI_ELU1, 1, NH,
+                                     T, T, HS, HS, work);
             break;
         case K_EFFICIENT:
             be->efficient_attn_forward(o, q, k, v, &len, 1, NH, T, T, HS, HS, work);

@@ -1,6 +1,7 @@
 /* attention.c — the attention table (attention.h): names, the rows (one file per kind), the one
  * "supports" check with its one refusal message, and the calls every model makes through a row;
- * the KV cache is the decoding state of every kind without its own (linear has running sums). */
+ * the KV cache is the decoding state of every kind without its own (linear and taylor have
+ * running sums). */
 #include "attention/attention.h"
 
 #include <assert.h>
@@ -12,7 +13,7 @@
 
 const char *const attention_kind_names[ATTN_KIND_COUNT] = {
     "none", "bahdanau", "luong_dot", "luong_general", "luong_concat",
-    "sdp",  "flash",    "linear",    "efficient",
+    "sdp",  "flash",    "linear",    "efficient",     "taylor",
 };
 static_assert(sizeof attention_kind_names / sizeof attention_kind_names[0] == ATTN_KIND_COUNT,
               "attention_kind_names must name every AttentionKind");
@@ -44,7 +45,7 @@ const AttentionOps *attention_row(AttentionKind kind) {
         [ATTN_LUONG_GENERAL] = &attention_luong_general,
         [ATTN_LUONG_CONCAT] = &attention_luong_concat, [ATTN_SDP] = &attention_sdp,
         [ATTN_FLASH] = &attention_flash,           [ATTN_LINEAR] = &attention_linear,
-        [ATTN_EFFICIENT] = &attention_efficient};
+        [ATTN_EFFICIENT] = &attention_efficient,   [ATTN_TAYLOR] = &attention_taylor};
     CHECK(kind >= 0 && kind < ATTN_KIND_COUNT, "attention_row: kind out of range");
     return rows[kind];
 }
@@ -75,7 +76,7 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
     } else if (causal && !r->causal_ok) {
         snprintf(reason, sizeof reason, "efficient attention (Shen et al. 2021) normalises each "
                  "key column over the whole sequence, so it has no causal form for the "
-                 "decoder's self-attention; set %s to sdp, flash or linear", key);
+                 "decoder's self-attention; set %s to sdp, flash, linear or taylor", key);
     } else if ((slot != ATTN_SLOT_RNN || r->multi_head) && (NH < 1 || Dk % NH)) {
         snprintf(reason, sizeof reason, "model.heads = %d does not divide %s = %d; choose heads "
                  "that divide it", NH, slot == ATTN_SLOT_RNN ? "model.hidden" : "model.d_model",

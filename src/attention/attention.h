@@ -13,7 +13,7 @@
  * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
+ * efficient.c, taylor.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
  * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  *
@@ -40,6 +40,7 @@ typedef enum AttentionKind {
     ATTN_FLASH,          /* Dao et al. 2022, tiled exact attention */
     ATTN_LINEAR,         /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */
     ATTN_EFFICIENT,      /* Shen et al. 2021, softmax over rows of Q and columns of K */
+    ATTN_TAYLOR,         /* Li et al. 2020, first-order Taylor: weights ∝ 1 + q̂·k̂ */
     ATTN_KIND_COUNT
 } AttentionKind;
 
@@ -124,7 +125,7 @@ struct AttentionOps {
     size_t (*workspace)(const Attention *a, const Backend *be, int B, int Tq, int Tk);
     /* Decoding state of a causal self-attention, one query per step (NULL: a KV cache, keys and
      * values [R, NH, Tcap, HS] each, appended per step; attention.c). linear: the running sums
-     * of Katharopoulos et al. 2020 §3.4, constant in t. */
+     * of Katharopoulos et al. 2020 §3.4, constant in t; taylor: the same over its features. */
     size_t (*state_floats)(const Attention *a, int R, int Tcap);
     void (*decode_step)(const Attention *a, const Backend *be, float *o, float *save, float *state,
                         const float *q, const float *k, const float *v, const int *step_len,
@@ -136,7 +137,7 @@ struct AttentionOps {
     /* Host-side weights of one query against len keys for attention maps: w[s] for s < len,
      * summing to 1, from one head's q [HS] and k [len, HS] (after query_forward), v_a [HS] of
      * that head (additive) or NULL. The softmax for the softmax kinds; φ(q)·φ(k_s) / Σ for
-     * linear; ρ_q(q)·ρ_k(k)_s for efficient. */
+     * linear; ρ_q(q)·ρ_k(k)_s for efficient; (1 + q̂·k̂_s) / Σ for taylor. */
     void (*weights_host)(float *w, const float *q, const float *k, const float *v_a, int len,
                          int HS);
 };
@@ -199,8 +200,8 @@ void attention_backward(const Attention *a, const Backend *be, float *dq, float 
  * and Tcap steps; one step (k, v [R, NH, 1, HS] of the new position; step_len [R] = t + 1 in
  * backend memory); the beam reorder (parent [R], parent_bh [R·NH], backend memory). The state
  * must be zero before step 0. The default state is a KV cache, keys and values [R, NH, Tcap, HS];
- * linear keeps the running sums of Katharopoulos et al. 2020 §3.4. No errors; t < Tcap is the
- * caller's contract. */
+ * linear and taylor keep the running sums of Katharopoulos et al. 2020 §3.4. No errors;
+ * t < Tcap is the caller's contract. */
 size_t attention_state_floats(const Attention *a, int R, int Tcap);
 void attention_decode_step(const Attention *a, const Backend *be, float *o, float *save,
                            float *state, const float *q, const float *k, const float *v,

@@ -11,7 +11,8 @@ static void linear_forward(const Attention *a, const Backend *be, float *o, floa
                            const float *q, const float *k, const float *v, const int *key_len,
                            int causal, int B, int Tq, int Tk, float *work) {
     (void)save;
-    be->linear_attn_forward(o, q, k, v, key_len, causal, B, a->NH, Tq, Tk, a->HS, a->HS, work);
+    be->linear_attn_forward(o, q, k, v, key_len, causal, LINEAR_PHI_ELU1, B, a->NH, Tq, Tk, a->HS,
+                            a->HS, work);
 }
 
 static void linear_backward(const Attention *a, const Backend *be, float *dq, float *dk,
@@ -19,8 +20,8 @@ static void linear_backward(const Attention *a, const Backend *be, float *dq, fl
                             const float *q, const float *k, const float *v, const int *key_len,
                             int causal, int B, int Tq, int Tk, float *work) {
     (void)o, (void)save; /* the backward recomputes the running sums */
-    be->linear_attn_backward(dq, dk, dv, dout, q, k, v, key_len, causal, B, a->NH, Tq, Tk, a->HS,
-                             a->HS, work);
+    be->linear_attn_backward(dq, dk, dv, dout, q, k, v, key_len, causal, LINEAR_PHI_ELU1, B, a->NH,
+                             Tq, Tk, a->HS, a->HS, work);
 }
 
 static size_t linear_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
@@ -41,7 +42,7 @@ static void linear_decode_step(const Attention *a, const Backend *be, float *o, 
                                const int *step_len, int R, int t, int Tcap, float *work) {
     (void)save, (void)step_len, (void)t, (void)Tcap, (void)work;
     float *S = state, *z = state + (size_t)R * a->NH * a->HS * a->HS;
-    be->linear_attn_step(o, S, z, q, k, v, R, a->NH, a->HS, a->HS);
+    be->linear_attn_step(o, S, z, q, k, v, LINEAR_PHI_ELU1, R, a->NH, a->HS, a->HS);
 }
 
 static void linear_decode_reorder(const Attention *a, const Backend *be, float *dst,

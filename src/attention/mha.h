@@ -14,6 +14,8 @@
  *   flash          the same, tiled with the online softmax; keeps lse   (Dao et al. 2022)
  *   linear         φ(q)ᵀ Σ φ(k) vᵀ / φ(q)ᵀ Σ φ(k), φ = elu + 1  (Katharopoulos et al. 2020 eq. 6)
  *   efficient      ρ_q(q) (ρ_k(k)ᵀ v), row / column softmaxes; no causal form (Shen et al. 2021)
+ *   taylor         (Σ v + q̂ (K̂ᵀV)) / (N + q̂·(K̂ᵀ1)), q̂ = q/‖q‖, k̂ = k/‖k‖: weights ∝ 1 + q̂·k̂
+ *                  (Li et al. 2020; linear attention over the features [1; x̂])
  *   luong_dot      softmax(q kᵀ) v, unscaled                      (Luong et al. 2015 eq. 8, dot)
  *   luong_general  q is first projected by W_a [D,D]: softmax((q W_a) kᵀ) v     (eq. 8, general)
  *   bahdanau,      softmax_s(v_hᵀ tanh(q_h + k_h)) v per head; v_a [NH,HS]
@@ -126,7 +128,8 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 
 /* ---- the RNN decoder's attention (no projections around it) ----
  * q [B,Tq,Dq] decoder states, keys = values = enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
- * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient), else 1.
+ * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor), else
+ * 1.
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄ and/or the key heads) in kbuf,
  * and zeroes dkbuf; after every backward call of the batch, rnn_attn_end_backward turns dkbuf
  * into denc and parameter gradients. */

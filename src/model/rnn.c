@@ -941,7 +941,7 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
     int R = m->dsrc.B, S = m->dsrc.S;
     if (m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1)
         return step_save(m, t, R, S); /* the weights themselves */
-    /* no weights kept (flash, linear, efficient) or one map per head: the kind's weights of
+    /* no weights kept (flash, linear, efficient, taylor) or one map per head: the kind's weights of
      * step t's query, averaged over heads, on the host */
     rnn_attn_weights(&m->attn, m->be, m->attn_map,
                      m->qsave + (size_t)t * R * m->H, m->dsrc.enc_out,

@@ -50,6 +50,8 @@ static const struct {
     OP_ROW(OP_LINEAR_ATTN_FORWARD, linear_attn_forward),
     OP_ROW(OP_LINEAR_ATTN_BACKWARD, linear_attn_backward),
     OP_ROW(OP_LINEAR_ATTN_STEP, linear_attn_step),
+    OP_ROW(OP_L2FEATURE_FORWARD, l2feature_forward),
+    OP_ROW(OP_L2FEATURE_BACKWARD, l2feature_backward),
     OP_ROW(OP_EFFICIENT_ATTN_FORWARD, efficient_attn_forward),
     OP_ROW(OP_EFFICIENT_ATTN_BACKWARD, efficient_attn_backward),
     OP_ROW(OP_GATHER_ROWS, gather_rows),

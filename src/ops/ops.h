@@ -38,11 +38,12 @@
  *
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
- * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c),
- * declared in cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the
- * CUDA backend, which fills the same table and is to mirror cpu/ file by file; ops/params.h
- * carves parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case
- * per OpKind; the attention cases in tests/ops/attention_softmax.c and attention_linear.c).
+ * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c (with the
+ * taylor kind's l2feature_*), efficient.c), declared in cpu_internal.h and gathered into the
+ * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
+ * mirror cpu/ file by file; ops/params.h carves parameters from one table. Every op is tested by
+ * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
+ * tests/ops/attention_softmax.c, attention_linear.c and attention_taylor.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -78,6 +79,10 @@ typedef struct {
 typedef struct {
     size_t weights, work, reserve;
 } RnnSeqSizes;
+
+/* The feature map of linear_attn_* (Backend, below): φ(x) = elu(x) + 1 (Katharopoulos et al.
+ * 2020 §3.2), or the identity (the inputs are features already: the taylor kind). */
+enum { LINEAR_PHI_ELU1 = 0, LINEAR_PHI_IDENTITY = 1 };
 
 struct Backend {
     const char *name; /* "cpu" or "cuda" */
@@ -260,29 +265,43 @@ struct Backend {
      * thread the backend may use (the CPU: omp_get_max_threads() at the time of the call, so a
      * caller sizes work after setting its thread count). Ops never allocate (DESIGN.md §2). */
     size_t (*flash_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
-    /* Linear attention (Katharopoulos et al. 2020 eq. 6–9), φ(x) = elu(x) + 1:
+    /* Linear attention (Katharopoulos et al. 2020 eq. 6–9) with the feature map φ chosen by
+     * phi (LINEAR_PHI_*, below): φ(x) = elu(x) + 1 (LINEAR_PHI_ELU1, the paper's), or φ(x) = x
+     * (LINEAR_PHI_IDENTITY: q and k are already features, non-negative dot products, e.g. the
+     * taylor kind's [1; x/‖x‖₂] from l2feature_forward; then dq, dk are the gradients of the
+     * features themselves):
      * out_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / (φ(q_t)ᵀ Σ_s φ(k_s) + 1e-6) over the visible keys s;
      * causal: prefix sums over s (eq. 8–9); the backward recomputes the running sums forward and
      * backward in time (§3.3.1) instead of storing one D×Dv state per position. Nothing of size
      * Tq×Tk or T·D·Dv is stored. A row with no visible key gets out = 0. */
     void (*linear_attn_forward)(float *out, const float *q, const float *k, const float *v,
-                                const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                int D, int Dv, float *work);
+                                const int *key_len, int causal, int phi, int B, int NH, int Tq,
+                                int Tk, int D, int Dv, float *work);
     void (*linear_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
                                  const float *q, const float *k, const float *v,
-                                 const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                 int D, int Dv, float *work);
+                                 const int *key_len, int causal, int phi, int B, int NH, int Tq,
+                                 int Tk, int D, int Dv, float *work);
     /* Floats of work for linear_attn_forward and _backward (as flash_attn_workspace). */
     size_t (*linear_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
     /* One step of causal linear attention as a recurrence (Katharopoulos et al. 2020 §3.4,
      * the recurrent form), for incremental decoding: per row and head,
-     * state[D,Dv] += φ(k) vᵀ, zsum[D] += φ(k), then out = stateᵀ φ(q) / (φ(q)·zsum + 1e-6).
+     * state[D,Dv] += φ(k) vᵀ, zsum[D] += φ(k), then out = stateᵀ φ(q) / (φ(q)·zsum + 1e-6),
+     * φ as phi says (LINEAR_PHI_*).
      * q, k [B,NH,D], v, out [B,NH,Dv], state [B,NH,D,Dv], zsum [B,NH,D] (zero before the first
      * step). Step t's out equals row t of linear_attn_forward with causal = 1, bit for bit.
      * No workspace (the CUDA backend keeps its 2·D + Dv + 1 floats of row scratch per (b, h) in
      * shared memory: it CHECKs 2·D + Dv + 1 <= 12288, 48 KiB). */
     void (*linear_attn_step)(float *out, float *state, float *zsum, const float *q,
-                             const float *k, const float *v, int B, int NH, int D, int Dv);
+                             const float *k, const float *v, int phi, int B, int NH, int D,
+                             int Dv);
+    /* The features of first-order Taylor linear attention (Li et al. 2020, "Linear Attention
+     * Mechanism: An Efficient Attention for Semantic Segmentation"; the taylor kind): per row n,
+     * r = 1/√(‖inp[n]‖² + 1e-12) (the squared norm summed in double), x̂ = inp[n]·r and
+     * out[n] = [1; x̂], so that out_q·out_k = 1 + q̂·k̂ ≥ 0. out[N, D+1], inp[N, D]. */
+    void (*l2feature_forward)(float *out, const float *inp, int N, int D);
+    /* dinp[N,D] += r (dx̂ − x̂ (x̂·dx̂)), dx̂ = dout[n, 1..D] (dout[n, 0] is the constant's and
+     * ignored), r and x̂ recomputed from inp (x̂·dx̂ summed in double). */
+    void (*l2feature_backward)(float *dinp, const float *dout, const float *inp, int N, int D);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
      * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
      * key_len[b] visible positions); no causal form (callers must refuse one). */
@@ -433,6 +452,8 @@ typedef enum OpKind {
     OP_LINEAR_ATTN_FORWARD,
     OP_LINEAR_ATTN_BACKWARD,
     OP_LINEAR_ATTN_STEP,
+    OP_L2FEATURE_FORWARD,
+    OP_L2FEATURE_BACKWARD,
     OP_EFFICIENT_ATTN_FORWARD,
     OP_EFFICIENT_ATTN_BACKWARD,
     OP_GATHER_ROWS,

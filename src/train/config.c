@@ -25,7 +25,7 @@ _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
                "Precision and ops.h's BACKEND_PRECISION_* must agree");
 const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
     "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
-    "sdp",  "flash",    "linear",    "efficient",
+    "sdp",  "flash",    "linear",    "efficient",     "taylor",
 };
 static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[0] ==
                   ATTN_KIND_COUNT, "dec_self_attention_names must name every AttentionKind");
@@ -89,7 +89,8 @@ static const KeyDef keys[] = {
            "c_t); other decoder layers, and decoding, keep own"),
     K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
     K_INT("model", "heads", model.heads, "4", 1, 256,
-          "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient)"),
+          "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient, "
+          "taylor)"),
     K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
     K_ENUM("model", "norm", model.norm, "pre", norm_place_names,
            "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "

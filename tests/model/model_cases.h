@@ -34,7 +34,7 @@ static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKi
     return s;
 }
 
-/* Writes the cases into out[12]; returns their count. */
+/* Writes the cases into out[16]; returns their count. */
 static int model_cases(Case *out) {
     const Case cases[] = {
         {"rnn lstm none", rnn_spec(ATTN_NONE, 0, 0)},
@@ -46,10 +46,12 @@ static int model_cases(Case *out) {
         {"rnn lstm flash", rnn_spec(ATTN_FLASH, 0, 0)},
         {"rnn gru linear", rnn_spec(ATTN_LINEAR, 1, 1)},
         {"rnn lstm efficient", rnn_spec(ATTN_EFFICIENT, 0, 0)},
+        {"rnn gru taylor", rnn_spec(ATTN_TAYLOR, 1, 0)},
         {"transformer sdp", tf_spec(ATTN_SDP, ATTN_NONE, ATTN_SDP)},
         {"transformer flash / linear / luong_general",
          tf_spec(ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL)},
         {"transformer efficient / sdp / bahdanau", tf_spec(ATTN_EFFICIENT, ATTN_SDP, ATTN_BAHDANAU)},
+        {"transformer taylor / taylor / sdp", tf_spec(ATTN_TAYLOR, ATTN_TAYLOR, ATTN_SDP)},
     };
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];

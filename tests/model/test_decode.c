@@ -1,7 +1,7 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
- * every RNN attention kind (sdp, flash, linear, efficient with model.heads = 2), both cells and
- * both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5 and 3
- * source tokens):
+ * every RNN attention kind (sdp, flash, linear, efficient, taylor with model.heads = 2), both
+ * cells and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
+ * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
  *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
  *  2. Reordering: with 2 rows per sentence fed two different sequences, the rows swap
@@ -212,7 +212,7 @@ int main(void) {
         {ATTN_BAHDANAU, 1, 0},      {ATTN_LUONG_GENERAL, 1, 0},  {ATTN_LUONG_CONCAT, 1, 1},
         /* the Transformer's kinds in the RNN, 2 heads (model.heads) of the encoder states */
         {ATTN_SDP, 0, 1},           {ATTN_FLASH, 1, 0},          {ATTN_LINEAR, 0, 1},
-        {ATTN_EFFICIENT, 1, 1},
+        {ATTN_EFFICIENT, 1, 1},     {ATTN_TAYLOR, 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);

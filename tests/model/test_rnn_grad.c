@@ -1,5 +1,5 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind (the multi-head sdp, flash, linear and efficient with 2 heads), both
+ * every attention kind (the multi-head sdp, flash, linear, efficient and taylor with 2 heads), both
  * cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
@@ -168,13 +168,14 @@ int main(void) {
     }
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
     /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
-    const AttentionKind multi[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_EFFICIENT};
-    for (int k = 0; k < 4; k++)
+    const AttentionKind multi[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_EFFICIENT, ATTN_TAYLOR};
+    for (int k = 0; k < 5; k++)
         for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
     const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
                                  ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
-                                 ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT};
+                                 ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT,
+                                 ATTN_TAYLOR};
     for (int gru = 0; gru < 2; gru++)
-        for (int k = 0; k < 9; k++) run_stepwise(all[k], gru);
+        for (int k = 0; k < 10; k++) run_stepwise(all[k], gru);
     return test_report("test_rnn_grad");
 }

@@ -10,7 +10,7 @@
  *     and gradients (|a − b| ≤ 1e-5 + 1e-4·|b|).
  *  3. Padding: changing a padded source token or a padded target input changes nothing.
  *  4. Cached decoding = full recomputation: feeding the target inputs one step at a time
- *     (transformer_decode_step, keys and values cached, linear attention's running state) gives
+ *     (transformer_decode_step, keys and values cached, linear's and taylor's running state) gives
  *     each position's log-probabilities of the teacher-forced pass (max |Δ| ≤ 2e-5); with 2 rows
  *     per sentence fed different sequences and swapped by transformer_decode_reorder after every
  *     step, each sequence still gets its own teacher-forced log-probabilities.
@@ -277,8 +277,9 @@ int main(void) {
                               : t + 1 == tgt_len[b] ? TOKEN_EOS
                                                     : TOKEN_PAD;
     /* every kind in every slot it may take; pre- and post-LN; tied and untied */
-    const AttentionKind selfk[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_DOT,
-                                   ATTN_LUONG_GENERAL, ATTN_BAHDANAU, ATTN_LUONG_CONCAT};
+    const AttentionKind selfk[] = {ATTN_SDP,           ATTN_FLASH,    ATTN_LINEAR,
+                                   ATTN_LUONG_DOT,     ATTN_LUONG_GENERAL, ATTN_BAHDANAU,
+                                   ATTN_LUONG_CONCAT,  ATTN_TAYLOR};
     const int nself = (int)(sizeof selfk / sizeof selfk[0]);
     for (int i = 0; i < nself; i++) {
         Case c = {selfk[i], selfk[i], selfk[i], i % 2 == 0, i % 3 != 2};

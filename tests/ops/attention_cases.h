@@ -12,5 +12,7 @@ void case_flash_attn(void);    /* flash_attn_forward/backward/workspace (= sdp e
 /* attention_linear.c */
 void case_linear_attn(void);    /* linear_attn_forward/backward/step/workspace */
 void case_efficient_attn(void); /* efficient_attn_forward/backward/workspace */
+/* attention_taylor.c */
+void case_taylor_attn(void); /* l2feature_forward/backward, and the taylor kind built on them */
 
 #endif

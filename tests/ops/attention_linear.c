@@ -138,8 +138,8 @@ static void prob_free(Prob *p) {
 
 static void op_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v) {
     if (p->kind == LINEAR)
-        be->linear_attn_forward(out, q, k, v, p->key_len, p->causal, p->B, p->NH, p->Tq, p->Tk,
-                                p->D, p->Dv, p->work);
+        be->linear_attn_forward(out, q, k, v, p->key_len, p->causal, LINEAR_PHI_ELU1, p->B, p->NH,
+                                p->Tq, p->Tk, p->D, p->Dv, p->work);
     else
         be->efficient_attn_forward(out, q, k, v, p->key_len, p->B, p->NH, p->Tq, p->Tk, p->D,
                                    p->Dv, p->work);
@@ -148,8 +148,8 @@ static void op_fwd(const Prob *p, float *out, const float *q, const float *k, co
 static void op_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *dout,
                    const float *q, const float *k, const float *v) {
     if (p->kind == LINEAR)
-        be->linear_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->causal, p->B, p->NH,
-                                 p->Tq, p->Tk, p->D, p->Dv, p->work);
+        be->linear_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->causal, LINEAR_PHI_ELU1,
+                                 p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
     else
         be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->B, p->NH, p->Tq,
                                     p->Tk, p->D, p->Dv, p->work);
@@ -559,7 +559,7 @@ static void test_step_equals_causal(void) {
             memcpy(vt + (size_t)bh * Dv, p->v + ((size_t)bh * T + t) * Dv, sizeof(float) * Dv);
         }
         for (size_t i = 0; i < (size_t)BH * Dv; i++) ot[i] = 123.0f; /* must be overwritten */
-        be->linear_attn_step(ot, state, zsum, qt, kt, vt, B, NH, D, Dv);
+        be->linear_attn_step(ot, state, zsum, qt, kt, vt, LINEAR_PHI_ELU1, B, NH, D, Dv);
         for (int bh = 0; bh < BH; bh++)
             stat_true(&st,
                       memcmp(ot + (size_t)bh * Dv, out + ((size_t)bh * T + t) * Dv,

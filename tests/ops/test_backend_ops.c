@@ -11,8 +11,9 @@
  *                                      backend_cuda() returns NULL (no CUDA build or no device).
  *
  * The program fails when an OpKind has no case. The attention cases live in attention_softmax.c
- * (attn_* = sdp, additive_attn_*, flash_attn_*) and attention_linear.c (linear_attn_*,
- * efficient_attn_*), declared in attention_cases.h; their own comments list what they check
+ * (attn_* = sdp, additive_attn_*, flash_attn_*), attention_linear.c (linear_attn_*,
+ * efficient_attn_*) and attention_taylor.c (l2feature_* and the taylor kind built on them),
+ * declared in attention_cases.h; their own comments list what they check
  * (among it DESIGN.md §9's exact equivalences: flash = sdp, causal linear = its quadratic masked
  * form, linear_attn_step = the causal forward bit for bit). An op the CUDA backend leaves NULL
  * (not yet ported) is listed and skipped; an op it has but whose case has no cross-backend check
@@ -2187,19 +2188,23 @@ static const int LIN_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {2, 2, 9, 4, 16, 150}};
 
 /* linear_attn_*: forward (causal and not), backward onto random prefills (accumulate), and a
- * decoding run of linear_attn_step over Tk steps. Tolerance 1e-5 normwise: the same float
- * operations in the same order (linear.cuh); 1e-5 leaves room for FMA contraction on a GPU. */
+ * decoding run of linear_attn_step over Tk steps, for both feature maps (elu + 1 on inputs in
+ * [−1, 1]; the identity on inputs in [0, 1], so that every φ(q)·φ(k) ≥ 0, as the taylor kind's
+ * features give). Tolerance 1e-5 normwise: the same float operations in the same order
+ * (linear.cuh); 1e-5 leaves room for FMA contraction on a GPU. */
 static void vs_cpu_linear_attn(void) {
     if (!HAVE(linear_attn_forward)) return;
+    for (int phi = LINEAR_PHI_ELU1; phi <= LINEAR_PHI_IDENTITY; phi++)
     for (size_t si = 0; si < sizeof LIN_SHAPES / sizeof LIN_SHAPES[0]; si++) {
         int B = LIN_SHAPES[si][0], NH = LIN_SHAPES[si][1], Tq = LIN_SHAPES[si][2],
             Tk = LIN_SHAPES[si][3], D = LIN_SHAPES[si][4], Dv = LIN_SHAPES[si][5];
+        float lo = phi == LINEAR_PHI_IDENTITY ? 0.0f : -1.0f; /* q, k in [lo, 1) */
         for (int causal = 0; causal < 2; causal++) {
             size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
                    nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
             int hl[4];
             for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
-            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv),
+            float *hq = frand(nq, lo, 1), *hk = frand(nk, lo, 1), *hv = frand_pm1(nv),
                   *hg = frand_pm1(no), *hdq = frand_pm1(nq), *hdk = frand_pm1(nk),
                   *hdv = frand_pm1(nv), *ho = frand_pm1(no);
             Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
@@ -2211,21 +2216,26 @@ static void vs_cpu_linear_attn(void) {
             float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
                   *workc = cpu->alloc(sizeof(float) * (wc + 1));
             char what[160];
-            gpu->linear_attn_forward(o.g, q.g, k.g, v.g, len.g, causal, B, NH, Tq, Tk, D, Dv, workg);
-            cpu->linear_attn_forward(o.c, q.c, k.c, v.c, len.c, causal, B, NH, Tq, Tk, D, Dv, workc);
-            snprintf(what, sizeof what, "linear_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d causal=%d",
-                     B, NH, Tq, Tk, D, Dv, causal);
+            gpu->linear_attn_forward(o.g, q.g, k.g, v.g, len.g, causal, phi, B, NH, Tq, Tk, D, Dv,
+                                     workg);
+            cpu->linear_attn_forward(o.c, q.c, k.c, v.c, len.c, causal, phi, B, NH, Tq, Tk, D, Dv,
+                                     workc);
+            snprintf(what, sizeof what, "linear_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d "
+                     "causal=%d phi=%d", B, NH, Tq, Tk, D, Dv, causal, phi);
             compare_tol(what, o.g, o.c, no, 1e-5);
             if (HAVE(linear_attn_backward)) {
-                gpu->linear_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, causal, B, NH,
-                                          Tq, Tk, D, Dv, workg);
-                cpu->linear_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, causal, B, NH,
-                                          Tq, Tk, D, Dv, workc);
-                snprintf(what, sizeof what, "linear_attn_backward dq (accumulated) shape %zu causal=%d", si, causal);
+                gpu->linear_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, causal, phi,
+                                          B, NH, Tq, Tk, D, Dv, workg);
+                cpu->linear_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, causal, phi,
+                                          B, NH, Tq, Tk, D, Dv, workc);
+                snprintf(what, sizeof what, "linear_attn_backward dq (accumulated) shape %zu "
+                         "causal=%d phi=%d", si, causal, phi);
                 compare_tol(what, dq.g, dq.c, nq, 1e-5);
-                snprintf(what, sizeof what, "linear_attn_backward dk (accumulated) shape %zu causal=%d", si, causal);
+                snprintf(what, sizeof what, "linear_attn_backward dk (accumulated) shape %zu "
+                         "causal=%d phi=%d", si, causal, phi);
                 compare_tol(what, dk.g, dk.c, nk, 1e-5);
-                snprintf(what, sizeof what, "linear_attn_backward dv (accumulated) shape %zu causal=%d", si, causal);
+                snprintf(what, sizeof what, "linear_attn_backward dv (accumulated) shape %zu "
+                         "causal=%d phi=%d", si, causal, phi);
                 compare_tol(what, dv.g, dv.c, nv, 1e-5);
             }
             gpu->free(workg), cpu->free(workc);
@@ -2239,12 +2249,14 @@ static void vs_cpu_linear_attn(void) {
             float *zero = calloc(nst + 1, sizeof(float));
             Pair st = pair_of(zero, nst), zs = pair_of(zero, nz), o = pair_of(zero, (size_t)B * NH * Dv);
             for (int t = 0; t < Tk; t++) {
-                float *hq = frand_pm1(nz), *hk = frand_pm1(nz), *hv = frand_pm1((size_t)B * NH * Dv);
+                float *hq = frand(nz, lo, 1), *hk = frand(nz, lo, 1),
+                      *hv = frand_pm1((size_t)B * NH * Dv);
                 Pair q = pair_of(hq, nz), k = pair_of(hk, nz), v = pair_of(hv, (size_t)B * NH * Dv);
-                gpu->linear_attn_step(o.g, st.g, zs.g, q.g, k.g, v.g, B, NH, D, Dv);
-                cpu->linear_attn_step(o.c, st.c, zs.c, q.c, k.c, v.c, B, NH, D, Dv);
+                gpu->linear_attn_step(o.g, st.g, zs.g, q.g, k.g, v.g, phi, B, NH, D, Dv);
+                cpu->linear_attn_step(o.c, st.c, zs.c, q.c, k.c, v.c, phi, B, NH, D, Dv);
                 char what[120];
-                snprintf(what, sizeof what, "linear_attn_step shape %zu step %d: out", si, t);
+                snprintf(what, sizeof what, "linear_attn_step shape %zu phi=%d step %d: out", si,
+                         phi, t);
                 compare_tol(what, o.g, o.c, (size_t)B * NH * Dv, 1e-5);
                 pair_free(q), pair_free(k), pair_free(v);
                 free(hq), free(hk), free(hv);
@@ -2254,6 +2266,36 @@ static void vs_cpu_linear_attn(void) {
             pair_free(st), pair_free(zs), pair_free(o);
             free(zero);
         }
+    }
+}
+
+/* l2feature_forward / _backward (the taylor kind's features [1; x/‖x‖₂]): rows of widths 1, a
+ * head size, one wider than the 64-thread block (and not a multiple of it), a zero row (r =
+ * 1e6, x̂ = 0) and a row of large values; the backward onto a random prefill. Tolerance 1e-5
+ * normwise (the norm and x̂·g are summed in double in another order: a tree). */
+static void vs_cpu_l2feature(void) {
+    if (!HAVE(l2feature_forward)) return;
+    static const int shapes[][2] = {{5, 8}, {1, 1}, {37, 64}, {3, 150}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int N = shapes[si][0], D = shapes[si][1];
+        size_t ni = (size_t)N * D, no = (size_t)N * (D + 1);
+        float *hx = frand_pm1(ni), *ho = frand_pm1(no), *hg = frand_pm1(no), *hd = frand_pm1(ni);
+        if (N > 2)
+            for (int d = 0; d < D; d++) hx[D + d] = 0.0f, hx[2 * D + d] *= 1000.0f;
+        Pair x = pair_of(hx, ni), o = pair_of(ho, no), g = pair_of(hg, no), dx = pair_of(hd, ni);
+        char what[120];
+        gpu->l2feature_forward(o.g, x.g, N, D);
+        cpu->l2feature_forward(o.c, x.c, N, D);
+        snprintf(what, sizeof what, "l2feature_forward N=%d D=%d", N, D);
+        compare_tol(what, o.g, o.c, no, 1e-5);
+        if (HAVE(l2feature_backward)) {
+            gpu->l2feature_backward(dx.g, g.g, x.g, N, D);
+            cpu->l2feature_backward(dx.c, g.c, x.c, N, D);
+            snprintf(what, sizeof what, "l2feature_backward (accumulated) N=%d D=%d", N, D);
+            compare_tol(what, dx.g, dx.c, ni, 1e-5);
+        }
+        pair_free(x), pair_free(o), pair_free(g), pair_free(dx);
+        free(hx), free(ho), free(hg), free(hd);
     }
 }
 
@@ -2764,6 +2806,8 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, vs_cpu_linear_attn},
+    [OP_L2FEATURE_FORWARD] = {"l2feature_forward", case_taylor_attn, vs_cpu_l2feature},
+    [OP_L2FEATURE_BACKWARD] = {"l2feature_backward", case_taylor_attn, vs_cpu_l2feature},
     [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, vs_cpu_efficient_attn},

@@ -97,7 +97,9 @@ void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1
 void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int D1, int C);
 void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C);
 void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
-                          const float *v, int B, int NH, int D, int Dv);
+                          const float *v, int phi, int B, int NH, int D, int Dv);
+void cpu_l2feature_forward(float *out, const float *inp, int N, int D);
+void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D);
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                       const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
                       int D, int Dv);
@@ -124,11 +126,12 @@ void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                              const int *key_len, float scale, int causal, int B, int NH, int Tq,
                              int Tk, int D, int Dv, float *work);
 void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
-                             const int *key_len, int causal, int B, int NH, int Tq, int Tk, int D,
-                             int Dv, float *work);
+                             const int *key_len, int causal, int phi, int B, int NH, int Tq,
+                             int Tk, int D, int Dv, float *work);
 void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                               const float *k, const float *v, const int *key_len, int causal,
-                              int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
+                              int phi, int B, int NH, int Tq, int Tk, int D, int Dv,
+                              float *work);
 void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
                                 float *work);

@@ -6,7 +6,8 @@
  *
  * Linear attention — Katharopoulos et al. 2020, "Transformers are RNNs: Fast Autoregressive
  * Transformers with Linear Attention", eq. 6–9 and §3.3.1. Feature map φ(x) = elu(x) + 1
- * (= x + 1 for x > 0, eˣ for x ≤ 0; φ'(x) = 1 for x > 0, eˣ for x ≤ 0). Per (b, h), with
+ * (= x + 1 for x > 0, eˣ for x ≤ 0; φ'(x) = 1 for x > 0, eˣ for x ≤ 0), or the identity
+ * (LINEAR_PHI_IDENTITY: φ(x) = x, φ' = 1; the taylor kind's features, below). Per (b, h), with
  * Q_t = φ(q_t), K_s = φ(k_s) and the keys visible to row t being s < vis(t), where
  *   vis(t) = key_len[b]                          (non-causal)
  *   vis(t) = min(key_len[b], t + (Tk − Tq) + 1)  (causal: s ≤ t + Tk − Tq),
@@ -27,7 +28,14 @@
  * Parallel over the B·NH (b, h) pairs; each pair is computed by one thread in a fixed order and
  * owns its slices of out / dq / dk / dv, so the results are race-free and bit-identical for any
  * thread count. Scratch per thread comes from the
- * caller's work (the *_attn_workspace function); nothing is allocated. */
+ * caller's work (the *_attn_workspace function); nothing is allocated.
+ *
+ * The features of the taylor kind (first-order Taylor linear attention, Li et al. 2020, "Linear
+ * Attention Mechanism: An Efficient Attention for Semantic Segmentation"): l2feature_forward
+ * writes φ(x) = [1; x̂], x̂ = x r, r = 1/√(‖x‖² + 1e-12), so that linear attention with the
+ * identity map over them weighs key s by φ(q)·φ(k_s) = 1 + q̂·k̂_s. Its backward, with g = dL/dx̂:
+ *   ∂x̂_i/∂x_j = r δ_ij − r³ x_i x_j  ⇒  dL/dx = r (g − x̂ (x̂·g)).
+ * Parallel over rows, each row by one thread: bit-identical for any thread count. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -36,10 +44,14 @@
 
 #define LINEAR_ATTN_EPS 1e-6f /* the normaliser's guard (den_t = φ(q_t)·z_t + 1e-6) */
 
-/* φ(x) = elu(x) + 1 */
-static inline float phi(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
-/* φ'(x) = 1 for x > 0, eˣ for x ≤ 0 */
-static inline float dphi(float x) { return x > 0.0f ? 1.0f : expf(x); }
+/* φ(x) = elu(x) + 1 (LINEAR_PHI_ELU1), or x (LINEAR_PHI_IDENTITY: q, k are features already) */
+static inline float phi(float x, int m) {
+    return m == LINEAR_PHI_IDENTITY ? x : x > 0.0f ? x + 1.0f : expf(x);
+}
+/* φ'(x) = 1 for x > 0, eˣ for x ≤ 0 (ELU1); 1 (identity) */
+static inline float dphi(float x, int m) {
+    return m == LINEAR_PHI_IDENTITY ? 1.0f : x > 0.0f ? 1.0f : expf(x);
+}
 
 /* Number of keys visible to query row t (keys 0 .. vis−1); non-decreasing in t. */
 static inline int visible_keys(int t, int len, int causal, int Tq, int Tk) {
@@ -51,8 +63,8 @@ static inline int visible_keys(int t, int len, int causal, int Tq, int Tk) {
 
 /* S += K vᵀ, z += K for one key: K = φ(k_s) (written into Kbuf). */
 static void linear_add_key(float *S, float *z, float *Kbuf, const float *kr, const float *vr,
-                           int D, int Dv) {
-    for (int d = 0; d < D; d++) Kbuf[d] = phi(kr[d]);
+                           int m, int D, int Dv) {
+    for (int d = 0; d < D; d++) Kbuf[d] = phi(kr[d], m);
     for (int d = 0; d < D; d++) {
         float kd = Kbuf[d];
         float *Sd = S + (size_t)d * Dv;
@@ -64,10 +76,10 @@ static void linear_add_key(float *S, float *z, float *Kbuf, const float *kr, con
 /* One output row: Qbuf = φ(q_t); o = Sᵀ Q / (Q·z + eps); returns den. Shared by forward and
  * backward so that the recomputed out_t is the forward's, bit for bit. */
 static float linear_row(float *o, float *Qbuf, const float *qr, const float *S, const float *z,
-                        int D, int Dv) {
+                        int m, int D, int Dv) {
     float den = 0.0f;
     for (int d = 0; d < D; d++) {
-        Qbuf[d] = phi(qr[d]);
+        Qbuf[d] = phi(qr[d], m);
         den += Qbuf[d] * z[d];
     }
     den += LINEAR_ATTN_EPS; /* den_t = φ(q_t)·z_t + 1e-6 */
@@ -96,8 +108,8 @@ size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
 /* Linear attention forward (Katharopoulos et al. 2020 eq. 6; causal: eq. 8–9 as prefix sums).
  * out[B,NH,Tq,Dv] is overwritten. Per thread: one D×Dv state S and z, K, Q buffers. */
 void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
-                             const int *key_len, int causal, int B, int NH, int Tq, int Tk, int D,
-                             int Dv, float *work) {
+                             const int *key_len, int causal, int phi_m, int B, int NH, int Tq,
+                             int Tk, int D, int Dv, float *work) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
     {
@@ -116,13 +128,14 @@ void cpu_linear_attn_forward(float *out, const float *q, const float *k, const f
             for (int t = 0; t < Tq; t++) {
                 int vis = visible_keys(t, len, causal, Tq, Tk);
                 for (; sp < vis; sp++)
-                    linear_add_key(S, z, Kbuf, kb + (size_t)sp * D, vb + (size_t)sp * Dv, D, Dv);
+                    linear_add_key(S, z, Kbuf, kb + (size_t)sp * D, vb + (size_t)sp * Dv, phi_m,
+                                   D, Dv);
                 float *o = ob + (size_t)t * Dv;
                 if (vis == 0) { /* no visible key: out = 0 */
                     memset(o, 0, sizeof(float) * Dv);
                     continue;
                 }
-                linear_row(o, Qbuf, qb + (size_t)t * D, S, z, D, Dv);
+                linear_row(o, Qbuf, qb + (size_t)t * D, S, z, phi_m, D, Dv);
             }
         }
     }
@@ -133,7 +146,7 @@ void cpu_linear_attn_forward(float *out, const float *q, const float *k, const f
  * linear_add_key and linear_row as the forward, so out equals the causal forward's row t bit for
  * bit. Parallel over the B·NH (row, head) pairs, each owning its state. */
 void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
-                          const float *v, int B, int NH, int D, int Dv) {
+                          const float *v, int phi_m, int B, int NH, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * D * Dv > 65536)
     {
@@ -141,8 +154,8 @@ void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
 #pragma omp for
         for (int bh = 0; bh < BH; bh++) {
             float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
-            linear_add_key(S, z, Kbuf, k + (size_t)bh * D, v + (size_t)bh * Dv, D, Dv);
-            linear_row(out + (size_t)bh * Dv, Qbuf, q + (size_t)bh * D, S, z, D, Dv);
+            linear_add_key(S, z, Kbuf, k + (size_t)bh * D, v + (size_t)bh * Dv, phi_m, D, Dv);
+            linear_row(out + (size_t)bh * Dv, Qbuf, q + (size_t)bh * D, S, z, phi_m, D, Dv);
         }
     }
 }
@@ -153,7 +166,8 @@ void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
  * dq[B,NH,Tq,D], dk[B,NH,Tk,D], dv[B,NH,Tk,Dv], each of which may be NULL. */
 void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                               const float *k, const float *v, const int *key_len, int causal,
-                              int B, int NH, int Tq, int Tk, int D, int Dv, float *work) {
+                              int phi_m, int B, int NH, int Tq, int Tk, int D, int Dv,
+                              float *work) {
     if (!dq && !dk && !dv) return;
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
@@ -181,7 +195,8 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
             for (int t = 0; t < Tq; t++) {
                 int vis = visible_keys(t, len, causal, Tq, Tk);
                 for (; sp < vis; sp++)
-                    linear_add_key(S, z, Kbuf, kb + (size_t)sp * D, vb + (size_t)sp * Dv, D, Dv);
+                    linear_add_key(S, z, Kbuf, kb + (size_t)sp * D, vb + (size_t)sp * Dv, phi_m,
+                                   D, Dv);
                 if (vis == 0) {
                     den[t] = 0.0f;
                     cc[t] = 0.0f;
@@ -189,7 +204,7 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                 }
                 const float *qr = qb + (size_t)t * D;
                 const float *g = gb + (size_t)t * Dv;
-                float dn = linear_row(o, Qbuf, qr, S, z, D, Dv);
+                float dn = linear_row(o, Qbuf, qr, S, z, phi_m, D, Dv);
                 float gdo = cpu_dotf(g, o, Dv); /* g_t · out_t */
                 den[t] = dn;
                 cc[t] = gdo / dn;
@@ -199,7 +214,7 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                     float *dqr = dq + ((size_t)bh * Tq + t) * D;
                     for (int d = 0; d < D; d++)
                         gQ[d] = (cpu_dotf(S + (size_t)d * Dv, g, Dv) - z[d] * gdo) / dn;
-                    for (int d = 0; d < D; d++) dqr[d] += gQ[d] * dphi(qr[d]);
+                    for (int d = 0; d < D; d++) dqr[d] += gQ[d] * dphi(qr[d], phi_m);
                 }
             }
             if (!dk && !dv) continue;
@@ -215,7 +230,7 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                     const float *g = gb + (size_t)tp * Dv;
                     float w = 1.0f / den[tp], c = cc[tp];
                     for (int d = 0; d < D; d++) {
-                        float qd = phi(qr[d]);
+                        float qd = phi(qr[d], phi_m);
                         float qw = qd * w;
                         float *Rd = R + (size_t)d * Dv;
                         cpu_axpyf(Rd, qw, g, Dv);
@@ -229,12 +244,13 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                      * dL/dφ(k_s) = R v_s − r; dk = dL/dφ(k_s) ⊙ φ'(k_s) */
                     float *dkr = dk + ((size_t)bh * Tk + s) * D;
                     for (int d = 0; d < D; d++)
-                        dkr[d] += (cpu_dotf(R + (size_t)d * Dv, vr, Dv) - r[d]) * dphi(kr[d]);
+                        dkr[d] += (cpu_dotf(R + (size_t)d * Dv, vr, Dv) - r[d]) *
+                                  dphi(kr[d], phi_m);
                 }
                 if (dv) {
                     /* num_t += (φ(q_t)·φ(k_s)) v_s: dv_s = Rᵀ φ(k_s) */
                     float *dvr = dv + ((size_t)bh * Tk + s) * Dv;
-                    for (int d = 0; d < D; d++) Kbuf[d] = phi(kr[d]);
+                    for (int d = 0; d < D; d++) Kbuf[d] = phi(kr[d], phi_m);
                     for (int e = 0; e < Dv; e++) o[e] = 0.0f;
                     for (int d = 0; d < D; d++) {
                         float kd = Kbuf[d];
@@ -245,5 +261,42 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                 }
             }
         }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the taylor kind's features                                                               */
+
+#define L2FEATURE_EPS 1e-12 /* the norm's guard: r = 1/√(‖x‖² + 1e-12) */
+
+/* r = 1/√(‖x‖² + 1e-12), the squared norm summed in double in order d = 0..D−1 */
+static inline float l2_rnorm(const float *x, int D) {
+    double ss = 0.0;
+    for (int d = 0; d < D; d++) ss += (double)x[d] * x[d];
+    return (float)(1.0 / sqrt(ss + L2FEATURE_EPS));
+}
+
+void cpu_l2feature_forward(float *out, const float *inp, int N, int D) {
+#pragma omp parallel for if ((long)N * D > 65536)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * D;
+        float *o = out + (size_t)n * (D + 1);
+        float r = l2_rnorm(x, D);
+        o[0] = 1.0f;                                /* the constant term of 1 + q̂·k̂ */
+        for (int d = 0; d < D; d++) o[1 + d] = x[d] * r; /* x̂ = x / ‖x‖₂ */
+    }
+}
+
+void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D) {
+#pragma omp parallel for if ((long)N * D > 65536)
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * D, *g = dout + (size_t)n * (D + 1) + 1; /* dL/dx̂ */
+        float *dx = dinp + (size_t)n * D;
+        float r = l2_rnorm(x, D);
+        double xg = 0.0;
+        for (int d = 0; d < D; d++) xg += (double)(x[d] * r) * g[d]; /* x̂·g */
+        float c = (float)xg;
+        /* o[1 + d] = x[d] · r, r = (‖x‖² + ε)^(−1/2):  dx += r (g − x̂ (x̂·g)) */
+        for (int d = 0; d < D; d++) dx[d] += r * (g[d] - x[d] * r * c);
     }
 }

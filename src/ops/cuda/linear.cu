@@ -1,5 +1,7 @@
 /* ops/cuda/linear.cu — linear attention on the GPU: linear_attn_forward/backward/step/workspace
- * (Katharopoulos et al. 2020 eq. 6–9, §3.3.1, §3.4; semantics: ops/ops.h; kernels and the
+ * (Katharopoulos et al. 2020 eq. 6–9, §3.3.1, §3.4), with the feature map elu + 1 or the
+ * identity, and the taylor kind's features l2feature_forward/backward (Li et al. 2020; one block
+ * per row, block_reduce.cuh for the norm; semantics: ops/ops.h; kernels and the
  * determinism argument: linear.cuh). Shapes as ops.h; the workspace holds one (b, h) pair's
  * state and row vectors per block (lin_work floats each), so nothing of size Tq×Tk or T·D·Dv.
  * linear_attn_step needs no workspace: its state is the caller's, and its row scratch
@@ -10,35 +12,49 @@
 #include "ops/cuda/cuda_internal.h"
 #include "ops/cuda/linear.cuh"
 
+static_assert(LIN_PHI_ELU1 == LINEAR_PHI_ELU1 && LIN_PHI_IDENTITY == LINEAR_PHI_IDENTITY,
+              "linear.cuh's feature maps must be ops.h's LINEAR_PHI_*");
+
 static size_t cu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)Tk;
     return (size_t)B * NH * lin_work(Tq, D, Dv);
 }
 
 static void cu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
-                                   const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                   int D, int Dv, float *work) {
+                                   const int *key_len, int causal, int phi, int B, int NH, int Tq,
+                                   int Tk, int D, int Dv, float *work) {
     if (B * NH <= 0 || Tq <= 0 || Dv <= 0) return;
-    LAUNCH(k_linear_forward, B * NH, LIN_THREADS, 0, out, q, k, v, key_len, causal, NH, Tq, Tk, D,
-           Dv, work);
+    LAUNCH(k_linear_forward, B * NH, LIN_THREADS, 0, out, q, k, v, key_len, causal, phi, NH, Tq,
+           Tk, D, Dv, work);
 }
 
 static void cu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                                     const float *q, const float *k, const float *v,
-                                    const int *key_len, int causal, int B, int NH, int Tq, int Tk,
-                                    int D, int Dv, float *work) {
+                                    const int *key_len, int causal, int phi, int B, int NH,
+                                    int Tq, int Tk, int D, int Dv, float *work) {
     if ((!dq && !dk && !dv) || B * NH <= 0 || Tq <= 0) return;
     LAUNCH(k_linear_backward, B * NH, LIN_THREADS, 0, dq, dk, dv, dout, q, k, v, key_len, causal,
-           NH, Tq, Tk, D, Dv, work);
+           phi, NH, Tq, Tk, D, Dv, work);
 }
 
 static void cu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
-                                const float *k, const float *v, int B, int NH, int D, int Dv) {
+                                const float *k, const float *v, int phi, int B, int NH, int D,
+                                int Dv) {
     if (B * NH <= 0) return;
     size_t smem = lin_step_smem(D, Dv);
     CHECK(smem <= LIN_STEP_SMEM_MAX, "linear_attn_step: its 2·D + Dv + 1 floats of row scratch "
                                      "exceed 48 KiB of shared memory; use a smaller head size");
-    LAUNCH(k_linear_step, B * NH, LIN_THREADS, smem, out, state, zsum, q, k, v, D, Dv);
+    LAUNCH(k_linear_step, B * NH, LIN_THREADS, smem, out, state, zsum, q, k, v, phi, D, Dv);
+}
+
+static void cu_l2feature_forward(float *out, const float *inp, int N, int D) {
+    if (N <= 0) return;
+    LAUNCH(k_l2feature_forward, N, L2F_THREADS, 0, out, inp, D);
+}
+
+static void cu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D) {
+    if (N <= 0 || D <= 0) return;
+    LAUNCH(k_l2feature_backward, N, L2F_THREADS, 0, dinp, dout, inp, D);
 }
 
 void cuda_register_linear(Backend *be) {
@@ -46,4 +62,6 @@ void cuda_register_linear(Backend *be) {
     be->linear_attn_backward = cu_linear_attn_backward;
     be->linear_attn_step = cu_linear_attn_step;
     be->linear_attn_workspace = cu_linear_attn_workspace;
+    be->l2feature_forward = cu_l2feature_forward;
+    be->l2feature_backward = cu_l2feature_backward;
 }
