@@ -52,6 +52,15 @@ char *test_read_file(const char *path, size_t *n) {
     return buf;
 }
 
+double *test_dnew(size_t n) {
+    double *p = calloc(n ? n : 1, sizeof(double));
+    if (!p) {
+        perror("calloc");
+        exit(2);
+    }
+    return p;
+}
+
 const char *test_strdup(const char *s) {
     static char **kept;
     static size_t n, cap;

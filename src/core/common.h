@@ -57,6 +57,11 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
+/* Appends printf-formatted text to the NUL-terminated string buf of capacity n bytes; the result
+ * stays NUL-terminated and is silently truncated at n − 1 bytes (messages, not data). No errors.
+ * Source: —. */
+void str_appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Seconds (double) on the monotonic clock, from an arbitrary origin: only differences mean
  * anything. No errors. Source: —. */
 double now_seconds(void);

@@ -183,32 +183,21 @@ static const KeyDef *find_key(const char *section, const char *key) {
     return NULL;
 }
 
-/* Appends formatted text to buf[n] (always NUL-terminated, silently truncated). */
-static void cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char *buf, size_t n, const char *fmt, ...) {
-    size_t len = strlen(buf);
-    if (len + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, n - len, fmt, ap);
-    va_end(ap);
-}
-
 static void list_names(const KeyDef *k, char *buf, size_t n) {
     buf[0] = 0;
-    for (int i = 0; i < k->n_names; i++) cat(buf, n, "%s%s", i ? ", " : "", k->names[i]);
+    for (int i = 0; i < k->n_names; i++) str_appendf(buf, n, "%s%s", i ? ", " : "", k->names[i]);
 }
 
 static void list_keys(const char *section, char *buf, size_t n) {
     buf[0] = 0;
     for (int i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].section, section) == 0)
-            cat(buf, n, "%s%s", buf[0] ? ", " : "", keys[i].key);
+            str_appendf(buf, n, "%s%s", buf[0] ? ", " : "", keys[i].key);
 }
 
 static void list_sections(char *buf, size_t n) {
     buf[0] = 0;
-    for (int i = 0; i < N_SECTIONS; i++) cat(buf, n, "%s[%s]", i ? ", " : "", sections[i]);
+    for (int i = 0; i < N_SECTIONS; i++) str_appendf(buf, n, "%s[%s]", i ? ", " : "", sections[i]);
 }
 
 /* "[1, 65536]", "[0, 1)", "0..18446744073709551615" — the accepted values of a number key. */
@@ -751,8 +740,9 @@ void config_print_keys(FILE *f) {
             }
             char full[64];
             snprintf(full, sizeof full, "%s.%s", k->section, k->key);
-            fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s\n", full, type_names[k->type], k->type == T_STR ? "\"" : "", k->def,
-                    k->type == T_STR ? "\"" : "", extra, k->help);
+            fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s\n", full, type_names[k->type],
+                    k->type == T_STR ? "\"" : "", k->def, k->type == T_STR ? "\"" : "", extra,
+                    k->help);
         }
     }
 }
@@ -786,7 +776,8 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
         if (buf && n) {
             value_text(a, k, va, sizeof va);
             value_text(b, k, vb, sizeof vb);
-            cat(buf, n, "%s%s.%s: %s -> %s", count > 1 ? "; " : "", k->section, k->key, va, vb);
+            str_appendf(buf, n, "%s%s.%s: %s -> %s", count > 1 ? "; " : "", k->section, k->key,
+                        va, vb);
         }
     }
     return count;

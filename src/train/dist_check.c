@@ -39,16 +39,6 @@ static int file_crc(const char *path, int64_t *size, uint32_t *crc) {
     return e;
 }
 
-static void cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char *buf, size_t n, const char *fmt, ...) {
-    size_t len = strlen(buf);
-    if (len + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, n - len, fmt, ap);
-    va_end(ap);
-}
-
 Status dist_check_ranks(const Config *cfg, Err *err) {
     int world = dist_size(), rank = dist_rank();
     if (world == 1) return STATUS_OK;
@@ -88,18 +78,20 @@ Status dist_check_ranks(const Config *cfg, Err *err) {
         what[0] = 0;
         for (int i = 0; i < FP_FILES; i++)
             if (f->error[i])
-                cat(what, sizeof what, "%s%s %s cannot be read there: %s", what[0] ? "; " : "",
-                    names[i], paths[i], strerror(f->error[i]));
+                str_appendf(what, sizeof what, "%s%s %s cannot be read there: %s",
+                            what[0] ? "; " : "", names[i], paths[i], strerror(f->error[i]));
         if (r > 0) {
             if (f->config_crc != z->config_crc)
-                cat(what, sizeof what, "%sconfig (%s)", what[0] ? "; " : "",
-                    f->diff[0] ? f->diff : "the texts differ in a way config_diff does not see");
+                str_appendf(what, sizeof what, "%sconfig (%s)", what[0] ? "; " : "",
+                            f->diff[0] ? f->diff
+                                       : "the texts differ in a way config_diff does not see");
             for (int i = 0; i < FP_FILES; i++)
                 if (!f->error[i] && !z->error[i] && (f->size[i] != z->size[i] ||
                                                      f->crc[i] != z->crc[i]))
-                    cat(what, sizeof what, "%s%s %s (%lld bytes, CRC32 %08x; rank 0: %lld bytes, "
-                        "CRC32 %08x)", what[0] ? "; " : "", names[i], paths[i],
-                        (long long)f->size[i], f->crc[i], (long long)z->size[i], z->crc[i]);
+                    str_appendf(what, sizeof what,
+                                "%s%s %s (%lld bytes, CRC32 %08x; rank 0: %lld bytes, CRC32 %08x)",
+                                what[0] ? "; " : "", names[i], paths[i], (long long)f->size[i],
+                                f->crc[i], (long long)z->size[i], z->crc[i]);
         }
         if (!what[0]) continue;
         if (bad++ == 0)

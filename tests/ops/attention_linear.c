@@ -68,16 +68,8 @@ static const Backend *be; /* backend_cpu() */
 /* ------------------------------------------------------------------------------------------ */
 /* helpers                                                                                     */
 
-static double *dnew(size_t n) {
-    double *p = calloc(n ? n : 1, sizeof(double));
-    if (!p) {
-        perror("calloc");
-        exit(2);
-    }
-    return p;
-}
 static double *d_of(const float *x, size_t n) {
-    double *p = dnew(n);
+    double *p = test_dnew(n);
     for (size_t i = 0; i < n; i++) p[i] = x[i];
     return p;
 }
@@ -177,7 +169,7 @@ static double dphi_d(double x) { return x > 0 ? 1 : exp(x); }
 static void ref_linear(const Prob *p, double *out, double *dq, double *dk, double *dv,
                        const double *q, const double *k, const double *v, const double *g) {
     int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
-    double *w = dnew((size_t)Tk), *o = dnew((size_t)Dv);
+    double *w = test_dnew((size_t)Tk), *o = test_dnew((size_t)Dv);
     for (int b = 0; b < p->B; b++)
         for (int h = 0; h < p->NH; h++) {
             size_t bh = (size_t)b * p->NH + h;
@@ -227,8 +219,8 @@ static void ref_linear(const Prob *p, double *out, double *dq, double *dk, doubl
 static void ref_efficient(const Prob *p, double *out, double *dq, double *dk, double *dv,
                           const double *q, const double *k, const double *v, const double *g) {
     int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
-    double *K = dnew((size_t)Tk * D), *C = dnew((size_t)D * Dv), *P = dnew((size_t)Tq * D);
-    double *dC = dnew((size_t)D * Dv), *dK = dnew((size_t)Tk * D), *dP = dnew((size_t)D);
+    double *K = test_dnew((size_t)Tk * D), *C = test_dnew((size_t)D * Dv), *P = test_dnew((size_t)Tq * D);
+    double *dC = test_dnew((size_t)D * Dv), *dK = test_dnew((size_t)Tk * D), *dP = test_dnew((size_t)D);
 /* row-major element (i, j) of a matrix with n columns */
 #define AT(x, i, j, n) (x)[(size_t)(i) * (n) + (j)]
     for (int b = 0; b < p->B; b++)
@@ -338,7 +330,7 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
     /* forward vs the double reference; out is overwritten (prefilled with NaN) */
     double *q64 = d_of(p->q, p->nq), *k64 = d_of(p->k, p->nk), *v64 = d_of(p->v, p->nv);
     double *g64 = d_of(p->r, p->no);
-    double *ro = dnew(p->no), *rq = dnew(p->nq), *rk = dnew(p->nk), *rv = dnew(p->nv);
+    double *ro = test_dnew(p->no), *rq = test_dnew(p->nq), *rk = test_dnew(p->nk), *rv = test_dnew(p->nv);
     ref_op(p, ro, rq, rk, rv, q64, k64, v64, g64);
     float *out = fnew(p->no);
     for (size_t i = 0; i < p->no; i++) out[i] = NAN;
@@ -463,8 +455,8 @@ static void test_ref_gradients(int kind, int causal, const char *tag) {
     Prob P, *p = &P;
     prob_init(p, kind, causal, 2, 2, kind == LINEAR && causal ? 5 : 4, 5, 3, 4, len);
     double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
-    double *g = d_of(p->r, p->no), *o = dnew(p->no);
-    double *dq = dnew(p->nq), *dk = dnew(p->nk), *dv = dnew(p->nv);
+    double *g = d_of(p->r, p->no), *o = test_dnew(p->no);
+    double *dq = test_dnew(p->nq), *dk = test_dnew(p->nk), *dv = test_dnew(p->nv);
     ref_op(p, NULL, dq, dk, dv, q, k, v, g);
     Stat st;
     stat_begin(&st, "%s double ref grad vs double FD (eps %.0e) %s", kind_name(p), REF_FD_EPS,
@@ -498,8 +490,8 @@ static void test_causal_equals_quadratic(void) {
     Prob P, *p = &P;
     prob_init(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
     double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
-    double *g = d_of(p->r, p->no), *ro = dnew(p->no);
-    double *rq = dnew(p->nq), *rk = dnew(p->nk), *rv = dnew(p->nv);
+    double *g = d_of(p->r, p->no), *ro = test_dnew(p->no);
+    double *rq = test_dnew(p->nq), *rk = test_dnew(p->nk), *rv = test_dnew(p->nv);
     ref_linear(p, ro, rq, rk, rv, q, k, v, g);
     float *out = fnew(p->no), *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
     op_fwd(p, out, p->q, p->k, p->v);

@@ -53,15 +53,6 @@
 
 static const Backend *be; /* backend_cpu() */
 
-static double *dnew(size_t n) {
-    double *p = calloc(n ? n : 1, sizeof(double));
-    if (!p) {
-        perror("calloc");
-        exit(2);
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* l2feature_forward / _backward                                                              */
 
@@ -96,7 +87,7 @@ static void test_l2feature(int N, int D, int special, int do_fd) {
     size_t ni = (size_t)N * D, no = (size_t)N * (D + 1);
     if (special && N > 2)
         for (int d = 0; d < D; d++) P.x[D + d] = 0.0f, P.x[2 * D + d] *= 1000.0f;
-    double *ro = dnew(no), *rd = dnew(ni);
+    double *ro = test_dnew(no), *rd = test_dnew(ni);
     ref_l2(P.x, P.r, ro, rd, N, D);
     Stat st;
     stat_begin(&st, "l2feature_forward vs double ref (N%d D%d%s)", N, D,
@@ -213,8 +204,8 @@ static int visible(const Prob *p, int b, int t, int s) {
 static void ref_taylor(const Prob *p, double *out, double *den, const double *q, const double *k,
                        const double *v, double guard) {
     int Tq = p->Tq, Tk = p->Tk, HS = p->HS;
-    double *KtV = dnew((size_t)HS * HS), *Kt1 = dnew((size_t)HS), *qh = dnew((size_t)HS),
-           *kh = dnew((size_t)HS);
+    double *KtV = test_dnew((size_t)HS * HS), *Kt1 = test_dnew((size_t)HS), *qh = test_dnew((size_t)HS),
+           *kh = test_dnew((size_t)HS);
     for (int b = 0; b < p->B; b++)
         for (int h = 0; h < p->NH; h++) {
             size_t bh = (size_t)b * p->NH + h;
@@ -261,7 +252,7 @@ static double kind_loss(void *ctx) {
 /* d/dx of Σ r ⊙ ref_taylor (with the kind's guard) by double central differences, for x = q, k
  * or v (which = 0, 1, 2) */
 static void ref_grad(const Prob *p, double *grad, int which) {
-    double *q = dnew(p->nq), *k = dnew(p->nk), *v = dnew(p->nk), *o = dnew(p->no);
+    double *q = test_dnew(p->nq), *k = test_dnew(p->nk), *v = test_dnew(p->nk), *o = test_dnew(p->no);
     for (size_t i = 0; i < p->nq; i++) q[i] = p->q[i];
     for (size_t i = 0; i < p->nk; i++) k[i] = p->k[i], v[i] = p->v[i];
     double *x = which == 0 ? q : which == 1 ? k : v;
@@ -289,8 +280,8 @@ static void test_kind(int causal, int B, int NH, int Tq, int Tk, int HS, const i
     /* forward vs the seed's formula; out overwritten (NaN-prefilled). Against the formula itself
      * the guard's share is allowed: out·den/(den + 1e-6) − out = −out·1e-6/(den + 1e-6), so
      * |Δ| ≤ FWD_ATOL + FWD_RTOL·|ref| + 1e-6·|ref|/den; against the guarded formula FWD_*. */
-    double *q64 = dnew(p->nq), *k64 = dnew(p->nk), *v64 = dnew(p->nk), *ro = dnew(p->no);
-    double *rg = dnew(p->no), *den = dnew((size_t)B * NH * Tq);
+    double *q64 = test_dnew(p->nq), *k64 = test_dnew(p->nk), *v64 = test_dnew(p->nk), *ro = test_dnew(p->no);
+    double *rg = test_dnew(p->no), *den = test_dnew((size_t)B * NH * Tq);
     for (size_t i = 0; i < p->nq; i++) q64[i] = p->q[i];
     for (size_t i = 0; i < p->nk; i++) k64[i] = p->k[i], v64[i] = p->v[i];
     ref_taylor(p, ro, den, q64, k64, v64, 0);
@@ -318,7 +309,7 @@ static void test_kind(int causal, int B, int NH, int Tq, int Tk, int HS, const i
         size_t ns[3] = {p->nq, p->nk, p->nk};
         const char *names[3] = {"dq", "dk", "dv"};
         for (int w = 0; w < 3; w++) {
-            double *rg = dnew(ns[w]);
+            double *rg = test_dnew(ns[w]);
             ref_grad(p, rg, w);
             for (size_t i = 0; i < ns[w]; i++)
                 stat_add(&st, gs[w][i], rg[i], GRAD_ATOL, GRAD_RTOL, names[w], (long)i);

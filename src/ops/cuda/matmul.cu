@@ -83,8 +83,9 @@ static void cu_matmul(float *C, const float *A, const float *B, int M, int Nc, i
  * bias pointer's alignment, while callers pass pointers into arenas at any float offset (a
  * decoding step's row block, one parameter of the flat buffer): so the plan's key holds the
  * alignment of each pointer (its largest power-of-two divisor, at most 256), passed to the
- * heuristic as MIN_ALIGNMENT preferences, with the bias pointer set before it is asked. The workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper) is allocated once, at
- * start-up: the op itself never allocates. */
+ * heuristic as MIN_ALIGNMENT preferences, with the bias pointer set before it is asked. The
+ * workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper) is allocated once, at start-up: the
+ * op itself never allocates. */
 enum { LT_PLANS = 64 };
 static const size_t LT_WORK_BYTES = (size_t)32 << 20;
 
@@ -146,8 +147,10 @@ static LtPlan *lt_plan(int N, int C, int K, int relu, const float *weight, const
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &work, sizeof work));
     static const struct { cublasLtMatmulPreferenceAttributes_t attr; int i; } aligns[4] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, 0}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, 1},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, 2}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, 2}};
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, 0},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, 1},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, 2},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, 2}};
     for (int i = 0; i < 4; i++)
         CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i].attr, &al[aligns[i].i],
                                                           sizeof(uint32_t)));
