@@ -44,6 +44,29 @@ void params_allocate(ParamSet *ps) {
     }
 }
 
+void params_allocate_ema(ParamSet *ps) {
+    CHECK(ps->data, "params_allocate_ema before params_allocate");
+    if (ps->ema) return;
+    size_t bytes = ps->total * sizeof(float);
+    ps->ema = ps->be->alloc(bytes);
+    ps->be->copy(ps->ema, ps->data, bytes);
+}
+
+void params_ema_update(ParamSet *ps, float decay) {
+    CHECK(ps->ema, "params_ema_update without params_allocate_ema");
+    ps->be->scale(ps->ema, decay, ps->total);
+    ps->be->axpy(ps->ema, 1.0f - decay, ps->data, ps->total);
+}
+
+void params_swap_ema(ParamSet *ps) {
+    CHECK(ps->ema, "params_swap_ema without params_allocate_ema");
+    size_t bytes = ps->total * sizeof(float);
+    /* the gradient buffer is the scratch: every step zeroes it before use */
+    ps->be->copy(ps->grad, ps->data, bytes);
+    ps->be->copy(ps->data, ps->ema, bytes);
+    ps->be->copy(ps->ema, ps->grad, bytes);
+}
+
 void params_initialise(ParamSet *ps, Rng *rng, float scale) {
     float *host = xcalloc(ps->total, sizeof(float));
     for (int i = 0; i < ps->n; i++) {
@@ -69,6 +92,7 @@ void params_free(ParamSet *ps) {
         ps->be->free(ps->grad);
         ps->be->free(ps->m);
         ps->be->free(ps->v);
+        if (ps->ema) ps->be->free(ps->ema);
     }
     free(ps->specs);
     memset(ps, 0, sizeof *ps);

@@ -5,7 +5,8 @@
  * params_allocate() carves parameters, gradients and the Adam moments m and v out of four flat
  * buffers of the same layout, and binds every declared Param to its slices. The same table drives
  * initialisation, checkpoint save/load (by name and shape) and the parameter count printed at
- * start-up; the optimiser and gradient clipping run over the flat buffers.
+ * start-up; the optimiser and gradient clipping run over the flat buffers. With train.ema_decay
+ * a fifth buffer of the same layout, ema, holds the weights' moving average.
  *
  * Shapes: a parameter is a vector [d0] or a matrix [d0, d1] (row-major); total = Σ of the sizes,
  * each rounded up to 16 floats (64 bytes). Every buffer lives in the backend's memory.
@@ -47,6 +48,8 @@ typedef struct {
     size_t total; /* elements over all parameters */
     const Backend *be;
     float *data, *grad, *m, *v; /* [total] each, backend memory */
+    float *ema; /* [total], backend memory: the weights' moving average (params_allocate_ema);
+                 * NULL when train.ema_decay = 0 */
 } ParamSet;
 
 /* An empty set whose buffers will live in be's memory. No errors. */
@@ -59,13 +62,28 @@ void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init,
 /* Allocates the four flat buffers data, grad, m, v ([total] floats each, zeroed, backend memory;
  * be->alloc aborts on failure) and points every bound Param's w and g into them. */
 void params_allocate(ParamSet *ps);
+/* Allocates the EMA buffer ema ([total] floats, backend memory, same layout as data) and sets it
+ * to the current parameters (the average starts at θ_0). Called once at start-up, after the
+ * parameters are allocated and set, never in the training step (DESIGN.md §5); a second call
+ * does nothing. CHECKs: data is allocated. Source: Polyak & Juditsky 1992 (averaging of the
+ * iterates), in its exponential form. */
+void params_allocate_ema(ParamSet *ps);
+/* One EMA step over the flat buffers: ema[i] = decay·ema[i] + (1 − decay)·data[i] for every i <
+ * total (be->scale, then be->axpy; float arithmetic). decay in [0, 1). CHECKs: ema allocated.
+ * Source: Polyak & Juditsky 1992, exponential moving average of the iterates. */
+void params_ema_update(ParamSet *ps, float decay);
+/* Exchanges the contents of data and ema ([total] floats each), through grad as scratch (the
+ * gradients are lost: call it only between steps, which zero grad first). Called twice, it
+ * restores both buffers bit for bit. CHECKs: ema allocated. */
+void params_swap_ema(ParamSet *ps);
 /* Fills parameters by their init rule (ParamInit; INIT_UNIFORM: [-scale, scale], OpenNMT-py's
  * param_init; INIT_XAVIER Glorot & Bengio 2010 eq. 16), drawing from rng in declaration order
  * (generated in a [total] host buffer, then uploaded). No errors. */
 void params_initialise(ParamSet *ps, Rng *rng, float scale);
 /* Zeroes the flat gradient buffer grad [total]. No errors. */
 void params_zero_grad(ParamSet *ps);
-/* Frees the four buffers and the table and zeroes *ps (safe on a set never allocated). */
+/* Frees the four buffers (five with ema) and the table and zeroes *ps (safe on a set never
+ * allocated). */
 void params_free(ParamSet *ps);
 
 #endif

@@ -12,8 +12,9 @@
 enum { ST_STEP, ST_EPOCH, ST_BATCH, ST_RNG_STATE, ST_RNG_INC, ST_ADAM_T, ST_LR_SCALE, ST_BEST,
        ST_BAD, ST_ELAPSED, ST_COUNT };
 
-/* Record-name prefixes of the three flat buffers: parameters, Adam m, Adam v. */
-static const char *const prefix[3] = {"param/", "adam_m/", "adam_v/"};
+/* Record-name prefixes of the flat buffers: parameters, Adam m, Adam v, and (only in a
+ * checkpoint of a run with train.ema_decay > 0) the EMA of the parameters. */
+static const char *const prefix[4] = {"param/", "adam_m/", "adam_v/", "ema/"};
 
 static uint64_t f2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static double u2f(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
@@ -78,9 +79,10 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
     const ParamSet *ps = &m->ps;
     const Backend *be = m->be;
     Status rc = STATUS_ERR;
-    int n = 0, cap = 3 * ps->n + 3;
+    int nbuf = ps->ema ? 4 : 3; /* param, adam_m, adam_v (, ema) */
+    int n = 0, cap = nbuf * ps->n + 3;
     CkptRecord *recs = xcalloc(cap, sizeof *recs);
-    float *host = xmalloc(sizeof(float) * ps->total * 3);
+    float *host = xmalloc(sizeof(float) * ps->total * nbuf);
     char *ini = config_to_ini(cfg);
     void *spm_bytes = NULL;
     size_t spm_n = 0;
@@ -92,8 +94,10 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
     be->download(host, ps->data, sizeof(float) * ps->total);
     be->download(host + ps->total, ps->m, sizeof(float) * ps->total);
     be->download(host + 2 * ps->total, ps->v, sizeof(float) * ps->total);
-    static const char *what[3] = {"parameter", "Adam first moment of", "Adam second moment of"};
-    for (int k = 0; k < 3; k++)
+    if (ps->ema) be->download(host + 3 * ps->total, ps->ema, sizeof(float) * ps->total);
+    static const char *what[4] = {"parameter", "Adam first moment of", "Adam second moment of",
+                                  "moving average (EMA) of"};
+    for (int k = 0; k < nbuf; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             const float *x = host + k * ps->total + s->offset;
@@ -114,7 +118,7 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
     recs[n] = (CkptRecord){.dtype = CKPT_U64, .ndim = 1, .shape = {ST_COUNT}, .data = state,
                            .nbytes = sizeof state};
     snprintf(recs[n++].name, CKPT_NAME_MAX, "train_state");
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < nbuf; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             CkptRecord *r = &recs[n++];
@@ -197,8 +201,12 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
         goto fail;
     }
     ParamSet *ps = &m->ps;
-    found = xcalloc((size_t)3 * ps->n + 1, sizeof *found); /* [3·n]: record of each tensor */
-    for (int k = 0; k < 3; k++)
+    /* "ema/" records: all or none (a checkpoint of a run without train.ema_decay has none) */
+    int nbuf = 3;
+    for (int i = 0; i < n && nbuf == 3; i++)
+        if (!strncmp(recs[i].name, prefix[3], strlen(prefix[3]))) nbuf = 4;
+    found = xcalloc((size_t)nbuf * ps->n + 1, sizeof *found); /* [nbuf·n]: each tensor's record */
+    for (int k = 0; k < nbuf; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             char name[CKPT_NAME_MAX];
@@ -229,7 +237,7 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
                 goto fail;
             }
         }
-    if (n != 3 + 3 * ps->n) {
+    if (n != 3 + nbuf * ps->n) {
         /* every expected record was found, so some record is not one of them: name it */
         const char *extra = "?";
         for (int i = 0; i < n && extra[0] == '?'; i++) {
@@ -237,7 +245,7 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
             if (!strcmp(nm, "config") || !strcmp(nm, "spm") || !strcmp(nm, "train_state"))
                 continue;
             int known = 0;
-            for (int k = 0; k < 3 && !known; k++) {
+            for (int k = 0; k < nbuf && !known; k++) {
                 size_t pl = strlen(prefix[k]);
                 if (strncmp(nm, prefix[k], pl)) continue;
                 for (int t = 0; t < ps->n && !known; t++)
@@ -246,14 +254,14 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
             if (!known) extra = nm;
         }
         err_set(err, "checkpoint %s: holds %d records but this model has %d: '%s' is not part of "
-                "this model; the file was not written for this model", path, n, 3 + 3 * ps->n,
+                "this model; the file was not written for this model", path, n, 3 + nbuf * ps->n,
                 extra);
         goto fail;
     }
     model_allocate(m);
-    host = xmalloc(sizeof(float) * ps->total * 3);
-    memset(host, 0, sizeof(float) * ps->total * 3); /* and the alignment gaps between tensors */
-    for (int k = 0; k < 3; k++)
+    host = xmalloc(sizeof(float) * ps->total * nbuf);
+    memset(host, 0, sizeof(float) * ps->total * nbuf); /* and the alignment gaps */
+    for (int k = 0; k < nbuf; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             const CkptRecord *r = found[k * ps->n + i];
@@ -270,6 +278,10 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
     m->be->upload(ps->data, host, sizeof(float) * ps->total);
     m->be->upload(ps->m, host + ps->total, sizeof(float) * ps->total);
     m->be->upload(ps->v, host + 2 * ps->total, sizeof(float) * ps->total);
+    if (nbuf == 4) {
+        params_allocate_ema(ps);
+        m->be->upload(ps->ema, host + 3 * ps->total, sizeof(float) * ps->total);
+    }
     if (st) {
         const uint64_t *u = rc_st->data;
         *st = (TrainState){.step = (long)u[ST_STEP], .epoch = (int)u[ST_EPOCH],

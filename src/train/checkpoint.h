@@ -2,7 +2,9 @@
  *
  * A checkpoint holds: the config text it was trained with ("config"), the SentencePiece model
  * ("spm"), every parameter ("param/<name>") and its Adam moments ("adam_m/<name>",
- * "adam_v/<name>") with their shapes, and the training state ("train_state": step, epoch, batch
+ * "adam_v/<name>") with their shapes, when the model has one (ParamSet.ema, train.ema_decay > 0)
+ * the moving average of every parameter ("ema/<name>"; Polyak & Juditsky 1992), and the training
+ * state ("train_state": step, epoch, batch
  * position in the epoch, the epoch's shuffling RNG, the Adam step, learning-rate scale, best
  * validation BLEU, epochs without improvement, elapsed seconds). Written atomically and verified
  * (ckpt_write_atomic); loading checks every tensor's name and shape against the model built from
@@ -31,15 +33,18 @@ typedef struct {
     double elapsed;       /* training seconds so far */
 } TrainState;
 
-/* Saves m's parameters and Adam moments, cfg (the run's config; cfg->model is m's spec), the
- * SentencePiece model spm and st to path atomically. Errors: I/O (path and strerror), or a
- * non-finite parameter (nothing is written). */
+/* Saves m's parameters, Adam moments (and "ema/" records when m->ps.ema is set), cfg (the run's
+ * config; cfg->model is m's spec), the SentencePiece model spm and st to path atomically.
+ * Errors: I/O (path and strerror), or a non-finite parameter, moment or EMA value (nothing is
+ * written). */
 Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
                        const TrainState *st, Err *err);
 /* Loads path into three separate outputs the caller then owns: a new model *m (model_free), the
  * stored config *cfg (cfg->model is the model's spec) and its SentencePiece model *spm
- * (spm_free); and st (may be NULL). device_override: a DeviceType to build the model on, or -1
- * for the device in the stored config (cfg->device says which was used). A stored
+ * (spm_free); and st (may be NULL). A checkpoint with "ema/" records (all of them, or it is an
+ * error like any missing tensor) gives a model with ps.ema allocated and loaded; one without
+ * (every older checkpoint) gives ps.ema = NULL. device_override: a DeviceType to build the model
+ * on, or -1 for the device in the stored config (cfg->device says which was used). A stored
  * model.rnn_impl = cudnn comes back as own (and the model runs our kernels) where the device is
  * not cuda or the build has no cuDNN: the parameters are the same. All-or-nothing: on
  * error *m is left all zero and *spm NULL (nothing to free; whatever they held before is not

@@ -153,6 +153,16 @@ static const KeyDef keys[] = {
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
           "steps between checkpoints (also one per epoch end); 0 = epoch ends only"),
     K_STR("train", "save_dir", save_dir, "", "checkpoint folder; empty = checkpoints/<name>"),
+    K_INT("train", "keep_checkpoints", keep_checkpoints, "0", 0, 1000000,
+          "also write epoch<N>.ckpt at each epoch end and keep the last this many (older "
+          "ones deleted once the new one is written); 0 = off"),
+    K_INT("train", "average_last", average_last, "0", 0, 1000000,
+          "at the end of the run write avg.ckpt, the mean parameters of the last this many "
+          "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it; needs keep_checkpoints "
+          ">= it; 0 = off"),
+    K_FLT("train", "ema_decay", ema_decay, "0", 0, 0, 1, 1,
+          "exponential moving average of the weights, ema = d*ema + (1-d)*w after every step "
+          "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off"),
     K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores"),
     K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
           "validation sentences used; 0 = all"),
@@ -681,6 +691,11 @@ Status config_validate(const Config *c, Err *err) {
          "config %s: train.precision = %s needs train.device = cuda; the cpu backend computes in "
          "fp32 only (bf16 on the CPU is issue 16's work): set train.precision = fp32", nm,
          precision_names[c->precision]);
+    RULE(c->average_last <= c->keep_checkpoints,
+         "config %s: train.average_last = %d averages the last %d epoch checkpoints, but "
+         "train.keep_checkpoints = %d keeps fewer; set train.keep_checkpoints >= %d or lower "
+         "train.average_last", nm, c->average_last, c->average_last, c->keep_checkpoints,
+         c->average_last);
     RULE(c->min_lr <= c->lr,
          "config %s: train.min_lr = %g is above train.lr = %g; lower train.min_lr", nm,
          (double)c->min_lr, (double)c->lr);

@@ -105,6 +105,11 @@ typedef struct Config {
     int log_every;           /* train.log_every: steps between log lines (100, >= 1) */
     int save_every;          /* train.save_every: steps between checkpoints, plus one at each
                                 epoch end; 0 = epoch ends only (500) */
+    int keep_checkpoints;    /* train.keep_checkpoints: also write epoch<N>.ckpt at each epoch
+                                end and keep the last K; 0 = off (0) */
+    int average_last;        /* train.average_last: avg.ckpt of the last K epoch checkpoints at
+                                the end of the run; <= keep_checkpoints; 0 = off (0) */
+    float ema_decay;         /* train.ema_decay: EMA of the weights, d in [0, 1); 0 = off (0) */
     char save_dir[1024];     /* train.save_dir: "" = checkpoints/<name> (see config_save_dir) */
     int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */

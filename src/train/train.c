@@ -270,6 +270,7 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
         optim_clip(ps, r.norm, cfg->clip_norm);
         st->adam_t++;
         optim_adam(ps, cfg, optim_lr(cfg, st->step + 1, st->lr_scale), st->adam_t);
+        if (cfg->ema_decay > 0 && ps->ema) params_ema_update(ps, cfg->ema_decay);
     }
     st->step++;
     return r;
@@ -339,6 +340,7 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
         c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
         c.max_nonfinite = cfg->max_nonfinite, c.dist_timeout = cfg->dist_timeout;
+        c.keep_checkpoints = cfg->keep_checkpoints, c.average_last = cfg->average_last;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         char diff[2048];
         if (config_diff(&c, cfg, diff, sizeof diff))
@@ -356,6 +358,9 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
         unlink(r->mpath);
     }
+    /* allocated once, with the parameters (DESIGN.md §5); a resumed run has it from the
+     * checkpoint's "ema/" records (params_allocate_ema then does nothing) */
+    if (cfg->ema_decay > 0) params_allocate_ema(&r->model.ps);
     return STATUS_OK;
 }
 
@@ -403,6 +408,10 @@ static Status open_sync(Run *r, const Backend *be, Err *err) {
     dist_bcast(ps->data, sizeof(float) * ps->total, 0, "start-up (parameters)");
     dist_bcast(ps->m, sizeof(float) * ps->total, 0, "start-up (Adam m)");
     dist_bcast(ps->v, sizeof(float) * ps->total, 0, "start-up (Adam v)");
+    if (r->cfg.ema_decay > 0) {
+        if (!lead) params_allocate_ema(ps);
+        dist_bcast(ps->ema, sizeof(float) * ps->total, 0, "start-up (EMA of the parameters)");
+    }
     return STATUS_OK;
 }
 
@@ -548,6 +557,51 @@ static void log_progress(Run *r, LogWindow *w) {
     *w = (LogWindow){0, now, 0, 0, 0, 0, 0};
 }
 
+/* The epochs N of the files epoch<N>.ckpt in dir (train.keep_checkpoints), ascending, into a new
+ * array *out (the caller frees it; NULL when none); returns their count (0 when dir cannot be
+ * read). Only names of exactly that form count. */
+static int list_epoch_ckpts(const char *dir, int **out) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0, cap = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        int e, len = 0;
+        if (sscanf(ent->d_name, "epoch%d.ckpt%n", &e, &len) != 1 || e < 1 ||
+            ent->d_name[len] != 0 || strncmp(ent->d_name, "epoch", 5) ||
+            !(ent->d_name[5] >= '1' && ent->d_name[5] <= '9'))
+            continue;
+        if (n == cap) *out = xrealloc(*out, sizeof **out * (size_t)(cap = cap ? 2 * cap : 16));
+        (*out)[n++] = e;
+    }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of files */
+        for (int j = i; j > 0 && (*out)[j - 1] > (*out)[j]; j--) {
+            int t = (*out)[j];
+            (*out)[j] = (*out)[j - 1], (*out)[j - 1] = t;
+        }
+    return n;
+}
+
+/* After epoch<epoch>.ckpt was committed: deletes the epoch checkpoints of dir beyond the last
+ * keep of those up to epoch, and any of a later epoch (left by an earlier run in this folder,
+ * which this run has overwritten up to epoch). A file that cannot be deleted is named on
+ * stderr; no error. */
+static void prune_epoch_ckpts(const char *dir, int epoch, int keep) {
+    int *e, n = list_epoch_ckpts(dir, &e), upto = 0;
+    while (upto < n && e[upto] <= epoch) upto++;
+    for (int i = 0; i < n; i++) {
+        if (i >= upto - keep && i < upto) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/epoch%d.ckpt", dir, e[i]);
+        if (unlink(path) != 0)
+            fprintf(stderr, "cannot delete %s (train.keep_checkpoints = %d): %s\n", path, keep,
+                    strerror(errno));
+    }
+    free(e);
+}
+
 /* The end of an epoch whose shuffling RNG is now rng: validation, the plateau decay, the "val"
  * metrics line, best.ckpt (when improved) and last.ckpt at the start of the next epoch.
  * *early_stop = 1 when train.patience epochs passed without a better BLEU. */
@@ -556,18 +610,26 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
     TrainState *st = &r->st;
     batch_plan_free(&r->plan);
     double vppl, vbleu, vchrf, t0 = now_seconds();
-    if (validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu,
-                 &vchrf, err))
+    ParamSet *ps = &r->model.ps;
+    int ema = cfg->ema_decay > 0 && ps->ema;
+    if (ema) params_swap_ema(ps); /* validate (and save best.ckpt) with the EMA weights */
+    Status vs = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl,
+                         &vbleu, &vchrf, err);
+    if (vs) {
+        if (ema) params_swap_ema(ps);
         return STATUS_ERR;
+    }
     int improved = vbleu > st->best_bleu;
     if (improved) st->best_bleu = vbleu, st->bad_epochs = 0;
     else st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
     st->elapsed = now_seconds() - r->t_start;
     char e1[32];
     fmt_time(e1, sizeof e1, st->elapsed);
-    printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s | "
+    printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s%s | "
            "validation %.1f s | elapsed %s\n", st->epoch, vppl, vbleu, vchrf, st->best_bleu,
-           improved ? " new best" : "", now_seconds() - t0, e1);
+           improved ? " new best" : "",
+           ema ? " | EMA weights (train.ema_decay), also in best.ckpt" : "",
+           now_seconds() - t0, e1);
     fprintf(r->metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
             "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
             "\"peak_rss_mb\": %.1f}\n", st->epoch, st->step, vppl, vbleu, vchrf,
@@ -578,9 +640,24 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
     next.epoch = st->epoch + 1;
     next.batch_in_epoch = 0;
     next.epoch_rng = rng;
-    if (improved && checkpoint_save(r->best, &r->model, cfg, r->spm, &next, err))
-        return STATUS_ERR;
+    Status bs = STATUS_OK;
+    if (improved) {
+        /* with EMA, best.ckpt holds the EMA weights as its parameters and no "ema/" records
+         * (the swapped-out buffer now holds the raw weights): a plain checkpoint to evaluate */
+        float *held = ps->ema;
+        if (ema) ps->ema = NULL;
+        bs = checkpoint_save(r->best, &r->model, cfg, r->spm, &next, err);
+        ps->ema = held;
+    }
+    if (ema) params_swap_ema(ps); /* back to the raw weights, bit for bit */
+    if (bs) return STATUS_ERR;
     if (checkpoint_save(r->last, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
+    if (cfg->keep_checkpoints > 0) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/epoch%d.ckpt", r->dir, st->epoch);
+        if (checkpoint_save(path, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
+        prune_epoch_ckpts(r->dir, st->epoch, cfg->keep_checkpoints);
+    }
     st->epoch_rng = rng;
     st->batch_in_epoch = 0;
     *early_stop = cfg->patience > 0 && st->bad_epochs >= cfg->patience;
@@ -588,6 +665,55 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
         printf("early stopping: validation BLEU has not improved for %d epochs\n",
                st->bad_epochs);
     return STATUS_OK;
+}
+
+/* train.average_last = K at the end of a run (rank 0): avg.ckpt = checkpoint_average of the
+ * last K epoch checkpoints in save_dir up to the current epoch (fewer when fewer exist, said in
+ * the log line), then its validation BLEU printed next to best's. Nothing when K = 0 or no epoch
+ * checkpoint exists. Errors: checkpoint_average's, checkpoint_load's, validation's. */
+static Status average_at_end(Run *r, Err *err) {
+    const Config *cfg = &r->cfg;
+    if (cfg->average_last <= 0) return STATUS_OK;
+    int *e, n = list_epoch_ckpts(r->dir, &e), upto = 0;
+    while (upto < n && e[upto] <= r->st.epoch) upto++;
+    if (upto == 0) {
+        printf("train.average_last = %d: no epoch checkpoint was written, so no avg.ckpt\n",
+               cfg->average_last);
+        free(e);
+        return STATUS_OK;
+    }
+    int k = upto < cfg->average_last ? upto : cfg->average_last;
+    char **paths = xcalloc((size_t)k, sizeof *paths), list[1024] = "";
+    for (int i = 0; i < k; i++) {
+        paths[i] = xmalloc(1200);
+        snprintf(paths[i], 1200, "%s/epoch%d.ckpt", r->dir, e[upto - k + i]);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? ", " : "",
+                 e[upto - k + i]);
+    }
+    free(e);
+    char out[1200];
+    snprintf(out, sizeof out, "%s/avg.ckpt", r->dir);
+    Model m = {0};
+    Config c;
+    Spm *spm = NULL;
+    Status rc = checkpoint_average((const char *const *)paths, k, out, err);
+    for (int i = 0; i < k; i++) free(paths[i]);
+    free(paths);
+    if (rc) return STATUS_ERR;
+    if (k < cfg->average_last)
+        printf("averaged the last %d epoch checkpoints (epochs %s; fewer than train.average_last "
+               "= %d: only %d were written) -> %s\n", k, list, cfg->average_last, k, out);
+    else
+        printf("averaged the last %d epoch checkpoints (epochs %s) -> %s\n", k, list, out);
+    if (checkpoint_load(out, &m, &c, &spm, NULL, (int)cfg->device, err)) return STATUS_ERR;
+    double vppl, vbleu, vchrf;
+    rc = validate(&m, spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu, &vchrf, err);
+    if (!rc)
+        printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %.2f)\n", vppl, vbleu,
+               vchrf, r->st.best_bleu);
+    model_free(&m);
+    spm_free(spm);
+    return rc;
 }
 
 /* The closing line: the best checkpoint, or that no validation ran and which file holds the
@@ -723,6 +849,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             goto cleanup;
         }
     }
+    Status as = STATUS_OK; /* rank 0 averages; the others wait for its verdict */
+    if (lead) as = average_at_end(r, err);
+    if (agree(r, as, "rank 0's checkpoint averaging", err)) goto cleanup;
     print_done(r);
     rc = STATUS_OK;
 cleanup:

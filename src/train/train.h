@@ -7,7 +7,16 @@
  * max_steps, max_hours, or patience epochs without improvement.
  *
  * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
- * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model.
+ * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model;
+ * with train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once
+ * the new one is committed); with train.average_last = K, avg.ckpt at the end of a run that was
+ * not stopped by a signal: the mean parameters of the last K epoch checkpoints (checkpoint_average;
+ * Vaswani et al. 2017 §6.1), validated and its BLEU printed next to best's.
+ *
+ * train.ema_decay = d > 0: ema = d·ema + (1 − d)·θ after every applied optimizer step
+ * (params_ema_update; Polyak & Juditsky 1992), starting from the initial weights, stored in every
+ * checkpoint ("ema/" records) and restored on resume exactly; validation uses the EMA weights
+ * (swapped in and back), and best.ckpt holds them as its parameters.
  *
  * Faults: a step with a non-finite loss or gradient skips its update (logged on stderr with the
  * step); train.max_nonfinite in a row end the run with an error. SIGINT/SIGTERM finish the step

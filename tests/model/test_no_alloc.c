@@ -3,9 +3,10 @@
  * Trains tiny models for 20 steps on length-bucketed batches of random pairs (B, S and T change
  * from step to step) with the trainer's step (train_step) — batch_fill into buffers sized once by
  * batch_bounds, zero gradients, model_loss (one upload, forward, backward), global norm, clip,
- * Adam — and counts every allocation in steps 2–20: malloc, calloc, realloc, posix_memalign,
- * aligned_alloc and memalign of the whole process (this executable defines them and forwards
- * to glibc's __libc_* functions), and the backend's alloc. Any allocation of ours fails the
+ * Adam, the EMA of the weights (train.ema_decay) — and counts every allocation in steps 2–20:
+ * malloc, calloc, realloc, posix_memalign, aligned_alloc and memalign of the whole process
+ * (this executable defines them and forwards to glibc's __libc_* functions), and the backend's
+ * alloc. Any allocation of ours fails the
  * test (those made inside libgomp and OpenBLAS are reported apart, see below); each is printed
  * with its call stack (those inside attention ops, the first few), so a failure names the code
  * that still allocates.
@@ -199,6 +200,8 @@ static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
     config_defaults(&cfg);
     cfg.seed = 7, cfg.label_smoothing = 0.1f, cfg.clip_norm = 1.0f, cfg.lr = 1e-3f;
     cfg.warmup_steps = 0, cfg.adam_beta2 = 0.98f, cfg.adam_eps = 1e-9f;
+    cfg.ema_decay = 0.999f; /* the EMA update is part of the step; its buffer is made here */
+    params_allocate_ema(&m.ps);
     TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
     for (int t = 1; t <= STEPS; t++) {
         counting = t >= 2;
