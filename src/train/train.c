@@ -628,7 +628,8 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
     printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s%s | "
            "validation %.1f s | elapsed %s\n", st->epoch, vppl, vbleu, vchrf, st->best_bleu,
            improved ? " new best" : "",
-           ema ? " | EMA weights (train.ema_decay), also in best.ckpt" : "",
+           !ema ? "" : improved ? " | EMA weights (train.ema_decay), saved as best.ckpt"
+                                : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
     fprintf(r->metrics, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
             "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
