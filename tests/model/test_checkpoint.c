@@ -7,10 +7,12 @@
  *     model again gives a byte-identical file; no temporary file is left behind;
  *   - the file truncated at many lengths, a byte flipped at many positions, trailing garbage: each
  *     refused with a message naming the file, the Model left all zero, never a crash;
- *   - 37 files that are well-formed for the container but wrong for the model (written with
+ *   - 42 files that are well-formed for the container but wrong for the model (written with
  *     ckpt_write_atomic, so every CRC is right), each refused with ITS OWN message (asserted):
  *     tensors of a different model (H 32) under this model's config; a tensor missing, extra,
  *     i32 or u8 instead of f32, transposed or flattened; NaN/±Inf in a parameter, Adam m or v;
+ *     train.ema_decay's "ema/" records (all or none): one alone, one missing from the full set,
+ *     a NaN or a transposed shape in one (the full set loads, ps.ema = its values);
  *     the config, spm or train_state record missing, of the wrong type or size; a stored config
  *     that does not parse, does not validate, has an unknown key or a NUL byte; a SentencePiece
  *     record of text, cut in half or empty; a training state out of range in each field (step,
@@ -312,6 +314,77 @@ static void wrong_tensors(void) {
     snprintf(want, sizeof want, "tensor '%s' has shape [%lld] but", p->name,
              (long long)c.shape[0]);
     variant("a flattened tensor", p->name, &c, NULL, want);
+}
+
+/* train.ema_decay's "ema/" records (issue 15): all or none. The good file (none) with a copy of
+ * every parameter as "ema/<name>" loads, with ps.ema equal to the parameters; one "ema/" record
+ * alone, one missing from the full set, a NaN or a transposed shape in one are refused, naming
+ * the tensor. */
+static void wrong_ema(void) {
+    int np = 0;
+    for (int i = 0; i < g_norig; i++) np += !strncmp(g_orig[i].name, "param/", 6);
+    CkptRecord *r = malloc(sizeof *r * (size_t)(g_norig + np));
+    memcpy(r, g_orig, sizeof *r * (size_t)g_norig);
+    int n = g_norig, first = -1, mat = -1;
+    for (int i = 0; i < g_norig; i++) {
+        if (strncmp(g_orig[i].name, "param/", 6)) continue;
+        r[n] = g_orig[i];
+        snprintf(r[n].name, CKPT_NAME_MAX, "ema/%s", g_orig[i].name + 6);
+        if (first < 0) first = n;
+        if (mat < 0 && r[n].ndim == 2 && r[n].shape[0] != r[n].shape[1]) mat = n;
+        n++;
+    }
+    if (first < 0 || mat < 0) {
+        EXPECT(0, "no parameters to copy as ema/ records");
+        free(r);
+        return;
+    }
+    /* the full set loads */
+    if (!write_records(g_crafted, r, n)) {
+        Model m;
+        Config c;
+        Spm *spm;
+        Err err;
+        if (checkpoint_load(g_crafted, &m, &c, &spm, NULL, -1, &err) == STATUS_OK) {
+            EXPECT(m.ps.ema != NULL, "a checkpoint with every ema/ record loads without EMA");
+            if (m.ps.ema)
+                EXPECT(!memcmp(m.ps.ema, m.ps.data, sizeof(float) * m.ps.total),
+                       "the ema/ records (copies of the parameters) load as something else");
+            model_free(&m);
+            spm_free(spm);
+        } else {
+            EXPECT(0, "a checkpoint with every ema/ record is refused: %s", err.msg);
+        }
+    }
+    char want[256];
+    /* one ema/ record alone: the first other one is missing */
+    CkptRecord *one = malloc(sizeof *one * (size_t)(g_norig + 1));
+    memcpy(one, g_orig, sizeof *one * (size_t)g_norig);
+    one[g_norig] = r[mat];
+    snprintf(want, sizeof want, "tensor '%s' is missing",
+             mat == first ? r[first + 1].name : r[first].name);
+    if (!write_records(g_crafted, one, g_norig + 1))
+        expect_refused_msg(g_crafted, "one ema/ record alone", want);
+    free(one);
+    /* the full set less one */
+    snprintf(want, sizeof want, "tensor '%s' is missing", r[n - 1].name);
+    if (!write_records(g_crafted, r, n - 1))
+        expect_refused_msg(g_crafted, "an ema/ record missing", want);
+    /* a NaN, a transposed shape */
+    CkptRecord keep = r[mat];
+    float *buf = malloc(keep.nbytes);
+    r[mat] = with_value(&keep, buf, 1, NAN);
+    snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (nan) at element 1",
+             keep.name);
+    if (!write_records(g_crafted, r, n)) expect_refused_msg(g_crafted, "NaN in an EMA", want);
+    r[mat] = keep;
+    r[mat].shape[0] = keep.shape[1], r[mat].shape[1] = keep.shape[0];
+    snprintf(want, sizeof want, "tensor '%s' has shape [%lld, %lld] but the model needs",
+             keep.name, (long long)keep.shape[1], (long long)keep.shape[0]);
+    if (!write_records(g_crafted, r, n))
+        expect_refused_msg(g_crafted, "a transposed EMA tensor", want);
+    free(buf);
+    free(r);
 }
 
 static CkptRecord bytes_record(const char *name, const void *data, size_t n) {
@@ -632,6 +705,7 @@ int main(void) {
             free(r);
         }
         wrong_tensors();
+        wrong_ema();
         wrong_records();
         wrong_train_state();
         printf("%d well-formed files that do not fit the model refused\n", g_refusals - before);
