@@ -63,8 +63,10 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, Train
 /* Checkpoint averaging (Vaswani et al. 2017 §6.1: "averaging the last 5 checkpoints"; fairseq's
  * average_checkpoints): writes to out a checkpoint whose every parameter is the element-wise mean
  * of that parameter over paths[0..n) (n >= 1; summed in double, in argument order), with the
- * config, SentencePiece model, Adam moments and training state of the LAST path (so `--resume`
- * from it continues that run's optimiser; the moments are not averaged). Every checkpoint is
+ * config, SentencePiece model, Adam moments, EMA records (if any) and training state of the LAST
+ * path (so `--resume` from it continues that run's optimiser; the moments and the EMA are not
+ * averaged). train_run calls it for train.average_last (avg.ckpt; Polyak & Juditsky 1992 on
+ * averaging iterates). Every checkpoint is
  * loaded on the CPU and must have the same tensors (names and shapes) as the last one.
  * Errors (message names the file): any checkpoint_load error; a checkpoint of another model
  * ("A has tensor T of shape [..], B [..]: average checkpoints of one model"); n < 1; a write
