@@ -23,10 +23,11 @@
 
 #define FIXDIR "tests/fixtures/bootstrap/"
 
-/* The lines of a file (terminators removed); *n their count. */
-static char **read_lines(const char *path, long *n) {
+/* The lines of a file (terminators removed), pointing into *text; *n their count. The caller
+ * frees the array and *text. */
+static char **read_lines(const char *path, long *n, char **text_out) {
     size_t len = 0;
-    char *text = test_read_file(path, &len);
+    char *text = *text_out = test_read_file(path, &len);
     *n = 0;
     if (!text) return NULL;
     long cap = 1;
@@ -63,10 +64,11 @@ static void close_to(double ours, double ref, double tol, const char *what) {
 
 int main(void) {
     long nr = 0, nb = 0, ns = 0, nidx = 0;
-    char **refs = read_lines(FIXDIR "refs.txt", &nr);
-    char **hb = read_lines(FIXDIR "hyps_base.txt", &nb);
-    char **hs = read_lines(FIXDIR "hyps_sys.txt", &ns);
-    char **rows = read_lines(FIXDIR "idx.txt", &nidx);
+    char *texts[4] = {NULL, NULL, NULL, NULL};
+    char **refs = read_lines(FIXDIR "refs.txt", &nr, &texts[0]);
+    char **hb = read_lines(FIXDIR "hyps_base.txt", &nb, &texts[1]);
+    char **hs = read_lines(FIXDIR "hyps_sys.txt", &ns, &texts[2]);
+    char **rows = read_lines(FIXDIR "idx.txt", &nidx, &texts[3]);
     long n = (long)expected("n");
     int R = (int)expected("resamples");
     EXPECT(refs && hb && hs && rows && nr == n && nb == n && ns == n && nidx == R,
@@ -124,5 +126,7 @@ int main(void) {
     EXPECT(v.sys_mean != y.sys_mean, "another seed drew the same resamples");
 
     free(sb), free(ss), free(idx);
+    free(refs), free(hb), free(hs), free(rows);
+    for (int i = 0; i < 4; i++) free(texts[i]);
     return test_report("test_significance");
 }
