@@ -14,7 +14,10 @@
 const char *const attention_kind_names[ATTN_KIND_COUNT] = {
     "none", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",     "taylor",
+    "luong_local",
 };
+const char *const local_mode_names[2] = {"monotonic", "predictive"};
+const char *const local_score_names[3] = {"dot", "general", "concat"};
 static_assert(sizeof attention_kind_names / sizeof attention_kind_names[0] == ATTN_KIND_COUNT,
               "attention_kind_names must name every AttentionKind");
 
@@ -45,7 +48,8 @@ const AttentionOps *attention_row(AttentionKind kind) {
         [ATTN_LUONG_GENERAL] = &attention_luong_general,
         [ATTN_LUONG_CONCAT] = &attention_luong_concat, [ATTN_SDP] = &attention_sdp,
         [ATTN_FLASH] = &attention_flash,           [ATTN_LINEAR] = &attention_linear,
-        [ATTN_EFFICIENT] = &attention_efficient,   [ATTN_TAYLOR] = &attention_taylor};
+        [ATTN_EFFICIENT] = &attention_efficient,   [ATTN_TAYLOR] = &attention_taylor,
+        [ATTN_LUONG_LOCAL] = &attention_luong_local};
     CHECK(kind >= 0 && kind < ATTN_KIND_COUNT, "attention_row: kind out of range");
     return rows[kind];
 }
@@ -74,9 +78,11 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
         snprintf(reason, sizeof reason, "model.type = transformer needs an attention in every "
                  "slot; set %s to a kind (e.g. sdp)", key);
     } else if (causal && !r->causal_ok) {
-        snprintf(reason, sizeof reason, "efficient attention (Shen et al. 2021) normalises each "
-                 "key column over the whole sequence, so it has no causal form for the "
-                 "decoder's self-attention; set %s to sdp, flash, linear or taylor", key);
+        snprintf(reason, sizeof reason, "%s; set %s to sdp, flash, linear or taylor",
+                 r->no_causal ? r->no_causal
+                              : "efficient attention (Shen et al. 2021) normalises each key "
+                                "column over the whole sequence, so it has no causal form for "
+                                "the decoder's self-attention", key);
     } else if ((slot != ATTN_SLOT_RNN || r->multi_head) && (NH < 1 || Dk % NH)) {
         snprintf(reason, sizeof reason, "model.heads = %d does not divide %s = %d; choose heads "
                  "that divide it", NH, slot == ATTN_SLOT_RNN ? "model.hidden" : "model.d_model",
@@ -93,8 +99,10 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
 }
 
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
-                       int Dq, int Dk, int NH, int own_proj, ParamInit mat) {
+                       int Dq, int Dk, int NH, int own_proj, ParamInit mat,
+                       const AttentionOpts *opts) {
     memset(a, 0, sizeof *a);
+    if (opts) a->opts = *opts;
     a->kind = kind, a->ops = attention_row(kind);
     CHECK(a->ops && NH >= 1 && Dk % NH == 0, "attention_declare: check attention_supports first");
     a->NH = NH, a->HS = Dk / NH, a->Dq = Dq, a->Dk = Dk, a->own_proj = own_proj;

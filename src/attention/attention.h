@@ -13,7 +13,8 @@
  * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, taylor.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
+ * efficient.c, taylor.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c, local.c
+ * (luong_local; its options AttentionOpts, its query position Attention.pos0) — with the
  * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  *
@@ -41,6 +42,7 @@ typedef enum AttentionKind {
     ATTN_LINEAR,         /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */
     ATTN_EFFICIENT,      /* Shen et al. 2021, softmax over rows of Q and columns of K */
     ATTN_TAYLOR,         /* Li et al. 2020, first-order Taylor: weights ∝ 1 + q̂·k̂ */
+    ATTN_LUONG_LOCAL,    /* Luong et al. 2015 §3.2, local attention: local-m / local-p */
     ATTN_KIND_COUNT
 } AttentionKind;
 
@@ -50,6 +52,19 @@ extern const char *const attention_kind_names[ATTN_KIND_COUNT];
 /* Parses a config name into *kind. Errors: unknown name → STATUS_ERR, "unknown attention kind
  * 'x' (valid: none, bahdanau, ...)". Source: —. */
 Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err);
+
+/* Options of the kinds that take some ({0}: luong_local with D = 0 is refused by its declare; the
+ * config's defaults are D = 10, predictive, general). luong_local (Luong et al. 2015 §3.2):
+ * model.local_window = D, model.local_mode, model.local_score. */
+typedef enum { LOCAL_MONOTONIC, LOCAL_PREDICTIVE } LocalMode;      /* monotonic, predictive */
+typedef enum { LOCAL_SCORE_DOT, LOCAL_SCORE_GENERAL, LOCAL_SCORE_CONCAT } LocalScore;
+extern const char *const local_mode_names[2];  /* "monotonic", "predictive" */
+extern const char *const local_score_names[3]; /* "dot", "general", "concat" */
+typedef struct {
+    int local_window;       /* D: the window [p_t − D, p_t + D], σ = D/2 (>= 1) */
+    LocalMode local_mode;   /* local-m: p_t = t; local-p: p_t = S·σ(v_pᵀ tanh(W_p h_t)) */
+    LocalScore local_score; /* eq. 8: dot, general (h_t W_a), concat (additive) */
+} AttentionOpts;
 
 /* Where an attention serves; each slot is one config key. */
 typedef enum AttentionSlot {
@@ -79,6 +94,11 @@ typedef struct {
     Param W_a;      /* luong_general: [Dq, Dk] (q' = q W_a); additive own_proj: W_q [A, Dq] */
     Param U_a;      /* additive own_proj: U [A, Dk] */
     Param v_a;      /* additive: [A] (own_proj) or [NH, HS] */
+    AttentionOpts opts; /* luong_local: window, mode, score (attention_declare's opts) */
+    Param W_p, v_p; /* luong_local predictive: W_p [Dq, Dq], v_p [Dq] (Luong et al. 2015 eq. 9) */
+    int pos0;       /* luong_local monotonic: the position of query 0 (p_t = pos0 + t). The caller
+                     * sets it before forward and backward: the RNN its decoding step t in
+                     * per-step calls (Tq = 1), 0 when all T queries come at once */
 } Attention;
 
 /* One row of the table. Functions that a kind does not need are NULL. Backward functions
@@ -90,6 +110,7 @@ struct AttentionOps {
     int rnn_prev_state;  /* in the RNN, the query is s_{t−1} and c_t feeds the RNN input
                           * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
     int scaled;          /* dot-product scores scaled by 1/√HS (Vaswani et al. 2017 eq. 1) */
+    const char *no_causal; /* causal_ok = 0: why (attention_supports' message); NULL: efficient's */
     AttentionSave save;  /* what forward saves for backward and for attention maps */
     const OpKind *ops;   /* the backend ops the kind calls (training and decoding) */
     int nops;
@@ -137,7 +158,8 @@ struct AttentionOps {
     /* Host-side weights of one query against len keys for attention maps: w[s] for s < len,
      * summing to 1, from one head's q [HS] and k [len, HS] (after query_forward), v_a [HS] of
      * that head (additive) or NULL. The softmax for the softmax kinds; φ(q)·φ(k_s) / Σ for
-     * linear; ρ_q(q)·ρ_k(k)_s for efficient; (1 + q̂·k̂_s) / Σ for taylor. */
+     * linear; ρ_q(q)·ρ_k(k)_s for efficient; (1 + q̂·k̂_s) / Σ for taylor. NULL for
+     * luong_local (its weights need W_p, v_p and p_t): the models read its saved weights. */
     void (*weights_host)(float *w, const float *q, const float *k, const float *v_a, int len,
                          int HS);
 };
@@ -156,7 +178,8 @@ int attention_ops_used(AttentionKind kind, OpKind *ops); /* no errors */
  * would use (the Transformer's model.heads; for the RNN model.heads, used by the multi-head
  * kinds only); be: checked for the kind's ops (NULL: not checked). why: why_len bytes, host.
  * Refusals (one message form, "<key> = <kind>: <reason>"): none in a Transformer slot (the RNN
- * may have none); the slot is causal and the kind has no causal form (efficient); the sizes do not fit the kind (sizes_ok, e.g. luong_dot Dq ≠ Dk) or NH
+ * may have none); the slot is causal and the kind has no causal form (efficient, luong_local:
+ * the row's no_causal); the sizes do not fit the kind (sizes_ok, e.g. luong_dot Dq ≠ Dk) or NH
  * does not divide the width; be lacks an op the kind calls. Source: DESIGN.md §4. */
 int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
                        int Dq, int Dk, int NH, char *why, size_t why_len);
@@ -164,9 +187,11 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
 /* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
  * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
  * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. CHECKs
- * a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first"). */
+ * a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first").
+ * opts: the kinds' options (copied; NULL = none, which luong_local refuses by CHECK). */
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
-                       int Dq, int Dk, int NH, int own_proj, ParamInit mat);
+                       int Dq, int Dk, int NH, int own_proj, ParamInit mat,
+                       const AttentionOpts *opts);
 
 /* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
  * or 0. No errors; likewise the three size functions below. */

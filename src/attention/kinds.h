@@ -9,7 +9,14 @@
 
 extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
     attention_taylor, attention_luong_dot, attention_luong_general, attention_luong_concat,
-    attention_bahdanau;
+    attention_bahdanau, attention_luong_local;
+
+/* luong.c: the general score's query transform q' = q W_a (W_a [Dq, Dk]; Luong et al. 2015
+ * eq. 8) and its backward (dW_a += qᵀ dq', dq += dq' W_aᵀ); luong_local reuses them. */
+void attention_general_query_forward(const Attention *a, const Backend *be, float *qp,
+                                     const float *q, int N);
+void attention_general_query_backward(const Attention *a, const Backend *be, float *dq,
+                                      const float *dqp, const float *q, int N);
 
 /* sdp.c: softmax(scale · q kᵀ) v with the weights [B, NH, Tq, Tk] saved (attn_forward /
  * attn_backward); scale 1/√HS when the row is scaled (Vaswani et al. 2017 eq. 1), else 1 (Luong

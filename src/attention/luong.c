@@ -25,14 +25,14 @@ static void luong_general_declare(Attention *a, ParamSet *ps, const char *prefix
 }
 
 /* q' = q W_a  [N, Dk] */
-static void luong_general_query_forward(const Attention *a, const Backend *be, float *qp,
-                                        const float *q, int N) {
+void attention_general_query_forward(const Attention *a, const Backend *be, float *qp,
+                                     const float *q, int N) {
     be->matmul(qp, q, a->W_a.w, N, a->Dk, a->Dq, 0, 0, 1.0f, 0.0f);
 }
 
 /* q' = q W_a  →  dW_a += qᵀ dq',  dq += dq' W_aᵀ */
-static void luong_general_query_backward(const Attention *a, const Backend *be, float *dq,
-                                         const float *dqp, const float *q, int N) {
+void attention_general_query_backward(const Attention *a, const Backend *be, float *dq,
+                                      const float *dqp, const float *q, int N) {
     be->matmul(a->W_a.g, q, dqp, a->Dq, a->Dk, N, 1, 0, 1.0f, 1.0f);
     be->matmul(dq, dqp, a->W_a.w, N, a->Dq, a->Dk, 0, 1, 1.0f, 1.0f);
 }
@@ -53,8 +53,8 @@ const AttentionOps attention_luong_dot = {
 const AttentionOps attention_luong_general = {
     .kind = ATTN_LUONG_GENERAL, .causal_ok = 1, .save = ATTN_SAVE_WEIGHTS,
     .ops = attention_dot_ops, .nops = 3,
-    .declare = luong_general_declare, .query_forward = luong_general_query_forward,
-    .query_backward = luong_general_query_backward, .forward = attention_dot_forward,
+    .declare = luong_general_declare, .query_forward = attention_general_query_forward,
+    .query_backward = attention_general_query_backward, .forward = attention_dot_forward,
     .backward = attention_dot_backward, .workspace = attention_dot_workspace,
     .weights_host = luong_weights_host};
 

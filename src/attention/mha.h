@@ -22,6 +22,10 @@
  *   luong_concat   (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 concat: the same
  *                  function once W_a [q; k] is split into W_q q + W_k k). In a Transformer the
  *                  query is the current position's state.
+ *   luong_local    the softmax of the luong score (dot / general / concat) over the window
+ *                  [p_t − D, p_t + D] of the keys, × a Gaussian around p_t for local-p (Luong et
+ *                  al. 2015 §3.2, eq. 9–10; local.c); p_t = t (monotonic) or S·σ(v_pᵀ tanh(W_p
+ *                  q_t)) from the merged query, shared by the heads; no causal form.
  *
  * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
  * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
@@ -72,9 +76,10 @@ typedef struct {
 
 /* Declares the parameters of a as prefix.W_q, ... (weights [D,D] INIT_XAVIER, biases [D] zero),
  * then the kind's own (attention_declare, whose CHECK applies: attention_supports must have
- * accepted kind for the slot). NH | D. Source: Vaswani et al. 2017 §3.2.2. */
+ * accepted kind for the slot). NH | D; opts: the kinds' options (attention_declare). Source:
+ * Vaswani et al. 2017 §3.2.2. */
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
-                 int causal);
+                 int causal, const AttentionOpts *opts);
 /* Floats of op workspace a call with B, Tq, Tk needs (forward and backward; depends on the
  * thread count: size it after setting the threads). */
 size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk);
@@ -143,7 +148,7 @@ typedef struct {
  * by attention_supports for ATTN_SLOT_RNN (else attention_declare's CHECK). Source: Luong et al.
  * 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation for the score. */
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
-                      int Dk, int heads);
+                      int Dk, int heads, const AttentionOpts *opts);
 /* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
 size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK);
 /* Floats of forward's save for NQ = B·Tq queries against Tk keys. */

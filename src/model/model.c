@@ -36,11 +36,12 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
         TfConfig tc = {m->V, spec->d_model, spec->heads, spec->d_ff, spec->enc_layers,
                        spec->dec_layers, spec->dropout, spec->norm == NORM_PRE,
                        spec->tie_embeddings, spec->self_attention, spec_dec_self_attention(spec),
-                       spec->cross_attention};
+                       spec->cross_attention, spec->attn_opts};
         if (transformer_create(&m->tf, &m->ps, &tc, err)) goto fail;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
                           spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
-                          spec->input_feeding, spec->attention, spec->heads, err) ||
+                          spec->input_feeding, spec->attention, spec->heads, &spec->attn_opts,
+                          err) ||
                rnn_set_impl(m->rnn, spec->rnn_impl == RNN_IMPL_CUDNN, err)) {
         goto fail;
     }

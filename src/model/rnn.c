@@ -169,7 +169,7 @@ static void cell_recurrent_grads(const Backend *be, RnnLayer *L, const float *dg
 
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, Err *err) {
+                  AttentionKind attention, int heads, const AttentionOpts *opts, Err *err) {
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
@@ -203,7 +203,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
         snprintf(name, sizeof name, "dec.l%d", l);
         declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
-    if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads);
+    if (style != DEC_NONE)
+        rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads, opts);
     params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);
@@ -600,6 +601,7 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
                      m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, NULL, B);
     }
     if (!per_step) return;
+    m->attn.at.pos0 = t; /* luong_local's p_t = t (local-m) */
     if (m->style == DEC_LUONG) /* c_t from h_t */
         rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + (size_t)t * BH,
                          m->dec_h[top] + (size_t)t * BH, src->enc_out, src->src_len, B, 1, S,
@@ -612,6 +614,7 @@ static void luong_batched_forward(RnnModel *m, const TokenBatch *b) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, T = b->T, H = m->H;
     be->transpose01_forward(m->q_bm, m->dec_h[m->Ld - 1], T, B, H); /* [B,T,H] */
+    m->attn.at.pos0 = 0; /* query t is step t (luong_local) */
     rnn_attn_forward(&m->attn, be, m->ctx_bm, m->attw, m->qsave, m->q_bm, m->enc_out, b->src_len,
                      B, T, S, m->attn_work);
     be->transpose01_forward(m->ctx, m->ctx_bm, B, T, H); /* [T,B,H] */
@@ -636,6 +639,7 @@ static void output_step_backward(RnnModel *m, int t, const TokenBatch *b, float 
     be->matmul(m->d_cat, m->d_pre, m->W_c.w, B, 2 * H, H, 0, 0, 1.0f, 0.0f);
     float *dctx = m->d_ctx_all + (size_t)t * BH;
     be->concat2_backward(dctx, dh_top, m->d_cat, B, H, H);
+    m->attn.at.pos0 = t;
     if (m->style == DEC_LUONG) /* c_t = attn(h_t, h̄) */
         rnn_attn_backward(&m->attn, be, dh_top, m->d_enc_out, dctx, m->ctx + (size_t)t * BH,
                           step_save(m, t, B, S), ht, m->qsave + (size_t)t * BH, m->enc_out,
@@ -668,6 +672,7 @@ static void output_batched_backward(RnnModel *m, const TokenBatch *b) {
     be->zero(dctx_bm, sizeof(float) * NH);
     be->transpose01_backward(dctx_bm, m->d_ctx_all, B, T, H);
     be->zero(dq_bm, sizeof(float) * NH);
+    m->attn.at.pos0 = 0;
     rnn_attn_backward(&m->attn, be, dq_bm, m->d_enc_out, dctx_bm, m->ctx_bm, m->attw, m->q_bm,
                       m->qsave, m->enc_out, b->src_len, B, T, S, m->attn_work);
     be->transpose01_backward(m->d_htop_all, dq_bm, T, B, H);

@@ -22,6 +22,9 @@
  *  - bahdanau (Bahdanau et al. 2015 §3.1, eq. 4–6): the previous top state s_{t−1} (the initial
  *    state at t = 0) scores the source; layer 0 reads [y_{t−1}; c_t]; the output layer reads
  *    c_t too: h̃_t = tanh(W_c [c_t; s_t]).
+ *  - luong_local (Luong et al. 2015 §3.2; one head): as the Luong kinds, over the window
+ *    [p_t − D, p_t + D], p_t = t (the decoding step; the model sets Attention.pos0 per step) or
+ *    predicted from h_t (attention/local.c).
  *  - none (Sutskever et al. 2014 with a bidirectional encoder): h̃_t = tanh(W_c h_t).
  * p(y_t) = softmax(W_out dropout(h̃_t) + b_out) (Luong eq. 6). Dropout (inverted) on
  * embeddings, between layers and on h̃.
@@ -47,14 +50,14 @@ typedef struct {
 typedef struct RnnModel RnnModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * heads: model.heads, used by the multi-head kinds. V vocabulary, E embedding, H decoder hidden
+ * heads: model.heads, used by the multi-head kinds; opts: the kinds' options (luong_local's). V vocabulary, E embedding, H decoder hidden
  * (even). Errors (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an
  * attention kind or size this model cannot use (attention_supports' message), input feeding
  * with bahdanau or none ("model.input_feeding = true applies to …; set model.input_feeding =
  * false"). */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, Err *err);
+                  AttentionKind attention, int heads, const AttentionOpts *opts, Err *err);
 /* model.rnn_impl: cudnn != 0 runs the LSTM/GRU layers whose whole input is known through the
  * backend's cuDNN entries (ops.h rnn_seq_*): every encoder layer (both directions in one call),
  * and the decoder layers when the model has no input feeding and no bahdanau attention (their

@@ -45,6 +45,10 @@ typedef struct ModelSpec {
     AttentionKind dec_self_attention; /* model.dec_self_attention: "same" (ATTN_NONE) = as
                                          self_attention, else a kind with a causal form */
     AttentionKind cross_attention;    /* model.cross_attention (sdp) */
+    /* luong_local (Luong et al. 2015 §3.2): model.local_window = D (10, 1..1000),
+     * model.local_mode = monotonic | predictive (predictive), model.local_score = dot | general |
+     * concat (general) */
+    AttentionOpts attn_opts;
 } ModelSpec;
 
 /* The decoder self-attention's kind: dec_self_attention, or self_attention when "same".

@@ -36,10 +36,11 @@ static void declare_layer(TfModel *m, ParamSet *ps, TfLayer *L, int dec, int l) 
     const TfConfig *c = &m->c;
     snprintf(p, sizeof p, "%s.l%d", dec ? "dec" : "enc", l);
     snprintf(q, sizeof q, "%s.self", p);
-    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec);
+    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec,
+                &c->attn_opts);
     if (dec) {
         snprintf(q, sizeof q, "%s.cross", p);
-        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0);
+        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0, &c->attn_opts);
     }
     for (int i = 0; i < (dec ? 3 : 2); i++) {
         snprintf(q, sizeof q, "%s.ln%d", p, i + 1);

@@ -37,6 +37,7 @@ typedef struct {
     int pre_ln;                              /* 1 pre-LN, 0 post-LN */
     int tie_embeddings;                      /* 1: one E [V,D] for source, target and output */
     AttentionKind enc_self, dec_self, cross; /* attention kind of each slot */
+    AttentionOpts attn_opts;                 /* the kinds' options (luong_local's D, mode, score) */
 } TfConfig;
 
 typedef struct TfModel TfModel;

@@ -133,8 +133,10 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         /* cross-attention over the source */
         a = step_input(m, &L->ln[1], m->x1);
         mha_project_q(&L->cross, be, m->q1, m->t2, m->t1, a, R, 1);
+        m->dec[l].cross.at.pos0 = t; /* luong_local's p_t = t: this step's query is position t */
         mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd,
                    m->dwork, m->dwork_cap);
+        m->dec[l].cross.at.pos0 = 0; /* training calls pass all T queries from 0 */
         if (l == m->Ld - 1) be->copy(m->qlast, m->q1, sizeof(float) * R * D);
         mha_project_out(&L->cross, be, m->f1, m->t1, m->o1, R, 1);
         step_residual(m, &L->ln[1], m->x1, m->f1);
@@ -184,7 +186,20 @@ const float *transformer_decode_attention(TfModel *m, int t) {
         va = xmalloc(sizeof(float) * D);
         be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
-    mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
+    if (!a->at.ops->weights_host) { /* luong_local: its saved weights [R,NH,1,S], head mean */
+        int NH = a->at.NH;
+        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * S);
+        be->download(sw, m->save1, sizeof(float) * (size_t)R * NH * S);
+        for (int r = 0; r < R; r++)
+            for (int s = 0; s < S; s++) {
+                float acc = 0.0f;
+                for (int h = 0; h < NH; h++) acc += sw[((size_t)r * NH + h) * S + s] / NH;
+                w[(size_t)r * S + s] = acc;
+            }
+        free(sw);
+    } else {
+        mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
+    }
     be->upload(m->dattn, w, sizeof(float) * (size_t)R * S);
     free(q), free(k), free(w), free(va);
     return m->dattn;

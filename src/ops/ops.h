@@ -39,11 +39,12 @@
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
  * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c (with the
- * taylor kind's l2feature_*), efficient.c), declared in cpu_internal.h and gathered into the
- * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
- * mirror cpu/ file by file; ops/params.h carves parameters from one table. Every op is tested by
+ * taylor kind's l2feature_*), efficient.c, attn_local.c), declared in cpu_internal.h and
+ * gathered into the table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the
+ * same table and is to mirror cpu/ file by file; ops/params.h carves parameters from one table.
+ * Every op is tested by
  * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
- * tests/ops/attention_softmax.c, attention_linear.c and attention_taylor.c).
+ * tests/ops/attention_softmax.c, attention_linear.c, attention_taylor.c and attention_local.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -302,6 +303,37 @@ struct Backend {
     /* dinp[N,D] += r (dx̂ − x̂ (x̂·dx̂)), dx̂ = dout[n, 1..D] (dout[n, 0] is the constant's and
      * ignored), r and x̂ recomputed from inp (x̂·dx̂ summed in double). */
     void (*l2feature_backward)(float *dinp, const float *dout, const float *inp, int N, int D);
+    /* Local attention (Luong et al. 2015 §3.2; the luong_local kind): rows r = b·NH + h of
+     * B·NH, row r uses key_len[b] and, additive, va[h]. Per query t of row r, with
+     * len = min(key_len[b], Tk) (Tk when key_len is NULL) and W = window (D of the paper):
+     *   p_t = pos0 + t (local-m, z NULL) or p_t = len·σ(z[b·Tq + t]) (local-p, eq. 9; one
+     *   position per query, shared by the heads);
+     *   the window W_t = {integer s : |s − p_t| ≤ W, 0 ≤ s < len} (clipped to the valid keys);
+     *   e_s = scale·q_t·k_s (dot; va NULL) or va[h]ᵀ tanh(q_t + k_s) (additive; D = A);
+     *   a_s = softmax_{s ∈ W_t}(e)_s (eq. 7 restricted to the window), times
+     *   exp(−(s − p_t)² / (2σ²)), σ = W/2, for local-p (eq. 10); 0 outside W_t;
+     *   weights[B,NH,Tq,Tk] = a (saved), out[B,NH,Tq,Dv] = Σ_s a_s v_s.
+     * q[B,NH,Tq,D], k[B,NH,Tk,D], va[NH,D] or NULL, v[B,NH,Tk,Dv], z[B,Tq] or NULL. A row with
+     * an empty window (local-m, p_t ≥ len + W) gets zero weights and zero output. No causal
+     * form. The forward needs no workspace. */
+    void (*local_attn_forward)(float *out, float *weights, const float *q, const float *k,
+                               const float *va, const float *v, const float *z,
+                               const int *key_len, float scale, int window, int pos0, int B,
+                               int NH, int Tq, int Tk, int D, int Dv);
+    /* Accumulates dq, dk, dva [NH,D] (additive only), dv and dz [B,Tq] (local-p only; each may
+     * be NULL). The window is recomputed from z as the forward found it; dz is the gradient
+     * through p_t in the Gaussian, dp = Σ_s dL/da_s · a_s (s − p_t)/σ², dz = dp·p_t(1 − p_t/len);
+     * window membership is piecewise constant in p_t and contributes nothing. work:
+     * local_attn_workspace floats (a NULL work where that is > 0 is a CHECK). */
+    void (*local_attn_backward)(float *dq, float *dk, float *dva, float *dv, float *dz,
+                                const float *dout, const float *q, const float *k,
+                                const float *va, const float *v, const float *z,
+                                const float *weights, const int *key_len, float scale,
+                                int window, int pos0, int B, int NH, int Tq, int Tk, int D,
+                                int Dv, float *work);
+    /* Floats of work for local_attn_backward (the CPU: 0; CUDA: the score gradients
+     * [B·NH,Tq,Tk], the per-row gradients of z [B·NH,Tq] and the rows' shares of dva [B·NH,D]). */
+    size_t (*local_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
      * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
      * key_len[b] visible positions); no causal form (callers must refuse one). */
@@ -464,6 +496,9 @@ typedef enum OpKind {
     OP_LINEAR_ATTN_WORKSPACE,
     OP_EFFICIENT_ATTN_WORKSPACE,
     OP_ADDITIVE_ATTN_WORKSPACE,
+    OP_LOCAL_ATTN_FORWARD,
+    OP_LOCAL_ATTN_BACKWARD,
+    OP_LOCAL_ATTN_WORKSPACE,
     OP_XENT_FORWARD_BACKWARD,
     OP_XENT_WORKSPACE,
     OP_LOG_SOFTMAX,

@@ -26,6 +26,7 @@ _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
 const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
     "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",     "taylor",
+    "luong_local",
 };
 static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[0] ==
                   ATTN_KIND_COUNT, "dec_self_attention_names must name every AttentionKind");
@@ -33,7 +34,8 @@ static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[
 static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
                   sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int) &&
                   sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
-                  sizeof(RnnImpl) == sizeof(int),
+                  sizeof(RnnImpl) == sizeof(int) && sizeof(LocalMode) == sizeof(int) &&
+                  sizeof(LocalScore) == sizeof(int),
               "enum fields are written through int *");
 static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a range up to 1e15");
 
@@ -104,6 +106,14 @@ static const KeyDef keys[] = {
            "Transformer decoder (causal) self-attention; same = self_attention"),
     K_ENUM("model", "cross_attention", model.cross_attention, "sdp", attention_kind_names,
            "Transformer encoder-decoder attention"),
+    K_INT("model", "local_window", model.attn_opts.local_window, "10", 1, 1000,
+          "luong_local: half-width D of the window [p_t - D, p_t + D] (Luong et al. 2015 §3.2; "
+          "the paper's 10); sigma = D/2 for predictive"),
+    K_ENUM("model", "local_mode", model.attn_opts.local_mode, "predictive", local_mode_names,
+           "luong_local: monotonic (local-m, p_t = t) or predictive (local-p, p_t = S "
+           "sigmoid(v_p' tanh(W_p h_t)) with a Gaussian around p_t)"),
+    K_ENUM("model", "local_score", model.attn_opts.local_score, "general", local_score_names,
+           "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat"),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
     K_STR("data", "train_tgt", train_tgt, "data/multi30k/train.en.gz", "training target text"),

@@ -25,6 +25,13 @@ static ModelSpec rnn_spec(AttentionKind kind, int gru, int feed) {
     return s;
 }
 
+/* luong_local (Luong et al. 2015 §3.2) with window D, mode and score */
+static ModelSpec local_spec(int gru, int feed, int D, LocalMode mode, LocalScore score) {
+    ModelSpec s = rnn_spec(ATTN_LUONG_LOCAL, gru, feed);
+    s.attn_opts = (AttentionOpts){D, mode, score};
+    return s;
+}
+
 static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKind cross) {
     ModelSpec s = {0};
     s.type = MODEL_TRANSFORMER, s.d_model = 8, s.heads = 2, s.d_ff = 16;
@@ -34,7 +41,14 @@ static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKi
     return s;
 }
 
-/* Writes the cases into out[16]; returns their count. */
+/* luong_local (predictive, concat, D = 2) in the encoder self-attention and the cross-attention */
+static ModelSpec tf_local_spec(void) {
+    ModelSpec s = tf_spec(ATTN_LUONG_LOCAL, ATTN_SDP, ATTN_LUONG_LOCAL);
+    s.attn_opts = (AttentionOpts){2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT};
+    return s;
+}
+
+/* Writes the cases into out[24]; returns their count. */
 static int model_cases(Case *out) {
     const Case cases[] = {
         {"rnn lstm none", rnn_spec(ATTN_NONE, 0, 0)},
@@ -47,11 +61,18 @@ static int model_cases(Case *out) {
         {"rnn gru linear", rnn_spec(ATTN_LINEAR, 1, 1)},
         {"rnn lstm efficient", rnn_spec(ATTN_EFFICIENT, 0, 0)},
         {"rnn gru taylor", rnn_spec(ATTN_TAYLOR, 1, 0)},
+        {"rnn lstm luong_local predictive general input feeding",
+         local_spec(0, 1, 1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL)},
+        {"rnn gru luong_local monotonic dot batched",
+         local_spec(1, 0, 1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT)},
+        {"rnn lstm luong_local predictive concat batched",
+         local_spec(0, 0, 2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT)},
         {"transformer sdp", tf_spec(ATTN_SDP, ATTN_NONE, ATTN_SDP)},
         {"transformer flash / linear / luong_general",
          tf_spec(ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL)},
         {"transformer efficient / sdp / bahdanau", tf_spec(ATTN_EFFICIENT, ATTN_SDP, ATTN_BAHDANAU)},
         {"transformer taylor / taylor / sdp", tf_spec(ATTN_TAYLOR, ATTN_TAYLOR, ATTN_SDP)},
+        {"transformer luong_local / sdp / luong_local", tf_local_spec()},
     };
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];

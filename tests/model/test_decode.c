@@ -1,5 +1,6 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
- * every RNN attention kind (sdp, flash, linear, efficient, taylor with model.heads = 2), both
+ * every RNN attention kind (sdp, flash, linear, efficient, taylor with model.heads = 2; luong_local
+ * in both modes with each score and windows that clip), both
  * cells and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
  * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
@@ -13,7 +14,8 @@
  *  4. Beam search is exact when the beam holds every prefix: with max_T = 3 and K = 169 = V²,
  *     its result equals the best of all 13³ outputs found by scoring each one by teacher
  *     forcing, with the length penalty α = 0 and α = 1 (Wu et al. 2016 eq. 14); for one case of
- *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU).
+ *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU) and for
+ *     luong_local local-p (input feeding) and local-m (its window p_t = t follows the step).
  * The Model is assembled by hand (no tokenizer is needed to decode ids); its output bias for
  * PAD is −30, so no search picks PAD, which teacher forcing could not score, and its EOS bias
  * is lowered by 2 so that the best output is not always EOS alone. */
@@ -33,12 +35,16 @@ enum { V = 13, E = 4, H = 6, B = 2, S = 5, T = 4 };
 typedef struct {
     AttentionKind kind;
     int gru, feed;
+    AttentionOpts opts; /* luong_local's window, mode and score */
 } Case;
 
 static const char *name(Case c) {
     static char buf[96];
     snprintf(buf, sizeof buf, "%s %s feed=%d", attention_kind_names[c.kind], c.gru ? "gru" : "lstm",
              c.feed);
+    if (c.kind == ATTN_LUONG_LOCAL)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " D=%d %s %s", c.opts.local_window,
+                 local_mode_names[c.opts.local_mode], local_score_names[c.opts.local_score]);
     return buf;
 }
 
@@ -50,7 +56,7 @@ static int build(Model *m, Case c) {
     m->be = backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &err)) {
+    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &c.opts, &err)) {
         EXPECT(0, "%s: rnn_create: %s", name(c), err.msg);
         return 1;
     }
@@ -206,17 +212,28 @@ int main(void) {
             src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
         }
     const Case cases[] = {
-        {ATTN_NONE, 0, 0},          {ATTN_BAHDANAU, 0, 0},       {ATTN_LUONG_DOT, 0, 0},
-        {ATTN_LUONG_DOT, 0, 1},     {ATTN_LUONG_GENERAL, 0, 0},  {ATTN_LUONG_GENERAL, 0, 1},
-        {ATTN_LUONG_CONCAT, 0, 0},  {ATTN_LUONG_CONCAT, 0, 1},   {ATTN_NONE, 1, 0},
-        {ATTN_BAHDANAU, 1, 0},      {ATTN_LUONG_GENERAL, 1, 0},  {ATTN_LUONG_CONCAT, 1, 1},
+        {ATTN_NONE, 0, 0, {0}},           {ATTN_BAHDANAU, 0, 0, {0}},
+        {ATTN_LUONG_DOT, 0, 0, {0}},      {ATTN_LUONG_DOT, 0, 1, {0}},
+        {ATTN_LUONG_GENERAL, 0, 0, {0}},  {ATTN_LUONG_GENERAL, 0, 1, {0}},
+        {ATTN_LUONG_CONCAT, 0, 0, {0}},   {ATTN_LUONG_CONCAT, 0, 1, {0}},
+        {ATTN_NONE, 1, 0, {0}},           {ATTN_BAHDANAU, 1, 0, {0}},
+        {ATTN_LUONG_GENERAL, 1, 0, {0}},  {ATTN_LUONG_CONCAT, 1, 1, {0}},
         /* the Transformer's kinds in the RNN, 2 heads (model.heads) of the encoder states */
-        {ATTN_SDP, 0, 1},           {ATTN_FLASH, 1, 0},          {ATTN_LINEAR, 0, 1},
-        {ATTN_EFFICIENT, 1, 1},     {ATTN_TAYLOR, 1, 1},
+        {ATTN_SDP, 0, 1, {0}},            {ATTN_FLASH, 1, 0, {0}},
+        {ATTN_LINEAR, 0, 1, {0}},         {ATTN_EFFICIENT, 1, 1, {0}},
+        {ATTN_TAYLOR, 1, 1, {0}},
+        /* luong_local: both modes, every score, with and without input feeding; D = 1 so that
+         * windows clip and (local-m, T > S + D) empty out */
+        {ATTN_LUONG_LOCAL, 0, 1, {1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL}},
+        {ATTN_LUONG_LOCAL, 1, 0, {1, LOCAL_PREDICTIVE, LOCAL_SCORE_DOT}},
+        {ATTN_LUONG_LOCAL, 0, 0, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT}},
+        {ATTN_LUONG_LOCAL, 1, 1, {1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT}},
+        {ATTN_LUONG_LOCAL, 0, 0, {1, LOCAL_MONOTONIC, LOCAL_SCORE_GENERAL}},
+        {ATTN_LUONG_LOCAL, 0, 1, {2, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);
-        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11);
+        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 17 || i == 20);
     }
     return test_report("test_decode");
 }

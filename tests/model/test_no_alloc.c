@@ -149,6 +149,9 @@ typedef struct {
     int gru, feed, layers;  /* RNN */
 } Case;
 
+/* luong_local's options (the other kinds ignore them): local-p, concat, D = 3 */
+static const AttentionOpts local_opts = {3, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT};
+
 static int build(Model *m, const Case *c) {
     Err err;
     memset(m, 0, sizeof *m);
@@ -157,11 +160,11 @@ static int build(Model *m, const Case *c) {
     params_init_set(&m->ps, m->be);
     Status rc;
     if (c->tf) {
-        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind};
+        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind, {0, 0, 0}};
         rc = transformer_create(&m->tf, &m->ps, &tc, &err);
     } else {
         rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
-                        c->kind, 1, &err);
+                        c->kind, 1, &local_opts, &err);
     }
     if (rc) {
         EXPECT(0, "%s: %s", c->name, err.msg);
@@ -277,6 +280,7 @@ int main(void) {
         {"rnn luong_general, input feeding, lstm, 2+2 layers", 0, ATTN_LUONG_GENERAL, 0, 1, 2},
         {"rnn bahdanau, lstm", 0, ATTN_BAHDANAU, 0, 0, 1},
         {"rnn luong_general batched, gru", 0, ATTN_LUONG_GENERAL, 1, 0, 1},
+        {"rnn luong_local (local-p, concat), input feeding, gru", 0, ATTN_LUONG_LOCAL, 1, 1, 1},
         {"transformer sdp", 1, ATTN_SDP, 0, 0, 0},
         {"transformer flash", 1, ATTN_FLASH, 0, 0, 0},
         {"transformer linear", 1, ATTN_LINEAR, 0, 0, 0},

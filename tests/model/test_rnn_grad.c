@@ -1,5 +1,6 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind (the multi-head sdp, flash, linear, efficient and taylor with 2 heads), both
+ * every attention kind (the multi-head sdp, flash, linear, efficient and taylor with 2 heads;
+ * luong_local in both modes with each score, per step and batched), both
  * cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
@@ -28,10 +29,17 @@ typedef struct {
     int src[5 * 3], tin[4 * 3], tout[4 * 3], src_len[3];
 } Fixture;
 
+/* luong_local's options for the next fixture (the other kinds ignore them) */
+static AttentionOpts local_opts = {1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
+
 static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     static char buf[128];
     snprintf(buf, sizeof buf, "%s %s feed=%d Le=%d Ld=%d", attention_kind_names[kind],
              gru ? "gru" : "lstm", feed, Le, Ld);
+    if (kind == ATTN_LUONG_LOCAL)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " D=%d %s %s",
+                 local_opts.local_window, local_mode_names[local_opts.local_mode],
+                 local_score_names[local_opts.local_score]);
     return buf;
 }
 
@@ -41,7 +49,7 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
     params_init_set(&f->ps, be);
     /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
-    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &err)) {
+    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &local_opts, &err)) {
         EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
         return 1;
     }
@@ -177,5 +185,14 @@ int main(void) {
                                  ATTN_TAYLOR};
     for (int gru = 0; gru < 2; gru++)
         for (int k = 0; k < 10; k++) run_stepwise(all[k], gru);
+    /* luong_local (Luong et al. 2015 §3.2): both modes × the three scores, with and without
+     * input feeding (per step with p_t = t, or batched); windows D = 1 and 2 clip at S = 5 */
+    for (int mode = 0; mode < 2; mode++)
+        for (int score = 0; score < 3; score++) {
+            local_opts = (AttentionOpts){1 + (score & 1), (LocalMode)mode, (LocalScore)score};
+            for (int feed = 0; feed < 2; feed++)
+                run(ATTN_LUONG_LOCAL, (mode + score) & 1, feed, 1, 1);
+            run_stepwise(ATTN_LUONG_LOCAL, score & 1);
+        }
     return test_report("test_rnn_grad");
 }

@@ -17,7 +17,10 @@
  *  The exact reference for the gradients is the PyTorch fixture (test_transformer_torch.c);
  *  this test adds dropout and more combinations, at finite-difference precision.
  *  5. decode_beam with K = 1 = decode_greedy (ids and attention maps), and the attention maps'
- *     rows are distributions over the unpadded source (sum 1, zero on padding). */
+ *     rows are distributions over the unpadded source (sum 1, zero on padding; luong_local: at
+ *     most 1, its local-p Gaussian and local-m windows past the source).
+ *  luong_local: in the encoder self-attention and the cross-attention, both modes, each score
+ *  (1, 4, 5); refused in the decoder self-attention (no causal form). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -36,11 +39,18 @@ typedef struct {
     int pre, tie;
 } Case;
 
+/* luong_local's options for the next model built (the other kinds ignore them) */
+static AttentionOpts local_opts = {2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
+
 static const char *name(Case c) {
-    static char buf[128];
+    static char buf[160];
     snprintf(buf, sizeof buf, "self %s, dec self %s, cross %s, %s-LN, %s",
              attention_kind_names[c.es], attention_kind_names[c.ds], attention_kind_names[c.cr],
              c.pre ? "pre" : "post", c.tie ? "tied" : "untied");
+    if (c.es == ATTN_LUONG_LOCAL || c.cr == ATTN_LUONG_LOCAL)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ", local D=%d %s %s",
+                 local_opts.local_window, local_mode_names[local_opts.local_mode],
+                 local_score_names[local_opts.local_score]);
     return buf;
 }
 
@@ -59,7 +69,7 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
     m->be = backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr};
+    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, local_opts};
     if (transformer_create(&m->tf, &m->ps, &tc, &err)) {
         EXPECT(0, "%s: transformer_create: %s", name(c), err.msg);
         return 1;
@@ -248,11 +258,14 @@ static void check_decode(Case c) {
     decode_beam(&m, &hb, 1, 0.0f, MT, k1, ka);
     EXPECT(!memcmp(g, k1, sizeof g), "%s: beam 1 ids differ from greedy", name(c));
     EXPECT(!memcmp(ga, ka, sizeof ga), "%s: beam 1 attention differs from greedy", name(c));
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < B; b++) { /* luong_local: local-p's Gaussian scales the row, local-m's
+                                    * window may hold no key: at most 1, none on padding */
         double sum = 0, pad = 0;
+        int local = c.cr == ATTN_LUONG_LOCAL;
         for (int s = 0; s < S; s++) *(s < src_len[b] ? &sum : &pad) += ga[(b * MT) * S + s];
-        EXPECT(fabs(sum - 1) < 1e-5 && pad == 0, "%s: sentence %d: attention row sums to %.6f, "
-               "%.3g on padding", name(c), b, sum, pad);
+        EXPECT((local ? sum < 1 + 1e-5 : fabs(sum - 1) < 1e-5) && pad == 0,
+               "%s: sentence %d: attention row sums to %.6f, %.3g on padding", name(c), b, sum,
+               pad);
     }
     batch_free(&hb);
     model_free(&m);
@@ -298,6 +311,22 @@ int main(void) {
         check_padding(extra[i]);
         check_decode(extra[i]);
     }
+    /* luong_local (Luong et al. 2015 §3.2) in the encoder self-attention and the cross-attention
+     * (one window position per query, shared by the heads), both modes, the three scores */
+    const struct { Case c; AttentionOpts o; } local[] = {
+        {{ATTN_SDP, ATTN_SDP, ATTN_LUONG_LOCAL, 1, 1}, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL}},
+        {{ATTN_LUONG_LOCAL, ATTN_LINEAR, ATTN_LUONG_LOCAL, 0, 0},
+         {1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT}},
+        {{ATTN_LUONG_LOCAL, ATTN_SDP, ATTN_SDP, 1, 0}, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT}},
+        {{ATTN_FLASH, ATTN_SDP, ATTN_LUONG_LOCAL, 0, 1}, {1, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT}},
+    };
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        local_opts = local[i].o;
+        check_grad(local[i].c);
+        check_padding(local[i].c);
+        check_decode(local[i].c);
+    }
+    local_opts = (AttentionOpts){2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
     /* the causal slot refuses efficient attention with the key to change */
@@ -305,10 +334,20 @@ int main(void) {
     Err err;
     m.be = backend_cpu();
     params_init_set(&m.ps, m.be);
-    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP};
+    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP, {0, 0, 0}};
     EXPECT(transformer_create(&m.tf, &m.ps, &bad, &err) != STATUS_OK &&
                strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
            "efficient decoder self-attention accepted or unclear: %s", err.msg);
+    params_free(&m.ps);
+    /* and luong_local, whose window has no causal form */
+    m = (Model){0};
+    m.be = backend_cpu();
+    params_init_set(&m.ps, m.be);
+    TfConfig bad2 = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_LUONG_LOCAL, ATTN_SDP,
+                     local_opts};
+    EXPECT(transformer_create(&m.tf, &m.ps, &bad2, &err) != STATUS_OK &&
+               strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
+           "luong_local decoder self-attention accepted or unclear: %s", err.msg);
     params_free(&m.ps);
     return test_report("test_transformer");
 }

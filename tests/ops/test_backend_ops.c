@@ -12,7 +12,8 @@
  *
  * The program fails when an OpKind has no case. The attention cases live in attention_softmax.c
  * (attn_* = sdp, additive_attn_*, flash_attn_*), attention_linear.c (linear_attn_*,
- * efficient_attn_*) and attention_taylor.c (l2feature_* and the taylor kind built on them),
+ * efficient_attn_*), attention_taylor.c (l2feature_* and the taylor kind built on them) and
+ * attention_local.c (local_attn_* and the luong_local kind),
  * declared in attention_cases.h; their own comments list what they check
  * (among it DESIGN.md §9's exact equivalences: flash = sdp, causal linear = its quadratic masked
  * form, linear_attn_step = the causal forward bit for bit). An op the CUDA backend leaves NULL
@@ -2685,6 +2686,82 @@ static void vs_cpu_additive_attn(void) {
         }
 }
 
+/* local_attn_* (Luong et al. 2015 §3.2): out and weights for local-m and local-p, the dot
+ * (scale 1/√D) and the additive score, windows clipped by padding and by the ends, a row of
+ * length 0; backward of q, k, va, v, z onto random prefills, then v alone. z puts p_t at a
+ * fractional part in [0.25, 0.75] so both backends find the same windows. Tolerance 1e-5
+ * normwise: the same sums in another order. */
+static void vs_cpu_local_attn(void) {
+    if (!HAVE(local_attn_forward)) return;
+    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
+        for (int mode = 0; mode < 4; mode++) {
+            int pred = mode & 1, add = mode >> 1;
+            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
+                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
+            int W = 2 + (int)si, pos0 = si == 2 ? 4 : 0;
+            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D, na = (size_t)NH * D,
+                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+                   nw = (size_t)B * NH * Tq * Tk, nz = (size_t)B * Tq;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
+            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hva = frand_pm1(na),
+                  *hv = frand_pm1(nv), *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
+                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdva = frand_pm1(na),
+                  *hdv = frand_pm1(nv), *hz = frand_pm1(nz), *hdz = frand_pm1(nz);
+            for (int b = 0; b < B; b++) /* p_t = len σ(z) = an integer + [0.25, 0.75] */
+                for (int t = 0; t < Tq; t++) {
+                    float *z = &hz[(size_t)b * Tq + t];
+                    int len = hl[b];
+                    double pt = (int)((*z + 1) * 0.5f * (len > 1 ? len - 1 : 0)) + 0.5 + 0.25 * *z;
+                    double f = len > 0 ? pt / len : 0.5;
+                    f = f > 0.99 ? 0.99 : f;
+                    *z = (float)log(f / (1 - f));
+                }
+            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), va = pair_of(hva, na), v = pair_of(hv, nv),
+                 g = pair_of(hg, no), o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
+                 dk = pair_of(hdk, nk), dva = pair_of(hdva, na), dv = pair_of(hdv, nv),
+                 z = pair_of(hz, nz), dz = pair_of(hdz, nz);
+            IPair len = ipair_of(hl, B);
+            float scale = 1.0f / sqrtf((float)D);
+            const float *vag = add ? va.g : NULL, *vac = add ? va.c : NULL;
+            const float *zg = pred ? z.g : NULL, *zc = pred ? z.c : NULL;
+            char what[160], tag[64];
+            snprintf(tag, sizeof tag, "shape %zu %s %s", si, pred ? "predictive" : "monotonic",
+                     add ? "additive" : "dot");
+            gpu->local_attn_forward(o.g, w.g, q.g, k.g, vag, v.g, zg, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv);
+            cpu->local_attn_forward(o.c, w.c, q.c, k.c, vac, v.c, zc, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv);
+            snprintf(what, sizeof what, "local_attn_forward %s: out", tag);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            snprintf(what, sizeof what, "local_attn_forward %s: weights", tag);
+            compare_tol(what, w.g, w.c, nw, 1e-5);
+            if (HAVE(local_attn_backward) && HAVE(local_attn_workspace)) {
+                Work wg = work_new(gpu, gpu->local_attn_workspace(B, NH, Tq, Tk, D, Dv)),
+                     wc = work_new(cpu, cpu->local_attn_workspace(B, NH, Tq, Tk, D, Dv));
+                gpu->local_attn_backward(dq.g, dk.g, add ? dva.g : NULL, dv.g, pred ? dz.g : NULL, g.g, q.g, k.g, vag, v.g, zg, w.g, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wg.p);
+                cpu->local_attn_backward(dq.c, dk.c, add ? dva.c : NULL, dv.c, pred ? dz.c : NULL, g.c, q.c, k.c, vac, v.c, zc, w.c, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wc.p);
+                gpu->local_attn_backward(NULL, NULL, NULL, dv.g, NULL, g.g, q.g, k.g, vag, v.g, zg, w.g, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wg.p);
+                cpu->local_attn_backward(NULL, NULL, NULL, dv.c, NULL, g.c, q.c, k.c, vac, v.c, zc, w.c, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wc.p);
+                work_done(wg, "local_attn_backward"), work_done(wc, "local_attn_backward");
+                snprintf(what, sizeof what, "local_attn_backward %s: dq", tag);
+                compare_tol(what, dq.g, dq.c, nq, 1e-5);
+                snprintf(what, sizeof what, "local_attn_backward %s: dk", tag);
+                compare_tol(what, dk.g, dk.c, nk, 1e-5);
+                snprintf(what, sizeof what, "local_attn_backward %s: dva", tag);
+                compare_tol(what, dva.g, dva.c, na, 1e-5);
+                snprintf(what, sizeof what, "local_attn_backward %s: dv (twice)", tag);
+                compare_tol(what, dv.g, dv.c, nv, 1e-5);
+                snprintf(what, sizeof what, "local_attn_backward %s: dz", tag);
+                compare_tol(what, dz.g, dz.c, nz, 1e-5);
+            }
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(q), pair_free(k), pair_free(va), pair_free(v), pair_free(g), pair_free(o);
+            pair_free(w), pair_free(dq), pair_free(dk), pair_free(dva), pair_free(dv);
+            pair_free(z), pair_free(dz);
+            free(hq), free(hk), free(hva), free(hv), free(hg), free(ho), free(hw), free(hdq);
+            free(hdk), free(hdva), free(hdv), free(hz), free(hdz);
+        }
+}
+
 /* flash_attn_*: out and lse (−∞ exactly where the CPU has it: rows with no visible key), causal
  * and not, with padding; backward onto random prefills, then dk, dv alone. Tolerance 1e-5
  * normwise: the same exact softmax in other tile orders. */
@@ -2799,6 +2876,9 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_WORKSPACE] = {"additive_attn_workspace", case_additive_attn, vs_cpu_additive_attn},
+    [OP_LOCAL_ATTN_FORWARD] = {"local_attn_forward", case_local_attn, vs_cpu_local_attn},
+    [OP_LOCAL_ATTN_BACKWARD] = {"local_attn_backward", case_local_attn, vs_cpu_local_attn},
+    [OP_LOCAL_ATTN_WORKSPACE] = {"local_attn_workspace", case_local_attn, vs_cpu_local_attn},
     [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", case_flash_attn, vs_cpu_flash_attn},
     [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", case_flash_attn, vs_cpu_flash_attn},
     [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", case_flash_attn, vs_cpu_flash_attn},

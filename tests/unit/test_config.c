@@ -344,6 +344,8 @@ static void test_validate(void) {
         {"run.name=", "cannot name a folder"},
         {"train.precision=tf32", "train.precision = tf32 needs train.device = cuda"},
         {"train.precision=bf16", "bf16 on the CPU is issue 16's work"},
+        {"model.type=transformer\nmodel.dec_self_attention=luong_local",
+         "model.dec_self_attention = luong_local: local attention (Luong et al. 2015 §3.2)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Config c;
@@ -381,6 +383,30 @@ static void test_validate(void) {
     EXPECT(config_set(&c, "train.precision=fp16", &err) != STATUS_OK &&
                strstr(err.msg, "train.precision") && strstr(err.msg, "fp32, tf32, bf16"),
            "fp16: %s", err.msg);
+    /* luong_local's keys: defaults (the paper's D = 10, local-p, general), names and ranges */
+    config_defaults(&c);
+    EXPECT(c.model.attn_opts.local_window == 10 &&
+               c.model.attn_opts.local_mode == LOCAL_PREDICTIVE &&
+               c.model.attn_opts.local_score == LOCAL_SCORE_GENERAL,
+           "luong_local defaults %d %d %d", c.model.attn_opts.local_window,
+           (int)c.model.attn_opts.local_mode, (int)c.model.attn_opts.local_score);
+    EXPECT(config_set(&c, "model.local_mode=predictve", &err) != STATUS_OK &&
+               strstr(err.msg, "model.local_mode") && strstr(err.msg, "monotonic, predictive"),
+           "local_mode typo: %s", err.msg);
+    EXPECT(config_set(&c, "model.local_score=additive", &err) != STATUS_OK &&
+               strstr(err.msg, "model.local_score") && strstr(err.msg, "dot, general, concat"),
+           "local_score: %s", err.msg);
+    EXPECT(config_set(&c, "model.local_window=0", &err) != STATUS_OK &&
+               strstr(err.msg, "model.local_window = 0 is out of range") &&
+               config_set(&c, "model.local_window=1001", &err) != STATUS_OK &&
+               strstr(err.msg, "[1, 1000]"), "local_window: %s", err.msg);
+    /* configs/luong_local.ini: the paper's best local model, valid */
+    EXPECT(config_load(&c, "configs/luong_local.ini", &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(c.model.attention == ATTN_LUONG_LOCAL && c.model.attn_opts.local_window == 10 &&
+               c.model.attn_opts.local_mode == LOCAL_PREDICTIVE &&
+               c.model.attn_opts.local_score == LOCAL_SCORE_GENERAL && c.model.input_feeding,
+           "configs/luong_local.ini");
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "configs/luong_local.ini: %s", err.msg);
 }
 
 static void roundtrip(const Config *c, const char *what) {

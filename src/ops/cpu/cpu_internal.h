@@ -110,6 +110,20 @@ size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+/* attn_local.c: local attention (ops.h local_attn_*); cpu_local_window: the window [lo, hi] and
+ * p_t of query t of batch row b (the one definition the CPU op uses) */
+void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int window, int pos0,
+                      int b, int t, int Tq);
+void cpu_local_attn_forward(float *out, float *weights, const float *q, const float *k,
+                            const float *va, const float *v, const float *z, const int *key_len,
+                            float scale, int window, int pos0, int B, int NH, int Tq, int Tk,
+                            int D, int Dv);
+void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float *dz,
+                             const float *dout, const float *q, const float *k, const float *va,
+                             const float *v, const float *z, const float *weights,
+                             const int *key_len, float scale, int window, int pos0, int B, int NH,
+                             int Tq, int Tk, int D, int Dv, float *work);
+size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
                                  int V, float smoothing, int ignore_id, float grad_scale,
                                  float *work);
