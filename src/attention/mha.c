@@ -13,7 +13,7 @@
 /* Transformer: parameters and memory                                                       */
 
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
-                 int causal) {
+                 int causal, const AttentionOptions *opt) {
     char n[96];
     memset(a, 0, sizeof *a);
     a->D = D, a->NH = NH, a->HS = D / NH, a->causal = causal;
@@ -25,7 +25,7 @@ void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, i
         if (t[i].mat) params_declare(ps, t[i].p, n, INIT_XAVIER, 2, D, D);
         else params_declare(ps, t[i].p, n, INIT_ZERO, 1, D, 0);
     }
-    attention_declare(&a->at, ps, prefix, kind, D, D, NH, 0, INIT_XAVIER);
+    attention_declare(&a->at, ps, prefix, kind, D, D, NH, 0, INIT_XAVIER, opt);
 }
 
 size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk) {
@@ -171,10 +171,10 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 /* the RNN decoder's attention                                                              */
 
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
-                      int Dk, int heads) {
+                      int Dk, int heads, const AttentionOptions *opt) {
     memset(r, 0, sizeof *r);
     int NH = attention_row(kind)->multi_head ? heads : 1;
-    attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM);
+    attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM, opt);
 }
 
 /* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1). */
