@@ -119,8 +119,8 @@ static const OpKind linformer_ops[] = {OP_LINFORMER_PROJ_FORWARD, OP_LINFORMER_P
  * which weights_host does not receive; model_has_attention says no map for this kind. */
 const AttentionOps attention_linformer = {
     .kind = ATTN_LINFORMER, .causal_ok = 0,
-    .no_causal = "linformer attention (Wang et al. 2020) projects the whole key sequence (E K, "
-                 "F V over every position), so each projected key mixes future positions",
+    .no_causal = "linformer attention (Wang et al. 2020) mixes every key position into each "
+                 "projected key and value (E K, F V over the whole sequence)",
     .multi_head = 1, .scaled = 1, .save = ATTN_SAVE_NONE, .ops = linformer_ops, .nops = 5,
     .declare = linformer_declare, .forward = linformer_forward, .backward = linformer_backward,
     .workspace = linformer_workspace};

@@ -152,6 +152,8 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk) {
     int NH = a->NH, HS = a->k_transform ? a->A : a->HS; /* the width of q and k */
+    CHECK(a->ops->weights_host, "attention maps of a kind without host weights (linformer): "
+                                "callers ask model_has_attention first");
     float *wh = xmalloc(sizeof(float) * (Tk > 0 ? Tk : 1));
     for (int r = 0; r < R; r++) {
         int len = key_len[r] < Tk ? key_len[r] : Tk;

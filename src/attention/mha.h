@@ -125,7 +125,8 @@ void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const fl
  * from q heads [R,NH,HS] (after the kind's query transform) and k heads [R,NH,Tk,HS] given on
  * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else
  * NULL). Each kind's implied weights (AttentionOps.weights_host; each sums to 1 over the
- * visible keys). No errors. */
+ * visible keys). No errors; CHECKs the kind has weights_host (linformer has none:
+ * model_has_attention is 0 for it). */
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk);
 

@@ -399,6 +399,15 @@ static void test_validate(void) {
             EXPECT(config_set(&c, tok, &err) == STATUS_OK, "%s: %s", tok, err.msg);
         EXPECT(config_validate(&c, &err) == STATUS_OK, "%s: %s", lf_ok[i], err.msg);
     }
+    /* the committed config loads and validates as documented */
+    EXPECT(config_load(&c, "configs/transformer_linformer.ini", &err) == STATUS_OK &&
+               config_validate(&c, &err) == STATUS_OK,
+           "configs/transformer_linformer.ini: %s", err.msg);
+    EXPECT(c.model.type == MODEL_TRANSFORMER && c.model.self_attention == ATTN_LINFORMER &&
+               c.model.dec_self_attention == ATTN_SDP && c.model.cross_attention == ATTN_SDP &&
+               c.model.attn_opt.linformer_k == 32 && c.model.attn_opt.linformer_max_len == 128 &&
+               c.model.attn_opt.linformer_share == LINFORMER_SHARE_NONE && c.max_len <= 128,
+           "configs/transformer_linformer.ini holds other values");
     config_defaults(&c);
     EXPECT(c.model.attn_opt.linformer_k == 32 && c.model.attn_opt.linformer_max_len == 128 &&
                c.model.attn_opt.linformer_share == LINFORMER_SHARE_NONE,
