@@ -13,8 +13,8 @@
  * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
- * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
+ * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
+ * bahdanau.c — with the parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend

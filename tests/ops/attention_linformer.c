@@ -112,14 +112,17 @@ static void test_proj(int B, int NH, int R, int Tk, int D, int n, int shared, co
     float *out = fnew(P.no);
     for (size_t i = 0; i < P.no; i++) out[i] = NAN;
     be->linformer_proj_forward(out, P.P, P.x, len, B, NH, R, Tk, D, n, shared);
-    for (size_t i = 0; i < P.no; i++) stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+    for (size_t i = 0; i < P.no; i++)
+        stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     stat_end(&st);
 
     stat_begin(&st, "linformer_proj_backward vs double ref grad %s", tag);
     float *dx = fnew(P.nx), *dP = fnew(P.np);
     be->linformer_proj_backward(dx, dP, P.g, P.P, P.x, len, B, NH, R, Tk, D, n, shared);
-    for (size_t i = 0; i < P.nx; i++) stat_add(&st, dx[i], rdx[i], FWD_ATOL, FWD_RTOL, "dx", (long)i);
-    for (size_t i = 0; i < P.np; i++) stat_add(&st, dP[i], rdP[i], FWD_ATOL, FWD_RTOL, "dP", (long)i);
+    for (size_t i = 0; i < P.nx; i++)
+        stat_add(&st, dx[i], rdx[i], FWD_ATOL, FWD_RTOL, "dx", (long)i);
+    for (size_t i = 0; i < P.np; i++)
+        stat_add(&st, dP[i], rdP[i], FWD_ATOL, FWD_RTOL, "dP", (long)i);
     stat_end(&st);
 
     stat_begin(&st, "linformer_proj backward vs FD (eps %.0e) %s", (double)FD_EPS, tag);
@@ -214,7 +217,8 @@ static void prob_init(Prob *p, LinformerShare share, int B, int NH, int Tq, int 
     p->key_len = key_len;
     p->nq = (size_t)B * NH * Tq * HS, p->nk = (size_t)B * NH * Tk * HS, p->no = p->nq;
     p->nE = (size_t)(share == LINFORMER_SHARE_NONE ? NH : 1) * r * n;
-    for (size_t i = 0; i < p->ps.total; i++) p->ps.data[i] = 0.8f * (2 * rng_uniform(&optest_rng) - 1);
+    for (size_t i = 0; i < p->ps.total; i++)
+        p->ps.data[i] = 0.8f * (2 * rng_uniform(&optest_rng) - 1);
     p->q = frand(p->nq, -1, 1), p->k = frand(p->nk, -1, 1), p->v = frand(p->nk, -1, 1);
     p->g = frand(p->no, -1, 1), p->out = fnew(p->no);
     prob_work(p);
@@ -356,7 +360,8 @@ static void test_kind(LinformerShare share, int B, int NH, int Tq, int Tk, int H
     for (size_t i = 0; i < p->no; i++) out[i] = NAN;
     kind_fwd(p, out, p->q, p->k, p->v, Tq);
     stat_begin(&st, "linformer forward vs softmax(q (E K)^T / sqrt(HS)) (F V) %s", tag);
-    for (size_t i = 0; i < p->no; i++) stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+    for (size_t i = 0; i < p->no; i++)
+        stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     stat_end(&st);
 
     /* backward vs double central differences of the reference */
@@ -504,7 +509,8 @@ static void test_kind_threads(void) {
     stat_same(&st, "dE", gE[0], gE[1], p->nE);
     stat_same(&st, "dF", gF[0], gF[1], p->nE);
     stat_end(&st);
-    for (int i = 0; i < 2; i++) free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]), free(gE[i]), free(gF[i]);
+    for (int i = 0; i < 2; i++)
+        free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]), free(gE[i]), free(gF[i]);
     prob_free(p);
 }
 

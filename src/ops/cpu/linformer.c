@@ -62,7 +62,8 @@ void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const 
             for (int s = 0; s < L; s++)
                 for (int d = 0; d < D; d++) {
                     float acc = 0.0f;
-                    for (int j = 0; j < R; j++) acc += Ph[(size_t)j * n + s] * gb[(size_t)j * D + d];
+                    for (int j = 0; j < R; j++)
+                        acc += Ph[(size_t)j * n + s] * gb[(size_t)j * D + d];
                     dxb[(size_t)s * D + d] += acc;
                 }
         }
