@@ -13,8 +13,8 @@
  * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, taylor.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c — with the
- * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
+ * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
+ * bahdanau.c — with the parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
@@ -41,6 +41,7 @@ typedef enum AttentionKind {
     ATTN_LINEAR,         /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */
     ATTN_EFFICIENT,      /* Shen et al. 2021, softmax over rows of Q and columns of K */
     ATTN_TAYLOR,         /* Li et al. 2020, first-order Taylor: weights ∝ 1 + q̂·k̂ */
+    ATTN_LINFORMER,      /* Wang et al. 2020 eq. 7, softmax(q (E K)ᵀ/√HS) (F V), E, F [r, n] */
     ATTN_KIND_COUNT
 } AttentionKind;
 
@@ -50,6 +51,29 @@ extern const char *const attention_kind_names[ATTN_KIND_COUNT];
 /* Parses a config name into *kind. Errors: unknown name → STATUS_ERR, "unknown attention kind
  * 'x' (valid: none, bahdanau, ...)". Source: —. */
 Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err);
+
+/* Linformer's parameter sharing (Wang et al. 2020 §4 "Parameter sharing"; model.linformer_share):
+ * none — E_i, F_i per head; headwise — one E, F per layer shared by its heads; kv — one E = F per
+ * layer (shared by the heads too); layerwise — one E for every layer of the model (refused by
+ * config_validate: the parameter table cannot alias one tensor under two owners). */
+typedef enum {
+    LINFORMER_SHARE_NONE,
+    LINFORMER_SHARE_HEADWISE,
+    LINFORMER_SHARE_KV,
+    LINFORMER_SHARE_LAYERWISE,
+    LINFORMER_SHARE_COUNT
+} LinformerShare;
+extern const char *const linformer_share_names[LINFORMER_SHARE_COUNT]; /* "none", ... */
+
+/* The options of the kinds that have them (the [model] section's linformer_* keys, model/spec.h).
+ * A field <= 0 (or a NULL pointer where one is taken) means its default: linformer_k r = 32,
+ * linformer_max_len n = 128, linformer_share none. */
+typedef struct {
+    int linformer_k;                /* r: projected length of keys and values */
+    int linformer_max_len;          /* n: the longest key sequence the projections span */
+    LinformerShare linformer_share; /* sharing of E, F */
+} AttentionOptions;
+enum { LINFORMER_K_DEFAULT = 32, LINFORMER_MAX_LEN_DEFAULT = 128 };
 
 /* Where an attention serves; each slot is one config key. */
 typedef enum AttentionSlot {
@@ -79,6 +103,9 @@ typedef struct {
     Param W_a;      /* luong_general: [Dq, Dk] (q' = q W_a); additive own_proj: W_q [A, Dq] */
     Param U_a;      /* additive own_proj: U [A, Dk] */
     Param v_a;      /* additive: [A] (own_proj) or [NH, HS] */
+    int lf_r, lf_n; /* linformer: projected length r and projection width n */
+    LinformerShare lf_share; /* linformer: sharing of E, F (never layerwise) */
+    Param lf_E, lf_F; /* linformer: E, F [NH·r, n] (none) or [r, n] (headwise); kv: E alone */
 } Attention;
 
 /* One row of the table. Functions that a kind does not need are NULL. Backward functions
@@ -86,6 +113,7 @@ typedef struct {
 struct AttentionOps {
     AttentionKind kind;
     int causal_ok;       /* has a causal form */
+    const char *no_causal; /* causal_ok = 0: why (for attention_supports' message) */
     int multi_head;      /* the RNN splits model.heads heads for it (else it uses one head) */
     int rnn_prev_state;  /* in the RNN, the query is s_{t−1} and c_t feeds the RNN input
                           * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
@@ -163,10 +191,16 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
 
 /* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
  * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
- * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. CHECKs
- * a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first"). */
+ * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices; opt:
+ * the kinds' options (NULL: defaults). CHECKs a valid row, NH >= 1 and NH | Dk
+ * ("attention_declare: check attention_supports first"); linformer CHECKs its sharing is not
+ * layerwise (config_validate refuses it). */
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
-                       int Dq, int Dk, int NH, int own_proj, ParamInit mat);
+                       int Dq, int Dk, int NH, int own_proj, ParamInit mat,
+                       const AttentionOptions *opt);
+/* The longest key sequence kind can take under opt (linformer: linformer_max_len), or 0 for no
+ * limit. No errors. */
+int attention_max_keys(AttentionKind kind, const AttentionOptions *opt);
 
 /* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
  * or 0. No errors; likewise the three size functions below. */

@@ -8,8 +8,8 @@
 #include "attention/attention.h"
 
 extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
-    attention_taylor, attention_luong_dot, attention_luong_general, attention_luong_concat,
-    attention_bahdanau;
+    attention_taylor, attention_linformer, attention_luong_dot, attention_luong_general,
+    attention_luong_concat, attention_bahdanau;
 
 /* sdp.c: softmax(scale · q kᵀ) v with the weights [B, NH, Tq, Tk] saved (attn_forward /
  * attn_backward); scale 1/√HS when the row is scaled (Vaswani et al. 2017 eq. 1), else 1 (Luong

@@ -82,6 +82,16 @@ const float *model_decode_attention(Model *m, int t);
 /* 1 if the model has an attention to show (RNN: model.attention != none; Transformer: always,
  * the last decoder layer's cross-attention). No errors. */
 int model_has_attention(const Model *m);
+/* The longest source (in tokens, the sentence-end included) the model can read, or 0 for no
+ * limit: model.linformer_max_len when an attention over the source (the encoder's
+ * self-attention, the cross-attention, the RNN's attention) is linformer, whose projections
+ * span that many positions. Callers refuse longer sources before model_loss /
+ * model_decode_begin, naming the key (the model CHECK-aborts on them). No errors. */
+int model_max_source_len(const Model *m);
+/* STATUS_OK if a source of S tokens fits model_max_source_len, else STATUS_ERR with "a source of
+ * S subword tokens is longer than model.linformer_max_len = n, ...; shorten it, or train with
+ * model.linformer_max_len >= S" (callers prefix where: the line, the pair, the file). */
+Status model_check_source_len(const Model *m, int S, Err *err);
 /* Frees everything and zeroes *m; safe after a failed model_create / model_declare. */
 void model_free(Model *m);
 

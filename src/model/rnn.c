@@ -169,7 +169,8 @@ static void cell_recurrent_grads(const Backend *be, RnnLayer *L, const float *dg
 
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, Err *err) {
+                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
+                  Err *err) {
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
@@ -203,7 +204,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
         snprintf(name, sizeof name, "dec.l%d", l);
         declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
-    if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads);
+    if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads,
+                                             attn_opt);
     params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);
@@ -229,6 +231,10 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
     return STATUS_OK;
 }
 int rnn_has_attention(const RnnModel *m) { return m->style != DEC_NONE; }
+
+const Attention *rnn_attention(const RnnModel *m) {
+    return m->style != DEC_NONE ? &m->attn.at : NULL;
+}
 
 /* What the attention saves at step t of B rows against S keys. */
 static float *step_save(RnnModel *m, int t, int B, int S) {

@@ -47,14 +47,16 @@ typedef struct {
 typedef struct RnnModel RnnModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * heads: model.heads, used by the multi-head kinds. V vocabulary, E embedding, H decoder hidden
+ * heads: model.heads, used by the multi-head kinds; attn_opt: the kinds' options
+ * (model.linformer_*; NULL: defaults). V vocabulary, E embedding, H decoder hidden
  * (even). Errors (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an
  * attention kind or size this model cannot use (attention_supports' message), input feeding
  * with bahdanau or none ("model.input_feeding = true applies to …; set model.input_feeding =
  * false"). */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, Err *err);
+                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
+                  Err *err);
 /* model.rnn_impl: cudnn != 0 runs the LSTM/GRU layers whose whole input is known through the
  * backend's cuDNN entries (ops.h rnn_seq_*): every encoder layer (both directions in one call),
  * and the decoder layers when the model has no input feeding and no bahdanau attention (their
@@ -97,6 +99,8 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
 /* 1 if the model has an attention (model.attention != none). No errors. */
 int rnn_has_attention(const RnnModel *m);
+/* The decoder's attention (its kind, options and parameters), or NULL without one. No errors. */
+const Attention *rnn_attention(const RnnModel *m);
 /* Writes the backend ops the RNN calls beyond those every model calls (model.c lists those):
  * its cell's, its attention kind's and its shape ops, for training and decoding, to ops[]
  * (host, room for OP_COUNT); returns their number. No errors. */

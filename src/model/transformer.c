@@ -36,10 +36,10 @@ static void declare_layer(TfModel *m, ParamSet *ps, TfLayer *L, int dec, int l) 
     const TfConfig *c = &m->c;
     snprintf(p, sizeof p, "%s.l%d", dec ? "dec" : "enc", l);
     snprintf(q, sizeof q, "%s.self", p);
-    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec);
+    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec, &c->attn_opt);
     if (dec) {
         snprintf(q, sizeof q, "%s.cross", p);
-        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0);
+        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0, &c->attn_opt);
     }
     for (int i = 0; i < (dec ? 3 : 2); i++) {
         snprintf(q, sizeof q, "%s.ln%d", p, i + 1);
@@ -85,6 +85,8 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     *out = m;
     return STATUS_OK;
 }
+
+const TfConfig *transformer_config(const TfModel *m) { return &m->c; }
 
 /* The embedding tables and output matrix (one tensor when tied). */
 static const Param *E_src(const TfModel *m) { return &m->emb_src; }

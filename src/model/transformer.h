@@ -37,9 +37,13 @@ typedef struct {
     int pre_ln;                              /* 1 pre-LN, 0 post-LN */
     int tie_embeddings;                      /* 1: one E [V,D] for source, target and output */
     AttentionKind enc_self, dec_self, cross; /* attention kind of each slot */
+    AttentionOptions attn_opt;               /* the kinds' options (model.linformer_*) */
 } TfConfig;
 
 typedef struct TfModel TfModel;
+
+/* The configuration m was created with (its kinds and their options). No errors. */
+const TfConfig *transformer_config(const TfModel *m);
 
 /* Creates the model and declares its parameters in ps (not yet allocated). Errors: a kind that
  * cannot serve in its slot (efficient in the causal decoder self-attention, none), heads that

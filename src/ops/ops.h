@@ -39,7 +39,7 @@
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
  * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c (with the
- * taylor kind's l2feature_*), efficient.c), declared in cpu_internal.h and gathered into the
+ * taylor kind's l2feature_*), efficient.c, linformer.c), declared in cpu_internal.h and gathered into the
  * table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the same table and is to
  * mirror cpu/ file by file; ops/params.h carves parameters from one table. Every op is tested by
  * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
@@ -302,6 +302,23 @@ struct Backend {
     /* dinp[N,D] += r (dx̂ − x̂ (x̂·dx̂)), dx̂ = dout[n, 1..D] (dout[n, 0] is the constant's and
      * ignored), r and x̂ recomputed from inp (x̂·dx̂ summed in double). */
     void (*l2feature_backward)(float *dinp, const float *dout, const float *inp, int N, int D);
+    /* Linformer's projection over the key axis (Wang et al. 2020 eq. 7: E_i K, F_i V), with
+     * padding zeroed first: per (b, h), L = min(key_len[b], Tk) visible positions,
+     *   out[b,h,j,:] = Σ_{s<L} P_h[j,s] x[b,h,s,:]   (j < R; positions s >= L contribute 0).
+     * x [B,NH,Tk,D], out [B,NH,R,D] (overwritten); P holds NP = NH (shared = 0) or 1 (shared = 1,
+     * one [R,n] for every head) matrices [R, n] of which only the first Tk columns are read
+     * (Tk <= n, the caller's contract); key_len [B] (NULL: all Tk visible). A pair with L = 0
+     * gets out = 0. No workspace. Source: Wang et al. 2020, "Linformer: Self-Attention with
+     * Linear Complexity", eq. 7. */
+    void (*linformer_proj_forward)(float *out, const float *P, const float *x, const int *key_len,
+                                   int B, int NH, int R, int Tk, int D, int n, int shared);
+    /* Its backward (each of dx, dP may be NULL): dx[b,h,s,:] += Σ_j P_h[j,s] dout[b,h,j,:] for
+     * s < L (padded positions get nothing), dP_h[j,s] += Σ_b [s < L_b] Σ_d dout[b,h,j,d]
+     * x[b,h,s,d] (shared: summed over the heads too) for s < Tk; columns s >= Tk untouched. The
+     * sums over b (and h) run in a fixed order: deterministic, no atomics. */
+    void (*linformer_proj_backward)(float *dx, float *dP, const float *dout, const float *P,
+                                    const float *x, const int *key_len, int B, int NH, int R,
+                                    int Tk, int D, int n, int shared);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
      * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
      * key_len[b] visible positions); no causal form (callers must refuse one). */
@@ -454,6 +471,8 @@ typedef enum OpKind {
     OP_LINEAR_ATTN_STEP,
     OP_L2FEATURE_FORWARD,
     OP_L2FEATURE_BACKWARD,
+    OP_LINFORMER_PROJ_FORWARD,
+    OP_LINFORMER_PROJ_BACKWARD,
     OP_EFFICIENT_ATTN_FORWARD,
     OP_EFFICIENT_ATTN_BACKWARD,
     OP_GATHER_ROWS,

@@ -463,6 +463,16 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         encode_split(cfg, &r->val, r->spm, "val", &r->venc, err))
         s = STATUS_ERR;
     if (agree(r, s, "start-up (encoding the data)", err)) return STATUS_ERR;
+    /* a linformer model reads sources of up to model.linformer_max_len tokens: training pairs
+     * are within data.max_len (config_validate), validation ones are refused now rather than at
+     * the first validation */
+    long nval = cfg->val_max_sentences > 0 && cfg->val_max_sentences < r->venc.n
+                    ? cfg->val_max_sentences : r->venc.n;
+    for (long i = 0; i < nval && !s; i++)
+        if (model_check_source_len(&r->model, (int)(r->venc.src_off[i + 1] - r->venc.src_off[i]),
+                                   err))
+            s = err_prefix(err, "validation pair %ld of data.val_src = %s", i + 1, cfg->val_src);
+    if (agree(r, s, "start-up (validation source lengths)", err)) return STATUS_ERR;
     r->nkeep = batch_filter(&r->tenc, cfg->max_len, &r->keep);
     printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n",
            r->nkeep, cfg->max_len, r->tenc.n - r->nkeep);

@@ -10,7 +10,7 @@
 #include "model/spec.h"
 #include "testutil.h"
 
-enum { B = 3, S = 5, T = 4, V = 23 };
+enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_MAX = 24 };
 
 typedef struct {
     const char *name;
@@ -34,7 +34,13 @@ static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKi
     return s;
 }
 
-/* Writes the cases into out[16]; returns their count. */
+/* s with the kinds' options opt (model.linformer_*). */
+static ModelSpec with_opt(ModelSpec s, AttentionOptions opt) {
+    s.attn_opt = opt;
+    return s;
+}
+
+/* Writes the cases into out[MODEL_CASES_MAX]; returns their count. */
 static int model_cases(Case *out) {
     const Case cases[] = {
         {"rnn lstm none", rnn_spec(ATTN_NONE, 0, 0)},
@@ -52,6 +58,10 @@ static int model_cases(Case *out) {
          tf_spec(ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL)},
         {"transformer efficient / sdp / bahdanau", tf_spec(ATTN_EFFICIENT, ATTN_SDP, ATTN_BAHDANAU)},
         {"transformer taylor / taylor / sdp", tf_spec(ATTN_TAYLOR, ATTN_TAYLOR, ATTN_SDP)},
+        {"rnn lstm linformer", rnn_spec(ATTN_LINFORMER, 0, 1)}, /* defaults: r 32, n 128 */
+        {"transformer linformer / sdp / linformer headwise r4 n8",
+         with_opt(tf_spec(ATTN_LINFORMER, ATTN_SDP, ATTN_LINFORMER),
+                  (AttentionOptions){4, 8, LINFORMER_SHARE_HEADWISE})},
     };
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];

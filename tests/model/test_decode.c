@@ -1,6 +1,6 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
- * every RNN attention kind (sdp, flash, linear, efficient, taylor with model.heads = 2), both
- * cells and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
+ * every RNN attention kind (sdp, flash, linear, efficient, taylor, linformer with model.heads =
+ * 2), both cells and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
  * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
  *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
@@ -50,7 +50,8 @@ static int build(Model *m, Case c) {
     m->be = backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &err)) {
+    const AttentionOptions lf = {4, 5, LINFORMER_SHARE_HEADWISE}; /* linformer: r 4, n 5 = S */
+    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &lf, &err)) {
         EXPECT(0, "%s: rnn_create: %s", name(c), err.msg);
         return 1;
     }
@@ -212,7 +213,8 @@ int main(void) {
         {ATTN_BAHDANAU, 1, 0},      {ATTN_LUONG_GENERAL, 1, 0},  {ATTN_LUONG_CONCAT, 1, 1},
         /* the Transformer's kinds in the RNN, 2 heads (model.heads) of the encoder states */
         {ATTN_SDP, 0, 1},           {ATTN_FLASH, 1, 0},          {ATTN_LINEAR, 0, 1},
-        {ATTN_EFFICIENT, 1, 1},     {ATTN_TAYLOR, 1, 1},
+        {ATTN_EFFICIENT, 1, 1},     {ATTN_TAYLOR, 1, 1},         {ATTN_LINFORMER, 0, 1},
+        {ATTN_LINFORMER, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);

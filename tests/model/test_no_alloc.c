@@ -157,11 +157,12 @@ static int build(Model *m, const Case *c) {
     params_init_set(&m->ps, m->be);
     Status rc;
     if (c->tf) {
-        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind};
+        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind,
+                       {0, 0, LINFORMER_SHARE_NONE}};
         rc = transformer_create(&m->tf, &m->ps, &tc, &err);
     } else {
         rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
-                        c->kind, 1, &err);
+                        c->kind, 1, NULL, &err);
     }
     if (rc) {
         EXPECT(0, "%s: %s", c->name, err.msg);

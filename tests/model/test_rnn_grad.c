@@ -1,5 +1,6 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind (the multi-head sdp, flash, linear, efficient and taylor with 2 heads), both
+ * every attention kind (the multi-head sdp, flash, linear, efficient, taylor and linformer (r 3,
+ * n 6 >= S 5) with 2 heads), both
  * cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
@@ -41,7 +42,8 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
     params_init_set(&f->ps, be);
     /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
-    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &err)) {
+    const AttentionOptions lf = {3, 6, LINFORMER_SHARE_NONE}; /* linformer: r 3, n 6 */
+    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &lf, &err)) {
         EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
         return 1;
     }
@@ -168,14 +170,15 @@ int main(void) {
     }
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
     /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
-    const AttentionKind multi[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_EFFICIENT, ATTN_TAYLOR};
-    for (int k = 0; k < 5; k++)
+    const AttentionKind multi[] = {ATTN_SDP,       ATTN_FLASH,  ATTN_LINEAR,
+                                   ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};
+    for (int k = 0; k < 6; k++)
         for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
     const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
                                  ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
                                  ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT,
-                                 ATTN_TAYLOR};
+                                 ATTN_TAYLOR,        ATTN_LINFORMER};
     for (int gru = 0; gru < 2; gru++)
-        for (int k = 0; k < 10; k++) run_stepwise(all[k], gru);
+        for (int k = 0; k < 11; k++) run_stepwise(all[k], gru);
     return test_report("test_rnn_grad");
 }

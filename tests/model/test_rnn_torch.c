@@ -46,7 +46,7 @@ static void run(const char *path) {
     params_init_set(&ps, be);
     RnnModel *m;
     Err err;
-    if (rnn_create(&m, &ps, V, E, H, Le, Ld, 0.0f, 0, 1, kind, 1, &err)) {
+    if (rnn_create(&m, &ps, V, E, H, Le, Ld, 0.0f, 0, 1, kind, 1, NULL, &err)) {
         EXPECT(0, "rnn_create: %s", err.msg);
         fixture_free(&fx);
         return;

@@ -168,7 +168,7 @@ static void prob_work(Prob *p) {
 static void prob_init(Prob *p, int causal, int B, int NH, int Tq, int Tk, int HS,
                       const int *key_len) {
     memset(p, 0, sizeof *p);
-    attention_declare(&p->at, NULL, "t", ATTN_TAYLOR, NH * HS, NH * HS, NH, 0, INIT_XAVIER);
+    attention_declare(&p->at, NULL, "t", ATTN_TAYLOR, NH * HS, NH * HS, NH, 0, INIT_XAVIER, NULL);
     p->causal = causal, p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->HS = HS;
     p->key_len = key_len;
     p->nq = (size_t)B * NH * Tq * HS, p->nk = (size_t)B * NH * Tk * HS, p->no = p->nq;

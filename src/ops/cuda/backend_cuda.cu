@@ -112,6 +112,7 @@ static Backend make_table(void) {
     cuda_register_adam(&b);
     cuda_register_linear(&b);
     cuda_register_efficient(&b);
+    cuda_register_linformer(&b);
     cuda_register_lstm(&b);
     cuda_register_gru(&b);
     cuda_register_layernorm(&b);
