@@ -13,21 +13,22 @@
 #include "core/common.h"
 
 /* every computational field of Backend (src/ops/ops.h), in its order */
-#define PROF_OPS(X)                                                                               \
-    X(matmul) X(matmul_bias_forward) X(bias_forward) X(bias_backward) X(axpy) X(scale) X(sumsq)   \
-    X(all_finite) X(concat2_forward) X(concat2_backward) X(transpose01_forward)                   \
-    X(transpose01_backward) X(tanh_forward) X(tanh_backward) X(dropout_forward)                   \
-    X(dropout_backward) X(layernorm_forward) X(layernorm_backward) X(bias_relu_dropout_forward)   \
-    X(relu_dropout_backward) X(permute0213_forward) X(permute0213_backward) X(write_step)         \
-    X(gather_rows_strided) X(embedding_forward) X(embedding_backward) X(lstm_cell_forward)        \
-    X(lstm_cell_backward) X(gru_cell_forward) X(gru_cell_backward) X(additive_attn_forward)       \
-    X(additive_attn_backward) X(additive_attn_workspace) X(flash_attn_forward)                    \
-    X(flash_attn_backward) X(flash_attn_workspace) X(linear_attn_forward)                         \
-    X(linear_attn_backward) X(linear_attn_workspace) X(linear_attn_step) X(l2feature_forward)     \
-    X(l2feature_backward) X(efficient_attn_forward) X(efficient_attn_backward)                    \
-    X(efficient_attn_workspace) X(gather_rows) X(attn_forward) X(attn_backward)                   \
-    X(attn_workspace) X(xent_forward_backward) X(xent_workspace) X(log_softmax) X(argmax)         \
-    X(adam_update) X(rnn_seq_sizes) X(rnn_seq_forward) X(rnn_seq_backward)
+#define PROF_OPS(X) \
+    X(matmul) X(matmul_bias_forward) X(bias_forward) X(bias_backward) X(axpy) X(scale) X(sumsq) \
+    X(all_finite) X(concat2_forward) X(concat2_backward) X(transpose01_forward) \
+    X(transpose01_backward) X(tanh_forward) X(tanh_backward) X(dropout_forward) \
+    X(dropout_backward) X(layernorm_forward) X(layernorm_backward) X(bias_relu_dropout_forward) \
+    X(relu_dropout_backward) X(permute0213_forward) X(permute0213_backward) X(write_step) \
+    X(gather_rows_strided) X(embedding_forward) X(embedding_backward) X(lstm_cell_forward) \
+    X(lstm_cell_backward) X(gru_cell_forward) X(gru_cell_backward) X(additive_attn_forward) \
+    X(additive_attn_backward) X(additive_attn_workspace) X(flash_attn_forward) \
+    X(flash_attn_backward) X(flash_attn_workspace) X(linear_attn_forward) \
+    X(linear_attn_backward) X(linear_attn_workspace) X(linear_attn_step) X(l2feature_forward) \
+    X(l2feature_backward) X(linformer_proj_forward) X(linformer_proj_backward) \
+    X(efficient_attn_forward) X(efficient_attn_backward) X(efficient_attn_workspace) \
+    X(gather_rows) X(attn_forward) X(attn_backward) X(attn_workspace) X(xent_forward_backward) \
+    X(xent_workspace) X(log_softmax) X(argmax) X(adam_update) X(rnn_seq_sizes) \
+    X(rnn_seq_forward) X(rnn_seq_backward)
 
 static const Backend *g_in; /* the backend being timed */
 
@@ -343,6 +344,20 @@ static void p_l2feature_backward(float *dinp, const float *dout, const float *in
     double t_ = prof_begin();
     g_in->l2feature_backward(dinp, dout, inp, N, D);
     t_ = prof_end(PI_l2feature_backward, t_, 0);
+}
+static void p_linformer_proj_forward(float *out, const float *P, const float *x,
+                                     const int *key_len, int B, int NH, int R, int Tk, int D,
+                                     int n, int shared) {
+    double t_ = prof_begin();
+    g_in->linformer_proj_forward(out, P, x, key_len, B, NH, R, Tk, D, n, shared);
+    prof_end(PI_linformer_proj_forward, t_, 2.0 * B * NH * R * Tk * D);
+}
+static void p_linformer_proj_backward(float *dx, float *dP, const float *dout, const float *P,
+                                      const float *x, const int *key_len, int B, int NH, int R,
+                                      int Tk, int D, int n, int shared) {
+    double t_ = prof_begin();
+    g_in->linformer_proj_backward(dx, dP, dout, P, x, key_len, B, NH, R, Tk, D, n, shared);
+    prof_end(PI_linformer_proj_backward, t_, 4.0 * B * NH * R * Tk * D);
 }
 static void p_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
                                      const int *key_len, int B, int NH, int Tq, int Tk, int D,
