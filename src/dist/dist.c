@@ -75,9 +75,18 @@ static int dead_peers(char *buf, size_t n) {
     return k;
 }
 
-/* Ends this rank after a fault in a collective: the message, then _exit (no MPI_Finalize). */
+static void (*volatile g_fault_hook)(void) = NULL; /* dist_set_fault_hook */
+
+void dist_set_fault_hook(void (*hook)(void)) { g_fault_hook = hook; }
+
+/* Ends this rank after a fault in a collective: the fault hook, the message, then _exit (no
+ * MPI_Finalize). */
 static void give_up(const char *what, const char *why) __attribute__((noreturn));
 static void give_up(const char *what, const char *why) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER; /* one thread reports and exits */
+    pthread_mutex_lock(&once);
+    void (*hook)(void) = g_fault_hook;
+    if (hook) hook();
     char dead[1024];
     int nd = dead_peers(dead, sizeof dead);
     int others = 0;
@@ -136,6 +145,8 @@ void dist_set_timeout(double seconds) {
     }
 }
 
+void dist_fault(const char *what, const char *why) { give_up(what, why); }
+
 static __attribute__((unused)) void enter(const char *what) {
     pthread_mutex_lock(&g_mu);
     snprintf(g_what, sizeof g_what, "%s", what);
@@ -148,6 +159,9 @@ static __attribute__((unused)) void leave(void) {
     g_since = 0;
     pthread_mutex_unlock(&g_mu);
 }
+
+void dist_watch_begin(const char *what) { enter(what); }
+void dist_watch_end(void) { leave(); }
 
 #ifdef TRAINER_MPI
 static void mpi_ok(int rc, const char *call, const char *what) {

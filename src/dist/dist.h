@@ -74,6 +74,22 @@ void dist_barrier(const char *what);
  * how the ranks agree to go on or stop together after a step that may fail on some of them.
  * Faults: see the top. */
 int dist_first_failed(int ok, const char *what);
+/* The watchdog over a blocking call of another library (NCCL's ncclCommInitRank, the wait for
+ * an ncclAllReduce, an MPI_Iallreduce's MPI_Wait): between dist_watch_begin(what) and
+ * dist_watch_end() the watchdog treats the call as a collective in flight — a dead peer on this
+ * host, or no end within dist_set_timeout's seconds, ends this rank as at the top (the message
+ * names what). No MPI call of its own; nesting is not supported. No errors. */
+void dist_watch_begin(const char *what);
+void dist_watch_end(void);
+/* Ends this rank after a fault in a collective (as at the top: "rank R: <why> during <what>; ..."
+ * on stderr, the dead peers on this host, exit status DIST_EXIT_PEER without MPI_Finalize).
+ * Callable from any thread. No return. */
+void dist_fault(const char *what, const char *why) __attribute__((noreturn));
+/* A function the fault exit calls first (from whichever thread detected the fault: the watchdog
+ * or the caller of dist_fault), e.g. ncclCommAbort so that no NCCL kernel is left spinning; NULL
+ * removes it. It must not block and must not call MPI. No errors. */
+void dist_set_fault_hook(void (*hook)(void));
+
 /* Ends every rank of the job now (MPI_Abort with code; exit(code) without MPI). No return. */
 void dist_abort(int code) __attribute__((noreturn));
 
