@@ -21,6 +21,7 @@
 #include "data/corpus.h"
 #include "data/encoded.h"
 #include "dist/dist.h"
+#include "dist/dist_nccl.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
@@ -247,7 +248,10 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
         if (shared) {
             char what[96];
             snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
-            dist_sum_float(ps->grad, ps->total, what);
+            if (m->be != backend_cpu()) /* device memory: NCCL between the GPUs */
+                dist_nccl_sum_float(ps->grad, ps->total, what);
+            else
+                dist_sum_float(ps->grad, ps->total, what);
             double v[5] = {r.loss, (double)tb->tgt_tokens, (double)sync->src_tokens,
                            sync->flags[0], sync->flags[1]};
             dist_sum_double(v, 5, what);
@@ -377,6 +381,20 @@ static Status agree(const Run *r, Status s, const char *what, Err *err) {
     return STATUS_ERR;
 }
 
+/* Rank 0's buffer of bytes in backend memory (be's: device memory on cuda) to every rank: through
+ * a host copy (MPI_Bcast of host memory; the MPI need not be CUDA-aware) unless be is the CPU. */
+static void bcast_backend(const Backend *be, void *p, size_t bytes, const char *what) {
+    if (be == backend_cpu()) {
+        dist_bcast(p, bytes, 0, what);
+        return;
+    }
+    void *h = xmalloc(bytes ? bytes : 1);
+    if (dist_rank() == 0) be->download(h, p, bytes);
+    dist_bcast(h, bytes, 0, what);
+    if (dist_rank() != 0) be->upload(p, h, bytes);
+    free(h);
+}
+
 /* Rank 0's SentencePiece model, training state, parameters and Adam moments to every rank (the
  * other ranks build the model from the config, which dist_check_ranks found equal). */
 static Status open_sync(Run *r, const Backend *be, Err *err) {
@@ -404,13 +422,14 @@ static Status open_sync(Run *r, const Backend *be, Err *err) {
     dist_bcast(&total, sizeof total, 0, "start-up (parameter count)");
     CHECK(total == r->model.ps.total, "rank 0's model has another parameter count: the ranks "
           "built different models from equal configs");
-    ParamSet *ps = &r->model.ps; /* CPU memory (world > 1 is refused on cuda) */
-    dist_bcast(ps->data, sizeof(float) * ps->total, 0, "start-up (parameters)");
-    dist_bcast(ps->m, sizeof(float) * ps->total, 0, "start-up (Adam m)");
-    dist_bcast(ps->v, sizeof(float) * ps->total, 0, "start-up (Adam v)");
+    ParamSet *ps = &r->model.ps; /* backend memory: host (cpu) or device (cuda) */
+    size_t pbytes = sizeof(float) * ps->total;
+    bcast_backend(be, ps->data, pbytes, "start-up (parameters)");
+    bcast_backend(be, ps->m, pbytes, "start-up (Adam m)");
+    bcast_backend(be, ps->v, pbytes, "start-up (Adam v)");
     if (r->cfg.ema_decay > 0) {
         if (!lead) params_allocate_ema(ps);
-        dist_bcast(ps->ema, sizeof(float) * ps->total, 0, "start-up (EMA of the parameters)");
+        bcast_backend(be, ps->ema, pbytes, "start-up (EMA of the parameters)");
     }
     return STATUS_OK;
 }
@@ -431,11 +450,13 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
     set_threads(cfg->threads);
     const Backend *be;
-    if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
-    if (r->world > 1 && cfg->device != DEVICE_CPU)
-        return err_set(err, "train.device = %s with %d ranks: data parallelism runs on the CPU "
-                       "only so far (NCCL between GPUs is not there yet); use train.device = cpu "
-                       "or one rank", device_type_names[cfg->device], r->world);
+    int nccl = r->world > 1 && cfg->device == DEVICE_CUDA; /* the gradient sum on NCCL */
+    if (nccl && !dist_nccl_available()) /* no CUDA in the build, or no NCCL: say which */
+        return config_backend(cfg->device, &be, err) ? STATUS_ERR : dist_nccl_init(err);
+    if (nccl) backend_cuda_use_device(dist_local_rank()); /* one GPU per rank, by local rank */
+    if (agree(r, config_backend(cfg->device, &be, err), "start-up (the backend)", err))
+        return STATUS_ERR; /* before any data work */
+    if (nccl && agree(r, dist_nccl_init(err), "start-up (NCCL)", err)) return STATUS_ERR;
     if (cfg->device == DEVICE_CUDA) {
         backend_cuda_set_precision((int)cfg->precision);
         /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
@@ -477,8 +498,11 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (r->world > 1) {
         char layout[4096];
         printf("world: %s; rank 0 validates, logs and saves; each batch of train.batch_tokens = "
-               "%d is split into %d shards of about equal target tokens\n",
-               dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world);
+               "%d is split into %d shards of about equal target tokens; gradient sum: %s",
+               dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world,
+               dist_nccl_ready() ? "ncclAllReduce (one GPU per rank, by local rank" : "MPI_Allreduce");
+        if (dist_nccl_ready()) printf(": rank 0 on GPU %d)", backend_cuda_device_index());
+        printf("\n");
     }
     if (r->rank == 0) {
         r->metrics = fopen(r->mpath, "a");
@@ -857,5 +881,6 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     rc = STATUS_OK;
 cleanup:
     run_close(r);
+    dist_nccl_finalize(rc == STATUS_OK);
     return rc;
 }

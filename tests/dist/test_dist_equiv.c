@@ -14,6 +14,12 @@
  * Both model families are covered (RNN with input feeding, Transformer). With one rank the test
  * still runs (the shards are the whole batch) but is not a data-parallel test; ctest runs it
  * with 2. Exit 0 = pass on this rank.
+ *
+ * `--backend cuda`: both copies on the CUDA backend (each rank on the GPU of its local rank), so
+ * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
+ * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
+ * simt or gpu). Same tolerances and the same dropped-shard check. Exit 77 (skipped) without a
+ * CUDA device or without NCCL in the build.
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 
 #include "data/batch.h"
 #include "dist/dist.h"
+#include "dist/dist_nccl.h"
 #include "model/model.h"
 #include "testutil.h"
 #include "train/config.h"
@@ -82,15 +89,22 @@ typedef struct {
     int identical;            /* parameters bit-identical on every rank after every step */
 } Errors;
 
+/* A host copy of n floats of backend memory (the caller frees it). */
+static float *host_copy(const Backend *be, const float *p, size_t n) {
+    float *h = xmalloc(sizeof(float) * (n ? n : 1));
+    be->download(h, p, sizeof(float) * n);
+    return h;
+}
+
 /* STEPS steps on the plan's batches: the reference (one process) against the shards (drop: the
- * last rank trains an empty shard). */
-static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, const BatchPlan *plan,
-                  int drop) {
+ * last rank trains an empty shard), both on backend be. */
+static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, const Encoded *e,
+                  const BatchPlan *plan, int drop) {
     int rank = dist_rank(), world = dist_size();
     Model ref, par;
     Err err;
-    CHECK(model_create(&ref, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
-    CHECK(model_create(&par, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
+    CHECK(model_create(&ref, spec, V, be, &err) == STATUS_OK, err.msg);
+    CHECK(model_create(&par, spec, V, be, &err) == STATUS_OK, err.msg);
     model_init_params(&ref, 11);
     model_init_params(&par, 11);
     int bB, bS, bT;
@@ -103,8 +117,7 @@ static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, co
     TrainState s1 = {.step = 0, .epoch = 1, .lr_scale = 1}, s2 = s1;
     Errors out = {0, 0, 0, 0, 1};
     size_t n = ref.ps.total;
-    float *w0 = xmalloc(sizeof(float) * n);
-    memcpy(w0, ref.ps.data, sizeof(float) * n);
+    float *w0 = host_copy(be, ref.ps.data, n);
     for (int k = 0; k < STEPS; k++) {
         long bi = k % plan->nbatches;
         const long *idx = plan->idx + plan->start[bi];
@@ -121,30 +134,37 @@ static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, co
         StepResult r2 = train_step_shard(&par, cfg, &shard, total, &s2, NULL, &sync);
         CHECK(r1.finite && r2.finite, "finite steps");
         out.loss = fmax(out.loss, fabs(r2.loss - r1.loss) / fabs(r1.loss));
-        out.grad = fmax(out.grad, max_abs_diff(par.ps.grad, ref.ps.grad, n) /
-                                      max_abs(ref.ps.grad, n));
+        float *g1 = host_copy(be, ref.ps.grad, n), *g2 = host_copy(be, par.ps.grad, n);
+        out.grad = fmax(out.grad, max_abs_diff(g2, g1, n) / max_abs(g1, n));
+        free(g1);
+        free(g2);
         if (!drop)
             CHECK(sync.src_tokens == full.src_tokens && sync.tgt_tokens == total,
                   "the shards' tokens add up to the batch's");
-        uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)par.ps.data, (uInt)(n * sizeof(float)));
+        float *w2 = host_copy(be, par.ps.data, n);
+        uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)w2, (uInt)(n * sizeof(float)));
+        free(w2);
         uint32_t all[64];
         CHECK(world <= 64, "at most 64 ranks in this test");
         dist_allgather(&crc, all, sizeof crc, "the parameters' CRC32");
         for (int q = 0; q < world; q++) out.identical &= all[q] == all[0];
     }
     double du = 0, u = 0;
+    float *w1 = host_copy(be, ref.ps.data, n), *w2 = host_copy(be, par.ps.data, n);
     for (int q = 0; q < ref.ps.n; q++) {
         const ParamSpec *ps = &ref.ps.specs[q];
         size_t len = strlen(ps->name);
         if (len >= 4 && !strcmp(ps->name + len - 4, ".b_k")) continue; /* see TOL_PARAM */
         for (size_t i = ps->offset; i < ps->offset + ps->size; i++) {
-            double a = (double)ref.ps.data[i] - w0[i], b = (double)par.ps.data[i] - w0[i];
+            double a = (double)w1[i] - w0[i], b = (double)w2[i] - w0[i];
             du += (a - b) * (a - b), u += a * a;
             out.max_param = fmax(out.max_param, fabs(a - b) / cfg->lr);
         }
     }
     out.param = sqrt(du / u);
     free(w0);
+    free(w1);
+    free(w2);
     batch_free(&full);
     batch_free(&shard);
     model_free(&ref);
@@ -160,6 +180,31 @@ int main(int argc, char **argv) {
     }
     dist_set_timeout(60);
     int rank = dist_rank(), world = dist_size(), fails = 0;
+    const Backend *be = backend_cpu();
+    if (argc > 2 && !strcmp(argv[1], "--backend") && !strcmp(argv[2], "cuda")) {
+        /* every rank decides alike (a skip on one rank and a run on the other would hang) */
+        char why[512] = "";
+        backend_cuda_use_device(dist_local_rank());
+        be = backend_cuda(why, sizeof why);
+        if (!be && rank == 0) printf("SKIP: %s\n", why);
+        if (dist_first_failed(be != NULL, "the CUDA backend") >= 0) {
+            dist_finalize();
+            return 77;
+        }
+        if (!dist_nccl_available()) {
+            if (rank == 0) printf("SKIP: this build has no NCCL\n");
+            dist_finalize();
+            return 77;
+        }
+        CHECK(dist_nccl_init(&err) == STATUS_OK, err.msg);
+        if (rank == 0)
+            printf("backend cuda (%s), GPU %d, gradient sum on NCCL: %s\n",
+                   backend_cuda_device_name(), backend_cuda_device_index(),
+                   dist_nccl_ready() ? "yes" : "no (one rank)");
+    } else if (argc > 1) {
+        fprintf(stderr, "usage: test_dist_equiv [--backend cuda]\n");
+        return 2;
+    }
     Config cfg;
     config_defaults(&cfg);
     cfg.lr = 1e-3f, cfg.warmup_steps = 0, cfg.clip_norm = 0, cfg.label_smoothing = 0.1f;
@@ -185,14 +230,14 @@ int main(int argc, char **argv) {
     for (int c = 0; c < 2; c++) {
         for (int drop = 0; drop < 2; drop++) {
             if (drop && world == 1) continue;
-            Errors x = run(&specs[c], &cfg, &e, &plan, drop);
+            Errors x = run(be, &specs[c], &cfg, &e, &plan, drop);
             int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
             int ok = x.identical && (drop ? !within : within);
             if (rank == 0)
-                printf("%s, %d ranks%s: relative differences: loss %.3g, gradient %.3g, updates "
+                printf("%s on %s, %d ranks%s: relative differences: loss %.3g, gradient %.3g, updates "
                        "%.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: %.3g lr); "
                        "parameters %s on every rank: %s\n",
-                       names[c], world, drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad,
+                       names[c], be->name, world, drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad,
                        x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
                        x.identical ? "identical" : "NOT identical",
                        ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
@@ -205,6 +250,7 @@ int main(int argc, char **argv) {
     encoded_free(&e);
     int bad = dist_first_failed(fails == 0, "the verdict");
     if (rank == 0) printf("%s\n", bad < 0 ? "PASS" : "FAIL");
+    dist_nccl_finalize(1);
     dist_finalize();
     return bad < 0 ? 0 : 1;
 }
