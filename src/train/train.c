@@ -230,6 +230,27 @@ static double peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
+/* dist.overlap's buckets over a gradient buffer (made on first use, remade when the buffer or
+ * the bucket size changes; one buffer at a time: the trainer has one model). */
+static DistBuckets *g_buckets;
+static const float *g_buckets_buf;
+static size_t g_buckets_n, g_buckets_size;
+
+static DistBuckets *buckets_for(ParamSet *ps, const Config *cfg) {
+    size_t size = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
+    if (size < 1) size = 1;
+    if (!g_buckets || g_buckets_buf != ps->grad || g_buckets_n != ps->total ||
+        g_buckets_size != size) {
+        dist_buckets_free(g_buckets);
+        g_buckets = dist_buckets_new(ps->grad, ps->total, size);
+        g_buckets_buf = ps->grad, g_buckets_n = ps->total, g_buckets_size = size;
+    }
+    return g_buckets;
+}
+
+/* The model's GradReady hook with dist.overlap: the buckets within grad[lo..) start. */
+static void on_grad_ready(void *ctx, size_t lo) { dist_buckets_ready(ctx, lo); }
+
 StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
                             long global_tgt_tokens, TrainState *st,
                             const NonfiniteInjection *inject, StepSync *sync) {
@@ -238,17 +259,27 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
     params_zero_grad(ps);
     uint64_t key = rng_hash(cfg->seed, (uint64_t)st->step);
     double t0 = sync ? now_seconds() : 0;
+    int shared = sync && dist_size() > 1;
+    /* dist.overlap (CPU): buckets of the gradient start summing as backward finishes them */
+    DistBuckets *bk = shared && cfg->dist_overlap && m->be == backend_cpu()
+                          ? buckets_for(ps, cfg) : NULL;
+    char what[96];
+    snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
+    if (bk) {
+        dist_buckets_begin(bk, what);
+        model_set_grad_ready(m, (GradReady){on_grad_ready, bk});
+    }
     if (tb->B > 0) /* an empty shard adds zeros to the sums */
         r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)global_tgt_tokens);
-    int shared = sync && dist_size() > 1;
+    if (bk) model_set_grad_ready(m, (GradReady){NULL, NULL});
     if (sync) {
         sync->tgt_tokens = tb->tgt_tokens;
         double t1 = now_seconds();
         sync->t_compute = t1 - t0;
         if (shared) {
-            char what[96];
-            snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
-            if (m->be != backend_cpu()) /* device memory: NCCL between the GPUs */
+            if (bk) /* the buckets backward did not start, then the wait for all */
+                dist_buckets_finish(bk);
+            else if (m->be != backend_cpu()) /* device memory: NCCL between the GPUs */
                 dist_nccl_sum_float(ps->grad, ps->total, what);
             else
                 dist_sum_float(ps->grad, ps->total, what);
@@ -344,6 +375,7 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
         c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
         c.max_nonfinite = cfg->max_nonfinite, c.dist_timeout = cfg->dist_timeout;
+        c.dist_overlap = cfg->dist_overlap, c.dist_bucket_mb = cfg->dist_bucket_mb;
         c.keep_checkpoints = cfg->keep_checkpoints, c.average_last = cfg->average_last;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         char diff[2048];
@@ -502,6 +534,15 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
                dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world,
                dist_nccl_ready() ? "ncclAllReduce (one GPU per rank, by local rank" : "MPI_Allreduce");
         if (dist_nccl_ready()) printf(": rank 0 on GPU %d)", backend_cuda_device_index());
+        if (cfg->dist_overlap && r->model.be == backend_cpu()) {
+            size_t bf = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
+            if (bf < 1) bf = 1;
+            printf("; dist.overlap: %zu buckets of up to %g MiB summed by MPI_Iallreduce as "
+                   "backward finishes them", (r->model.ps.total + bf - 1) / bf,
+                   (double)cfg->dist_bucket_mb);
+        } else if (cfg->dist_overlap) {
+            printf("; dist.overlap: not on the GPU path (one ncclAllReduce after backward)");
+        }
         printf("\n");
     }
     if (r->rank == 0) {

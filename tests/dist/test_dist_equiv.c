@@ -15,6 +15,14 @@
  * still runs (the shards are the whole batch) but is not a data-parallel test; ctest runs it
  * with 2. Exit 0 = pass on this rank.
  *
+ * dist.overlap: the CPU comparison runs twice, without and with the overlapped sum (buckets of
+ * 1 KiB, so that every model is cut into several; MPI_Iallreduce started from the models'
+ * GradReady hook while backward runs), to the same tolerances (measured: the same differences
+ * as without overlap — with 2 ranks each element is one float addition either way, so the
+ * step is in fact bit-identical). Before that, each model's GradReady contract is checked on
+ * one process: the offsets never grow, the last is 0, and the region grad[lo..) reported final
+ * is bit for bit the gradient at the end of the pass (nothing writes to it after its call).
+ *
  * `--backend cuda`: both copies on the CUDA backend (each rank on the GPU of its local rank), so
  * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
  * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
@@ -94,6 +102,66 @@ static float *host_copy(const Backend *be, const float *p, size_t n) {
     float *h = xmalloc(sizeof(float) * (n ? n : 1));
     be->download(h, p, sizeof(float) * n);
     return h;
+}
+
+/* The GradReady contract (ops/params.h) of one model on backend be, on the first batch: returns
+ * the number of hook calls, or -1 (with a message) when an offset grew, the last was not 0, or
+ * the gradient grad[lo..) changed after the call that declared it final. */
+enum { MAX_READY = 64 };
+typedef struct {
+    const Backend *be;
+    const float *grad;
+    size_t total;
+    int n;
+    size_t lo[MAX_READY];
+    float *snap[MAX_READY]; /* host copies of grad[lo..total) at each call */
+} ReadyLog;
+
+static void log_ready(void *ctx, size_t lo) {
+    ReadyLog *L = ctx;
+    CHECK(L->n < MAX_READY, "more GradReady calls than this test keeps");
+    L->lo[L->n] = lo;
+    L->snap[L->n] = host_copy(L->be, L->grad + lo, L->total - lo);
+    L->n++;
+}
+
+static int check_grad_ready(const Backend *be, const ModelSpec *spec, const Config *cfg,
+                            const Encoded *e, const BatchPlan *plan, const char *name) {
+    Model m;
+    Err err;
+    CHECK(model_create(&m, spec, V, be, &err) == STATUS_OK, err.msg);
+    model_init_params(&m, 11);
+    int bB, bS, bT;
+    batch_bounds(cfg->batch_tokens, cfg->max_len, &bB, &bS, &bT);
+    TokenBatch tb;
+    batch_alloc(&tb, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    model_reserve(&m, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    batch_fill(&tb, e, plan->idx + plan->start[0], (int)(plan->start[1] - plan->start[0]));
+    ReadyLog L = {be, m.ps.grad, m.ps.total, 0, {0}, {NULL}};
+    params_zero_grad(&m.ps);
+    model_set_grad_ready(&m, (GradReady){log_ready, &L});
+    model_loss(&m, &tb, cfg->label_smoothing, 1, 7, 1.0f / (float)tb.tgt_tokens);
+    model_set_grad_ready(&m, (GradReady){NULL, NULL});
+    float *g = host_copy(be, m.ps.grad, m.ps.total);
+    int bad = L.n == 0 || L.lo[L.n - 1] != 0;
+    for (int k = 0; k < L.n; k++) {
+        if (k && L.lo[k] > L.lo[k - 1]) bad = 1;
+        if (memcmp(L.snap[k], g + L.lo[k], sizeof(float) * (m.ps.total - L.lo[k])) != 0) {
+            printf("%s: GradReady call %d declared grad[%zu..%zu) final, but it changed later\n",
+                   name, k, L.lo[k], m.ps.total);
+            bad = 1;
+        }
+        free(L.snap[k]);
+    }
+    if (dist_rank() == 0) {
+        printf("%s on %s: GradReady %d calls, offsets", name, be->name, L.n);
+        for (int k = 0; k < L.n; k++) printf(" %zu", L.lo[k]);
+        printf(" of %zu: %s\n", m.ps.total, bad ? "FAIL" : "ok");
+    }
+    free(g);
+    batch_free(&tb);
+    model_free(&m);
+    return bad ? -1 : L.n;
 }
 
 /* STEPS steps on the plan's batches: the reference (one process) against the shards (drop: the
@@ -218,7 +286,7 @@ int main(int argc, char **argv) {
     BatchPlan plan;
     CHECK(batch_plan(&plan, &e, keep, nkeep, cfg.batch_tokens, &rng, &err) == STATUS_OK, err.msg);
 
-    ModelSpec specs[2] = {{0}, {0}};
+    ModelSpec specs[3] = {{0}, {0}, {0}};
     specs[0].type = MODEL_RNN, specs[0].cell = CELL_LSTM, specs[0].attention = ATTN_LUONG_GENERAL;
     specs[0].emb = 8, specs[0].hidden = 12, specs[0].enc_layers = 2, specs[0].dec_layers = 1;
     specs[0].input_feeding = 1, specs[0].heads = 2;
@@ -226,19 +294,26 @@ int main(int argc, char **argv) {
     specs[1].d_ff = 16, specs[1].enc_layers = 2, specs[1].dec_layers = 2;
     specs[1].norm = NORM_PRE, specs[1].tie_embeddings = 1, specs[1].self_attention = ATTN_SDP;
     specs[1].dec_self_attention = ATTN_NONE, specs[1].cross_attention = ATTN_SDP;
-    const char *names[2] = {"rnn lstm luong_general", "transformer sdp"};
-    for (int c = 0; c < 2; c++) {
+    specs[2] = specs[1]; /* the other layout: untied embeddings, post-LN (no final norms) */
+    specs[2].tie_embeddings = 0, specs[2].norm = NORM_POST;
+    const char *names[3] = {"rnn lstm luong_general", "transformer sdp",
+                            "transformer sdp untied post-LN"};
+    for (int c = 0; c < 3; c++) fails += check_grad_ready(be, &specs[c], &cfg, &e, &plan,
+                                                          names[c]) < 0;
+    for (int c = 0; c < 3; c++) {
+        for (int ov = 0; ov < (be == backend_cpu() ? 2 : 1); ov++)
         for (int drop = 0; drop < 2; drop++) {
             if (drop && world == 1) continue;
+            cfg.dist_overlap = ov, cfg.dist_bucket_mb = 1.0f / 1024; /* 1 KiB: 256 floats */
             Errors x = run(be, &specs[c], &cfg, &e, &plan, drop);
             int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
             int ok = x.identical && (drop ? !within : within);
             if (rank == 0)
-                printf("%s on %s, %d ranks%s: relative differences: loss %.3g, gradient %.3g, updates "
-                       "%.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: %.3g lr); "
-                       "parameters %s on every rank: %s\n",
-                       names[c], be->name, world, drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad,
-                       x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
+                printf("%s on %s, %d ranks%s%s: relative differences: loss %.3g, gradient %.3g, "
+                       "updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: "
+                       "%.3g lr); parameters %s on every rank: %s\n",
+                       names[c], be->name, world, ov ? ", dist.overlap (1 KiB buckets)" : "",
+                       drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad, x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
                        x.identical ? "identical" : "NOT identical",
                        ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
                           : (drop ? "FAIL: the tolerances do not see a dropped shard" : "FAIL"));
