@@ -36,6 +36,9 @@
 #include "data/batch.h"
 #include "dist/dist.h"
 #include "dist/dist_nccl.h"
+#ifdef TRAINER_SIMT
+#include <nccl.h> /* the emulated build's stand-in (src/ops/cuda/simt/include/nccl.h) */
+#endif
 #include "model/model.h"
 #include "testutil.h"
 #include "train/config.h"
@@ -103,6 +106,42 @@ static float *host_copy(const Backend *be, const float *p, size_t n) {
     be->download(h, p, sizeof(float) * n);
     return h;
 }
+
+#ifdef TRAINER_SIMT
+/* The NCCL stand-in's refusals (emulated build, 2+ ranks): ncclCommInitRank with another id on
+ * each rank, or with two ranks claiming the same rank, is ncclInvalidUsage on every rank; a
+ * rank outside [0, nranks) is ncclInvalidArgument. Returns the number of failed checks. */
+static int check_nccl_stand_in(void) {
+    int rank = dist_rank(), world = dist_size(), bad = 0;
+    if (world < 2) return 0;
+    ncclUniqueId id;
+    ncclComm_t comm = NULL;
+    CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+    /* each rank its own random id */
+    ncclResult_t r = ncclCommInitRank(&comm, world, id, rank);
+    bad += r != ncclInvalidUsage || comm != NULL;
+    /* the same id, every rank claiming rank 0 */
+    dist_bcast(&id, sizeof id, 0, "the test id");
+    r = ncclCommInitRank(&comm, world, id, 0);
+    bad += r != ncclInvalidUsage || comm != NULL;
+    bad += ncclCommInitRank(&comm, world, id, world) != ncclInvalidArgument;
+    /* and right: the same id, ranks in reverse order (the communicator follows NCCL's ranks) */
+    r = ncclCommInitRank(&comm, world, id, world - 1 - rank);
+    bad += r != ncclSuccess;
+    if (r == ncclSuccess) {
+        int v = world - 1 - rank, sum = 0;
+        bad += ncclAllReduce(&v, &sum, 1, ncclInt32, ncclSum, comm, 0) != ncclSuccess ||
+               sum != world * (world - 1) / 2;
+        ncclResult_t a = ncclInternalError;
+        bad += ncclCommGetAsyncError(comm, &a) != ncclSuccess || a != ncclSuccess;
+        bad += ncclCommDestroy(comm) != ncclSuccess;
+    }
+    if (rank == 0)
+        printf("NCCL stand-in: other ids, a rank twice, a rank out of range refused; a "
+               "reordered communicator sums: %s\n", bad ? "FAIL" : "ok");
+    return bad;
+}
+#endif
 
 /* The GradReady contract (ops/params.h) of one model on backend be, on the first batch: returns
  * the number of hook calls, or -1 (with a message) when an offset grew, the last was not 0, or
@@ -264,6 +303,9 @@ int main(int argc, char **argv) {
             dist_finalize();
             return 77;
         }
+#ifdef TRAINER_SIMT
+        fails += check_nccl_stand_in();
+#endif
         CHECK(dist_nccl_init(&err) == STATUS_OK, err.msg);
         if (rank == 0)
             printf("backend cuda (%s), GPU %d, gradient sum on NCCL: %s\n",
