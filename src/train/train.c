@@ -530,19 +530,22 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (r->world > 1) {
         char layout[4096];
         printf("world: %s; rank 0 validates, logs and saves; each batch of train.batch_tokens = "
-               "%d is split into %d shards of about equal target tokens; gradient sum: %s",
-               dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world,
-               dist_nccl_ready() ? "ncclAllReduce (one GPU per rank, by local rank" : "MPI_Allreduce");
-        if (dist_nccl_ready()) printf(": rank 0 on GPU %d)", backend_cuda_device_index());
-        if (cfg->dist_overlap && r->model.be == backend_cpu()) {
-            size_t bf = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
-            if (bf < 1) bf = 1;
-            printf("; dist.overlap: %zu buckets of up to %g MiB summed by MPI_Iallreduce as "
-                   "backward finishes them", (r->model.ps.total + bf - 1) / bf,
+               "%d is split into %d shards of about equal target tokens; gradient sum: ",
+               dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world);
+        int ov = cfg->dist_overlap && r->model.be == backend_cpu();
+        size_t bf = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
+        if (bf < 1) bf = 1; /* as buckets_for */
+        if (dist_nccl_ready())
+            printf("ncclAllReduce (one GPU per rank, by local rank: rank 0 on GPU %d)%s",
+                   backend_cuda_device_index(),
+                   cfg->dist_overlap ? "; dist.overlap does not apply (one ncclAllReduce after "
+                                       "backward)" : "");
+        else if (ov)
+            printf("MPI_Iallreduce by buckets as backward finishes them (dist.overlap: %zu "
+                   "buckets of up to %g MiB)", (r->model.ps.total + bf - 1) / bf,
                    (double)cfg->dist_bucket_mb);
-        } else if (cfg->dist_overlap) {
-            printf("; dist.overlap: not on the GPU path (one ncclAllReduce after backward)");
-        }
+        else
+            printf("MPI_Allreduce");
         printf("\n");
     }
     if (r->rank == 0) {
