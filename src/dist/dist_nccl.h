@@ -18,7 +18,7 @@
  * exit status DIST_EXIT_PEER, after ncclCommAbort (dist_set_fault_hook).
  * Sources: the NCCL documentation (docs.nvidia.com/deeplearning/nccl, "API": ncclGetUniqueId,
  * ncclCommInitRank, ncclAllReduce, ncclCommGetAsyncError, ncclCommAbort, ncclCommDestroy,
- * ncclGetErrorString; "Fault tolerance" / error handling for the polling of
+ * ncclGetErrorString; "Error handling and communicator abort" for the polling of
  * ncclCommGetAsyncError while waiting) and the CUDA Runtime API (cudaStreamQuery).
  */
 #ifndef TRAINER_DIST_NCCL_H
