@@ -126,6 +126,11 @@ double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, ui
                  : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);
 }
 
+void model_set_grad_ready(Model *m, GradReady h) {
+    if (m->tf) transformer_set_grad_ready(m->tf, h);
+    else rnn_set_grad_ready(m->rnn, h);
+}
+
 void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T) {
     const TokenBatch *d = upload(m, tb);
     if (m->tf) transformer_decode_begin(m->tf, d, K, max_T);

@@ -69,6 +69,9 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * model_reserve'd capacity"). */
 double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale);
+/* The hook model_loss's backward pass calls as blocks of the model finish (ops/params.h
+ * GradReady; rnn_set_grad_ready, transformer_set_grad_ready); h.fn NULL removes it. No errors. */
+void model_set_grad_ready(Model *m, GradReady h);
 /* Incremental decoding of tb's sources (uploaded as by model_loss; targets unused) with K rows
  * per sentence, at most max_T steps (rnn.h rnn_decode_*, transformer.h transformer_decode_*):
  * ids and parent are backend memory [B·K]; the returned scores [B·K, V] (log-probabilities in

@@ -34,6 +34,10 @@ struct RnnModel {
     RnnAttn attn;                /* the attention (style != DEC_NONE), keys = values = h̄ */
     Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
     Param W_out, b_out;          /* [V, H], [V] */
+    /* the first float of encoder layer l (both directions) and of the target embedding in the
+     * flat parameter buffers (GradReady, ops/params.h); the source embedding is at 0 */
+    size_t off_enc[MAXL], off_emb_tgt;
+    GradReady grad_ready; /* rnn_set_grad_ready */
 
     /* ---- activations (backend memory), capacity below ---- */
     BatchBounds cap;
@@ -193,10 +197,12 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
     params_declare(ps, &m->emb_src, "enc.emb", INIT_UNIFORM, 2, V, E);
     for (int l = 0; l < m->Le; l++)
         for (int d = 0; d < 2; d++) {
+            if (d == 0) m->off_enc[l] = ps->total;
             char name[64];
             snprintf(name, sizeof name, "enc.l%d.%s", l, d ? "bwd" : "fwd");
             declare_layer(ps, &m->enc[2 * l + d], name, gru, l ? H : E, m->Hd);
         }
+    m->off_emb_tgt = ps->total;
     params_declare(ps, &m->emb_tgt, "dec.emb", INIT_UNIFORM, 2, V, E);
     int in0 = E + (input_feeding || style == DEC_BAHDANAU ? H : 0);
     for (int l = 0; l < m->Ld; l++) {
@@ -214,6 +220,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 }
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
+
+void rnn_set_grad_ready(RnnModel *m, GradReady h) { m->grad_ready = h; }
 
 Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
     CHECK(m->cap.B == 0, "rnn_set_impl after rnn_reserve");
@@ -845,6 +853,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     be->zero(m->tgt_x, sizeof(float) * NT * E); /* reuse as scratch for d(emb) */
     be->dropout_backward(m->tgt_x, m->d_tgt_x, m->tgt_emb_mask, NT * E);
     be->embedding_backward(m->emb_tgt.g, m->tgt_x, m->tin_tm, (int)NT, E);
+    grad_ready(&m->grad_ready, m->off_emb_tgt); /* the decoder, attention and output: final */
 
     /* encoder: enc_out = transpose(enc_cat[top]) */
     be->zero(m->d_enc_cat, sizeof(float) * NS * H);
@@ -878,6 +887,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
             be->dropout_backward(m->d_src_x, m->d_enc_x, m->src_emb_mask, NS * E);
             be->embedding_backward(m->emb_src.g, m->d_src_x, m->src_tm, (int)NS, E);
         }
+        grad_ready(&m->grad_ready, l ? m->off_enc[l] : 0);
     }
     return loss;
 }

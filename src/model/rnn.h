@@ -81,6 +81,10 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
  * step by step (as in decoding) instead of batched over all T positions; same mathematics.
  * No errors. */
 void rnn_set_stepwise(RnnModel *m, int on);
+/* The hook rnn_forward_backward's backward calls once the decoder, its attention and the output
+ * layer are done (after the target embedding), after each encoder layer (top first), and last
+ * with 0 (ops/params.h GradReady). No errors. */
+void rnn_set_grad_ready(RnnModel *m, GradReady h);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * rnn_decode_begin encodes b (b->tgt_* unused) and sets up K rows per sentence, row i·K + k

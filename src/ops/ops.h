@@ -526,6 +526,16 @@ void backend_cpu_prefer_fast_blas(char **argv);
  * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
 const Backend *backend_cuda(char *err_msg, size_t err_len);
 
+/* The device backend_cuda() will start on, for one GPU per rank (DESIGN.md §12): ordinal
+ * `index` modulo cudaGetDeviceCount() (the trainer passes its local rank, dist_local_rank()).
+ * Call it before the first backend_cuda(); later it changes nothing. Default 0. index < 0 is
+ * taken as 0. No errors (a build without CUDA ignores it). */
+void backend_cuda_use_device(int index);
+
+/* The ordinal of the device backend_cuda() started on (-1 before it succeeded or without
+ * CUDA). No errors. */
+int backend_cuda_device_index(void);
+
 /* Precision of the CUDA backend's matrix products (train.precision): storage, accumulation,
  * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded on the tensor
  * cores — fp32: not at all; tf32: to 10 mantissa bits; bf16: to 7 (cuBLAS compute types

@@ -180,6 +180,11 @@ static const KeyDef keys[] = {
     K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
           "seconds a rank waits for the others once training has begun (one step's sums, or "
           "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit"),
+    K_BOOL("dist", "overlap", dist_overlap, "false",
+           "start the gradient sum of finished layers while backward goes on (MPI_Iallreduce by "
+           "buckets, on the CPU; train.device = cuda keeps one ncclAllReduce after backward)"),
+    K_FLT("dist", "bucket_mb", dist_bucket_mb, "4", 0, 1, 1e6, 0,
+          "MiB of gradient per bucket with dist.overlap (the last bucket holds the rest)"),
 };
 enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
 static const char *const sections[] = {"run", "model", "data", "train", "dist"};
