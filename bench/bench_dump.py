@@ -134,20 +134,39 @@ def read_dump(path):
     return hdr, batches
 
 
-def time_training(model, batches, hdr, threads, logits_of):
-    """The training steps of every batch, the last hdr.nbatches - hdr.warmup timed, as bench_train
-    runs them: zero the gradients; logits, targets = logits_of(batch) ([N, V] and [N], targets
-    PAD where nothing is predicted); label-smoothed cross-entropy summed over non-PAD targets,
-    scaled by 1 / target tokens; backward; global gradient-norm clipping (train.clip_norm, 0 =
-    off); Adam (train.lr with lr_at's warm-up, adam_beta1/2, adam_eps). Prints the first and last
-    step's loss and the tokens/s of the timed steps (source + target, non-padding)."""
+def xent_sum(logits, targets, smoothing):
+    """Label-smoothed cross-entropy summed over the targets that are not PAD (logits [N, V],
+    targets [N]), as the trainer's loss before its 1 / target-tokens scale."""
     import torch.nn.functional as F
+    return F.cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=smoothing,
+                           reduction="sum")
+
+
+def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False):
+    """The training steps of every batch, the last hdr.nbatches - hdr.warmup timed, as bench_train
+    runs them: zero the gradients; loss = loss_of(batch) (the label-smoothed cross-entropy summed
+    over non-PAD targets, xent_sum), scaled by 1 / target tokens; backward; global gradient-norm
+    clipping (train.clip_norm, 0 = off); Adam (train.lr with lr_at's warm-up, adam_beta1/2,
+    adam_eps). Prints the first and last step's loss and the tokens/s of the timed steps (source
+    + target, non-padding).
+
+    warm_every_shape (torch.compile): before the steps, one forward + backward of every batch
+    (no optimiser step; gradients discarded), so that compilation for every batch shape happens
+    before the clock starts; its time is printed apart."""
     params = list(model.parameters())
-    smoothing, clip = hdr.get_float("train.label_smoothing"), hdr.get_float("train.clip_norm")
+    clip = hdr.get_float("train.clip_norm")
     opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
                            betas=(hdr.get_float("train.adam_beta1"),
                                   hdr.get_float("train.adam_beta2")),
                            eps=hdr.get_float("train.adam_eps"))
+    if warm_every_shape:
+        t = time.perf_counter()
+        for b in batches:
+            (loss_of(b) / b["tgt_tokens"]).backward()
+        for prm in params:
+            prm.grad = None
+        print(f"pytorch: compiling / warming every batch shape took "
+              f"{time.perf_counter() - t:.1f} s (not timed)")
     W, nb = hdr.warmup, hdr.nbatches
     tokens = 0
     t0 = None
@@ -155,9 +174,7 @@ def time_training(model, batches, hdr, threads, logits_of):
         if k == W:
             t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits, targets = logits_of(b)
-        loss = F.cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=smoothing,
-                               reduction="sum")
+        loss = loss_of(b)
         (loss / b["tgt_tokens"]).backward()
         # clip_norm 0 = off, as ours: an infinite max_norm returns the norm and scales by 1
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
@@ -191,7 +208,10 @@ def cpu_capability():
 
 
 def blas_library():
-    """The BLAS shared object this process actually loaded (Debian: an OpenBLAS build)."""
+    """The BLAS torch's matrix products use: MKL where torch was built with it (PyPI's wheel),
+    else the BLAS shared object this process loaded (Debian: an OpenBLAS build)."""
+    if torch.backends.mkl.is_available():
+        return "MKL (inside torch)"
     with open("/proc/self/maps") as f:
         libs = {line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]}
     opens = sorted(l for l in libs if "openblas" in l.rsplit("/", 1)[-1]) or sorted(libs)

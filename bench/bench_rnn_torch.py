@@ -2,7 +2,7 @@
 """bench_rnn_torch.py — the same LSTM encoder–decoder with Luong attention in PyTorch, trained on
 the batches bench_train dumped, timed the same way.
 
-    /usr/bin/python3 bench/bench_rnn_torch.py DUMP [--threads T]
+    python3 bench/bench_rnn_torch.py DUMP [--threads T] [--compile]
 
 Reads DUMP (version 2; format at the top of bench/bench_train.c, in bench/bench_dump.py and in
 bench/README.md): the whole config (model sizes, dropout, label smoothing, optimiser settings),
@@ -14,6 +14,12 @@ forward + backward, clip_grad_norm_, Adam) and prints
 tokens = non-padding source + target tokens of the timed batches, as bench_train counts them.
 Only model.type = rnn with cell lstm, attention luong_general and input feeding is written here;
 other settings are refused with a message.
+
+--compile: the decoder's time step (LSTMCell stack, attention, h̃) through torch.compile(dynamic=
+True), the encoder (nn.LSTM, one fused op already) and the loss eager: compiling the whole
+forward would unroll the time loop and compile once per target length. Every batch's shape is
+compiled and warmed by one forward + backward before timing. (The trainer's RNN computes the
+output layer on all B·T positions, as this script does: no shortcut on either side.)
 
 The model is written the way a PyTorch user would write it (see the report in bench/README.md):
   source embedding → nn.LSTM(bidirectional, H/2 per direction) over pack_padded_sequence;
@@ -36,7 +42,8 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import blas_library, cpu_capability, read_dump, time_training  # noqa: E402
+from bench_dump import (blas_library, cpu_capability, read_dump, time_training,  # noqa: E402
+                        xent_sum)
 
 
 class Seq2Seq(nn.Module):
@@ -70,19 +77,26 @@ class Seq2Seq(nn.Module):
         htil = y.new_zeros(B, self.H)
         outs = []
         for t in range(tgt_in.shape[0]):
-            inp = torch.cat([y[t], htil], 1)                               # input feeding
-            for l, cell in enumerate(self.cells):
-                if l:
-                    inp = F.dropout(h[l - 1], p, train)
-                h[l], c[l] = cell(inp, (h[l], c[l]))
-            top = h[-1]
-            scores = torch.bmm(enc, self.W_a(top).unsqueeze(2)).squeeze(2)  # [B,S]
-            scores = scores.masked_fill(pad_mask, float("-inf"))
-            a = torch.softmax(scores, dim=1)
-            ctx = torch.bmm(a.unsqueeze(1), enc).squeeze(1)                # [B,H]
-            htil = torch.tanh(self.W_c(torch.cat([ctx, top], 1)))
+            htil, h, c = self.step(y[t], htil, h, c, enc, pad_mask)
             outs.append(htil)
         return self.out(F.dropout(torch.stack(outs), p, train))           # [T,B,V]
+
+    def step(self, y_t, htil, h, c, enc, pad_mask):
+        """One decoder time step: y_t [B,E], h̃_{t-1} [B,H], h, c (lists of L [B,H]), enc
+        [B,S,H], pad_mask [B,S] -> h̃_t, h, c. (--compile replaces it by its compiled form.)"""
+        p, train = self.p, self.training
+        inp = torch.cat([y_t, htil], 1)                                    # input feeding
+        h, c = list(h), list(c)
+        for l, cell in enumerate(self.cells):
+            if l:
+                inp = F.dropout(h[l - 1], p, train)
+            h[l], c[l] = cell(inp, (h[l], c[l]))
+        top = h[-1]
+        scores = torch.bmm(enc, self.W_a(top).unsqueeze(2)).squeeze(2)    # [B,S]
+        scores = scores.masked_fill(pad_mask, float("-inf"))
+        a = torch.softmax(scores, dim=1)
+        ctx = torch.bmm(a.unsqueeze(1), enc).squeeze(1)                    # [B,H]
+        return torch.tanh(self.W_c(torch.cat([ctx, top], 1))), h, c
 
 
 def main():
@@ -90,6 +104,8 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--threads", type=int, default=0, help="default: the dump's thread count")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--compile", action="store_true",
+                    help="the decoder's time step through torch.compile(dynamic=True)")
     args = ap.parse_args()
     hdr, batches = read_dump(args.dump)
     threads = args.threads or hdr.threads
@@ -125,8 +141,15 @@ def main():
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
           f"BLAS {blas_library()}")
 
-    time_training(model, batches, hdr, threads, lambda b: (
-        model(b["src"], b["src_len"], b["tgt_in"]).view(-1, V), b["tgt_out"].view(-1)))
+    if args.compile:
+        model.step = torch.compile(model.step, dynamic=True)
+    print(f"pytorch: variant {'compile (decoder step)' if args.compile else 'eager'} (output "
+          "layer and loss over all B·T target positions, as the trainer's RNN)")
+    smoothing = hdr.get_float("train.label_smoothing")
+    time_training(model, batches, hdr, threads,
+                  lambda b: xent_sum(model(b["src"], b["src_len"], b["tgt_in"]).view(-1, V),
+                                     b["tgt_out"].view(-1), smoothing),
+                  warm_every_shape=args.compile)
 
 
 if __name__ == "__main__":

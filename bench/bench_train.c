@@ -2,7 +2,7 @@
  * the Transformer), and the batches it ran on.
  *
  *   bench_train --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
- *               [--threads T] [--spm MODEL]
+ *               [--threads T] [--spm MODEL] [--profile [ROWS]]
  *
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
@@ -22,6 +22,13 @@
  * SentencePiece model: --spm MODEL, else <save_dir>/spm.model when it exists (the trainer trains
  * it deterministically at the start of a run, so it is the same model), else one is trained on
  * the training text in a temporary folder exactly as the trainer does.
+ *
+ * --profile: the model runs on bench/op_profile.h's timing backend around the config's; after the
+ * timed steps it prints where a step's time goes, op by op (calls, ms, %, GFLOP/s), the ROWS
+ * (default 12) slowest GEMM shapes against sgemm alone at each shape, sgemm on 1024³ and 2048³,
+ * and the FMA peak of T threads, measured (op_profile_fma_peak). The ops are timed between synchronize()
+ * calls, which costs the CUDA backend its overlap of host and device (a per-op profile, not a
+ * speed figure); on the CPU every op is synchronous already.
  *
  * Dump format (little-endian; see bench/README.md). Version 2 carries the whole config, so a
  * script reads every model and training setting from it:
@@ -48,6 +55,7 @@
 #include "data/corpus.h"
 #include "data/encoded.h"
 #include "data/spm.h"
+#include "op_profile.h"
 #include "model/model.h"
 #include "train/config.h"
 #include "train/train.h"
@@ -135,9 +143,22 @@ done:
     return rc;
 }
 
+/* --profile's report: the op table, GEMM shapes, sgemm on squares and the FMA peak estimate. */
+static void print_profile(int nsteps, double dt, int rows, int threads) {
+    printf("\n## Profile: %d steps, %.1f ms per step, %d threads\n\n", nsteps, 1e3 * dt / nsteps,
+           threads);
+    op_profile_print(stdout, nsteps, dt / nsteps, rows);
+    double s1 = op_profile_sgemm_square(1024), s2 = op_profile_sgemm_square(2048);
+    printf("sgemm alone: %.1f GFLOP/s on 1024³, %.1f on 2048³\n", s1, s2);
+    double peak = op_profile_fma_peak(threads);
+    if (peak > 0)
+        printf("FMA peak, measured (AVX2 FMA chains on %d threads): %.1f GFLOP/s; sgemm 2048³ / "
+               "peak %.2f\n", threads, peak, s2 / peak);
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: bench_train --config FILE [--batches N] [--warmup W] [--dump FILE] "
-                    "[--threads T] [--spm MODEL]\n");
+                    "[--threads T] [--spm MODEL] [--profile [ROWS]]\n");
     return 2;
 }
 
@@ -145,7 +166,7 @@ int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *config = NULL, *dump = NULL, *spm_path = NULL;
-    int nsteps = 20, warmup = 3, threads = -1;
+    int nsteps = 20, warmup = 3, threads = -1, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nsteps = atoi(argv[++i]);
@@ -153,6 +174,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spm") && i + 1 < argc) spm_path = argv[++i];
+        else if (!strcmp(argv[i], "--profile")) {
+            profile = 12;
+            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
+                profile = atoi(argv[++i]);
+        }
         else return usage();
     }
     if (!config || nsteps < 1 || warmup < 0) return usage();
@@ -191,9 +217,9 @@ int main(int argc, char **argv) {
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
 
     const Backend *be;
-    if (config_backend(cfg.device, &be, &err) ||
-        model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err))
-        goto fail;
+    if (config_backend(cfg.device, &be, &err)) goto fail;
+    if (profile) be = op_profile_wrap(be);
+    if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err)) goto fail;
     model_init_params(&model, cfg.seed);
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
@@ -241,7 +267,10 @@ int main(int argc, char **argv) {
     TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
-        if (k == warmup) t0 = now_seconds();
+        if (k == warmup) {
+            if (profile) op_profile_reset();
+            t0 = now_seconds();
+        }
         TokenBatch *hb = &hbs[k];
         StepResult r = train_step(&model, &cfg, hb, &st, NULL); /* the trainer's step */
         if (k == 0 || k == nb - 1)
@@ -251,6 +280,7 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
     printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
+    if (profile) print_profile(nsteps, dt, profile, threads);
     rc = 0;
     goto done;
 fail:

@@ -2,7 +2,7 @@
 """bench_transformer_torch.py — the same Transformer encoder–decoder in PyTorch, trained on the
 batches bench_train dumped, timed the same way as bench_train and bench_rnn_torch.py.
 
-    /usr/bin/python3 bench/bench_transformer_torch.py DUMP [--threads T] [--seed S]
+    python3 bench/bench_transformer_torch.py DUMP [--threads T] [--seed S] [--nonpad] [--compile]
 
 Reads DUMP (version 2; format at the top of bench/bench_train.c, in bench/bench_dump.py and in
 bench/README.md): the whole config, V, thread count and W warm-up + N batches. Runs W warm-up and
@@ -11,6 +11,16 @@ N timed training steps (zero grad, forward + backward, clip_grad_norm_, Adam) an
     pytorch: X tokens/s (N steps, T threads)
 
 tokens = non-padding source + target tokens of the timed batches, as bench_train counts them.
+
+Variants (bench/compare_torch.sh runs each):
+  (default)  eager, the output layer and loss over all B·T target positions;
+  --nonpad   the output layer and loss only over the target positions that are not padding, the
+             shortcut the trainer takes (src/model/transformer.c): the rows' indices are found
+             with the other tensors before the clock starts (the trainer's batcher finds them on
+             the host too), then index_select → Linear → cross-entropy;
+  --compile  the forward and loss through torch.compile(dynamic=True) (with --nonpad: the same
+             shortcut inside the compiled function); every batch's shape is compiled and warmed
+             by one forward + backward before timing.
 
 The model (src/model/transformer.h; tests/reference/make_transformer_fixture.py proves our
 mathematics equal to these PyTorch layers) written the way a PyTorch user would write it:
@@ -43,7 +53,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import PAD, blas_library, cpu_capability, read_dump, time_training  # noqa: E402
+from bench_dump import (PAD, blas_library, cpu_capability, read_dump, time_training,
+                        xent_sum)  # noqa: E402
 
 
 def sinusoids(T, D):
@@ -98,13 +109,17 @@ class Seq2SeqTransformer(nn.Module):
         return self.drop(emb(tokens) * math.sqrt(self.D) + self.pe[:tokens.shape[1]])
 
     def forward(self, src, src_pad, tgt_in, tgt_pad):
-        """src [B,S], tgt_in [B,T] (batch-major); *_pad True at padding -> logits [B,T,V]"""
+        """src [B,S], tgt_in [B,T] (batch-major); *_pad True at padding -> the decoder's output
+        [B,T,D] (the output layer, self.out, is applied by the caller)"""
         T = tgt_in.shape[1]
         causal = torch.triu(torch.ones(T, T, dtype=torch.bool, device=src.device), diagonal=1)
         mem = self.encoder(self.embed(self.src_emb, src), src_key_padding_mask=src_pad)
+        # tgt_is_causal: the mask is causal by construction (spares PyTorch its check, which
+        # torch.compile cannot trace)
         y = self.decoder(self.embed(self.tgt_emb, tgt_in), mem, tgt_mask=causal,
-                         tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
-        return self.out(y)
+                         tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+                         tgt_is_causal=True)
+        return y
 
 
 def main():
@@ -112,6 +127,9 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--threads", type=int, default=0, help="default: the dump's thread count")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--nonpad", action="store_true",
+                    help="output layer and loss only on the non-padding target positions")
+    ap.add_argument("--compile", action="store_true", help="torch.compile(dynamic=True)")
     args = ap.parse_args()
     hdr, batches = read_dump(args.dump)
     threads = args.threads or hdr.threads
@@ -159,20 +177,35 @@ def main():
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
           f"BLAS {blas_library()}")
 
-    # the data loader's work, done before timing as in bench_train: batch-major token tensors
+    # the data loader's work, done before timing as in bench_train: batch-major token tensors,
+    # padding masks and (--nonpad) the indices of the target positions that are not padding
     for b in batches:
         b["src_bm"] = b["src"].t().contiguous()          # [B,S]
         b["tgt_in_bm"] = b["tgt_in"].t().contiguous()    # [B,T]
-        b["tgt_out_bm"] = b["tgt_out"].t().contiguous()  # [B,T]
+        tgt = b["tgt_out"].t().reshape(-1)               # [B·T]
+        b["src_pad"] = torch.arange(b["src_bm"].shape[1])[None, :] >= b["src_len"][:, None]
+        b["tgt_pad"] = b["tgt_in_bm"] == PAD             # [B,T] BOS y_1 .. y_n
+        if args.nonpad:
+            b["rows"] = torch.nonzero(tgt != PAD).squeeze(1)  # [NR]
+            b["tgt"] = tgt.index_select(0, b["rows"])
+        else:
+            b["rows"], b["tgt"] = None, tgt
+    smoothing = hdr.get_float("train.label_smoothing")
 
-    def logits_of(b):
-        src, tgt_in = b["src_bm"], b["tgt_in_bm"]
-        src_pad = torch.arange(src.shape[1])[None, :] >= b["src_len"][:, None]  # [B,S] padding
-        tgt_pad = tgt_in == PAD                                  # [B,T] BOS y_1 .. y_n
-        logits = model(src, src_pad, tgt_in, tgt_pad)            # [B,T,V]
-        return logits.reshape(-1, V), b["tgt_out_bm"].reshape(-1)
+    def loss_fn(src, src_pad, tgt_in, tgt_pad, rows, tgt):
+        y = model(src, src_pad, tgt_in, tgt_pad).reshape(-1, D)  # [B·T, D]
+        if rows is not None:
+            y = y.index_select(0, rows)                          # [NR, D]
+        return xent_sum(model.out(y), tgt, smoothing)
 
-    time_training(model, batches, hdr, threads, logits_of)
+    fn = torch.compile(loss_fn, dynamic=True) if args.compile else loss_fn
+    print(f"pytorch: variant {'compile' if args.compile else 'eager'}"
+          f"{' +nonpad' if args.nonpad else ''} (output layer and loss over "
+          f"{'non-padding target positions' if args.nonpad else 'all B·T target positions'})")
+    time_training(model, batches, hdr, threads,
+                  lambda b: fn(b["src_bm"], b["src_pad"], b["tgt_in_bm"], b["tgt_pad"],
+                               b["rows"], b["tgt"]),
+                  warm_every_shape=args.compile)
 
 
 if __name__ == "__main__":

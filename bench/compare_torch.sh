@@ -1,56 +1,61 @@
 #!/usr/bin/env bash
-# compare_torch.sh — training tokens/s of the trainer against the same model in PyTorch, on the
-# same batches, with the same thread count, in one invocation; prints the ratio.
+# compare_torch.sh — training tokens/s of the trainer against the same model in PyTorch (the
+# current PyPI wheel, eager and torch.compile), on the same batches and thread count, each side
+# run several times interleaved; prints every run, the median and min–max of each side, and the
+# ratio of the trainer's median to the fastest PyTorch variant's median.
 #
-#   bash bench/compare_torch.sh [--config FILE] [--batches N] [--warmup W] [--threads T]
-#                               [--dump FILE] [--build DIR] [--torch-variants K]
+#   bash bench/compare_torch.sh [--config FILE] [--threads LIST] [--rounds R] [--batches N]
+#                               [--warmup W] [--build DIR] [--variants LIST]
 #
-# Defaults: configs/luong.ini, 20 timed batches after 3 warm-up ones, all cores (nproc), a
-# temporary dump file, build folder build/. Builds bench_train if needed (cmake), runs it (it
-# writes the batches and the config), then the PyTorch script of the config's model.type with
-# Debian's /usr/bin/python3 on that dump: bench/bench_rnn_torch.py for rnn,
-# bench/bench_transformer_torch.py for transformer.
+# Defaults: configs/luong.ini, threads "2" (a comma-separated list, e.g. 1,2: each count is a
+# separate comparison), 5 rounds, 20 timed batches after 3 warm-up ones, build folder build/.
+# One round runs the trainer (build/bench_train, which also writes the batches to a dump file)
+# and then every PyTorch variant on that dump, in this order, so that the sides alternate.
 #
-# Both programs get the same OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = T. On AVX-512 CPUs the
-# trainer runs with OPENBLAS_CORETYPE=SkylakeX (src/cli/main.c); PyTorch here links the same Debian
-# OpenBLAS (libblas.so.3), so the script exports that setting for both runs, unless you set the
-# variable yourself.
+# PyTorch: bench/.venv/bin/python, a virtual environment this script creates on first use with
+# `pip install torch numpy` (PyPI's current wheel: MKL and oneDNN inside; several GB with its
+# CUDA libraries; never needed by CI or the trainer); PYTHON=... overrides it. Variants
+# (--variants, comma-separated; default: all of the model's):
+#   transformer: eager        output layer + loss on all B·T target positions
+#                nonpad       eager, output layer + loss on the non-padding positions only (the
+#                             shortcut the trainer takes)
+#                compile      torch.compile(dynamic=True) of forward + loss, with the shortcut
+#                debian       Debian's /usr/bin/python3 torch, with the shortcut (only when
+#                             installed)
+#   rnn:         eager, compile (the decoder step compiled), debian — the trainer's RNN takes no
+#                shortcut, and neither does PyTorch.
+# The ratio is taken against the fastest variant that does the same work as the trainer
+# (transformer: nonpad, compile, debian; rnn: all); the eager all-rows figure is reported beside.
 #
-# So that PyTorch is not handicapped, it is run once per variant and the FASTEST variant is used
-# for the ratio (every variant is reported). Variants: TORCH_VARIANTS, a ';'-separated list of
-# environment settings for the PyTorch run ("" = as installed). Default: "" (Debian's torch 1.13
-# as installed: ATen's AVX2 kernels, the pthread build of OpenBLAS); on CPUs with AVX-512
-# F/BW/VL/DQ "ATEN_CPU_CAPABILITY=avx512"; and, when installed, the OpenMP build of OpenBLAS that
-# the trainer links (LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp, plus the AVX-512
-# setting where it applies). --torch-variants K runs only the first K.
+# Both sides get OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = T. The summary
+# records the CPU, /proc/loadavg before and after, and warns when the machine was not idle
+# (1-minute load above 0.5 before or above T + 0.5 after: other work ran beside the runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# nproc honours OMP_NUM_THREADS: count the CPUs without it
-ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 config=configs/luong.ini
+threads_list=2
+rounds=5
 batches=20
 warmup=3
-threads=$ncpu
-max_variants=99
-dump=""
 build=build
-python=${PYTHON:-/usr/bin/python3}
+want_variants=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
+    --threads) threads_list=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --batches) batches=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
-    --threads) threads=$2; shift 2 ;;
-    --dump) dump=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    --torch-variants) max_variants=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --variants) want_variants=$2; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "compare_torch.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 
-# the PyTorch script of the config's model.type (the [model] section's "type = ..."; default rnn)
+# the config's model.type (the [model] section's "type = ..."; default rnn)
 [ -r "$config" ] || { echo "compare_torch.sh: cannot read the config '$config'" >&2; exit 2; }
 model_type=$(awk '
   /^[ \t]*[#;]/ { next }
@@ -59,103 +64,127 @@ model_type=$(awk '
     sub(/^[^=]*=[ \t]*/, ""); sub(/[ \t\r]*$/, ""); print; exit }' "$config")
 model_type=${model_type:-rnn}
 case "$model_type" in
-  rnn) torch_script=bench/bench_rnn_torch.py ;;
-  transformer) torch_script=bench/bench_transformer_torch.py ;;
+  rnn) script=bench/bench_rnn_torch.py; all_variants="eager compile debian"
+       same_work="eager compile debian" ;;
+  transformer) script=bench/bench_transformer_torch.py
+       all_variants="eager nonpad compile debian"; same_work="nonpad compile debian" ;;
   *) echo "compare_torch.sh: $config: model.type = '$model_type'; expected rnn or transformer" >&2
      exit 2 ;;
 esac
+
+# PyTorch from PyPI in bench/.venv (created on demand)
+python=${PYTHON:-bench/.venv/bin/python}
+if [ -z "${PYTHON:-}" ] && ! "$python" -c 'import torch' 2>/dev/null; then
+  echo "compare_torch.sh: creating bench/.venv with PyPI's torch (pip; several GB, once)" >&2
+  python3 -m venv bench/.venv
+  bench/.venv/bin/pip install -q --upgrade pip
+  bench/.venv/bin/pip install -q torch numpy
+fi
+"$python" -c 'import torch' || { echo "compare_torch.sh: $python cannot import torch" >&2; exit 1; }
+
+variants=()
+for v in ${want_variants//,/ }; do
+  [[ " $all_variants " == *" $v "* ]] ||
+    { echo "compare_torch.sh: --variants: '$v' is not one of: $all_variants" >&2; exit 2; }
+done
+for v in $all_variants; do
+  [ -n "$want_variants" ] && [[ ",$want_variants," != *",$v,"* ]] && continue
+  if [ "$v" = debian ] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then continue; fi
+  variants+=("$v")
+done
+[ ${#variants[@]} -gt 0 ] || { echo "compare_torch.sh: no PyTorch variant to run" >&2; exit 2; }
+
+variant_cmd() { # the PyTorch command line of variant $1 on dump $2 with $3 threads
+  local py=$python flags=""
+  case "$1" in
+    nonpad) flags="--nonpad" ;;
+    compile) flags="--compile"; [ "$model_type" = transformer ] && flags+=" --nonpad" ;;
+    debian) py=/usr/bin/python3; [ "$model_type" = transformer ] && flags="--nonpad" ;;
+  esac
+  echo "$py -u $script $2 --threads $3 $flags"
+}
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 blog=$(mktemp /tmp/bench_train.build.XXXXXX.log)
 if ! cmake --build "$build" --target bench_train -j "${JOBS:-$ncpu}" >"$blog" 2>&1; then
-  cat "$blog" >&2
-  rm -f "$blog"
+  cat "$blog" >&2; rm -f "$blog"
   echo "compare_torch.sh: building bench_train failed" >&2
   exit 1
 fi
 rm -f "$blog"
 
-keep_dump=1
-if [ -z "$dump" ]; then
-  dump=$(mktemp /tmp/bench_train.XXXXXX.bin)
-  keep_dump=0
-fi
-tlog=$(mktemp /tmp/bench_train.trainer.XXXXXX.log)
-plog=$(mktemp /tmp/bench_train.torch.XXXXXX.log)
-cleanup() { rm -f "$tlog" "$plog"; if [ "$keep_dump" = 0 ]; then rm -f "$dump"; fi; }
-trap cleanup EXIT
+dump=$(mktemp /tmp/bench_train.XXXXXX.bin)
+log=$(mktemp /tmp/bench_train.run.XXXXXX.log)
+trap 'rm -f "$dump" "$log"' EXIT
 
-coretype_note="unset"
-if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
-  coretype_note="$OPENBLAS_CORETYPE (set by the caller), both runs"
-elif grep -qw avx512f /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=SkylakeX
-  coretype_note="SkylakeX (AVX-512 CPU: what the trainer sets for itself), both runs"
-else
-  coretype_note="unset (no AVX-512: OpenBLAS picks its kernels), both runs"
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
+  export OPENBLAS_CORETYPE=SkylakeX  # what the trainer sets for itself on AVX-512 CPUs
 fi
-export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
-echo "== trainer (bench_train) =="
-"$build/bench_train" --config "$config" --batches "$batches" --warmup "$warmup" \
-  --threads "$threads" --dump "$dump" | tee "$tlog"
-if [ -z "${TORCH_VARIANTS+set}" ]; then
-  TORCH_VARIANTS=""   # 1: as installed
-  omp_blas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-  flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
-  avx512=""
-  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512vl "* &&
-        $flags == *" avx512dq "* ]]; then
-    avx512="ATEN_CPU_CAPABILITY=avx512"
-    TORCH_VARIANTS+=";$avx512"   # 2: ATen's AVX-512 kernels
+stats() { # "median min max" of the numbers on stdin
+  sort -g | awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
+                                     printf "%.1f %.1f %.1f", m, a[1], a[NR] }'
+}
+
+summary=()
+for threads in ${threads_list//,/ }; do
+  export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  declare -A runs=()
+  for ((r = 1; r <= rounds; r++)); do
+    echo "== round $r/$rounds, $threads threads: trainer =="
+    "$build/bench_train" --config "$config" --batches "$batches" --warmup "$warmup" \
+      --threads "$threads" --dump "$dump" | tee "$log"
+    tps=$(awk '/^trainer: [0-9.]+ tokens\/s/ {print $2}' "$log")
+    [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from bench_train" >&2; exit 1; }
+    runs[trainer]+="$tps "
+    for v in "${variants[@]}"; do
+      echo "== round $r/$rounds, $threads threads: pytorch $v =="
+      # shellcheck disable=SC2046
+      $(variant_cmd "$v" "$dump" "$threads") | tee "$log"
+      tps=$(awk '/^pytorch: [0-9.]+ tokens\/s/ {print $2}' "$log")
+      [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from PyTorch $v" >&2; exit 1; }
+      runs[$v]+="$tps "
+    done
+  done
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  read -r tmed tmin tmax <<<"$(tr ' ' '\n' <<<"${runs[trainer]}" | grep . | stats)"
+  lines=("trainer            median $tmed  min-max $tmin-$tmax  (${runs[trainer]% })")
+  best=""; best_med=0
+  for v in "${variants[@]}"; do
+    read -r med mn mx <<<"$(tr ' ' '\n' <<<"${runs[$v]}" | grep . | stats)"
+    tag=""
+    if [[ " $same_work " == *" $v "* ]]; then
+      if awk -v a="$med" -v b="$best_med" 'BEGIN { exit !(a > b) }'; then best=$v; best_med=$med; fi
+    else
+      tag="  [more work: output layer on padding too; not in the ratio]"
+    fi
+    lines+=("$(printf 'pytorch %-10s median %s  min-max %s-%s  (%s)%s' "$v" "$med" "$mn" "$mx" \
+      "${runs[$v]% }" "$tag")")
+  done
+  idle="idle"
+  if awk -v b="${load_before%% *}" -v a="${load_after%% *}" -v t="$threads" \
+       'BEGIN { exit !(b > 0.5 || a > t + 0.5) }'; then
+    idle="WARNING: the machine was not idle (other work ran beside the runs): the figures are lower bounds on speed and the ratio is less certain"
   fi
-  if [ -e "$omp_blas/libopenblas.so.0" ]; then
-    # 3: the OpenMP build of OpenBLAS, the one the trainer links (one thread pool with ATen's)
-    TORCH_VARIANTS+=";${avx512:+$avx512 }LD_LIBRARY_PATH=$omp_blas"
+  summary+=("-- $threads threads, $rounds rounds interleaved, $warmup warm-up + $batches timed batches each --")
+  summary+=("${lines[@]}")
+  if [ -n "$best" ]; then
+    summary+=("$(awk -v a="$tmed" -v b="$best_med" -v v="$best" \
+      'BEGIN { printf "trainer / fastest PyTorch (%s) tokens/s, ratio of medians: %.3f", v, a / b }')")
   fi
-fi
-IFS=';' read -r -a variants <<<"$TORCH_VARIANTS"
-[ ${#variants[@]} -eq 0 ] && variants=("")
-torch_tps=""
-torch_best=""
-torch_report=()
-for ((i = 0; i < ${#variants[@]} && i < max_variants; i++)); do
-  v=${variants[$i]}
-  echo "== pytorch ($torch_script)${v:+ with $v} =="
-  # shellcheck disable=SC2086
-  env $v "$python" -u "$torch_script" "$dump" --threads "$threads" | tee "$plog"
-  tps=$(awk '/^pytorch: [0-9.]+ tokens\/s/ {print $2}' "$plog")
-  [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from PyTorch${v:+ ($v)}" >&2; exit 1; }
-  torch_report+=("pytorch${v:+ [$v]}: $tps tokens/s")
-  if [ -z "$torch_tps" ] || awk -v a="$tps" -v b="$torch_tps" 'BEGIN { exit !(a > b) }'; then
-    torch_tps=$tps
-    torch_best=${v:-default environment}
-  fi
-  params_line=$(awk '/parameters/ {print; exit}' "$plog")
+  summary+=("load average before: $load_before; after: $load_after -> $idle")
+  unset runs
 done
 
-trainer_tps=$(awk '/^trainer: [0-9.]+ tokens\/s/ {print $2}' "$tlog")
-if [ -z "$trainer_tps" ]; then
-  echo "compare_torch.sh: could not read the trainer's tokens/s figure" >&2
-  exit 1
-fi
 torch_info=$("$python" -c 'import torch
 cap = [l.strip() for l in torch.__config__.show().splitlines() if "CPU capability usage" in l]
-print(f"torch {torch.__version__}, mkldnn (oneDNN) available {torch.backends.mkldnn.is_available()}, default "
-      + (cap[0].lstrip("- ") if cap else "CPU capability unknown"))')
-blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)
-
+print(f"torch {torch.__version__} (PyPI), MKL {torch.backends.mkl.is_available()}, oneDNN "
+      f"{torch.backends.mkldnn.is_available()}, " + (cap[0].lstrip("- ") if cap else "CPU capability unknown"))')
 echo "== summary =="
-echo "machine: $ncpu CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-echo "config: $config (model.type $model_type; PyTorch: $torch_script)"
-echo "batches: $warmup warm-up + $batches timed; threads: $threads"
-echo "OPENBLAS_CORETYPE: $coretype_note"
-echo "pytorch: $torch_info; BLAS as installed $blas"
-echo "$params_line"
-echo "trainer: $trainer_tps tokens/s"
-printf '%s\n' "${torch_report[@]}"
-echo "pytorch: $torch_tps tokens/s (best variant: $torch_best)"
-awk -v a="$trainer_tps" -v b="$torch_tps" \
-  'BEGIN { printf "trainer/pytorch tokens/s ratio: %.3f\n", a / b }'
+echo "machine: $ncpu CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo); $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "config: $config (model.type $model_type; PyTorch: $script); $torch_info"
+echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-unset}"
+printf '%s\n' "${summary[@]}"

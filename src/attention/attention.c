@@ -14,12 +14,15 @@
 const char *const attention_kind_names[ATTN_KIND_COUNT] = {
     "none", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",     "taylor",
-    "luong_local",
+    "linformer", "luong_local",
 };
 const char *const local_mode_names[2] = {"monotonic", "predictive"};
 const char *const local_score_names[3] = {"dot", "general", "concat"};
 static_assert(sizeof attention_kind_names / sizeof attention_kind_names[0] == ATTN_KIND_COUNT,
               "attention_kind_names must name every AttentionKind");
+
+const char *const linformer_share_names[LINFORMER_SHARE_COUNT] = {"none", "headwise", "kv",
+                                                                  "layerwise"};
 
 const char *const attention_slot_keys[ATTN_SLOT_COUNT] = {
     "model.attention", "model.self_attention", "model.dec_self_attention",
@@ -49,7 +52,7 @@ const AttentionOps *attention_row(AttentionKind kind) {
         [ATTN_LUONG_CONCAT] = &attention_luong_concat, [ATTN_SDP] = &attention_sdp,
         [ATTN_FLASH] = &attention_flash,           [ATTN_LINEAR] = &attention_linear,
         [ATTN_EFFICIENT] = &attention_efficient,   [ATTN_TAYLOR] = &attention_taylor,
-        [ATTN_LUONG_LOCAL] = &attention_luong_local};
+        [ATTN_LINFORMER] = &attention_linformer, [ATTN_LUONG_LOCAL] = &attention_luong_local};
     CHECK(kind >= 0 && kind < ATTN_KIND_COUNT, "attention_row: kind out of range");
     return rows[kind];
 }
@@ -78,11 +81,8 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
         snprintf(reason, sizeof reason, "model.type = transformer needs an attention in every "
                  "slot; set %s to a kind (e.g. sdp)", key);
     } else if (causal && !r->causal_ok) {
-        snprintf(reason, sizeof reason, "%s; set %s to sdp, flash, linear or taylor",
-                 r->no_causal ? r->no_causal
-                              : "efficient attention (Shen et al. 2021) normalises each key "
-                                "column over the whole sequence, so it has no causal form for "
-                                "the decoder's self-attention", key);
+        snprintf(reason, sizeof reason, "%s, so it has no causal form for the decoder's "
+                 "self-attention; set %s to sdp, flash, linear or taylor", r->no_causal, key);
     } else if ((slot != ATTN_SLOT_RNN || r->multi_head) && (NH < 1 || Dk % NH)) {
         snprintf(reason, sizeof reason, "model.heads = %d does not divide %s = %d; choose heads "
                  "that divide it", NH, slot == ATTN_SLOT_RNN ? "model.hidden" : "model.d_model",
@@ -100,14 +100,22 @@ int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const
 
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
                        int Dq, int Dk, int NH, int own_proj, ParamInit mat,
-                       const AttentionOpts *opts) {
+                       const AttentionOptions *opt) {
     memset(a, 0, sizeof *a);
-    if (opts) a->opts = *opts;
+    if (opt) a->opt = *opt;
     a->kind = kind, a->ops = attention_row(kind);
     CHECK(a->ops && NH >= 1 && Dk % NH == 0, "attention_declare: check attention_supports first");
     a->NH = NH, a->HS = Dk / NH, a->Dq = Dq, a->Dk = Dk, a->own_proj = own_proj;
     a->A = own_proj ? Dq : a->HS;
+    a->lf_r = opt && opt->linformer_k > 0 ? opt->linformer_k : LINFORMER_K_DEFAULT;
+    a->lf_n = attention_max_keys(ATTN_LINFORMER, opt);
+    a->lf_share = opt ? opt->linformer_share : LINFORMER_SHARE_NONE;
     if (a->ops->declare) a->ops->declare(a, ps, prefix, mat);
+}
+
+int attention_max_keys(AttentionKind kind, const AttentionOptions *opt) {
+    if (kind != ATTN_LINFORMER) return 0;
+    return opt && opt->linformer_max_len > 0 ? opt->linformer_max_len : LINFORMER_MAX_LEN_DEFAULT;
 }
 
 size_t attention_save_floats(const Attention *a, long BTq, int Tk) {

@@ -13,9 +13,9 @@
  * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, taylor.c, luong.c (luong_dot, luong_general, luong_concat), bahdanau.c, local.c
- * (luong_local; its options AttentionOpts, its query position Attention.pos0) — with the
- * parameters it owns, forward, backward, workspace, its decoding state and its place in the RNN;
+ * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
+ * bahdanau.c, local.c (luong_local; its query position Attention.pos0) — with the parameters it
+ * owns, forward, backward, workspace, its decoding state and its place in the RNN;
  * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
@@ -42,6 +42,7 @@ typedef enum AttentionKind {
     ATTN_LINEAR,         /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */
     ATTN_EFFICIENT,      /* Shen et al. 2021, softmax over rows of Q and columns of K */
     ATTN_TAYLOR,         /* Li et al. 2020, first-order Taylor: weights ∝ 1 + q̂·k̂ */
+    ATTN_LINFORMER,      /* Wang et al. 2020 eq. 7, softmax(q (E K)ᵀ/√HS) (F V), E, F [r, n] */
     ATTN_LUONG_LOCAL,    /* Luong et al. 2015 §3.2, local attention: local-m / local-p */
     ATTN_KIND_COUNT
 } AttentionKind;
@@ -53,18 +54,41 @@ extern const char *const attention_kind_names[ATTN_KIND_COUNT];
  * 'x' (valid: none, bahdanau, ...)". Source: —. */
 Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err);
 
-/* Options of the kinds that take some ({0}: luong_local with D = 0 is refused by its declare; the
- * config's defaults are D = 10, predictive, general). luong_local (Luong et al. 2015 §3.2):
- * model.local_window = D, model.local_mode, model.local_score. */
+/* Linformer's parameter sharing (Wang et al. 2020 §4 "Parameter sharing"; model.linformer_share):
+ * none — E_i, F_i per head; headwise — one E, F per layer shared by its heads; kv — one E = F per
+ * layer (shared by the heads too); layerwise — one E for every layer of the model (refused by
+ * config_validate: the parameter table cannot alias one tensor under two owners). */
+typedef enum {
+    LINFORMER_SHARE_NONE,
+    LINFORMER_SHARE_HEADWISE,
+    LINFORMER_SHARE_KV,
+    LINFORMER_SHARE_LAYERWISE,
+    LINFORMER_SHARE_COUNT
+} LinformerShare;
+extern const char *const linformer_share_names[LINFORMER_SHARE_COUNT]; /* "none", ... */
+
+/* luong_local's window position and score (Luong et al. 2015 §3.2; model.local_mode,
+ * model.local_score). */
 typedef enum { LOCAL_MONOTONIC, LOCAL_PREDICTIVE } LocalMode;      /* monotonic, predictive */
 typedef enum { LOCAL_SCORE_DOT, LOCAL_SCORE_GENERAL, LOCAL_SCORE_CONCAT } LocalScore;
 extern const char *const local_mode_names[2];  /* "monotonic", "predictive" */
 extern const char *const local_score_names[3]; /* "dot", "general", "concat" */
+
+/* The options of the kinds that have them (the [model] section's linformer_* and local_* keys,
+ * model/spec.h), one struct for every kind: each kind reads its own fields.
+ * linformer: a field <= 0 (or a NULL pointer where one is taken) means its default:
+ * linformer_k r = 32, linformer_max_len n = 128, linformer_share none.
+ * luong_local: no defaults here — local_window must be >= 1 (its declare CHECKs it, so NULL or
+ * {0} is refused for luong_local); the config's defaults are D = 10, predictive, general. */
 typedef struct {
+    int linformer_k;                /* r: projected length of keys and values */
+    int linformer_max_len;          /* n: the longest key sequence the projections span */
+    LinformerShare linformer_share; /* sharing of E, F */
     int local_window;       /* D: the window [p_t − D, p_t + D], σ = D/2 (>= 1) */
     LocalMode local_mode;   /* local-m: p_t = t; local-p: p_t = S·σ(v_pᵀ tanh(W_p h_t)) */
     LocalScore local_score; /* eq. 8: dot, general (h_t W_a), concat (additive) */
-} AttentionOpts;
+} AttentionOptions;
+enum { LINFORMER_K_DEFAULT = 32, LINFORMER_MAX_LEN_DEFAULT = 128 };
 
 /* Where an attention serves; each slot is one config key. */
 typedef enum AttentionSlot {
@@ -94,7 +118,11 @@ typedef struct {
     Param W_a;      /* luong_general: [Dq, Dk] (q' = q W_a); additive own_proj: W_q [A, Dq] */
     Param U_a;      /* additive own_proj: U [A, Dk] */
     Param v_a;      /* additive: [A] (own_proj) or [NH, HS] */
-    AttentionOpts opts; /* luong_local: window, mode, score (attention_declare's opts) */
+    int lf_r, lf_n; /* linformer: projected length r and projection width n */
+    LinformerShare lf_share; /* linformer: sharing of E, F (never layerwise) */
+    Param lf_E, lf_F; /* linformer: E, F [NH·r, n] (none) or [r, n] (headwise); kv: E alone */
+    AttentionOptions opt; /* attention_declare's opt, copied ({0} for NULL); luong_local reads
+                           * its window, mode and score here */
     Param W_p, v_p; /* luong_local predictive: W_p [Dq, Dq], v_p [Dq] (Luong et al. 2015 eq. 9) */
     int pos0;       /* luong_local monotonic: the position of query 0 (p_t = pos0 + t). The caller
                      * sets it before forward and backward: the RNN its decoding step t in
@@ -106,11 +134,11 @@ typedef struct {
 struct AttentionOps {
     AttentionKind kind;
     int causal_ok;       /* has a causal form */
+    const char *no_causal; /* causal_ok = 0: why (for attention_supports' message) */
     int multi_head;      /* the RNN splits model.heads heads for it (else it uses one head) */
     int rnn_prev_state;  /* in the RNN, the query is s_{t−1} and c_t feeds the RNN input
                           * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
     int scaled;          /* dot-product scores scaled by 1/√HS (Vaswani et al. 2017 eq. 1) */
-    const char *no_causal; /* causal_ok = 0: why (attention_supports' message); NULL: efficient's */
     AttentionSave save;  /* what forward saves for backward and for attention maps */
     const OpKind *ops;   /* the backend ops the kind calls (training and decoding) */
     int nops;
@@ -178,20 +206,24 @@ int attention_ops_used(AttentionKind kind, OpKind *ops); /* no errors */
  * would use (the Transformer's model.heads; for the RNN model.heads, used by the multi-head
  * kinds only); be: checked for the kind's ops (NULL: not checked). why: why_len bytes, host.
  * Refusals (one message form, "<key> = <kind>: <reason>"): none in a Transformer slot (the RNN
- * may have none); the slot is causal and the kind has no causal form (efficient, luong_local:
- * the row's no_causal); the sizes do not fit the kind (sizes_ok, e.g. luong_dot Dq ≠ Dk) or NH
- * does not divide the width; be lacks an op the kind calls. Source: DESIGN.md §4. */
+ * may have none); the slot is causal and the kind has no causal form (efficient, linformer,
+ * luong_local: the row's no_causal); the sizes do not fit the kind (sizes_ok, e.g. luong_dot
+ * Dq ≠ Dk) or NH does not divide the width; be lacks an op the kind calls. Source: DESIGN.md §4. */
 int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
                        int Dq, int Dk, int NH, char *why, size_t why_len);
 
 /* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
  * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
- * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices. CHECKs
- * a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first").
- * opts: the kinds' options (copied; NULL = none, which luong_local refuses by CHECK). */
+ * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices; opt:
+ * the kinds' options (copied; NULL: linformer's defaults, which luong_local refuses by CHECK).
+ * CHECKs a valid row, NH >= 1 and NH | Dk ("attention_declare: check attention_supports first");
+ * linformer CHECKs its sharing is not layerwise (config_validate refuses it). */
 void attention_declare(Attention *a, ParamSet *ps, const char *prefix, AttentionKind kind,
                        int Dq, int Dk, int NH, int own_proj, ParamInit mat,
-                       const AttentionOpts *opts);
+                       const AttentionOptions *opt);
+/* The longest key sequence kind can take under opt (linformer: linformer_max_len), or 0 for no
+ * limit. No errors. */
+int attention_max_keys(AttentionKind kind, const AttentionOptions *opt);
 
 /* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
  * or 0. No errors; likewise the three size functions below. */

@@ -56,7 +56,9 @@ static void efficient_weights_host(float *w, const float *q, const float *k, con
 }
 
 const AttentionOps attention_efficient = {
-    .kind = ATTN_EFFICIENT, .causal_ok = 0, .multi_head = 1, .save = ATTN_SAVE_NONE,
+    .kind = ATTN_EFFICIENT, .causal_ok = 0,
+    .no_causal = "efficient attention (Shen et al. 2021) normalises each key column over the "
+                 "whole sequence", .multi_head = 1, .save = ATTN_SAVE_NONE,
     .ops = efficient_ops, .nops = 3,
     .forward = efficient_forward, .backward = efficient_backward,
     .workspace = efficient_workspace, .weights_host = efficient_weights_host};

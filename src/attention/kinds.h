@@ -8,8 +8,8 @@
 #include "attention/attention.h"
 
 extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
-    attention_taylor, attention_luong_dot, attention_luong_general, attention_luong_concat,
-    attention_bahdanau, attention_luong_local;
+    attention_taylor, attention_linformer, attention_luong_dot, attention_luong_general,
+    attention_luong_concat, attention_bahdanau, attention_luong_local;
 
 /* luong.c: the general score's query transform q' = q W_a (W_a [Dq, Dk]; Luong et al. 2015
  * eq. 8) and its backward (dW_a += qᵀ dq', dq += dq' W_aᵀ); luong_local reuses them. */

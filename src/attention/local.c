@@ -31,21 +31,21 @@
 
 #include "attention/kinds.h"
 
-static int is_pred(const Attention *a) { return a->opts.local_mode == LOCAL_PREDICTIVE; }
+static int is_pred(const Attention *a) { return a->opt.local_mode == LOCAL_PREDICTIVE; }
 static int has_qs(const Attention *a) { /* the score transforms the query */
-    return a->opts.local_score == LOCAL_SCORE_GENERAL ||
-           (a->opts.local_score == LOCAL_SCORE_CONCAT && a->own_proj);
+    return a->opt.local_score == LOCAL_SCORE_GENERAL ||
+           (a->opt.local_score == LOCAL_SCORE_CONCAT && a->own_proj);
 }
 static int score_width(const Attention *a) { /* the op's D: per head q·k width */
-    return a->opts.local_score == LOCAL_SCORE_CONCAT ? a->A : a->HS;
+    return a->opt.local_score == LOCAL_SCORE_CONCAT ? a->A : a->HS;
 }
 static int qs_width(const Attention *a) { return has_qs(a) ? score_width(a) * a->NH : a->Dq; }
 
 static void local_declare(Attention *a, ParamSet *ps, const char *prefix, ParamInit mat) {
     char name[128];
-    CHECK(a->opts.local_window >= 1, "luong_local: model.local_window must be >= 1 (pass the "
-                                     "AttentionOpts to attention_declare)");
-    switch (a->opts.local_score) {
+    CHECK(a->opt.local_window >= 1, "luong_local: model.local_window must be >= 1 (pass the "
+                                    "AttentionOptions to attention_declare)");
+    switch (a->opt.local_score) {
     case LOCAL_SCORE_GENERAL: /* W_a [Dq, Dk], as luong_general (applied in forward here) */
         snprintf(name, sizeof name, "%s.W_a", prefix);
         params_declare(ps, &a->W_a, name, mat, 2, a->Dq, a->Dk);
@@ -115,7 +115,7 @@ static const float *local_prepare(const Attention *a, const Backend *be, LocalWo
         qm = w->qm;
     }
     qs = qm;
-    if (a->opts.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
+    if (a->opt.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
         attention_general_query_forward(a, be, w->qs, qm, Nq), qs = w->qs;
     else if (has_qs(a)) /* concat in the RNN: q' = q W_qᵀ */
         attention_additive_query_forward(a, be, w->qs, qm, Nq), qs = w->qs;
@@ -132,7 +132,7 @@ static const float *local_prepare(const Attention *a, const Backend *be, LocalWo
 }
 
 static const float *local_va(const Attention *a) {
-    return a->opts.local_score == LOCAL_SCORE_CONCAT ? a->v_a.w : NULL;
+    return a->opt.local_score == LOCAL_SCORE_CONCAT ? a->v_a.w : NULL;
 }
 
 static void local_forward(const Attention *a, const Backend *be, float *o, float *save,
@@ -142,7 +142,7 @@ static void local_forward(const Attention *a, const Backend *be, float *o, float
     LocalWork w = local_carve(a, work, B, Tq);
     const float *qh = local_prepare(a, be, &w, q, B, Tq);
     be->local_attn_forward(o, save, qh, k, local_va(a), v, is_pred(a) ? w.z : NULL, key_len, 1.0f,
-                           a->opts.local_window, a->pos0, B, a->NH, Tq, Tk, score_width(a),
+                           a->opt.local_window, a->pos0, B, a->NH, Tq, Tk, score_width(a),
                            a->HS);
 }
 
@@ -163,9 +163,9 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
     float *dqh = !multi && !has_qs(a) ? dqm : w.dqh;
     if (dqh != dqm) be->zero(dqh, sizeof(float) * (size_t)Nq * NH * score_width(a));
     if (pred) be->zero(w.dz, sizeof(float) * Nq);
-    be->local_attn_backward(dqh, dk, a->opts.local_score == LOCAL_SCORE_CONCAT ? a->v_a.g : NULL,
+    be->local_attn_backward(dqh, dk, a->opt.local_score == LOCAL_SCORE_CONCAT ? a->v_a.g : NULL,
                             dv, pred ? w.dz : NULL, dout, qh, k, local_va(a), v,
-                            pred ? w.z : NULL, save, key_len, 1.0f, a->opts.local_window,
+                            pred ? w.z : NULL, save, key_len, 1.0f, a->opt.local_window,
                             a->pos0, B, NH, Tq, Tk, score_width(a), a->HS, w.op);
     /* the score query: heads → merged (dqs), then back through its transform into dqm */
     float *dqs = dqh;
@@ -175,7 +175,7 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
         be->permute0213_backward(m, dqh, B, Tq, NH, score_width(a));
         dqs = m;
     }
-    if (a->opts.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
+    if (a->opt.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
         attention_general_query_backward(a, be, dqm, dqs, qm, Nq);
     else if (has_qs(a)) /* q' = q W_qᵀ */
         attention_additive_query_backward(a, be, dqm, dqs, qm, Nq);
@@ -198,8 +198,7 @@ static const OpKind local_ops[] = {OP_LOCAL_ATTN_FORWARD, OP_LOCAL_ATTN_BACKWARD
 const AttentionOps attention_luong_local = {
     .kind = ATTN_LUONG_LOCAL, .causal_ok = 0, .save = ATTN_SAVE_WEIGHTS,
     .no_causal = "local attention (Luong et al. 2015 §3.2) centres its window on a position "
-                 "aligned with the source; this trainer has no causal form of it for the "
-                 "decoder's self-attention (a causal local-m window is not implemented)",
+                 "aligned with the source (a causal local-m window is not implemented)",
     .ops = local_ops, .nops = 8, .declare = local_declare, .forward = local_forward,
     .backward = local_backward, .workspace = local_workspace,
     /* concat in the RNN: the keys' U h̄, once per batch (bahdanau.c; k_transform set by its

@@ -13,7 +13,7 @@
 /* Transformer: parameters and memory                                                       */
 
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
-                 int causal, const AttentionOpts *opts) {
+                 int causal, const AttentionOptions *opt) {
     char n[96];
     memset(a, 0, sizeof *a);
     a->D = D, a->NH = NH, a->HS = D / NH, a->causal = causal;
@@ -25,7 +25,7 @@ void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, i
         if (t[i].mat) params_declare(ps, t[i].p, n, INIT_XAVIER, 2, D, D);
         else params_declare(ps, t[i].p, n, INIT_ZERO, 1, D, 0);
     }
-    attention_declare(&a->at, ps, prefix, kind, D, D, NH, 0, INIT_XAVIER, opts);
+    attention_declare(&a->at, ps, prefix, kind, D, D, NH, 0, INIT_XAVIER, opt);
 }
 
 size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk) {
@@ -152,6 +152,8 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk) {
     int NH = a->NH, HS = a->k_transform ? a->A : a->HS; /* the width of q and k */
+    CHECK(a->ops->weights_host, "attention maps of a kind without host weights (linformer): "
+                                "callers ask model_has_attention first");
     float *wh = xmalloc(sizeof(float) * (Tk > 0 ? Tk : 1));
     for (int r = 0; r < R; r++) {
         int len = key_len[r] < Tk ? key_len[r] : Tk;
@@ -171,10 +173,10 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 /* the RNN decoder's attention                                                              */
 
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
-                      int Dk, int heads, const AttentionOpts *opts) {
+                      int Dk, int heads, const AttentionOptions *opt) {
     memset(r, 0, sizeof *r);
     int NH = attention_row(kind)->multi_head ? heads : 1;
-    attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM, opts);
+    attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM, opt);
 }
 
 /* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1). */

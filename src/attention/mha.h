@@ -16,6 +16,8 @@
  *   efficient      ρ_q(q) (ρ_k(k)ᵀ v), row / column softmaxes; no causal form (Shen et al. 2021)
  *   taylor         (Σ v + q̂ (K̂ᵀV)) / (N + q̂·(K̂ᵀ1)), q̂ = q/‖q‖, k̂ = k/‖k‖: weights ∝ 1 + q̂·k̂
  *                  (Li et al. 2020; linear attention over the features [1; x̂])
+ *   linformer      softmax(q (E K)ᵀ / √HS) (F V), E, F [r, n] learned over the key axis, padding
+ *                  zeroed first; no causal form                  (Wang et al. 2020 eq. 7)
  *   luong_dot      softmax(q kᵀ) v, unscaled                      (Luong et al. 2015 eq. 8, dot)
  *   luong_general  q is first projected by W_a [D,D]: softmax((q W_a) kᵀ) v     (eq. 8, general)
  *   bahdanau,      softmax_s(v_hᵀ tanh(q_h + k_h)) v per head; v_a [NH,HS]
@@ -75,11 +77,11 @@ typedef struct {
 } MhaMask;
 
 /* Declares the parameters of a as prefix.W_q, ... (weights [D,D] INIT_XAVIER, biases [D] zero),
- * then the kind's own (attention_declare, whose CHECK applies: attention_supports must have
- * accepted kind for the slot). NH | D; opts: the kinds' options (attention_declare). Source:
- * Vaswani et al. 2017 §3.2.2. */
+ * then the kind's own (attention_declare with opt, the kinds' options or NULL, whose CHECK
+ * applies: attention_supports must have accepted kind for the slot). NH | D. Source: Vaswani et
+ * al. 2017 §3.2.2. */
 void mha_declare(Mha *a, ParamSet *ps, const char *prefix, AttentionKind kind, int D, int NH,
-                 int causal, const AttentionOpts *opts);
+                 int causal, const AttentionOptions *opt);
 /* Floats of op workspace a call with B, Tq, Tk needs (forward and backward; depends on the
  * thread count: size it after setting the threads). */
 size_t mha_workspace_floats(const Mha *a, const Backend *be, int B, int Tq, int Tk);
@@ -127,13 +129,15 @@ void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const fl
  * from q heads [R,NH,HS] (after the kind's query transform) and k heads [R,NH,Tk,HS] given on
  * the host, key_len[R] on the host, v_a [NH,HS] on the host for the additive kinds (else
  * NULL). Each kind's implied weights (AttentionOps.weights_host; each sums to 1 over the
- * visible keys). No errors. */
+ * visible keys). No errors; CHECKs the kind has weights_host (linformer has none:
+ * model_has_attention is 0 for it). */
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk);
 
 /* ---- the RNN decoder's attention (no projections around it) ----
  * q [B,Tq,Dq] decoder states, keys = values = enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
- * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor), else
+ * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor,
+ * linformer), else
  * 1.
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄ and/or the key heads) in kbuf,
  * and zeroes dkbuf; after every backward call of the batch, rnn_attn_end_backward turns dkbuf
@@ -143,12 +147,13 @@ typedef struct {
     float *kbuf, *dkbuf; /* [B,Tk,max(A,Dk)] backend memory (rnn_attn_kbuf_floats), or NULL */
 } RnnAttn;
 
-/* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN). Dq decoder
+/* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN; opt: the
+ * kinds' options, NULL for defaults). Dq decoder
  * width, Dk encoder output width; heads used by the multi-head kinds only. kind != none, accepted
  * by attention_supports for ATTN_SLOT_RNN (else attention_declare's CHECK). Source: Luong et al.
  * 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation for the score. */
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
-                      int Dk, int heads, const AttentionOpts *opts);
+                      int Dk, int heads, const AttentionOptions *opt);
 /* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
 size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK);
 /* Floats of forward's save for NQ = B·Tq queries against Tk keys. */

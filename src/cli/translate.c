@@ -45,7 +45,8 @@ int cmd_translate(int argc, char **argv) {
     if (a.attention_map) {
         maps = xcalloc(n, sizeof *maps);
         if (!model_has_attention(&m)) {
-            err_set(&err, "--attention-map: %s has no attention to draw (model.attention = none)",
+            err_set(&err, "--attention-map: %s has no attention to draw (model.attention = none, "
+                    "or a linformer cross-attention, whose implied weights need its E and F)",
                     a.checkpoint);
             goto done;
         }

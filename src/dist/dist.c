@@ -75,9 +75,18 @@ static int dead_peers(char *buf, size_t n) {
     return k;
 }
 
-/* Ends this rank after a fault in a collective: the message, then _exit (no MPI_Finalize). */
+static void (*volatile g_fault_hook)(void) = NULL; /* dist_set_fault_hook */
+
+void dist_set_fault_hook(void (*hook)(void)) { g_fault_hook = hook; }
+
+/* Ends this rank after a fault in a collective: the fault hook, the message, then _exit (no
+ * MPI_Finalize). */
 static void give_up(const char *what, const char *why) __attribute__((noreturn));
 static void give_up(const char *what, const char *why) {
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER; /* one thread reports and exits */
+    pthread_mutex_lock(&once);
+    void (*hook)(void) = g_fault_hook;
+    if (hook) hook();
     char dead[1024];
     int nd = dead_peers(dead, sizeof dead);
     int others = 0;
@@ -136,6 +145,8 @@ void dist_set_timeout(double seconds) {
     }
 }
 
+void dist_fault(const char *what, const char *why) { give_up(what, why); }
+
 static __attribute__((unused)) void enter(const char *what) {
     pthread_mutex_lock(&g_mu);
     snprintf(g_what, sizeof g_what, "%s", what);
@@ -148,6 +159,9 @@ static __attribute__((unused)) void leave(void) {
     g_since = 0;
     pthread_mutex_unlock(&g_mu);
 }
+
+void dist_watch_begin(const char *what) { enter(what); }
+void dist_watch_end(void) { leave(); }
 
 #ifdef TRAINER_MPI
 static void mpi_ok(int rc, const char *call, const char *what) {
@@ -327,6 +341,92 @@ int dist_first_failed(int ok, const char *what) {
     (void)what;
 #endif
     return v == g_size ? -1 : v;
+}
+
+struct DistBuckets {
+    float *buf;
+    size_t n, bucket;
+    int nb, started; /* buckets; how many are started this step (bucket k: from the end) */
+    char what[160];
+#ifdef TRAINER_MPI
+    MPI_Request *req; /* [nb] */
+#endif
+};
+
+DistBuckets *dist_buckets_new(float *buf, size_t n, size_t bucket) {
+    CHECK(bucket >= 1, "dist_buckets_new: a bucket holds at least one float");
+    if (bucket > (size_t)INT_MAX / 2) bucket = (size_t)INT_MAX / 2; /* one MPI count */
+    DistBuckets *b = xcalloc(1, sizeof *b);
+    b->buf = buf, b->n = n, b->bucket = bucket;
+    b->nb = (int)((n + bucket - 1) / bucket);
+#ifdef TRAINER_MPI
+    b->req = xcalloc((size_t)(b->nb ? b->nb : 1), sizeof(MPI_Request));
+    for (int k = 0; k < b->nb; k++) b->req[k] = MPI_REQUEST_NULL;
+#endif
+    return b;
+}
+
+int dist_buckets_count(const DistBuckets *b) { return b->nb; }
+
+void dist_buckets_begin(DistBuckets *b, const char *what) {
+    b->started = 0;
+    snprintf(b->what, sizeof b->what, "%s", what);
+}
+
+#ifdef TRAINER_MPI
+/* Bucket k covers buf[lo_k .. hi_k), counted from the end: hi_k = n - k·bucket. */
+static void bucket_range(const DistBuckets *b, int k, size_t *lo, size_t *hi) {
+    *hi = b->n - (size_t)k * b->bucket;
+    *lo = *hi > b->bucket ? *hi - b->bucket : 0;
+}
+
+static void bucket_start(DistBuckets *b, int k) {
+    size_t lo, hi;
+    bucket_range(b, k, &lo, &hi);
+    mpi_ok(MPI_Iallreduce(MPI_IN_PLACE, b->buf + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD, &b->req[k]),
+           "MPI_Iallreduce", b->what);
+}
+#endif
+
+void dist_buckets_ready(DistBuckets *b, size_t lo) {
+    if (g_size == 1) return;
+#ifdef TRAINER_MPI
+    int before = b->started;
+    while (b->started < b->nb) {
+        size_t blo, bhi;
+        bucket_range(b, b->started, &blo, &bhi);
+        if (blo < lo) break; /* part of it may still change */
+        bucket_start(b, b->started++);
+    }
+    if (b->started > 0 && before == b->started) { /* let MPI move the ones in flight */
+        int done = 0;
+        mpi_ok(MPI_Testall(b->started, b->req, &done, MPI_STATUSES_IGNORE), "MPI_Testall",
+               b->what);
+    }
+#else
+    (void)b, (void)lo;
+#endif
+}
+
+void dist_buckets_finish(DistBuckets *b) {
+    if (g_size == 1) return;
+#ifdef TRAINER_MPI
+    enter(b->what);
+    while (b->started < b->nb) bucket_start(b, b->started++);
+    mpi_ok(MPI_Waitall(b->nb, b->req, MPI_STATUSES_IGNORE), "MPI_Waitall", b->what);
+    leave();
+#else
+    (void)b;
+#endif
+}
+
+void dist_buckets_free(DistBuckets *b) {
+    if (!b) return;
+#ifdef TRAINER_MPI
+    free(b->req);
+#endif
+    free(b);
 }
 
 void dist_abort(int code) {

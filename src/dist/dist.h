@@ -74,6 +74,44 @@ void dist_barrier(const char *what);
  * how the ranks agree to go on or stop together after a step that may fail on some of them.
  * Faults: see the top. */
 int dist_first_failed(int ok, const char *what);
+/* The gradient sum by buckets, overlapped with the backward pass (dist.overlap; PyTorch DDP's
+ * buckets, Li et al. 2020 §3.2.3): buf[0..n) (host memory) is cut into contiguous buckets of
+ * about bucket floats each, from the end of the buffer (whose gradients backward finishes
+ * first) towards its start; dist_buckets_ready(b, lo) starts an MPI_Iallreduce (in place,
+ * MPI_FLOAT, MPI_SUM; MPI 3.1 §5.12.8) of every bucket that lies within buf[lo..n) and was not
+ * started yet, and lets MPI progress the ones in flight (MPI_Testall); dist_buckets_finish
+ * starts the rest and waits for all (MPI_Waitall, under the watchdog: faults as at the top).
+ * Every rank must cut the same buffer the same way (the same n and bucket) and call finish once
+ * per step; the ready calls may differ between ranks (an empty shard makes none). The sums
+ * equal dist_sum_float's up to the order of float additions (each element is summed by one
+ * collective either way). While a bucket is in flight its floats must not be written.
+ * dist_buckets_new: bucket >= 1 floats (CHECK); with one rank, or built without MPI, ready and
+ * finish do nothing. Errors: none (faults end the rank, as at the top). */
+typedef struct DistBuckets DistBuckets;
+DistBuckets *dist_buckets_new(float *buf, size_t n, size_t bucket);
+/* A new step on the same buffer: no bucket started. what names the step in fault messages. */
+void dist_buckets_begin(DistBuckets *b, const char *what);
+void dist_buckets_ready(DistBuckets *b, size_t lo);
+void dist_buckets_finish(DistBuckets *b);
+int dist_buckets_count(const DistBuckets *b); /* how many buckets buf was cut into */
+void dist_buckets_free(DistBuckets *b);       /* NULL: nothing; none may be in flight */
+
+/* The watchdog over a blocking call of another library (NCCL's ncclCommInitRank, the wait for
+ * an ncclAllReduce, an MPI_Iallreduce's MPI_Wait): between dist_watch_begin(what) and
+ * dist_watch_end() the watchdog treats the call as a collective in flight — a dead peer on this
+ * host, or no end within dist_set_timeout's seconds, ends this rank as at the top (the message
+ * names what). No MPI call of its own; nesting is not supported. No errors. */
+void dist_watch_begin(const char *what);
+void dist_watch_end(void);
+/* Ends this rank after a fault in a collective (as at the top: "rank R: <why> during <what>; ..."
+ * on stderr, the dead peers on this host, exit status DIST_EXIT_PEER without MPI_Finalize).
+ * Callable from any thread. No return. */
+void dist_fault(const char *what, const char *why) __attribute__((noreturn));
+/* A function the fault exit calls first (from whichever thread detected the fault: the watchdog
+ * or the caller of dist_fault), e.g. ncclCommAbort so that no NCCL kernel is left spinning; NULL
+ * removes it. It must not block and must not call MPI. No errors. */
+void dist_set_fault_hook(void (*hook)(void));
+
 /* Ends every rank of the job now (MPI_Abort with code; exit(code) without MPI). No return. */
 void dist_abort(int code) __attribute__((noreturn));
 

@@ -38,7 +38,8 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
         return err_set(err, "--len-penalty %g: the length penalty α must be >= 0",
                        (double)opt->len_penalty);
     if (maps && !model_has_attention(m))
-        return err_set(err, "this model has no attention to draw (model.attention = none)");
+        return err_set(err, "this model has no attention to draw (model.attention = none, or a "
+                       "linformer cross-attention, whose implied weights need its E and F)");
     if (maps) memset(maps, 0, sizeof(AttnMap) * n);
     Status rc = STATUS_ERR;
     Encoded e = {0};
@@ -60,6 +61,11 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
             goto cleanup;
         }
         if (k > TRANSLATE_MAX_SRC) k = TRANSLATE_MAX_SRC;
+        if (model_check_source_len(m, k, err)) { /* linformer: model.linformer_max_len */
+            free(t);
+            err_prefix(err, "input line %ld", i + 1);
+            goto cleanup;
+        }
         if (used + k > cap) {
             while (used + k > cap) cap *= 2;
             e.src_ids = xrealloc(e.src_ids, sizeof(int32_t) * cap);
@@ -149,6 +155,11 @@ Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Er
         int t = (int)(e->tgt_off[all[i] + 1] - e->tgt_off[all[i]]) + 1;
         if (s > maxlen) maxlen = s;
         if (t > maxlen) maxlen = t;
+        if (model_check_source_len(m, s, err)) { /* linformer: model.linformer_max_len */
+            long pair = all[i] + 1;
+            free(all);
+            return err_prefix(err, "pair %ld", pair);
+        }
     }
     int budget = 4096 > 2 * maxlen ? 4096 : 2 * maxlen;
     if (batch_plan(&plan, e, all, nk, budget, NULL, err)) {

@@ -30,14 +30,18 @@ typedef struct {
  * out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
  * attn_map_free). lines [n] UTF-8, host. Errors (STATUS_ERR): SentencePiece failures (with the
  * line); maps requested from a model without attention ("this model has no attention to draw");
- * beam outside 1..64 or len_penalty < 0 (naming --beam / --len-penalty). Source: decode.h (Wu et
+ * beam outside 1..64 or len_penalty < 0 (naming --beam / --len-penalty); a line longer than the
+ * model can read ("input line N: a source of S subword tokens is longer than model.linformer_max_len =
+ * n ...", model_check_source_len). Source: decode.h (Wu et
  * al. 2016). */
 Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
 void attn_map_free(AttnMap *a); /* frees and zeroes *a; NULL is fine; no errors */
 /* Perplexity of the pairs in e (no length filter; pairs with an empty source are left out), in
  * batches of at most 4096 padded tokens (more if one pair needs it); *tokens (may be NULL) gets N,
- * *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget). */
+ * *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget); a source longer
+ * than the model can read ("pair N: a source of S subword tokens is longer than model.linformer_max_len
+ * ...", model_check_source_len). */
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err);
 /* Frees n malloc'd strings and the array (translate_lines' out); NULL is fine; no errors. */
 void free_lines(char **lines, long n);

@@ -36,11 +36,11 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
         TfConfig tc = {m->V, spec->d_model, spec->heads, spec->d_ff, spec->enc_layers,
                        spec->dec_layers, spec->dropout, spec->norm == NORM_PRE,
                        spec->tie_embeddings, spec->self_attention, spec_dec_self_attention(spec),
-                       spec->cross_attention, spec->attn_opts};
+                       spec->cross_attention, spec->attn_opt};
         if (transformer_create(&m->tf, &m->ps, &tc, err)) goto fail;
     } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
                           spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
-                          spec->input_feeding, spec->attention, spec->heads, &spec->attn_opts,
+                          spec->input_feeding, spec->attention, spec->heads, &spec->attn_opt,
                           err) ||
                rnn_set_impl(m->rnn, spec->rnn_impl == RNN_IMPL_CUDNN, err)) {
         goto fail;
@@ -126,6 +126,11 @@ double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, ui
                  : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);
 }
 
+void model_set_grad_ready(Model *m, GradReady h) {
+    if (m->tf) transformer_set_grad_ready(m->tf, h);
+    else rnn_set_grad_ready(m->rnn, h);
+}
+
 void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T) {
     const TokenBatch *d = upload(m, tb);
     if (m->tf) transformer_decode_begin(m->tf, d, K, max_T);
@@ -146,7 +151,42 @@ const float *model_decode_attention(Model *m, int t) {
     return m->tf ? transformer_decode_attention(m->tf, t) : rnn_decode_attention(m->rnn, t);
 }
 
-int model_has_attention(const Model *m) { return m->tf ? 1 : rnn_has_attention(m->rnn); }
+int model_has_attention(const Model *m) {
+    /* a kind without host weights (linformer: they need E, F) has no map to show, unless it
+     * saves its weights (luong_local: the maps are its saved weights, averaged over heads) */
+    const Attention *a = m->tf ? NULL : rnn_attention(m->rnn);
+    const AttentionOps *r = m->tf ? attention_row(transformer_config(m->tf)->cross)
+                                  : a ? a->ops : NULL;
+    return r && (r->weights_host || r->save == ATTN_SAVE_WEIGHTS);
+}
+
+int model_max_source_len(const Model *m) {
+    /* the attentions whose keys are the source: the encoder's self- and the cross-attention, or
+     * the RNN decoder's */
+    AttentionKind k[2] = {ATTN_NONE, ATTN_NONE};
+    AttentionOptions opt = {.linformer_share = LINFORMER_SHARE_NONE};
+    if (m->tf) {
+        const TfConfig *c = transformer_config(m->tf);
+        k[0] = c->enc_self, k[1] = c->cross, opt = c->attn_opt;
+    } else if (rnn_attention(m->rnn)) {
+        const Attention *a = rnn_attention(m->rnn);
+        k[0] = a->kind, opt.linformer_k = a->lf_r, opt.linformer_max_len = a->lf_n;
+    }
+    int lim = 0;
+    for (int i = 0; i < 2; i++) {
+        int l = attention_max_keys(k[i], &opt);
+        if (l && (!lim || l < lim)) lim = l;
+    }
+    return lim;
+}
+
+Status model_check_source_len(const Model *m, int S, Err *err) {
+    int lim = model_max_source_len(m);
+    if (!lim || S <= lim) return STATUS_OK;
+    return err_set(err, "a source of %d subword tokens is longer than model.linformer_max_len = "
+                   "%d, the most positions the linformer attention's projections E, F span; "
+                   "shorten it, or train with model.linformer_max_len >= %d", S, lim, S);
+}
 
 void model_free(Model *m) {
     if (m->be) free_dev(m);

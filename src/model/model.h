@@ -69,6 +69,9 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * model_reserve'd capacity"). */
 double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale);
+/* The hook model_loss's backward pass calls as blocks of the model finish (ops/params.h
+ * GradReady; rnn_set_grad_ready, transformer_set_grad_ready); h.fn NULL removes it. No errors. */
+void model_set_grad_ready(Model *m, GradReady h);
 /* Incremental decoding of tb's sources (uploaded as by model_loss; targets unused) with K rows
  * per sentence, at most max_T steps (rnn.h rnn_decode_*, transformer.h transformer_decode_*):
  * ids and parent are backend memory [B·K]; the returned scores [B·K, V] (log-probabilities in
@@ -79,9 +82,20 @@ void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T);
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
 void model_decode_reorder(Model *m, int t, const int *parent);
 const float *model_decode_attention(Model *m, int t);
-/* 1 if the model has an attention to show (RNN: model.attention != none; Transformer: always,
- * the last decoder layer's cross-attention). No errors. */
+/* 1 if the model has an attention to show (RNN: model.attention != none; Transformer: the last
+ * decoder layer's cross-attention), i.e. its kind has host weights or saves its weights
+ * (luong_local); linformer has neither (0). No errors. */
 int model_has_attention(const Model *m);
+/* The longest source (in tokens, the sentence-end included) the model can read, or 0 for no
+ * limit: model.linformer_max_len when an attention over the source (the encoder's
+ * self-attention, the cross-attention, the RNN's attention) is linformer, whose projections
+ * span that many positions. Callers refuse longer sources before model_loss /
+ * model_decode_begin, naming the key (the model CHECK-aborts on them). No errors. */
+int model_max_source_len(const Model *m);
+/* STATUS_OK if a source of S tokens fits model_max_source_len, else STATUS_ERR with "a source of
+ * S subword tokens is longer than model.linformer_max_len = n, ...; shorten it, or train with
+ * model.linformer_max_len >= S" (callers prefix where: the line, the pair, the file). */
+Status model_check_source_len(const Model *m, int S, Err *err);
 /* Frees everything and zeroes *m; safe after a failed model_create / model_declare. */
 void model_free(Model *m);
 

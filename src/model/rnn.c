@@ -34,6 +34,10 @@ struct RnnModel {
     RnnAttn attn;                /* the attention (style != DEC_NONE), keys = values = h̄ */
     Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
     Param W_out, b_out;          /* [V, H], [V] */
+    /* the first float of encoder layer l (both directions) and of the target embedding in the
+     * flat parameter buffers (GradReady, ops/params.h); the source embedding is at 0 */
+    size_t off_enc[MAXL], off_emb_tgt;
+    GradReady grad_ready; /* rnn_set_grad_ready */
 
     /* ---- activations (backend memory), capacity below ---- */
     BatchBounds cap;
@@ -169,7 +173,8 @@ static void cell_recurrent_grads(const Backend *be, RnnLayer *L, const float *dg
 
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, const AttentionOpts *opts, Err *err) {
+                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
+                  Err *err) {
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
@@ -192,10 +197,12 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
     params_declare(ps, &m->emb_src, "enc.emb", INIT_UNIFORM, 2, V, E);
     for (int l = 0; l < m->Le; l++)
         for (int d = 0; d < 2; d++) {
+            if (d == 0) m->off_enc[l] = ps->total;
             char name[64];
             snprintf(name, sizeof name, "enc.l%d.%s", l, d ? "bwd" : "fwd");
             declare_layer(ps, &m->enc[2 * l + d], name, gru, l ? H : E, m->Hd);
         }
+    m->off_emb_tgt = ps->total;
     params_declare(ps, &m->emb_tgt, "dec.emb", INIT_UNIFORM, 2, V, E);
     int in0 = E + (input_feeding || style == DEC_BAHDANAU ? H : 0);
     for (int l = 0; l < m->Ld; l++) {
@@ -203,8 +210,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
         snprintf(name, sizeof name, "dec.l%d", l);
         declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
-    if (style != DEC_NONE)
-        rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads, opts);
+    if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads,
+                                             attn_opt);
     params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);
@@ -213,6 +220,8 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 }
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
+
+void rnn_set_grad_ready(RnnModel *m, GradReady h) { m->grad_ready = h; }
 
 Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
     CHECK(m->cap.B == 0, "rnn_set_impl after rnn_reserve");
@@ -230,6 +239,10 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
     return STATUS_OK;
 }
 int rnn_has_attention(const RnnModel *m) { return m->style != DEC_NONE; }
+
+const Attention *rnn_attention(const RnnModel *m) {
+    return m->style != DEC_NONE ? &m->attn.at : NULL;
+}
 
 /* What the attention saves at step t of B rows against S keys. */
 static float *step_save(RnnModel *m, int t, int B, int S) {
@@ -844,6 +857,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     be->zero(m->tgt_x, sizeof(float) * NT * E); /* reuse as scratch for d(emb) */
     be->dropout_backward(m->tgt_x, m->d_tgt_x, m->tgt_emb_mask, NT * E);
     be->embedding_backward(m->emb_tgt.g, m->tgt_x, m->tin_tm, (int)NT, E);
+    grad_ready(&m->grad_ready, m->off_emb_tgt); /* the decoder, attention and output: final */
 
     /* encoder: enc_out = transpose(enc_cat[top]) */
     be->zero(m->d_enc_cat, sizeof(float) * NS * H);
@@ -877,6 +891,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
             be->dropout_backward(m->d_src_x, m->d_enc_x, m->src_emb_mask, NS * E);
             be->embedding_backward(m->emb_src.g, m->d_src_x, m->src_tm, (int)NS, E);
         }
+        grad_ready(&m->grad_ready, l ? m->off_enc[l] : 0);
     }
     return loss;
 }

@@ -50,14 +50,17 @@ typedef struct {
 typedef struct RnnModel RnnModel;
 
 /* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * heads: model.heads, used by the multi-head kinds; opts: the kinds' options (luong_local's). V vocabulary, E embedding, H decoder hidden
+ * heads: model.heads, used by the multi-head kinds; attn_opt: the kinds' options
+ * (model.linformer_*, model.local_*; NULL: linformer's defaults, refused by luong_local). V
+ * vocabulary, E embedding, H decoder hidden
  * (even). Errors (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an
  * attention kind or size this model cannot use (attention_supports' message), input feeding
  * with bahdanau or none ("model.input_feeding = true applies to …; set model.input_feeding =
  * false"). */
 Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
                   int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, const AttentionOpts *opts, Err *err);
+                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
+                  Err *err);
 /* model.rnn_impl: cudnn != 0 runs the LSTM/GRU layers whose whole input is known through the
  * backend's cuDNN entries (ops.h rnn_seq_*): every encoder layer (both directions in one call),
  * and the decoder layers when the model has no input feeding and no bahdanau attention (their
@@ -82,6 +85,10 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
  * step by step (as in decoding) instead of batched over all T positions; same mathematics.
  * No errors. */
 void rnn_set_stepwise(RnnModel *m, int on);
+/* The hook rnn_forward_backward's backward calls once the decoder, its attention and the output
+ * layer are done (after the target embedding), after each encoder layer (top first), and last
+ * with 0 (ops/params.h GradReady). No errors. */
+void rnn_set_grad_ready(RnnModel *m, GradReady h);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * rnn_decode_begin encodes b (b->tgt_* unused) and sets up K rows per sentence, row i·K + k
@@ -100,6 +107,8 @@ void rnn_decode_reorder(RnnModel *m, int t, const int *parent);
 const float *rnn_decode_attention(RnnModel *m, int t);
 /* 1 if the model has an attention (model.attention != none). No errors. */
 int rnn_has_attention(const RnnModel *m);
+/* The decoder's attention (its kind, options and parameters), or NULL without one. No errors. */
+const Attention *rnn_attention(const RnnModel *m);
 /* Writes the backend ops the RNN calls beyond those every model calls (model.c lists those):
  * its cell's, its attention kind's and its shape ops, for training and decoding, to ops[]
  * (host, room for OP_COUNT); returns their number. No errors. */

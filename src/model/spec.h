@@ -45,10 +45,12 @@ typedef struct ModelSpec {
     AttentionKind dec_self_attention; /* model.dec_self_attention: "same" (ATTN_NONE) = as
                                          self_attention, else a kind with a causal form */
     AttentionKind cross_attention;    /* model.cross_attention (sdp) */
-    /* luong_local (Luong et al. 2015 §3.2): model.local_window = D (10, 1..1000),
-     * model.local_mode = monotonic | predictive (predictive), model.local_score = dot | general |
-     * concat (general) */
-    AttentionOpts attn_opts;
+    /* the kinds' options: model.linformer_k (r, 32, 1..4096), model.linformer_max_len (n, 128,
+     * 1..100000), model.linformer_share = none | headwise | kv | layerwise (none; layerwise is
+     * refused) — used where a slot (or the RNN's model.attention) is linformer; luong_local
+     * (Luong et al. 2015 §3.2): model.local_window = D (10, 1..1000), model.local_mode =
+     * monotonic | predictive (predictive), model.local_score = dot | general | concat (general) */
+    AttentionOptions attn_opt;
 } ModelSpec;
 
 /* The decoder self-attention's kind: dec_self_attention, or self_attention when "same".

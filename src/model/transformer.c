@@ -36,11 +36,10 @@ static void declare_layer(TfModel *m, ParamSet *ps, TfLayer *L, int dec, int l) 
     const TfConfig *c = &m->c;
     snprintf(p, sizeof p, "%s.l%d", dec ? "dec" : "enc", l);
     snprintf(q, sizeof q, "%s.self", p);
-    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec,
-                &c->attn_opts);
+    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec, &c->attn_opt);
     if (dec) {
         snprintf(q, sizeof q, "%s.cross", p);
-        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0, &c->attn_opts);
+        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0, &c->attn_opt);
     }
     for (int i = 0; i < (dec ? 3 : 2); i++) {
         snprintf(q, sizeof q, "%s.ln%d", p, i + 1);
@@ -76,16 +75,28 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     m->Le = c->enc_layers, m->Ld = c->dec_layers, m->pre = c->pre_ln;
     params_declare(ps, &m->emb_src, c->tie_embeddings ? "emb" : "enc.emb", INIT_EMB, 2, c->V,
                    c->D);
-    for (int l = 0; l < m->Le; l++) declare_layer(m, ps, &m->enc[l], 0, l);
+    for (int l = 0; l < m->Le; l++) {
+        m->off_enc[l] = ps->total;
+        declare_layer(m, ps, &m->enc[l], 0, l);
+    }
+    m->off_ln_enc = ps->total;
     if (m->pre) declare_norm(ps, &m->ln_enc, "enc.ln", m->D);
+    m->off_emb_tgt = ps->total;
     if (!c->tie_embeddings) params_declare(ps, &m->emb_tgt, "dec.emb", INIT_EMB, 2, c->V, c->D);
-    for (int l = 0; l < m->Ld; l++) declare_layer(m, ps, &m->dec[l], 1, l);
+    for (int l = 0; l < m->Ld; l++) {
+        m->off_dec[l] = ps->total;
+        declare_layer(m, ps, &m->dec[l], 1, l);
+    }
+    m->off_ln_dec = ps->total;
     if (m->pre) declare_norm(ps, &m->ln_dec, "dec.ln", m->D);
+    m->off_out = ps->total;
     if (!c->tie_embeddings) params_declare(ps, &m->W_out, "out.W", INIT_XAVIER, 2, c->V, c->D);
     params_declare(ps, &m->b_out, "out.b", INIT_ZERO, 1, c->V, 0);
     *out = m;
     return STATUS_OK;
 }
+
+const TfConfig *transformer_config(const TfModel *m) { return &m->c; }
 
 /* The embedding tables and output matrix (one tensor when tied). */
 static const Param *E_src(const TfModel *m) { return &m->emb_src; }
@@ -358,8 +369,11 @@ static const float *stack_forward(TfModel *m, int dec, const float *x, int train
     return x;
 }
 
+void transformer_set_grad_ready(TfModel *m, GradReady h) { m->grad_ready = h; }
+
 /* Backward through a stack given dx, the gradient of its output (in gA or gB); returns the
- * buffer holding the gradient of its input. */
+ * buffer holding the gradient of its input. After each layer, its parameters and those
+ * declared after it are final (GradReady). */
 static float *stack_backward(TfModel *m, int dec, float *dx, const float *const *in,
                              uint64_t key) {
     int L = dec ? m->Ld : m->Le, k = L * (dec ? 3 : 2);
@@ -373,6 +387,7 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
             sub_backward(m, &c[i], in[--k], dx, du);
             dx = du;
         }
+        grad_ready(&m->grad_ready, dec ? m->off_dec[l] : m->off_enc[l]);
     }
     return dx;
 }
@@ -442,15 +457,19 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
     } else {
         be->matmul(dy, m->dlogits, Wo->w, NT, D, V, 0, 0, 1.0f, 0.0f);
     }
+    grad_ready(&m->grad_ready, m->off_out); /* tied: W_out is emb, at 0, and not final */
     if (m->pre) { /* y = LN_dec(x) */
         be->zero(m->gB, sizeof(float) * NT * D);
         be->layernorm_backward(m->gB, m->ln_dec.w.g, m->ln_dec.b.g, dy, x, m->ln_dec.w.w,
                                m->dec_mean, m->dec_rstd, NT, D);
         dy = m->gB;
+        grad_ready(&m->grad_ready, m->off_ln_dec);
     }
     be->zero(m->d_enc_out, sizeof(float) * NS * D);
     float *dx = stack_backward(m, 1, dy, dec_in, key);
     embed_backward(m, tf_E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
+    /* untied: dec.emb (declared after enc.ln) is final; tied: it is emb, at 0 */
+    if (!m->c.tie_embeddings) grad_ready(&m->grad_ready, m->off_emb_tgt);
 
     /* encoder: enc_out = LN_enc(x) (pre) or x */
     float *de = m->gA;
@@ -458,11 +477,13 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
         be->zero(de, sizeof(float) * NS * D);
         be->layernorm_backward(de, m->ln_enc.w.g, m->ln_enc.b.g, m->d_enc_out, xtop,
                                m->ln_enc.w.w, m->enc_mean, m->enc_rstd, NS, D);
+        grad_ready(&m->grad_ready, m->off_ln_enc);
     } else {
         be->copy(de, m->d_enc_out, sizeof(float) * NS * D);
     }
     dx = stack_backward(m, 0, de, enc_in, key);
     embed_backward(m, E_src(m), m->g1, dx, m->src_mask, m->d_src, NS);
+    grad_ready(&m->grad_ready, 0);
     return loss;
 }
 

@@ -37,10 +37,13 @@ typedef struct {
     int pre_ln;                              /* 1 pre-LN, 0 post-LN */
     int tie_embeddings;                      /* 1: one E [V,D] for source, target and output */
     AttentionKind enc_self, dec_self, cross; /* attention kind of each slot */
-    AttentionOpts attn_opts;                 /* the kinds' options (luong_local's D, mode, score) */
+    AttentionOptions attn_opt; /* the kinds' options (model.linformer_*, model.local_*) */
 } TfConfig;
 
 typedef struct TfModel TfModel;
+
+/* The configuration m was created with (its kinds and their options). No errors. */
+const TfConfig *transformer_config(const TfModel *m);
 
 /* Creates the model and declares its parameters in ps (not yet allocated). Errors: a kind that
  * cannot serve in its slot (efficient in the causal decoder self-attention, none), heads that
@@ -50,6 +53,10 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
  * the training step. Positions beyond max(S, T) are not supported. No errors. */
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
+/* The hook transformer_loss's backward calls after the output layer, the decoder's final layer
+ * norm, each decoder layer (top first), the target embedding (untied), the encoder's final layer
+ * norm and each encoder layer, and last with 0 (ops/params.h GradReady). No errors. */
+void transformer_set_grad_ready(TfModel *m, GradReady h);
 /* Runs the teacher-forced pass over b (arrays in backend memory): returns the summed
  * label-smoothed cross-entropy over non-pad targets (nats); train != 0 adds dropout (keyed by
  * dropout_key) and accumulates the parameter gradients scaled by grad_scale. The output layer

@@ -186,7 +186,8 @@ const float *transformer_decode_attention(TfModel *m, int t) {
         va = xmalloc(sizeof(float) * D);
         be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
-    if (!a->at.ops->weights_host) { /* luong_local: its saved weights [R,NH,1,S], head mean */
+    if (!a->at.ops->weights_host && a->at.ops->save == ATTN_SAVE_WEIGHTS) {
+        /* luong_local: its saved weights [R,NH,1,S], head mean */
         int NH = a->at.NH;
         float *sw = xmalloc(sizeof(float) * (size_t)R * NH * S);
         be->download(sw, m->save1, sizeof(float) * (size_t)R * NH * S);

@@ -45,6 +45,11 @@ struct TfModel {
     Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
     Norm ln_enc, ln_dec;                  /* pre-LN: after each stack */
     TfLayer enc[TF_MAXL], dec[TF_MAXL];
+    /* the first float of each block in the flat parameter buffers (GradReady, ops/params.h):
+     * encoder layer l, decoder layer l, the encoder's final layer norm (pre-LN), the target
+     * embedding (untied), the decoder's final layer norm (pre-LN), the output layer */
+    size_t off_enc[TF_MAXL], off_dec[TF_MAXL], off_ln_enc, off_emb_tgt, off_ln_dec, off_out;
+    GradReady grad_ready; /* transformer_set_grad_ready */
 
     /* capacity and buffers (backend memory unless h_) */
     BatchBounds cap;

@@ -52,6 +52,8 @@ static const struct {
     OP_ROW(OP_LINEAR_ATTN_STEP, linear_attn_step),
     OP_ROW(OP_L2FEATURE_FORWARD, l2feature_forward),
     OP_ROW(OP_L2FEATURE_BACKWARD, l2feature_backward),
+    OP_ROW(OP_LINFORMER_PROJ_FORWARD, linformer_proj_forward),
+    OP_ROW(OP_LINFORMER_PROJ_BACKWARD, linformer_proj_backward),
     OP_ROW(OP_EFFICIENT_ATTN_FORWARD, efficient_attn_forward),
     OP_ROW(OP_EFFICIENT_ATTN_BACKWARD, efficient_attn_backward),
     OP_ROW(OP_GATHER_ROWS, gather_rows),

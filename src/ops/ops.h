@@ -39,12 +39,13 @@
  * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
  * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
  * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c (with the
- * taylor kind's l2feature_*), efficient.c, attn_local.c), declared in cpu_internal.h and
- * gathered into the table by backend_cpu.c; ops/cuda/ holds the CUDA backend, which fills the
- * same table and is to mirror cpu/ file by file; ops/params.h carves parameters from one table.
- * Every op is tested by
+ * taylor kind's l2feature_*), efficient.c, linformer.c, attn_local.c), declared in
+ * cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the CUDA backend,
+ * which fills the same table and is to mirror cpu/ file by file; ops/params.h carves parameters
+ * from one table. Every op is tested by
  * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
- * tests/ops/attention_softmax.c, attention_linear.c, attention_taylor.c and attention_local.c).
+ * tests/ops/attention_softmax.c, attention_linear.c, attention_taylor.c, attention_linformer.c and
+ * attention_local.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -303,6 +304,23 @@ struct Backend {
     /* dinp[N,D] += r (dx̂ − x̂ (x̂·dx̂)), dx̂ = dout[n, 1..D] (dout[n, 0] is the constant's and
      * ignored), r and x̂ recomputed from inp (x̂·dx̂ summed in double). */
     void (*l2feature_backward)(float *dinp, const float *dout, const float *inp, int N, int D);
+    /* Linformer's projection over the key axis (Wang et al. 2020 eq. 7: E_i K, F_i V), with
+     * padding zeroed first: per (b, h), L = min(key_len[b], Tk) visible positions,
+     *   out[b,h,j,:] = Σ_{s<L} P_h[j,s] x[b,h,s,:]   (j < R; positions s >= L contribute 0).
+     * x [B,NH,Tk,D], out [B,NH,R,D] (overwritten); P holds NP = NH (shared = 0) or 1 (shared = 1,
+     * one [R,n] for every head) matrices [R, n] of which only the first Tk columns are read
+     * (Tk <= n, the caller's contract); key_len [B] (NULL: all Tk visible). A pair with L = 0
+     * gets out = 0. No workspace. Source: Wang et al. 2020, "Linformer: Self-Attention with
+     * Linear Complexity", eq. 7. */
+    void (*linformer_proj_forward)(float *out, const float *P, const float *x, const int *key_len,
+                                   int B, int NH, int R, int Tk, int D, int n, int shared);
+    /* Its backward (each of dx, dP may be NULL): dx[b,h,s,:] += Σ_j P_h[j,s] dout[b,h,j,:] for
+     * s < L (padded positions get nothing), dP_h[j,s] += Σ_b [s < L_b] Σ_d dout[b,h,j,d]
+     * x[b,h,s,d] (shared: summed over the heads too) for s < Tk; columns s >= Tk untouched. The
+     * sums over b (and h) run in a fixed order: deterministic, no atomics. */
+    void (*linformer_proj_backward)(float *dx, float *dP, const float *dout, const float *P,
+                                    const float *x, const int *key_len, int B, int NH, int R,
+                                    int Tk, int D, int n, int shared);
     /* Local attention (Luong et al. 2015 §3.2; the luong_local kind): rows r = b·NH + h of
      * B·NH, row r uses key_len[b] and, additive, va[h]. Per query t of row r, with
      * len = min(key_len[b], Tk) (Tk when key_len is NULL) and W = window (D of the paper):
@@ -486,6 +504,8 @@ typedef enum OpKind {
     OP_LINEAR_ATTN_STEP,
     OP_L2FEATURE_FORWARD,
     OP_L2FEATURE_BACKWARD,
+    OP_LINFORMER_PROJ_FORWARD,
+    OP_LINFORMER_PROJ_BACKWARD,
     OP_EFFICIENT_ATTN_FORWARD,
     OP_EFFICIENT_ATTN_BACKWARD,
     OP_GATHER_ROWS,
@@ -541,6 +561,16 @@ void backend_cpu_prefer_fast_blas(char **argv);
 /* The CUDA backend, or NULL with a message in err_msg (size err_len bytes, host) when the build
  * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
 const Backend *backend_cuda(char *err_msg, size_t err_len);
+
+/* The device backend_cuda() will start on, for one GPU per rank (DESIGN.md §12): ordinal
+ * `index` modulo cudaGetDeviceCount() (the trainer passes its local rank, dist_local_rank()).
+ * Call it before the first backend_cuda(); later it changes nothing. Default 0. index < 0 is
+ * taken as 0. No errors (a build without CUDA ignores it). */
+void backend_cuda_use_device(int index);
+
+/* The ordinal of the device backend_cuda() started on (-1 before it succeeded or without
+ * CUDA). No errors. */
+int backend_cuda_device_index(void);
 
 /* Precision of the CUDA backend's matrix products (train.precision): storage, accumulation,
  * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded on the tensor

@@ -86,4 +86,23 @@ void params_zero_grad(ParamSet *ps);
  * allocated). */
 void params_free(ParamSet *ps);
 
+/* A hook a model's backward pass calls each time a block of it (embedding, a layer, the output
+ * layer) has finished: fn(ctx, lo) says that the gradient elements grad[lo .. total) are final
+ * for this pass — no later op of the pass adds to them — so that they can be sent while the
+ * backward pass goes on (dist.overlap: the trainer's bucketed all-reduce). lo is in floats, an
+ * offset into the flat buffers, and never grows within a pass; the last call of a pass has lo =
+ * 0. Parameters are declared encoder-first and backward finishes the output layer first, so the
+ * final region grows from the end of the buffer towards its start. fn NULL: no hook (the
+ * default). Called on the thread that runs the pass. No errors. Source: — (PyTorch DDP's
+ * gradient buckets, Li et al. 2020, "PyTorch Distributed", §3.2.3). */
+typedef struct {
+    void (*fn)(void *ctx, size_t lo);
+    void *ctx;
+} GradReady;
+
+/* Calls h's fn when set. */
+static inline void grad_ready(const GradReady *h, size_t lo) {
+    if (h->fn) h->fn(h->ctx, lo);
+}
+
 #endif

@@ -26,7 +26,7 @@ _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
 const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
     "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",     "taylor",
-    "luong_local",
+    "linformer", "luong_local",
 };
 static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[0] ==
                   ATTN_KIND_COUNT, "dec_self_attention_names must name every AttentionKind");
@@ -34,8 +34,8 @@ static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[
 static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
                   sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int) &&
                   sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
-                  sizeof(RnnImpl) == sizeof(int) && sizeof(LocalMode) == sizeof(int) &&
-                  sizeof(LocalScore) == sizeof(int),
+                  sizeof(RnnImpl) == sizeof(int) && sizeof(LinformerShare) == sizeof(int) &&
+                  sizeof(LocalMode) == sizeof(int) && sizeof(LocalScore) == sizeof(int),
               "enum fields are written through int *");
 static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a range up to 1e15");
 
@@ -92,7 +92,7 @@ static const KeyDef keys[] = {
     K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
     K_INT("model", "heads", model.heads, "4", 1, 256,
           "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient, "
-          "taylor)"),
+          "taylor, linformer)"),
     K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
     K_ENUM("model", "norm", model.norm, "pre", norm_place_names,
            "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "
@@ -106,13 +106,22 @@ static const KeyDef keys[] = {
            "Transformer decoder (causal) self-attention; same = self_attention"),
     K_ENUM("model", "cross_attention", model.cross_attention, "sdp", attention_kind_names,
            "Transformer encoder-decoder attention"),
-    K_INT("model", "local_window", model.attn_opts.local_window, "10", 1, 1000,
+    K_INT("model", "linformer_k", model.attn_opt.linformer_k, "32", 1, 4096,
+          "linformer: projected length r of keys and values (E, F are r x n; Wang et al. 2020)"),
+    K_INT("model", "linformer_max_len", model.attn_opt.linformer_max_len, "128", 1, 100000,
+          "linformer: n, the longest source (subword tokens) its projections span; longer "
+          "sources are refused (>= data.max_len)"),
+    K_ENUM("model", "linformer_share", model.attn_opt.linformer_share, "none",
+           linformer_share_names,
+           "linformer: none (E, F per head), headwise (one E, F per layer), kv (one E = F per "
+           "layer); layerwise is not supported (Wang et al. 2020 §4)"),
+    K_INT("model", "local_window", model.attn_opt.local_window, "10", 1, 1000,
           "luong_local: half-width D of the window [p_t - D, p_t + D] (Luong et al. 2015 §3.2; "
           "the paper's 10); sigma = D/2 for predictive"),
-    K_ENUM("model", "local_mode", model.attn_opts.local_mode, "predictive", local_mode_names,
+    K_ENUM("model", "local_mode", model.attn_opt.local_mode, "predictive", local_mode_names,
            "luong_local: monotonic (local-m, p_t = t) or predictive (local-p, p_t = S "
            "sigmoid(v_p' tanh(W_p h_t)) with a Gaussian around p_t)"),
-    K_ENUM("model", "local_score", model.attn_opts.local_score, "general", local_score_names,
+    K_ENUM("model", "local_score", model.attn_opt.local_score, "general", local_score_names,
            "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat"),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
@@ -180,6 +189,11 @@ static const KeyDef keys[] = {
     K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
           "seconds a rank waits for the others once training has begun (one step's sums, or "
           "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit"),
+    K_BOOL("dist", "overlap", dist_overlap, "false",
+           "start the gradient sum of finished layers while backward goes on (MPI_Iallreduce by "
+           "buckets, on the CPU; train.device = cuda keeps one ncclAllReduce after backward)"),
+    K_FLT("dist", "bucket_mb", dist_bucket_mb, "4", 0, 1, 1e6, 0,
+          "MiB of gradient per bucket with dist.overlap (the last bucket holds the rest)"),
 };
 enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
 static const char *const sections[] = {"run", "model", "data", "train", "dist"};
@@ -676,6 +690,20 @@ Status config_validate(const Config *c, Err *err) {
                                 ms->heads, why, sizeof why),
              "config %s: %s", nm, why);
     }
+    /* linformer (attention_max_keys): every training source, up to data.max_len tokens, must
+     * fit its projections; layerwise sharing needs one tensor under several owners */
+    int lf = ms->type == MODEL_TRANSFORMER
+                 ? ms->self_attention == ATTN_LINFORMER || ms->cross_attention == ATTN_LINFORMER
+                 : ms->attention == ATTN_LINFORMER;
+    RULE(!lf || ms->attn_opt.linformer_share != LINFORMER_SHARE_LAYERWISE,
+         "config %s: model.linformer_share = layerwise (one E for every layer, Wang et al. 2020 "
+         "§4) is not supported: the parameter table (ops/params.h) cannot alias one tensor "
+         "under several layers; set model.linformer_share = none, headwise or kv", nm);
+    RULE(!lf || c->max_len <= ms->attn_opt.linformer_max_len,
+         "config %s: data.max_len = %d is longer than model.linformer_max_len = %d: training "
+         "sources of up to data.max_len tokens reach the linformer attention, whose projections "
+         "span model.linformer_max_len positions; set model.linformer_max_len >= %d or lower "
+         "data.max_len", nm, c->max_len, ms->attn_opt.linformer_max_len, c->max_len);
     const AttentionOps *row = attention_row(ms->attention);
     int luong = row && !row->rnn_prev_state; /* the query is the current state h_t */
     RULE(!(ms->type == MODEL_RNN && ms->input_feeding && !luong),

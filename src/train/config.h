@@ -119,6 +119,10 @@ typedef struct Config {
                                 validation and saving) before it exits naming the dead or
                                 stopped ranks it finds; start-up has no limit; 0 = wait for
                                 ever (300, [0, 1e6]) */
+    int dist_overlap;        /* dist.overlap bool: the gradient sum by buckets, started while
+                                backward goes on (MPI_Iallreduce; CPU only) (false) */
+    float dist_bucket_mb;    /* dist.bucket_mb: MiB of gradient per bucket with dist.overlap
+                                (4, (0, 1e6]) */
 } Config;
 
 /* The backend of train.device into *be: backend_cpu(), or backend_cuda(). Errors: "train.device =

@@ -21,6 +21,7 @@
 #include "data/corpus.h"
 #include "data/encoded.h"
 #include "dist/dist.h"
+#include "dist/dist_nccl.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
@@ -229,6 +230,27 @@ static double peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;
 }
 
+/* dist.overlap's buckets over a gradient buffer (made on first use, remade when the buffer or
+ * the bucket size changes; one buffer at a time: the trainer has one model). */
+static DistBuckets *g_buckets;
+static const float *g_buckets_buf;
+static size_t g_buckets_n, g_buckets_size;
+
+static DistBuckets *buckets_for(ParamSet *ps, const Config *cfg) {
+    size_t size = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
+    if (size < 1) size = 1;
+    if (!g_buckets || g_buckets_buf != ps->grad || g_buckets_n != ps->total ||
+        g_buckets_size != size) {
+        dist_buckets_free(g_buckets);
+        g_buckets = dist_buckets_new(ps->grad, ps->total, size);
+        g_buckets_buf = ps->grad, g_buckets_n = ps->total, g_buckets_size = size;
+    }
+    return g_buckets;
+}
+
+/* The model's GradReady hook with dist.overlap: the buckets within grad[lo..) start. */
+static void on_grad_ready(void *ctx, size_t lo) { dist_buckets_ready(ctx, lo); }
+
 StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
                             long global_tgt_tokens, TrainState *st,
                             const NonfiniteInjection *inject, StepSync *sync) {
@@ -237,17 +259,30 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
     params_zero_grad(ps);
     uint64_t key = rng_hash(cfg->seed, (uint64_t)st->step);
     double t0 = sync ? now_seconds() : 0;
+    int shared = sync && dist_size() > 1;
+    /* dist.overlap (CPU): buckets of the gradient start summing as backward finishes them */
+    DistBuckets *bk = shared && cfg->dist_overlap && m->be == backend_cpu()
+                          ? buckets_for(ps, cfg) : NULL;
+    char what[96];
+    snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
+    if (bk) {
+        dist_buckets_begin(bk, what);
+        model_set_grad_ready(m, (GradReady){on_grad_ready, bk});
+    }
     if (tb->B > 0) /* an empty shard adds zeros to the sums */
         r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)global_tgt_tokens);
-    int shared = sync && dist_size() > 1;
+    if (bk) model_set_grad_ready(m, (GradReady){NULL, NULL});
     if (sync) {
         sync->tgt_tokens = tb->tgt_tokens;
         double t1 = now_seconds();
         sync->t_compute = t1 - t0;
         if (shared) {
-            char what[96];
-            snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
-            dist_sum_float(ps->grad, ps->total, what);
+            if (bk) /* the buckets backward did not start, then the wait for all */
+                dist_buckets_finish(bk);
+            else if (m->be != backend_cpu()) /* device memory: NCCL between the GPUs */
+                dist_nccl_sum_float(ps->grad, ps->total, what);
+            else
+                dist_sum_float(ps->grad, ps->total, what);
             double v[5] = {r.loss, (double)tb->tgt_tokens, (double)sync->src_tokens,
                            sync->flags[0], sync->flags[1]};
             dist_sum_double(v, 5, what);
@@ -340,6 +375,7 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
         c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
         c.max_nonfinite = cfg->max_nonfinite, c.dist_timeout = cfg->dist_timeout;
+        c.dist_overlap = cfg->dist_overlap, c.dist_bucket_mb = cfg->dist_bucket_mb;
         c.keep_checkpoints = cfg->keep_checkpoints, c.average_last = cfg->average_last;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         char diff[2048];
@@ -377,6 +413,20 @@ static Status agree(const Run *r, Status s, const char *what, Err *err) {
     return STATUS_ERR;
 }
 
+/* Rank 0's buffer of bytes in backend memory (be's: device memory on cuda) to every rank: through
+ * a host copy (MPI_Bcast of host memory; the MPI need not be CUDA-aware) unless be is the CPU. */
+static void bcast_backend(const Backend *be, void *p, size_t bytes, const char *what) {
+    if (be == backend_cpu()) {
+        dist_bcast(p, bytes, 0, what);
+        return;
+    }
+    void *h = xmalloc(bytes ? bytes : 1);
+    if (dist_rank() == 0) be->download(h, p, bytes);
+    dist_bcast(h, bytes, 0, what);
+    if (dist_rank() != 0) be->upload(p, h, bytes);
+    free(h);
+}
+
 /* Rank 0's SentencePiece model, training state, parameters and Adam moments to every rank (the
  * other ranks build the model from the config, which dist_check_ranks found equal). */
 static Status open_sync(Run *r, const Backend *be, Err *err) {
@@ -404,13 +454,14 @@ static Status open_sync(Run *r, const Backend *be, Err *err) {
     dist_bcast(&total, sizeof total, 0, "start-up (parameter count)");
     CHECK(total == r->model.ps.total, "rank 0's model has another parameter count: the ranks "
           "built different models from equal configs");
-    ParamSet *ps = &r->model.ps; /* CPU memory (world > 1 is refused on cuda) */
-    dist_bcast(ps->data, sizeof(float) * ps->total, 0, "start-up (parameters)");
-    dist_bcast(ps->m, sizeof(float) * ps->total, 0, "start-up (Adam m)");
-    dist_bcast(ps->v, sizeof(float) * ps->total, 0, "start-up (Adam v)");
+    ParamSet *ps = &r->model.ps; /* backend memory: host (cpu) or device (cuda) */
+    size_t pbytes = sizeof(float) * ps->total;
+    bcast_backend(be, ps->data, pbytes, "start-up (parameters)");
+    bcast_backend(be, ps->m, pbytes, "start-up (Adam m)");
+    bcast_backend(be, ps->v, pbytes, "start-up (Adam v)");
     if (r->cfg.ema_decay > 0) {
         if (!lead) params_allocate_ema(ps);
-        dist_bcast(ps->ema, sizeof(float) * ps->total, 0, "start-up (EMA of the parameters)");
+        bcast_backend(be, ps->ema, pbytes, "start-up (EMA of the parameters)");
     }
     return STATUS_OK;
 }
@@ -431,11 +482,13 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
     set_threads(cfg->threads);
     const Backend *be;
-    if (config_backend(cfg->device, &be, err)) return STATUS_ERR; /* before any data work */
-    if (r->world > 1 && cfg->device != DEVICE_CPU)
-        return err_set(err, "train.device = %s with %d ranks: data parallelism runs on the CPU "
-                       "only so far (NCCL between GPUs is not there yet); use train.device = cpu "
-                       "or one rank", device_type_names[cfg->device], r->world);
+    int nccl = r->world > 1 && cfg->device == DEVICE_CUDA; /* the gradient sum on NCCL */
+    if (nccl && !dist_nccl_available()) /* no CUDA in the build, or no NCCL: say which */
+        return config_backend(cfg->device, &be, err) ? STATUS_ERR : dist_nccl_init(err);
+    if (nccl) backend_cuda_use_device(dist_local_rank()); /* one GPU per rank, by local rank */
+    if (agree(r, config_backend(cfg->device, &be, err), "start-up (the backend)", err))
+        return STATUS_ERR; /* before any data work */
+    if (nccl && agree(r, dist_nccl_init(err), "start-up (NCCL)", err)) return STATUS_ERR;
     if (cfg->device == DEVICE_CUDA) {
         backend_cuda_set_precision((int)cfg->precision);
         /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
@@ -463,6 +516,16 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         encode_split(cfg, &r->val, r->spm, "val", &r->venc, err))
         s = STATUS_ERR;
     if (agree(r, s, "start-up (encoding the data)", err)) return STATUS_ERR;
+    /* a linformer model reads sources of up to model.linformer_max_len tokens: training pairs
+     * are within data.max_len (config_validate), validation ones are refused now rather than at
+     * the first validation */
+    long nval = cfg->val_max_sentences > 0 && cfg->val_max_sentences < r->venc.n
+                    ? cfg->val_max_sentences : r->venc.n;
+    for (long i = 0; i < nval && !s; i++)
+        if (model_check_source_len(&r->model, (int)(r->venc.src_off[i + 1] - r->venc.src_off[i]),
+                                   err))
+            s = err_prefix(err, "validation pair %ld of data.val_src = %s", i + 1, cfg->val_src);
+    if (agree(r, s, "start-up (validation source lengths)", err)) return STATUS_ERR;
     r->nkeep = batch_filter(&r->tenc, cfg->max_len, &r->keep);
     printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n",
            r->nkeep, cfg->max_len, r->tenc.n - r->nkeep);
@@ -477,8 +540,23 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (r->world > 1) {
         char layout[4096];
         printf("world: %s; rank 0 validates, logs and saves; each batch of train.batch_tokens = "
-               "%d is split into %d shards of about equal target tokens\n",
+               "%d is split into %d shards of about equal target tokens; gradient sum: ",
                dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world);
+        int ov = cfg->dist_overlap && r->model.be == backend_cpu();
+        size_t bf = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
+        if (bf < 1) bf = 1; /* as buckets_for */
+        if (dist_nccl_ready())
+            printf("ncclAllReduce (one GPU per rank, by local rank: rank 0 on GPU %d)%s",
+                   backend_cuda_device_index(),
+                   cfg->dist_overlap ? "; dist.overlap does not apply (one ncclAllReduce after "
+                                       "backward)" : "");
+        else if (ov)
+            printf("MPI_Iallreduce by buckets as backward finishes them (dist.overlap: %zu "
+                   "buckets of up to %g MiB)", (r->model.ps.total + bf - 1) / bf,
+                   (double)cfg->dist_bucket_mb);
+        else
+            printf("MPI_Allreduce");
+        printf("\n");
     }
     if (r->rank == 0) {
         r->metrics = fopen(r->mpath, "a");
@@ -857,5 +935,6 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     rc = STATUS_OK;
 cleanup:
     run_close(r);
+    dist_nccl_finalize(rc == STATUS_OK);
     return rc;
 }

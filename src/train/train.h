@@ -64,13 +64,18 @@ typedef struct {
     long src_tokens;   /* in: this rank's shard's source tokens; out: the global batch's */
     long tgt_tokens;   /* out: the target tokens of all shards (global_tgt_tokens unless the
                         * ranks' shards do not make up the same batch) */
-    double t_compute;  /* out: seconds of this rank's forward and backward */
-    double t_sum;      /* out: seconds of the sums over the ranks (gradient, loss, flags, norm) */
+    double t_compute;  /* out: seconds of this rank's forward and backward (with dist.overlap
+                        * including the bucket sums started during backward) */
+    double t_sum;      /* out: seconds of the sums over the ranks (gradient, loss, flags, norm;
+                        * with dist.overlap the wait for the buckets after backward) */
 } StepSync;
 
 /* One optimizer step on this rank's shard tb (B = 0: an empty shard, no forward) of a global
  * batch of global_tgt_tokens target tokens: gradients scaled by 1 / global_tgt_tokens, summed
- * over the ranks (dist_sum_float over the flat gradient buffer, one MPI_Allreduce), so that
+ * over the ranks (on the CPU dist_sum_float over the flat gradient buffer, one MPI_Allreduce,
+ * or with cfg->dist_overlap dist.h's buckets, MPI_Iallreduce started from the model's
+ * GradReady hook as backward finishes blocks; on the CUDA backend dist_nccl_sum_float, one
+ * ncclAllReduce after backward, which needs dist_nccl_init), so that
  * every rank holds the one-process gradient of the global batch up to the order of the float
  * sums; the loss, token counts and sync->flags summed in one more (doubles); the gradient norm
  * is rank 0's (broadcast: one clipping decision everywhere); then clipping and Adam exactly as

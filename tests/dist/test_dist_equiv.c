@@ -14,6 +14,20 @@
  * Both model families are covered (RNN with input feeding, Transformer). With one rank the test
  * still runs (the shards are the whole batch) but is not a data-parallel test; ctest runs it
  * with 2. Exit 0 = pass on this rank.
+ *
+ * dist.overlap: the CPU comparison runs twice, without and with the overlapped sum (buckets of
+ * 1 KiB, so that every model is cut into several; MPI_Iallreduce started from the models'
+ * GradReady hook while backward runs), to the same tolerances (measured: the same differences
+ * as without overlap — with 2 ranks each element is one float addition either way, so the
+ * step is in fact bit-identical). Before that, each model's GradReady contract is checked on
+ * one process: the offsets never grow, the last is 0, and the region grad[lo..) reported final
+ * is bit for bit the gradient at the end of the pass (nothing writes to it after its call).
+ *
+ * `--backend cuda`: both copies on the CUDA backend (each rank on the GPU of its local rank), so
+ * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
+ * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
+ * simt or gpu). Same tolerances and the same dropped-shard check. Exit 77 (skipped) without a
+ * CUDA device or without NCCL in the build.
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +35,10 @@
 
 #include "data/batch.h"
 #include "dist/dist.h"
+#include "dist/dist_nccl.h"
+#ifdef TRAINER_SIMT
+#include <nccl.h> /* the emulated build's stand-in (src/ops/cuda/simt/include/nccl.h) */
+#endif
 #include "model/model.h"
 #include "testutil.h"
 #include "train/config.h"
@@ -82,15 +100,118 @@ typedef struct {
     int identical;            /* parameters bit-identical on every rank after every step */
 } Errors;
 
+/* A host copy of n floats of backend memory (the caller frees it). */
+static float *host_copy(const Backend *be, const float *p, size_t n) {
+    float *h = xmalloc(sizeof(float) * (n ? n : 1));
+    be->download(h, p, sizeof(float) * n);
+    return h;
+}
+
+#ifdef TRAINER_SIMT
+/* The NCCL stand-in's refusals (emulated build, 2+ ranks): ncclCommInitRank with another id on
+ * each rank, or with two ranks claiming the same rank, is ncclInvalidUsage on every rank; a
+ * rank outside [0, nranks) is ncclInvalidArgument. Returns the number of failed checks. */
+static int check_nccl_stand_in(void) {
+    int rank = dist_rank(), world = dist_size(), bad = 0;
+    if (world < 2) return 0;
+    ncclUniqueId id;
+    ncclComm_t comm = NULL;
+    CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+    /* each rank its own random id */
+    ncclResult_t r = ncclCommInitRank(&comm, world, id, rank);
+    bad += r != ncclInvalidUsage || comm != NULL;
+    /* the same id, every rank claiming rank 0 */
+    dist_bcast(&id, sizeof id, 0, "the test id");
+    r = ncclCommInitRank(&comm, world, id, 0);
+    bad += r != ncclInvalidUsage || comm != NULL;
+    bad += ncclCommInitRank(&comm, world, id, world) != ncclInvalidArgument;
+    /* and right: the same id, ranks in reverse order (the communicator follows NCCL's ranks) */
+    r = ncclCommInitRank(&comm, world, id, world - 1 - rank);
+    bad += r != ncclSuccess;
+    if (r == ncclSuccess) {
+        int v = world - 1 - rank, sum = 0;
+        bad += ncclAllReduce(&v, &sum, 1, ncclInt32, ncclSum, comm, 0) != ncclSuccess ||
+               sum != world * (world - 1) / 2;
+        ncclResult_t a = ncclInternalError;
+        bad += ncclCommGetAsyncError(comm, &a) != ncclSuccess || a != ncclSuccess;
+        bad += ncclCommDestroy(comm) != ncclSuccess;
+    }
+    if (rank == 0)
+        printf("NCCL stand-in: other ids, a rank twice, a rank out of range refused; a "
+               "reordered communicator sums: %s\n", bad ? "FAIL" : "ok");
+    return bad;
+}
+#endif
+
+/* The GradReady contract (ops/params.h) of one model on backend be, on the first batch: returns
+ * the number of hook calls, or -1 (with a message) when an offset grew, the last was not 0, or
+ * the gradient grad[lo..) changed after the call that declared it final. */
+enum { MAX_READY = 64 };
+typedef struct {
+    const Backend *be;
+    const float *grad;
+    size_t total;
+    int n;
+    size_t lo[MAX_READY];
+    float *snap[MAX_READY]; /* host copies of grad[lo..total) at each call */
+} ReadyLog;
+
+static void log_ready(void *ctx, size_t lo) {
+    ReadyLog *L = ctx;
+    CHECK(L->n < MAX_READY, "more GradReady calls than this test keeps");
+    L->lo[L->n] = lo;
+    L->snap[L->n] = host_copy(L->be, L->grad + lo, L->total - lo);
+    L->n++;
+}
+
+static int check_grad_ready(const Backend *be, const ModelSpec *spec, const Config *cfg,
+                            const Encoded *e, const BatchPlan *plan, const char *name) {
+    Model m;
+    Err err;
+    CHECK(model_create(&m, spec, V, be, &err) == STATUS_OK, err.msg);
+    model_init_params(&m, 11);
+    int bB, bS, bT;
+    batch_bounds(cfg->batch_tokens, cfg->max_len, &bB, &bS, &bT);
+    TokenBatch tb;
+    batch_alloc(&tb, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    model_reserve(&m, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
+    batch_fill(&tb, e, plan->idx + plan->start[0], (int)(plan->start[1] - plan->start[0]));
+    ReadyLog L = {be, m.ps.grad, m.ps.total, 0, {0}, {NULL}};
+    params_zero_grad(&m.ps);
+    model_set_grad_ready(&m, (GradReady){log_ready, &L});
+    model_loss(&m, &tb, cfg->label_smoothing, 1, 7, 1.0f / (float)tb.tgt_tokens);
+    model_set_grad_ready(&m, (GradReady){NULL, NULL});
+    float *g = host_copy(be, m.ps.grad, m.ps.total);
+    int bad = L.n == 0 || L.lo[L.n - 1] != 0;
+    for (int k = 0; k < L.n; k++) {
+        if (k && L.lo[k] > L.lo[k - 1]) bad = 1;
+        if (memcmp(L.snap[k], g + L.lo[k], sizeof(float) * (m.ps.total - L.lo[k])) != 0) {
+            printf("%s: GradReady call %d declared grad[%zu..%zu) final, but it changed later\n",
+                   name, k, L.lo[k], m.ps.total);
+            bad = 1;
+        }
+        free(L.snap[k]);
+    }
+    if (dist_rank() == 0) {
+        printf("%s on %s: GradReady %d calls, offsets", name, be->name, L.n);
+        for (int k = 0; k < L.n; k++) printf(" %zu", L.lo[k]);
+        printf(" of %zu: %s\n", m.ps.total, bad ? "FAIL" : "ok");
+    }
+    free(g);
+    batch_free(&tb);
+    model_free(&m);
+    return bad ? -1 : L.n;
+}
+
 /* STEPS steps on the plan's batches: the reference (one process) against the shards (drop: the
- * last rank trains an empty shard). */
-static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, const BatchPlan *plan,
-                  int drop) {
+ * last rank trains an empty shard), both on backend be. */
+static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, const Encoded *e,
+                  const BatchPlan *plan, int drop) {
     int rank = dist_rank(), world = dist_size();
     Model ref, par;
     Err err;
-    CHECK(model_create(&ref, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
-    CHECK(model_create(&par, spec, V, backend_cpu(), &err) == STATUS_OK, err.msg);
+    CHECK(model_create(&ref, spec, V, be, &err) == STATUS_OK, err.msg);
+    CHECK(model_create(&par, spec, V, be, &err) == STATUS_OK, err.msg);
     model_init_params(&ref, 11);
     model_init_params(&par, 11);
     int bB, bS, bT;
@@ -103,8 +224,7 @@ static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, co
     TrainState s1 = {.step = 0, .epoch = 1, .lr_scale = 1}, s2 = s1;
     Errors out = {0, 0, 0, 0, 1};
     size_t n = ref.ps.total;
-    float *w0 = xmalloc(sizeof(float) * n);
-    memcpy(w0, ref.ps.data, sizeof(float) * n);
+    float *w0 = host_copy(be, ref.ps.data, n);
     for (int k = 0; k < STEPS; k++) {
         long bi = k % plan->nbatches;
         const long *idx = plan->idx + plan->start[bi];
@@ -121,30 +241,37 @@ static Errors run(const ModelSpec *spec, const Config *cfg, const Encoded *e, co
         StepResult r2 = train_step_shard(&par, cfg, &shard, total, &s2, NULL, &sync);
         CHECK(r1.finite && r2.finite, "finite steps");
         out.loss = fmax(out.loss, fabs(r2.loss - r1.loss) / fabs(r1.loss));
-        out.grad = fmax(out.grad, max_abs_diff(par.ps.grad, ref.ps.grad, n) /
-                                      max_abs(ref.ps.grad, n));
+        float *g1 = host_copy(be, ref.ps.grad, n), *g2 = host_copy(be, par.ps.grad, n);
+        out.grad = fmax(out.grad, max_abs_diff(g2, g1, n) / max_abs(g1, n));
+        free(g1);
+        free(g2);
         if (!drop)
             CHECK(sync.src_tokens == full.src_tokens && sync.tgt_tokens == total,
                   "the shards' tokens add up to the batch's");
-        uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)par.ps.data, (uInt)(n * sizeof(float)));
+        float *w2 = host_copy(be, par.ps.data, n);
+        uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)w2, (uInt)(n * sizeof(float)));
+        free(w2);
         uint32_t all[64];
         CHECK(world <= 64, "at most 64 ranks in this test");
         dist_allgather(&crc, all, sizeof crc, "the parameters' CRC32");
         for (int q = 0; q < world; q++) out.identical &= all[q] == all[0];
     }
     double du = 0, u = 0;
+    float *w1 = host_copy(be, ref.ps.data, n), *w2 = host_copy(be, par.ps.data, n);
     for (int q = 0; q < ref.ps.n; q++) {
         const ParamSpec *ps = &ref.ps.specs[q];
         size_t len = strlen(ps->name);
         if (len >= 4 && !strcmp(ps->name + len - 4, ".b_k")) continue; /* see TOL_PARAM */
         for (size_t i = ps->offset; i < ps->offset + ps->size; i++) {
-            double a = (double)ref.ps.data[i] - w0[i], b = (double)par.ps.data[i] - w0[i];
+            double a = (double)w1[i] - w0[i], b = (double)w2[i] - w0[i];
             du += (a - b) * (a - b), u += a * a;
             out.max_param = fmax(out.max_param, fabs(a - b) / cfg->lr);
         }
     }
     out.param = sqrt(du / u);
     free(w0);
+    free(w1);
+    free(w2);
     batch_free(&full);
     batch_free(&shard);
     model_free(&ref);
@@ -160,6 +287,34 @@ int main(int argc, char **argv) {
     }
     dist_set_timeout(60);
     int rank = dist_rank(), world = dist_size(), fails = 0;
+    const Backend *be = backend_cpu();
+    if (argc > 2 && !strcmp(argv[1], "--backend") && !strcmp(argv[2], "cuda")) {
+        /* every rank decides alike (a skip on one rank and a run on the other would hang) */
+        char why[512] = "";
+        backend_cuda_use_device(dist_local_rank());
+        be = backend_cuda(why, sizeof why);
+        if (!be && rank == 0) printf("SKIP: %s\n", why);
+        if (dist_first_failed(be != NULL, "the CUDA backend") >= 0) {
+            dist_finalize();
+            return 77;
+        }
+        if (!dist_nccl_available()) {
+            if (rank == 0) printf("SKIP: this build has no NCCL\n");
+            dist_finalize();
+            return 77;
+        }
+#ifdef TRAINER_SIMT
+        fails += check_nccl_stand_in();
+#endif
+        CHECK(dist_nccl_init(&err) == STATUS_OK, err.msg);
+        if (rank == 0)
+            printf("backend cuda (%s), GPU %d, gradient sum on NCCL: %s\n",
+                   backend_cuda_device_name(), backend_cuda_device_index(),
+                   dist_nccl_ready() ? "yes" : "no (one rank)");
+    } else if (argc > 1) {
+        fprintf(stderr, "usage: test_dist_equiv [--backend cuda]\n");
+        return 2;
+    }
     Config cfg;
     config_defaults(&cfg);
     cfg.lr = 1e-3f, cfg.warmup_steps = 0, cfg.clip_norm = 0, cfg.label_smoothing = 0.1f;
@@ -173,7 +328,7 @@ int main(int argc, char **argv) {
     BatchPlan plan;
     CHECK(batch_plan(&plan, &e, keep, nkeep, cfg.batch_tokens, &rng, &err) == STATUS_OK, err.msg);
 
-    ModelSpec specs[2] = {{0}, {0}};
+    ModelSpec specs[3] = {{0}, {0}, {0}};
     specs[0].type = MODEL_RNN, specs[0].cell = CELL_LSTM, specs[0].attention = ATTN_LUONG_GENERAL;
     specs[0].emb = 8, specs[0].hidden = 12, specs[0].enc_layers = 2, specs[0].dec_layers = 1;
     specs[0].input_feeding = 1, specs[0].heads = 2;
@@ -181,19 +336,26 @@ int main(int argc, char **argv) {
     specs[1].d_ff = 16, specs[1].enc_layers = 2, specs[1].dec_layers = 2;
     specs[1].norm = NORM_PRE, specs[1].tie_embeddings = 1, specs[1].self_attention = ATTN_SDP;
     specs[1].dec_self_attention = ATTN_NONE, specs[1].cross_attention = ATTN_SDP;
-    const char *names[2] = {"rnn lstm luong_general", "transformer sdp"};
-    for (int c = 0; c < 2; c++) {
+    specs[2] = specs[1]; /* the other layout: untied embeddings, post-LN (no final norms) */
+    specs[2].tie_embeddings = 0, specs[2].norm = NORM_POST;
+    const char *names[3] = {"rnn lstm luong_general", "transformer sdp",
+                            "transformer sdp untied post-LN"};
+    for (int c = 0; c < 3; c++) fails += check_grad_ready(be, &specs[c], &cfg, &e, &plan,
+                                                          names[c]) < 0;
+    for (int c = 0; c < 3; c++) {
+        for (int ov = 0; ov < (be == backend_cpu() ? 2 : 1); ov++)
         for (int drop = 0; drop < 2; drop++) {
             if (drop && world == 1) continue;
-            Errors x = run(&specs[c], &cfg, &e, &plan, drop);
+            cfg.dist_overlap = ov, cfg.dist_bucket_mb = 1.0f / 1024; /* 1 KiB: 256 floats */
+            Errors x = run(be, &specs[c], &cfg, &e, &plan, drop);
             int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
             int ok = x.identical && (drop ? !within : within);
             if (rank == 0)
-                printf("%s, %d ranks%s: relative differences: loss %.3g, gradient %.3g, updates "
-                       "%.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: %.3g lr); "
-                       "parameters %s on every rank: %s\n",
-                       names[c], world, drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad,
-                       x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
+                printf("%s on %s, %d ranks%s%s: relative differences: loss %.3g, gradient %.3g, "
+                       "updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: "
+                       "%.3g lr); parameters %s on every rank: %s\n",
+                       names[c], be->name, world, ov ? ", dist.overlap (1 KiB buckets)" : "",
+                       drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad, x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
                        x.identical ? "identical" : "NOT identical",
                        ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
                           : (drop ? "FAIL: the tolerances do not see a dropped shard" : "FAIL"));
@@ -205,6 +367,7 @@ int main(int argc, char **argv) {
     encoded_free(&e);
     int bad = dist_first_failed(fails == 0, "the verdict");
     if (rank == 0) printf("%s\n", bad < 0 ? "PASS" : "FAIL");
+    dist_nccl_finalize(1);
     dist_finalize();
     return bad < 0 ? 0 : 1;
 }

@@ -6,11 +6,13 @@
 #ifndef TRAINER_TEST_MODEL_CASES_H
 #define TRAINER_TEST_MODEL_CASES_H
 
+#include <assert.h>
+
 #include "data/batch.h"
 #include "model/spec.h"
 #include "testutil.h"
 
-enum { B = 3, S = 5, T = 4, V = 23 };
+enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_MAX = 24 };
 
 typedef struct {
     const char *name;
@@ -28,7 +30,7 @@ static ModelSpec rnn_spec(AttentionKind kind, int gru, int feed) {
 /* luong_local (Luong et al. 2015 §3.2) with window D, mode and score */
 static ModelSpec local_spec(int gru, int feed, int D, LocalMode mode, LocalScore score) {
     ModelSpec s = rnn_spec(ATTN_LUONG_LOCAL, gru, feed);
-    s.attn_opts = (AttentionOpts){D, mode, score};
+    s.attn_opt = (AttentionOptions){.local_window = D, .local_mode = mode, .local_score = score};
     return s;
 }
 
@@ -44,11 +46,18 @@ static ModelSpec tf_spec(AttentionKind self, AttentionKind dec_self, AttentionKi
 /* luong_local (predictive, concat, D = 2) in the encoder self-attention and the cross-attention */
 static ModelSpec tf_local_spec(void) {
     ModelSpec s = tf_spec(ATTN_LUONG_LOCAL, ATTN_SDP, ATTN_LUONG_LOCAL);
-    s.attn_opts = (AttentionOpts){2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT};
+    s.attn_opt = (AttentionOptions){
+        .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_CONCAT};
     return s;
 }
 
-/* Writes the cases into out[24]; returns their count. */
+/* s with the kinds' options opt (model.linformer_*). */
+static ModelSpec with_opt(ModelSpec s, AttentionOptions opt) {
+    s.attn_opt = opt;
+    return s;
+}
+
+/* Writes the cases into out[MODEL_CASES_MAX]; returns their count. */
 static int model_cases(Case *out) {
     const Case cases[] = {
         {"rnn lstm none", rnn_spec(ATTN_NONE, 0, 0)},
@@ -72,8 +81,15 @@ static int model_cases(Case *out) {
          tf_spec(ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL)},
         {"transformer efficient / sdp / bahdanau", tf_spec(ATTN_EFFICIENT, ATTN_SDP, ATTN_BAHDANAU)},
         {"transformer taylor / taylor / sdp", tf_spec(ATTN_TAYLOR, ATTN_TAYLOR, ATTN_SDP)},
+        {"rnn lstm linformer", rnn_spec(ATTN_LINFORMER, 0, 1)}, /* defaults: r 32, n 128 */
+        {"transformer linformer / sdp / linformer headwise r4 n8",
+         with_opt(tf_spec(ATTN_LINFORMER, ATTN_SDP, ATTN_LINFORMER),
+                  (AttentionOptions){.linformer_k = 4, .linformer_max_len = 8,
+                                     .linformer_share = LINFORMER_SHARE_HEADWISE})},
         {"transformer luong_local / sdp / luong_local", tf_local_spec()},
     };
+    static_assert(sizeof cases / sizeof cases[0] <= MODEL_CASES_MAX,
+                  "model_cases: raise MODEL_CASES_MAX (the callers' Case arrays)");
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];
     return n;

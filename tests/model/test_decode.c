@@ -1,7 +1,7 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
- * every RNN attention kind (sdp, flash, linear, efficient, taylor with model.heads = 2; luong_local
- * in both modes with each score and windows that clip), both
- * cells and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
+ * every RNN attention kind (sdp, flash, linear, efficient, taylor, linformer with model.heads =
+ * 2; luong_local in both modes with each score and windows that clip), both cells and both
+ * input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
  * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
  *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
@@ -35,16 +35,17 @@ enum { V = 13, E = 4, H = 6, B = 2, S = 5, T = 4 };
 typedef struct {
     AttentionKind kind;
     int gru, feed;
-    AttentionOpts opts; /* luong_local's window, mode and score */
+    AttentionOptions opt; /* luong_local's window, mode and score (linformer's: build's) */
 } Case;
+#define LOCAL(D, mode, score) {.local_window = (D), .local_mode = (mode), .local_score = (score)}
 
 static const char *name(Case c) {
     static char buf[96];
     snprintf(buf, sizeof buf, "%s %s feed=%d", attention_kind_names[c.kind], c.gru ? "gru" : "lstm",
              c.feed);
     if (c.kind == ATTN_LUONG_LOCAL)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " D=%d %s %s", c.opts.local_window,
-                 local_mode_names[c.opts.local_mode], local_score_names[c.opts.local_score]);
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " D=%d %s %s", c.opt.local_window,
+                 local_mode_names[c.opt.local_mode], local_score_names[c.opt.local_score]);
     return buf;
 }
 
@@ -56,7 +57,11 @@ static int build(Model *m, Case c) {
     m->be = backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &c.opts, &err)) {
+    /* the kinds' options: the case's (luong_local's window, mode and score) with linformer's
+     * r 4, n 5 = S (headwise) */
+    AttentionOptions opt = c.opt;
+    opt.linformer_k = 4, opt.linformer_max_len = 5, opt.linformer_share = LINFORMER_SHARE_HEADWISE;
+    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &opt, &err)) {
         EXPECT(0, "%s: rnn_create: %s", name(c), err.msg);
         return 1;
     }
@@ -221,19 +226,20 @@ int main(void) {
         /* the Transformer's kinds in the RNN, 2 heads (model.heads) of the encoder states */
         {ATTN_SDP, 0, 1, {0}},            {ATTN_FLASH, 1, 0, {0}},
         {ATTN_LINEAR, 0, 1, {0}},         {ATTN_EFFICIENT, 1, 1, {0}},
-        {ATTN_TAYLOR, 1, 1, {0}},
+        {ATTN_TAYLOR, 1, 1, {0}},         {ATTN_LINFORMER, 0, 1, {0}},
+        {ATTN_LINFORMER, 1, 0, {0}},
         /* luong_local: both modes, every score, with and without input feeding; D = 1 so that
          * windows clip and (local-m, T > S + D) empty out */
-        {ATTN_LUONG_LOCAL, 0, 1, {1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL}},
-        {ATTN_LUONG_LOCAL, 1, 0, {1, LOCAL_PREDICTIVE, LOCAL_SCORE_DOT}},
-        {ATTN_LUONG_LOCAL, 0, 0, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT}},
-        {ATTN_LUONG_LOCAL, 1, 1, {1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT}},
-        {ATTN_LUONG_LOCAL, 0, 0, {1, LOCAL_MONOTONIC, LOCAL_SCORE_GENERAL}},
-        {ATTN_LUONG_LOCAL, 0, 1, {2, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT}},
+        {ATTN_LUONG_LOCAL, 0, 1, LOCAL(1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL)},
+        {ATTN_LUONG_LOCAL, 1, 0, LOCAL(1, LOCAL_PREDICTIVE, LOCAL_SCORE_DOT)},
+        {ATTN_LUONG_LOCAL, 0, 0, LOCAL(2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT)},
+        {ATTN_LUONG_LOCAL, 1, 1, LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT)},
+        {ATTN_LUONG_LOCAL, 0, 0, LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_GENERAL)},
+        {ATTN_LUONG_LOCAL, 0, 1, LOCAL(2, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);
-        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 17 || i == 20);
+        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 19 || i == 22);
     }
     return test_report("test_decode");
 }

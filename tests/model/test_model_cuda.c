@@ -262,7 +262,7 @@ int main(void) {
     TokenBatch tb, sb;
     model_case_batches(&tb, &sb);
 
-    Case cases[24];
+    Case cases[MODEL_CASES_MAX];
     int ncases = model_cases(cases);
     /* a kind the backend cannot run is refused by model_create: a failure here, since every
      * kind must run on cuda (issue 13) */

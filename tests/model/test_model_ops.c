@@ -120,7 +120,7 @@ int main(void) {
     TokenBatch tb, sb;
     model_case_batches(&tb, &sb);
 
-    Case cases[24];
+    Case cases[MODEL_CASES_MAX];
     int ncases = model_cases(cases);
     for (int i = 0; i < ncases; i++) check_case(&cases[i], &tb, &sb);
     batch_free(&tb);

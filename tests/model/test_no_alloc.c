@@ -149,8 +149,10 @@ typedef struct {
     int gru, feed, layers;  /* RNN */
 } Case;
 
-/* luong_local's options (the other kinds ignore them): local-p, concat, D = 3 */
-static const AttentionOpts local_opts = {3, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT};
+/* The kinds' options (each kind reads its own): luong_local local-p, concat, D = 3; linformer's
+ * defaults */
+static const AttentionOptions attn_opt = {
+    .local_window = 3, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_CONCAT};
 
 static int build(Model *m, const Case *c) {
     Err err;
@@ -160,11 +162,11 @@ static int build(Model *m, const Case *c) {
     params_init_set(&m->ps, m->be);
     Status rc;
     if (c->tf) {
-        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind, {0, 0, 0}};
+        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind, attn_opt};
         rc = transformer_create(&m->tf, &m->ps, &tc, &err);
     } else {
         rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
-                        c->kind, 1, &local_opts, &err);
+                        c->kind, 1, &attn_opt, &err);
     }
     if (rc) {
         EXPECT(0, "%s: %s", c->name, err.msg);

@@ -1,6 +1,6 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind (the multi-head sdp, flash, linear, efficient and taylor with 2 heads;
- * luong_local in both modes with each score, per step and batched), both
+ * every attention kind (the multi-head sdp, flash, linear, efficient, taylor and linformer (r 3,
+ * n 6 >= S 5) with 2 heads; luong_local in both modes with each score, per step and batched), both
  * cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
@@ -29,8 +29,12 @@ typedef struct {
     int src[5 * 3], tin[4 * 3], tout[4 * 3], src_len[3];
 } Fixture;
 
-/* luong_local's options for the next fixture (the other kinds ignore them) */
-static AttentionOpts local_opts = {1, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
+/* The kinds' options for the next fixture (each kind reads its own): linformer r 3, n 6 (>= S);
+ * luong_local's window, mode and score (main sets them for its cases) */
+static AttentionOptions attn_opt = {.linformer_k = 3, .linformer_max_len = 6,
+                                    .linformer_share = LINFORMER_SHARE_NONE, .local_window = 1,
+                                    .local_mode = LOCAL_PREDICTIVE,
+                                    .local_score = LOCAL_SCORE_GENERAL};
 
 static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     static char buf[128];
@@ -38,8 +42,8 @@ static const char *describe(AttentionKind kind, int gru, int feed, int Le, int L
              gru ? "gru" : "lstm", feed, Le, Ld);
     if (kind == ATTN_LUONG_LOCAL)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " D=%d %s %s",
-                 local_opts.local_window, local_mode_names[local_opts.local_mode],
-                 local_score_names[local_opts.local_score]);
+                 attn_opt.local_window, local_mode_names[attn_opt.local_mode],
+                 local_score_names[attn_opt.local_score]);
     return buf;
 }
 
@@ -49,7 +53,7 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
     params_init_set(&f->ps, be);
     /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
-    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &local_opts, &err)) {
+    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &attn_opt, &err)) {
         EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
         return 1;
     }
@@ -176,20 +180,22 @@ int main(void) {
     }
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
     /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
-    const AttentionKind multi[] = {ATTN_SDP, ATTN_FLASH, ATTN_LINEAR, ATTN_EFFICIENT, ATTN_TAYLOR};
-    for (int k = 0; k < 5; k++)
+    const AttentionKind multi[] = {ATTN_SDP,       ATTN_FLASH,  ATTN_LINEAR,
+                                   ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};
+    for (int k = 0; k < 6; k++)
         for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
     const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
                                  ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
                                  ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT,
-                                 ATTN_TAYLOR};
+                                 ATTN_TAYLOR,        ATTN_LINFORMER};
     for (int gru = 0; gru < 2; gru++)
-        for (int k = 0; k < 10; k++) run_stepwise(all[k], gru);
+        for (int k = 0; k < 11; k++) run_stepwise(all[k], gru);
     /* luong_local (Luong et al. 2015 §3.2): both modes × the three scores, with and without
      * input feeding (per step with p_t = t, or batched); windows D = 1 and 2 clip at S = 5 */
     for (int mode = 0; mode < 2; mode++)
         for (int score = 0; score < 3; score++) {
-            local_opts = (AttentionOpts){1 + (score & 1), (LocalMode)mode, (LocalScore)score};
+            attn_opt.local_window = 1 + (score & 1);
+            attn_opt.local_mode = (LocalMode)mode, attn_opt.local_score = (LocalScore)score;
             for (int feed = 0; feed < 2; feed++)
                 run(ATTN_LUONG_LOCAL, (mode + score) & 1, feed, 1, 1);
             run_stepwise(ATTN_LUONG_LOCAL, score & 1);

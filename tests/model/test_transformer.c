@@ -29,6 +29,7 @@
 #include "core/tokens.h"
 #include "data/batch.h"
 #include "eval/decode.h"
+#include "eval/translate.h"
 #include "model/model.h"
 #include "testutil.h"
 
@@ -37,20 +38,33 @@ enum { V = 13, D = 8, NH = 2, F = 12, B = 3, S = 5, T = 4 };
 typedef struct {
     AttentionKind es, ds, cr;
     int pre, tie;
+    LinformerShare share; /* linformer's sharing (r = 3, n = 6 in every case) */
 } Case;
 
-/* luong_local's options for the next model built (the other kinds ignore them) */
-static AttentionOpts local_opts = {2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
+/* luong_local's window, mode and score for the next model built (main sets them) */
+static AttentionOptions local_opt = {
+    .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
+
+/* The kinds' options of case c (each kind reads its own): linformer r 3, n 6 and c's sharing;
+ * luong_local's local_opt */
+static AttentionOptions case_opt(Case c) {
+    AttentionOptions o = local_opt;
+    o.linformer_k = 3, o.linformer_max_len = 6, o.linformer_share = c.share;
+    return o;
+}
 
 static const char *name(Case c) {
     static char buf[160];
-    snprintf(buf, sizeof buf, "self %s, dec self %s, cross %s, %s-LN, %s",
+    snprintf(buf, sizeof buf, "self %s, dec self %s, cross %s, %s-LN, %s%s%s",
              attention_kind_names[c.es], attention_kind_names[c.ds], attention_kind_names[c.cr],
-             c.pre ? "pre" : "post", c.tie ? "tied" : "untied");
+             c.pre ? "pre" : "post", c.tie ? "tied" : "untied",
+             c.es == ATTN_LINFORMER || c.cr == ATTN_LINFORMER ? ", linformer share " : "",
+             c.es == ATTN_LINFORMER || c.cr == ATTN_LINFORMER ? linformer_share_names[c.share]
+                                                              : "");
     if (c.es == ATTN_LUONG_LOCAL || c.cr == ATTN_LUONG_LOCAL)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ", local D=%d %s %s",
-                 local_opts.local_window, local_mode_names[local_opts.local_mode],
-                 local_score_names[local_opts.local_score]);
+                 local_opt.local_window, local_mode_names[local_opt.local_mode],
+                 local_score_names[local_opt.local_score]);
     return buf;
 }
 
@@ -69,7 +83,7 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
     m->be = backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, local_opts};
+    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, case_opt(c)};
     if (transformer_create(&m->tf, &m->ps, &tc, &err)) {
         EXPECT(0, "%s: transformer_create: %s", name(c), err.msg);
         return 1;
@@ -142,7 +156,8 @@ static void check_grad(Case c) {
 
 /* 2. flash = sdp with the same parameters (same names and shapes) */
 static void check_flash_equals_sdp(int pre) {
-    Case cs = {ATTN_SDP, ATTN_SDP, ATTN_SDP, pre, 1}, cf = {ATTN_FLASH, ATTN_FLASH, ATTN_FLASH, pre, 1};
+    Case cs = {ATTN_SDP, ATTN_SDP, ATTN_SDP, pre, 1, LINFORMER_SHARE_NONE},
+         cf = {ATTN_FLASH, ATTN_FLASH, ATTN_FLASH, pre, 1, LINFORMER_SHARE_NONE};
     Model a, b;
     if (build(&a, cs, 0.2f, 3) || build(&b, cf, 0.2f, 3)) return;
     EXPECT(a.ps.total == b.ps.total, "parameter counts differ");
@@ -249,17 +264,20 @@ static void check_decode(Case c) {
     printf("%s: cached decoding vs teacher forcing max |Δ log p| %.2e, reordered %.2e\n",
            name(c), worst, worst2);
 
-    /* 5. beam 1 = greedy, attention maps are distributions over the unpadded source */
+    /* 5. beam 1 = greedy, attention maps are distributions over the unpadded source (a
+     * cross-attention without host weights, linformer, has no maps: model_has_attention) */
     enum { MT = 6 };
-    int g[B * MT], k1[B * MT];
+    int g[B * MT], k1[B * MT], maps = model_has_attention(&m);
     static float ga[B * MT * S], ka[B * MT * S];
+    EXPECT(maps == (c.cr != ATTN_LINFORMER), "%s: model_has_attention %d", name(c), maps);
     memset(ga, 0, sizeof ga), memset(ka, 0, sizeof ka);
-    decode_greedy(&m, &hb, MT, g, ga);
-    decode_beam(&m, &hb, 1, 0.0f, MT, k1, ka);
+    decode_greedy(&m, &hb, MT, g, maps ? ga : NULL);
+    decode_beam(&m, &hb, 1, 0.0f, MT, k1, maps ? ka : NULL);
     EXPECT(!memcmp(g, k1, sizeof g), "%s: beam 1 ids differ from greedy", name(c));
     EXPECT(!memcmp(ga, ka, sizeof ga), "%s: beam 1 attention differs from greedy", name(c));
-    for (int b = 0; b < B; b++) { /* luong_local: local-p's Gaussian scales the row, local-m's
-                                    * window may hold no key: at most 1, none on padding */
+    for (int b = 0; b < B && maps; b++) { /* luong_local: local-p's Gaussian scales the row,
+                                            * local-m's window may hold no key: at most 1, none
+                                            * on padding */
         double sum = 0, pad = 0;
         int local = c.cr == ATTN_LUONG_LOCAL;
         for (int s = 0; s < S; s++) *(s < src_len[b] ? &sum : &pad) += ga[(b * MT) * S + s];
@@ -269,6 +287,37 @@ static void check_decode(Case c) {
     }
     batch_free(&hb);
     model_free(&m);
+}
+
+/* 6. linformer: a source longer than model.linformer_max_len = n is refused before the model,
+ * naming the key and the length (model_check_source_len, and eval_perplexity through it) */
+static void check_too_long(void) {
+    Case c = {ATTN_LINFORMER, ATTN_SDP, ATTN_LINFORMER, 1, 1, LINFORMER_SHARE_NONE};
+    Model m;
+    if (build(&m, c, 0.0f, 5)) return;
+    Err err = {{0}};
+    EXPECT(model_max_source_len(&m) == 6, "%s: max source %d", name(c), model_max_source_len(&m));
+    EXPECT(model_check_source_len(&m, 6, &err) == STATUS_OK, "6 tokens refused: %s", err.msg);
+    EXPECT(model_check_source_len(&m, 7, &err) != STATUS_OK &&
+               strstr(err.msg, "a source of 7 subword tokens") &&
+               strstr(err.msg, "model.linformer_max_len = 6") &&
+               strstr(err.msg, "model.linformer_max_len >= 7"),
+           "7 tokens: %s", err.msg);
+    int32_t src_ids[9] = {4, 5, 6, 4, 5, 6, 4, 5, 6}, tgt_ids[2] = {5, 6};
+    int64_t src_off[3] = {0, 2, 9}, tgt_off[3] = {0, 1, 2};
+    Encoded e = {2, src_ids, src_off, tgt_ids, tgt_off};
+    double ppl;
+    EXPECT(eval_perplexity(&m, &e, &ppl, NULL, &err) != STATUS_OK && strstr(err.msg, "pair 2") &&
+               strstr(err.msg, "a source of 7 subword tokens") &&
+               strstr(err.msg, "model.linformer_max_len = 6"),
+           "eval_perplexity on a 7-token source: %s", err.msg);
+    model_free(&m);
+    Case s = {ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE};
+    if (build(&m, s, 0.0f, 5)) return;
+    EXPECT(model_max_source_len(&m) == 0 && model_check_source_len(&m, 100000, &err) == STATUS_OK,
+           "sdp has a source limit");
+    model_free(&m);
+    printf("linformer: a 7-token source is refused with model.linformer_max_len = 6\n");
 }
 
 int main(void) {
@@ -295,16 +344,21 @@ int main(void) {
                                    ATTN_LUONG_CONCAT,  ATTN_TAYLOR};
     const int nself = (int)(sizeof selfk / sizeof selfk[0]);
     for (int i = 0; i < nself; i++) {
-        Case c = {selfk[i], selfk[i], selfk[i], i % 2 == 0, i % 3 != 2};
+        Case c = {selfk[i], selfk[i], selfk[i], i % 2 == 0, i % 3 != 2, LINFORMER_SHARE_NONE};
         check_grad(c);
         check_padding(c);
         check_decode(c);
     }
     const Case extra[] = {
-        {ATTN_EFFICIENT, ATTN_SDP, ATTN_EFFICIENT, 1, 1},
-        {ATTN_EFFICIENT, ATTN_LINEAR, ATTN_EFFICIENT, 0, 0},
-        {ATTN_SDP, ATTN_LINEAR, ATTN_BAHDANAU, 1, 0},
-        {ATTN_LINEAR, ATTN_FLASH, ATTN_LUONG_GENERAL, 0, 1},
+        {ATTN_EFFICIENT, ATTN_SDP, ATTN_EFFICIENT, 1, 1, LINFORMER_SHARE_NONE},
+        {ATTN_EFFICIENT, ATTN_LINEAR, ATTN_EFFICIENT, 0, 0, LINFORMER_SHARE_NONE},
+        {ATTN_SDP, ATTN_LINEAR, ATTN_BAHDANAU, 1, 0, LINFORMER_SHARE_NONE},
+        {ATTN_LINEAR, ATTN_FLASH, ATTN_LUONG_GENERAL, 0, 1, LINFORMER_SHARE_NONE},
+        /* linformer (r 3, n 6 >= S 5) in the encoder and cross slots, each sharing mode */
+        {ATTN_LINFORMER, ATTN_SDP, ATTN_LINFORMER, 1, 1, LINFORMER_SHARE_NONE},
+        {ATTN_LINFORMER, ATTN_LINEAR, ATTN_LINFORMER, 0, 0, LINFORMER_SHARE_HEADWISE},
+        {ATTN_SDP, ATTN_SDP, ATTN_LINFORMER, 1, 0, LINFORMER_SHARE_KV},
+        {ATTN_LINFORMER, ATTN_FLASH, ATTN_SDP, 0, 1, LINFORMER_SHARE_NONE},
     };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         check_grad(extra[i]);
@@ -313,20 +367,26 @@ int main(void) {
     }
     /* luong_local (Luong et al. 2015 §3.2) in the encoder self-attention and the cross-attention
      * (one window position per query, shared by the heads), both modes, the three scores */
-    const struct { Case c; AttentionOpts o; } local[] = {
-        {{ATTN_SDP, ATTN_SDP, ATTN_LUONG_LOCAL, 1, 1}, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL}},
-        {{ATTN_LUONG_LOCAL, ATTN_LINEAR, ATTN_LUONG_LOCAL, 0, 0},
-         {1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT}},
-        {{ATTN_LUONG_LOCAL, ATTN_SDP, ATTN_SDP, 1, 0}, {2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT}},
-        {{ATTN_FLASH, ATTN_SDP, ATTN_LUONG_LOCAL, 0, 1}, {1, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT}},
+#define LOCAL(D, mode, score) {.local_window = (D), .local_mode = (mode), .local_score = (score)}
+    const struct { Case c; AttentionOptions o; } local[] = {
+        {{ATTN_SDP, ATTN_SDP, ATTN_LUONG_LOCAL, 1, 1, LINFORMER_SHARE_NONE},
+         LOCAL(2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL)},
+        {{ATTN_LUONG_LOCAL, ATTN_LINEAR, ATTN_LUONG_LOCAL, 0, 0, LINFORMER_SHARE_NONE},
+         LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT)},
+        {{ATTN_LUONG_LOCAL, ATTN_SDP, ATTN_SDP, 1, 0, LINFORMER_SHARE_NONE},
+         LOCAL(2, LOCAL_PREDICTIVE, LOCAL_SCORE_CONCAT)},
+        {{ATTN_FLASH, ATTN_SDP, ATTN_LUONG_LOCAL, 0, 1, LINFORMER_SHARE_NONE},
+         LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT)},
     };
+#undef LOCAL
     for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
-        local_opts = local[i].o;
+        local_opt = local[i].o;
         check_grad(local[i].c);
         check_padding(local[i].c);
         check_decode(local[i].c);
     }
-    local_opts = (AttentionOpts){2, LOCAL_PREDICTIVE, LOCAL_SCORE_GENERAL};
+    local_opt = (AttentionOptions){
+        .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
     /* the causal slot refuses efficient attention with the key to change */
@@ -334,20 +394,33 @@ int main(void) {
     Err err;
     m.be = backend_cpu();
     params_init_set(&m.ps, m.be);
-    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP, {0, 0, 0}};
+    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP,
+                    {.linformer_share = LINFORMER_SHARE_NONE}};
     EXPECT(transformer_create(&m.tf, &m.ps, &bad, &err) != STATUS_OK &&
                strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
            "efficient decoder self-attention accepted or unclear: %s", err.msg);
     params_free(&m.ps);
-    /* and luong_local, whose window has no causal form */
+    /* ... and luong_local, whose window has no causal form */
     m = (Model){0};
     m.be = backend_cpu();
     params_init_set(&m.ps, m.be);
     TfConfig bad2 = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_LUONG_LOCAL, ATTN_SDP,
-                     local_opts};
+                     local_opt};
     EXPECT(transformer_create(&m.tf, &m.ps, &bad2, &err) != STATUS_OK &&
-               strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
+               strstr(err.msg, "model.dec_self_attention = luong_local") &&
+               strstr(err.msg, "no causal form"),
            "luong_local decoder self-attention accepted or unclear: %s", err.msg);
     params_free(&m.ps);
+    /* ... and linformer, naming its reason */
+    TfConfig badl = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_LINFORMER, ATTN_SDP,
+                     {.linformer_k = 3, .linformer_max_len = 6,
+                      .linformer_share = LINFORMER_SHARE_NONE}};
+    params_init_set(&m.ps, m.be);
+    EXPECT(transformer_create(&m.tf, &m.ps, &badl, &err) != STATUS_OK &&
+               strstr(err.msg, "model.dec_self_attention = linformer") &&
+               strstr(err.msg, "no causal form"),
+           "linformer decoder self-attention accepted or unclear: %s", err.msg);
+    params_free(&m.ps);
+    check_too_long();
     return test_report("test_transformer");
 }

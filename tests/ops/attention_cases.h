@@ -14,6 +14,8 @@ void case_linear_attn(void);    /* linear_attn_forward/backward/step/workspace *
 void case_efficient_attn(void); /* efficient_attn_forward/backward/workspace */
 /* attention_taylor.c */
 void case_taylor_attn(void); /* l2feature_forward/backward, and the taylor kind built on them */
+/* attention_linformer.c */
+void case_linformer_attn(void); /* linformer_proj_forward/backward, and the linformer kind */
 /* attention_local.c */
 void case_local_attn(void); /* local_attn_forward/backward/workspace, and the luong_local kind */
 

@@ -349,7 +349,7 @@ static double kind_loss(void *ctx) {
  * into heads; then ref_local per head with the kind's keys and values. */
 static void kind_ref(const KindProb *p, double *out) {
     const Attention *a = &p->at;
-    const AttentionOpts *o = &a->opts;
+    const AttentionOptions *o = &a->opt;
     int sc = o->local_score, pred = o->local_mode == LOCAL_PREDICTIVE;
     int concat = sc == LOCAL_SCORE_CONCAT;
     int D = concat ? a->A : p->HS, NH = p->NH;
@@ -400,7 +400,8 @@ static void test_kind(int own, int NH, int B, int Tq, int Tk, int Dq, int window
                       LocalMode mode, LocalScore score, const int *key_len) {
     KindProb P, *p = &P;
     memset(p, 0, sizeof *p);
-    AttentionOpts opts = {window, mode, score};
+    AttentionOptions opts = {
+        .local_window = window, .local_mode = mode, .local_score = score};
     params_init_set(&p->ps, be);
     attention_declare(&p->at, &p->ps, "l", ATTN_LUONG_LOCAL, Dq, Dq, NH, own, INIT_UNIFORM, &opts);
     params_allocate(&p->ps);

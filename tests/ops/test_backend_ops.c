@@ -13,7 +13,8 @@
  * The program fails when an OpKind has no case. The attention cases live in attention_softmax.c
  * (attn_* = sdp, additive_attn_*, flash_attn_*), attention_linear.c (linear_attn_*,
  * efficient_attn_*), attention_taylor.c (l2feature_* and the taylor kind built on them) and
- * attention_local.c (local_attn_* and the luong_local kind),
+ * attention_linformer.c (linformer_proj_* and the linformer kind), attention_local.c (local_attn_*
+ * and the luong_local kind),
  * declared in attention_cases.h; their own comments list what they check
  * (among it DESIGN.md §9's exact equivalences: flash = sdp, causal linear = its quadratic masked
  * form, linear_attn_step = the causal forward bit for bit). An op the CUDA backend leaves NULL
@@ -2270,6 +2271,55 @@ static void vs_cpu_linear_attn(void) {
     }
 }
 
+/* linformer_proj_forward / _backward (the linformer kind's projections over the key axis): per-head
+ * and shared P, n > Tk and n = Tk, key_len with a full, an empty and a partial row, and NULL; a
+ * shape wider than one block of threads; the backward onto random prefills (padded rows of dx and
+ * the columns s >= Tk of dP must stay as prefilled: whole buffers compared). Tolerance 1e-5
+ * normwise (the same float sums in the same order; FMA contraction on a GPU). */
+static void vs_cpu_linformer_proj(void) {
+    if (!HAVE(linformer_proj_forward)) return;
+    static const int shapes[][6] = {/* B, NH, R, Tk, D, n */
+                                    {3, 2, 4, 5, 3, 7},
+                                    {2, 3, 3, 6, 4, 6},
+                                    {4, 4, 32, 37, 16, 128}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int shared = 0; shared < 2; shared++) {
+            int B = shapes[si][0], NH = shapes[si][1], R = shapes[si][2], Tk = shapes[si][3],
+                D = shapes[si][4], n = shapes[si][5];
+            size_t np = (size_t)(shared ? 1 : NH) * R * n, nx = (size_t)B * NH * Tk * D,
+                   no = (size_t)B * NH * R * D;
+            int hl[4];
+            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
+            float *hP = frand_pm1(np), *hx = frand_pm1(nx), *hg = frand_pm1(no),
+                  *ho = frand_pm1(no), *hdx = frand_pm1(nx), *hdP = frand_pm1(np);
+            Pair P = pair_of(hP, np), x = pair_of(hx, nx), g = pair_of(hg, no),
+                 o = pair_of(ho, no), dx = pair_of(hdx, nx), dP = pair_of(hdP, np);
+            IPair len = ipair_of(hl, B);
+            const int *lg = si == 1 ? NULL : len.g, *lc = si == 1 ? NULL : len.c;
+            char what[160];
+            gpu->linformer_proj_forward(o.g, P.g, x.g, lg, B, NH, R, Tk, D, n, shared);
+            cpu->linformer_proj_forward(o.c, P.c, x.c, lc, B, NH, R, Tk, D, n, shared);
+            snprintf(what, sizeof what, "linformer_proj_forward B=%d NH=%d R=%d Tk=%d D=%d n=%d "
+                     "shared=%d", B, NH, R, Tk, D, n, shared);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            if (HAVE(linformer_proj_backward)) {
+                gpu->linformer_proj_backward(dx.g, dP.g, g.g, P.g, x.g, lg, B, NH, R, Tk, D, n,
+                                             shared);
+                cpu->linformer_proj_backward(dx.c, dP.c, g.c, P.c, x.c, lc, B, NH, R, Tk, D, n,
+                                             shared);
+                snprintf(what, sizeof what, "linformer_proj_backward dx (accumulated) shape %zu "
+                         "shared=%d", si, shared);
+                compare_tol(what, dx.g, dx.c, nx, 1e-5);
+                snprintf(what, sizeof what, "linformer_proj_backward dP (accumulated) shape %zu "
+                         "shared=%d", si, shared);
+                compare_tol(what, dP.g, dP.c, np, 1e-5);
+            }
+            gpu->free(len.g), cpu->free(len.c);
+            pair_free(P), pair_free(x), pair_free(g), pair_free(o), pair_free(dx), pair_free(dP);
+            free(hP), free(hx), free(hg), free(ho), free(hdx), free(hdP);
+        }
+}
+
 /* l2feature_forward / _backward (the taylor kind's features [1; x/‖x‖₂]): rows of widths 1, a
  * head size, one wider than the 64-thread block (and not a multiple of it), a zero row (r =
  * 1e6, x̂ = 0) and a row of large values; the backward onto a random prefill. Tolerance 1e-5
@@ -2888,6 +2938,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, vs_cpu_linear_attn},
     [OP_L2FEATURE_FORWARD] = {"l2feature_forward", case_taylor_attn, vs_cpu_l2feature},
     [OP_L2FEATURE_BACKWARD] = {"l2feature_backward", case_taylor_attn, vs_cpu_l2feature},
+    [OP_LINFORMER_PROJ_FORWARD] = {"linformer_proj_forward", case_linformer_attn,
+                                   vs_cpu_linformer_proj},
+    [OP_LINFORMER_PROJ_BACKWARD] = {"linformer_proj_backward", case_linformer_attn,
+                                    vs_cpu_linformer_proj},
     [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, vs_cpu_efficient_attn},

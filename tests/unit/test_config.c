@@ -344,6 +344,18 @@ static void test_validate(void) {
         {"run.name=", "cannot name a folder"},
         {"train.precision=tf32", "train.precision = tf32 needs train.device = cuda"},
         {"train.precision=bf16", "bf16 on the CPU is issue 16's work"},
+        /* linformer (Wang et al. 2020): no causal form; its n bounds the training sources;
+         * layerwise sharing is not supported */
+        {"model.type=transformer\nmodel.self_attention=linformer", "has no causal form"},
+        {"model.type=transformer\nmodel.dec_self_attention=linformer",
+         "model.dec_self_attention = linformer: linformer attention"},
+        {"model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
+         "model.linformer_max_len=64", "data.max_len = 100 is longer than "
+         "model.linformer_max_len = 64"},
+        {"model.type=transformer\nmodel.cross_attention=linformer\nmodel.linformer_max_len=99",
+         "set model.linformer_max_len >= 100 or lower data.max_len"},
+        {"model.attention=linformer\nmodel.linformer_share=layerwise",
+         "model.linformer_share = layerwise"},
         {"model.type=transformer\nmodel.dec_self_attention=luong_local",
          "model.dec_self_attention = luong_local: local attention (Luong et al. 2015 §3.2)"},
     };
@@ -372,6 +384,37 @@ static void test_validate(void) {
     config_defaults(&c);
     c.model.emb = 0;
     EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "model.emb"), "%s", err.msg);
+    /* linformer: the defaults (r 32, n 128, none) take the default data.max_len = 100, in the
+     * encoder and cross slots and the RNN; headwise and kv too */
+    static const char *const lf_ok[] = {
+        "model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
+        "model.cross_attention=linformer",
+        "model.type=transformer\nmodel.cross_attention=linformer\nmodel.linformer_share=kv",
+        "model.attention=linformer\nmodel.linformer_share=headwise\nmodel.linformer_k=4",
+        "model.linformer_share=layerwise", /* no linformer anywhere: the key is unused */
+    };
+    for (size_t i = 0; i < sizeof lf_ok / sizeof lf_ok[0]; i++) {
+        config_defaults(&c);
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", lf_ok[i]);
+        for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n"))
+            EXPECT(config_set(&c, tok, &err) == STATUS_OK, "%s: %s", tok, err.msg);
+        EXPECT(config_validate(&c, &err) == STATUS_OK, "%s: %s", lf_ok[i], err.msg);
+    }
+    /* the committed config loads and validates as documented */
+    EXPECT(config_load(&c, "configs/transformer_linformer.ini", &err) == STATUS_OK &&
+               config_validate(&c, &err) == STATUS_OK,
+           "configs/transformer_linformer.ini: %s", err.msg);
+    EXPECT(c.model.type == MODEL_TRANSFORMER && c.model.self_attention == ATTN_LINFORMER &&
+               c.model.dec_self_attention == ATTN_SDP && c.model.cross_attention == ATTN_SDP &&
+               c.model.attn_opt.linformer_k == 32 && c.model.attn_opt.linformer_max_len == 128 &&
+               c.model.attn_opt.linformer_share == LINFORMER_SHARE_NONE && c.max_len <= 128,
+           "configs/transformer_linformer.ini holds other values");
+    config_defaults(&c);
+    EXPECT(c.model.attn_opt.linformer_k == 32 && c.model.attn_opt.linformer_max_len == 128 &&
+               c.model.attn_opt.linformer_share == LINFORMER_SHARE_NONE,
+           "linformer defaults %d %d %d", c.model.attn_opt.linformer_k,
+           c.model.attn_opt.linformer_max_len, (int)c.model.attn_opt.linformer_share);
     /* train.precision: fp32 by default; tf32/bf16 with device = cuda; an unknown name is refused
      * naming the key and the valid values */
     config_defaults(&c);
@@ -385,11 +428,11 @@ static void test_validate(void) {
            "fp16: %s", err.msg);
     /* luong_local's keys: defaults (the paper's D = 10, local-p, general), names and ranges */
     config_defaults(&c);
-    EXPECT(c.model.attn_opts.local_window == 10 &&
-               c.model.attn_opts.local_mode == LOCAL_PREDICTIVE &&
-               c.model.attn_opts.local_score == LOCAL_SCORE_GENERAL,
-           "luong_local defaults %d %d %d", c.model.attn_opts.local_window,
-           (int)c.model.attn_opts.local_mode, (int)c.model.attn_opts.local_score);
+    EXPECT(c.model.attn_opt.local_window == 10 &&
+               c.model.attn_opt.local_mode == LOCAL_PREDICTIVE &&
+               c.model.attn_opt.local_score == LOCAL_SCORE_GENERAL,
+           "luong_local defaults %d %d %d", c.model.attn_opt.local_window,
+           (int)c.model.attn_opt.local_mode, (int)c.model.attn_opt.local_score);
     EXPECT(config_set(&c, "model.local_mode=predictve", &err) != STATUS_OK &&
                strstr(err.msg, "model.local_mode") && strstr(err.msg, "monotonic, predictive"),
            "local_mode typo: %s", err.msg);
@@ -402,9 +445,9 @@ static void test_validate(void) {
                strstr(err.msg, "[1, 1000]"), "local_window: %s", err.msg);
     /* configs/luong_local.ini: the paper's best local model, valid */
     EXPECT(config_load(&c, "configs/luong_local.ini", &err) == STATUS_OK, "%s", err.msg);
-    EXPECT(c.model.attention == ATTN_LUONG_LOCAL && c.model.attn_opts.local_window == 10 &&
-               c.model.attn_opts.local_mode == LOCAL_PREDICTIVE &&
-               c.model.attn_opts.local_score == LOCAL_SCORE_GENERAL && c.model.input_feeding,
+    EXPECT(c.model.attention == ATTN_LUONG_LOCAL && c.model.attn_opt.local_window == 10 &&
+               c.model.attn_opt.local_mode == LOCAL_PREDICTIVE &&
+               c.model.attn_opt.local_score == LOCAL_SCORE_GENERAL && c.model.input_feeding,
            "configs/luong_local.ini");
     EXPECT(config_validate(&c, &err) == STATUS_OK, "configs/luong_local.ini: %s", err.msg);
 }
@@ -444,6 +487,7 @@ static void test_roundtrip(void) {
         "train.max_steps=1000000000000000", "data.cache_dir=\" a \"b\" #c ;d \"",
         "data.train_src=\xe2\x82\xac.gz", "train.device=cuda", "train.save_dir=",
         "model.input_feeding=false", "train.label_smoothing=0.99999994",
+        "model.linformer_k=7", "model.linformer_max_len=300", "model.linformer_share=kv",
     };
     config_defaults(&c);
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)

@@ -100,6 +100,11 @@ void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
                           const float *v, int phi, int B, int NH, int D, int Dv);
 void cpu_l2feature_forward(float *out, const float *inp, int N, int D);
 void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D);
+void cpu_linformer_proj_forward(float *out, const float *P, const float *x, const int *key_len,
+                                int B, int NH, int R, int Tk, int D, int n, int shared);
+void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const float *P,
+                                 const float *x, const int *key_len, int B, int NH, int R, int Tk,
+                                 int D, int n, int shared);
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                       const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
                       int D, int Dv);

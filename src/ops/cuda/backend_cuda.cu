@@ -32,9 +32,11 @@
 #include "ops/cuda/cuda_internal.h"
 
 cublasHandle_t g_cuda_blas;          /* created once by backend_cuda() */
-static char g_device_name[256] = ""; /* cudaDeviceProp.name of device 0, set by backend_cuda() */
+static char g_device_name[256] = ""; /* cudaDeviceProp.name of the device, set by backend_cuda() */
 static Backend g_backend;            /* filled by backend_cuda() */
 static int g_ready;                  /* 1 once the above exist */
+static int g_device_wish = 0;        /* backend_cuda_use_device's index (before modulo) */
+static int g_device = -1;            /* the ordinal backend_cuda() started on */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Memory                                                                                      */
@@ -112,6 +114,7 @@ static Backend make_table(void) {
     cuda_register_adam(&b);
     cuda_register_linear(&b);
     cuda_register_efficient(&b);
+    cuda_register_linformer(&b);
     cuda_register_lstm(&b);
     cuda_register_gru(&b);
     cuda_register_layernorm(&b);
@@ -145,7 +148,14 @@ extern "C" int backend_cuda_emulated(void) {
 
 extern "C" const char *backend_cuda_device_name(void) { return g_ready ? g_device_name : ""; }
 
-/* Returns the CUDA backend, initialising it (device 0, the cuBLAS handle, the table) on the
+extern "C" void backend_cuda_use_device(int index) {
+    if (!g_ready) g_device_wish = index < 0 ? 0 : index;
+}
+
+extern "C" int backend_cuda_device_index(void) { return g_ready ? g_device : -1; }
+
+/* Returns the CUDA backend, initialising it (device backend_cuda_use_device's index modulo the
+ * device count, 0 by default; the cuBLAS handle, the table) on the
  * first call; later calls return the same table. With no CUDA device, or a driver/runtime error,
  * returns NULL and writes a message into err_msg[err_len] (if err_msg != NULL) telling the user
  * to set train.device = cpu. Not thread-safe: call it from the main thread before training. */
@@ -155,7 +165,8 @@ extern "C" const Backend *backend_cuda(char *err_msg, size_t err_len) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaSuccess && count == 0) e = cudaErrorNoDevice;
-    if (e == cudaSuccess) e = cudaSetDevice(0);
+    int dev = count > 0 ? g_device_wish % count : 0;
+    if (e == cudaSuccess) e = cudaSetDevice(dev);
     if (e == cudaSuccess) e = cudaFree(0); /* creates the context now, so failures surface here */
     if (e != cudaSuccess) {
         if (err_msg && err_len)
@@ -181,8 +192,9 @@ extern "C" const Backend *backend_cuda(char *err_msg, size_t err_len) {
     CUBLAS_CHECK(cublasSetPointerMode(g_cuda_blas, CUBLAS_POINTER_MODE_HOST));
 
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     snprintf(g_device_name, sizeof g_device_name, "%s", prop.name);
+    g_device = dev;
     g_backend = make_table();
     g_ready = 1;
     return &g_backend;

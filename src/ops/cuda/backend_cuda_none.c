@@ -19,3 +19,8 @@ const char *backend_cuda_device_name(void) { return ""; }
 int backend_cuda_has_cudnn(void) { return 0; }
 
 int backend_cuda_emulated(void) { return 0; }
+
+/* No CUDA: no device to choose. */
+void backend_cuda_use_device(int index) { (void)index; }
+
+int backend_cuda_device_index(void) { return -1; }

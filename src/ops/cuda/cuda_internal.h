@@ -59,6 +59,7 @@ void cuda_register_attn_local(Backend *be);    /* local_attn_* */
 void cuda_register_flash(Backend *be);         /* flash_attn_* */
 void cuda_register_linear(Backend *be);        /* linear_attn_* */
 void cuda_register_efficient(Backend *be);     /* efficient_attn_* */
+void cuda_register_linformer(Backend *be);     /* linformer_proj_* */
 #ifdef TRAINER_CUDNN
 void cuda_register_rnn_cudnn(Backend *be);     /* rnn_seq_sizes, rnn_seq_forward,
                                                   rnn_seq_backward (cuDNN; rnn_cudnn.cu): set

@@ -1,0 +1,37 @@
+/* op_profile.h — where a training step's time goes, op by op (issue 16; bench only, never in
+ * the trainer): a Backend whose every op calls the same op of another backend between two of
+ * its synchronize() calls and adds the wall time, the call count and, for the dense-algebra and
+ * attention ops, the FLOPs to a table; each GEMM shape (M, N, K, transA, transB) gets its own
+ * row, so that the product's GFLOP/s in the step can be set against sgemm's at the same shape
+ * measured alone.
+ *
+ * Units: seconds of wall time (CLOCK_MONOTONIC), FLOPs counted as 2·M·N·K per product (attention:
+ * its Tq × Tk products, with causal masking not discounted). Host memory for the tables.
+ * Errors: none (op_profile_wrap CHECKs it is called once). Not thread-safe: the trainer calls
+ * ops from one thread. Source: the idea of PyTorch's profiler table (torch.profiler's
+ * key_averages), done on our Backend table (src/ops/ops.h). */
+#ifndef TRAINER_BENCH_OP_PROFILE_H
+#define TRAINER_BENCH_OP_PROFILE_H
+
+#include <stdio.h>
+
+#include "ops/ops.h"
+
+/* A backend that times inner's ops (its memory functions are inner's own): build the model with
+ * it. Call once per process; the returned table is static. */
+const Backend *op_profile_wrap(const Backend *inner);
+/* Forgets what was timed so far (e.g. after warm-up steps). */
+void op_profile_reset(void);
+/* Prints, as Markdown tables: per op (by time) calls, ms and % of a step, GFLOP and GFLOP/s,
+ * the time between ops and the step's total FLOP/s (steps timed steps of step_seconds each,
+ * measured by the caller around them); then the gemm_rows slowest GEMM shapes with their GFLOP/s
+ * in the step, inner's matmul alone at that shape (measured now, ≥ 0.2 s each) and the ratio. */
+void op_profile_print(FILE *f, int steps, double step_seconds, int gemm_rows);
+/* The FMA peak of threads cores, measured: GFLOP/s of independent AVX2 FMA chains (12 × 8
+ * floats per core, the two FMA pipes of current x86 cores kept full), 0 where the CPU lacks AVX2
+ * + FMA. An AVX-512 machine's peak with 512-bit FMAs can be up to twice this. */
+double op_profile_fma_peak(int threads);
+/* GFLOP/s of inner's matmul alone on n × n × n (after op_profile_wrap). */
+double op_profile_sgemm_square(int n);
+
+#endif

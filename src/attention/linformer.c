@@ -1,0 +1,126 @@
+/* linformer.c — Linformer attention (Wang et al. 2020, "Linformer: Self-Attention with Linear
+ * Complexity", eq. 7): per head i,
+ *   head_i = softmax(q (E_i K)ᵀ / √HS) (F_i V),   E_i, F_i ∈ R^{r×n}
+ * learned projections over the key axis (r = model.linformer_k, n = model.linformer_max_len).
+ * The keys and values of padded positions (s >= key_len[b]) are zeroed before projecting, and a
+ * call with Tk keys uses only the first Tk columns of E_i, F_i (Tk <= n: longer sequences are
+ * refused before they reach the model, model_max_source_len; here a CHECK). The r projected keys
+ * are all visible to every query, so the kind has no causal form (attention_supports refuses the
+ * decoder's self-attention); a row whose keys are all padding gets E K = F V = 0 and out = 0.
+ *
+ * Sharing (model.linformer_share, §4 "Parameter sharing"): none — E, F [NH·r, n], head h's E_h
+ * in rows h·r .. h·r + r − 1; headwise — E, F [r, n] for all heads of the layer; kv — one
+ * E [r, n] = F for keys and values and all heads (the layerwise variant is refused by
+ * config_validate). Initialisation: the model's matrix rule (the Transformer: Xavier-uniform over
+ * [r, n], ±√(6/(r + n)), Glorot & Bengio 2010 eq. 16, as the paper's fairseq reference initialises
+ * its compress_k / compress_v Linear(n → r) layers with xavier_uniform (gain 1/√2 there); the RNN:
+ * uniform ±model's param_init).
+ *
+ * Built from ops (no Tq × Tk or Tq × n matrix): linformer_proj_forward (Kp = E K, Vp = F V over
+ * the visible keys, [B,NH,r,HS]) and attn_forward over the r projected keys (key_len NULL: all
+ * visible), whose weights [B,NH,Tq,r] sit in the workspace. The backward recomputes Kp, Vp and
+ * the weights, runs attn_backward into dKp, dVp, then linformer_proj_backward into dk, dE and dv,
+ * dF (nothing is saved between the passes: save = none).
+ *
+ * Workspace (floats): Kp, Vp [B,NH,r,HS]; weights [B,NH,Tq,r]; out scratch [B,NH,Tq,HS] and
+ * dKp, dVp [B,NH,r,HS] (backward); attn_workspace(B, NH, Tq, r, HS, HS). */
+#include <math.h>
+#include <stdio.h>
+
+#include "attention/kinds.h"
+
+/* The pieces of one call's workspace. */
+typedef struct {
+    float *Kp, *Vp, *W, *o, *dKp, *dVp, *attn;
+} LfWork;
+
+static LfWork lf_carve(const Attention *a, float *work, int B, int Tq) {
+    size_t nkv = (size_t)B * a->NH * a->lf_r * a->HS, nw = (size_t)B * a->NH * Tq * a->lf_r;
+    size_t no = (size_t)B * a->NH * Tq * a->HS;
+    LfWork w;
+    w.Kp = work, w.Vp = w.Kp + nkv, w.W = w.Vp + nkv, w.o = w.W + nw, w.dKp = w.o + no;
+    w.dVp = w.dKp + nkv, w.attn = w.dVp + nkv;
+    return w;
+}
+
+static size_t linformer_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
+    (void)Tk;
+    size_t nkv = (size_t)B * a->NH * a->lf_r * a->HS, nw = (size_t)B * a->NH * Tq * a->lf_r;
+    size_t no = (size_t)B * a->NH * Tq * a->HS;
+    return 4 * nkv + nw + no + be->attn_workspace(B, a->NH, Tq, a->lf_r, a->HS, a->HS);
+}
+
+static int lf_shared(const Attention *a) { return a->lf_share != LINFORMER_SHARE_NONE; }
+static const Param *lf_F(const Attention *a) {
+    return a->lf_share == LINFORMER_SHARE_KV ? &a->lf_E : &a->lf_F;
+}
+
+static void linformer_declare(Attention *a, ParamSet *ps, const char *prefix, ParamInit mat) {
+    char name[128];
+    CHECK(a->lf_share != LINFORMER_SHARE_LAYERWISE,
+          "linformer: model.linformer_share = layerwise is refused by config_validate");
+    int rows = a->lf_share == LINFORMER_SHARE_NONE ? a->NH * a->lf_r : a->lf_r;
+    snprintf(name, sizeof name, "%s.lf_E", prefix);
+    params_declare(ps, &a->lf_E, name, mat, 2, rows, a->lf_n);
+    if (a->lf_share == LINFORMER_SHARE_KV) return; /* F = E */
+    snprintf(name, sizeof name, "%s.lf_F", prefix);
+    params_declare(ps, &a->lf_F, name, mat, 2, rows, a->lf_n);
+}
+
+/* Kp = E K, Vp = F V over the visible keys (padding zeroed), then the weights W and
+ * o = softmax(q Kpᵀ / √HS) Vp. */
+static void lf_core(const Attention *a, const Backend *be, float *o, const LfWork *w,
+                    const float *q, const float *k, const float *v, const int *key_len, int B,
+                    int Tq, int Tk) {
+    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
+    CHECK(Tk <= n, "linformer: Tk > model.linformer_max_len; longer sources must be refused "
+                   "before the model (model_max_source_len)");
+    be->linformer_proj_forward(w->Kp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n, sh);
+    be->linformer_proj_forward(w->Vp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS, n, sh);
+    be->attn_forward(o, w->W, q, w->Kp, w->Vp, NULL, 1.0f / sqrtf((float)HS), 0, B, NH, Tq, r,
+                     HS, HS);
+}
+
+static void linformer_forward(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v, const int *key_len,
+                              int causal, int B, int Tq, int Tk, float *work) {
+    (void)save;
+    CHECK(!causal, "linformer attention has no causal form (attention_supports refuses it)");
+    LfWork w = lf_carve(a, work, B, Tq);
+    lf_core(a, be, o, &w, q, k, v, key_len, B, Tq, Tk);
+}
+
+static void linformer_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *o, const float *save,
+                               const float *q, const float *k, const float *v,
+                               const int *key_len, int causal, int B, int Tq, int Tk,
+                               float *work) {
+    (void)o, (void)save, (void)causal; /* Kp, Vp and the weights are recomputed */
+    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
+    LfWork w = lf_carve(a, work, B, Tq);
+    size_t nkv = (size_t)B * NH * r * HS;
+    lf_core(a, be, w.o, &w, q, k, v, key_len, B, Tq, Tk);
+    be->zero(w.dKp, sizeof(float) * nkv);
+    be->zero(w.dVp, sizeof(float) * nkv);
+    /* o = softmax(q Kpᵀ / √HS) Vp: dq, dKp, dVp */
+    be->attn_backward(dq, w.dKp, w.dVp, dout, q, w.Kp, w.Vp, w.W, 1.0f / sqrtf((float)HS), B, NH,
+                      Tq, r, HS, HS, w.attn);
+    /* Kp = E K (visible keys): dk, dE; Vp = F V: dv, dF (kv: F = E, both add into E's grad) */
+    be->linformer_proj_backward(dk, a->lf_E.g, w.dKp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n,
+                                sh);
+    be->linformer_proj_backward(dv, lf_F(a)->g, w.dVp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS,
+                                n, sh);
+}
+
+static const OpKind linformer_ops[] = {OP_LINFORMER_PROJ_FORWARD, OP_LINFORMER_PROJ_BACKWARD,
+                                       OP_ATTN_FORWARD, OP_ATTN_BACKWARD, OP_ATTN_WORKSPACE};
+
+/* No weights_host: a query's implied weight on key s, Σ_j softmax_j F_h[j, s], needs E and F,
+ * which weights_host does not receive; model_has_attention says no map for this kind. */
+const AttentionOps attention_linformer = {
+    .kind = ATTN_LINFORMER, .causal_ok = 0,
+    .no_causal = "linformer attention (Wang et al. 2020) mixes every key position into each "
+                 "projected key and value (E K, F V over the whole sequence)",
+    .multi_head = 1, .scaled = 1, .save = ATTN_SAVE_NONE, .ops = linformer_ops, .nops = 5,
+    .declare = linformer_declare, .forward = linformer_forward, .backward = linformer_backward,
+    .workspace = linformer_workspace};
