@@ -61,7 +61,7 @@ typedef struct {
     long calls;
     double seconds;
 } GemmStat;
-#define PROF_MAX_GEMMS 256
+#define PROF_MAX_GEMMS 2048
 static GemmStat g_gemms[PROF_MAX_GEMMS];
 static int g_ngemms, g_gemm_overflow;
 
