@@ -147,3 +147,20 @@ FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const f
     }
     return r;
 }
+
+void test_random_encoded(Encoded *e, Rng *rng, long n, int maxlen, int V) {
+    memset(e, 0, sizeof *e);
+    e->n = n;
+    e->src_off = xmalloc(sizeof(int64_t) * (n + 1));
+    e->tgt_off = xmalloc(sizeof(int64_t) * (n + 1));
+    e->src_ids = xmalloc(sizeof(int32_t) * n * maxlen);
+    e->tgt_ids = xmalloc(sizeof(int32_t) * n * maxlen);
+    e->src_off[0] = e->tgt_off[0] = 0;
+    for (long i = 0; i < n; i++) {
+        int s = 1 + (int)rng_below(rng, maxlen), t = 1 + (int)rng_below(rng, maxlen);
+        for (int k = 0; k < s; k++) e->src_ids[e->src_off[i] + k] = 4 + (int)rng_below(rng, V - 4);
+        for (int k = 0; k < t; k++) e->tgt_ids[e->tgt_off[i] + k] = 4 + (int)rng_below(rng, V - 4);
+        e->src_off[i + 1] = e->src_off[i] + s;
+        e->tgt_off[i + 1] = e->tgt_off[i] + t;
+    }
+}

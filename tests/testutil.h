@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/rng.h"
 #include "core/tokens.h"
+#include "data/encoded.h"
 
 extern int test_failures;
 extern int test_checks;
@@ -71,4 +73,9 @@ typedef struct {
 } FdResult;
 FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
                     FdLoss loss, void *ctx, const FdOptions *opt);
+/* A random corpus for model tests: n pairs of 1..maxlen token ids a side (each length uniform),
+ * ids uniform in 4..V-1 (above the special tokens), drawn from rng in pair order (source length,
+ * target length, source ids, target ids). Fills e's n, offsets and ids (xmalloc'ed; free with
+ * encoded_free). No errors. */
+void test_random_encoded(Encoded *e, Rng *rng, long n, int maxlen, int V);
 #endif

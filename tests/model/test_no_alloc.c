@@ -255,20 +255,8 @@ int main(void) {
     /* random pairs of 1..MAXLEN tokens a side, ids 4..V-1 */
     Rng rng;
     rng_seed(&rng, 11, 11);
-    Encoded e = {0};
-    e.n = NPAIRS;
-    e.src_off = xmalloc(sizeof(int64_t) * (NPAIRS + 1));
-    e.tgt_off = xmalloc(sizeof(int64_t) * (NPAIRS + 1));
-    e.src_ids = xmalloc(sizeof(int32_t) * NPAIRS * MAXLEN);
-    e.tgt_ids = xmalloc(sizeof(int32_t) * NPAIRS * MAXLEN);
-    e.src_off[0] = e.tgt_off[0] = 0;
-    for (long i = 0; i < NPAIRS; i++) {
-        int s = 1 + (int)rng_below(&rng, MAXLEN), t = 1 + (int)rng_below(&rng, MAXLEN);
-        for (int k = 0; k < s; k++) e.src_ids[e.src_off[i] + k] = 4 + (int)rng_below(&rng, V - 4);
-        for (int k = 0; k < t; k++) e.tgt_ids[e.tgt_off[i] + k] = 4 + (int)rng_below(&rng, V - 4);
-        e.src_off[i + 1] = e.src_off[i] + s;
-        e.tgt_off[i + 1] = e.tgt_off[i] + t;
-    }
+    Encoded e;
+    test_random_encoded(&e, &rng, NPAIRS, MAXLEN, V);
     long *keep;
     long nk = batch_filter(&e, MAXLEN, &keep);
     BatchPlan plan;
