@@ -152,7 +152,20 @@ def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False)
 
     warm_every_shape (torch.compile): before the steps, one forward + backward of every batch
     (no optimiser step; gradients discarded), so that compilation for every batch shape happens
-    before the clock starts; its time is printed apart."""
+    before the clock starts; its time is printed apart.
+
+    train.precision = bf16 in the dump's config (bench_train --set train.precision=bf16): the
+    forward and loss run under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed
+    precision on the CPU (bf16 inputs to the matrix products, fp32 weights and optimiser), as the
+    trainer's bf16 rounds only its products' inputs."""
+    bf16 = hdr.get_str("train.precision") == "bf16"
+    if bf16:
+        print("pytorch: torch.autocast(cpu, bfloat16) around the forward and loss")
+    inner = loss_of
+
+    def loss_of(b):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
+            return inner(b).float()
     params = list(model.parameters())
     clip = hdr.get_float("train.clip_norm")
     opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),

@@ -2,7 +2,7 @@
  * the Transformer), and the batches it ran on.
  *
  *   bench_train --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
- *               [--threads T] [--spm MODEL] [--profile [ROWS]]
+ *               [--threads T] [--spm MODEL] [--profile [ROWS]] [--set SECTION.KEY=VALUE]...
  *
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
@@ -22,6 +22,8 @@
  * SentencePiece model: --spm MODEL, else <save_dir>/spm.model when it exists (the trainer trains
  * it deterministically at the start of a run, so it is the same model), else one is trained on
  * the training text in a temporary folder exactly as the trainer does.
+ *
+ * --set: overrides of the config, as trainer's (e.g. --set train.precision=bf16; at most 32).
  *
  * --profile: the model runs on bench/op_profile.h's timing backend around the config's; after the
  * timed steps it prints where a step's time goes, op by op (calls, ms, %, GFLOP/s), the ROWS
@@ -158,7 +160,7 @@ static void print_profile(int nsteps, double dt, int rows, int threads) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_train --config FILE [--batches N] [--warmup W] [--dump FILE] "
-                    "[--threads T] [--spm MODEL] [--profile [ROWS]]\n");
+                    "[--threads T] [--spm MODEL] [--profile [ROWS]] [--set SECTION.KEY=VALUE]...\n");
     return 2;
 }
 
@@ -166,7 +168,8 @@ int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *config = NULL, *dump = NULL, *spm_path = NULL;
-    int nsteps = 20, warmup = 3, threads = -1, profile = 0;
+    int nsteps = 20, warmup = 3, threads = -1, profile = 0, nsets = 0;
+    const char *sets[32];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc) nsteps = atoi(argv[++i]);
@@ -174,6 +177,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spm") && i + 1 < argc) spm_path = argv[++i];
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 32) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--profile")) {
             profile = 12;
             if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
@@ -193,7 +197,10 @@ int main(int argc, char **argv) {
     long *keep = NULL;
     Spm *spm = NULL;
     int rc = 1, nb = warmup + nsteps;
-    if (config_load(&cfg, config, &err) || config_validate(&cfg, &err)) goto fail;
+    if (config_load(&cfg, config, &err)) goto fail;
+    for (int i = 0; i < nsets; i++)
+        if (config_set(&cfg, sets[i], &err)) goto fail;
+    if (config_validate(&cfg, &err)) goto fail;
     if (threads < 0) threads = cfg.threads;
     set_threads(threads);
     threads = omp_get_max_threads();
@@ -218,6 +225,11 @@ int main(int argc, char **argv) {
 
     const Backend *be;
     if (config_backend(cfg.device, &be, &err)) goto fail;
+    if (cfg.device == DEVICE_CPU) {
+        backend_cpu_set_precision((int)cfg.precision);
+        printf("bench_train: cpu, precision %s, matmul: %s\n", precision_names[cfg.precision],
+               backend_cpu_gemm_name());
+    }
     if (profile) be = op_profile_wrap(be);
     if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err)) goto fail;
     model_init_params(&model, cfg.seed);

@@ -5,7 +5,7 @@
 # ratio of the trainer's median to the fastest PyTorch variant's median.
 #
 #   bash bench/compare_torch.sh [--config FILE] [--threads LIST] [--rounds R] [--batches N]
-#                               [--warmup W] [--build DIR] [--variants LIST]
+#                               [--warmup W] [--build DIR] [--variants LIST] [--precision P]
 #
 # Defaults: configs/luong.ini, threads "2" (a comma-separated list, e.g. 1,2: each count is a
 # separate comparison), 5 rounds, 20 timed batches after 3 warm-up ones, build folder build/.
@@ -24,6 +24,9 @@
 #                             installed)
 #   rnn:         eager, compile (the decoder step compiled), debian — the trainer's RNN takes no
 #                shortcut, and neither does PyTorch.
+# --precision bf16 (default fp32): the trainer runs train.precision = bf16 (bf16 inputs to its
+# products, fp32 accumulation; CPUs with AVX512_BF16) and PyTorch torch.autocast(cpu, bfloat16)
+# around forward and loss (bench_dump.py reads the precision from the dump's config).
 # The ratio is taken against the fastest variant, whatever work it does (the eager Transformer
 # computes its output layer on the padding too, and is still sometimes the fastest; the summary
 # marks it).
@@ -42,6 +45,7 @@ batches=20
 warmup=3
 build=build
 want_variants=""
+precision=fp32
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -51,7 +55,8 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --variants) want_variants=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "compare_torch.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -148,7 +153,7 @@ for threads in ${threads_list//,/ }; do
   for ((r = 1; r <= rounds; r++)); do
     echo "== round $r/$rounds, $threads threads: trainer =="
     "$build/bench_train" --config "$config" --batches "$batches" --warmup "$warmup" \
-      --threads "$threads" --dump "$dump" | tee "$log"
+      --threads "$threads" --dump "$dump" --set "train.precision=$precision" | tee "$log"
     tps=$(awk '/^trainer: [0-9.]+ tokens\/s/ {print $2}' "$log")
     [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from bench_train" >&2; exit 1; }
     runs[trainer]+="$tps "
@@ -178,7 +183,7 @@ for threads in ${threads_list//,/ }; do
        'BEGIN { exit !(b > 10 || a > t + 0.5) }'; then
     idle="WARNING: the machine was not idle (other work ran beside the runs): the figures are lower bounds on speed and the ratio is less certain"
   fi
-  summary+=("-- $threads threads, $rounds rounds interleaved, $warmup warm-up + $batches timed batches each --")
+  summary+=("-- $threads threads, precision $precision, $rounds rounds interleaved, $warmup warm-up + $batches timed batches each --")
   summary+=("${lines[@]}")
   if [ -n "$best" ]; then
     summary+=("$(awk -v a="$tmed" -v b="$best_med" -v v="$best" \

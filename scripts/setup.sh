@@ -5,10 +5,10 @@ set -euo pipefail
 # sanitizer build and the fuzz targets (scripts/sanitize.sh, scripts/fuzz.sh). python3: the
 # scripts of some tests (tests/simt/config_losses.sh reads metrics.jsonl). openmpi-bin and
 # libopenmpi-dev: data parallelism over ranks (mpirun; CMake's find_package(MPI)) and the dist
-# tests.
+# tests. libdnnl-dev: oneDNN, the CPU's products on AVX-512 CPUs and train.precision = bf16.
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libopenblas-openmp-dev
       libsentencepiece-dev curl ca-certificates gnuplot-nox clang libclang-rt-dev libomp-dev
-      python3 openmpi-bin libopenmpi-dev)
+      python3 openmpi-bin libopenmpi-dev libdnnl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -583,6 +583,27 @@ enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION
  * build without CUDA it does nothing. */
 void backend_cuda_set_precision(int precision);
 
+/* Sets the precision of every later CPU matmul and matmul_bias_forward: BACKEND_PRECISION_FP32
+ * (default) or _BF16, where both inputs are rounded to bfloat16 (nearest even) and the products
+ * accumulated and stored in fp32 by oneDNN's matmul primitive; weights, gradients, Adam, layer
+ * norm, softmax and the loss stay fp32 (train.precision = bf16 on the CPU, issue 16; the rounding
+ * of PyTorch's CPU autocast to bf16). Call it at start-up, after backend_cpu_bf16_supported said
+ * yes. Another value, or bf16 in a build without oneDNN, aborts (programmer error). */
+void backend_cpu_set_precision(int precision);
+
+/* 1 when bf16 products run natively here: a build with oneDNN (TRAINER_DNNL) on a CPU with
+ * AVX512_BF16. Else 0, with *why (when why is not NULL) saying which is missing and what to do. */
+int backend_cpu_bf16_supported(const char **why);
+
+/* The library of the CPU's dense products, for logs: "openblas sgemm", "onednn sgemm" (fp32 on
+ * AVX-512 CPUs in a build with oneDNN; TRAINER_CPU_GEMM = openblas | onednn overrides), or
+ * "onednn matmul (bf16 inputs, fp32 accumulation)" at precision bf16. */
+const char *backend_cpu_gemm_name(void);
+
+/* dst[i] = src[i] rounded to bfloat16 (the high 16 bits after rounding to nearest, ties to
+ * even; NaN stays NaN), for i < n. The rounding of the bf16 products above. No errors. */
+void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n);
+
 /* The CUDA device's name ("" before backend_cuda() succeeded or without CUDA); "SIMT emulation
  * (host)" in the emulated build. */
 const char *backend_cuda_device_name(void);

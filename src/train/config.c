@@ -142,7 +142,7 @@ static const KeyDef keys[] = {
 
     K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend"),
     K_ENUM("train", "precision", precision, "fp32", precision_names,
-           "matmul input precision on cuda (tf32, bf16: tensor-core rounding); cpu: fp32"),
+           "matmul input rounding: cuda fp32|tf32|bf16; cpu fp32|bf16 (AVX512_BF16, oneDNN)"),
     K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most"),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
@@ -725,10 +725,14 @@ Status config_validate(const Config *c, Err *err) {
          backend_cuda_emulated() ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
                                  : "cudnn.h and libcudnn were not found when it was built: "
                                    "install cuDNN and rebuild");
-    RULE(c->device == DEVICE_CUDA || c->precision == PRECISION_FP32,
-         "config %s: train.precision = %s needs train.device = cuda; the cpu backend computes in "
-         "fp32 only (bf16 on the CPU is issue 16's work): set train.precision = fp32", nm,
-         precision_names[c->precision]);
+    RULE(c->device == DEVICE_CUDA || c->precision != PRECISION_TF32,
+         "config %s: train.precision = tf32 needs train.device = cuda (TF32 is a tensor-core "
+         "format); on the cpu set train.precision = fp32 or bf16", nm);
+    const char *no_bf16 = "";
+    RULE(c->device == DEVICE_CUDA || c->precision != PRECISION_BF16 ||
+             backend_cpu_bf16_supported(&no_bf16),
+         "config %s: train.precision = bf16 on train.device = cpu, but %s; set train.precision "
+         "= fp32", nm, no_bf16);
     RULE(c->average_last <= c->keep_checkpoints,
          "config %s: train.average_last = %d averages the last %d epoch checkpoints, but "
          "train.keep_checkpoints = %d keeps fewer; set train.keep_checkpoints >= %d or lower "

@@ -489,6 +489,12 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     if (agree(r, config_backend(cfg->device, &be, err), "start-up (the backend)", err))
         return STATUS_ERR; /* before any data work */
     if (nccl && agree(r, dist_nccl_init(err), "start-up (NCCL)", err)) return STATUS_ERR;
+    if (cfg->device == DEVICE_CPU) { /* config_validate refused bf16 where it cannot run */
+        backend_cpu_set_precision((int)cfg->precision);
+        if (r->rank == 0)
+            printf("device: cpu, precision %s, matmul: %s\n", precision_names[cfg->precision],
+                   backend_cpu_gemm_name());
+    }
     if (cfg->device == DEVICE_CUDA) {
         backend_cuda_set_precision((int)cfg->precision);
         /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN

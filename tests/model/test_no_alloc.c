@@ -6,10 +6,9 @@
  * Adam, the EMA of the weights (train.ema_decay) — and counts every allocation in steps 2–20:
  * malloc, calloc, realloc, posix_memalign, aligned_alloc and memalign of the whole process
  * (this executable defines them and forwards to glibc's __libc_* functions), and the backend's
- * alloc. Any allocation of ours fails the
- * test (those made inside libgomp and OpenBLAS are reported apart, see below); each is printed
- * with its call stack (those inside attention ops, the first few), so a failure names the code
- * that still allocates.
+ * alloc. Any allocation of ours fails the test (those made inside libgomp, OpenBLAS and oneDNN
+ * are reported apart, see below); each is printed with its call stack (those inside attention
+ * ops, the first few), so a failure names the code that still allocates.
  * Models: RNN luong_general with input feeding (LSTM, 2 + 2 layers), bahdanau (LSTM), GRU with
  * luong_general batched over T; Transformer with sdp, flash and linear attention in every slot.
  * Under the sanitizer build (TRAINER_SANITIZE=1) ASan owns malloc: the test says so and exits 77.
@@ -40,36 +39,54 @@
 #endif
 
 /* ---- counting allocator ----
- * Two libraries allocate inside calls of ours, and that is their bookkeeping, not ours: the
+ * Three libraries allocate inside calls of ours, and that is their bookkeeping, not ours: the
  * OpenMP runtime (libgomp) allocates a team for a parallel region that runs on one thread (an
- * "if" clause false) and frees it at the region's end, and OpenBLAS's small-matrix sgemm
- * kernels allocate a buffer per call on some CPUs. An allocation called from inside either
- * library is counted apart and reported, not failed; every other one fails the test. */
-enum { NKEEP = 4096, DEPTH = 14, NSHOW = 4 };
+ * "if" clause false) and frees it at the region's end, OpenBLAS's small-matrix sgemm kernels
+ * allocate a buffer per call on some CPUs, and oneDNN's dnnl_sgemm (the fp32 products on AVX-512
+ * CPUs, src/ops/cpu/matmul.c) allocates its packing buffers per call, some through libstdc++'s
+ * operator new or from its libgomp workers. An allocation called from inside libgomp or
+ * OpenBLAS, or with libdnnl anywhere on its call stack (oneDNN never calls back into our code),
+ * is counted apart and reported, not failed; every other one fails the test. */
+enum { NKEEP = 4096, DEPTH = 14, NSHOW = 4, NLIBS = 3, DNNL = 2 };
 static volatile int counting;
-static long n_allocs, n_lib;                 /* ours; those called from libgomp or OpenBLAS */
+static long n_allocs, n_lib;                 /* ours; those of the libraries */
 static void *stacks[NKEEP][DEPTH];           /* the call stacks of the first NKEEP of ours */
 static int depths[NKEEP];
 static __thread int inside;                  /* backtrace may allocate: no recursion */
-static uintptr_t lib_lo[2], lib_hi[2];       /* loaded segments of libgomp, libopenblas */
-static const char *const libs[2] = {"libgomp", "libopenblas"};
+static uintptr_t lib_lo[NLIBS], lib_hi[NLIBS]; /* loaded segments of each (0: not loaded) */
+static const char *const libs[NLIBS] = {"libgomp", "libopenblas", "libdnnl"};
+
+static int in_lib(const void *pc, int l) {
+    return (uintptr_t)pc >= lib_lo[l] && (uintptr_t)pc < lib_hi[l];
+}
 
 static void note(void *caller) {
     if (!counting || inside) return;
-    for (int l = 0; l < 2; l++)
-        if ((uintptr_t)caller >= lib_lo[l] && (uintptr_t)caller < lib_hi[l]) {
+    for (int l = 0; l < NLIBS; l++)
+        if (in_lib(caller, l)) {
             __atomic_fetch_add(&n_lib, 1, __ATOMIC_RELAXED);
             return;
         }
     inside = 1;
+    void *st[DEPTH];
+    int d = backtrace(st, DEPTH);
+    for (int i = 0; i < d && lib_hi[DNNL]; i++)
+        if (in_lib(st[i], DNNL)) {
+            __atomic_fetch_add(&n_lib, 1, __ATOMIC_RELAXED);
+            inside = 0;
+            return;
+        }
     long i = __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED);
-    if (i < NKEEP) depths[i] = backtrace(stacks[i], DEPTH);
+    if (i < NKEEP) {
+        memcpy(stacks[i], st, sizeof(void *) * (size_t)d);
+        depths[i] = d;
+    }
     inside = 0;
 }
 
 static int find_libs(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size, (void)data;
-    for (int l = 0; l < 2; l++) {
+    for (int l = 0; l < NLIBS; l++) {
         if (!strstr(info->dlpi_name, libs[l])) continue;
         for (int i = 0; i < info->dlpi_phnum; i++) {
             const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -229,7 +246,7 @@ static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
         fprintf(stderr, "\n");
     }
     printf(" (of the first %ld, %ld in the per-call scratch of attention ops, %ld elsewhere); "
-           "%ld inside libgomp or OpenBLAS (not counted)\n", kept, attn, kept - attn, n_lib);
+           "%ld inside libgomp, OpenBLAS or oneDNN (not counted)\n", kept, attn, kept - attn, n_lib);
     EXPECT(n == 0, "%s: %ld allocations in training steps 2-%d", c->name, n, STEPS);
     EXPECT(shapes > 5 && isfinite(last), "%s: %d batch shapes, last loss %g", c->name, shapes,
            last);

@@ -343,7 +343,6 @@ static void test_validate(void) {
         {"run.name=..", "cannot name a folder"},
         {"run.name=", "cannot name a folder"},
         {"train.precision=tf32", "train.precision = tf32 needs train.device = cuda"},
-        {"train.precision=bf16", "bf16 on the CPU is issue 16's work"},
         /* linformer (Wang et al. 2020): no causal form; its n bounds the training sources;
          * layerwise sharing is not supported */
         {"model.type=transformer\nmodel.self_attention=linformer", "has no causal form"},

@@ -1,13 +1,234 @@
-/* matmul.c — dense matrix product on the CPU: OpenBLAS cblas_sgemm (row-major). Semantics in
- * ops/ops.h. */
+/* matmul.c — the CPU backend's dense products (the Backend's matmul and matmul_bias_forward;
+ * semantics in ops/ops.h), and the choice of the library that computes them:
+ *   fp32  OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm when the build has oneDNN (TRAINER_DNNL)
+ *         and the CPU has AVX-512: there Debian's oneDNN 2.6 runs the models' shapes 1.12× faster
+ *         (geometric mean) than OpenBLAS 0.3.21's SkylakeX kernels, and about 2× its default
+ *         Haswell ones (bench/bench_gemm, docs/performance.md); on AVX2 CPUs OpenBLAS is ahead.
+ *         TRAINER_CPU_GEMM = openblas | onednn overrides the choice (benchmarks, tests).
+ *   bf16  (backend_cpu_set_precision) both inputs rounded to bfloat16 (round to nearest even),
+ *         products accumulated and stored in fp32: oneDNN's matmul primitive (its JIT GEMM with
+ *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16
+ *         (CUBLAS_COMPUTE_32F_FAST_16BF) and PyTorch's CPU autocast: weights, their gradients and
+ *         Adam stay fp32; only the product's inputs are rounded.
+ * The small products inside the attention ops (attn_sdp.c, flash.c) call cblas_sgemm directly,
+ * single-threaded inside their parallel regions, in fp32 at every precision. */
 #include <cblas.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "core/common.h"
 #include "ops/cpu/cpu_internal.h"
+
+#ifdef TRAINER_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+static int g_precision = BACKEND_PRECISION_FP32;
+static pthread_once_t g_gemm_once = PTHREAD_ONCE_INIT;
+static int g_use_dnnl; /* fp32 products on dnnl_sgemm */
+
+static void choose_gemm(void) {
+#ifdef TRAINER_DNNL
+    const char *env = getenv("TRAINER_CPU_GEMM");
+    if (env && strcmp(env, "openblas") == 0)
+        g_use_dnnl = 0;
+    else if (env && strcmp(env, "onednn") == 0)
+        g_use_dnnl = 1;
+    else {
+        __builtin_cpu_init();
+        g_use_dnnl = __builtin_cpu_supports("avx512f") != 0;
+    }
+#endif
+}
+
+const char *backend_cpu_gemm_name(void) {
+    pthread_once(&g_gemm_once, choose_gemm);
+    if (g_precision == BACKEND_PRECISION_BF16) return "onednn matmul (bf16 inputs, fp32 accumulation)";
+    return g_use_dnnl ? "onednn sgemm" : "openblas sgemm";
+}
+
+int backend_cpu_bf16_supported(const char **why) {
+#ifdef TRAINER_DNNL
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16")) return 1;
+    if (why) *why = "this CPU has no AVX512_BF16 (bf16 products would run emulated, slower than fp32)";
+    return 0;
+#else
+    if (why)
+        *why = "this build has no oneDNN (install Debian's libdnnl-dev and rebuild: cmake finds it)";
+    return 0;
+#endif
+}
+
+void backend_cpu_set_precision(int precision) {
+    CHECK(precision == BACKEND_PRECISION_FP32 || precision == BACKEND_PRECISION_BF16,
+          "backend_cpu_set_precision: the CPU computes in fp32 or bf16 only");
+#ifndef TRAINER_DNNL
+    CHECK(precision == BACKEND_PRECISION_FP32,
+          "backend_cpu_set_precision: bf16 needs a build with oneDNN");
+#endif
+    g_precision = precision;
+}
+
+void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
+    /* vectorised (no branch), and on every thread past 64 Ki elements (a product's input of the
+     * output layer is up to rows × V, tens of millions) */
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        /* NaN stays NaN (quiet bit set); else round to nearest, ties to even */
+        const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+        const uint32_t r = nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u);
+        dst[i] = (uint16_t)(r >> 16);
+    }
+}
+
+#ifdef TRAINER_DNNL
+/* A failed oneDNN call is a programmer or resource error: its name and status, then abort. */
+#define DNNL_OK(call)                                                                             \
+    do {                                                                                          \
+        dnnl_status_t s_ = (call);                                                                \
+        if (s_ != dnnl_success) {                                                                 \
+            fprintf(stderr, "oneDNN: %s failed (status %d) at %s:%d\n", #call, (int)s_,          \
+                    __FILE__, __LINE__);                                                          \
+            abort();                                                                              \
+        }                                                                                         \
+    } while (0)
+
+/* One bf16 matmul primitive per (transA, transB, alpha, beta), its M, N and K given at run time
+ * (DNNL_RUNTIME_DIM_VAL): oneDNN 2.6 then runs its JIT GEMM (gemm:jit, 1.3–1.8× its fp32 sgemm on
+ * the models' shapes on an AVX512_BF16 CPU, measured), and no batch shape costs a new primitive.
+ * Created once under a lock and kept for the process's life; primitives execute concurrently
+ * (user-provided scratchpad, one stream per thread). */
+typedef struct {
+    int ta, tb;
+    float alpha, beta;
+    dnnl_primitive_t prim;
+    size_t scratch; /* bytes */
+} Bf16Prim;
+enum { BF16_PRIMS = 16 };
+static Bf16Prim g_prims[BF16_PRIMS];
+static int g_nprims;
+static pthread_mutex_t g_prims_lock = PTHREAD_MUTEX_INITIALIZER;
+static dnnl_engine_t g_engine;
+
+/* The row-major memory descriptor of op(X) [rows, cols] stored [cols, rows] when trans; rows or
+ * cols DNNL_RUNTIME_DIM_VAL for the primitive's run-time shape. */
+static void md2(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans,
+                dnnl_data_type_t dt) {
+    dnnl_dims_t dims = {rows, cols}, strides = {trans ? 1 : cols, trans ? rows : 1};
+    DNNL_OK(dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides));
+}
+
+static const Bf16Prim *bf16_prim(int ta, int tb, float alpha, float beta) {
+    pthread_mutex_lock(&g_prims_lock);
+    for (int i = 0; i < g_nprims; i++) {
+        const Bf16Prim *p = &g_prims[i];
+        if (p->ta == ta && p->tb == tb && p->alpha == alpha && p->beta == beta) {
+            pthread_mutex_unlock(&g_prims_lock);
+            return p;
+        }
+    }
+    CHECK(g_nprims < BF16_PRIMS, "bf16 products: more (alpha, beta) pairs than BF16_PRIMS");
+    if (!g_engine) DNNL_OK(dnnl_engine_create(&g_engine, dnnl_cpu, 0));
+    const int64_t R = DNNL_RUNTIME_DIM_VAL;
+    dnnl_memory_desc_t a, b, c;
+    md2(&a, R, R, ta, dnnl_bf16);
+    md2(&b, R, R, tb, dnnl_bf16);
+    md2(&c, R, R, 0, dnnl_f32);
+    dnnl_matmul_desc_t desc;
+    DNNL_OK(dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c));
+    dnnl_primitive_attr_t attr;
+    DNNL_OK(dnnl_primitive_attr_create(&attr));
+    DNNL_OK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (alpha != 1.0f) DNNL_OK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+    dnnl_post_ops_t po = NULL;
+    if (beta != 0.0f) {
+        DNNL_OK(dnnl_post_ops_create(&po));
+        DNNL_OK(dnnl_post_ops_append_sum(po, beta));
+        DNNL_OK(dnnl_primitive_attr_set_post_ops(attr, po));
+    }
+    dnnl_primitive_desc_t pd;
+    DNNL_OK(dnnl_primitive_desc_create(&pd, &desc, attr, g_engine, NULL));
+    Bf16Prim *p = &g_prims[g_nprims];
+    *p = (Bf16Prim){ta, tb, alpha, beta, NULL, 0};
+    p->scratch = dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+    DNNL_OK(dnnl_primitive_create(&p->prim, pd));
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (po) dnnl_post_ops_destroy(po);
+    g_nprims++;
+    pthread_mutex_unlock(&g_prims_lock);
+    return p;
+}
+
+/* A thread's buffer of at least bytes (grown, never shrunk; freed at thread exit by no one: a
+ * handful of threads call products). */
+typedef struct {
+    void *p;
+    size_t n;
+} Buf;
+static void *grow(Buf *b, size_t bytes) {
+    if (b->n < bytes) {
+        free(b->p);
+        b->n = bytes + bytes / 4;
+        CHECK(posix_memalign(&b->p, 64, b->n) == 0, "out of host memory (bf16 products)");
+    }
+    return b->p;
+}
+
+static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
+                        int transA, int transB, float alpha, float beta) {
+    static _Thread_local Buf abuf, bbuf, sbuf;
+    static _Thread_local dnnl_stream_t stream;
+    uint16_t *a16 = grow(&abuf, sizeof(uint16_t) * (size_t)M * K + 64);
+    uint16_t *b16 = grow(&bbuf, sizeof(uint16_t) * (size_t)K * Nc + 64);
+    backend_cpu_round_bf16(a16, A, (size_t)M * K);
+    backend_cpu_round_bf16(b16, B, (size_t)K * Nc);
+    const Bf16Prim *p = bf16_prim(transA, transB, alpha, beta);
+    if (!stream) DNNL_OK(dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags));
+    dnnl_memory_desc_t md[4];
+    md2(&md[0], M, K, transA, dnnl_bf16);
+    md2(&md[1], K, Nc, transB, dnnl_bf16);
+    md2(&md[2], M, Nc, 0, dnnl_f32);
+    const int nargs = p->scratch ? 4 : 3;
+    if (nargs == 4) {
+        const_dnnl_primitive_desc_t pd;
+        DNNL_OK(dnnl_primitive_get_primitive_desc(p->prim, &pd));
+        md[3] = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    }
+    void *ptr[4] = {a16, b16, C, nargs == 4 ? grow(&sbuf, p->scratch + 64) : NULL};
+    const int arg[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    dnnl_exec_arg_t args[4];
+    for (int i = 0; i < nargs; i++) {
+        args[i].arg = arg[i];
+        DNNL_OK(dnnl_memory_create(&args[i].memory, &md[i], g_engine, ptr[i]));
+    }
+    DNNL_OK(dnnl_primitive_execute(p->prim, stream, nargs, args));
+    DNNL_OK(dnnl_stream_wait(stream));
+    for (int i = 0; i < nargs; i++) dnnl_memory_destroy(args[i].memory);
+}
+#endif
 
 void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                 int transB, float alpha, float beta) {
     if (M == 0 || Nc == 0) return;
+    pthread_once(&g_gemm_once, choose_gemm);
     int lda = transA ? M : K, ldb = transB ? K : Nc;
+#ifdef TRAINER_DNNL
+    if (K > 0 && g_precision == BACKEND_PRECISION_BF16) {
+        bf16_matmul(C, A, B, M, Nc, K, transA, transB, alpha, beta);
+        return;
+    }
+    if (g_use_dnnl) {
+        DNNL_OK(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, Nc, K, alpha, A, lda, B,
+                           ldb, beta, C, Nc));
+        return;
+    }
+#endif
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, M, Nc, K, alpha, A, lda, B, ldb, beta, C, Nc);
 }

@@ -1,0 +1,160 @@
+/* test_precision_cpu.c — train.precision on the CPU (issue 16): the bfloat16 rounding itself
+ * (nearest, ties to even, NaN and infinity), the bf16 products of the CPU backend against a
+ * double-precision product of the rounded inputs (every transpose, alpha, beta), that they are
+ * not the fp32 products, and the config's refusals (tf32 on the cpu; bf16 where the CPU or the
+ * build cannot). The products run where backend_cpu_bf16_supported() says yes (a build with
+ * oneDNN on an AVX512_BF16 CPU); elsewhere the test says so and checks the refusal instead.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "testutil.h"
+#include "train/config.h"
+
+static float bits_f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void test_rounding(void) {
+    /* value bits -> expected bf16 bits */
+    static const uint32_t cases[][2] = {
+        {0x3F800000u, 0x3F80u}, /* 1 */
+        {0x3F808000u, 0x3F80u}, /* 1 + 2^-8: a tie, to even (down) */
+        {0x3F818000u, 0x3F82u}, /* 1 + 3·2^-8: a tie, to even (up) */
+        {0x3F808001u, 0x3F81u}, /* just above the tie: up */
+        {0x3F807FFFu, 0x3F80u}, /* just below: down */
+        {0xBF80C000u, 0xBF81u}, /* negative: magnitude rounds */
+        {0x7F800000u, 0x7F80u}, /* +inf */
+        {0xFF800000u, 0xFF80u}, /* -inf */
+        {0x7F7FFFFFu, 0x7F80u}, /* the largest float rounds to inf, as IEEE nearest does */
+        {0x00000001u, 0x0000u}, /* the smallest subnormal: to +0 */
+        {0x80000000u, 0x8000u}, /* -0 */
+    };
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) {
+        float f = bits_f(cases[i][0]);
+        uint16_t b;
+        backend_cpu_round_bf16(&b, &f, 1);
+        EXPECT(b == cases[i][1], "bf16(%08x) = %04x, expected %04x", cases[i][0], b, cases[i][1]);
+    }
+    /* NaN stays NaN, also one whose payload sits only in the low 16 bits */
+    float nans[2] = {bits_f(0x7FC00000u), bits_f(0x7F800001u)};
+    uint16_t b[2];
+    backend_cpu_round_bf16(b, nans, 2);
+    for (int i = 0; i < 2; i++)
+        EXPECT((b[i] & 0x7F80u) == 0x7F80u && (b[i] & 0x7Fu) != 0, "NaN %d -> %04x", i, b[i]);
+    /* relative error of the rounding ≤ 2^-8, the unit roundoff of 8 significant bits */
+    Rng rng;
+    rng_seed(&rng, 7, 1);
+    double worst = 0;
+    for (int i = 0; i < 100000; i++) {
+        float f = (rng_uniform(&rng) - 0.5f) * 1e3f;
+        uint16_t h;
+        backend_cpu_round_bf16(&h, &f, 1);
+        float g = bits_f((uint32_t)h << 16);
+        if (f != 0) worst = fmax(worst, fabs((double)g - f) / fabs(f));
+    }
+    EXPECT(worst <= 1.0 / 256 && worst > 1.0 / 512, "worst relative rounding error %.3g", worst);
+}
+
+static float bf(float x) {
+    uint16_t h;
+    backend_cpu_round_bf16(&h, &x, 1);
+    return bits_f((uint32_t)h << 16);
+}
+
+/* C = alpha op(A) op(B) + beta C at precision bf16, against double sums of the rounded inputs
+ * (the only rounding left is fp32 accumulation: ≤ 1e-5 of Σ|a||b|), and unlike fp32's. */
+static void test_products(void) {
+    const Backend *be = backend_cpu();
+    static const int shapes[][3] = {{7, 5, 3}, {64, 48, 96}, {130, 257, 200}, {1, 300, 17}};
+    Rng rng;
+    rng_seed(&rng, 11, 2);
+    double max_fp32_diff = 0;
+    int ncases = 0;
+    for (int s = 0; s < 4; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int ab = 0; ab < 3; ab++) {
+                    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                    const float alpha = ab == 2 ? 0.5f : 1.0f, beta = ab == 0 ? 0.0f : 1.0f;
+                    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+                    float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
+                    float *C32 = malloc(sizeof(float) * M * N);
+                    for (int i = 0; i < M * K; i++) A[i] = rng_uniform(&rng) * 2 - 1;
+                    for (int i = 0; i < K * N; i++) B[i] = rng_uniform(&rng) * 2 - 1;
+                    for (int i = 0; i < M * N; i++) C0[i] = rng_uniform(&rng) * 2 - 1;
+                    memcpy(C, C0, sizeof(float) * M * N);
+                    memcpy(C32, C0, sizeof(float) * M * N);
+                    backend_cpu_set_precision(BACKEND_PRECISION_BF16);
+                    be->matmul(C, A, B, M, N, K, ta, tb, alpha, beta);
+                    backend_cpu_set_precision(BACKEND_PRECISION_FP32);
+                    be->matmul(C32, A, B, M, N, K, ta, tb, alpha, beta);
+                    double worst = 0;
+                    for (int m = 0; m < M; m++)
+                        for (int n = 0; n < N; n++) {
+                            double sum = 0, mag = 0;
+                            for (int k = 0; k < K; k++) {
+                                float a = ta ? A[(size_t)k * M + m] : A[(size_t)m * K + k];
+                                float b = tb ? B[(size_t)n * K + k] : B[(size_t)k * N + n];
+                                sum += (double)bf(a) * bf(b);
+                                mag += fabs((double)a * b);
+                            }
+                            double ref = alpha * sum + beta * C0[(size_t)m * N + n];
+                            double err = fabs(C[(size_t)m * N + n] - ref) /
+                                         (fabs(alpha) * mag + fabs(beta * C0[(size_t)m * N + n]) + 1e-30);
+                            worst = fmax(worst, err);
+                            max_fp32_diff = fmax(max_fp32_diff,
+                                                 fabs(C[(size_t)m * N + n] - C32[(size_t)m * N + n]));
+                        }
+                    EXPECT(worst <= 1e-5, "bf16 %dx%dx%d ta %d tb %d alpha %g beta %g: relative "
+                           "error %.3g against the rounded inputs' product", M, N, K, ta, tb,
+                           alpha, beta, worst);
+                    ncases++;
+                    free(A), free(B), free(C), free(C0), free(C32);
+                }
+    /* the inputs were rounded: somewhere the product differs from fp32's by more than fp32
+     * summation order could (inputs in [-1, 1], K up to 257: bf16 errors ~1e-2) */
+    EXPECT(max_fp32_diff > 1e-3, "bf16 products equal fp32's (largest difference %.3g)",
+           max_fp32_diff);
+    printf("bf16 products: %d cases within 1e-5 of the rounded inputs' product; largest "
+           "difference from fp32 %.3g; matmul: %s\n", ncases, max_fp32_diff,
+           backend_cpu_gemm_name());
+}
+
+static void test_config(int supported, const char *why) {
+    Config c;
+    Err err;
+    config_defaults(&c);
+    EXPECT(config_set(&c, "train.precision=tf32", &err) == STATUS_OK, "%s", err.msg);
+    err.msg[0] = 0;
+    EXPECT(config_validate(&c, &err) != STATUS_OK && strstr(err.msg, "train.precision = tf32") &&
+               strstr(err.msg, "cuda"),
+           "tf32 on the cpu: %s", err.msg);
+    config_defaults(&c);
+    EXPECT(config_set(&c, "train.precision=bf16", &err) == STATUS_OK, "%s", err.msg);
+    err.msg[0] = 0;
+    Status st = config_validate(&c, &err);
+    if (supported)
+        EXPECT(st == STATUS_OK, "bf16 on a CPU that has it refused: %s", err.msg);
+    else
+        EXPECT(st != STATUS_OK && strstr(err.msg, "train.precision = bf16") && strstr(err.msg, why),
+               "bf16 without support (%s): %s", why, st ? err.msg : "validated");
+}
+
+int main(void) {
+    test_rounding();
+    const char *why = "";
+    int supported = backend_cpu_bf16_supported(&why);
+    if (supported)
+        test_products();
+    else
+        printf("bf16 products not run here: %s\n", why);
+    test_config(supported, why);
+    return test_report("test_precision_cpu");
+}
