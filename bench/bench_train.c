@@ -146,16 +146,21 @@ done:
 }
 
 /* --profile's report: the op table, GEMM shapes, sgemm on squares and the FMA peak estimate. */
-static void print_profile(int nsteps, double dt, int rows, int threads) {
+static void print_profile(int nsteps, double dt, int rows, int threads, const char *products) {
     printf("\n## Profile: %d steps, %.1f ms per step, %d threads\n\n", nsteps, 1e3 * dt / nsteps,
            threads);
     op_profile_print(stdout, nsteps, dt / nsteps, rows);
     double s1 = op_profile_sgemm_square(1024), s2 = op_profile_sgemm_square(2048);
-    printf("sgemm alone: %.1f GFLOP/s on 1024³, %.1f on 2048³\n", s1, s2);
-    double peak = op_profile_fma_peak(threads);
+    printf("matmul alone (%s): %.1f GFLOP/s on 1024³, %.1f on 2048³\n",
+           products, s1, s2);
+    int bits;
+    double peak = op_profile_fma_peak(threads, &bits), bf16 = op_profile_bf16_peak(threads);
     if (peak > 0)
-        printf("FMA peak, measured (AVX2 FMA chains on %d threads): %.1f GFLOP/s; sgemm 2048³ / "
-               "peak %.2f\n", threads, peak, s2 / peak);
+        printf("FMA peak, measured (%d-bit FMA chains on %d threads): %.1f GFLOP/s; matmul 2048³ "
+               "/ peak %.2f\n", bits, threads, peak, s2 / peak);
+    if (bf16 > 0)
+        printf("bf16 peak, measured (vdpbf16ps chains on %d threads): %.1f GFLOP/s; matmul 2048³ "
+               "/ bf16 peak %.2f\n", threads, bf16, s2 / bf16);
 }
 
 static int usage(void) {
@@ -292,7 +297,9 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
     printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
-    if (profile) print_profile(nsteps, dt, profile, threads);
+    if (profile)
+        print_profile(nsteps, dt, profile, threads,
+                      cfg.device == DEVICE_CPU ? backend_cpu_gemm_name() : "cublas");
     rc = 0;
     goto done;
 fail:

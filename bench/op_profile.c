@@ -564,20 +564,68 @@ __attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
     _mm256_storeu_ps(out, s);
     return out[0];
 }
+
+/* The same with 16-float AVX-512 vectors (12 · 16 · 2 FLOPs per iteration). */
+__attribute__((target("avx512f"))) static float fma_loop512(long iters) {
+    __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f), a[12];
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    }
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+/* bf16 dot products (AVX512_BF16 vdpbf16ps: 32 products and sums into 16 floats, 64 FLOPs per
+ * instruction; 12 chains, 12 · 64 FLOPs per iteration). */
+__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_loop(long iters) {
+    __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3380);
+    __m512 a[12];
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
+    }
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}
 #endif
 
-double op_profile_fma_peak(int threads) {
-#if defined(__x86_64__)
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
-    const long iters = 20000000; /* 12 · 8 · 2 FLOPs each: 3.84 GFLOP per thread */
+/* GFLOP/s of threads threads each running loop(iters) with flops_per_iter FLOPs an iteration. */
+static double peak_of(float (*loop)(long), long iters, double flops_per_iter, int threads) {
     volatile float sink = 0;
-    fma_loop(iters / 20); /* wake the cores up to their clock */
+    loop(iters / 20); /* wake the cores up to their clock */
     double t0 = prof_now();
 #pragma omp parallel for num_threads(threads) reduction(+ : sink)
-    for (int t = 0; t < threads; t++) sink += fma_loop(iters);
+    for (int t = 0; t < threads; t++) sink += loop(iters);
     double dt = prof_now() - t0;
     (void)sink;
-    return 12.0 * 8 * 2 * iters * threads / dt * 1e-9;
+    return flops_per_iter * iters * threads / dt * 1e-9;
+}
+
+double op_profile_fma_peak(int threads, int *vector_bits) {
+    *vector_bits = 0;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) {
+        *vector_bits = 512;
+        return peak_of(fma_loop512, 20000000, 12.0 * 16 * 2, threads);
+    }
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    *vector_bits = 256;
+    return peak_of(fma_loop, 20000000, 12.0 * 8 * 2, threads);
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
+double op_profile_bf16_peak(int threads) {
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx512bf16")) return 0;
+    return peak_of(dpbf16_loop, 20000000, 12.0 * 64, threads);
 #else
     (void)threads;
     return 0;

@@ -27,10 +27,14 @@ void op_profile_reset(void);
  * measured by the caller around them); then the gemm_rows slowest GEMM shapes with their GFLOP/s
  * in the step, inner's matmul alone at that shape (measured now, ≥ 0.2 s each) and the ratio. */
 void op_profile_print(FILE *f, int steps, double step_seconds, int gemm_rows);
-/* The FMA peak of threads cores, measured: GFLOP/s of independent AVX2 FMA chains (12 × 8
- * floats per core, the two FMA pipes of current x86 cores kept full), 0 where the CPU lacks AVX2
- * + FMA. An AVX-512 machine's peak with 512-bit FMAs can be up to twice this. */
-double op_profile_fma_peak(int threads);
+/* The fp32 FMA peak of threads cores, measured: GFLOP/s of 12 independent FMA chains per core
+ * (enough to keep current x86 cores' FMA pipes full) of the widest vectors the CPU has: 512-bit
+ * on AVX-512 CPUs, else 256-bit AVX2 + FMA (*vector_bits says which); 0 (and 0 bits) where it
+ * has neither. */
+double op_profile_fma_peak(int threads, int *vector_bits);
+/* The bf16 peak of threads cores, measured: GFLOP/s of 12 independent chains of AVX512_BF16's
+ * vdpbf16ps (64 FLOPs each: 32 bf16 products summed into 16 floats); 0 on CPUs without it. */
+double op_profile_bf16_peak(int threads);
 /* GFLOP/s of inner's matmul alone on n × n × n (after op_profile_wrap). */
 double op_profile_sgemm_square(int n);
 

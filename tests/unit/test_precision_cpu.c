@@ -127,6 +127,42 @@ static void test_products(void) {
            backend_cpu_gemm_name());
 }
 
+/* matmul_bias_forward at bf16 against the bf16 matmul, then the bias row and ReLU in fp32. */
+static void test_bias_forward(void) {
+    const Backend *be = backend_cpu();
+    const int N = 37, C = 300, K = 65;
+    Rng rng;
+    rng_seed(&rng, 5, 3);
+    float *x = malloc(sizeof(float) * N * K), *w = malloc(sizeof(float) * C * K);
+    float *bias = malloc(sizeof(float) * C), *y = malloc(sizeof(float) * N * C);
+    float *ref = malloc(sizeof(float) * N * C);
+    for (int i = 0; i < N * K; i++) x[i] = rng_uniform(&rng) * 2 - 1;
+    for (int i = 0; i < C * K; i++) w[i] = rng_uniform(&rng) * 2 - 1;
+    for (int i = 0; i < C; i++) bias[i] = rng_uniform(&rng) * 4 - 2;
+    backend_cpu_set_precision(BACKEND_PRECISION_BF16);
+    for (int relu = 0; relu < 2; relu++) {
+        for (int i = 0; i < N * C; i++) y[i] = 1e9f; /* overwritten, never read */
+        be->matmul_bias_forward(y, x, w, bias, N, C, K, relu);
+        be->matmul(ref, x, w, N, C, K, 0, 1, 1.0f, 0.0f);
+        double worst = 0;
+        int zeros = 0;
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < C; c++) {
+                float r = ref[(size_t)n * C + c] + bias[c];
+                if (relu && r < 0) r = 0;
+                float v = y[(size_t)n * C + c];
+                zeros += v == 0.0f;
+                worst = fmax(worst, fabs((double)v - r) / (fabs(r) + 1e-3));
+            }
+        EXPECT(worst <= 1e-5, "bf16 matmul_bias_forward relu %d: relative difference %.3g from "
+               "matmul + bias", relu, worst);
+        EXPECT(relu ? zeros > N * C / 10 : zeros == 0, "relu %d: %d zeros of %d", relu, zeros,
+               N * C);
+    }
+    backend_cpu_set_precision(BACKEND_PRECISION_FP32);
+    free(x), free(w), free(bias), free(y), free(ref);
+}
+
 static void test_config(int supported, const char *why) {
     Config c;
     Err err;
@@ -151,8 +187,10 @@ int main(void) {
     test_rounding();
     const char *why = "";
     int supported = backend_cpu_bf16_supported(&why);
-    if (supported)
+    if (supported) {
         test_products();
+        test_bias_forward();
+    }
     else
         printf("bf16 products not run here: %s\n", why);
     test_config(supported, why);
