@@ -565,6 +565,13 @@ __attribute__((target("avx2,fma"))) static float fma_loop(long iters) {
     return out[0];
 }
 
+/* The sum of the 12 accumulators' lanes (keeps the chains' results alive). */
+__attribute__((target("avx512f"))) static float sum12(const __m512 *a) {
+    __m512 s = a[0];
+    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
 /* The same with 16-float AVX-512 vectors (12 · 16 · 2 FLOPs per iteration). */
 __attribute__((target("avx512f"))) static float fma_loop512(long iters) {
     __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f), a[12];
@@ -573,9 +580,7 @@ __attribute__((target("avx512f"))) static float fma_loop512(long iters) {
 #pragma GCC unroll 12
         for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
     }
-    __m512 s = a[0];
-    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
-    return _mm512_reduce_add_ps(s);
+    return sum12(a);
 }
 
 /* bf16 dot products (AVX512_BF16 vdpbf16ps: 32 products and sums into 16 floats, 64 FLOPs per
@@ -588,9 +593,7 @@ __attribute__((target("avx512f,avx512bf16"))) static float dpbf16_loop(long iter
 #pragma GCC unroll 12
         for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
     }
-    __m512 s = a[0];
-    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, a[i]);
-    return _mm512_reduce_add_ps(s);
+    return sum12(a);
 }
 #endif
 
