@@ -10,7 +10,8 @@
  *    best.ckpt and metrics.jsonl; its name is the folder's last component; or
  *  - a config .ini file: its run folder is config_save_dir() of the loaded (and validated)
  *    config, its name run.name. If that folder has no best.ckpt yet, the run is trained first
- *    (train_run; resumed from last.ckpt when an interrupted run left one), then compared.
+ *    (train_run); if it holds a last.ckpt, training resumes from it first (an interrupted run
+ *    is completed; one that had reached its limits trains nothing), then it is compared.
  * Names are reduced to [A-Za-z0-9._-] (other bytes become '_') and made unique ("name_2", ...)
  * because they also name files.
  *
@@ -509,15 +510,20 @@ static int resolve_run(Run *r, const char *arg) {
     return 0;
 }
 
-/* Trains a config RUN whose folder has no best.ckpt yet. */
+/* Trains a config RUN whose folder has no best.ckpt yet, and resumes one that holds a
+ * last.ckpt (an interrupted run; train_run trains nothing when the run had reached its limits). */
 static Status train_if_needed(Run *r, Err *err) {
     char ck[1100], last[1100];
     snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
     snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
-    if (!r->from_config || is_file(ck)) return STATUS_OK;
-    int resume = is_file(last);
-    fprintf(stderr, "trainer compare: %s has no best.ckpt yet: %s training %s first\n", r->dir,
-            resume ? "resuming (from last.ckpt)" : "starting", r->arg);
+    int has_best = is_file(ck), resume = is_file(last);
+    if (!r->from_config || (has_best && !resume)) return STATUS_OK;
+    if (has_best)
+        fprintf(stderr, "trainer compare: %s: resuming %s from last.ckpt, in case it was "
+                "interrupted before its limits\n", r->dir, r->arg);
+    else
+        fprintf(stderr, "trainer compare: %s has no best.ckpt yet: %s training %s first\n",
+                r->dir, resume ? "resuming (from last.ckpt)" : "starting", r->arg);
     if (train_run(&r->ini, resume, err)) return err_prefix(err, "training %s", r->arg);
     if (!is_file(ck)) {
         if (!is_file(last))

@@ -848,6 +848,19 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     r->t_start = now_seconds() - st->elapsed;
     LogWindow win = {0, now_seconds(), 0, 0, 0, 0, 0};
     int nonfinite_run = 0, stop = 0;
+    /* A resumed run that already reached one of its limits trains nothing more (max_epochs is
+     * the loop's own condition): resuming a finished run is a no-op, as `trainer compare` relies
+     * on to complete interrupted runs. */
+    const char *reached = cfg->max_steps > 0 && st->step >= cfg->max_steps ? "train.max_steps"
+                          : cfg->max_hours > 0 && st->elapsed >= 3600.0 * cfg->max_hours
+                              ? "train.max_hours"
+                          : cfg->patience > 0 && st->bad_epochs >= cfg->patience
+                              ? "train.patience (early stopping)"
+                              : NULL;
+    if (reached) {
+        printf("%s had already reached %s: nothing left to train\n", r->last, reached);
+        stop = 1;
+    }
     for (; st->epoch <= cfg->max_epochs && !stop; st->epoch++) {
         Rng rng = st->epoch_rng;
         if (batch_plan(&r->plan, &r->tenc, r->keep, r->nkeep, cfg->batch_tokens, &rng, err))

@@ -4,6 +4,8 @@
  * one thread. An epoch is then ~110 batches (nb, read from the reference run).
  *
  *   A   reference: 2 epochs uninterrupted (save_every = 0).
+ *   B0  after B1's first part, --resume with the same max_steps = K: trains nothing, and
+ *       last.ckpt and metrics.jsonl stay byte-identical.
  *   B1  max_steps = K (mid-epoch 1), --resume with max_steps = 2K, then --resume without a step
  *       limit to the end of epoch 2: crosses the epoch boundary (validation, lr decay, best.ckpt)
  *       after a resume. Steps K+1..end, the validation lines, and the final last.ckpt/best.ckpt
@@ -192,7 +194,23 @@ int main(void) {
     expect_same_steps(&mA, &m, 1, K, "B1 part 1 (same start)");
     tr_metrics_free(&m);
 
+    /* B0: resuming a run that had reached its limit trains nothing and changes no file */
     const char *log = NULL;
+    size_t nc0 = 0, nc1 = 0, nm0 = 0, nm1 = 0;
+    char *c0 = test_read_file(tr_fmt("%s/last.ckpt", dB1), &nc0);
+    char *m0 = test_read_file(tr_fmt("%s/metrics.jsonl", dB1), &nm0);
+    rc = train(dB1, &log, "--resume", "--set", tr_fmt("train.max_steps=%d", K), NULL);
+    EXPECT(rc == 0, "B0: resuming a finished run failed (exit %d)", rc);
+    EXPECT(tr_file_contains(log, "nothing left to train"),
+           "B0: the log does not say that the run had reached train.max_steps");
+    char *c1 = test_read_file(tr_fmt("%s/last.ckpt", dB1), &nc1);
+    char *m1 = test_read_file(tr_fmt("%s/metrics.jsonl", dB1), &nm1);
+    EXPECT(c0 && c1 && nc0 == nc1 && !memcmp(c0, c1, nc0),
+           "B0: resuming a finished run rewrote last.ckpt");
+    EXPECT(m0 && m1 && nm0 == nm1 && !memcmp(m0, m1, nm0),
+           "B0: resuming a finished run changed metrics.jsonl");
+    free(c0), free(c1), free(m0), free(m1);
+
     rc = train(dB1, &log, "--resume", "--set", tr_fmt("train.max_steps=%d", 2 * K), NULL);
     EXPECT(rc == 0, "B1 resume to %d failed (exit %d)", 2 * K, rc);
     EXPECT(tr_file_contains(log, "resumed from"), "B1: the log does not say it resumed");
