@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# time_to_quality.sh — wall time to the best validation BLEU of two revisions of the trainer,
+# trained side by side on the same config and seed: is the trainer faster to a given quality
+# than it was at an earlier commit (issue 16's time-to-quality check)?
+#
+#   bash bench/time_to_quality.sh OLD_REV [NEW_REV] [--config FILE] [--threads T]
+#                                 [--out DIR] [--set SECTION.KEY=VALUE]...
+#
+# Builds OLD_REV and NEW_REV (default: the working tree's HEAD) in git worktrees under DIR
+# (default /tmp/ttq), Release, target trainer only; then trains both at once, each with T threads
+# (default 1) pinned to its own cores (taskset), the same config (default
+# configs/transformer.ini; both read the working tree's copy, so a key a revision does not know
+# stops it at start-up) and the --set overrides, each in DIR/old/run and DIR/new/run. Each run
+# stops where the config says (train.max_hours, train.patience, train.epochs). Then prints, per
+# side, every validation's epoch, BLEU and elapsed time, the best validation BLEU and the wall
+# time at which it was first reached, and the ratios new / old of those times and of the
+# tokens/s; with the CPU model and /proc/loadavg before and after. Both sides share the memory
+# bus, so the figures are for two jobs at once; run nothing else meanwhile. The worktrees stay
+# for inspection: `git worktree remove DIR/old/src DIR/new/src` (or delete DIR, then
+# `git worktree prune`). Tested with tests/fixtures/tiny.ini --set train.max_epochs=2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ $# -ge 1 ] && [[ $1 != --* ]] || { sed -n '2,20p' "$0"; exit 2; }
+old_rev=$1
+shift
+new_rev=HEAD
+if [ $# -gt 0 ] && [[ $1 != --* ]]; then new_rev=$1; shift; fi
+config=configs/transformer.ini threads=1 out=/tmp/ttq sets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    *) echo "time_to_quality.sh: unknown argument '$1' (see the top of this file)" >&2; exit 2 ;;
+  esac
+done
+[ -r "$config" ] || { echo "time_to_quality.sh: cannot read the config '$config'" >&2; exit 2; }
+ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+if [ $((2 * threads)) -gt "$ncpu" ]; then
+  echo "time_to_quality.sh: 2 x $threads threads on $ncpu CPUs would share cores; use --threads" \
+       "$((ncpu / 2))" >&2
+  exit 2
+fi
+command -v taskset >/dev/null || { echo "time_to_quality.sh: needs taskset (util-linux)" >&2; exit 2; }
+here=$(pwd)
+mkdir -p "$out"
+
+build_rev() { # $1 side, $2 revision: a worktree at DIR/$1/src, built in DIR/$1/build
+  local side=$1 rev=$2 src=$out/$1/src
+  local commit
+  commit=$(git rev-parse --verify "$rev^{commit}") ||
+    { echo "time_to_quality.sh: '$rev' is not a commit" >&2; exit 2; }
+  if [ -d "$src" ]; then git worktree remove --force "$src"; fi
+  git worktree add --detach "$src" "$commit" >/dev/null
+  echo "$side: $rev = $(git log -1 --format='%h %ad %s' --date=short "$commit" | cut -c1-100)"
+  cmake -S "$src" -B "$out/$side/build" -DCMAKE_BUILD_TYPE=Release >"$out/$side/cmake.log" 2>&1
+  cmake --build "$out/$side/build" --target trainer -j "$ncpu" >>"$out/$side/cmake.log" 2>&1 ||
+    { tail -20 "$out/$side/cmake.log" >&2; echo "time_to_quality.sh: building $rev failed" >&2; exit 1; }
+}
+build_rev old "$old_rev"
+build_rev new "$new_rev"
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+t0=$(date +%s)
+pids=()
+for i in 0 1; do
+  side=$([ $i = 0 ] && echo old || echo new)
+  run=$out/$side/run
+  rm -rf "$run"
+  cpus="$((i * threads))-$((i * threads + threads - 1))"
+  # the trainer reads data/ relative to its working directory: run both from this checkout
+  (cd "$here" && exec taskset -c "$cpus" "$out/$side/build/trainer" --config "$config" \
+     --set train.threads="$threads" --set train.save_dir="$run" \
+     --set run.name="ttq_$side" "${sets[@]}") >"$out/$side/train.log" 2>&1 &
+  pids+=($!)
+done
+echo "training both (logs: $out/old/train.log, $out/new/train.log) ..."
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+[ $status = 0 ] || { echo "time_to_quality.sh: a run failed; see the logs" >&2; exit 1; }
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+summary() { # $1 side: every validation, then "BEST side bleu seconds epoch tok_s" on the last line
+  awk -v side="$1" '
+    function field(name,   v) {
+      if (!match($0, "\"" name "\": [0-9.eE+-]+")) return ""
+      v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", v); return v + 0
+    }
+    /"type": "train"/ { tps += field("tok_s"); ntps++ }
+    /"type": "val"/ {
+      e = field("epoch"); b = field("val_bleu"); t = field("elapsed")
+      printf "  %s epoch %3d  val BLEU %6.2f  at %6.1f min\n", side, e, b, t / 60
+      if (!seen || b > best) { best = b; best_t = t; best_e = e; seen = 1 }
+    }
+    END {
+      if (!seen) { print "  " side ": no validation ran"; exit 1 }
+      printf "BEST %s %.2f %.1f %d %.1f\n", side, best, best_t, best_e, ntps ? tps / ntps : 0
+    }' "$out/$1/run/metrics.jsonl"
+}
+echo "== time to quality =="
+echo "machine: $ncpu CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "config: $config ${sets[*]}; $threads thread(s) per side, both at once, $(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.1f", s / 60 }') min in all"
+echo "load average before: $load_before; after: $load_after"
+old_sum=$(summary old) new_sum=$(summary new)
+grep -v '^BEST' <<<"$old_sum"
+grep -v '^BEST' <<<"$new_sum"
+read -r _ _ old_b old_t old_e old_tps <<<"$(grep '^BEST' <<<"$old_sum")"
+read -r _ _ new_b new_t new_e new_tps <<<"$(grep '^BEST' <<<"$new_sum")"
+printf 'old (%s): best val BLEU %s at epoch %s, %.1f min; %s tokens/s (mean of the progress lines)\n' \
+  "$old_rev" "$old_b" "$old_e" "$(awk -v t="$old_t" 'BEGIN { print t / 60 }')" "$old_tps"
+printf 'new (%s): best val BLEU %s at epoch %s, %.1f min; %s tokens/s\n' \
+  "$new_rev" "$new_b" "$new_e" "$(awk -v t="$new_t" 'BEGIN { print t / 60 }')" "$new_tps"
+awk -v ob="$old_b" -v nb="$new_b" -v ot="$old_t" -v nt="$new_t" -v os="$old_tps" -v ns="$new_tps" '
+  BEGIN {
+    printf "time to the best: new / old = %.3f (%.1f%% less wall time); BLEU new - old = %+.2f; " \
+           "tokens/s new / old = %.3f\n", nt / ot, 100 * (1 - nt / ot), nb - ob, (os > 0 ? ns / os : 0)
+  }'
