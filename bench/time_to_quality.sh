@@ -95,7 +95,7 @@ summary() { # $1 side: every validation, then "BEST side bleu seconds epoch tok_
       if (!seen || b > best) { best = b; best_t = t; best_e = e; seen = 1 }
     }
     END {
-      if (!seen) { print "  " side ": no validation ran"; exit 1 }
+      if (!seen) { print "time_to_quality.sh: " side ": no validation ran" > "/dev/stderr"; exit 1 }
       printf "BEST %s %.2f %.1f %d %.1f\n", side, best, best_t, best_e, ntps ? tps / ntps : 0
     }' "$out/$1/run/metrics.jsonl"
 }

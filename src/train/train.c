@@ -823,6 +823,15 @@ static int any_rank(const Run *r, int v, const char *what) {
     return x > 0;
 }
 
+/* The step or time limit a run has reached after `step` steps and `elapsed` seconds of
+ * training: "train.max_steps" or "train.max_hours" (steps first), NULL when neither (0 = no
+ * limit). */
+static const char *limit_reached(const Config *cfg, long step, double elapsed) {
+    if (cfg->max_steps > 0 && step >= cfg->max_steps) return "train.max_steps";
+    if (cfg->max_hours > 0 && elapsed >= 3600.0 * cfg->max_hours) return "train.max_hours";
+    return NULL;
+}
+
 Status train_run(const Config *cfg_in, int resume, Err *err) {
     Status rc = STATUS_ERR;
     Run run = {0}, *r = &run;
@@ -851,12 +860,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     /* A resumed run that already reached one of its limits trains nothing more (max_epochs is
      * the loop's own condition): resuming a finished run is a no-op, as `trainer compare` relies
      * on to complete interrupted runs. */
-    const char *reached = cfg->max_steps > 0 && st->step >= cfg->max_steps ? "train.max_steps"
-                          : cfg->max_hours > 0 && st->elapsed >= 3600.0 * cfg->max_hours
-                              ? "train.max_hours"
-                          : cfg->patience > 0 && st->bad_epochs >= cfg->patience
-                              ? "train.patience (early stopping)"
-                              : NULL;
+    const char *reached = limit_reached(cfg, st->step, st->elapsed);
+    if (!reached && cfg->patience > 0 && st->bad_epochs >= cfg->patience)
+        reached = "train.patience (early stopping)";
     if (reached) {
         printf("%s had already reached %s: nothing left to train\n", r->last, reached);
         stop = 1;
@@ -898,10 +904,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             int last_batch = st->batch_in_epoch + 1 == r->plan.nbatches;
             if (lead && st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win);
             /* the limit that ends the run after this step, if any (named in the message) */
-            int by_steps = cfg->max_steps > 0 && st->step >= cfg->max_steps;
-            double elapsed = many ? sync.flags[1] : now_seconds() - r->t_start;
-            int by_hours = !by_steps && cfg->max_hours > 0 && elapsed >= 3600.0 * cfg->max_hours;
-            int limit = by_steps || by_hours;
+            const char *limit = limit_reached(cfg, st->step,
+                                              many ? sync.flags[1] : now_seconds() - r->t_start);
             if (limit || stop_signal ||
                 (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
                 TrainState pos = *st; /* the position to resume at: the next batch */
@@ -917,12 +921,13 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     rc = STATUS_OK;
                     goto cleanup;
                 }
-                if (by_steps)
-                    printf("reached train.max_steps = %ld; saved %s\n", cfg->max_steps, r->last);
-                else if (by_hours)
-                    printf("reached train.max_hours = %g; saved %s\n", (double)cfg->max_hours,
-                           r->last);
                 if (limit) {
+                    if (strcmp(limit, "train.max_steps") == 0)
+                        printf("reached train.max_steps = %ld; saved %s\n", cfg->max_steps,
+                               r->last);
+                    else
+                        printf("reached train.max_hours = %g; saved %s\n",
+                               (double)cfg->max_hours, r->last);
                     stop = 1;
                     break;
                 }
