@@ -33,6 +33,7 @@ struct RnnModel {
     RnnLayer dec[MAXL];
     RnnAttn attn;                /* the attention (style != DEC_NONE), keys = values = h̄ */
     Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
+    float *W_cT;                 /* W_cᵀ, backend memory (transpose_weights) */
     Param W_out, b_out;          /* [V, H], [V] */
     /* the first float of encoder layer l (both directions) and of the target embedding in the
      * flat parameter buffers (GradReady, ops/params.h); the source embedding is at 0 */
@@ -126,15 +127,16 @@ static void declare_layer(ParamSet *ps, RnnLayer *L, const char *name, int gru, 
 }
 
 /* One step of cell L: gx[B,G·h] holds x W_ihᵀ + b on entry; gh[B,3h] is GRU scratch that
- * backward needs again. Writes h (and c for LSTM). */
+ * backward needs again. Writes h (and c for LSTM). Reads W_hh through L->W_hhT. */
 static void cell_forward(const Backend *be, const RnnLayer *L, float *gx, float *gh,
                          const float *hp, const float *cp, float *h, float *c, const float *mask,
                          int B) {
     if (!L->gru) {
-        be->matmul(gx, hp, L->W_hh.w, B, 4 * L->h, L->h, 0, 1, 1.0f, 1.0f);
+        be->matmul(gx, hp, L->W_hhT, B, 4 * L->h, L->h, 0, 0, 1.0f, 1.0f);
         be->lstm_cell_forward(h, c, gx, hp, cp, mask, B, L->h);
     } else {
-        be->matmul_bias_forward(gh, hp, L->W_hh.w, L->b_hh.w, B, 3 * L->h, L->h, 0);
+        be->matmul(gh, hp, L->W_hhT, B, 3 * L->h, L->h, 0, 0, 1.0f, 0.0f);
+        be->bias_forward(gh, L->b_hh.w, B, 3 * L->h);
         be->gru_cell_forward(h, gx, gh, hp, mask, B, L->h);
     }
 }
@@ -383,6 +385,31 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
 
+/* dst ← Wᵀ [cols, rows] for W [rows, cols]; dst allocated on first use. */
+static void transpose_into(const Backend *be, float **dst, const Param *W, int rows, int cols) {
+    if (!*dst) *dst = be->alloc(sizeof(float) * (size_t)rows * cols);
+    be->transpose01_forward(*dst, W->w, rows, cols, 1);
+}
+
+/* Refreshes the transposed copies of the weights the per-step products read (W_hhT of every
+ * layer, W_ihT of the decoder layers, W_cT; model.rnn_impl = cudnn leaves some unread). Called at the start of every pass
+ * (encoder_forward), after which the weights do not change until the next pass: x·Wᵀ with
+ * few rows ran at 100–125 GFLOP/s against 195–200 for x·(Wᵀ) on the Zen 4 of
+ * docs/performance.md (dnnl_sgemm, 2 threads, M = 117; 1.1–2×, bench_gemm). */
+static void transpose_weights(RnnModel *m) {
+    const Backend *be = m->be;
+    for (int ld = 0; ld < 2 * m->Le; ld++) {
+        RnnLayer *L = &m->enc[ld];
+        transpose_into(be, &L->W_hhT, &L->W_hh, L->G * L->h, L->h);
+    }
+    for (int l = 0; l < m->Ld; l++) {
+        RnnLayer *L = &m->dec[l];
+        transpose_into(be, &L->W_hhT, &L->W_hh, L->G * L->h, L->h);
+        transpose_into(be, &L->W_ihT, &L->W_ih, L->G * L->h, L->in);
+    }
+    transpose_into(be, &m->W_cT, &m->W_c, m->H, m->style == DEC_NONE ? m->H : 2 * m->H);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* encoder                                                                                  */
 
@@ -517,6 +544,7 @@ static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_
     const Backend *be = m->be;
     int B = b->B, S = b->S, E = m->E, H = m->H, Hd = m->Hd;
     size_t NS = (size_t)S * B;
+    transpose_weights(m);
     if (m->cud) m->src_len_h = host_src_len(m, b);
     time_major(be, m->src_tm, b->src, B, S);
     be->transpose01_forward(m->mask_tm, b->src_mask, B, S, 1);
@@ -577,7 +605,7 @@ static void output_forward(RnnModel *m, int t0, int nt, int B) {
         in = m->cat + 2 * o;
     }
     int in_w = m->style == DEC_NONE ? H : 2 * H;
-    be->matmul(m->htil + o, in, m->W_c.w, N, H, in_w, 0, 1, 1.0f, 0.0f);
+    be->matmul(m->htil + o, in, m->W_cT, N, H, in_w, 0, 0, 1.0f, 0.0f);
     be->tanh_forward(m->htil + o, m->htil + o, (size_t)N * H);
 }
 
@@ -609,7 +637,8 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
         const float *hp = t ? m->dec_h[l] + (size_t)(t - 1) * BH : m->dec_h0[l];
         const float *cp = t ? m->dec_c[l] + (size_t)(t - 1) * BH : m->dec_c0[l];
         float *gx = m->dec_gx[l] + (size_t)t * BH * L->G;
-        be->matmul_bias_forward(gx, x, L->W_ih.w, L->b.w, B, L->G * H, L->in, 0);
+        be->matmul(gx, x, L->W_ihT, B, L->G * H, L->in, 0, 0, 1.0f, 0.0f);
+        be->bias_forward(gx, L->b.w, B, L->G * H);
         cell_forward(be, L, gx, m->gru ? m->dec_gh[l] + (size_t)t * BH * 3 : NULL, hp, cp,
                      m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, NULL, B);
     }
@@ -985,5 +1014,8 @@ int rnn_ops_used(const RnnModel *m, OpKind *ops) {
 void rnn_free(RnnModel *m) {
     if (!m) return;
     free_acts(m);
+    for (int i = 0; i < 2 * MAXL; i++) m->be->free(m->enc[i].W_hhT);
+    for (int i = 0; i < MAXL; i++) m->be->free(m->dec[i].W_hhT), m->be->free(m->dec[i].W_ihT);
+    m->be->free(m->W_cT);
     free(m);
 }

@@ -251,7 +251,8 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
     } else { /* no dropout: bias and ReLU fuse into the product */
         be->matmul_bias_forward(la->hd, a, L->W1.w, L->b1.w, N, F, D, 1);
     }
-    be->matmul_bias_forward(out, la->hd, L->W2.w, L->b2.w, N, D, F, 0);
+    be->matmul(out, la->hd, L->W2T, N, D, F, 0, 0, 1.0f, 0.0f); /* hd W2ᵀ + b2 */
+    be->bias_forward(out, L->b2.w, N, D);
 }
 
 /* Accumulates da[N,D] and the FFN's parameter gradients from dout[N,D]. */
@@ -397,8 +398,16 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN). */
+void tf_transpose_into(const Backend *be, float **dst, const float *w, int rows, int cols) {
+    if (!*dst) *dst = be->alloc(sizeof(float) * (size_t)rows * cols);
+    be->transpose01_forward(*dst, w, rows, cols, 1);
+}
+
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
+    /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are */
+    for (int l = 0; l < m->Le; l++) tf_transpose_into(m->be, &m->enc[l].W2T, m->enc[l].W2.w, D, m->F);
+    for (int l = 0; l < m->Ld; l++) tf_transpose_into(m->be, &m->dec[l].W2T, m->dec[l].W2.w, D, m->F);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
     const float *x = stack_forward(m, 0, m->src_x, train, key, in);
@@ -496,7 +505,8 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
     static const OpKind own[] = {
         OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD, OP_LAYERNORM_FORWARD,
         OP_LAYERNORM_BACKWARD,        OP_PERMUTE0213_FORWARD,   OP_PERMUTE0213_BACKWARD,
-        OP_WRITE_STEP,                OP_GATHER_ROWS_STRIDED}; /* the last two: decoding */
+        OP_WRITE_STEP,                OP_GATHER_ROWS_STRIDED, /* these two: decoding */
+        OP_TRANSPOSE01_FORWARD}; /* tf_transpose_into */
     int n = op_list_append(ops, 0, own, (int)(sizeof own / sizeof own[0]));
     n += attention_ops_used(m->c.enc_self, ops + n);
     n += attention_ops_used(m->c.dec_self, ops + n);
@@ -508,6 +518,8 @@ void transformer_free(TfModel *m) {
     if (!m) return;
     tf_free_list(m->be, m->allocs, &m->nallocs);
     tf_free_list(m->be, m->dallocs, &m->ndallocs);
+    for (int l = 0; l < TF_MAXL; l++) m->be->free(m->enc[l].W2T), m->be->free(m->dec[l].W2T);
+    m->be->free(m->W_outT);
     int **h[] = {&m->h_rlen, &m->h_step, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);

@@ -63,7 +63,8 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
     tf_use_batch(m, b);
     int B = m->B, S = m->S, R = B * K, D = m->D;
     const float *enc_in[2 * TF_MAXL];
-    tf_encoder_forward(m, 0, 0, enc_in);
+    tf_encoder_forward(m, 0, 0, enc_in); /* also refreshes W2ᵀ */
+    tf_transpose_into(be, &m->W_outT, tf_W_out(m)->w, m->V, D);
     decode_reserve(m, R, B, S, max_T);
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
     for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
@@ -143,7 +144,8 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         /* FFN (no dropout when decoding) */
         a = step_input(m, &L->ln[2], m->x1);
         be->matmul_bias_forward(m->h1, a, L->W1.w, L->b1.w, R, F, D, 1);
-        be->matmul_bias_forward(m->f1, m->h1, L->W2.w, L->b2.w, R, D, F, 0);
+        be->matmul(m->f1, m->h1, L->W2T, R, D, F, 0, 0, 1.0f, 0.0f);
+        be->bias_forward(m->f1, L->b2.w, R, D);
         step_residual(m, &L->ln[2], m->x1, m->f1);
     }
     const float *y = m->x1;
@@ -151,7 +153,8 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         be->layernorm_forward(m->a1, m->lnm, m->lnr, m->x1, m->ln_dec.w.w, m->ln_dec.b.w, R, D);
         y = m->a1;
     }
-    be->matmul_bias_forward(m->dlog, y, tf_W_out(m)->w, m->b_out.w, R, V, D, 0);
+    be->matmul(m->dlog, y, m->W_outT, R, V, D, 0, 0, 1.0f, 0.0f); /* y W_outᵀ + b_out */
+    be->bias_forward(m->dlog, m->b_out.w, R, V);
     if (!log_probs) return m->dlog;
     be->log_softmax(m->dlogp, m->dlog, R, V);
     return m->dlogp;

@@ -129,7 +129,10 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
             r->nbytes = sizeof(float) * s->size;
             snprintf(r->name, CKPT_NAME_MAX, "%s%s", prefix[k], s->name);
         }
-    rc = ckpt_write_atomic(path, recs, n, 1, err);
+    /* zlib level 0 (stored blocks): trained float32 weights and Adam moments deflate by only
+     * ~8 % at level 1, which cost 2.9 s of CPU per 112 MB configs/transformer.ini checkpoint
+     * (4 saves an epoch: 4–5 % of its wall time); stored, a save costs a copy and the CRCs. */
+    rc = ckpt_write_atomic(path, recs, n, 0, err);
 cleanup:
     free(recs);
     free(host);

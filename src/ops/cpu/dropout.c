@@ -35,7 +35,10 @@ void cpu_bias_relu_dropout_forward(float *out, const float *inp, const float *bi
         size_t o = (size_t)n * C;
         if (p <= 0) {
 #pragma omp simd
-            for (int c = 0; c < C; c++) out[o + c] = fmaxf(inp[o + c] + bias[c], 0.0f);
+            for (int c = 0; c < C; c++) { /* max(v, 0), NaN → 0 as fmaxf, without its libm call */
+                float v = inp[o + c] + bias[c];
+                out[o + c] = v > 0.0f ? v : 0.0f;
+            }
             continue;
         }
 #pragma omp simd

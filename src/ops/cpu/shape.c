@@ -23,6 +23,15 @@ void cpu_concat2_backward(float *da, float *db, const float *dout, int N, int Ca
 }
 
 void cpu_transpose01_forward(float *out, const float *inp, int D0, int D1, int C) {
+    if (C == 1) { /* a matrix (ids, masks, weights): 32×32 tiles, one row of tiles per thread */
+#pragma omp parallel for if ((long)D0 * D1 > 65536)
+        for (int i0 = 0; i0 < D0; i0 += 32)
+            for (int j0 = 0; j0 < D1; j0 += 32)
+                for (int j = j0; j < (j0 + 32 < D1 ? j0 + 32 : D1); j++)
+                    for (int i = i0; i < (i0 + 32 < D0 ? i0 + 32 : D0); i++)
+                        memcpy(out + (size_t)j * D0 + i, inp + (size_t)i * D1 + j, 4); /* bits, ids too */
+        return;
+    }
     for (int i = 0; i < D0; i++)
         for (int j = 0; j < D1; j++)
             memcpy(out + ((size_t)j * D0 + i) * C, inp + ((size_t)i * D1 + j) * C,

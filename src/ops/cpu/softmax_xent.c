@@ -66,11 +66,13 @@ void cpu_log_softmax(float *out, const float *logits, int N, int V) {
 }
 
 void cpu_argmax(int *ids, const float *x, int N, int V) {
-    for (int n = 0; n < N; n++) {
+#pragma omp parallel for if ((long)N * V > 65536)
+    for (int n = 0; n < N; n++) { /* the largest value (a vectorised max), then its first index */
         const float *r = x + (size_t)n * V;
+        float mx = r[0];
+        for (int v = 1; v < V; v++) mx = r[v] > mx ? r[v] : mx;
         int best = 0;
-        for (int v = 1; v < V; v++)
-            if (r[v] > r[best]) best = v;
-        ids[n] = best;
+        while (best < V && !(r[best] == mx)) best++;
+        ids[n] = best < V ? best : 0; /* a row of NaN: 0 */
     }
 }
