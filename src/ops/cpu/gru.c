@@ -6,8 +6,6 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_prev,
                           const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
@@ -17,10 +15,11 @@ void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_p
         const float *hp = h_prev + (size_t)b * H; /* [H] */
         float *hb = h + (size_t)b * H;            /* [H] */
         int keep = mask && mask[b] == 0.0f;
+#pragma omp simd
         for (int j = 0; j < H; j++) {
-            float r = sigmoidf(gt[j] + gr[j]);                  /* r = σ(gx_r + gh_r) */
-            float z = sigmoidf(gt[H + j] + gr[H + j]);          /* z = σ(gx_z + gh_z) */
-            float n = tanhf(gt[2 * H + j] + r * gr[2 * H + j]); /* n = tanh(gx_n + r ⊙ gh_n) */
+            float r = cpu_sigmoidf(gt[j] + gr[j]);                  /* r = σ(gx_r + gh_r) */
+            float z = cpu_sigmoidf(gt[H + j] + gr[H + j]);          /* z = σ(gx_z + gh_z) */
+            float n = cpu_tanhf(gt[2 * H + j] + r * gr[2 * H + j]); /* n = tanh(gx_n + r ⊙ gh_n) */
             gt[j] = r, gt[H + j] = z, gt[2 * H + j] = n;
             hb[j] = keep ? hp[j] : (1.0f - z) * n + z * hp[j]; /* h = (1 − z) ⊙ n + z ⊙ h_prev */
         }
@@ -44,6 +43,7 @@ void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *
             }
             continue;
         }
+#pragma omp simd
         for (int j = 0; j < H; j++) {
             float r = gt[j], z = gt[H + j], n = gt[2 * H + j], d = dhb[j];
             /* h = (1 − z) ⊙ n + z ⊙ h_prev */

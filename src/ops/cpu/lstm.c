@@ -5,8 +5,6 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev,
                            const float *c_prev, const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
@@ -15,13 +13,14 @@ void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev
         const float *cp = c_prev + (size_t)b * H, *hp = h_prev + (size_t)b * H;
         float *cb = c + (size_t)b * H, *hb = h + (size_t)b * H;
         int keep = mask && mask[b] == 0.0f;
+#pragma omp simd
         for (int j = 0; j < H; j++) {
-            float i = sigmoidf(gt[j]), f = sigmoidf(gt[H + j]);
-            float g = tanhf(gt[2 * H + j]), o = sigmoidf(gt[3 * H + j]);
+            float i = cpu_sigmoidf(gt[j]), f = cpu_sigmoidf(gt[H + j]);
+            float g = cpu_tanhf(gt[2 * H + j]), o = cpu_sigmoidf(gt[3 * H + j]);
             gt[j] = i, gt[H + j] = f, gt[2 * H + j] = g, gt[3 * H + j] = o;
             float cn = f * cp[j] + i * g; /* c_t = f ⊙ c_{t-1} + i ⊙ g */
             cb[j] = keep ? cp[j] : cn;
-            hb[j] = keep ? hp[j] : o * tanhf(cn); /* h_t = o ⊙ tanh(c_t) */
+            hb[j] = keep ? hp[j] : o * cpu_tanhf(cn); /* h_t = o ⊙ tanh(c_t) */
         }
     }
 }
@@ -43,9 +42,10 @@ void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const
             }
             continue;
         }
+#pragma omp simd
         for (int j = 0; j < H; j++) {
             float i = gt[j], f = gt[H + j], g = gt[2 * H + j], o = gt[3 * H + j];
-            float tc = tanhf(cb[j]);
+            float tc = cpu_tanhf(cb[j]);
             float dct = dcb[j] + dhb[j] * o * (1.0f - tc * tc); /* h = o ⊙ tanh(c) */
             float di = dct * g, df = dct * cp[j], dgg = dct * i, d_o = dhb[j] * tc;
             dc_prev[(size_t)b * H + j] += dct * f; /* c = f ⊙ c_prev + i ⊙ g */
