@@ -316,6 +316,13 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     free_acts(m);
     int E = m->E, H = m->H, Hd = m->Hd, V = m->V, G = m->gru ? 3 : 4;
     int in0 = m->dec[0].in;
+    for (int ld = 0; ld < 2 * m->Le; ld++) /* transpose_weights' copies */
+        m->enc[ld].W_hhT = act(m, (size_t)m->enc[ld].G * m->enc[ld].h * m->enc[ld].h);
+    for (int l = 0; l < m->Ld; l++) {
+        RnnLayer *L = &m->dec[l];
+        L->W_hhT = act(m, (size_t)L->G * L->h * L->h), L->W_ihT = act(m, (size_t)L->G * L->h * L->in);
+    }
+    m->W_cT = act(m, (size_t)H * (m->style == DEC_NONE ? H : 2 * H));
     m->src_tm = (int *)act(m, NS), m->mask_tm = act(m, NS);
     m->tin_tm = (int *)act(m, NT), m->tout_tm = (int *)act(m, NT);
     m->src_emb = act(m, NS * E), m->src_emb_mask = act(m, NS * E), m->src_x = act(m, NS * E);
@@ -385,10 +392,9 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
 
-/* dst ← Wᵀ [cols, rows] for W [rows, cols]; dst allocated on first use. */
-static void transpose_into(const Backend *be, float **dst, const Param *W, int rows, int cols) {
-    if (!*dst) *dst = be->alloc(sizeof(float) * (size_t)rows * cols);
-    be->transpose01_forward(*dst, W->w, rows, cols, 1);
+/* dst ← Wᵀ [cols, rows] for W [rows, cols] (dst: rnn_reserve's). */
+static void transpose_into(const Backend *be, float *dst, const Param *W, int rows, int cols) {
+    be->transpose01_forward(dst, W->w, rows, cols, 1);
 }
 
 /* Refreshes the transposed copies of the weights the per-step products read (W_hhT of every
@@ -400,14 +406,14 @@ static void transpose_weights(RnnModel *m) {
     const Backend *be = m->be;
     for (int ld = 0; ld < 2 * m->Le; ld++) {
         RnnLayer *L = &m->enc[ld];
-        transpose_into(be, &L->W_hhT, &L->W_hh, L->G * L->h, L->h);
+        transpose_into(be, L->W_hhT, &L->W_hh, L->G * L->h, L->h);
     }
     for (int l = 0; l < m->Ld; l++) {
         RnnLayer *L = &m->dec[l];
-        transpose_into(be, &L->W_hhT, &L->W_hh, L->G * L->h, L->h);
-        transpose_into(be, &L->W_ihT, &L->W_ih, L->G * L->h, L->in);
+        transpose_into(be, L->W_hhT, &L->W_hh, L->G * L->h, L->h);
+        transpose_into(be, L->W_ihT, &L->W_ih, L->G * L->h, L->in);
     }
-    transpose_into(be, &m->W_cT, &m->W_c, m->H, m->style == DEC_NONE ? m->H : 2 * m->H);
+    transpose_into(be, m->W_cT, &m->W_c, m->H, m->style == DEC_NONE ? m->H : 2 * m->H);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1014,8 +1020,5 @@ int rnn_ops_used(const RnnModel *m, OpKind *ops) {
 void rnn_free(RnnModel *m) {
     if (!m) return;
     free_acts(m);
-    for (int i = 0; i < 2 * MAXL; i++) m->be->free(m->enc[i].W_hhT);
-    for (int i = 0; i < MAXL; i++) m->be->free(m->dec[i].W_hhT), m->be->free(m->dec[i].W_ihT);
-    m->be->free(m->W_cT);
     free(m);
 }

@@ -45,9 +45,10 @@ typedef struct {
     int in, h, G;         /* input size, hidden size, gate blocks (LSTM 4, GRU 3) */
     Param W_ih, W_hh, b;  /* [G·h, in], [G·h, h], [G·h] (GRU: b is b_ih) */
     Param b_hh;           /* GRU only: [3h] */
-    /* W_hhᵀ [h, G·h] and (decoder layers) W_ihᵀ [in, G·h], backend memory: copies refreshed at
-     * the start of every pass (rnn.c, transpose_weights) for the per-step products, whose few
-     * rows (B) run up to 2× faster on the CPU's GEMMs with the weight not transposed. */
+    /* W_hhᵀ [h, G·h] and (decoder layers) W_ihᵀ [in, G·h], backend memory (rnn_reserve):
+     * copies refreshed at the start of every pass (rnn.c, transpose_weights) for the per-step
+     * products, whose few rows (B) run up to 2× faster on the CPU's GEMMs with the weight not
+     * transposed. */
     float *W_hhT, *W_ihT;
 } RnnLayer;
 

@@ -159,6 +159,8 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     build_positions(m);
     m->src_emb = act(m, NS * D), m->src_x = act(m, NS * D), m->src_mask = act(m, NS * D);
     m->tgt_emb = act(m, NT * D), m->tgt_x = act(m, NT * D), m->tgt_mask = act(m, NT * D);
+    for (int l = 0; l < m->Le; l++) m->enc[l].W2T = act(m, (size_t)D * m->F);
+    for (int l = 0; l < m->Ld; l++) m->dec[l].W2T = act(m, (size_t)D * m->F);
     for (int l = 0; l < m->Le; l++) reserve_layer(m, &m->ea[l], &m->enc[l], 0, NS, NS, S);
     for (int l = 0; l < m->Ld; l++) reserve_layer(m, &m->da[l], &m->dec[l], 1, NT, NS, T);
     m->enc_out = act(m, NS * D), m->enc_mean = act(m, NS), m->enc_rstd = act(m, NS);
@@ -398,16 +400,15 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN). */
-void tf_transpose_into(const Backend *be, float **dst, const float *w, int rows, int cols) {
-    if (!*dst) *dst = be->alloc(sizeof(float) * (size_t)rows * cols);
-    be->transpose01_forward(*dst, w, rows, cols, 1);
+void tf_transpose_into(const Backend *be, float *dst, const float *w, int rows, int cols) {
+    be->transpose01_forward(dst, w, rows, cols, 1);
 }
 
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
     /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are */
-    for (int l = 0; l < m->Le; l++) tf_transpose_into(m->be, &m->enc[l].W2T, m->enc[l].W2.w, D, m->F);
-    for (int l = 0; l < m->Ld; l++) tf_transpose_into(m->be, &m->dec[l].W2T, m->dec[l].W2.w, D, m->F);
+    for (int l = 0; l < m->Le; l++) tf_transpose_into(m->be, m->enc[l].W2T, m->enc[l].W2.w, D, m->F);
+    for (int l = 0; l < m->Ld; l++) tf_transpose_into(m->be, m->dec[l].W2T, m->dec[l].W2.w, D, m->F);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
     const float *x = stack_forward(m, 0, m->src_x, train, key, in);
@@ -518,8 +519,6 @@ void transformer_free(TfModel *m) {
     if (!m) return;
     tf_free_list(m->be, m->allocs, &m->nallocs);
     tf_free_list(m->be, m->dallocs, &m->ndallocs);
-    for (int l = 0; l < TF_MAXL; l++) m->be->free(m->enc[l].W2T), m->be->free(m->dec[l].W2T);
-    m->be->free(m->W_outT);
     int **h[] = {&m->h_rlen, &m->h_step, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);

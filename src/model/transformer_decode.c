@@ -46,6 +46,7 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     m->lnm = dact(m, R), m->lnr = dact(m, R);
     m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
     m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
+    m->W_outT = dact(m, (size_t)m->V * D);
     m->dattn = dact(m, (size_t)R * S);
     m->tmp_rows = dact(m, (size_t)B * S * D);
     m->dwork_cap = 0; /* one query against Tc cached steps or S source positions */
@@ -64,8 +65,8 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
     int B = m->B, S = m->S, R = B * K, D = m->D;
     const float *enc_in[2 * TF_MAXL];
     tf_encoder_forward(m, 0, 0, enc_in); /* also refreshes W2ᵀ */
-    tf_transpose_into(be, &m->W_outT, tf_W_out(m)->w, m->V, D);
     decode_reserve(m, R, B, S, max_T);
+    tf_transpose_into(be, m->W_outT, tf_W_out(m)->w, m->V, D);
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
     for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
     be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);

@@ -17,7 +17,7 @@ typedef struct {
     Mha self, cross;         /* cross: decoder layers only */
     Norm ln[3];              /* one per sub-layer */
     Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
-    float *W2T;              /* W2ᵀ [F,D], refreshed each pass (tf_transpose_weights) */
+    float *W2T;              /* W2ᵀ [F,D] (transformer_reserve), refreshed each pass */
 } TfLayer;
 
 typedef struct {             /* saved activations of one sub-layer */
@@ -45,7 +45,7 @@ struct TfModel {
     int D, NH, HS, F, V, Le, Ld, pre;
     Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
     float *W_outT;                        /* the output layer's weight transposed [D,V]: decoding
-                                           * (transformer_decode_begin refreshes it) */
+                                           * (decode_reserve; refreshed by decode_begin) */
     Norm ln_enc, ln_dec;                  /* pre-LN: after each stack */
     TfLayer enc[TF_MAXL], dec[TF_MAXL];
     /* the first float of each block in the flat parameter buffers (GradReady, ops/params.h):
@@ -114,11 +114,11 @@ void tf_use_batch(TfModel *m, const TokenBatch *b);
  * train != 0: dropout keyed by key. Source: Vaswani et al. 2017 §3.1 (encoder). No errors. */
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in);
 
-/* *dst ← Wᵀ [cols, rows] for the weight w [rows, cols] (backend memory, allocated on first use
- * and freed by transformer_free). The per-pass copies of the weights that products read as
+/* dst ← Wᵀ [cols, rows] for the weight w [rows, cols] (dst: backend memory the reserves
+ * allocate). The per-pass copies of the weights that products read as
  * x·(Wᵀ) rather than x·Wᵀ: on the CPU's GEMMs the second is up to 1.8× slower at these shapes
  * (FFN W2 with K = F; every product with few rows, as in decoding; bench_gemm on the Zen 4 of
  * docs/performance.md). No errors. */
-void tf_transpose_into(const Backend *be, float **dst, const float *w, int rows, int cols);
+void tf_transpose_into(const Backend *be, float *dst, const float *w, int rows, int cols);
 
 #endif
