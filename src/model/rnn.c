@@ -392,13 +392,9 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
 
 static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, site) | (key << 32); }
 
-/* dst ← Wᵀ [cols, rows] for W [rows, cols] (dst: rnn_reserve's). */
-static void transpose_into(const Backend *be, float *dst, const Param *W, int rows, int cols) {
-    be->transpose01_forward(dst, W->w, rows, cols, 1);
-}
-
 /* Refreshes the transposed copies of the weights the per-step products read (W_hhT of every
- * layer, W_ihT of the decoder layers, W_cT; model.rnn_impl = cudnn leaves some unread). Called at the start of every pass
+ * layer, W_ihT of the decoder layers, W_cT; model.rnn_impl = cudnn leaves some unread; the
+ * buffers are rnn_reserve's). Called at the start of every pass
  * (encoder_forward), after which the weights do not change until the next pass: x·Wᵀ with
  * few rows ran at 100–125 GFLOP/s against 195–200 for x·(Wᵀ) on the Zen 4 of
  * docs/performance.md (dnnl_sgemm, 2 threads, M = 117; 1.1–2×, bench_gemm). */
@@ -406,14 +402,14 @@ static void transpose_weights(RnnModel *m) {
     const Backend *be = m->be;
     for (int ld = 0; ld < 2 * m->Le; ld++) {
         RnnLayer *L = &m->enc[ld];
-        transpose_into(be, L->W_hhT, &L->W_hh, L->G * L->h, L->h);
+        be->transpose01_forward(L->W_hhT, L->W_hh.w, L->G * L->h, L->h, 1);
     }
     for (int l = 0; l < m->Ld; l++) {
         RnnLayer *L = &m->dec[l];
-        transpose_into(be, L->W_hhT, &L->W_hh, L->G * L->h, L->h);
-        transpose_into(be, L->W_ihT, &L->W_ih, L->G * L->h, L->in);
+        be->transpose01_forward(L->W_hhT, L->W_hh.w, L->G * L->h, L->h, 1);
+        be->transpose01_forward(L->W_ihT, L->W_ih.w, L->G * L->h, L->in, 1);
     }
-    transpose_into(be, m->W_cT, &m->W_c, m->H, m->style == DEC_NONE ? m->H : 2 * m->H);
+    be->transpose01_forward(m->W_cT, m->W_c.w, m->H, m->style == DEC_NONE ? m->H : 2 * m->H, 1);
 }
 
 /* ---------------------------------------------------------------------------------------- */

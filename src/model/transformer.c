@@ -400,15 +400,11 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN). */
-void tf_transpose_into(const Backend *be, float *dst, const float *w, int rows, int cols) {
-    be->transpose01_forward(dst, w, rows, cols, 1);
-}
-
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
     /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are */
-    for (int l = 0; l < m->Le; l++) tf_transpose_into(m->be, m->enc[l].W2T, m->enc[l].W2.w, D, m->F);
-    for (int l = 0; l < m->Ld; l++) tf_transpose_into(m->be, m->dec[l].W2T, m->dec[l].W2.w, D, m->F);
+    for (int l = 0; l < m->Le; l++) m->be->transpose01_forward(m->enc[l].W2T, m->enc[l].W2.w, D, m->F, 1);
+    for (int l = 0; l < m->Ld; l++) m->be->transpose01_forward(m->dec[l].W2T, m->dec[l].W2.w, D, m->F, 1);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
     const float *x = stack_forward(m, 0, m->src_x, train, key, in);
@@ -507,7 +503,7 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
         OP_BIAS_RELU_DROPOUT_FORWARD, OP_RELU_DROPOUT_BACKWARD, OP_LAYERNORM_FORWARD,
         OP_LAYERNORM_BACKWARD,        OP_PERMUTE0213_FORWARD,   OP_PERMUTE0213_BACKWARD,
         OP_WRITE_STEP,                OP_GATHER_ROWS_STRIDED, /* these two: decoding */
-        OP_TRANSPOSE01_FORWARD}; /* tf_transpose_into */
+        OP_TRANSPOSE01_FORWARD}; /* the weight copies W2T, W_outT */
     int n = op_list_append(ops, 0, own, (int)(sizeof own / sizeof own[0]));
     n += attention_ops_used(m->c.enc_self, ops + n);
     n += attention_ops_used(m->c.dec_self, ops + n);

@@ -66,7 +66,7 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
     const float *enc_in[2 * TF_MAXL];
     tf_encoder_forward(m, 0, 0, enc_in); /* also refreshes W2ᵀ */
     decode_reserve(m, R, B, S, max_T);
-    tf_transpose_into(be, m->W_outT, tf_W_out(m)->w, m->V, D);
+    be->transpose01_forward(m->W_outT, tf_W_out(m)->w, m->V, D, 1);
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
     for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
     be->upload(m->d_rowmap, m->h_parent, sizeof(int) * R);

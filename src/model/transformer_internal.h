@@ -17,7 +17,10 @@ typedef struct {
     Mha self, cross;         /* cross: decoder layers only */
     Norm ln[3];              /* one per sub-layer */
     Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
-    float *W2T;              /* W2ᵀ [F,D] (transformer_reserve), refreshed each pass */
+    float *W2T;              /* W2ᵀ [F,D] (transformer_reserve), refreshed by every pass
+                              * (tf_encoder_forward): products read x·(W2ᵀ), not x·W2ᵀ, which
+                              * the CPU's GEMMs run up to 1.4× slower at K = F (bench_gemm,
+                              * docs/performance.md) */
 } TfLayer;
 
 typedef struct {             /* saved activations of one sub-layer */
@@ -113,12 +116,5 @@ void tf_use_batch(TfModel *m, const TokenBatch *b);
  * of the final LN in pre-LN) [B,S,D]; in[] (L entries) receives each layer's input [B,S,D].
  * train != 0: dropout keyed by key. Source: Vaswani et al. 2017 §3.1 (encoder). No errors. */
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in);
-
-/* dst ← Wᵀ [cols, rows] for the weight w [rows, cols] (dst: backend memory the reserves
- * allocate). The per-pass copies of the weights that products read as
- * x·(Wᵀ) rather than x·Wᵀ: on the CPU's GEMMs the second is up to 1.8× slower at these shapes
- * (FFN W2 with K = F; every product with few rows, as in decoding; bench_gemm on the Zen 4 of
- * docs/performance.md). No errors. */
-void tf_transpose_into(const Backend *be, float *dst, const float *w, int rows, int cols);
 
 #endif

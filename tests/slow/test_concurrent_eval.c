@@ -98,7 +98,7 @@ int main(void) {
         EXPECT(ok, "eval %d: exit %d %s", evals, rc, why);
         if (!ok) tr_print_tail(elog, 6);
         evals_ok += ok;
-        if (evals == WANT && loads >= WANT) kill(trainer, SIGTERM), stopped = 1;
+        if (evals == WANT) kill(trainer, SIGTERM), stopped = 1; /* loads ≥ evals: one each per turn */
     }
     if (trainer_rc == -100) {
         kill(trainer, SIGKILL);
