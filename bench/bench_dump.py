@@ -142,7 +142,25 @@ def xent_sum(logits, targets, smoothing):
                            reduction="sum")
 
 
-def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False):
+def to_device(model, batches, device):
+    """--device cuda: the model's parameters and every tensor of every batch moved to the device
+    before timing (the trainer's batcher hands the device its token ids before a step starts too).
+    Float32 products stay float32 (PyTorch leaves TF32 off for them by default, as the trainer's
+    train.precision = fp32 uses CUBLAS_COMPUTE_32F)."""
+    if device == "cpu":
+        return
+    if not torch.cuda.is_available():
+        sys.exit(f"--device {device}: PyTorch sees no CUDA device")
+    model.to(device)
+    for b in batches:
+        for k, v in b.items():
+            if torch.is_tensor(v):
+                b[k] = v.to(device)
+    print(f"pytorch: device {torch.cuda.get_device_name()}, TF32 for float32 products "
+          f"{torch.backends.cuda.matmul.allow_tf32}")
+
+
+def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False, device="cpu"):
     """The training steps of every batch, the last hdr.nbatches - hdr.warmup timed, as bench_train
     runs them: zero the gradients; loss = loss_of(batch) (the label-smoothed cross-entropy summed
     over non-PAD targets, xent_sum), scaled by 1 / target tokens; backward; global gradient-norm
@@ -157,15 +175,20 @@ def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False)
     train.precision = bf16 in the dump's config (bench_train --set train.precision=bf16): the
     forward and loss run under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed
     precision on the CPU (bf16 inputs to the matrix products, fp32 weights and optimiser), as the
-    trainer's bf16 rounds only its products' inputs."""
+    trainer's bf16 rounds only its products' inputs (on --device cuda, autocast("cuda")).
+
+    device "cuda": the clock is read after torch.cuda.synchronize(), at both ends."""
     bf16 = hdr.get_str("train.precision") == "bf16"
     if bf16:
-        print("pytorch: torch.autocast(cpu, bfloat16) around the forward and loss")
+        print(f"pytorch: torch.autocast({device}, bfloat16) around the forward and loss")
     inner = loss_of
 
     def loss_of(b):
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
             return inner(b).float()
+    def sync():
+        if device != "cpu":
+            torch.cuda.synchronize()
     params = list(model.parameters())
     clip = hdr.get_float("train.clip_norm")
     opt = torch.optim.Adam(params, lr=hdr.get_float("train.lr"),
@@ -185,6 +208,7 @@ def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False)
     t0 = None
     for k, b in enumerate(batches):
         if k == W:
+            sync()
             t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = loss_of(b)
@@ -200,6 +224,7 @@ def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False)
             S, B = b["src"].shape
             print(f"pytorch: step {k} loss {loss.item() / b['tgt_tokens']:.4f} per target token "
                   f"(B {B} S {S} T {b['tgt_in'].shape[0]}, grad norm {float(norm):.3f})")
+    sync()
     dt = time.perf_counter() - t0
     print(f"pytorch: {tokens} tokens (source + target, non-padding) in {dt:.3f} s")
     print(f"pytorch: {tokens / dt:.1f} tokens/s ({nb - W} steps, {threads} threads)")

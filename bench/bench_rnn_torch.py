@@ -43,7 +43,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dump import (blas_library, cpu_capability, read_dump, time_training,  # noqa: E402
-                        xent_sum)
+                        to_device, xent_sum)
 
 
 class Seq2Seq(nn.Module):
@@ -65,11 +65,11 @@ class Seq2Seq(nn.Module):
         S, B = src.shape
         p, train = self.p, self.training
         x = F.dropout(self.src_emb(src), p, train)                         # [S,B,E]
-        packed = pack_padded_sequence(x, src_len, enforce_sorted=False)
+        packed = pack_padded_sequence(x, src_len.cpu(), enforce_sorted=False)
         enc_packed, (hn, cn) = self.encoder(packed)                        # hn [2L,B,H/2]
         enc, _ = pad_packed_sequence(enc_packed, total_length=S)           # [S,B,H]
         enc = enc.transpose(0, 1)                                          # [B,S,H]
-        pad_mask = torch.arange(S)[None, :] >= src_len[:, None]            # [B,S]
+        pad_mask = torch.arange(S, device=src.device)[None, :] >= src_len[:, None]  # [B,S]
         L = len(self.cells)
         h = [torch.cat([hn[2 * l], hn[2 * l + 1]], 1) for l in range(L)]  # [B,H]
         c = [torch.cat([cn[2 * l], cn[2 * l + 1]], 1) for l in range(L)]
@@ -104,6 +104,7 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--threads", type=int, default=0, help="default: the dump's thread count")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--compile", action="store_true",
                     help="the decoder's time step through torch.compile(dynamic=True)")
     args = ap.parse_args()
@@ -141,6 +142,7 @@ def main():
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
           f"BLAS {blas_library()}")
 
+    to_device(model, batches, args.device)
     if args.compile:
         model.step = torch.compile(model.step, dynamic=True)
     print(f"pytorch: variant {'compile (decoder step)' if args.compile else 'eager'} (output "
@@ -149,7 +151,7 @@ def main():
     time_training(model, batches, hdr, threads,
                   lambda b: xent_sum(model(b["src"], b["src_len"], b["tgt_in"]).view(-1, V),
                                      b["tgt_out"].view(-1), smoothing),
-                  warm_every_shape=args.compile)
+                  warm_every_shape=args.compile, device=args.device)
 
 
 if __name__ == "__main__":

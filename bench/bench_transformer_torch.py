@@ -54,7 +54,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dump import (PAD, blas_library, cpu_capability, read_dump, time_training,
-                        xent_sum)  # noqa: E402
+                        to_device, xent_sum)  # noqa: E402
 
 
 def sinusoids(T, D):
@@ -127,6 +127,7 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--threads", type=int, default=0, help="default: the dump's thread count")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--nonpad", action="store_true",
                     help="output layer and loss only on the non-padding target positions")
     ap.add_argument("--compile", action="store_true", help="torch.compile(dynamic=True)")
@@ -190,6 +191,7 @@ def main():
             b["tgt"] = tgt.index_select(0, b["rows"])
         else:
             b["rows"], b["tgt"] = None, tgt
+    to_device(model, batches, args.device)
     smoothing = hdr.get_float("train.label_smoothing")
 
     def loss_fn(src, src_pad, tgt_in, tgt_pad, rows, tgt):
@@ -205,7 +207,7 @@ def main():
     time_training(model, batches, hdr, threads,
                   lambda b: fn(b["src_bm"], b["src_pad"], b["tgt_in_bm"], b["tgt_pad"],
                                b["rows"], b["tgt"]),
-                  warm_every_shape=args.compile)
+                  warm_every_shape=args.compile, device=args.device)
 
 
 if __name__ == "__main__":

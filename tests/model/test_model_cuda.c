@@ -222,9 +222,11 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     decode_greedy(&cu.m, src, maxT, ia, model_has_attention(&cu.m) ? attn : NULL);
     decode_beam(&cu.m, src, K_BEAM, 1.0f, maxT, ia + B * maxT, NULL);
     mc1 = MALLOC_CALLS(), ac1 = g_alloc_calls;
+#ifdef TRAINER_SIMT /* on a real device cudaMalloc is not counted (MALLOC_CALLS is 0) */
     EXPECT(mc1 - mc0 == ac1 - ac0, "%s: decoding made %llu cudaMalloc calls, %llu of them "
            "through the backend's alloc: an op allocates (DESIGN.md §2)", c->name, mc1 - mc0,
            ac1 - ac0);
+#endif
     decode_greedy(&cp.m, src, maxT, ib, model_has_attention(&cp.m) ? attn : NULL);
     decode_beam(&cp.m, src, K_BEAM, 1.0f, maxT, ib + B * maxT, NULL);
     for (int half = 0; half < 2; half++)

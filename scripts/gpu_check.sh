@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# gpu_check.sh — everything that needs a real NVIDIA GPU, in one run: the `gpu` tests, the trainer
+# on the real configs against the CPU, and the training speed against PyTorch on the same batches.
+#
+#   bash scripts/gpu_check.sh BUILD_DIR OUT_DIR [SPM_MODEL]
+#
+# BUILD_DIR: a native CUDA build (CMake found nvcc; README "CUDA") holding trainer,
+#   test_backend_ops, test_model_cuda, test_rnn_cudnn and bench_train. Run from the repository
+#   root, with data/multi30k fetched (bash data/get_multi30k.sh).
+# OUT_DIR: one log per step and summary.txt (the table printed last).
+# SPM_MODEL (optional; e.g. save_dir/spm.model of any run of the configs): runs the benchmarks.
+#   The trainer's first run of each batch size dumps its batches (bench_train --dump), and
+#   PyTorch trains the same batches on the GPU (bench/bench_*_torch.py --device cuda, python3
+#   with torch; eager only: torch.compile's compile time does not fit a short lease), rounds
+#   interleaved (GPU_CHECK_ROUNDS, default 5), at each train.batch_tokens of
+#   GPU_CHECK_BATCH_TOKENS (default "4096 8192": the configs' and twice it; Multi30k's epoch
+#   holds 64 batches of 16384). Timings vary with the host: read the spread.
+# GPU_CHECK_NO_CONFIGS=1 leaves out the cfg_* steps, GPU_CHECK_NO_TESTS=1 every test step.
+#
+# Steps, each logged to OUT_DIR/<step>.log and reported as pass/FAIL/skip in summary.txt:
+#   ops            test_backend_ops --backend cuda  every CUDA op against the CPU op
+#   models         test_model_cuda                  every model and attention kind against the CPU
+#   cudnn          test_rnn_cudnn                   model.rnn_impl = cudnn against our own cells
+#   cfg_<M>        tests/simt/config_losses.sh      trainer, 3 steps of configs/M.ini, cuda vs cpu
+#   bench_<M>_<N>* bench_train, N batch tokens      tokens/s on the GPU (fp32, tf32, bf16)
+#   torch_<M>_<N>* bench/bench_<M>_torch.py         PyTorch eager on the same batches
+# Exit status: 1 if a test step failed, else 0 (benchmarks never fail the run).
+set -uo pipefail
+[ $# -ge 2 ] || { sed -n '2,26p' "$0"; exit 2; }
+build=$1 out=$2 spm=${3:-}
+rounds=${GPU_CHECK_ROUNDS:-5} sizes=${GPU_CHECK_BATCH_TOKENS:-4096 8192}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/gpu_check.XXXXXX) # dumps and the encoded-corpus cache
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/cache"
+summary=$out/summary.txt
+: > "$summary"
+failed=0
+
+step() { # step NAME COMMAND...: runs it (at most 240 s), logs it, records pass/FAIL/skip (77)
+    local name=$1 t0 rc ms
+    shift
+    t0=$(date +%s%N)
+    timeout 240 "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    case $rc in
+        0) printf '%-26s pass  %7d ms\n' "$name" "$ms" >> "$summary" ;;
+        77) printf '%-26s skip  %7d ms\n' "$name" "$ms" >> "$summary" ;;
+        *) printf '%-26s FAIL  %7d ms (exit %d; %s.log)\n' "$name" "$ms" "$rc" "$name" \
+               >> "$summary"
+           tail -20 "$out/$name.log"
+           return 1 ;;
+    esac
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv \
+    > "$out/nvidia-smi.txt" 2>&1 || true
+cat "$out/nvidia-smi.txt"
+
+export TRAINER_BIN=$build/trainer TRAINER_BUILD_DIR=$build OPENBLAS_NUM_THREADS=1
+if [ -z "${GPU_CHECK_NO_TESTS:-}" ]; then
+    step ops "$build/test_backend_ops" --backend cuda || failed=1
+    step models "$build/test_model_cuda" || failed=1
+    step cudnn "$build/test_rnn_cudnn" || failed=1
+    if [ -z "${GPU_CHECK_NO_CONFIGS:-}" ]; then
+        for m in luong transformer luong_local; do
+            step "cfg_$m" bash tests/simt/config_losses.sh "$build" "configs/$m.ini" 3 1e-4 ||
+                failed=1
+        done
+    fi
+fi
+
+if [ -n "$spm" ]; then
+    # bench RUN_NAME MODEL BATCH_TOKENS [--set ...]: the trainer's tokens/s on the GPU; the first
+    # run of a (model, batch) also dumps its batches for PyTorch
+    bench() {
+        local name=$1 m=$2 bt=$3 dump=$work/$2_$3.dump
+        shift 3
+        local extra=()
+        [ -f "$dump" ] || extra=(--dump "$dump")
+        step "$name" "$build/bench_train" --config "configs/$m.ini" --spm "$spm" \
+            --batches 60 --warmup 10 --threads 1 --set train.device=cuda \
+            --set train.batch_tokens="$bt" --set data.cache_dir="$work/cache" "${extra[@]}" "$@" || true
+    }
+    torch_eager() { # torch_eager RUN_NAME MODEL BATCH_TOKENS
+        step "$1" env PYTHONUNBUFFERED=1 python3 "bench/bench_${2/luong/rnn}_torch.py" \
+            "$work/$2_$3.dump" --device cuda --threads 1 || true
+    }
+    for bt in $sizes; do
+        for m in transformer luong; do
+            for r in $(seq "$rounds"); do # interleaved: trainer, PyTorch, trainer, PyTorch...
+                bench "bench_${m}_${bt}_r$r" $m "$bt"
+                torch_eager "torch_${m}_${bt}_r$r" $m "$bt"
+            done
+            for p in tf32 bf16; do
+                bench "bench_${m}_${bt}_$p" $m "$bt" --set train.precision=$p
+            done
+        done
+    done
+    python3 - "$out" >> "$summary" <<'PY'
+import glob, os, re, statistics, sys
+runs = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.log"))):
+    name = os.path.basename(f)[:-4]
+    if not name.startswith(("bench_", "torch_")):
+        continue
+    m = re.findall(r"([0-9.]+) tokens/s", open(f).read())
+    if m:
+        runs.setdefault(re.sub(r"_r[0-9]+$", "", name), []).append(float(m[-1]))
+print("tokens/s (source + target, non-padding; 60 timed steps after 10 warm-up): median "
+      "[min-max] (runs)")
+for name, v in runs.items():
+    print(f"  {name:28s} {statistics.median(v):10.0f} [{min(v):.0f}-{max(v):.0f}] ({len(v)})")
+for name, a in runs.items():
+    b = runs.get(name.replace("bench_", "torch_", 1))
+    if name.startswith("bench_") and b:
+        print(f"  {name[6:]}: trainer / PyTorch eager = "
+              f"{statistics.median(a) / statistics.median(b):.2f}")
+PY
+fi
+echo "== summary"
+cat "$summary"
+exit $failed
