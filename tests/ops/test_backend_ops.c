@@ -2503,12 +2503,13 @@ static void vs_cpu_gru(void) {
 
 /* layernorm_*: out, mean, rstd; dinp, dweight, dbias accumulated onto random prefills (each
  * gradient also alone, the others NULL); rows include a constant row (σ² = 0) and a row with
- * |μ| ≫ σ; C wider than one block. Tolerance 1e-5 normwise: the same double sums in another
+ * |μ| ≫ σ; C wider than one block; N above the column sums' 64 row lanes, C not a multiple of
+ * their 8 columns (block_reduce.cuh). Tolerance 1e-5 normwise: the same double sums in another
  * order (a tree instead of the CPU's SIMD lanes). */
 static void vs_cpu_layernorm(void) {
     if (!HAVE(layernorm_forward)) return;
-    static const int shapes[][2] = {{5, 7}, {1, 1}, {9, 300}, {3, 1031}};
-    for (size_t si = 0; si < 4; si++) {
+    static const int shapes[][2] = {{5, 7}, {1, 1}, {9, 300}, {3, 1031}, {150, 37}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int N = shapes[si][0], C = shapes[si][1];
         size_t n = (size_t)N * C;
         float *hx = frand_pm1(n), *hw = frand(C, 0.5, 1.5), *hb = frand_pm1(C), *ho = frand_pm1(n);

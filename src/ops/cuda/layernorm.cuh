@@ -4,8 +4,9 @@
  * dinp [N,C]; weight, bias, dweight, dbias [C]; mean, rstd [N].
  *
  * Row kernels: one block of LN_THREADS per row; the row's sums (in double, as the CPU) are
- * block_sum's fixed tree. Column kernel (dweight, dbias): one thread per column summing the rows
- * in order n = 0..N−1. Every output float has one writer: deterministic under any schedule.
+ * block_sum's fixed tree. Column kernel (dweight, dbias): block_reduce.cuh's column sums (row lanes
+ * in order, then a fixed tree). Every output float has one writer: deterministic under any
+ * schedule.
  */
 #ifndef TRAINER_CUDA_LAYERNORM_CUH
 #define TRAINER_CUDA_LAYERNORM_CUH
@@ -16,7 +17,6 @@
 #include "ops/cuda/kernel_api.h"
 
 constexpr int LN_THREADS = 128; /* threads per row block (a power of two) */
-constexpr int LN_COL_THREADS = 128;
 
 /* μ, σ² (biased, two passes in double), rstd = 1/√(σ² + 1e-5); out = (x − μ) rstd w + b.
  * Launch: N blocks of LN_THREADS. */
@@ -59,21 +59,25 @@ __global__ void __launch_bounds__(LN_THREADS)
     }
 }
 
-/* dweight[c] += Σ_n dout x̂, dbias[c] += Σ_n dout, rows in order (either may be NULL).
- * Launch: ceil(C / LN_COL_THREADS) blocks of LN_COL_THREADS. */
-__global__ void __launch_bounds__(LN_COL_THREADS)
+/* dweight[c] += Σ_n dout x̂, dbias[c] += Σ_n dout (either may be NULL). Launch:
+ * ceil(C / COL_TX) blocks of dim3(COL_TX, COL_TY) (block_reduce.cuh's column sums). */
+__global__ void __launch_bounds__(COL_TX * COL_TY)
     k_layernorm_backward_cols(float *dweight, float *dbias, const float *dout, const float *inp,
                               const float *mean, const float *rstd, int N, int C) {
-    int c = blockIdx.x * LN_COL_THREADS + threadIdx.x;
-    if (c >= C) return; /* no barrier in this kernel */
+    __shared__ float part[COL_TY][COL_TX];
+    int c = (int)(blockIdx.x * COL_TX + threadIdx.x);
     float sw = 0.0f, sb = 0.0f;
-    for (int n = 0; n < N; n++) {
-        float go = dout[(size_t)n * C + c];
-        sw += go * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
-        sb += go;
-    }
-    if (dweight) dweight[c] += sw;
-    if (dbias) dbias[c] += sb;
+    if (c < C)
+        for (int n = (int)threadIdx.y; n < N; n += COL_TY) {
+            float go = dout[(size_t)n * C + c];
+            sw += go * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+            sb += go;
+        }
+    col_tree_sum(sw, part);
+    if (dweight && threadIdx.y == 0 && c < C) dweight[c] += part[0][threadIdx.x];
+    __syncthreads(); /* part is reused */
+    col_tree_sum(sb, part);
+    if (dbias && threadIdx.y == 0 && c < C) dbias[c] += part[0][threadIdx.x];
 }
 
 #endif
