@@ -2,7 +2,7 @@
 """bench_rnn_torch.py — the same LSTM encoder–decoder with Luong attention in PyTorch, trained on
 the batches bench_train dumped, timed the same way.
 
-    python3 bench/bench_rnn_torch.py DUMP [--threads T] [--compile]
+    python3 bench/bench_rnn_torch.py DUMP [--threads T] [--nonpad] [--compile] [--device D]
 
 Reads DUMP (version 2; format at the top of bench/bench_train.c, in bench/bench_dump.py and in
 bench/README.md): the whole config (model sizes, dropout, label smoothing, optimiser settings),
@@ -15,11 +15,14 @@ tokens = non-padding source + target tokens of the timed batches, as bench_train
 Only model.type = rnn with cell lstm, attention luong_general and input feeding is written here;
 other settings are refused with a message.
 
+--nonpad: the output layer and loss only over the target positions that are not padding, the
+shortcut the trainer takes (src/model/rnn.c): their indices are found before the clock starts
+(the trainer's batcher finds them on the host too), then index_select → Linear → cross-entropy.
+
 --compile: the decoder's time step (LSTMCell stack, attention, h̃) through torch.compile(dynamic=
 True), the encoder (nn.LSTM, one fused op already) and the loss eager: compiling the whole
 forward would unroll the time loop and compile once per target length. Every batch's shape is
-compiled and warmed by one forward + backward before timing. (The trainer's RNN computes the
-output layer on all B·T positions, as this script does: no shortcut on either side.)
+compiled and warmed by one forward + backward before timing.
 
 The model is written the way a PyTorch user would write it (see the report in bench/README.md):
   source embedding → nn.LSTM(bidirectional, H/2 per direction) over pack_padded_sequence;
@@ -42,8 +45,8 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import (blas_library, cpu_capability, read_dump, time_training,  # noqa: E402
-                        to_device, xent_sum)
+from bench_dump import (PAD, blas_library, cpu_capability, read_dump,  # noqa: E402
+                        time_training, to_device, xent_sum)
 
 
 class Seq2Seq(nn.Module):
@@ -61,7 +64,8 @@ class Seq2Seq(nn.Module):
         self.W_c = nn.Linear(2 * H, H, bias=False)   # h̃ = tanh(W_c [c; h])
         self.out = nn.Linear(H, V)
 
-    def forward(self, src, src_len, tgt_in):
+    def forward(self, src, src_len, tgt_in, rows=None):
+        """Logits [T·B, V], or [NR, V] at the time-major positions rows [NR] (--nonpad)."""
         S, B = src.shape
         p, train = self.p, self.training
         x = F.dropout(self.src_emb(src), p, train)                         # [S,B,E]
@@ -79,7 +83,10 @@ class Seq2Seq(nn.Module):
         for t in range(tgt_in.shape[0]):
             htil, h, c = self.step(y[t], htil, h, c, enc, pad_mask)
             outs.append(htil)
-        return self.out(F.dropout(torch.stack(outs), p, train))           # [T,B,V]
+        y = F.dropout(torch.stack(outs), p, train).view(-1, self.H)        # [T·B,H]
+        if rows is not None:
+            y = y.index_select(0, rows)                                    # [NR,H]
+        return self.out(y)
 
     def step(self, y_t, htil, h, c, enc, pad_mask):
         """One decoder time step: y_t [B,E], h̃_{t-1} [B,H], h, c (lists of L [B,H]), enc
@@ -105,6 +112,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="default: the dump's thread count")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--nonpad", action="store_true",
+                    help="output layer and loss only on the non-padding target positions")
     ap.add_argument("--compile", action="store_true",
                     help="the decoder's time step through torch.compile(dynamic=True)")
     args = ap.parse_args()
@@ -142,17 +151,26 @@ def main():
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
           f"BLAS {blas_library()}")
 
+    # the data loader's work, done before timing as in bench_train: the time-major targets and
+    # (--nonpad) the indices of the target positions that are not padding
+    for b in batches:
+        tgt = b["tgt_out"].reshape(-1)                                     # [T·B]
+        if args.nonpad:
+            b["rows"] = torch.nonzero(tgt != PAD).squeeze(1)               # [NR]
+            b["tgt"] = tgt.index_select(0, b["rows"])
+        else:
+            b["rows"], b["tgt"] = None, tgt
     to_device(model, batches, args.device)
     if args.compile:
         model.step = torch.compile(model.step, dynamic=True)
-    print(f"pytorch: variant {'compile (decoder step)' if args.compile else 'eager'} (output "
-          "layer and loss over all B·T target positions, as the trainer's RNN)")
+    print(f"pytorch: variant {'compile (decoder step)' if args.compile else 'eager'}"
+          f"{' +nonpad' if args.nonpad else ''} (output layer and loss over "
+          f"{'non-padding target positions' if args.nonpad else 'all B·T target positions'})")
     smoothing = hdr.get_float("train.label_smoothing")
     time_training(model, batches, hdr, threads,
-                  lambda b: xent_sum(model(b["src"], b["src_len"], b["tgt_in"]).view(-1, V),
-                                     b["tgt_out"].view(-1), smoothing),
+                  lambda b: xent_sum(model(b["src"], b["src_len"], b["tgt_in"], b["rows"]),
+                                     b["tgt"], smoothing),
                   warm_every_shape=args.compile, device=args.device)
-
 
 if __name__ == "__main__":
     main()

@@ -16,14 +16,12 @@
 # `pip install torch numpy` (PyPI's current wheel: MKL and oneDNN inside; several GB with its
 # CUDA libraries; never needed by CI or the trainer); PYTHON=... overrides it. Variants
 # (--variants, comma-separated; default: all of the model's):
-#   transformer: eager        output layer + loss on all B·T target positions
-#                nonpad       eager, output layer + loss on the non-padding positions only (the
-#                             shortcut the trainer takes)
-#                compile      torch.compile(dynamic=True) of forward + loss, with the shortcut
-#                debian       Debian's /usr/bin/python3 torch, with the shortcut (only when
-#                             installed)
-#   rnn:         eager, compile (the decoder step compiled), debian — the trainer's RNN takes no
-#                shortcut, and neither does PyTorch.
+#   eager        output layer + loss on all B·T target positions
+#   nonpad       eager, output layer + loss on the non-padding positions only (the shortcut the
+#                trainer takes in both models)
+#   compile      with the shortcut: the Transformer's forward + loss through
+#                torch.compile(dynamic=True), the RNN's decoder step
+#   debian       Debian's /usr/bin/python3 torch, with the shortcut (only when installed)
 # --precision bf16 (default fp32): the trainer runs train.precision = bf16 (bf16 inputs to its
 # products, fp32 accumulation; CPUs with AVX512_BF16) and PyTorch torch.autocast(cpu, bfloat16)
 # around forward and loss (bench_dump.py reads the precision from the dump's config).
@@ -71,13 +69,12 @@ model_type=$(awk '
     sub(/^[^=]*=[ \t]*/, ""); sub(/[ \t\r]*$/, ""); print; exit }' "$config")
 model_type=${model_type:-rnn}
 case "$model_type" in
-  rnn) script=bench/bench_rnn_torch.py; all_variants="eager compile debian"
-       same_work="eager compile debian" ;;
-  transformer) script=bench/bench_transformer_torch.py
-       all_variants="eager nonpad compile debian"; same_work="nonpad compile debian" ;;
+  rnn) script=bench/bench_rnn_torch.py ;;
+  transformer) script=bench/bench_transformer_torch.py ;;
   *) echo "compare_torch.sh: $config: model.type = '$model_type'; expected rnn or transformer" >&2
      exit 2 ;;
 esac
+all_variants="eager nonpad compile debian" same_work="nonpad compile debian"
 
 # PyTorch from PyPI in bench/.venv (created on demand)
 python=${PYTHON:-bench/.venv/bin/python}
@@ -105,8 +102,8 @@ variant_cmd() { # the PyTorch command line of variant $1 on dump $2 with $3 thre
   local py=$python flags=""
   case "$1" in
     nonpad) flags="--nonpad" ;;
-    compile) flags="--compile"; [ "$model_type" = transformer ] && flags+=" --nonpad" ;;
-    debian) py=/usr/bin/python3; [ "$model_type" = transformer ] && flags="--nonpad" ;;
+    compile) flags="--compile --nonpad" ;;
+    debian) py=/usr/bin/python3; flags="--nonpad" ;;
   esac
   echo "$py -u $script $2 --threads $3 $flags"
 }

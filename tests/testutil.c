@@ -103,6 +103,7 @@ void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const
             if (in != TOKEN_PAD) tb->tgt_len[b] = t + 1;
             if (out != TOKEN_PAD) {
                 tb->tgt_row[tb->tgt_tokens] = b * T + t;
+                tb->tgt_row_tm[tb->tgt_tokens] = t * B + b;
                 tb->tgt_row_id[tb->tgt_tokens++] = out;
             }
         }

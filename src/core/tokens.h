@@ -12,6 +12,7 @@
  *   tgt_out  [B,T]  y_1 .. y_n EOS, pad
  *   tgt_row  [NR]   b·T + t of every position whose tgt_out is not padding, in (b, t) order
  *   tgt_row_id [NR] tgt_out at that position
+ *   tgt_row_tm [NR] t·B + b of the same positions, same order (the time-major index, model/rnn.c)
  * NR = tgt_tokens. A batch without targets (decoding) has T = 1, tgt_in = BOS, tgt_out = PAD
  * and NR = 0. Units: lengths and counts are subword tokens. Declarations only (no functions).
  */
@@ -61,6 +62,7 @@ typedef struct {
     int *tgt_len;      /* [B] non-padding positions of tgt_in */
     int *tgt_row;      /* [NR] b·T + t of the non-padding tgt_out positions */
     int *tgt_row_id;   /* [NR] their target ids */
+    int *tgt_row_tm;   /* [NR] t·B + b of the same positions (time-major), same order */
     const int *src_len_host; /* [B] src_len in HOST memory, or NULL. The backend mirror (model.c)
                                 points it at the host batch's src_len for the call: cuDNN's RNN
                                 data descriptor needs the lengths on the host (model/rnn.c) */

@@ -141,6 +141,7 @@ void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT) {
     tb->tgt_len = xmalloc(sizeof(int) * B);
     tb->tgt_row = xmalloc(sizeof(int) * NT);
     tb->tgt_row_id = xmalloc(sizeof(int) * NT);
+    tb->tgt_row_tm = xmalloc(sizeof(int) * NT);
 }
 
 void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B) {
@@ -172,6 +173,7 @@ void batch_fill(TokenBatch *tb, const Encoded *e, const long *idx, int B) {
             tout[k] = (tid && k < t) ? tid[k] : (tid && k == t) ? TOKEN_EOS : TOKEN_PAD;
             if (tout[k] != TOKEN_PAD) {
                 tb->tgt_row[tb->tgt_tokens] = b * T + k;
+                tb->tgt_row_tm[tb->tgt_tokens] = k * B + b;
                 tb->tgt_row_id[tb->tgt_tokens++] = tout[k];
             }
         }
@@ -188,5 +190,6 @@ void batch_free(TokenBatch *tb) {
     free(tb->tgt_len);
     free(tb->tgt_row);
     free(tb->tgt_row_id);
+    free(tb->tgt_row_tm);
     memset(tb, 0, sizeof *tb);
 }

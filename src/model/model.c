@@ -71,7 +71,7 @@ void model_init_params(Model *m, uint64_t seed) {
 static void free_dev(Model *m) {
     TokenBatch *d = &m->dev;
     void *p[] = {d->src, d->src_len, d->src_mask, d->tgt_in, d->tgt_out, d->tgt_len, d->tgt_row,
-                 d->tgt_row_id};
+                 d->tgt_row_id, d->tgt_row_tm};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         if (p[i]) m->be->free(p[i]);
     memset(d, 0, sizeof *d);
@@ -94,6 +94,7 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
     d->tgt_len = be->alloc(sizeof(int) * d->cap.B);
     d->tgt_row = be->alloc(sizeof(int) * d->cap.NT);
     d->tgt_row_id = be->alloc(sizeof(int) * d->cap.NT);
+    d->tgt_row_tm = be->alloc(sizeof(int) * d->cap.NT);
 }
 
 /* The one upload of a step: every array of tb into m->dev (no allocation). */
@@ -115,6 +116,7 @@ static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
     if (NR) {
         be->upload(d->tgt_row, tb->tgt_row, sizeof(int) * NR);
         be->upload(d->tgt_row_id, tb->tgt_row_id, sizeof(int) * NR);
+        be->upload(d->tgt_row_tm, tb->tgt_row_tm, sizeof(int) * NR);
     }
     return d;
 }

@@ -810,24 +810,40 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
         if (m->style == DEC_LUONG) luong_batched_forward(m, b);
         output_forward(m, 0, T, B);
     }
-    /* p(y_t) = softmax(W_out dropout(h̃_t) + b_out) for all t at once */
+    /* p(y_t) = softmax(W_out dropout(h̃_t) + b_out) for all t at once, over the R target
+     * positions that are not padding (the output layer is the largest product; padding is
+     * about a tenth of the target positions of a length-bucketed batch): xr = h̃_drop[rows],
+     * gathered into d_htil, which is free until the decoder's backward */
     be->dropout_forward(m->htil_drop, m->htil_mask, m->htil, train ? m->p : 0.0f,
                         site_key(key, 3), NT * H);
-    be->matmul_bias_forward(m->logits, m->htil_drop, m->W_out.w, m->b_out.w, (int)NT, V, H,
-                            0);
-    CHECK(be->xent_workspace((int)NT, V) <= m->xent_work_cap,
+    int packed = b->tgt_tokens > 0 && (size_t)b->tgt_tokens < NT;
+    int R = packed ? (int)b->tgt_tokens : (int)NT;
+    const int *tg = packed ? b->tgt_row_id : m->tout_tm;
+    float *xr = m->htil_drop;
+    if (packed) {
+        be->gather_rows(m->d_htil, m->htil_drop, b->tgt_row_tm, R, H);
+        xr = m->d_htil;
+    }
+    be->matmul_bias_forward(m->logits, xr, m->W_out.w, m->b_out.w, R, V, H, 0);
+    CHECK(be->xent_workspace(R, V) <= m->xent_work_cap,
           "loss workspace too small: rnn_reserve for the largest batch");
     if (!train)
-        return be->xent_forward_backward(NULL, m->logits, m->tout_tm, (int)NT, V, smoothing,
-                                         TOKEN_PAD, 0.0f, m->xent_work);
-    double loss = be->xent_forward_backward(m->dlogits, m->logits, m->tout_tm, (int)NT, V,
-                                            smoothing, TOKEN_PAD, grad_scale, m->xent_work);
+        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f,
+                                         m->xent_work);
+    double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
+                                            TOKEN_PAD, grad_scale, m->xent_work);
 
     /* ---------------- backward ---------------- */
-    /* logits = h̃_drop W_outᵀ + b_out */
-    be->matmul(m->W_out.g, m->dlogits, m->htil_drop, V, H, (int)NT, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(m->b_out.g, m->dlogits, (int)NT, V);
-    be->matmul(m->d_htil_drop, m->dlogits, m->W_out.w, (int)NT, H, V, 0, 0, 1.0f, 0.0f);
+    /* logits = xr W_outᵀ + b_out */
+    be->matmul(m->W_out.g, m->dlogits, xr, V, H, R, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(m->b_out.g, m->dlogits, R, V);
+    if (packed) { /* d_htil_drop[rows] = dlogits W_out (through d_htil, read above), 0 elsewhere */
+        be->matmul(m->d_htil, m->dlogits, m->W_out.w, R, H, V, 0, 0, 1.0f, 0.0f);
+        be->zero(m->d_htil_drop, sizeof(float) * NT * H);
+        be->embedding_backward(m->d_htil_drop, m->d_htil, b->tgt_row_tm, R, H);
+    } else {
+        be->matmul(m->d_htil_drop, m->dlogits, m->W_out.w, (int)NT, H, V, 0, 0, 1.0f, 0.0f);
+    }
     be->zero(m->d_htil, sizeof(float) * NT * H);
     be->dropout_backward(m->d_htil, m->d_htil_drop, m->htil_mask, NT * H);
     be->zero(m->d_enc_out, sizeof(float) * NS * H);

@@ -83,7 +83,9 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
 /* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout
  * (keyed by dropout_key) and the backward pass, accumulating into the parameter gradients scaled
  * by grad_scale. Returns the summed label-smoothed cross-entropy over non-pad targets (nats;
- * Szegedy et al. 2016 §7). CHECKs b within rnn_reserve and the attention workspace. */
+ * Szegedy et al. 2016 §7); the output layer and the loss run on b's tgt_row_tm positions only
+ * (the non-padding targets, whose rows alone carry a gradient). CHECKs b within rnn_reserve and
+ * the attention workspace. */
 double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t dropout_key, float grad_scale);
 /* Test switch: with on != 0 the Luong attention without input feeding and the output layer run

@@ -95,7 +95,7 @@ int main(void) {
                 layout_bad += tin[j] != in || tout[j] != out;
                 if (out == TOKEN_PAD) continue;
                 layout_bad += nr >= hb.tgt_tokens || hb.tgt_row[nr] != q * hb.T + j ||
-                              hb.tgt_row_id[nr] != out;
+                              hb.tgt_row_tm[nr] != j * hb.B + q || hb.tgt_row_id[nr] != out;
                 nr++;
             }
             src_tok += s;
