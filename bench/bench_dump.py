@@ -142,6 +142,17 @@ def xent_sum(logits, targets, smoothing):
                            reduction="sum")
 
 
+def loss_targets(tgt, nonpad):
+    """The flattened targets tgt [N] (time- or batch-major, as the model's output rows) ->
+    (rows, targets): with nonpad, rows [NR] = the positions that are not padding and targets =
+    tgt at them (the output layer and loss then run on those rows only, the trainer's shortcut);
+    else (None, tgt)."""
+    if not nonpad:
+        return None, tgt
+    rows = torch.nonzero(tgt != PAD).squeeze(1)
+    return rows, tgt.index_select(0, rows)
+
+
 def to_device(model, batches, device):
     """--device cuda: the model's parameters and every tensor of every batch moved to the device
     before timing (the trainer's batcher hands the device its token ids before a step starts too).

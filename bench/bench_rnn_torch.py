@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import (PAD, blas_library, cpu_capability, read_dump,  # noqa: E402
+from bench_dump import (blas_library, cpu_capability, loss_targets, read_dump,  # noqa: E402
                         time_training, to_device, xent_sum)
 
 
@@ -154,12 +154,7 @@ def main():
     # the data loader's work, done before timing as in bench_train: the time-major targets and
     # (--nonpad) the indices of the target positions that are not padding
     for b in batches:
-        tgt = b["tgt_out"].reshape(-1)                                     # [T·B]
-        if args.nonpad:
-            b["rows"] = torch.nonzero(tgt != PAD).squeeze(1)               # [NR]
-            b["tgt"] = tgt.index_select(0, b["rows"])
-        else:
-            b["rows"], b["tgt"] = None, tgt
+        b["rows"], b["tgt"] = loss_targets(b["tgt_out"].reshape(-1), args.nonpad)  # [T·B] order
     to_device(model, batches, args.device)
     if args.compile:
         model.step = torch.compile(model.step, dynamic=True)

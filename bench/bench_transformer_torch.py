@@ -53,8 +53,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dump import (PAD, blas_library, cpu_capability, read_dump, time_training,
-                        to_device, xent_sum)  # noqa: E402
+from bench_dump import (PAD, blas_library, cpu_capability, loss_targets, read_dump,
+                        time_training, to_device, xent_sum)  # noqa: E402
 
 
 def sinusoids(T, D):
@@ -183,14 +183,9 @@ def main():
     for b in batches:
         b["src_bm"] = b["src"].t().contiguous()          # [B,S]
         b["tgt_in_bm"] = b["tgt_in"].t().contiguous()    # [B,T]
-        tgt = b["tgt_out"].t().reshape(-1)               # [B·T]
         b["src_pad"] = torch.arange(b["src_bm"].shape[1])[None, :] >= b["src_len"][:, None]
         b["tgt_pad"] = b["tgt_in_bm"] == PAD             # [B,T] BOS y_1 .. y_n
-        if args.nonpad:
-            b["rows"] = torch.nonzero(tgt != PAD).squeeze(1)  # [NR]
-            b["tgt"] = tgt.index_select(0, b["rows"])
-        else:
-            b["rows"], b["tgt"] = None, tgt
+        b["rows"], b["tgt"] = loss_targets(b["tgt_out"].t().reshape(-1), args.nonpad)  # [B·T]
     to_device(model, batches, args.device)
     smoothing = hdr.get_float("train.label_smoothing")
 
