@@ -15,7 +15,7 @@ static void cu_bias_forward(float *out, const float *bias, int N, int C) {
 /* dbias[C] += sum_n dout[n,C]. N or C <= 0: nothing. */
 static void cu_bias_backward(float *dbias, const float *dout, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    dim3 block(COL_TX, COL_TY);
+    dim3 block(COL_TX, col_lanes(N));
     dim3 grid((unsigned)((C + COL_TX - 1) / COL_TX));
     LAUNCH(k_bias_backward, grid, block, 0, dbias, dout, N, C);
 }

@@ -20,14 +20,14 @@ k_bias_forward(float *__restrict__ out, const float *__restrict__ bias, size_t t
 }
 
 /* dbias[c] += sum_n dout[n,c]: block_reduce.cuh's column sums (grid ceil(C / COL_TX), block
- * dim3(COL_TX, COL_TY)); deterministic, reads coalesced along a row, no atomics. */
+ * dim3(COL_TX, col_lanes(N))); deterministic, reads coalesced along a row, no atomics. */
 __global__ void __launch_bounds__(COL_TX * COL_TY)
 k_bias_backward(float *__restrict__ dbias, const float *__restrict__ dout, int N, int C) {
     __shared__ float part[COL_TY][COL_TX];
     int c = (int)(blockIdx.x * COL_TX + threadIdx.x);
     float s = 0.0f;
     if (c < C)
-        for (int n = (int)threadIdx.y; n < N; n += COL_TY) s += dout[(size_t)n * C + c];
+        for (int n = (int)threadIdx.y; n < N; n += (int)blockDim.y) s += dout[(size_t)n * C + c];
     col_tree_sum(s, part);
     if (threadIdx.y == 0 && c < C) dbias[c] += part[0][threadIdx.x];
 }

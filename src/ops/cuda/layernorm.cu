@@ -18,8 +18,8 @@ static void cu_layernorm_backward(float *dinp, float *dweight, float *dbias, con
     if (dinp)
         LAUNCH(k_layernorm_backward_rows, N, LN_THREADS, 0, dinp, dout, inp, weight, mean, rstd, C);
     if (dweight || dbias)
-        LAUNCH(k_layernorm_backward_cols, (C + COL_TX - 1) / COL_TX, dim3(COL_TX, COL_TY), 0,
-               dweight, dbias, dout, inp, mean, rstd, N, C);
+        LAUNCH(k_layernorm_backward_cols, (C + COL_TX - 1) / COL_TX,
+               dim3(COL_TX, col_lanes(N)), 0, dweight, dbias, dout, inp, mean, rstd, N, C);
 }
 
 void cuda_register_layernorm(Backend *be) {

@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(LN_THREADS)
 }
 
 /* dweight[c] += Σ_n dout x̂, dbias[c] += Σ_n dout (either may be NULL). Launch:
- * ceil(C / COL_TX) blocks of dim3(COL_TX, COL_TY) (block_reduce.cuh's column sums). */
+ * ceil(C / COL_TX) blocks of dim3(COL_TX, col_lanes(N)) (block_reduce.cuh's column sums). */
 __global__ void __launch_bounds__(COL_TX * COL_TY)
     k_layernorm_backward_cols(float *dweight, float *dbias, const float *dout, const float *inp,
                               const float *mean, const float *rstd, int N, int C) {
@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(COL_TX * COL_TY)
     int c = (int)(blockIdx.x * COL_TX + threadIdx.x);
     float sw = 0.0f, sb = 0.0f;
     if (c < C)
-        for (int n = (int)threadIdx.y; n < N; n += COL_TY) {
+        for (int n = (int)threadIdx.y; n < N; n += (int)blockDim.y) {
             float go = dout[(size_t)n * C + c];
             sw += go * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
             sb += go;
