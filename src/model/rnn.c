@@ -796,7 +796,9 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->enc_out, B, S);
     DecSrc src = {B, S, m->enc_out, b->src_len};
     time_major(be, m->tin_tm, b->tgt_in, B, T);
-    time_major(be, m->tout_tm, b->tgt_out, B, T);
+    /* the loss's targets: b's non-padding rows (tgt_row_id), or all T·B positions time-major */
+    int packed = b->tgt_tokens > 0 && (size_t)b->tgt_tokens < NT;
+    if (!packed) time_major(be, m->tout_tm, b->tgt_out, B, T);
     be->embedding_forward(m->tgt_emb, m->tin_tm, m->emb_tgt.w, (int)NT, E);
     be->dropout_forward(m->tgt_x, m->tgt_emb_mask, m->tgt_emb, train ? m->p : 0.0f,
                         site_key(key, 2), NT * E);
@@ -816,7 +818,6 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
      * gathered into d_htil, which is free until the decoder's backward */
     be->dropout_forward(m->htil_drop, m->htil_mask, m->htil, train ? m->p : 0.0f,
                         site_key(key, 3), NT * H);
-    int packed = b->tgt_tokens > 0 && (size_t)b->tgt_tokens < NT;
     int R = packed ? (int)b->tgt_tokens : (int)NT;
     const int *tg = packed ? b->tgt_row_id : m->tout_tm;
     float *xr = m->htil_drop;

@@ -403,8 +403,10 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
     /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are */
-    for (int l = 0; l < m->Le; l++) m->be->transpose01_forward(m->enc[l].W2T, m->enc[l].W2.w, D, m->F, 1);
-    for (int l = 0; l < m->Ld; l++) m->be->transpose01_forward(m->dec[l].W2T, m->dec[l].W2.w, D, m->F, 1);
+    for (int l = 0; l < m->Le; l++)
+        m->be->transpose01_forward(m->enc[l].W2T, m->enc[l].W2.w, D, m->F, 1);
+    for (int l = 0; l < m->Ld; l++)
+        m->be->transpose01_forward(m->dec[l].W2T, m->dec[l].W2.w, D, m->F, 1);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));
     const float *x = stack_forward(m, 0, m->src_x, train, key, in);

@@ -1,7 +1,8 @@
 /* ops/cuda/block_reduce.cuh — deterministic block-wide reductions for the row kernels
  * (layernorm.cuh, softmax_xent.cuh, attn_*.cuh) and the column sums (bias.cuh, layernorm.cuh;
  * below). Each thread first reduces its strided share of a row in ascending order, then the NT
- * partials are combined in a fixed binary tree in shared memory, so the result is the same bits under every schedule. Written against
+ * partials are combined in a fixed binary tree in shared memory, so the result is the same bits
+ * under every schedule. Written against
  * ops/cuda/kernel_api.h. The caller owns the shared buffer buf[NT] (declared in the kernel: see
  * simt.h's rule for __shared__) and every thread of the block must call; the functions begin and
  * end with a barrier, so buf may be reused at once. NT: the block size, a power of two.

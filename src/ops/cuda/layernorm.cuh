@@ -75,7 +75,6 @@ __global__ void __launch_bounds__(COL_TX * COL_TY)
         }
     col_tree_sum(sw, part);
     if (dweight && threadIdx.y == 0 && c < C) dweight[c] += part[0][threadIdx.x];
-    __syncthreads(); /* part is reused */
     col_tree_sum(sb, part);
     if (dbias && threadIdx.y == 0 && c < C) dbias[c] += part[0][threadIdx.x];
 }
