@@ -2037,12 +2037,15 @@ static void vs_cpu_dropout(void) {
 /* embedding_forward and embedding_backward, tolerance 0: the backward adds each id's rows in
  * token order on both backends (the GPU without atomics: one writer per table float), so
  * dtable (random prefill: accumulate) is bit-identical, including rows no id names. Ids repeat
- * heavily (a padding-like id 0 on a third of the tokens), exceed the kernel's 64 id groups, and
- * N = 300 spans two 256-token rounds; E = 70 spans three 32-column tiles, E = 1 one column. */
+ * heavily (a padding-like id 0 on a third of the tokens); V = 1100 exceeds twice the kernel's
+ * 512 id groups (ids v, v + 512, v + 1024 share a warp); N = 300 and 700 span two and three
+ * 256-token rounds, 700 ending inside a 32-token ballot; E = 70 spans three 32-column tiles,
+ * E = 1 one column. */
 static void vs_cpu_embedding(void) {
     char what[128];
     long checks0 = kp_checks, fails0 = kp_fails;
-    static const int shapes[][3] = {/* V, E, N */ {7, 5, 9}, {1, 1, 1}, {150, 70, 300}, {200, 1, 600}};
+    static const int shapes[][3] = {/* V, E, N */ {7, 5, 9},      {1, 1, 1},      {150, 70, 300},
+                                    {200, 1, 600}, {1100, 40, 700}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int V = shapes[s][0], E = shapes[s][1], N = shapes[s][2];
         int *hids = malloc(sizeof(int) * (size_t)N);
@@ -2623,12 +2626,16 @@ static void vs_cpu_xent(void) {
 /* ---- softmax attention kinds, the CUDA backend against the CPU ---- */
 
 /* Shapes of the softmax kinds: Tq != Tk, D != Dv, a batch row with key_len 0 and others padded,
- * Tq > Tk with causal (rows that see no key), Tk wider than one block. */
+ * Tq > Tk with causal (rows that see no key), Tk wider than one block; D and Dv above a warp's
+ * 32 lanes and not multiples of it, with one query (Luong attention's decoder step), and Tk·D
+ * large enough that attn_backward's inputs kernel splits a row over 2 and 4 blocks. */
 static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {2, 2, 5, 7, 4, 3},
                                     {3, 1, 6, 4, 8, 8},
                                     {1, 3, 1, 9, 5, 6},
-                                    {2, 1, 3, 140, 16, 24}};
+                                    {2, 1, 3, 140, 16, 24},
+                                    {3, 1, 1, 13, 100, 70},
+                                    {2, 2, 2, 40, 96, 33}};
 
 /* attn_* (weights materialised): out and weights, causal and not, with key_len; backward onto
  * random prefills (and dv alone). Tolerance 1e-5 normwise: the same sums in another order

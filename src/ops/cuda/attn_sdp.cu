@@ -1,8 +1,8 @@
 /* ops/cuda/attn_sdp.cu — attn_forward, attn_backward and attn_workspace on the GPU (Vaswani et
  * al. 2017 eq. 1; semantics: ops/ops.h; kernels and determinism: attn_sdp.cuh). The backward's
- * workspace holds dS [B·NH, Tq, Tk]. Grids: (Tq, B·NH) blocks; Tq and B·NH must be within CUDA's
- * grid limits (65,535 in y): far above any batch the trainer forms. Errors: a failed launch
- * aborts (LAUNCH).
+ * workspace holds dS [B·NH, Tq, Tk]. Grids: (Tq, B·NH) blocks, and (B·NH, slices) for the
+ * backward's inputs; Tq and B·NH must be within CUDA's grid limits (65,535 in y): far above any
+ * batch the trainer forms. Errors: a failed launch aborts (LAUNCH).
  */
 #include "ops/cuda/attn_sdp.cuh"
 #include "ops/cuda/cuda_internal.h"
@@ -21,6 +21,15 @@ static size_t cu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     return (size_t)B * NH * Tq * Tk + 1;
 }
 
+/* Blocks per row r for k_attn_backward_inputs: about 8 outputs per thread for the largest of
+ * dq [Tq,D], dk [Tk,D], dv [Tk,Dv], at most SDP_SLICES. */
+static unsigned sdp_slices(int Tq, int Tk, int D, int Dv) {
+    long most = (long)Tk * (D > Dv ? D : Dv);
+    if ((long)Tq * D > most) most = (long)Tq * D;
+    long y = (most + 8L * SDP_THREADS - 1) / (8L * SDP_THREADS);
+    return (unsigned)(y < 1 ? 1 : y > SDP_SLICES ? SDP_SLICES : y);
+}
+
 static void cu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                              const float *k, const float *v, const float *weights, float scale,
                              int B, int NH, int Tq, int Tk, int D, int Dv, float *work) {
@@ -30,7 +39,8 @@ static void cu_attn_backward(float *dq, float *dk, float *dv, const float *dout,
         LAUNCH(k_attn_backward_scores, grid, SDP_THREADS, 0, work, dout, v, weights, scale, Tq, Tk,
                Dv);
     }
-    LAUNCH(k_attn_backward_inputs, B * NH, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k, weights,
+    dim3 grid((unsigned)(B * NH), sdp_slices(Tq, Tk, D, Dv));
+    LAUNCH(k_attn_backward_inputs, grid, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k, weights,
            Tq, Tk, D, Dv);
 }
 

@@ -4,11 +4,16 @@
  * Shapes: R = B·NH rows (b, h); q [R,Tq,D], k [R,Tk,D], v [R,Tk,Dv], out [R,Tq,Dv],
  * weights [R,Tq,Tk], key_len [B] (NULL: all visible).
  *
- * Forward: one block per query row (r, t): scores (one thread per key, d ascending), the masked
- * softmax by block_reduce.cuh's fixed trees, out (one thread per value column, s ascending).
- * Backward: per query row, dP = dout vᵀ and dS = P ⊙ (dP − P·dP) · scale into the workspace
- * [R,Tq,Tk]; then per (r) block dq, dk, dv, each float summed by its owning thread in a fixed
- * order (over s or t ascending). No atomics: deterministic under every schedule.
+ * Forward: one block per query row (r, t): scores (one warp per key: lane x sums d = x, x + 32,
+ * ... in ascending order, then warp_sum's fixed butterfly), the masked softmax by
+ * block_reduce.cuh's fixed trees, out (one thread per value column, s ascending).
+ * Backward: per query row, dP = dout vᵀ (one warp per key, as the scores) and
+ * dS = P ⊙ (dP − P·dP) · scale into the workspace [R,Tq,Tk]; then blocks (r, slice) write dq, dk,
+ * dv, each float summed by its owning thread in a fixed order (over s or t ascending). No
+ * atomics: deterministic under every schedule. (The first version had one thread per key run
+ * the whole dot product: with Luong attention's one query per decoder step, D = 512 and ~14
+ * keys, 14 of 128 threads worked; forward and backward took 15% of a luong.ini step on an
+ * H200.)
  */
 #ifndef TRAINER_CUDA_ATTN_SDP_CUH
 #define TRAINER_CUDA_ATTN_SDP_CUH
@@ -19,7 +24,9 @@
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_api.h"
 
-constexpr int SDP_THREADS = 128; /* threads per block (a power of two) */
+constexpr int SDP_THREADS = 128;              /* threads per block (a power of two) */
+constexpr int SDP_WARPS = SDP_THREADS / 32;    /* warps per block: keys scored at once */
+constexpr int SDP_SLICES = 16;                 /* backward inputs: blocks per row r at most */
 
 /* Launch: grid (Tq, R) of SDP_THREADS; block (t, r). */
 __global__ void __launch_bounds__(SDP_THREADS)
@@ -33,13 +40,16 @@ __global__ void __launch_bounds__(SDP_THREADS)
     const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
                 *vb = v + (size_t)r * Tk * Dv;
     float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
-    float mx = -INFINITY;
-    for (int s = threadIdx.x; s < lim; s += SDP_THREADS) {
+    const int lane = threadIdx.x % 32;
+    for (int s = threadIdx.x / 32; s < lim; s += SDP_WARPS) { /* lim is the block's: whole warps */
         float acc = 0.0f;
-        for (int d = 0; d < D; d++) acc += qr[d] * kb[(size_t)s * D + d];
-        w[s] = scale * acc;
-        mx = w[s] > mx ? w[s] : mx;
+        for (int d = lane; d < D; d += 32) acc += qr[d] * kb[(size_t)s * D + d];
+        acc = warp_sum(acc);
+        if (lane == 0) w[s] = scale * acc;
     }
+    __syncthreads(); /* w[s] was written by lane 0 of another warp */
+    float mx = -INFINITY;
+    for (int s = threadIdx.x; s < lim; s += SDP_THREADS) mx = w[s] > mx ? w[s] : mx;
     mx = block_max<SDP_THREADS>(mx, fbuf);
     double z = 0.0;
     for (int s = threadIdx.x; s < lim; s += SDP_THREADS) z += (w[s] = expf(w[s] - mx));
@@ -64,44 +74,49 @@ __global__ void __launch_bounds__(SDP_THREADS)
     const float *p = weights + ((size_t)r * Tq + t) * Tk, *g = dout + ((size_t)r * Tq + t) * Dv,
                 *vb = v + (size_t)r * Tk * Dv;
     float *ds = dS + ((size_t)r * Tq + t) * Tk;
-    float dot = 0.0f;
-    for (int s = threadIdx.x; s < Tk; s += SDP_THREADS) {
+    const int lane = threadIdx.x % 32;
+    for (int s = threadIdx.x / 32; s < Tk; s += SDP_WARPS) {
         float acc = 0.0f;
-        for (int e = 0; e < Dv; e++) acc += g[e] * vb[(size_t)s * Dv + e];
-        ds[s] = acc;
-        dot += p[s] * acc;
+        for (int e = lane; e < Dv; e += 32) acc += g[e] * vb[(size_t)s * Dv + e];
+        acc = warp_sum(acc);
+        if (lane == 0) ds[s] = acc;
     }
+    __syncthreads(); /* ds[s] was written by lane 0 of another warp */
+    float dot = 0.0f;
+    for (int s = threadIdx.x; s < Tk; s += SDP_THREADS) dot += p[s] * ds[s];
     dot = block_sum<SDP_THREADS>(dot, fbuf);
     for (int s = threadIdx.x; s < Tk; s += SDP_THREADS)
         ds[s] = p[s] == 0.0f ? 0.0f : p[s] * (ds[s] - dot) * scale;
 }
 
-/* dq += dS k, dk += dSᵀ q, dv += Pᵀ dout for row r (each may be NULL). Launch: R blocks of
- * SDP_THREADS; no barrier. */
+/* dq += dS k, dk += dSᵀ q, dv += Pᵀ dout for row r (each may be NULL). Launch: grid (R, slices)
+ * of SDP_THREADS (attn_sdp.cu's sdp_slices): block (r, y) owns the elements i = y·SDP_THREADS +
+ * x, i + slices·SDP_THREADS, ... of each of row r's three outputs; no barrier. */
 __global__ void __launch_bounds__(SDP_THREADS)
     k_attn_backward_inputs(float *dq, float *dk, float *dv, const float *dS, const float *dout,
                            const float *q, const float *k, const float *weights, int Tq, int Tk,
                            int D, int Dv) {
-    const int r = blockIdx.x;
+    const int r = blockIdx.x, i0 = blockIdx.y * SDP_THREADS + threadIdx.x,
+              stride = gridDim.y * SDP_THREADS;
     const float *ds = dS + (size_t)r * Tq * Tk, *P = weights + (size_t)r * Tq * Tk;
     const float *qb = q + (size_t)r * Tq * D, *kb = k + (size_t)r * Tk * D,
                 *g = dout + (size_t)r * Tq * Dv;
     if (dq)
-        for (int i = threadIdx.x; i < Tq * D; i += SDP_THREADS) {
+        for (int i = i0; i < Tq * D; i += stride) {
             int t = i / D, d = i % D;
             float acc = 0.0f;
             for (int s = 0; s < Tk; s++) acc += ds[(size_t)t * Tk + s] * kb[(size_t)s * D + d];
             dq[(size_t)r * Tq * D + i] += acc;
         }
     if (dk)
-        for (int i = threadIdx.x; i < Tk * D; i += SDP_THREADS) {
+        for (int i = i0; i < Tk * D; i += stride) {
             int s = i / D, d = i % D;
             float acc = 0.0f;
             for (int t = 0; t < Tq; t++) acc += ds[(size_t)t * Tk + s] * qb[(size_t)t * D + d];
             dk[(size_t)r * Tk * D + i] += acc;
         }
     if (dv)
-        for (int i = threadIdx.x; i < Tk * Dv; i += SDP_THREADS) {
+        for (int i = i0; i < Tk * Dv; i += stride) {
             int s = i / Dv, e = i % Dv;
             float acc = 0.0f;
             for (int t = 0; t < Tq; t++) acc += P[(size_t)t * Tk + s] * g[(size_t)t * Dv + e];

@@ -1,8 +1,8 @@
 /* ops/cuda/block_reduce.cuh — deterministic block-wide reductions for the row kernels
- * (layernorm.cuh, softmax_xent.cuh, attn_*.cuh) and the column sums (bias.cuh, layernorm.cuh;
- * below). Each thread first reduces its strided share of a row in ascending order, then the NT
- * partials are combined in a fixed binary tree in shared memory, so the result is the same bits
- * under every schedule. Written against
+ * (layernorm.cuh, softmax_xent.cuh, attn_*.cuh), a warp's sum (attn_sdp.cuh's dot products)
+ * and the column sums (bias.cuh, layernorm.cuh; below). Each thread first reduces its strided
+ * share of a row in ascending order, then the NT partials are combined in a fixed binary tree in
+ * shared memory, so the result is the same bits under every schedule. Written against
  * ops/cuda/kernel_api.h. The caller owns the shared buffer buf[NT] (declared in the kernel: see
  * simt.h's rule for __shared__) and every thread of the block must call; the functions begin and
  * end with a barrier, so buf may be reused at once. NT: the block size, a power of two.
@@ -37,6 +37,14 @@ template <int NT> __device__ inline float block_max(float v, float *buf) {
         __syncthreads();
     }
     return buf[0];
+}
+
+/* Sum of v over the 32 lanes of a warp by the xor butterfly; every lane returns the same bits
+ * (at each level a lane and its partner add the same two partials, and IEEE addition is
+ * commutative), so the result is fixed under every schedule. All 32 lanes must call. */
+__device__ inline float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
 }
 
 /* Column sums of an [N, C] row-major matrix, the pattern of every parameter gradient that sums
