@@ -222,6 +222,10 @@ int main(int argc, char **argv) {
         goto fail;
     }
     /* a cache of our own, so that the trainer's cache is never rewritten */
+    if (make_dirs(cfg.cache_dir, &err)) {
+        err_prefix(&err, "data.cache_dir");
+        goto fail;
+    }
     snprintf(cache, sizeof cache, "%s/bench_train.%s.train.enc", cfg.cache_dir, cfg.name);
     if (encoded_build(&tenc, (const char *const *)train.src, (const char *const *)train.tgt,
                       train.n, spm, cache, &err))

@@ -186,28 +186,6 @@ static int is_file(const char *p) {
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* mkdir -p */
-static Status make_dirs(const char *path, Err *err) {
-    char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return err_set(err, "--out %s: path too long", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return err_set(err, "cannot create the output folder %s: %s; choose another "
-                               "--out DIR", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    if (!is_dir(path))
-        return err_set(err, "--out %s exists but is not a folder; choose another --out DIR",
-                       path);
-    return STATUS_OK;
-}
-
 /* The last path component of p (without trailing slashes) into buf. */
 static void base_name(const char *p, char *buf, size_t n) {
     size_t len = strlen(p);
@@ -1066,7 +1044,10 @@ int cmd_compare(int argc, char **argv) {
     /* the usage checks are done; from here on a problem is a failure (1) */
     rc = 1;
     if (!plot_gnuplot_available(&err)) goto fail;
-    if (make_dirs(c.out_dir, &err)) goto fail;
+    if (make_dirs(c.out_dir, &err)) {
+        err_prefix(&err, "--out %s (choose another --out DIR)", c.out_dir);
+        goto fail;
+    }
     for (int i = 0; i < c.nruns; i++)
         if (train_if_needed(&c.runs[i], &err)) goto fail;
     for (int i = 0; i < c.nruns; i++)

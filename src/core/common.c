@@ -1,9 +1,12 @@
-/* common.c — err_set / err_prefix, the aborting allocators and the monotonic clock (common.h). */
+/* common.c — err_set / err_prefix, the aborting allocators, the monotonic clock and mkdir -p
+ * (common.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/common.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 Status err_set(Err *err, const char *fmt, ...) {
@@ -74,4 +77,23 @@ double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+Status make_dirs(const char *path, Err *err) {
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return err_set(err, "cannot create folder %.60s...: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p) continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return err_set(err, "cannot create folder %s: %s", buf, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
+        return err_set(err, "cannot create folder %s: a file of that name exists", path);
+    return STATUS_OK;
 }

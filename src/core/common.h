@@ -66,6 +66,12 @@ void str_appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((forma
  * anything. No errors. Source: —. */
 double now_seconds(void);
 
+/* mkdir -p: creates the folder path and every missing folder above it (mode 0777 before the
+ * umask). Errors: a path of 1024 bytes or more, a part that cannot be created, or a path that
+ * exists but is not a folder ("cannot create folder X: <reason>"; the caller prefixes which
+ * setting named it). Source: POSIX mkdir(2). */
+Status make_dirs(const char *path, Err *err);
+
 #ifdef __cplusplus
 }
 #endif

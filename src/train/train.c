@@ -169,21 +169,6 @@ static Status trim_metrics(const char *path, long step, Err *err) {
     return STATUS_OK;
 }
 
-static Status make_dir(const char *path, Err *err) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST)
-            return err_set(err, "cannot create folder %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST)
-        return err_set(err, "cannot create folder %s: %s", buf, strerror(errno));
-    return STATUS_OK;
-}
-
 /* Writes the training text (both languages, one sentence a line) and trains the joint
  * SentencePiece model save_dir/spm.model on it. One thread: the result is deterministic. */
 static Status train_spm(const Config *cfg, const Corpus *train, const char *dir, Spm **spm,
@@ -209,7 +194,7 @@ static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, c
                            Encoded *e, Err *err) {
     char cache[1400];
     snprintf(cache, sizeof cache, "%s/%s.%s.enc", cfg->cache_dir, cfg->name, what);
-    if (make_dir(cfg->cache_dir, err)) return STATUS_ERR;
+    if (make_dirs(cfg->cache_dir, err)) return err_prefix(err, "data.cache_dir");
     double t0 = now_seconds();
     if (encoded_build(e, (const char *const *)c->src, (const char *const *)c->tgt, c->n, spm, cache,
                       err))
@@ -372,7 +357,7 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
     Config *cfg = &r->cfg;
     int lead = r->rank == 0;
     if (lead) {
-        if (make_dir(r->dir, err)) return STATUS_ERR;
+        if (make_dirs(r->dir, err)) return err_prefix(err, "train.save_dir");
         if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;
         remove_stale_temps(r->dir);
     }
