@@ -182,6 +182,9 @@ static const KeyDef keys[] = {
     K_FLT("train", "ema_decay", ema_decay, "0", 0, 0, 1, 1,
           "exponential moving average of the weights, ema = d*ema + (1-d)*w after every step "
           "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off"),
+    K_BOOL("train", "ema_warmup", ema_warmup, "false",
+           "with ema_decay: d = min(ema_decay, (1 + n) / (10 + n)) after n updates (the warm-up "
+           "of Marian and TensorFlow), so that the early average follows the weights"),
     K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores"),
     K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
           "validation sentences used; 0 = all"),

@@ -111,6 +111,8 @@ typedef struct Config {
     int average_last;        /* train.average_last: avg.ckpt of the last K epoch checkpoints at
                                 the end of the run; <= keep_checkpoints; 0 = off (0) */
     float ema_decay;         /* train.ema_decay: EMA of the weights, d in [0, 1); 0 = off (0) */
+    int ema_warmup;          /* train.ema_warmup: the decay after n updates is
+                                min(ema_decay, (1 + n) / (10 + n)) (false) */
     char save_dir[1024];     /* train.save_dir: "" = checkpoints/<name> (see config_save_dir) */
     int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */

@@ -256,6 +256,15 @@ static DistBuckets *buckets_for(ParamSet *ps, const Config *cfg) {
     return g_buckets;
 }
 
+float train_ema_decay(const Config *cfg, long n) {
+    float d = cfg->ema_decay;
+    if (cfg->ema_warmup && n >= 0) {
+        float w = (float)((1.0 + (double)n) / (10.0 + (double)n));
+        if (w < d) d = w;
+    }
+    return d;
+}
+
 /* The model's GradReady hook with dist.overlap: the buckets within grad[lo..) start. */
 static void on_grad_ready(void *ctx, size_t lo) { dist_buckets_ready(ctx, lo); }
 
@@ -313,7 +322,8 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
         optim_clip(ps, r.norm, cfg->clip_norm);
         st->adam_t++;
         optim_adam(ps, cfg, optim_lr(cfg, st->step + 1, st->lr_scale), st->adam_t);
-        if (cfg->ema_decay > 0 && ps->ema) params_ema_update(ps, cfg->ema_decay);
+        if (cfg->ema_decay > 0 && ps->ema)
+            params_ema_update(ps, train_ema_decay(cfg, st->adam_t - 1));
     }
     st->step++;
     return r;

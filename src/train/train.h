@@ -50,12 +50,19 @@ typedef struct {
  * st->step), label smoothing train.label_smoothing and gradients scaled by 1 / tb->tgt_tokens;
  * the global gradient norm; when loss and norm are finite, norm clipping to train.clip_norm
  * (Pascanu et al. 2013) and an Adam step (Kingma & Ba 2015 Alg. 1; st->adam_t + 1) at
- * optim_lr(cfg, st->step + 1, st->lr_scale); a non-finite step changes no parameter. Then
- * st->step + 1. inject (NULL: none) poisons the step for the fault tests (train/inject.h).
+ * optim_lr(cfg, st->step + 1, st->lr_scale), then with train.ema_decay the EMA of the weights
+ * at train_ema_decay(cfg, n), n the updates before this one; a non-finite step changes no
+ * parameter. Then st->step + 1. inject (NULL: none) poisons the step for the fault tests (train/inject.h).
  * Allocates nothing once the model has run a batch of this size (DESIGN.md §5). No errors:
  * a skipped step is reported through the result. */
 StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
                       const NonfiniteInjection *inject);
+
+/* The EMA decay of the update after n earlier ones: train.ema_decay, or with train.ema_warmup
+ * min(ema_decay, (1 + n) / (10 + n)) (the warm-up of Marian's exponential smoothing and of
+ * TensorFlow's ExponentialMovingAverage with num_updates; 0.1 for the first update, ema_decay
+ * from n = (10·d − 1) / (1 − d) on: 8,991 updates for 0.999). No errors. */
+float train_ema_decay(const Config *cfg, long n);
 
 /* A data-parallel step's exchange (issue 14, DESIGN.md §12), beyond the gradient. */
 typedef struct {

@@ -4,7 +4,9 @@
  *  1. After every step of the trainer's step (train_step, cfg.ema_decay = 0.9) on a tiny RNN,
  *     ps->ema equals a host recomputation of ema_t = d·ema_{t-1} + (1 − d)·θ_t from ema_0 = θ_0
  *     in float: each step bit for bit from the previous EMA (scale, then axpy, fused or not, as
- *     the backend's loop was compiled), and the whole chain from θ_0 to within 1e-5 relative.
+ *     the backend's loop was compiled), and the whole chain from θ_0 to within 1e-5 relative;
+ *     then again from a fresh EMA with train.ema_warmup, d = min(0.9, (1 + n) / (10 + n)) after
+ *     n updates (Marian's and TensorFlow's warm-up), and train_ema_decay's two ends.
  *  2. A step with ema_decay = 0 leaves ps->ema alone.
  *  3. params_swap_ema twice restores data and ema bit for bit.
  *  4. checkpoint_save / checkpoint_load keep ema bit for bit ("ema/" records), and a model
@@ -74,42 +76,70 @@ int main(void) {
     batch_alloc(&tb, bB, bS, bT, BUDGET, BUDGET);
     model_reserve(&m, bB, bS, bT, BUDGET, BUDGET);
 
-    /* 1. the recurrence, step by step */
-    float *ref = host_copy(ps, ps->data); /* ema_0 = θ_0 */
-    const float d = cfg.ema_decay;
+    /* 1. the recurrence, step by step: first with the constant decay, then (1b) with
+     * train.ema_warmup from a fresh EMA, d = min(0.9, (1 + n) / (10 + n)) after n updates */
     TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
-    double worst = 0;
-    size_t step_bad = 0;
-    float *prev = host_copy(ps, ps->ema);
-    for (int t = 0; t < STEPS; t++) {
-        batch_fill(&tb, &e, plan.idx + plan.start[t], (int)(plan.start[t + 1] - plan.start[t]));
-        StepResult r = train_step(&m, &cfg, &tb, &st, NULL);
-        EXPECT(r.finite, "step %d: non-finite", t + 1);
-        float *th = host_copy(ps, ps->data), *em = host_copy(ps, ps->ema);
-        for (size_t i = 0; i < n; i++) {
-            /* this step exactly, from the device's previous EMA: scale, then the axpy (with or
-             * without a fused multiply-add, as the compiler chose for the backend's loop) */
-            volatile float sc = d * prev[i], w = (1.0f - d) * th[i];
-            float plain = sc + w, fused = fmaf(1.0f - d, th[i], sc);
-            if (memcmp(&em[i], &plain, 4) && memcmp(&em[i], &fused, 4)) step_bad++;
-            ref[i] = d * ref[i] + (1.0f - d) * th[i];
-            double err_i = fabs((double)em[i] - ref[i]) / (1e-3 + fabs(ref[i]));
-            if (err_i > worst) worst = err_i;
+    for (int warm = 0; warm < 2; warm++) {
+        cfg.ema_warmup = warm;
+        if (warm) { /* a fresh EMA: ema = θ now */
+            float *th0 = host_copy(ps, ps->data);
+            ps->be->upload(ps->ema, th0, sizeof(float) * n);
+            free(th0);
         }
-        memcpy(prev, em, sizeof(float) * n);
-        free(th), free(em);
+        float *ref = host_copy(ps, ps->data); /* ema_0 = θ_0 */
+        double worst = 0, dmin = 1, dmax = 0;
+        size_t step_bad = 0;
+        float *prev = host_copy(ps, ps->ema);
+        for (int t = 0; t < STEPS; t++) {
+            batch_fill(&tb, &e, plan.idx + plan.start[t], (int)(plan.start[t + 1] - plan.start[t]));
+            StepResult r = train_step(&m, &cfg, &tb, &st, NULL);
+            EXPECT(r.finite, "step %d: non-finite", t + 1);
+            double nu = st.adam_t - 1; /* updates before this one */
+            const float d = warm && (1.0 + nu) / (10.0 + nu) < 0.9 ? (float)((1.0 + nu) / (10.0 + nu))
+                                                                  : 0.9f;
+            if (d < dmin) dmin = d;
+            if (d > dmax) dmax = d;
+            float *th = host_copy(ps, ps->data), *em = host_copy(ps, ps->ema);
+            for (size_t i = 0; i < n; i++) {
+                /* this step exactly, from the device's previous EMA: scale, then the axpy (with
+                 * or without a fused multiply-add, as the compiler chose for the backend's loop) */
+                volatile float sc = d * prev[i], w = (1.0f - d) * th[i];
+                float plain = sc + w, fused = fmaf(1.0f - d, th[i], sc);
+                if (memcmp(&em[i], &plain, 4) && memcmp(&em[i], &fused, 4)) step_bad++;
+                ref[i] = d * ref[i] + (1.0f - d) * th[i];
+                double err_i = fabs((double)em[i] - ref[i]) / (1e-3 + fabs(ref[i]));
+                if (err_i > worst) worst = err_i;
+            }
+            memcpy(prev, em, sizeof(float) * n);
+            free(th), free(em);
+        }
+        float *th = host_copy(ps, ps->data);
+        size_t moved = 0;
+        for (size_t i = 0; i < n; i++) moved += ref[i] != th[i];
+        printf("EMA after %d steps (ema_warmup %d: d from %.4f to %.4f) against the host "
+               "recurrence: worst relative error %.3g; %zu of %zu weights differ from the EMA\n",
+               STEPS, warm, dmin, dmax, worst, moved, n);
+        printf("each step against d·ema + (1 − d)·θ from the previous EMA: %zu of %zu values "
+               "differ in their bits\n", step_bad, n * STEPS);
+        EXPECT(step_bad == 0, "ema_warmup %d: %zu EMA values differ from the one-step recurrence",
+               warm, step_bad);
+        EXPECT(worst < 1e-5, "ema_warmup %d: EMA differs from the host recurrence (worst "
+               "relative error %g)", warm, worst);
+        EXPECT(moved > n / 2, "the EMA should lag the weights (only %zu of %zu differ)", moved, n);
+        free(th), free(ref), free(prev);
     }
-    float *th = host_copy(ps, ps->data);
-    size_t moved = 0;
-    for (size_t i = 0; i < n; i++) moved += ref[i] != th[i];
-    printf("EMA after %d steps (d = %g) against the host recurrence: worst relative error %.3g; "
-           "%zu of %zu weights differ from the EMA\n", STEPS, (double)d, worst, moved, n);
-    printf("each step against d·ema + (1 − d)·θ from the previous EMA: %zu of %zu values "
-           "differ in their bits\n", step_bad, n * STEPS);
-    EXPECT(step_bad == 0, "%zu EMA values differ from the one-step recurrence", step_bad);
-    EXPECT(worst < 1e-5, "EMA differs from the host recurrence (worst relative error %g)", worst);
-    EXPECT(moved > n / 2, "the EMA should lag the weights (only %zu of %zu differ)", moved, n);
-    free(th);
+    cfg.ema_warmup = 0;
+    /* the warm-up's ends: 0.1 for the first update, the configured decay from n = 81 (d = 0.9;
+     * (1 + 80) / 90 = 0.9 exactly in real numbers) on, and off without ema_warmup */
+    Config wc = cfg;
+    wc.ema_warmup = 1;
+    EXPECT(train_ema_decay(&wc, 0) == 0.1f, "first update: %g", (double)train_ema_decay(&wc, 0));
+    EXPECT(train_ema_decay(&wc, 1000) == 0.9f, "after 1000 updates: %g",
+           (double)train_ema_decay(&wc, 1000));
+    EXPECT(train_ema_decay(&wc, 40) < 0.9f && train_ema_decay(&wc, 40) > 0.8f, "n = 40: %g",
+           (double)train_ema_decay(&wc, 40));
+    EXPECT(train_ema_decay(&cfg, 0) == 0.9f, "without ema_warmup: %g",
+           (double)train_ema_decay(&cfg, 0));
 
     /* 2. ema_decay = 0: the buffer is left alone */
     float *before = host_copy(ps, ps->ema);
@@ -199,7 +229,7 @@ int main(void) {
     }
     printf("checkpoint with ema/ records: restored bit for bit; without: loads with no EMA\n");
 
-    free(h), free(ref), free(prev), free(before), free(data0);
+    free(h), free(before), free(data0);
     spm_free(spm);
     model_free(&m2);
     batch_free(&tb);
