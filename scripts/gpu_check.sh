@@ -39,12 +39,12 @@
 #   base_<M>_<N>*  GPU_CHECK_BASELINE's bench_train  the older build on the same batches
 #   profile_<M>    bench_train --profile            time per op in a step (GPU_CHECK_PROFILE)
 #   train_<M>      trainer --set train.device=cuda  a training run (GPU_CHECK_TRAIN; its
-#                                                   metrics in train_<M>.metrics), then
+#                                                   train_<M>.metrics.jsonl beside), then
 #   test_<M>_greedy, test_<M>_beam5                 trainer eval of its best.ckpt on test
 #   sanitize_<T>   compute-sanitizer --tool T       every CUDA op (GPU_CHECK_SANITIZE)
 # Exit status: 1 if a test step failed, else 0 (benchmarks never fail the run).
 set -uo pipefail
-[ $# -ge 2 ] || { sed -n '2,26p' "$0"; exit 2; }
+[ $# -ge 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
 build=$1 out=$2 spm=${3:-}
 rounds=${GPU_CHECK_ROUNDS:-5} sizes=${GPU_CHECK_BATCH_TOKENS:-4096 8192}
 precisions=${GPU_CHECK_PRECISIONS-tf32 bf16} models=${GPU_CHECK_MODELS:-transformer luong}
