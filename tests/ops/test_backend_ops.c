@@ -2037,10 +2037,10 @@ static void vs_cpu_dropout(void) {
 /* embedding_forward and embedding_backward, tolerance 0: the backward adds each id's rows in
  * token order on both backends (the GPU without atomics: one writer per table float), so
  * dtable (random prefill: accumulate) is bit-identical, including rows no id names. Ids repeat
- * heavily (a padding-like id 0 on a third of the tokens); V = 1100 exceeds twice the kernel's
- * 512 id groups (ids v, v + 512, v + 1024 share a warp); N = 300 and 700 span two and three
- * 256-token rounds, 700 ending inside a 32-token ballot; E = 70 spans three 32-column tiles,
- * E = 1 one column. */
+ * heavily (a padding-like id 0 on a third of the tokens); the CUDA kernel's id groups (8 to 512,
+ * about N / 8) are fewer than the rows V, so ids share a warp (V = 1100 over N = 700's 128
+ * groups: 8 or 9 each); N = 300 and 700 span two and three 256-token rounds, 700 ending inside
+ * a 32-token ballot; E = 70 spans three 32-column tiles, E = 1 one column. */
 static void vs_cpu_embedding(void) {
     char what[128];
     long checks0 = kp_checks, fails0 = kp_fails;

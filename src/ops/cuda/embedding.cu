@@ -17,11 +17,22 @@ static void cu_embedding_forward(float *out, const int *ids, const float *table,
            E);
 }
 
+/* Id groups of the backward for N tokens: a power of two near N / 8 (about 8 tokens, a quarter
+ * of a ballot, per group), from EMB_TY (one block row) to EMB_GROUPS (N >= 4,096, as at
+ * train.batch_tokens 8192). Beyond the tokens, more groups only add warps that find nothing; in
+ * the emulated build each is 32 fibers, and a fixed 512 made CI's ASan run of test_model_cuda
+ * (batches of ~50 tokens) take 1,134 s instead of 198. */
+static unsigned emb_groups(int N) {
+    unsigned g = EMB_TY;
+    while (g < (unsigned)EMB_GROUPS && g * 8u < (unsigned)N) g <<= 1;
+    return g;
+}
+
 /* dtable[ids[n], :] += dout[n, :], rows summed in order n = 0..N-1. */
 static void cu_embedding_backward(float *dtable, const float *dout, const int *ids, int N,
                                   int E) {
     if (N <= 0 || E <= 0) return;
-    dim3 grid((unsigned)((E + EMB_TX - 1) / EMB_TX), (unsigned)(EMB_GROUPS / EMB_TY));
+    dim3 grid((unsigned)((E + EMB_TX - 1) / EMB_TX), emb_groups(N) / EMB_TY);
     dim3 block(EMB_TX, EMB_TY);
     LAUNCH(k_embedding_backward, grid, block, 0, dtable, dout, ids, N, E);
 }

@@ -2,15 +2,16 @@
  * 2017 §3.4; semantics: ops/ops.h). Written against ops/cuda/kernel_api.h. Host side:
  * embedding.cu. Shapes: N tokens, E embedding width, V vocabulary rows of the table.
  *
- * Backward without float atomics, deterministic: the table rows are split into EMB_GROUPS
- * groups by id (group g owns every row v with v mod EMB_GROUPS = g) and the columns into tiles
- * of EMB_TX. The warp of (column tile, group g) walks the tokens n = 0, 1, ..., N-1 IN ORDER, 32
- * at a time: a ballot marks those whose id is in its group, and for each marked token, in
- * ascending n, lane x adds dout[n, c] to dtable[ids[n], c] for its column c. Every float of
- * dtable thus has exactly one writer, which adds that row's tokens in ascending n — the CPU's
- * sequential sum, bit for bit, under every thread and block order. (The first version had one
- * thread per (column, group) test every id in turn, in 64 groups: 180 µs a call for N = 4,230,
- * E = 256 on an H200, 2% of a Transformer step.)
+ * Backward without float atomics, deterministic: the table rows are split into G groups by id
+ * (group g owns every row v with v mod G = g; G a power of two from EMB_TY to EMB_GROUPS, about
+ * N / 8: embedding.cu's emb_groups) and the columns into tiles of EMB_TX. The warp of (column
+ * tile, group g) walks the tokens n = 0, 1, ..., N-1 IN ORDER, 32 at a time: a ballot marks
+ * those whose id is in its group, and for each marked token, in ascending n, lane x adds
+ * dout[n, c] to dtable[ids[n], c] for its column c. Every float of dtable thus has exactly one
+ * writer, which adds that row's tokens in ascending n — the CPU's sequential sum, bit for bit,
+ * under every thread and block order. (The first version had one thread per (column, group)
+ * test every id in turn, in 64 groups: 180 µs a call for N = 4,230, E = 256 on an H200, 2% of a
+ * Transformer step.)
  */
 #ifndef TRAINER_CUDA_EMBEDDING_CUH
 #define TRAINER_CUDA_EMBEDDING_CUH
@@ -23,7 +24,7 @@ constexpr int EMB_THREADS = 256;                  /* forward: element-wise block
 constexpr int EMB_TX = 32;                        /* backward: columns per warp (its lanes) */
 constexpr int EMB_TY = 8;                         /* backward: warps per block, one group each */
 constexpr int EMB_TILE = EMB_TX * EMB_TY;         /* backward: ids staged per barrier round */
-constexpr int EMB_GROUPS = 512;                   /* backward: id groups in all (grid.y·EMB_TY) */
+constexpr int EMB_GROUPS = 512;                   /* backward: id groups at most (grid.y·EMB_TY) */
 static_assert(EMB_GROUPS % EMB_TY == 0, "EMB_GROUPS must be a multiple of EMB_TY");
 
 /* out[N,E] = table[ids[n], :]; total = N·E; one thread per out element, grid-stride loop
@@ -38,8 +39,9 @@ __global__ void __launch_bounds__(EMB_THREADS)
 }
 
 /* dtable[ids[n], :] += dout[n, :] for n < N in ascending n (the forward line
- * out[n] = table[ids[n]] differentiated). Launch: grid (ceil(E / EMB_TX), EMB_GROUPS / EMB_TY),
- * block (EMB_TX, EMB_TY); warp y of block (bx, by) owns id group g = by·EMB_TY + y, and its lane
+ * out[n] = table[ids[n]] differentiated). Launch: grid (ceil(E / EMB_TX), G / EMB_TY), block
+ * (EMB_TX, EMB_TY), G a power of two; warp y of block (bx, by) owns id group g = by·EMB_TY + y of
+ * the G = gridDim.y·EMB_TY groups, and its lane
  * x column c = bx·EMB_TX + x. Static shared memory: EMB_TILE ints, the ids of the current round
  * of tokens, loaded by all threads between two barriers (every thread takes part in every round
  * and every ballot: the guards are on the work, never on the collectives). Deterministic: see
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(EMB_TILE)
     k_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int E) {
     __shared__ int tile_ids[EMB_TILE];
     const int lane = threadIdx.x, c = blockIdx.x * EMB_TX + lane;
-    const unsigned g = blockIdx.y * EMB_TY + threadIdx.y;
+    const unsigned g = blockIdx.y * EMB_TY + threadIdx.y, groups = gridDim.y * EMB_TY;
     const int tid = threadIdx.y * EMB_TX + lane;
     for (int n0 = 0; n0 < N; n0 += EMB_TILE) {
         const int m = min(EMB_TILE, N - n0);
@@ -57,7 +59,7 @@ __global__ void __launch_bounds__(EMB_TILE)
         for (int k0 = 0; k0 < m; k0 += EMB_TX) {
             const int k = k0 + lane;
             unsigned hit = __ballot_sync(0xffffffffu,
-                                         k < m && (unsigned)tile_ids[k] % EMB_GROUPS == g);
+                                         k < m && ((unsigned)tile_ids[k] & (groups - 1)) == g);
             while (hit) { /* the marked tokens in ascending n */
                 const int j = k0 + __ffs((int)hit) - 1;
                 hit &= hit - 1;
