@@ -14,7 +14,7 @@
  *                 __ballot_sync, __any_sync, __all_sync, __activemask()
  *   math          __expf, __logf, __powf, __sinf, __cosf, __fdividef, rsqrtf, __saturatef,
  *                 __float2int_rn, __int_as_float, __float_as_int, __ldg, min/max; <cmath> in scope
- *   bits          __ffs, __popc
+ *   bits          __ffs
  *   atomics       atomicAdd/Sub/Max/Min/Exch/CAS on int, unsigned, unsigned long long (real
  *                 atomics, relaxed order as on the GPU). Float atomics are deleted: a use does
  *                 not compile (DESIGN.md §8).
@@ -234,7 +234,6 @@ inline float __uint_as_float(unsigned i) {
     return f;
 }
 inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> inline T __ldg(const T *p) { return *p; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
