@@ -5,16 +5,20 @@
 #
 #   bash bench/time_to_quality.sh OLD_REV [NEW_REV] [--config FILE] [--threads T]
 #                                 [--out DIR] [--set SECTION.KEY=VALUE]...
+#                                 [--new-set SECTION.KEY=VALUE]...
 #
 # Builds OLD_REV and NEW_REV (default: the working tree's HEAD) in git worktrees under DIR
 # (default /tmp/ttq), Release, target trainer only; then trains both at once, each with T threads
 # (default 1) pinned to its own cores (taskset), the same config (default
 # configs/transformer.ini; both read the working tree's copy, so a key a revision does not know
 # stops it at start-up) and the --set overrides, each in DIR/old/run and DIR/new/run. Each run
-# stops where the config says (train.max_hours, train.patience, train.epochs). Then prints, per
-# side, every validation's epoch, BLEU and elapsed time, the best validation BLEU and the wall
-# time at which it was first reached, and the ratios new / old of those times and of the
-# tokens/s; with the CPU model and /proc/loadavg before and after. Both sides share the memory
+# stops where the config says (train.max_hours, train.patience, train.epochs). --new-set
+# overrides a key on the new side only (a recipe change such as train.ema_warmup, which the old
+# revision may not know). Then prints, per side, every validation's epoch, BLEU and elapsed time,
+# the best validation BLEU and the wall time at which it was first reached, the ratios new / old
+# of those times and of the tokens/s, and the wall time at which the new side first reached the
+# old side's best BLEU (time to a target quality, which stays meaningful when both runs were
+# stopped by train.max_hours while still improving); with the CPU model and /proc/loadavg before and after. Both sides share the memory
 # bus, so the figures are for two jobs at once; run nothing else meanwhile. The worktrees stay
 # for inspection: `git worktree remove DIR/old/src DIR/new/src` (or delete DIR, then
 # `git worktree prune`). Tested with tests/fixtures/tiny.ini --set train.max_epochs=2.
@@ -26,13 +30,14 @@ old_rev=$1
 shift
 new_rev=HEAD
 if [ $# -gt 0 ] && [[ $1 != --* ]]; then new_rev=$1; shift; fi
-config=configs/transformer.ini threads=1 out=/tmp/ttq sets=()
+config=configs/transformer.ini threads=1 out=/tmp/ttq sets=() new_sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
+    --new-set) new_sets+=(--set "$2"); shift 2 ;;
     *) echo "time_to_quality.sh: unknown argument '$1' (see the top of this file)" >&2; exit 2 ;;
   esac
 done
@@ -70,10 +75,12 @@ for i in 0 1; do
   run=$out/$side/run
   rm -rf "$run"
   cpus="$((i * threads))-$((i * threads + threads - 1))"
+  side_sets=("${sets[@]}")
+  [ "$side" = old ] || side_sets+=("${new_sets[@]}")
   # the trainer reads data/ relative to its working directory: run both from this checkout
   (cd "$here" && exec taskset -c "$cpus" "$out/$side/build/trainer" --config "$config" \
      --set train.threads="$threads" --set train.save_dir="$run" \
-     --set run.name="ttq_$side" "${sets[@]}") >"$out/$side/train.log" 2>&1 &
+     --set run.name="ttq_$side" "${side_sets[@]}") >"$out/$side/train.log" 2>&1 &
   pids+=($!)
 done
 echo "training both (logs: $out/old/train.log, $out/new/train.log) ..."
@@ -101,7 +108,7 @@ summary() { # $1 side: every validation, then "BEST side bleu seconds epoch tok_
 }
 echo "== time to quality =="
 echo "machine: $ncpu CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "config: $config ${sets[*]}; $threads thread(s) per side, both at once, $(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.1f", s / 60 }') min in all"
+echo "config: $config ${sets[*]}${new_sets[*]:+ (new side only: ${new_sets[*]})}; $threads thread(s) per side, both at once, $(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.1f", s / 60 }') min in all"
 echo "load average before: $load_before; after: $load_after"
 old_sum=$(summary old) new_sum=$(summary new)
 grep -v '^BEST' <<<"$old_sum"
@@ -117,3 +124,13 @@ awk -v ob="$old_b" -v nb="$new_b" -v ot="$old_t" -v nt="$new_t" -v os="$old_tps"
     printf "time to the best: new / old = %.3f (%.1f%% less wall time); BLEU new - old = %+.2f; " \
            "tokens/s new / old = %.3f\n", nt / ot, 100 * (1 - nt / ot), nb - ob, (os > 0 ? ns / os : 0)
   }'
+# time to the old side's best (a target quality): the first new validation at or above it
+grep -v '^BEST' <<<"$new_sum" |
+  awk -v ob="$old_b" -v ot="$old_t" '
+    { b = $6; t = $8 * 60
+      if (b + 0 >= ob + 0) {
+        printf "time to the old best (%.2f): new reached %.2f at epoch %d, %.1f min: new / old = " \
+               "%.3f (%.1f%% less wall time)\n", ob, b, $3, t / 60, t / ot, 100 * (1 - t / ot)
+        found = 1; exit
+      } }
+    END { if (!found) printf "time to the old best (%.2f): the new side never reached it\n", ob }'
