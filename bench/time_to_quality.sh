@@ -3,7 +3,7 @@
 # trained side by side on the same config and seed: is the trainer faster to a given quality
 # than it was at an earlier commit (issue 16's time-to-quality check)?
 #
-#   bash bench/time_to_quality.sh OLD_REV [NEW_REV] [--config FILE] [--threads T]
+#   bash bench/time_to_quality.sh OLD_REV [NEW_REV] [--config FILE] [--own-config] [--threads T]
 #                                 [--out DIR] [--set SECTION.KEY=VALUE]...
 #                                 [--new-set SECTION.KEY=VALUE]...
 #
@@ -12,7 +12,9 @@
 # (default 1) pinned to its own cores (taskset), the same config (default
 # configs/transformer.ini; both read the working tree's copy, so a key a revision does not know
 # stops it at start-up) and the --set overrides, each in DIR/old/run and DIR/new/run. Each run
-# stops where the config says (train.max_hours, train.patience, train.epochs). --new-set
+# stops where the config says (train.max_hours, train.patience, train.epochs). --own-config
+# makes each side read the config file as it is at its own revision instead ("the config before
+# and after"; configs/transformer.ini gained train.ema_warmup after a89380a). --new-set
 # overrides a key on the new side only (a recipe change such as train.ema_warmup, which the old
 # revision may not know). Then prints, per side, every validation's epoch, BLEU and elapsed time,
 # the best validation BLEU and the wall time at which it was first reached, the ratios new / old
@@ -30,10 +32,11 @@ old_rev=$1
 shift
 new_rev=HEAD
 if [ $# -gt 0 ] && [[ $1 != --* ]]; then new_rev=$1; shift; fi
-config=configs/transformer.ini threads=1 out=/tmp/ttq sets=() new_sets=()
+config=configs/transformer.ini own_config=0 threads=1 out=/tmp/ttq sets=() new_sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
+    --own-config) own_config=1; shift ;;
     --threads) threads=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
@@ -78,7 +81,13 @@ for i in 0 1; do
   side_sets=("${sets[@]}")
   [ "$side" = old ] || side_sets+=("${new_sets[@]}")
   # the trainer reads data/ relative to its working directory: run both from this checkout
-  (cd "$here" && exec taskset -c "$cpus" "$out/$side/build/trainer" --config "$config" \
+  side_config=$config
+  if [ $own_config = 1 ]; then
+    side_config=$out/$side/src/$config
+    [ -r "$side_config" ] ||
+      { echo "time_to_quality.sh: --own-config: $config is not in the $side revision" >&2; exit 2; }
+  fi
+  (cd "$here" && exec taskset -c "$cpus" "$out/$side/build/trainer" --config "$side_config" \
      --set train.threads="$threads" --set train.save_dir="$run" \
      --set run.name="ttq_$side" "${side_sets[@]}") >"$out/$side/train.log" 2>&1 &
   pids+=($!)
@@ -86,7 +95,10 @@ done
 echo "training both (logs: $out/old/train.log, $out/new/train.log) ..."
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-[ $status = 0 ] || { echo "time_to_quality.sh: a run failed; see the logs" >&2; exit 1; }
+[ $status = 0 ] || {
+  grep -h "unknown key" "$out"/*/train.log >&2 &&
+    echo "time_to_quality.sh: one revision does not know a key of $config; see --own-config" >&2
+  echo "time_to_quality.sh: a run failed; see the logs" >&2; exit 1; }
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 summary() { # $1 side: every validation, then "BEST side bleu seconds epoch tok_s" on the last line
@@ -108,7 +120,7 @@ summary() { # $1 side: every validation, then "BEST side bleu seconds epoch tok_
 }
 echo "== time to quality =="
 echo "machine: $ncpu CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "config: $config ${sets[*]}${new_sets[*]:+ (new side only: ${new_sets[*]})}; $threads thread(s) per side, both at once, $(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.1f", s / 60 }') min in all"
+echo "config: $config$([ $own_config = 0 ] || echo ' (each revision'"'"'s own copy)') ${sets[*]}${new_sets[*]:+ (new side only: ${new_sets[*]})}; $threads thread(s) per side, both at once, $(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN { printf "%.1f", s / 60 }') min in all"
 echo "load average before: $load_before; after: $load_after"
 old_sum=$(summary old) new_sum=$(summary new)
 grep -v '^BEST' <<<"$old_sum"
