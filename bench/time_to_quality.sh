@@ -20,8 +20,9 @@
 # the best validation BLEU and the wall time at which it was first reached, the ratios new / old
 # of those times and of the tokens/s, and the wall time at which the new side first reached the
 # old side's best BLEU (time to a target quality, which stays meaningful when both runs were
-# stopped by train.max_hours while still improving); with the CPU model and /proc/loadavg before and after. Both sides share the memory
-# bus, so the figures are for two jobs at once; run nothing else meanwhile. The worktrees stay
+# stopped by train.max_hours while still improving); with the CPU model and /proc/loadavg before
+# and after. Both sides share the memory bus, so the figures are for two jobs at once; run
+# nothing else meanwhile. The worktrees stay
 # for inspection: `git worktree remove DIR/old/src DIR/new/src` (or delete DIR, then
 # `git worktree prune`). Tested with tests/fixtures/tiny.ini --set train.max_epochs=2.
 set -euo pipefail
