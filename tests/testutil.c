@@ -1,8 +1,12 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "testutil.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "data/batch.h"
 
@@ -14,6 +18,29 @@ int test_report(const char *name) {
     return test_failures ? 1 : 0;
 }
 
+/* The directories test_tmpdir made, removed at exit by the process that made them (a forked
+ * child that calls exit() must not remove its parent's files) unless a check failed. */
+static char *tmpdirs[64];
+static int n_tmpdirs;
+static pid_t tmpdir_owner;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) == 0 ? 0 : (perror(path), 0);
+}
+
+static void remove_tmpdirs(void) {
+    if (getpid() != tmpdir_owner) return;
+    for (int i = 0; i < n_tmpdirs; i++) {
+        if (test_failures)
+            fprintf(stderr, "kept %s for inspection (a check failed)\n", tmpdirs[i]);
+        else
+            nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(tmpdirs[i]);
+    }
+    n_tmpdirs = 0;
+}
+
 const char *test_tmpdir(void) {
     static char buf[4096];
     const char *base = getenv("TMPDIR");
@@ -21,6 +48,13 @@ const char *test_tmpdir(void) {
     if (!mkdtemp(buf)) {
         perror("mkdtemp");
         exit(2);
+    }
+    if (n_tmpdirs < (int)(sizeof tmpdirs / sizeof *tmpdirs)) {
+        if (n_tmpdirs == 0 && getpid() != tmpdir_owner) {
+            tmpdir_owner = getpid();
+            atexit(remove_tmpdirs);
+        }
+        tmpdirs[n_tmpdirs++] = strdup(buf);
     }
     return buf;
 }

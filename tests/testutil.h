@@ -26,7 +26,9 @@ extern int test_checks;
 
 /* Prints "<name>: N checks, M failed" and returns the exit code (0 or 1). */
 int test_report(const char *name);
-/* A fresh empty temporary directory (mkdtemp under $TMPDIR or /tmp); removed by nobody. */
+/* A fresh empty temporary directory (mkdtemp under $TMPDIR or /tmp), in a static buffer that the
+ * next call overwrites. The process that made it removes it, with everything in it, when it
+ * exits, unless a check failed: then it prints "kept DIR for inspection". */
 const char *test_tmpdir(void);
 /* Writes bytes to path; returns 0 on success. */
 int test_write_file(const char *path, const void *data, size_t n);

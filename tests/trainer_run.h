@@ -145,26 +145,6 @@ TR_FN void tr_make_slices(const char *work, long ntrain, long nval) {
     }
 }
 
-/* Removes a folder tree (used on success only; a failing test leaves its folder to look at). */
-TR_FN void tr_rm_rf(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            struct stat sb;
-            if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode)) tr_rm_rf(sub);
-            else unlink(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 /* Prints the last max_lines lines of a log file to stderr (for a failing step). */
 TR_FN void tr_print_tail(const char *log, int max_lines) {
     size_t n = 0;
@@ -530,14 +510,11 @@ TR_FN char *tr_begin(const char *test, double *t_start) {
     return work;
 }
 
-/* End of a slow test: prints the time and the verdict; removes work when it passed, keeps it
- * (and says where) when it failed. Returns the exit code. */
-TR_FN int tr_finish(const char *test, const char *work, double t_start) {
+/* End of a slow test: prints the time and the verdict, and returns the exit code. The folder from
+ * tr_begin (test_tmpdir) is removed at exit when the test passed, and kept and named when not. */
+TR_FN int tr_finish(const char *test, double t_start) {
     printf("%s: %.1f s\n", test, tr_now() - t_start);
-    int verdict = test_report(test);
-    if (verdict == 0) tr_rm_rf(work);
-    else printf("%s: files kept in %s\n", test, work);
-    return verdict;
+    return test_report(test);
 }
 
 #endif

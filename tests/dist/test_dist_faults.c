@@ -204,7 +204,7 @@ int main(void) {
             EXPECT(mt.steps[i].step == i + 1, "D: line %ld is step %ld", i + 1, mt.steps[i].step);
         tr_metrics_free(&mt);
     }
-    int v = tr_finish(test, work, t0);
+    int v = tr_finish(test, t0);
     free(work);
     return v;
 }

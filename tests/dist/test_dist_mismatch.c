@@ -68,7 +68,7 @@ int main(void) {
     EXPECT(tr_file_contains(log, "rank 1") && tr_file_contains(log, "data.train_src") &&
            tr_file_contains(log, "CRC32"), "the message names rank 1, data.train_src and CRC32");
     if (test_failures) tr_print_tail(log, 30);
-    int v = tr_finish(test, work, t0);
+    int v = tr_finish(test, t0);
     free(work);
     return v;
 }

@@ -60,7 +60,7 @@ int main(void) {
     EXPECT(tr_last_line(elog)[0] == '{', "eval printed its JSON line");
     tr_argv_free(&a);
     tr_argv_free(&e);
-    int v = tr_finish(test, work, t0);
+    int v = tr_finish(test, t0);
     free(work);
     return v;
 }

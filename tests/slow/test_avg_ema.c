@@ -182,5 +182,5 @@ int main(void) {
     EXPECT(!tr_exists(tr_fmt("%s/epoch1.ckpt", dB)) && tr_exists(tr_fmt("%s/epoch3.ckpt", dB)),
            "B: the kept epoch checkpoints should be epochs 2 and 3");
 
-    return tr_finish("test_avg_ema", g_work, t_start);
+    return tr_finish("test_avg_ema", t_start);
 }

@@ -164,5 +164,5 @@ int main(void) {
     EXPECT(rc == 1 && strstr(tr_last_line(log), missing) &&
                strstr(tr_last_line(log), "No such file"), "missing file: exit %d", rc);
 
-    return tr_finish("test_bad_corpus", g_work, t_start);
+    return tr_finish("test_bad_corpus", t_start);
 }

@@ -124,5 +124,5 @@ int main(void) {
            "final last.ckpt: step %ld (last seen %ld, %s) %s", st.step, top_step,
            stopped ? "stopped by SIGTERM" : "not stopped", err.msg);
     if (loaded) model_free(&m), spm_free(spm);
-    return tr_finish("test_concurrent_eval", work, t_start);
+    return tr_finish("test_concurrent_eval", t_start);
 }

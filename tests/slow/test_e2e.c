@@ -183,5 +183,5 @@ int main(void) {
            "the 5-step run should leave last.ckpt and no best.ckpt in %s", sdir);
 
     tr_metrics_free(&m);
-    return tr_finish("test_e2e", g_work, t_start);
+    return tr_finish("test_e2e", t_start);
 }

@@ -235,12 +235,12 @@ int main(void) {
         EXPECT(rc == 0, "reference run failed (exit %d)", rc);
         if (rc != 0) {
             tr_print_tail(log, 10);
-            return tr_finish("test_iofail", g_work, t_start);
+            return tr_finish("test_iofail", t_start);
         }
         g_base = test_read_file(g_last, &g_base_n);
         g_base_metrics = test_read_file(tr_fmt("%s/metrics.jsonl", g_dir), &g_base_metrics_n);
         EXPECT(g_base && g_base_metrics && ckpt_step(g_last) == 2, "reference checkpoint");
-        if (!g_base || !g_base_metrics) return tr_finish("test_iofail", g_work, t_start);
+        if (!g_base || !g_base_metrics) return tr_finish("test_iofail", t_start);
     }
 
     /* 1. census */
@@ -354,5 +354,5 @@ int main(void) {
            total - handled, total);
     free(g_base);
     free(g_base_metrics);
-    return tr_finish("test_iofail", g_work, t_start);
+    return tr_finish("test_iofail", t_start);
 }

@@ -125,5 +125,5 @@ int main(void) {
     rc = train(&log, layerwise);
     EXPECT(rc == 2 && strstr(tr_last_line(log), "model.linformer_share = layerwise"),
            "layerwise: exit %d, '%s'", rc, tr_last_line(log));
-    return tr_finish("test_linformer", work, t_start);
+    return tr_finish("test_linformer", t_start);
 }

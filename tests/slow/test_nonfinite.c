@@ -128,7 +128,7 @@ int main(void) {
     EXPECT(rc == 0, "base run: exit %d", rc);
     if (rc != 0) {
         tr_print_tail(log, 10);
-        return tr_finish("test_nonfinite", g_work, t_start);
+        return tr_finish("test_nonfinite", t_start);
     }
     g_base = test_read_file(g_last, &g_base_n);
     g_base_metrics = test_read_file(tr_fmt("%s/metrics.jsonl", g_dir), &g_base_metrics_n);
@@ -242,5 +242,5 @@ int main(void) {
     free(p4);
     free(g_base);
     free(g_base_metrics);
-    return tr_finish("test_nonfinite", g_work, t_start);
+    return tr_finish("test_nonfinite", t_start);
 }

@@ -298,5 +298,5 @@ int main(void) {
     EXPECT(!tr_exists(tr_fmt("%s/last.ckpt", dE)), "a refused --resume created last.ckpt");
 
     tr_metrics_free(&mA);
-    return tr_finish("test_resume", g_work, t_start);
+    return tr_finish("test_resume", t_start);
 }

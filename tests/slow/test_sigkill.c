@@ -283,5 +283,5 @@ int main(void) {
            max_steps);
     tr_metrics_free(&m);
 
-    return tr_finish("test_sigkill", g_work, t_start);
+    return tr_finish("test_sigkill", t_start);
 }

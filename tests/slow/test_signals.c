@@ -241,5 +241,5 @@ int main(void) {
         }
     }
     tr_metrics_free(&ref);
-    return tr_finish("test_signals", g_work, t_start);
+    return tr_finish("test_signals", t_start);
 }

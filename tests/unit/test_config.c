@@ -386,8 +386,8 @@ static void test_validate(void) {
     /* linformer: the defaults (r 32, n 128, none) take the default data.max_len = 100, in the
      * encoder and cross slots and the RNN; headwise and kv too */
     static const char *const lf_ok[] = {
-        "model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
-        "model.cross_attention=linformer",
+        ("model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
+         "model.cross_attention=linformer"),
         "model.type=transformer\nmodel.cross_attention=linformer\nmodel.linformer_share=kv",
         "model.attention=linformer\nmodel.linformer_share=headwise\nmodel.linformer_k=4",
         "model.linformer_share=layerwise", /* no linformer anywhere: the key is unused */
