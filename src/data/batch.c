@@ -118,6 +118,19 @@ long batch_shard(const Encoded *e, const long *idx, int B, int rank, int world, 
     return total;
 }
 
+BatchBounds batch_plan_bounds(const BatchPlan *p, const Encoded *e) {
+    BatchBounds c = {1, 1, 1, 1, 1};
+    for (long b = 0; b < p->nbatches; b++) {
+        int B = (int)(p->start[b + 1] - p->start[b]), S = 1, T = 1;
+        for (long k = p->start[b]; k < p->start[b + 1]; k++) {
+            int s = src_len_of(e, p->idx[k]), t = e->tgt_off ? tgt_len_of(e, p->idx[k]) + 1 : 1;
+            S = s > S ? s : S, T = t > T ? t : T;
+        }
+        bounds_grow(&c, (BatchBounds){B, S, T, (long)B * S, (long)B * T});
+    }
+    return c;
+}
+
 void batch_plan_free(BatchPlan *p) {
     free(p->idx);
     free(p->start);

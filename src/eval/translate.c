@@ -51,7 +51,7 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
     e.n = n;
     e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
     long cap = 1024, used = 0, ng = 0, *gstart = NULL;
-    int *gT = NULL;
+    BatchBounds *gb = NULL; /* each group's batch (T = its max_T) */
     e.src_ids = xmalloc(sizeof(int32_t) * cap);
     e.src_off[0] = 0;
     for (long i = 0; i < n; i++) {
@@ -83,7 +83,7 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
     /* sentences sorted by length: each group takes as many as fit the token budget at its
      * longest; the groups are planned first so that the batch and the model are sized once */
     gstart = xmalloc(sizeof(long) * (n - k + 1));
-    gT = xmalloc(sizeof(int) * (n - k + 1));
+    gb = xmalloc(sizeof(BatchBounds) * (n - k + 1));
     BatchBounds bounds = {1, 1, 1, 1, 1}; /* of the groups' batches (decoding: T = maxT) */
     while (k < n) {
         long first = k;
@@ -95,17 +95,18 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
             maxT = T, S = s, k++;
         }
         int B = (int)(k - first);
-        gstart[ng] = first, gT[ng++] = maxT;
-        bounds_grow(&bounds, (BatchBounds){B, S, maxT, (long)B * S, (long)B * maxT});
+        gstart[ng] = first;
+        gb[ng] = (BatchBounds){B, S, maxT, (long)B * S, (long)B * maxT};
+        bounds_grow(&bounds, gb[ng++]);
     }
     gstart[ng] = n;
     batch_alloc(&tb, bounds.B, bounds.S, 1, bounds.NS, bounds.B);
-    model_reserve(m, bounds.B * K, bounds.S, bounds.T, bounds.NS * K, bounds.NT * K);
+    model_reserve_decode(m, K, gb, ng);
     ids = xmalloc(sizeof(int) * bounds.NT);
     if (maps) attn = xmalloc(sizeof(float) * bounds.NT * bounds.S);
     for (long g = 0; g < ng; g++) {
         long first = gstart[g];
-        int B = (int)(gstart[g + 1] - first), maxT = gT[g];
+        int B = gb[g].B, maxT = gb[g].T;
         batch_fill(&tb, &e, order + first, B);
         decode_batch(m, &tb, opt, maxT, ids, maps ? attn : NULL);
         for (int b = 0; b < B; b++) {
@@ -135,7 +136,7 @@ cleanup:
     free(ids);
     free(attn);
     free(gstart);
-    free(gT);
+    free(gb);
     free(order);
     free(e.src_ids);
     free(e.src_off);
@@ -161,16 +162,17 @@ Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Er
             return err_prefix(err, "pair %ld", pair);
         }
     }
-    int budget = 4096 > 2 * maxlen ? 4096 : 2 * maxlen;
+    int budget = EVAL_BATCH_TOKENS > 2 * maxlen ? EVAL_BATCH_TOKENS : 2 * maxlen;
     if (batch_plan(&plan, e, all, nk, budget, NULL, err)) {
         free(all);
         return STATUS_ERR;
     }
-    /* every batch of the plan: B·(S + T) ≤ budget with S, T ≥ 1, S, T ≤ maxlen */
+    /* sized to this plan's batches: within the training's reserve, a validation reallocates
+     * nothing */
+    BatchBounds c = batch_plan_bounds(&plan, e);
     TokenBatch tb;
-    int bB = budget / 2, bL = maxlen ? maxlen : 1;
-    batch_alloc(&tb, bB, bL, bL, budget, budget);
-    model_reserve(m, bB, bL, bL, budget, budget);
+    batch_alloc(&tb, c.B, c.S, c.T, c.NS, c.NT);
+    model_reserve(m, c.B, c.S, c.T, c.NS, c.NT);
     double loss = 0;
     long ntok = 0;
     for (long b = 0; b < plan.nbatches; b++) {

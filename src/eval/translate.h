@@ -38,7 +38,8 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
 void attn_map_free(AttnMap *a); /* frees and zeroes *a; NULL is fine; no errors */
 /* Perplexity of the pairs in e (no length filter; pairs with an empty source are left out), in
- * batches of at most 4096 padded tokens (more if one pair needs it); *tokens (may be NULL) gets N,
+ * batches of at most EVAL_BATCH_TOKENS padded tokens (more if one pair needs it); *tokens (may be
+ * NULL) gets N,
  * *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget); a source longer
  * than the model can read ("pair N: a source of S subword tokens is longer than model.linformer_max_len
  * ...", model_check_source_len). */
@@ -48,6 +49,11 @@ void free_lines(char **lines, long n);
 
 /* Longest source (subwords) translate_lines feeds the model; longer inputs are cut there. */
 #define TRANSLATE_MAX_SRC 250
+/* Padded tokens (source and target) per batch of eval_perplexity: its activations are sized
+ * like a training step's of that many tokens (the output layer's [N, V] logits among them), so
+ * fewer keep a standalone evaluation small; a validation inside a run with train.batch_tokens
+ * at least this reuses the training's. */
+#define EVAL_BATCH_TOKENS 1024
 /* Padded target tokens per decoding batch (bounds activation memory). */
 #define TRANSLATE_BATCH_TOKENS 6000
 

@@ -97,6 +97,18 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
     d->tgt_row_tm = be->alloc(sizeof(int) * d->cap.NT);
 }
 
+void model_reserve_decode(Model *m, int K, const BatchBounds *batches, long n) {
+    BatchBounds u = {1, 1, 1, 1, 1};
+    for (long i = 0; i < n; i++) bounds_grow(&u, batches[i]);
+    if (!m->tf) {
+        model_reserve(m, u.B * K, u.S, u.T, u.NS * K, u.NT * K);
+        return;
+    }
+    model_reserve(m, u.B, u.S, 1, u.NS, u.B); /* the encoder's */
+    for (long i = 0; i < n; i++)
+        transformer_decode_plan(m->tf, batches[i].B, K, batches[i].S, batches[i].T);
+}
+
 /* The one upload of a step: every array of tb into m->dev (no allocation). */
 static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
     const Backend *be = m->be;

@@ -122,8 +122,12 @@ void tf_free_list(const Backend *be, void **list, int *n) {
 
 /* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t, 2i] = sin(t / 10000^(2i/D)),
  * PE[t, 2i+1] = cos(t / 10000^(2i/D)); computed in double on the host, uploaded. */
-static void build_positions(TfModel *m) {
+void tf_reserve_positions(TfModel *m, int n) {
+    if (n <= m->capPos) return;
     int D = m->D;
+    if (m->pe) m->be->free(m->pe);
+    m->capPos = n;
+    m->pe = m->be->alloc(sizeof(float) * (size_t)n * D);
     float *h = xmalloc(sizeof(float) * (size_t)m->capPos * D);
     for (int t = 0; t < m->capPos; t++)
         for (int i = 0; i < D; i += 2) {
@@ -152,11 +156,9 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
     tf_free_list(m->be, m->allocs, &m->nallocs);
-    m->capPos = S > T ? S : T;
+    tf_reserve_positions(m, S > T ? S : T);
     int D = m->D;
     long NM = NS > NT ? NS : NT;
-    m->pe = act(m, (size_t)m->capPos * D);
-    build_positions(m);
     m->src_emb = act(m, NS * D), m->src_x = act(m, NS * D), m->src_mask = act(m, NS * D);
     m->tgt_emb = act(m, NT * D), m->tgt_x = act(m, NT * D), m->tgt_mask = act(m, NT * D);
     for (int l = 0; l < m->Le; l++) m->enc[l].W2T = act(m, (size_t)D * m->F);
@@ -517,6 +519,7 @@ void transformer_free(TfModel *m) {
     if (!m) return;
     tf_free_list(m->be, m->allocs, &m->nallocs);
     tf_free_list(m->be, m->dallocs, &m->ndallocs);
+    if (m->pe) m->be->free(m->pe);
     int **h[] = {&m->h_rlen, &m->h_step, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);
     free(m);

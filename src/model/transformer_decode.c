@@ -18,19 +18,42 @@ static int *diact(TfModel *m, size_t n) {
     return tf_act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(int) * n);
 }
 
-/* Decoding buffers for R rows of B sentences, S source positions, Tc cached steps. */
-static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
-    if (R <= m->dcapR && B <= m->dcapB && S <= m->dcapS && Tc <= m->dcapTc) return;
-    R = R > m->dcapR ? R : m->dcapR, B = B > m->dcapB ? B : m->dcapB;
-    S = S > m->dcapS ? S : m->dcapS, Tc = Tc > m->dcapTc ? Tc : m->dcapTc;
+/* The decoding buffers' sizes for R rows of B sentences, S source positions, Tc cached steps.
+ * The buffers' layouts follow the current call's R, S and Tc, so each needs only the largest
+ * size any call asks of it, not the product of the largest R, S and Tc: translate_lines' batches
+ * of many short sentences and of few long ones share them. Grows m->dcap (never shrinks);
+ * returns 1 if any size grew. */
+static int decode_grow(TfModel *m, int R, int B, int S, int Tc) {
+    size_t st = 0, work = 0;
+    for (int l = 0; l < m->Ld; l++) {
+        size_t s = attention_state_floats(&m->dec[l].self.at, R, Tc);
+        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
+        size_t c = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
+        st = s > st ? s : st;
+        work = a > work ? a : work;
+        work = c > work ? c : work;
+    }
+    DecodeCaps need = {(size_t)R, (size_t)R * S, (size_t)B * S,
+                       (size_t)R * m->NH * (Tc > S ? Tc : S), st, work, (size_t)Tc};
+    DecodeCaps *cap = &m->dcap;
+    int grew = 0;
+#define GROW(f) if (need.f > cap->f) cap->f = need.f, grew = 1
+    GROW(R); GROW(RS); GROW(BS); GROW(save); GROW(state); GROW(work); GROW(Tc);
+#undef GROW
+    return grew;
+}
+
+/* (Re)allocates every decoding buffer at m->dcap's sizes. */
+static void decode_alloc(TfModel *m) {
+    const DecodeCaps *cap = &m->dcap;
+    size_t R = cap->R, D = (size_t)m->D, NH = (size_t)m->NH;
     tf_free_list(m->be, m->dallocs, &m->ndallocs);
-    m->dcapR = R, m->dcapB = B, m->dcapS = S, m->dcapTc = Tc;
-    int D = m->D, NH = m->NH;
+    tf_reserve_positions(m, (int)cap->Tc);
     for (int l = 0; l < m->Ld; l++) {
         DecCache *c = &m->dc[l];
         memset(c, 0, sizeof *c);
-        for (int i = 0; i < 2; i++) c->st[i] = dact(m, attention_state_floats(&m->dec[l].self.at, R, Tc));
-        c->ck = dact(m, (size_t)R * S * D), c->cv = dact(m, (size_t)R * S * D);
+        for (int i = 0; i < 2; i++) c->st[i] = dact(m, cap->state);
+        c->ck = dact(m, cap->RS * D), c->cv = dact(m, cap->RS * D);
     }
     m->h_rlen = xrealloc(m->h_rlen, sizeof(int) * R);
     m->h_parent = xrealloc(m->h_parent, sizeof(int) * R);
@@ -38,25 +61,23 @@ static void decode_reserve(TfModel *m, int R, int B, int S, int Tc) {
     m->h_parent_bh = xrealloc(m->h_parent_bh, sizeof(int) * R * NH);
     m->d_rlen = diact(m, R), m->d_rowmap = diact(m, R);
     m->d_step = diact(m, R);
-    m->d_parent_bh = diact(m, (size_t)R * NH);
+    m->d_parent_bh = diact(m, R * NH);
     float **rd[] = {&m->x1, &m->a1, &m->q1, &m->k1, &m->v1, &m->o1, &m->f1, &m->t1, &m->t2,
                     &m->qlast};
-    for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, (size_t)R * D);
-    m->h1 = dact(m, (size_t)R * m->F);
+    for (size_t i = 0; i < sizeof rd / sizeof rd[0]; i++) *rd[i] = dact(m, R * D);
+    m->h1 = dact(m, R * m->F);
     m->lnm = dact(m, R), m->lnr = dact(m, R);
-    m->save1 = dact(m, (size_t)R * NH * (Tc > S ? Tc : S));
-    m->dlog = dact(m, (size_t)R * m->V), m->dlogp = dact(m, (size_t)R * m->V);
+    m->save1 = dact(m, cap->save);
+    m->dlog = dact(m, R * m->V), m->dlogp = dact(m, R * m->V);
     m->W_outT = dact(m, (size_t)m->V * D);
-    m->dattn = dact(m, (size_t)R * S);
-    m->tmp_rows = dact(m, (size_t)B * S * D);
-    m->dwork_cap = 0; /* one query against Tc cached steps or S source positions */
-    for (int l = 0; l < m->Ld; l++) {
-        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
-        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
-        m->dwork_cap = a > m->dwork_cap ? a : m->dwork_cap;
-        m->dwork_cap = b > m->dwork_cap ? b : m->dwork_cap;
-    }
-    m->dwork = dact(m, m->dwork_cap + 1);
+    m->dattn = dact(m, cap->RS);
+    m->tmp_rows = dact(m, cap->BS * D);
+    m->dwork = dact(m, cap->work + 1);
+    m->dcap_stale = 0;
+}
+
+void transformer_decode_plan(TfModel *m, int B, int K, int S, int max_T) {
+    if (decode_grow(m, B * K, B, S, max_T)) m->dcap_stale = 1;
 }
 
 void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T) {
@@ -65,7 +86,7 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
     int B = m->B, S = m->S, R = B * K, D = m->D;
     const float *enc_in[2 * TF_MAXL];
     tf_encoder_forward(m, 0, 0, enc_in); /* also refreshes W2ᵀ */
-    decode_reserve(m, R, B, S, max_T);
+    if (decode_grow(m, R, B, S, max_T) || m->dcap_stale) decode_alloc(m);
     be->transpose01_forward(m->W_outT, tf_W_out(m)->w, m->V, D, 1);
     m->R = R, m->K = K, m->Sd = S, m->Tc = max_T, m->cur = 0;
     for (int r = 0; r < R; r++) m->h_parent[r] = r / K; /* the row map: row r reads sentence r / K */
@@ -126,7 +147,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         const float *a = step_input(m, &L->ln[0], m->x1);
         mha_project_kv(&L->self, be, m->k1, m->v1, m->t1, a, R, 1);
         mha_project_q(&L->self, be, m->q1, m->t2, m->t1, a, R, 1);
-        CHECK(mha_workspace_floats(&L->self, be, R, 1, m->Tc) <= m->dwork_cap,
+        CHECK(mha_workspace_floats(&L->self, be, R, 1, m->Tc) <= m->dcap.work,
               "attention workspace too small: reserve after setting the thread count");
         attention_decode_step(&L->self.at, be, m->o1, m->save1, c->st[cur], m->q1, m->k1, m->v1,
                               m->d_step, R, t, m->Tc, m->dwork);
@@ -137,7 +158,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         mha_project_q(&L->cross, be, m->q1, m->t2, m->t1, a, R, 1);
         m->dec[l].cross.at.pos0 = t; /* luong_local's p_t = t: this step's query is position t */
         mha_attend(&L->cross, be, m->o1, m->save1, m->q1, c->ck, c->cv, &src, R, 1, m->Sd,
-                   m->dwork, m->dwork_cap);
+                   m->dwork, m->dcap.work);
         m->dec[l].cross.at.pos0 = 0; /* training calls pass all T queries from 0 */
         if (l == m->Ld - 1) be->copy(m->qlast, m->q1, sizeof(float) * R * D);
         mha_project_out(&L->cross, be, m->f1, m->t1, m->o1, R, 1);

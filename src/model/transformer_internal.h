@@ -42,6 +42,13 @@ typedef struct {             /* decoding caches of one decoder layer (backend me
     float *ck, *cv;          /* cross-attention keys/values [R,NH,S,HS] */
 } DecCache;
 
+typedef struct {             /* decoding buffers' sizes in floats (grow-only) */
+    size_t R;                /* rows R = B·K: the [R,·] buffers */
+    size_t RS, BS;           /* R·S (cross-attention keys and values, per D) and B·S */
+    size_t save, state, work; /* R·NH·max(Tc,S), attention_state_floats, the workspace */
+    size_t Tc;               /* cached steps (the position table's length) */
+} DecodeCaps;
+
 struct TfModel {
     const Backend *be;
     TfConfig c;
@@ -85,7 +92,8 @@ struct TfModel {
     /* decoding (allocated by decode_begin, grow-only) */
     void *dallocs[8 * TF_MAXL + 32];
     int ndallocs;
-    int dcapR, dcapB, dcapS, dcapTc;
+    DecodeCaps dcap; /* each decoding buffer's size (decode_grow) */
+    int dcap_stale;  /* dcap grew in transformer_decode_plan: decode_begin reallocates */
     int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
     DecCache dc[TF_MAXL];
     int *h_rlen, *h_step, *h_parent, *h_parent_bh; /* host [R], [R], [R], [R·NH] */
@@ -94,8 +102,7 @@ struct TfModel {
     float *h1;                    /* [R,F] FFN activation */
     float *lnm, *lnr;             /* [R] layer-norm statistics (not needed afterwards) */
     float *save1;                 /* [R·NH·max(Tc,S)] weights or lse of one attention call */
-    float *dwork;                 /* dwork_cap floats: the attention ops' workspace */
-    size_t dwork_cap;
+    float *dwork;                 /* dcap.work floats: the attention ops' workspace */
     float *dlog, *dlogp, *dattn;  /* [R,V], [R,V], [R,S] */
     float *tmp_rows;              /* [B·S·D] cross keys of the B sentences before the beam copy */
 };
@@ -108,6 +115,9 @@ const Param *tf_W_out(const TfModel *m);
 void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes);
 /* Frees the n buffers of list; n = 0. */
 void tf_free_list(const Backend *be, void **list, int *n);
+/* Grows the sinusoidal position table m->pe to at least n positions (m->capPos); its own
+ * allocation, which neither reserve frees. */
+void tf_reserve_positions(TfModel *m, int n);
 /* Points the model at batch b (backend memory, batch-major, uploaded by model.c: ids, lengths,
  * the non-padding target rows) and sets m->B, S, T, NR. CHECKs b within transformer_reserve
  * ("batch larger than transformer_reserve'd capacity"). */

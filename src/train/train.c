@@ -807,14 +807,24 @@ static Status average_at_end(Run *r, Err *err) {
                "= %d: only %d were written) -> %s\n", k, list, cfg->average_last, k, out);
     else
         printf("averaged the last %d epoch checkpoints (epochs %s) -> %s\n", k, list, out);
+    /* validated in the run's own model, its weights replaced by avg.ckpt's (training is over, its
+     * checkpoints are written): its activations serve, where a second model would reserve its
+     * own as large (1.3 GiB more at the peak for configs/transformer.ini; docs/performance.md) */
     if (checkpoint_load(out, &m, &c, &spm, NULL, (int)cfg->device, err)) return STATUS_ERR;
+    spm_free(spm);
+    size_t total = m.ps.total;
+    if (total == r->model.ps.total)
+        r->model.be->copy(r->model.ps.data, m.ps.data, sizeof(float) * total);
+    model_free(&m);
+    if (total != r->model.ps.total)
+        return err_set(err, "%s: %zu parameters, the run's model has %zu; the epoch checkpoints "
+                       "in %s are not all this run's", out, total, r->model.ps.total, r->dir);
     double vppl, vbleu, vchrf;
-    rc = validate(&m, spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu, &vchrf, err);
+    rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu,
+                  &vchrf, err);
     if (!rc)
         printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %.2f)\n", vppl, vbleu,
                vchrf, r->st.best_bleu);
-    model_free(&m);
-    spm_free(spm);
     return rc;
 }
 

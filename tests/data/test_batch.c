@@ -62,10 +62,12 @@ int main(void) {
     batch_alloc(&hb, bB, bS, bT, budget, budget);
     TokenBatch first = hb; /* the buffers batch_fill must keep using */
     long layout_bad = 0;
+    BatchBounds pb = batch_plan_bounds(&p1, &e), seen_b = {1, 1, 1, 1, 1};
     for (long k = 0; k < p1.nbatches; k++) {
         int B = (int)(p1.start[k + 1] - p1.start[k]);
         const long *ix = p1.idx + p1.start[k];
         batch_fill(&hb, &e, ix, B);
+        bounds_grow(&seen_b, (BatchBounds){B, hb.S, hb.T, (long)B * hb.S, (long)B * hb.T});
         if ((long)B * (hb.S + hb.T) > budget) over++;
         EXPECT(B <= bB && hb.S <= bS && hb.T <= bT, "batch %ld beyond batch_bounds", k);
         EXPECT(hb.src == first.src && hb.tgt_row_id == first.tgt_row_id,
@@ -103,6 +105,14 @@ int main(void) {
         layout_bad += nr != hb.tgt_tokens || src_tok != hb.src_tokens;
     }
     EXPECT(layout_bad == 0, "%ld fields differ from the documented layout", layout_bad);
+    /* batch_plan_bounds: exactly the largest of what batch_fill made, bound by bound */
+    EXPECT(pb.B == seen_b.B && pb.S == seen_b.S && pb.T == seen_b.T && pb.NS == seen_b.NS &&
+               pb.NT == seen_b.NT,
+           "batch_plan_bounds B %d S %d T %d NS %ld NT %ld, the batches' B %d S %d T %d NS %ld "
+           "NT %ld", pb.B, pb.S, pb.T, pb.NS, pb.NT, seen_b.B, seen_b.S, seen_b.T, seen_b.NS,
+           seen_b.NT);
+    EXPECT(pb.NS < (long)pb.B * pb.S && pb.NT < (long)pb.B * pb.T,
+           "the plan's token bounds should be below B·S and B·T (length-sorted batches)");
 
     /* a batch without targets (decoding): T = 1, BOS in, PAD out, no target rows */
     Encoded src_only = e;

@@ -19,6 +19,8 @@
  *  5. decode_beam with K = 1 = decode_greedy (ids and attention maps), and the attention maps'
  *     rows are distributions over the unpadded source (sum 1, zero on padding; luong_local: at
  *     most 1, its local-p Gaussian and local-m windows past the source).
+ *  7. Batches of other shapes decoded by one model after model_reserve_decode's plan equal a
+ *     fresh model's, and reallocate nothing (check_decode_plan).
  *  luong_local: in the encoder self-attention and the cross-attention, both modes, each score
  *  (1, 4, 5); refused in the decoder self-attention (no causal form). */
 #include <math.h>
@@ -77,10 +79,13 @@ static TokenBatch batch(int *ti, int *to) {
     return hb;
 }
 
+/* The backend build() gives its models: the CPU's, or check_decode_plan's counting copy. */
+static const Backend *g_be;
+
 static int build(Model *m, Case c, float dropout, uint64_t seed) {
     Err err;
     memset(m, 0, sizeof *m);
-    m->be = backend_cpu();
+    m->be = g_be ? g_be : backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
     TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, case_opt(c)};
@@ -289,6 +294,91 @@ static void check_decode(Case c) {
     model_free(&m);
 }
 
+/* 7. Decoding batches of other shapes in one model (model_reserve_decode's plan, as
+ * translate_lines does): each batch's greedy and beam-2 ids and attention maps equal those of a
+ * fresh model decoding that batch alone, and after the plan no batch reallocates: decoding a
+ * batch after the first allocates as much as decoding it again (only the search's own buffers).
+ * The batches grow in source and output length while they shrink in sentences, so a model sized
+ * at the first batch's decode_begin grows later; the control (no plan) must show that. */
+static long g_allocs;
+static void *count_alloc(size_t n) {
+    g_allocs++;
+    return backend_cpu()->alloc(n);
+}
+
+enum { NPLAN = 3 };
+static const int plan_B[NPLAN] = {3, 2, 2}, plan_S[NPLAN] = {3, 4, 5}, plan_T[NPLAN] = {6, 8, 11};
+
+static void plan_batch(TokenBatch *hb, int i) {
+    int sb[5 * 3], lb[3];
+    Rng rng;
+    rng_seed(&rng, 31, (uint64_t)i);
+    for (int b = 0; b < plan_B[i]; b++) lb[b] = plan_S[i] - b; /* the first one unpadded */
+    for (int t = 0; t < plan_S[i]; t++)
+        for (int b = 0; b < plan_B[i]; b++)
+            sb[t * plan_B[i] + b] = t < lb[b] ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
+    test_token_batch(hb, plan_B[i], plan_S[i], 0, sb, lb, NULL, NULL);
+}
+
+/* Allocations of decoding hb (greedy K = 1, else beam K) into ids/attn. */
+static long decode_allocs(Model *m, const TokenBatch *hb, int K, int *ids, float *attn, int MT) {
+    long before = g_allocs;
+    if (K == 1) decode_greedy(m, hb, MT, ids, attn);
+    else decode_beam(m, hb, K, 1.0f, MT, ids, attn);
+    return g_allocs - before;
+}
+
+static void check_decode_plan(Case c) {
+    static Backend counting;
+    counting = *backend_cpu();
+    counting.alloc = count_alloc;
+    g_be = &counting;
+    for (int K = 1; K <= 2; K++)
+        for (int planned = 0; planned < 2; planned++) {
+            Model m;
+            if (build(&m, c, 0.0f, 13)) break;
+            BatchBounds gb[NPLAN];
+            for (int i = 0; i < NPLAN; i++)
+                gb[i] = (BatchBounds){plan_B[i], plan_S[i], plan_T[i], (long)plan_B[i] * plan_S[i],
+                                      (long)plan_B[i] * plan_T[i]};
+            if (planned) model_reserve_decode(&m, K, gb, NPLAN);
+            int grew = 0, maps = model_has_attention(&m);
+            for (int i = 0; i < NPLAN; i++) {
+                TokenBatch hb;
+                plan_batch(&hb, i);
+                int MT = plan_T[i], n = plan_B[i] * MT;
+                static int ids[3 * 11], ids2[3 * 11], ref[3 * 11];
+                static float at[3 * 11 * 5], at2[3 * 11 * 5], rat[3 * 11 * 5];
+                memset(at, 0, sizeof at), memset(at2, 0, sizeof at2), memset(rat, 0, sizeof rat);
+                long first = decode_allocs(&m, &hb, K, ids, maps ? at : NULL, MT);
+                long again = decode_allocs(&m, &hb, K, ids2, maps ? at2 : NULL, MT);
+                grew |= i > 0 && first != again;
+                if (planned && i > 0)
+                    EXPECT(first == again, "%s, K %d: batch %d (B %d, S %d, max_T %d) reallocated "
+                           "after the plan: %ld allocations, %ld when repeated", name(c), K, i,
+                           plan_B[i], plan_S[i], MT, first, again);
+                Model f; /* a fresh model decoding this batch alone */
+                if (!build(&f, c, 0.0f, 13)) {
+                    decode_allocs(&f, &hb, K, ref, maps ? rat : NULL, MT);
+                    EXPECT(!memcmp(ids, ref, sizeof(int) * n) && !memcmp(ids2, ref, sizeof(int) * n),
+                           "%s, K %d, planned %d: batch %d's ids differ from a fresh model's",
+                           name(c), K, planned, i);
+                    EXPECT(!memcmp(at, rat, sizeof(float) * n * plan_S[i]) &&
+                               !memcmp(at2, rat, sizeof(float) * n * plan_S[i]),
+                           "%s, K %d, planned %d: batch %d's attention differs from a fresh "
+                           "model's", name(c), K, planned, i);
+                    model_free(&f);
+                }
+                batch_free(&hb);
+            }
+            if (!planned)
+                EXPECT(grew, "%s, K %d: without a plan no batch reallocated: the check above "
+                       "cannot fail", name(c), K);
+            model_free(&m);
+        }
+    g_be = NULL;
+}
+
 /* 6. linformer: a source longer than model.linformer_max_len = n is refused before the model,
  * naming the key and the length (model_check_source_len, and eval_perplexity through it) */
 static void check_too_long(void) {
@@ -389,6 +479,13 @@ int main(void) {
         .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
+    const Case plan_cases[] = {
+        {ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE},
+        {ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL, 0, 0, LINFORMER_SHARE_NONE},
+        {ATTN_SDP, ATTN_SDP, ATTN_LUONG_LOCAL, 1, 0, LINFORMER_SHARE_NONE},
+    };
+    for (size_t i = 0; i < sizeof plan_cases / sizeof plan_cases[0]; i++)
+        check_decode_plan(plan_cases[i]);
     /* the causal slot refuses efficient attention with the key to change */
     Model m = {0};
     Err err;
