@@ -24,7 +24,7 @@ typedef struct {
 /* Decodes tb's sources (host, targets unused). out_ids[B·max_T] (host) gets each sentence's ids up to
  * and including EOS, then PAD; attn (host, NULL to skip) gets the chosen output's weights
  * [B, max_T, S] (rows after the output's end untouched). The model must have room for B·K
- * sentences and max_T target steps (model_reserve). opt->beam == 1 runs decode_greedy.
+ * sentences (model_reserve_decode). opt->beam == 1 runs decode_greedy.
  * Source: Wu et al. 2016 §7 (above). */
 void decode_batch(Model *m, const TokenBatch *tb, const DecodeOpts *opt, int max_T, int *out_ids,
                   float *attn);

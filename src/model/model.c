@@ -100,8 +100,8 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
 void model_reserve_decode(Model *m, int K, const BatchBounds *batches, long n) {
     BatchBounds u = {1, 1, 1, 1, 1};
     for (long i = 0; i < n; i++) bounds_grow(&u, batches[i]);
-    if (!m->tf) {
-        model_reserve(m, u.B * K, u.S, u.T, u.NS * K, u.NT * K);
+    if (!m->tf) { /* two steps' states (rnn_decode_begin's slots) */
+        model_reserve(m, u.B * K, u.S, 2, u.NS * K, 2L * u.B * K);
         return;
     }
     model_reserve(m, u.B, u.S, 1, u.NS, u.B); /* the encoder's */

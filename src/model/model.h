@@ -64,11 +64,12 @@ void model_init_params(Model *m, uint64_t seed);
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
 /* Reserves for decoding (model_decode_begin, targets T = 1) the n batches[i]: B sentences, S
  * source positions, T = the batch's max_T steps, NS = B·S, NT = B·max_T; K rows a sentence. The
- * RNN keeps each step's state in its training buffers: model_reserve(B·K, S, max_T, NS·K, NT·K)
- * over the batches' union. The Transformer reserves here only its encoder's (B, S, NS), and plans
- * its step buffers and caches per batch (transformer_decode_plan), each at the largest size one
- * batch needs; its next model_decode_begin allocates them. Neither takes the decoder's training
- * activations or the output layer's [NT, V] logits. No errors. */
+ * RNN keeps a step's states in its training buffers, two steps at a time (rnn_decode_begin):
+ * model_reserve(B·K, S, 2, NS·K, 2·B·K) over the batches' union. The Transformer reserves here
+ * only its encoder's (B, S, NS), and plans its step buffers and caches per batch
+ * (transformer_decode_plan), each at the largest size one batch needs; its next
+ * model_decode_begin allocates them. Neither takes the decoder's training activations for max_T
+ * steps or the output layer's [NT, V] logits. No errors. */
 void model_reserve_decode(Model *m, int K, const BatchBounds *batches, long n);
 /* Uploads tb (host) into the model's backend batch and runs the teacher-forced pass: returns
  * the summed loss (nats) over target tokens; train != 0 adds dropout (keyed) and accumulates
@@ -85,8 +86,8 @@ void model_set_grad_ready(Model *m, GradReady h);
  * ids and parent are backend memory [B·K]; the returned scores [B·K, V] (log-probabilities in
  * nats if log_probs, else logits) and attention weights [B·K, S] (NULL without attention) are
  * backend memory, valid until the next call. model_reserve_decode (or a model_reserve for B·K
- * sentences and max_T target positions) must allow the batch: beyond it the model CHECK-aborts
- * (a programmer error). */
+ * sentences and 2·B·K target tokens) must allow the batch: beyond it the model CHECK-aborts (a
+ * programmer error); max_T is not bounded by the reserve. */
 void model_decode_begin(Model *m, const TokenBatch *tb, int K, int max_T);
 const float *model_decode_step(Model *m, int t, const int *ids, int log_probs);
 void model_decode_reorder(Model *m, int t, const int *parent);

@@ -88,6 +88,7 @@ struct RnnModel {
     float *tmp_rows;                                  /* [B,H] reorder scratch */
     int *beam_len, *beam_idx;                         /* [B] decoding: src_len and row map */
     DecSrc dsrc;                                      /* decoding: the rows being decoded */
+    int ring; /* 0: step t's states at slot t (training); 2: decoding's two slots, t mod 2 */
 
     /* ---- model.rnn_impl = cudnn (rnn_set_impl; the comment above encoder_cudnn_layer) ---- */
     int cud;                       /* encoder layers through be->rnn_seq_* */
@@ -247,8 +248,15 @@ const Attention *rnn_attention(const RnnModel *m) {
 }
 
 /* What the attention saves at step t of B rows against S keys. */
+/* Where step t's per-step states live in the [T,B,·] buffers: slot t when training (the
+ * backward reads them all), slot t mod 2 when decoding (a step reads only the one before), so
+ * decoding needs two steps' rows, not max_T's. */
+static size_t slot(const RnnModel *m, int t) {
+    return m->ring ? (size_t)(t % m->ring) : (size_t)t;
+}
+
 static float *step_save(RnnModel *m, int t, int B, int S) {
-    return m->attw + (size_t)t * rnn_attn_save_floats(&m->attn, B, S);
+    return m->attw + slot(m, t) * rnn_attn_save_floats(&m->attn, B, S);
 }
 
 static float *act(RnnModel *m, size_t n) {
@@ -592,7 +600,7 @@ static void encoder_forward(RnnModel *m, const TokenBatch *b, int train, uint64_
 /* The state the Bahdanau attention asks with at step t: s_{t−1} of the top layer. */
 static const float *prev_top(RnnModel *m, int t, int B) {
     int top = m->Ld - 1;
-    return t ? m->dec_h[top] + (size_t)(t - 1) * B * m->H : m->dec_h0[top];
+    return t ? m->dec_h[top] + slot(m, t - 1) * B * m->H : m->dec_h0[top];
 }
 
 /* The output layer over nt steps from step t0 (B rows each): h̃ = tanh(W_c [c; h]) (none:
@@ -600,7 +608,7 @@ static const float *prev_top(RnnModel *m, int t, int B) {
 static void output_forward(RnnModel *m, int t0, int nt, int B) {
     const Backend *be = m->be;
     int H = m->H, N = nt * B;
-    size_t o = (size_t)t0 * B * H;
+    size_t o = slot(m, t0) * B * H;
     const float *in = m->dec_h[m->Ld - 1] + o;
     if (m->style != DEC_NONE) {
         be->concat2_forward(m->cat + 2 * o, m->ctx + o, in, N, H, H);
@@ -618,37 +626,37 @@ static void decoder_step(RnnModel *m, int t, const float *emb_t, const DecSrc *s
                          int train, uint64_t key) {
     const Backend *be = m->be;
     int B = src->B, S = src->S, E = m->E, H = m->H, top = m->Ld - 1;
-    size_t BH = (size_t)B * H;
-    float *ctx = m->ctx + (size_t)t * BH;
+    size_t BH = (size_t)B * H, st = slot(m, t), sp = t ? slot(m, t - 1) : 0;
+    float *ctx = m->ctx + st * BH;
     if (m->style == DEC_BAHDANAU) /* c_t from s_{t−1} */
-        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + (size_t)t * BH,
+        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + st * BH,
                          prev_top(m, t, B), src->enc_out, src->src_len, B, 1, S, m->attn_work);
     for (int l = 0; l < m->Ld; l++) {
         RnnLayer *L = &m->dec[l];
-        float *x = m->dec_x[l] + (size_t)t * B * L->in;
+        float *x = m->dec_x[l] + st * B * L->in;
         if (l) { /* x = dropout(h_{l-1,t}) */
-            be->dropout_forward(x, m->dec_xmask[l] + (size_t)t * BH, m->dec_h[l - 1] + (size_t)t * BH,
+            be->dropout_forward(x, m->dec_xmask[l] + st * BH, m->dec_h[l - 1] + st * BH,
                                 train ? m->p : 0.0f, site_key(key, 200 + 1000 * (uint64_t)t + l), BH);
         } else if (m->feed) { /* input feeding: x = [y_{t-1}; h̃_{t-1}] */
-            be->concat2_forward(x, emb_t, t ? m->htil + (size_t)(t - 1) * BH : m->zeros, B, E, H);
+            be->concat2_forward(x, emb_t, t ? m->htil + sp * BH : m->zeros, B, E, H);
         } else if (m->style == DEC_BAHDANAU) { /* x = [y_{t-1}; c_t] */
             be->concat2_forward(x, emb_t, ctx, B, E, H);
         } else {
             be->copy(x, emb_t, sizeof(float) * B * E);
         }
-        const float *hp = t ? m->dec_h[l] + (size_t)(t - 1) * BH : m->dec_h0[l];
-        const float *cp = t ? m->dec_c[l] + (size_t)(t - 1) * BH : m->dec_c0[l];
-        float *gx = m->dec_gx[l] + (size_t)t * BH * L->G;
+        const float *hp = t ? m->dec_h[l] + sp * BH : m->dec_h0[l];
+        const float *cp = t ? m->dec_c[l] + sp * BH : m->dec_c0[l];
+        float *gx = m->dec_gx[l] + st * BH * L->G;
         be->matmul(gx, x, L->W_ihT, B, L->G * H, L->in, 0, 0, 1.0f, 0.0f);
         be->bias_forward(gx, L->b.w, B, L->G * H);
-        cell_forward(be, L, gx, m->gru ? m->dec_gh[l] + (size_t)t * BH * 3 : NULL, hp, cp,
-                     m->dec_h[l] + (size_t)t * BH, m->dec_c[l] + (size_t)t * BH, NULL, B);
+        cell_forward(be, L, gx, m->gru ? m->dec_gh[l] + st * BH * 3 : NULL, hp, cp,
+                     m->dec_h[l] + st * BH, m->dec_c[l] + st * BH, NULL, B);
     }
     if (!per_step) return;
     m->attn.at.pos0 = t; /* luong_local's p_t = t (local-m) */
     if (m->style == DEC_LUONG) /* c_t from h_t */
-        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + (size_t)t * BH,
-                         m->dec_h[top] + (size_t)t * BH, src->enc_out, src->src_len, B, 1, S,
+        rnn_attn_forward(&m->attn, be, ctx, step_save(m, t, B, S), m->qsave + st * BH,
+                         m->dec_h[top] + st * BH, src->enc_out, src->src_len, B, 1, S,
                          m->attn_work);
     output_forward(m, t, 1, B);
 }
@@ -792,6 +800,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     CHECK(m->style == DEC_NONE ||
               rnn_attn_workspace(&m->attn, be, B, per_step ? 1 : T, S) <= m->attn_work_cap,
           "attention workspace too small: rnn_reserve after setting the thread count");
+    m->ring = 0; /* every step's states at its own slot: the backward reads them */
     encoder_forward(m, b, train, key);
     if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->enc_out, B, S);
     DecSrc src = {B, S, m->enc_out, b->src_len};
@@ -956,11 +965,12 @@ static void gather_in_place(RnnModel *m, float *rows, const int *idx, int n, int
 void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
     const Backend *be = m->be;
     int B = b->B, S = b->S, H = m->H, R = B * K;
-    CHECK(R <= m->cap.B && (long)S * R <= m->cap.NS && S <= m->cap.S,
+    CHECK(R <= m->cap.B && (long)S * R <= m->cap.NS && S <= m->cap.S && 2L * R <= m->cap.NT,
           "decode batch larger than rnn_reserve'd capacity");
     CHECK(m->style == DEC_NONE || rnn_attn_workspace(&m->attn, be, R, 1, S) <= m->attn_work_cap,
           "attention workspace too small: rnn_reserve after setting the thread count");
     encoder_forward(m, b, 0, 0);
+    m->ring = 2;
     m->dsrc = (DecSrc){R, S, m->enc_out, b->src_len};
     if (K > 1) { /* row i·K + k reads sentence i */
         int *len = xmalloc(sizeof(int) * B), *rl = xmalloc(sizeof(int) * R);
@@ -983,11 +993,11 @@ void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) {
     const Backend *be = m->be;
     int R = m->dsrc.B, E = m->E, H = m->H, V = m->V;
-    CHECK(t < m->cap.T && (long)(t + 1) * R <= m->cap.NT, "decoding past rnn_reserve'd length");
-    float *emb = m->tgt_x + (size_t)t * R * E;
+    CHECK(m->ring == 2 && 2L * R <= m->cap.NT, "decode step before rnn_decode_begin");
+    float *emb = m->tgt_x + slot(m, t) * R * E;
     be->embedding_forward(emb, ids, m->emb_tgt.w, R, E);
     decoder_step(m, t, emb, &m->dsrc, 1, 0, 0);
-    be->matmul_bias_forward(m->logits, m->htil + (size_t)t * R * H, m->W_out.w, m->b_out.w, R, V,
+    be->matmul_bias_forward(m->logits, m->htil + slot(m, t) * R * H, m->W_out.w, m->b_out.w, R, V,
                             H, 0);
     if (!log_probs) return m->logits;
     be->log_softmax(m->dlogits, m->logits, R, V);
@@ -996,7 +1006,7 @@ const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) 
 
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {
     int R = m->dsrc.B, H = m->H;
-    size_t o = (size_t)t * R * H;
+    size_t o = slot(m, t) * R * H;
     for (int l = 0; l < m->Ld; l++) {
         gather_in_place(m, m->dec_h[l] + o, parent, R, H);
         if (!m->gru) gather_in_place(m, m->dec_c[l] + o, parent, R, H);
@@ -1012,7 +1022,7 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
     /* no weights kept (flash, linear, efficient, taylor) or one map per head: the kind's weights of
      * step t's query, averaged over heads, on the host */
     rnn_attn_weights(&m->attn, m->be, m->attn_map,
-                     m->qsave + (size_t)t * R * m->H, m->dsrc.enc_out,
+                     m->qsave + slot(m, t) * R * m->H, m->dsrc.enc_out,
                      m->dsrc.src_len, R, S);
     return m->attn_map;
 }

@@ -30,7 +30,7 @@
  * embeddings, between layers and on h̃.
  * Errors: rnn_create returns a Status; the other functions CHECK their capacity and workspace
  * (programmer errors: "batch larger than rnn_reserve'd capacity", "attention workspace too
- * small: rnn_reserve after setting the thread count", "decoding past rnn_reserve'd length").
+ * small: rnn_reserve after setting the thread count", "decode step before rnn_decode_begin").
  */
 #ifndef TRAINER_RNN_H
 #define TRAINER_RNN_H
@@ -99,15 +99,18 @@ void rnn_set_grad_ready(RnnModel *m, GradReady h);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * rnn_decode_begin encodes b (b->tgt_* unused) and sets up K rows per sentence, row i·K + k
- * (K = 1 for greedy); needs rnn_reserve'd room for B·K sentences. Then for t = 0, 1, …:
+ * (K = 1 for greedy); needs rnn_reserve'd room for B·K sentences and 2·B·K target positions
+ * (NT): a step keeps its states in one of two slots, t mod 2, as it reads only the step before,
+ * so max_T is unbounded. Then for t = 0, 1, …:
  * rnn_decode_step feeds ids[B·K] (backend memory; BOS at t = 0) and returns the backend pointer
  * to [B·K, V] scores for y_t: log-probabilities if log_probs, else logits.
  * rnn_decode_reorder makes row r continue from row parent[r] (backend memory) after step t.
  * rnn_decode_attention returns the backend pointer to step t's weights [B·K, S] (averaged over
  * heads; recomputed on the host for the kinds that keep none; NULL without attention).
  * Source: Luong et al. 2015 §3.3 / Bahdanau et al. 2015 §3.1 (one step of the decoder above).
- * CHECKs: B·K rows and S within rnn_reserve ("decode batch larger than rnn_reserve'd capacity"),
- * t within the reserved T ("decoding past rnn_reserve'd length"). */
+ * CHECKs: B·K rows, 2·B·K positions and S within rnn_reserve ("decode batch larger than
+ * rnn_reserve'd capacity"); a step after a training pass and before the next decode_begin
+ * ("decode step before rnn_decode_begin"). */
 void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K);
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs);
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent);

@@ -145,7 +145,6 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
                        TrainState *st, int device_override, Err *err) {
     CkptRecord *recs = NULL;
     int n = 0;
-    float *host = NULL;
     char *ini = NULL;
     Spm *spm = NULL;
     const CkptRecord **found = NULL;
@@ -262,29 +261,24 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
         goto fail;
     }
     model_allocate(m);
-    host = xmalloc(sizeof(float) * ps->total * nbuf);
-    memset(host, 0, sizeof(float) * ps->total * nbuf); /* and the alignment gaps */
+    if (nbuf == 4) params_allocate_ema(ps);
+    /* each tensor straight from its record into its slice (the buffers are zero-filled, gaps
+     * included): no host copy of the whole model on top of the file's */
+    float *dev[4] = {ps->data, ps->m, ps->v, ps->ema};
     for (int k = 0; k < nbuf; k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             const CkptRecord *r = found[k * ps->n + i];
-            float *dst = host + k * ps->total + s->offset;
-            memcpy(dst, r->data, r->nbytes);
+            const float *x = r->data;
             for (size_t j = 0; j < s->size; j++)
-                if (!isfinite(dst[j])) {
+                if (!isfinite(x[j])) {
                     err_set(err, "checkpoint %s: tensor '%s' holds a non-finite value (%g) at "
                             "element %zu; it cannot be trained from — use an earlier "
-                            "checkpoint", path, r->name, (double)dst[j], j);
+                            "checkpoint", path, r->name, (double)x[j], j);
                     goto fail;
                 }
+            m->be->upload(dev[k] + s->offset, x, r->nbytes);
         }
-    m->be->upload(ps->data, host, sizeof(float) * ps->total);
-    m->be->upload(ps->m, host + ps->total, sizeof(float) * ps->total);
-    m->be->upload(ps->v, host + 2 * ps->total, sizeof(float) * ps->total);
-    if (nbuf == 4) {
-        params_allocate_ema(ps);
-        m->be->upload(ps->ema, host + 3 * ps->total, sizeof(float) * ps->total);
-    }
     if (st) {
         const uint64_t *u = rc_st->data;
         *st = (TrainState){.step = (long)u[ST_STEP], .epoch = (int)u[ST_EPOCH],
@@ -297,7 +291,6 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
     *cfg_out = cfg;
     *spm_out = spm;
     free(found);
-    free(host);
     free(ini);
     ckpt_records_free(recs, n);
     return STATUS_OK;
@@ -305,7 +298,6 @@ fail:
     if (m->rnn || m->tf) model_free(m);
     spm_free(spm);
     free(found);
-    free(host);
     free(ini);
     ckpt_records_free(recs, n);
     memset(m, 0, sizeof *m);

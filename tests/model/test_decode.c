@@ -16,6 +16,8 @@
  *     forcing, with the length penalty α = 0 and α = 1 (Wu et al. 2016 eq. 14); for one case of
  *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU) and for
  *     luong_local local-p (input feeding) and local-m (its window p_t = t follows the step).
+ *  5. Decoding in a model reserved by model_reserve_decode alone (two steps' states) past the
+ *     large reserve's T equals decoding in the large one (check_small_reserve).
  * The Model is assembled by hand (no tokenizer is needed to decode ids); its output bias for
  * PAD is −30, so no search picks PAD, which teacher forcing could not score, and its EOS bias
  * is lowered by 2 so that the best output is not always EOS alone. */
@@ -51,6 +53,10 @@ static const char *name(Case c) {
 
 static int src[S * B], src_len[B] = {5, 3};
 
+/* build()'s reserve: 0 the large one every check uses; K > 0 only what model_reserve_decode
+ * gives decoding with K rows a sentence (two steps' states), for check_small_reserve */
+static int g_decode_K;
+
 static int build(Model *m, Case c) {
     Err err;
     memset(m, 0, sizeof *m);
@@ -75,7 +81,12 @@ static int build(Model *m, Case c) {
             m->ps.data[m->ps.specs[i].offset + TOKEN_PAD] = -30;
             m->ps.data[m->ps.specs[i].offset + TOKEN_EOS] -= 2; /* longer outputs compete */
         }
-    model_reserve(m, 256 * B, S, 8, 256L * B * S, 256L * B * 8);
+    if (g_decode_K) {
+        BatchBounds one = {B, S, 12, (long)B * S, (long)B * 12};
+        model_reserve_decode(m, g_decode_K, &one, 1);
+    } else {
+        model_reserve(m, 256 * B, S, 8, 256L * B * S, 256L * B * 8);
+    }
     return 0;
 }
 
@@ -207,6 +218,46 @@ static void check_search(Case c, int exhaustive) {
     model_free(&m);
 }
 
+/* 5. The decoding reserve: greedy and beam 3 with max_T = 12 (past the T = 8 of the large
+ * reserve: a step keeps its states in one of two slots) in a model reserved by
+ * model_reserve_decode alone give the ids and attention of the large reserve's model. */
+static void check_small_reserve(Case c) {
+    enum { MT = 12, KB = 3 };
+    static int ids[2][2][B * MT];
+    static float at[2][2][B * MT * S];
+    memset(at, 0, sizeof at);
+    TokenBatch hb;
+    test_token_batch(&hb, B, S, 0, src, src_len, NULL, NULL);
+    for (int small = 0; small < 2; small++)
+        for (int beam = 0; beam < 2; beam++) {
+            Model m;
+            g_decode_K = small ? (beam ? KB : 1) : 0;
+            int fail = build(&m, c);
+            g_decode_K = 0;
+            if (fail) continue;
+            float *w = model_has_attention(&m) ? at[small][beam] : NULL;
+            if (beam) decode_beam(&m, &hb, KB, 1.0f, MT, ids[small][beam], w);
+            else decode_greedy(&m, &hb, MT, ids[small][beam], w);
+            model_free(&m);
+        }
+    for (int beam = 0; beam < 2; beam++) {
+        EXPECT(!memcmp(ids[0][beam], ids[1][beam], sizeof ids[0][beam]),
+               "%s: %s ids with model_reserve_decode's reserve differ from the large reserve's",
+               name(c), beam ? "beam 3" : "greedy");
+        EXPECT(!memcmp(at[0][beam], at[1][beam], sizeof at[0][beam]),
+               "%s: %s attention with model_reserve_decode's reserve differs", name(c),
+               beam ? "beam 3" : "greedy");
+    }
+    int longest = 0; /* the check means something only if some output runs past two steps */
+    for (int b = 0; b < B; b++) {
+        int len = 0;
+        while (len < MT && ids[1][0][b * MT + len] != TOKEN_EOS) len++;
+        longest = len > longest ? len : longest;
+    }
+    EXPECT(longest > 2, "%s: greedy outputs of at most %d tokens", name(c), longest);
+    batch_free(&hb);
+}
+
 int main(void) {
     omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
     Rng rng;
@@ -240,6 +291,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);
         check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 19 || i == 22);
+        check_small_reserve(cases[i]);
     }
     return test_report("test_decode");
 }
