@@ -1,13 +1,16 @@
-/* common.c — err_set / err_prefix, the aborting allocators, the monotonic clock and mkdir -p
- * (common.h). */
+/* common.c — err_set / err_prefix, the aborting allocators, the monotonic clock, mkdir -p and
+ * the atomic file write (common.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 Status err_set(Err *err, const char *fmt, ...) {
     if (err) {
@@ -95,5 +98,37 @@ Status make_dirs(const char *path, Err *err) {
     struct stat sb;
     if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
         return err_set(err, "cannot create folder %s: a file of that name exists", path);
+    return STATUS_OK;
+}
+
+Status write_file_atomic(const char *path, const void *data, size_t n, Err *err) {
+    size_t tn = strlen(path) + 32;
+    char *tmp = xmalloc(tn);
+    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = fd >= 0;
+    for (size_t done = 0; ok && done < n;) {
+        ssize_t w = write(fd, (const char *)data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        ok = w > 0;
+        if (ok) done += (size_t)w;
+    }
+    ok = ok && fsync(fd) == 0;
+    int saved = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) ok = 0, saved = errno;
+    if (ok && rename(tmp, path) != 0) ok = 0, saved = errno;
+    if (!ok) {
+        if (fd >= 0) unlink(tmp);
+        free(tmp);
+        return err_set(err, "cannot write %s: %s", path, strerror(saved));
+    }
+    free(tmp);
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else strcpy(dir, ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) fsync(dfd), close(dfd); /* best effort: the file itself is durable */
+    free(dir);
     return STATUS_OK;
 }

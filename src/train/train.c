@@ -585,7 +585,13 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         r->metrics = fopen(r->mpath, "a");
         if (!r->metrics) s = err_set(err, "cannot open %s: %s", r->mpath, strerror(errno));
     }
-    return agree(r, s, "start-up (opening metrics.jsonl)", err);
+    if (r->rank == 0 && !s) { /* every key as this start of the run resolved it */
+        char path[1200], *ini = config_to_ini(cfg);
+        snprintf(path, sizeof path, "%s/config.ini", r->dir);
+        s = write_file_atomic(path, ini, strlen(ini), err);
+        free(ini);
+    }
+    return agree(r, s, "start-up (opening metrics.jsonl, writing config.ini)", err);
 }
 
 static void run_close(Run *r) {

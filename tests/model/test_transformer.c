@@ -360,7 +360,8 @@ static void check_decode_plan(Case c) {
                 Model f; /* a fresh model decoding this batch alone */
                 if (!build(&f, c, 0.0f, 13)) {
                     decode_allocs(&f, &hb, K, ref, maps ? rat : NULL, MT);
-                    EXPECT(!memcmp(ids, ref, sizeof(int) * n) && !memcmp(ids2, ref, sizeof(int) * n),
+                    EXPECT(!memcmp(ids, ref, sizeof(int) * n) &&
+                               !memcmp(ids2, ref, sizeof(int) * n),
                            "%s, K %d, planned %d: batch %d's ids differ from a fresh model's",
                            name(c), K, planned, i);
                     EXPECT(!memcmp(at, rat, sizeof(float) * n * plan_S[i]) &&

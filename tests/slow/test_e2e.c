@@ -5,7 +5,8 @@
  *   - training exits 0; metrics.jsonl logs steps 1..N once each (log_every = 1) and one
  *     validation line per epoch with finite numbers; the training loss falls (mean of the last 10
  *     step losses < 0.8 × the mean of the first 10) and the validation perplexity falls from
- *     epoch 1 to epoch 2; best.ckpt, last.ckpt and spm.model exist;
+ *     epoch 1 to epoch 2; best.ckpt, last.ckpt and spm.model exist; config.ini holds the run's
+ *     config (its --set values too), loads, validates and writes back as the same text;
  *   - `trainer eval --checkpoint best.ckpt --src val.de --ref val.en --json` exits 0 and its last
  *     line is a JSON object with numbers bleu, chrf, ppl, sentences (= 100), seconds;
  *   - the same eval on the first val_max_sentences (50) pairs agrees with the validation line of
@@ -17,6 +18,7 @@
  */
 #include <math.h>
 
+#include "train/config.h"
 #include "trainer_run.h"
 
 #define TIMEOUT 180.0
@@ -63,9 +65,26 @@ int main(void) {
         tr_print_tail(log, 20);
         return test_report("test_e2e");
     }
-    static const char *files[] = {"best.ckpt", "last.ckpt", "spm.model", "metrics.jsonl"};
-    for (int i = 0; i < 4; i++)
+    static const char *files[] = {"best.ckpt", "last.ckpt", "spm.model", "metrics.jsonl",
+                                  "config.ini"};
+    for (int i = 0; i < 5; i++)
         EXPECT(tr_exists(tr_fmt("%s/%s", dir, files[i])), "%s/%s missing", dir, files[i]);
+    /* config.ini: every key of the run, the --set ones included, as a config that loads,
+     * validates and writes back the same text */
+    Config rc_cfg;
+    Err cerr = {{0}};
+    const char *ini_path = tr_fmt("%s/config.ini", dir);
+    if (config_load(&rc_cfg, ini_path, &cerr) || config_validate(&rc_cfg, &cerr)) {
+        EXPECT(0, "%s does not load as a config: %s", ini_path, cerr.msg);
+    } else {
+        char *again = config_to_ini(&rc_cfg), *text = test_read_file(ini_path, NULL);
+        EXPECT(text && !strcmp(again, text), "%s does not write back as itself", ini_path);
+        EXPECT(!strcmp(rc_cfg.save_dir, dir) && rc_cfg.threads == 1 &&
+                   !strcmp(rc_cfg.train_src, tr_fmt("%s/train.de", g_work)),
+               "%s: save_dir '%s', threads %d, train_src '%s': not the run's --set values",
+               ini_path, rc_cfg.save_dir, rc_cfg.threads, rc_cfg.train_src);
+        free(again), free(text);
+    }
     EXPECT(tr_file_contains(log, "best validation BLEU") && tr_file_contains(log, "/best.ckpt in"),
            "the last line of %s should name the best validation BLEU and best.ckpt", log);
 

@@ -1,6 +1,8 @@
 /* test_common.c — core/common.c's make_dirs (mkdir -p): nested folders are created, an existing
  * folder is accepted, and a path through or onto a regular file, or one too long, is refused with
- * a message that names the path. */
+ * a message that names the path. write_file_atomic: a second write replaces the first whole; one
+ * that cannot create its file fails naming it, and no temporary file is left. */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,5 +42,24 @@ int main(void) {
     EXPECT(make_dirs(longp, &err) == STATUS_ERR, "a path of %zu bytes was accepted",
            strlen(longp));
     EXPECT(strstr(err.msg, "too long") != NULL, "message: %s", err.msg);
+
+    /* write_file_atomic: replaces the file whole; a failure names it and leaves it alone */
+    snprintf(file, sizeof file, "%s/w.txt", tmp);
+    EXPECT(write_file_atomic(file, "first\n", 6, &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(write_file_atomic(file, "second", 6, &err) == STATUS_OK, "%s", err.msg);
+    size_t n = 0;
+    char *got = test_read_file(file, &n);
+    EXPECT(got && n == 6 && !memcmp(got, "second", 6), "%s holds '%s'", file, got ? got : "");
+    free(got);
+    snprintf(path, sizeof path, "%s/f/w.txt", tmp); /* under a regular file: cannot be created */
+    EXPECT(write_file_atomic(path, "x", 1, &err) == STATUS_ERR, "%s was written", path);
+    EXPECT(strstr(err.msg, path) != NULL && strstr(err.msg, "cannot write"),
+           "the message does not name %s: %s", path, err.msg);
+    DIR *d = opendir(tmp);
+    int leftovers = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        leftovers += strstr(e->d_name, ".tmp.") != NULL;
+    if (d) closedir(d);
+    EXPECT(leftovers == 0, "%d temporary files left in %s", leftovers, tmp);
     return test_report("test_common");
 }
