@@ -7,7 +7,9 @@
  *
  * RUN is either
  *  - a run folder written by `trainer train` (train.save_dir, e.g. checkpoints/luong) holding
- *    best.ckpt and metrics.jsonl; its name is the folder's last component; or
+ *    best.ckpt and metrics.jsonl; its name is the folder's last component, or, where several
+ *    RUN folders share that component (a/run, b/run), the run.name of its config.ini (written
+ *    by `trainer train` since 2026-11-26; without one the name stays); or
  *  - a config .ini file: its run folder is config_save_dir() of the loaded (and validated)
  *    config, its name run.name. If that folder has no best.ckpt yet, the run is trained first
  *    (train_run); if it holds a last.ckpt, training resumes from it first (an interrupted run
@@ -196,6 +198,30 @@ static void base_name(const char *p, char *buf, size_t n) {
     if (k >= n) k = n - 1;
     memcpy(buf, p + start, k);
     buf[k] = 0;
+}
+
+/* 1 if another RUN argument is a folder whose last component is args[i]'s. */
+static int folder_name_shared(const char **args, int n, int i) {
+    char a[256], b[256];
+    base_name(args[i], a, sizeof a);
+    for (int j = 0; j < n; j++) {
+        if (j == i || !is_dir(args[j])) continue;
+        base_name(args[j], b, sizeof b);
+        if (!strcmp(a, b)) return 1;
+    }
+    return 0;
+}
+
+/* r->name = the run.name of r->dir/config.ini, where that file loads; else unchanged. */
+static void name_from_config_ini(Run *r) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/config.ini", r->dir);
+    if (!is_file(path)) return;
+    Config *c = xmalloc(sizeof *c);
+    Err err;
+    if (config_load(c, path, &err) == STATUS_OK && c->name[0])
+        snprintf(r->name, sizeof r->name, "%s", c->name);
+    free(c);
 }
 
 /* Reduces s to [A-Za-z0-9._-] ("run" if empty or "."/".."). */
@@ -1008,6 +1034,7 @@ int cmd_compare(int argc, char **argv) {
         Run one;
         memset(&one, 0, sizeof one);
         if (resolve_run(&one, args[i])) goto done;
+        if (!one.from_config && folder_name_shared(args, nargs, i)) name_from_config_ini(&one);
         if ((c.budget_kind != BUDGET_NONE || c.nseeds) && !one.from_config) {
             fprintf(stderr, "trainer compare: --budget and --seeds train config RUNs, but RUN %s "
                     "is a run folder (already trained); give its config .ini instead\n",

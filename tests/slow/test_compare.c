@@ -15,7 +15,8 @@
  *   - curves.png and attention_<run>_{0,1,2}.png for both runs, each starting with the PNG
  *     signature; the Markdown table on stdout.
  * A folder holding only last.ckpt and metrics.jsonl (no validation yet) is compared on last.ckpt,
- * and compare.md says so.
+ * and compare.md says so. Two such folders a/run and b/run are named by their config.ini's
+ * run.name (alpha, beta), not "run" and "run_2".
  * Refusals: an empty folder and a missing path as RUN exit 2 with a message naming the argument;
  * a config without a test set exits 1 naming data.test_src.
  * Needs the gnuplot program: without it the test FAILS (CI installs gnuplot), it does not skip.
@@ -300,6 +301,37 @@ int main(void) {
     EXPECT(tr_file_contains(tr_fmt("%s/compare.md", out_last), "lastonly/last.ckpt") &&
                tr_file_contains(tr_fmt("%s/compare.md", out_last), "no validation had run"),
            "compare.md does not say that run lastonly was compared on its last.ckpt");
+    /* two run folders with the same last component (a/run, b/run): each is named by the
+     * run.name of its config.ini (here "alpha" and "beta", copies of general's run) */
+    static const char *const side[2] = {"alpha", "beta"};
+    const char *twin[2];
+    Config tc;
+    Err terr = {{0}};
+    EXPECT(config_load(&tc, tr_fmt("%s/config.ini", general), &terr) == STATUS_OK,
+           "%s/config.ini: %s", general, terr.msg);
+    for (int k = 0; k < 2; k++) {
+        twin[k] = test_strdup(tr_fmt("%s/%s_folder/run", g_work, side[k]));
+        EXPECT(make_dirs(twin[k], &terr) == STATUS_OK, "%s", terr.msg);
+        for (int i = 0; i < 2; i++) {
+            size_t n = 0;
+            char *bytes = test_read_file(tr_fmt("%s/%s", general, copied[i]), &n);
+            EXPECT(bytes && test_write_file(tr_fmt("%s/%s", twin[k], copied[i]), bytes, n) == 0,
+                   "cannot copy %s/%s", general, copied[i]);
+            free(bytes);
+        }
+        snprintf(tc.name, sizeof tc.name, "%s", side[k]);
+        char *ini = config_to_ini(&tc);
+        EXPECT(test_write_file(tr_fmt("%s/config.ini", twin[k]), ini, strlen(ini)) == 0,
+               "cannot write %s/config.ini", twin[k]);
+        free(ini);
+    }
+    const char *out_twin = test_strdup(tr_fmt("%s/cmp_twin", g_work));
+    rc = compare("twin", twin[0], twin[1], "--out", out_twin, "--beam", "1", "--sentences", "0",
+                 NULL);
+    EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/compare.md", out_twin), "| alpha | rnn |") &&
+               tr_file_contains(tr_fmt("%s/compare.md", out_twin), "| beta | rnn |"),
+           "compare of %s and %s (exit %d): their rows are not named by run.name (alpha, beta)",
+           twin[0], twin[1], rc);
     const char *missing = tr_fmt("%s/no_such_run", g_work);
     if (getenv("TEST_SHOW_MD")) tr_print_tail(md, 80);
 
