@@ -247,7 +247,6 @@ const Attention *rnn_attention(const RnnModel *m) {
     return m->style != DEC_NONE ? &m->attn.at : NULL;
 }
 
-/* What the attention saves at step t of B rows against S keys. */
 /* Where step t's per-step states live in the [T,B,·] buffers: slot t when training (the
  * backward reads them all), slot t mod 2 when decoding (a step reads only the one before), so
  * decoding needs two steps' rows, not max_T's. */
@@ -255,6 +254,7 @@ static size_t slot(const RnnModel *m, int t) {
     return m->ring ? (size_t)(t % m->ring) : (size_t)t;
 }
 
+/* What the attention saves at step t of B rows against S keys. */
 static float *step_save(RnnModel *m, int t, int B, int S) {
     return m->attw + slot(m, t) * rnn_attn_save_floats(&m->attn, B, S);
 }
