@@ -120,7 +120,8 @@ Status write_file_atomic(const char *path, const void *data, size_t n, Err *err)
     if (!ok) {
         if (fd >= 0) unlink(tmp);
         free(tmp);
-        return err_set(err, "cannot write %s: %s", path, strerror(saved));
+        return err_set(err, "cannot write %s: %s; check that its folder is writable and has "
+                       "free space", path, strerror(saved));
     }
     free(tmp);
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');

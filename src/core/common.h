@@ -74,7 +74,8 @@ Status make_dirs(const char *path, Err *err);
 
 /* Writes n bytes to path atomically: into path.tmp.<pid>, flushed to disk (fsync), then renamed
  * over path, then the folder synced (best effort); a failure leaves path as it was and no
- * temporary file. Errors: "cannot write X: <reason>" (create, write, sync, close or rename).
+ * temporary file. Errors: "cannot write X: <reason>; check that its folder is writable ..."
+ * (create, write, sync, close or rename).
  * Source: POSIX rename(2). */
 Status write_file_atomic(const char *path, const void *data, size_t n, Err *err);
 
