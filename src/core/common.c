@@ -124,12 +124,19 @@ Status write_file_atomic(const char *path, const void *data, size_t n, Err *err)
                        "free space", path, strerror(saved));
     }
     free(tmp);
+    fsync_parent_dir(path); /* best effort: the file itself is durable */
+    return STATUS_OK;
+}
+
+int fsync_parent_dir(const char *path) {
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
     if (slash == dir) slash[1] = '\0';
     else if (slash) *slash = '\0';
     else strcpy(dir, ".");
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) fsync(dfd), close(dfd); /* best effort: the file itself is durable */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
-    return STATUS_OK;
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
 }

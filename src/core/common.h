@@ -78,6 +78,10 @@ Status make_dirs(const char *path, Err *err);
  * (create, write, sync, close or rename).
  * Source: POSIX rename(2). */
 Status write_file_atomic(const char *path, const void *data, size_t n, Err *err);
+/* fsync of the folder holding path (its directory entry, after a rename into it): 0, or -1 with
+ * errno set. Callers treat it as best effort once the file itself is synced. Source: POSIX
+ * fsync(2). */
+int fsync_parent_dir(const char *path);
 
 #ifdef __cplusplus
 }

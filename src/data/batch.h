@@ -38,7 +38,7 @@ void batch_plan_free(BatchPlan *p); /* frees and zeroes p; no errors */
 /* The bounds of p's batches as batch_fill makes them from e: the largest B, S, T (targets with
  * their EOS; T = 1 without targets) and B·S, B·T over the batches, each at least 1. For sizing
  * batch_alloc and model_reserve to a plan known in advance (evaluation) instead of batch_bounds'
- * worst case. No errors. */
+ * worst case. No errors. Source: —. */
 BatchBounds batch_plan_bounds(const BatchPlan *p, const Encoded *e);
 /* Data parallelism (issue 14, DESIGN.md §12): the shard of the batch idx[0..B) that rank `rank`
  * of `world` ranks trains. The rule: the ranks take contiguous ranges of the batch's sentences

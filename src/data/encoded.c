@@ -238,20 +238,6 @@ cleanup:
 
 /* ---- save ------------------------------------------------------------------------------------- */
 
-static int fsync_parent_dir(const char *path) {
-    char *dir = xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else strcpy(dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    free(dir);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
 Status encoded_save(const Encoded *e, const char *path, uint64_t key, int vocab, Err *err) {
     Status rc = STATUS_ERR;
     FILE *f = NULL;

@@ -60,7 +60,8 @@ int model_ops_used(const Model *m, OpKind *ops);
 void model_init_params(Model *m, uint64_t seed);
 /* Reserves activations and the backend batch for batches within these bounds (see
  * rnn_reserve): B sentences, S source and T target positions, NS = B·S and NT = B·T tokens.
- * Grows only; model_loss and model_decode_begin then never allocate. No errors. */
+ * Grows only; model_loss then never allocates (model_decode_begin may, once, for the Transformer's
+ * step buffers: model_reserve_decode). No errors. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
 /* Reserves for decoding (model_decode_begin, targets T = 1) the n batches[i]: B sentences, S
  * source positions, T = the batch's max_T steps, NS = B·S, NT = B·max_T; K rows a sentence. The
@@ -69,7 +70,7 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * only its encoder's (B, S, NS), and plans its step buffers and caches per batch
  * (transformer_decode_plan), each at the largest size one batch needs; its next
  * model_decode_begin allocates them. Neither takes the decoder's training activations for max_T
- * steps or the output layer's [NT, V] logits. No errors. */
+ * steps or the output layer's [NT, V] logits. No errors. Source: — (memory layout only). */
 void model_reserve_decode(Model *m, int K, const BatchBounds *batches, long n);
 /* Uploads tb (host) into the model's backend batch and runs the teacher-forced pass: returns
  * the summed loss (nats) over target tokens; train != 0 adds dropout (keyed) and accumulates

@@ -87,7 +87,7 @@ void transformer_decode_begin(TfModel *m, const TokenBatch *b, int K, int max_T)
 /* Plans a later transformer_decode_begin of B sentences, K rows each, S source positions and
  * max_T steps: grows the decoding buffers' sizes without allocating, so that the next
  * decode_begin allocates once for every batch planned (each buffer at the largest size any of
- * them needs). No errors. */
+ * them needs). No errors. Source: — (memory layout only). */
 void transformer_decode_plan(TfModel *m, int B, int K, int S, int max_T);
 const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_probs);
 void transformer_decode_reorder(TfModel *m, int t, const int *parent);
