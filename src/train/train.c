@@ -112,21 +112,24 @@ static int lock_run_dir(const char *dir, Err *err) {
     return fd;
 }
 
-/* Removes temporary files a killed save left behind (<dir>/<name>.ckpt.tmp.<pid>); called with
+/* Removes the temporary files that a killed atomic write left behind in the run folder
+ * (<dir>/<name>.tmp.<pid>: a checkpoint's, or config.ini's from write_file_atomic); called with
  * the folder locked, and it spares a file whose pid is still alive all the same. */
 static void remove_stale_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *ent;
     while ((ent = readdir(d))) {
-        const char *t = strstr(ent->d_name, ".ckpt.tmp.");
+        const char *t = strstr(ent->d_name, ".tmp.");
         if (!t) continue;
-        long pid = strtol(t + strlen(".ckpt.tmp."), NULL, 10);
-        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+        char *end;
+        long pid = strtol(t + strlen(".tmp."), &end, 10);
+        if (pid <= 0 || *end) continue; /* not <name>.tmp.<pid>: not ours */
+        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
             continue; /* its process still runs */
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
-        if (unlink(path) == 0) printf("removed %s, left by an interrupted save\n", path);
+        if (unlink(path) == 0) printf("removed %s, left by an interrupted write\n", path);
     }
     closedir(d);
 }

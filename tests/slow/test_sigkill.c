@@ -16,7 +16,7 @@
  *     last.ckpt), and the next run starts afresh;
  *   - every file named *.ckpt is a complete checkpoint (a temporary file is never left under a
  *     checkpoint's name); leftover *.tmp.* files are allowed and reported, and the next run must
- *     remove them ("removed ..., left by an interrupted save").
+ *     remove them ("removed ..., left by an interrupted write").
  * Finally a --resume runs to train.max_steps = (step of last.ckpt) + 20 and must exit 0 with
  * metrics.jsonl reaching that step; every step logged more than once (redone after a kill) must
  * have logged the same loss each time (bit for bit), and every step 1..max_steps is logged.
@@ -179,7 +179,7 @@ int main(void) {
         int inside = tr_exists(tmp);
         in_save += inside;
         /* the run before this one had to clean up what its predecessor's kill left */
-        if (prev_log && tr_file_contains(prev_log, "left by an interrupted save")) stale_removed++;
+        if (prev_log && tr_file_contains(prev_log, "left by an interrupted write")) stale_removed++;
         prev_log = log;
         int ntmp = check_folder(k);
         kills_with_tmp += ntmp > 0;
@@ -227,6 +227,16 @@ int main(void) {
     EXPECT(in_save >= N_KILLS / 4, "only %d of %d kills landed inside a save", in_save, N_KILLS);
 
     /* ---- the last run goes to the end ---- */
+    /* Planted, whatever the kills left: config.ini's temporary file from a write_file_atomic that
+     * a kill interrupted (a pid that has exited), which the run must remove, and a user's file
+     * that only looks like one, which it must keep. */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    const char *planted = test_strdup(tr_fmt("%s/config.ini.tmp.%ld", g_dir, (long)dead));
+    const char *user = test_strdup(tr_fmt("%s/results.tmp.99999999.txt", g_dir));
+    EXPECT(test_write_file(planted, "[model]\n", 8) == 0 && test_write_file(user, "mine\n", 5) == 0,
+           "cannot write %s or %s", planted, user);
     long max_steps = prev_step + 20;
     TrArgv a;
     train_argv(&a, resume, max_steps);
@@ -239,9 +249,14 @@ int main(void) {
     if (rc != 0) tr_print_tail(log, 15);
     EXPECT(!resume || tr_file_contains(log, tr_fmt("resumed from %s", last)),
            "the final run did not resume from %s", last);
+    EXPECT(!tr_exists(planted), "the final run left %s (an interrupted config.ini write)",
+           planted);
+    EXPECT(tr_exists(user), "the final run removed %s, which is not one of its temporary files",
+           user);
+    unlink(user);
     EXPECT(check_folder(N_KILLS + 1) == 0, "temporary files are left after the final run");
-    if (prev_log && tr_file_contains(prev_log, "left by an interrupted save")) stale_removed++;
-    if (tr_file_contains(log, "left by an interrupted save")) stale_removed++;
+    if (prev_log && tr_file_contains(prev_log, "left by an interrupted write")) stale_removed++;
+    if (tr_file_contains(log, "left by an interrupted write")) stale_removed++;
     printf("%d runs removed leftover temporary files at start\n", stale_removed);
     char msg[2048] = "";
     long s = checkpoint_step(last, msg, sizeof msg);
