@@ -20,8 +20,8 @@
  * A run folder without best.ckpt (stopped before its first validation) is compared on its
  * last.ckpt, and compare.md says so next to the run.
  *
- * For each run: best.ckpt (or last.ckpt, above) is loaded (checkpoint_load; --device overrides the stored
- * train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
+ * For each run: best.ckpt (or last.ckpt, above) is loaded (checkpoint_load_weights; --device
+ * overrides the stored train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
  * lines are skipped with a warning on stderr); the test set — the checkpoint's
  * data.test_src/test_tgt (for a config RUN: the .ini's), or --test-src/--test-tgt for every run —
  * is loaded with corpus_load (pairs with an empty or over-long side are skipped, so sentence
@@ -602,7 +602,7 @@ static Status eval_run(Compare *cmp, Run *r, Err *err) {
     snprintf(ck, sizeof ck, "%s/%s", r->dir, r->ckpt);
     fprintf(stderr, "trainer compare: run %s: %s\n", r->name, ck);
     if (read_metrics(r, err)) return STATUS_ERR;
-    if (checkpoint_load(ck, &m, &r->cfg, &spm, NULL, cmp->device, err)) return STATUS_ERR;
+    if (checkpoint_load_weights(ck, &m, &r->cfg, &spm, cmp->device, err)) return STATUS_ERR;
     set_threads(r->cfg.threads);
     r->params = (long)m.ps.total;
     r->has_attention = model_has_attention(&m);

@@ -33,7 +33,7 @@ int cmd_eval(int argc, char **argv) {
     char **hyp = NULL;
     double t0 = now_seconds(), ppl = 0;
     rc = 1;
-    if (checkpoint_load(a.checkpoint, &m, &cfg, &spm, NULL, a.device, &err)) {
+    if (checkpoint_load_weights(a.checkpoint, &m, &cfg, &spm, a.device, &err)) {
         fprintf(stderr, "trainer: %s\n", err.msg);
         return 1;
     }

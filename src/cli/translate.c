@@ -27,7 +27,7 @@ int cmd_translate(int argc, char **argv) {
     Model m;
     Config cfg;
     Spm *spm;
-    if (checkpoint_load(a.checkpoint, &m, &cfg, &spm, NULL, a.device, &err)) {
+    if (checkpoint_load_weights(a.checkpoint, &m, &cfg, &spm, a.device, &err)) {
         fprintf(stderr, "trainer: %s\n", err.msg);
         return 1;
     }

@@ -13,6 +13,8 @@ Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, E
 
 void model_allocate(Model *m) { params_allocate(&m->ps); }
 
+void model_allocate_weights(Model *m) { params_allocate_weights(&m->ps); }
+
 int model_ops_used(const Model *m, OpKind *ops) {
     /* the ops both families call (embeddings, projections, dropout, the output layer and loss,
      * beam reordering), and the trainer's (clipping, Adam) and the decoder's */
@@ -135,6 +137,7 @@ static const TokenBatch *upload(Model *m, const TokenBatch *tb) {
 
 double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, uint64_t key,
                   float grad_scale) {
+    CHECK(!train || m->ps.grad, "model_loss(train) on a model allocated for inference");
     const TokenBatch *d = upload(m, tb);
     return m->tf ? transformer_loss(m->tf, d, smoothing, train, key, grad_scale)
                  : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);

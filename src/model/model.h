@@ -47,6 +47,10 @@ Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, E
  * model_declare's errors are model_create's; model_allocate has none (be->alloc aborts). */
 Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 void model_allocate(Model *m);
+/* model_allocate for inference: the parameters alone (params_allocate_weights), without the
+ * gradient and Adam buffers. Such a model runs model_loss with train = 0 and decodes; training
+ * it CHECK-aborts ("model_loss(train) on a model allocated for inference"). No errors. */
+void model_allocate_weights(Model *m);
 /* Writes every backend op that training and decoding m call (its family's, its attention kinds',
  * those of every model, and the trainer's: clipping, Adam) to ops[] (room for 3·OP_COUNT; an op
  * may appear more than once) and returns their number. model_declare refuses a backend that

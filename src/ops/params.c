@@ -32,17 +32,24 @@ void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init,
     s->bind = bind;
 }
 
-void params_allocate(ParamSet *ps) {
+/* data, and with train the gradient and Adam buffers; binds every declared Param. */
+static void allocate(ParamSet *ps, int train) {
     size_t bytes = ps->total * sizeof(float);
     ps->data = ps->be->alloc(bytes);
-    ps->grad = ps->be->alloc(bytes);
-    ps->m = ps->be->alloc(bytes);
-    ps->v = ps->be->alloc(bytes);
+    if (train) {
+        ps->grad = ps->be->alloc(bytes);
+        ps->m = ps->be->alloc(bytes);
+        ps->v = ps->be->alloc(bytes);
+    }
     for (int i = 0; i < ps->n; i++) {
         ps->specs[i].bind->w = ps->data + ps->specs[i].offset;
-        ps->specs[i].bind->g = ps->grad + ps->specs[i].offset;
+        ps->specs[i].bind->g = train ? ps->grad + ps->specs[i].offset : NULL;
     }
 }
+
+void params_allocate(ParamSet *ps) { allocate(ps, 1); }
+
+void params_allocate_weights(ParamSet *ps) { allocate(ps, 0); }
 
 void params_allocate_ema(ParamSet *ps) {
     CHECK(ps->data, "params_allocate_ema before params_allocate");
@@ -59,7 +66,7 @@ void params_ema_update(ParamSet *ps, float decay) {
 }
 
 void params_swap_ema(ParamSet *ps) {
-    CHECK(ps->ema, "params_swap_ema without params_allocate_ema");
+    CHECK(ps->ema && ps->grad, "params_swap_ema without params_allocate_ema or params_allocate");
     size_t bytes = ps->total * sizeof(float);
     /* the gradient buffer is the scratch: every step zeroes it before use */
     ps->be->copy(ps->grad, ps->data, bytes);
@@ -84,15 +91,16 @@ void params_initialise(ParamSet *ps, Rng *rng, float scale) {
     free(host);
 }
 
-void params_zero_grad(ParamSet *ps) { ps->be->zero(ps->grad, ps->total * sizeof(float)); }
+void params_zero_grad(ParamSet *ps) {
+    CHECK(ps->grad, "params_zero_grad on weights for inference (params_allocate_weights)");
+    ps->be->zero(ps->grad, ps->total * sizeof(float));
+}
 
 void params_free(ParamSet *ps) {
     if (ps->data) {
-        ps->be->free(ps->data);
-        ps->be->free(ps->grad);
-        ps->be->free(ps->m);
-        ps->be->free(ps->v);
-        if (ps->ema) ps->be->free(ps->ema);
+        float *bufs[] = {ps->data, ps->grad, ps->m, ps->v, ps->ema};
+        for (int i = 0; i < 5; i++)
+            if (bufs[i]) ps->be->free(bufs[i]);
     }
     free(ps->specs);
     memset(ps, 0, sizeof *ps);

@@ -62,6 +62,11 @@ void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init,
 /* Allocates the four flat buffers data, grad, m, v ([total] floats each, zeroed, backend memory;
  * be->alloc aborts on failure) and points every bound Param's w and g into them. */
 void params_allocate(ParamSet *ps);
+/* For inference: allocates data alone ([total] floats, zeroed, backend memory) and points every
+ * bound Param's w into it, with g = NULL; grad, m and v stay NULL, a quarter of
+ * params_allocate's memory. Nothing that trains (a backward pass, Adam, params_zero_grad,
+ * params_swap_ema) may run on such a set. */
+void params_allocate_weights(ParamSet *ps);
 /* Allocates the EMA buffer ema ([total] floats, backend memory, same layout as data) and sets it
  * to the current parameters (the average starts at θ_0). Called once at start-up, after the
  * parameters are allocated and set, never in the training step (DESIGN.md §5); a second call
@@ -82,7 +87,7 @@ void params_swap_ema(ParamSet *ps);
 void params_initialise(ParamSet *ps, Rng *rng, float scale);
 /* Zeroes the flat gradient buffer grad [total]. No errors. */
 void params_zero_grad(ParamSet *ps);
-/* Frees the four buffers (five with ema) and the table and zeroes *ps (safe on a set never
+/* Frees the buffers allocated (data, grad, m, v, and ema) and the table and zeroes *ps (safe on a set never
  * allocated). */
 void params_free(ParamSet *ps);
 

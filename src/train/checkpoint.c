@@ -78,6 +78,8 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
                        const TrainState *st, Err *err) {
     const ParamSet *ps = &m->ps;
     const Backend *be = m->be;
+    CHECK(ps->m && ps->v, "checkpoint_save of a model loaded for inference "
+          "(checkpoint_load_weights)");
     Status rc = STATUS_ERR;
     int nbuf = ps->ema ? 4 : 3; /* param, adam_m, adam_v (, ema) */
     int n = 0, cap = nbuf * ps->n + 3;
@@ -147,8 +149,18 @@ cleanup:
     return rc;
 }
 
-Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_out,
-                       TrainState *st, int device_override, Err *err) {
+/* ckpt_read_some's keep for checkpoint_load_weights: every record but the Adam moments and the
+ * EMA (prefix[1..3]). */
+static int keep_weights(const char *name, void *ctx) {
+    (void)ctx;
+    for (int k = 1; k < 4; k++)
+        if (!strncmp(name, prefix[k], strlen(prefix[k]))) return 0;
+    return 1;
+}
+
+/* checkpoint_load, and with weights_only checkpoint_load_weights (st is then NULL). */
+static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, TrainState *st,
+                   int device_override, int weights_only, Err *err) {
     CkptRecord *recs = NULL;
     int n = 0;
     char *ini = NULL;
@@ -156,7 +168,8 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
     const CkptRecord **found = NULL;
     memset(m, 0, sizeof *m);
     *spm_out = NULL;
-    if (ckpt_read(path, &recs, &n, err)) return STATUS_ERR;
+    if (ckpt_read_some(path, weights_only ? keep_weights : NULL, NULL, &recs, &n, err))
+        return STATUS_ERR;
     const CkptRecord *rc_cfg = need_record(path, recs, n, "config", CKPT_U8, 0, err);
     if (!rc_cfg) goto fail;
     const CkptRecord *rc_spm = need_record(path, recs, n, "spm", CKPT_U8, 0, err);
@@ -266,12 +279,16 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg_out, Spm **spm_ou
                 extra);
         goto fail;
     }
-    model_allocate(m);
-    if (nbuf == 4) params_allocate_ema(ps);
+    if (weights_only) {
+        model_allocate_weights(m);
+    } else {
+        model_allocate(m);
+        if (nbuf == 4) params_allocate_ema(ps);
+    }
     /* each tensor straight from its record into its slice (the buffers are zero-filled, gaps
      * included): no host copy of the whole model on top of the file's */
     float *dev[4] = {ps->data, ps->m, ps->v, ps->ema};
-    for (int k = 0; k < nbuf; k++)
+    for (int k = 0; k < (weights_only ? 1 : nbuf); k++)
         for (int i = 0; i < ps->n; i++) {
             const ParamSpec *s = &ps->specs[i];
             const CkptRecord *r = found[k * ps->n + i];
@@ -310,6 +327,16 @@ fail:
     return STATUS_ERR;
 }
 
+Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, TrainState *st,
+                       int device_override, Err *err) {
+    return load(path, m, cfg, spm, st, device_override, 0, err);
+}
+
+Status checkpoint_load_weights(const char *path, Model *m, Config *cfg, Spm **spm,
+                               int device_override, Err *err) {
+    return load(path, m, cfg, spm, NULL, device_override, 1, err);
+}
+
 /* "[d0]" or "[d0, d1]" of a parameter spec into buf[n]. */
 static const char *shape_text(const ParamSpec *sp, char *buf, size_t n) {
     if (sp->ndim == 1)
@@ -333,7 +360,8 @@ Status checkpoint_average(const char *const *paths, int n, const char *out, Err 
     for (int i = 0; i < n; i++) {
         const Model *m = &base;
         if (i != n - 1) {
-            if (checkpoint_load(paths[i], &other, &ocfg, &ospm, NULL, DEVICE_CPU, err)) goto done;
+            if (checkpoint_load_weights(paths[i], &other, &ocfg, &ospm, DEVICE_CPU, err))
+                goto done;
             m = &other;
             int same = other.ps.n == ps->n && other.ps.total == ps->total;
             for (int k = 0; same && k < ps->n; k++) {

@@ -59,6 +59,16 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
  * config asking for a huge model is an error, not an allocation. */
 Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, TrainState *st,
                        int device_override, Err *err);
+/* checkpoint_load for inference (trainer eval, translate, compare; the average's other
+ * checkpoints): the same checks of every record's name, shape and type, and of the file's every
+ * stored byte (its payload CRC), but only the "param/" tensors are decompressed, checked for
+ * non-finite values and loaded, into a model allocated by model_allocate_weights (no gradient,
+ * Adam moments or EMA: a quarter of the memory, and the file's Adam records are not held
+ * either). Such a model evaluates and decodes; it cannot be trained or saved. No training state
+ * is returned. Errors: checkpoint_load's (a corrupt Adam or EMA record is reported as a checksum
+ * mismatch of its stored bytes). */
+Status checkpoint_load_weights(const char *path, Model *m, Config *cfg, Spm **spm,
+                               int device_override, Err *err);
 
 /* Checkpoint averaging (Vaswani et al. 2017 §6.1: "averaging the last 5 checkpoints"; fairseq's
  * average_checkpoints): writes to out a checkpoint whose every parameter is the element-wise mean

@@ -460,6 +460,11 @@ static Status open_for_read(const char *path, int *fd_out, uint64_t *size_out, E
 }
 
 Status ckpt_read(const char *path, CkptRecord **recs_out, int *n_out, Err *err) {
+    return ckpt_read_some(path, NULL, NULL, recs_out, n_out, err);
+}
+
+Status ckpt_read_some(const char *path, int (*keep)(const char *name, void *ctx), void *ctx,
+                      CkptRecord **recs_out, int *n_out, Err *err) {
     Status st = STATUS_ERR;
     int fd = -1;
     uint64_t fsize = 0;
@@ -513,6 +518,7 @@ Status ckpt_read(const char *path, CkptRecord **recs_out, int *n_out, Err *err) 
         r->ndim = (int)d->ndim;
         for (int k = 0; k < CKPT_MAX_NDIM; k++) r->shape[k] = (int64_t)d->shape[k];
         r->nbytes = (size_t)d->usize;
+        if (keep && !keep(r->name, ctx)) continue; /* stored bytes checked; data stays NULL */
         /* one spare byte: a stream that inflates to more than usize is caught, even usize 0 */
         r->data = malloc(r->nbytes + 1);
         if (!r->data) {

@@ -83,6 +83,13 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
  * on success *recs is a malloc'd array of *n records (free with ckpt_records_free); on error
  * *recs = NULL, *n = 0, and err names the file and the problem. */
 Status ckpt_read(const char *path, CkptRecord **recs, int *n, Err *err);
+/* ckpt_read, keeping the data of only the records for which keep(name, ctx) is nonzero (keep
+ * NULL: all of them). Every record is listed, with its name, dtype, shape and nbytes, and every
+ * stored byte is read and checked against its payload CRC; a record not kept is not
+ * decompressed, so its data CRC is not checked, and its data is NULL. Used to load a model for
+ * inference without its Adam moments (checkpoint_load_weights). Errors: ckpt_read's. */
+Status ckpt_read_some(const char *path, int (*keep)(const char *name, void *ctx), void *ctx,
+                      CkptRecord **recs, int *n, Err *err);
 
 /* The record called name among recs[0..n), or NULL. */
 const CkptRecord *ckpt_find(const CkptRecord *recs, int n, const char *name);

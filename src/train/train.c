@@ -113,8 +113,9 @@ static int lock_run_dir(const char *dir, Err *err) {
 }
 
 /* Removes the temporary files that a killed atomic write left behind in the run folder
- * (<dir>/<name>.tmp.<pid>: a checkpoint's, or config.ini's from write_file_atomic); called with
- * the folder locked, and it spares a file whose pid is still alive all the same. */
+ * (<dir>/<name>.tmp.<pid>: a checkpoint's, config.ini's from write_file_atomic, metrics.jsonl's
+ * from trim_metrics); called with the folder locked, and it spares a file whose pid is still
+ * alive all the same. */
 static void remove_stale_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -141,7 +142,7 @@ static Status trim_metrics(const char *path, long step, Err *err) {
     FILE *in = fopen(path, "r");
     if (!in) return STATUS_OK; /* nothing logged yet */
     char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()); /* remove_stale_temps' */
     FILE *out = fopen(tmp, "w");
     if (!out) {
         fclose(in);
@@ -819,7 +820,7 @@ static Status average_at_end(Run *r, Err *err) {
     /* validated in the run's own model, its weights replaced by avg.ckpt's (training is over, its
      * checkpoints are written): its activations serve, where a second model would reserve its
      * own as large (1.3 GiB more at the peak for configs/transformer.ini; docs/performance.md) */
-    if (checkpoint_load(out, &m, &c, &spm, NULL, (int)cfg->device, err)) return STATUS_ERR;
+    if (checkpoint_load_weights(out, &m, &c, &spm, (int)cfg->device, err)) return STATUS_ERR;
     spm_free(spm);
     size_t total = m.ps.total;
     if (total == r->model.ps.total)

@@ -167,10 +167,14 @@ static int is_all_zero(const void *p, size_t n) {
 }
 
 static int g_refusals = 0;
+/* Set around the variants whose only fault is in an Adam or EMA record's values, which
+ * checkpoint_load_weights does not read: it must then accept the file. */
+static int g_weights_load_ok = 0;
 
-/* Expects checkpoint_load(path) to fail with a message naming path and containing want (unless
- * NULL), to leave the Model all zero, the Spm NULL and the TrainState unwritten. */
-static void expect_refused_msg(const char *path, const char *what, const char *want) {
+/* Expects checkpoint_load(path), or with weights checkpoint_load_weights(path), to fail with a
+ * message naming path and containing want (unless NULL), to leave the Model all zero, the Spm
+ * NULL and the TrainState unwritten. */
+static void refused_by(const char *path, const char *what, const char *want, int weights) {
     Model m;
     Config cfg;
     Spm *spm = (Spm *)&cfg; /* poison: the loader must reset it */
@@ -180,22 +184,43 @@ static void expect_refused_msg(const char *path, const char *what, const char *w
     st_before = st;
     Err err;
     err.msg[0] = 0;
-    Status rc = checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err);
-    EXPECT(rc != STATUS_OK, "%s: checkpoint_load accepted a damaged file", what);
+    const char *fn = weights ? "checkpoint_load_weights" : "checkpoint_load";
+    Status rc = weights ? checkpoint_load_weights(path, &m, &cfg, &spm, -1, &err)
+                        : checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err);
+    EXPECT(rc != STATUS_OK, "%s: %s accepted a damaged file", what, fn);
     if (rc == STATUS_OK) {
         model_free(&m);
         spm_free(spm);
         return;
     }
     g_refusals++;
-    EXPECT(err.msg[0] && strstr(err.msg, path), "%s: the message should name %s: '%s'", what,
-           path, err.msg);
-    EXPECT(!want || strstr(err.msg, want), "%s: the message should say '%s': '%s'", what, want,
-           err.msg);
-    EXPECT(is_all_zero(&m, sizeof m), "%s: the Model is not left empty after a failed load", what);
-    EXPECT(spm == NULL, "%s: the Spm is not left NULL after a failed load", what);
+    EXPECT(err.msg[0] && strstr(err.msg, path), "%s: %s: the message should name %s: '%s'", what,
+           fn, path, err.msg);
+    EXPECT(!want || strstr(err.msg, want), "%s: %s: the message should say '%s': '%s'", what, fn,
+           want, err.msg);
+    EXPECT(is_all_zero(&m, sizeof m), "%s: %s: the Model is not left empty after a failed load",
+           what, fn);
+    EXPECT(spm == NULL, "%s: %s: the Spm is not left NULL after a failed load", what, fn);
     EXPECT(!memcmp(&st, &st_before, sizeof st), "%s: a failed load wrote the TrainState", what);
-    printf("  %-28s -> %.200s\n", what, err.msg);
+    if (!weights) printf("  %-28s -> %.200s\n", what, err.msg);
+}
+
+/* Both loaders must refuse path (refused_by), except that checkpoint_load_weights must load it
+ * while g_weights_load_ok is set. */
+static void expect_refused_msg(const char *path, const char *what, const char *want) {
+    refused_by(path, what, want, 0);
+    if (!g_weights_load_ok) {
+        refused_by(path, what, want, 1);
+        return;
+    }
+    Model m;
+    Config cfg;
+    Spm *spm = NULL;
+    Err err;
+    Status rc = checkpoint_load_weights(path, &m, &cfg, &spm, -1, &err);
+    EXPECT(rc == STATUS_OK, "%s: checkpoint_load_weights should load the file (it does not read "
+           "the damaged values): %s", what, err.msg);
+    if (rc == STATUS_OK) model_free(&m), spm_free(spm);
 }
 
 static void expect_refused(const char *path, const char *what) {
@@ -284,10 +309,12 @@ static void wrong_tensors(void) {
     c = with_value(am, buf, 0, INFINITY);
     snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (inf) at element 0",
              am->name);
+    g_weights_load_ok = 1;
     variant("+Inf in Adam m", am->name, &c, NULL, want);
     c = with_value(av, buf, 3, NAN);
     snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (nan)", av->name);
     variant("NaN in Adam v", av->name, &c, NULL, want);
+    g_weights_load_ok = 0;
     free(buf);
     c = *p;
     c.dtype = CKPT_I32;
@@ -376,7 +403,9 @@ static void wrong_ema(void) {
     r[mat] = with_value(&keep, buf, 1, NAN);
     snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (nan) at element 1",
              keep.name);
+    g_weights_load_ok = 1;
     if (!write_records(g_crafted, r, n)) expect_refused_msg(g_crafted, "NaN in an EMA", want);
+    g_weights_load_ok = 0;
     r[mat] = keep;
     r[mat].shape[0] = keep.shape[1], r[mat].shape[1] = keep.shape[0];
     snprintf(want, sizeof want, "tensor '%s' has shape [%lld, %lld] but the model needs",
@@ -613,6 +642,34 @@ int main(void) {
     free(ck2_bytes);
     model_free(&b);
     spm_free(bspm);
+    /* for inference: the same parameters and config, without gradient, Adam or EMA buffers */
+    rc = checkpoint_load_weights(ck, &b, &bcfg, &bspm, -1, &err);
+    EXPECT(rc == STATUS_OK, "checkpoint_load_weights: %s", err.msg);
+    if (rc == STATUS_OK) {
+        EXPECT(b.ps.total == a.ps.total && b.ps.data && !b.ps.grad && !b.ps.m && !b.ps.v &&
+                   !b.ps.ema,
+               "checkpoint_load_weights: %zu parameters (%zu), buffers data %p grad %p m %p v %p "
+               "ema %p: only data should be allocated", b.ps.total, a.ps.total,
+               (void *)b.ps.data, (void *)b.ps.grad, (void *)b.ps.m, (void *)b.ps.v,
+               (void *)b.ps.ema);
+        if (b.ps.total == a.ps.total && b.ps.data) {
+            float *ha = malloc(sizeof(float) * a.ps.total), *hb = malloc(sizeof(float) * a.ps.total);
+            a.be->download(ha, a.ps.data, sizeof(float) * a.ps.total);
+            b.be->download(hb, b.ps.data, sizeof(float) * b.ps.total);
+            EXPECT(!memcmp(ha, hb, sizeof(float) * a.ps.total),
+                   "checkpoint_load_weights loads other parameters than were saved");
+            free(ha), free(hb);
+        }
+        int unbound = 0;
+        for (int i = 0; i < b.ps.n; i++)
+            unbound += b.ps.specs[i].bind->w != b.ps.data + b.ps.specs[i].offset ||
+                       b.ps.specs[i].bind->g != NULL;
+        EXPECT(unbound == 0, "checkpoint_load_weights: %d tensors not bound to their slice (or "
+               "with a gradient)", unbound);
+        EXPECT(config_diff(&acfg, &bcfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
+        model_free(&b);
+        spm_free(bspm);
+    }
     /* st may be NULL */
     rc = checkpoint_load(ck, &b, &bcfg, &bspm, NULL, -1, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_load with st = NULL: %s", err.msg);
