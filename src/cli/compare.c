@@ -21,8 +21,8 @@
  * last.ckpt, and compare.md says so next to the run.
  *
  * For each run: best.ckpt (or last.ckpt, above) is loaded (checkpoint_load_weights; --device
- * overrides the stored train.device); metrics.jsonl is read with a tolerant key lookup ("key": number; unparsable
- * lines are skipped with a warning on stderr); the test set — the checkpoint's
+ * overrides the stored train.device); metrics.jsonl is read with a tolerant key lookup ("key":
+ * number; unparsable lines are skipped with a warning on stderr); the test set — the checkpoint's
  * data.test_src/test_tgt (for a config RUN: the .ini's), or --test-src/--test-tgt for every run —
  * is loaded with corpus_load (pairs with an empty or over-long side are skipped, so sentence
  * indices count kept pairs) and translated twice: greedily and with beam K (default 5) and

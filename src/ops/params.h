@@ -63,8 +63,8 @@ void params_declare(ParamSet *ps, Param *bind, const char *name, ParamInit init,
  * be->alloc aborts on failure) and points every bound Param's w and g into them. */
 void params_allocate(ParamSet *ps);
 /* For inference: allocates data alone ([total] floats, zeroed, backend memory) and points every
- * bound Param's w into it, with g = NULL; grad, m and v stay NULL, a quarter of
- * params_allocate's memory. Nothing that trains (a backward pass, Adam, params_zero_grad,
+ * bound Param's w into it, with g = NULL; grad, m and v stay NULL (a quarter of
+ * params_allocate's memory). Nothing that trains (a backward pass, Adam, params_zero_grad,
  * params_swap_ema) may run on such a set. */
 void params_allocate_weights(ParamSet *ps);
 /* Allocates the EMA buffer ema ([total] floats, backend memory, same layout as data) and sets it
@@ -87,8 +87,8 @@ void params_swap_ema(ParamSet *ps);
 void params_initialise(ParamSet *ps, Rng *rng, float scale);
 /* Zeroes the flat gradient buffer grad [total]. No errors. */
 void params_zero_grad(ParamSet *ps);
-/* Frees the buffers allocated (data, grad, m, v, and ema) and the table and zeroes *ps (safe on a set never
- * allocated). */
+/* Frees the buffers allocated (data, grad, m, v, and ema) and the table and zeroes *ps (safe on
+ * a set never allocated). */
 void params_free(ParamSet *ps);
 
 /* A hook a model's backward pass calls each time a block of it (embedding, a layer, the output

@@ -63,10 +63,11 @@ Status checkpoint_load(const char *path, Model *m, Config *cfg, Spm **spm, Train
  * checkpoints): the same checks of every record's name, shape and type, and of the file's every
  * stored byte (its payload CRC), but only the "param/" tensors are decompressed, checked for
  * non-finite values and loaded, into a model allocated by model_allocate_weights (no gradient,
- * Adam moments or EMA: a quarter of the memory, and the file's Adam records are not held
- * either). Such a model evaluates and decodes; it cannot be trained or saved. No training state
- * is returned. Errors: checkpoint_load's (a corrupt Adam or EMA record is reported as a checksum
- * mismatch of its stored bytes). */
+ * Adam moments or EMA buffers, and the file's Adam and EMA records are not held either). Such a
+ * model evaluates and decodes; it cannot be trained or saved. No training state is returned.
+ * Errors: checkpoint_load's, except that the Adam and EMA values are not checked for non-finite
+ * ones (a corrupt Adam or EMA record is still refused, as a checksum mismatch of its stored
+ * bytes). */
 Status checkpoint_load_weights(const char *path, Model *m, Config *cfg, Spm **spm,
                                int device_override, Err *err);
 
