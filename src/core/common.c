@@ -101,10 +101,15 @@ Status make_dirs(const char *path, Err *err) {
     return STATUS_OK;
 }
 
+char *temp_path_for(const char *path) {
+    size_t n = strlen(path) + 32;
+    char *tmp = xmalloc(n);
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    return tmp;
+}
+
 Status write_file_atomic(const char *path, const void *data, size_t n, Err *err) {
-    size_t tn = strlen(path) + 32;
-    char *tmp = xmalloc(tn);
-    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
+    char *tmp = temp_path_for(path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int ok = fd >= 0;
     for (size_t done = 0; ok && done < n;) {
@@ -136,7 +141,9 @@ int fsync_parent_dir(const char *path) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
     if (fd < 0) return -1;
-    int r = fsync(fd);
+    int r = fsync(fd) == 0 || errno == EINVAL ? 0 : -1;
+    int saved = errno;
     close(fd);
+    errno = saved;
     return r;
 }

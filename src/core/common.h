@@ -79,9 +79,13 @@ Status make_dirs(const char *path, Err *err);
  * Source: POSIX rename(2). */
 Status write_file_atomic(const char *path, const void *data, size_t n, Err *err);
 /* fsync of the folder holding path (its directory entry, after a rename into it): 0, or -1 with
- * errno set. Callers treat it as best effort once the file itself is synced. Source: POSIX
+ * errno set. A file system that cannot sync a folder (EINVAL) counts as success. Source: POSIX
  * fsync(2). */
 int fsync_parent_dir(const char *path);
+/* The temporary file that an atomic write of path goes through: "<path>.tmp.<pid>" (malloc'd;
+ * the caller frees). Every atomic writer names its file so (write_file_atomic, checkpoints, the
+ * encoded-corpus cache): a run's start-up removes such files whose pid is dead. No errors. */
+char *temp_path_for(const char *path);
 
 #ifdef __cplusplus
 }

@@ -241,9 +241,7 @@ cleanup:
 Status encoded_save(const Encoded *e, const char *path, uint64_t key, int vocab, Err *err) {
     Status rc = STATUS_ERR;
     FILE *f = NULL;
-    size_t tn = strlen(path) + 64;
-    char *tmp = xmalloc(tn);
-    snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
+    char *tmp = temp_path_for(path);
     int64_t n = e->n, n_src = e->src_off[e->n], n_tgt = e->tgt_off[e->n];
     struct {
         const void *p;

@@ -39,9 +39,9 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
 void attn_map_free(AttnMap *a); /* frees and zeroes *a; NULL is fine; no errors */
 /* Perplexity of the pairs in e (no length filter; pairs with an empty source are left out), in
  * batches of at most EVAL_BATCH_TOKENS padded tokens (more if one pair needs it); *tokens (may be
- * NULL) gets N, *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget); a source longer
- * than the model can read ("pair N: a source of S subword tokens is longer than model.linformer_max_len
- * ...", model_check_source_len). */
+ * NULL) gets N, *ppl = 0 when N = 0. Errors: batch_plan's (cannot happen with that budget); a
+ * source longer than the model can read ("pair N: a source of S subword tokens is longer than
+ * model.linformer_max_len ...", model_check_source_len). */
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err);
 /* Frees n malloc'd strings and the array (translate_lines' out); NULL is fine; no errors. */
 void free_lines(char **lines, long n);

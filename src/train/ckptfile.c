@@ -672,23 +672,11 @@ static Status validate_records(const char *path, const CkptRecord *recs, int n, 
     return STATUS_OK;
 }
 
-/* The folder part of path ("." when it has none). */
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return xstrdup(".");
-    if (slash == path) return xstrdup("/");
-    size_t n = (size_t)(slash - path);
-    char *d = xmalloc(n + 1);
-    memcpy(d, path, n);
-    d[n] = '\0';
-    return d;
-}
-
 Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int compress_level,
                          Err *err) {
     Status st = STATUS_ERR;
-    char *tmp = NULL, *dir = NULL;
-    int fd = -1, dfd = -1;
+    char *tmp = NULL;
+    int fd = -1;
     bool tmp_exists = false;
     uint8_t *table = NULL, *cbuf = NULL;
     Desc *descs = NULL;
@@ -697,10 +685,7 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
     CHECK(path != NULL, "ckpt_write_atomic: NULL path");
     if (validate_records(path, recs, n, compress_level, err) != STATUS_OK) goto cleanup;
 
-    size_t tmpn = strlen(path) + 32;
-    tmp = xmalloc(tmpn);
-    snprintf(tmp, tmpn, "%s.tmp.%ld", path, (long)getpid());
-    dir = dir_of(path);
+    tmp = temp_path_for(path);
 
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -785,10 +770,9 @@ Status ckpt_write_atomic(const char *path, const CkptRecord *recs, int n, int co
     }
     tmp_exists = false;
 
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL)) {
-        err_set(err, "checkpoint %s: written, but syncing its folder %s failed: %s; the new "
-                "checkpoint may not survive a crash", path, dir, strerror(errno));
+    if (fsync_parent_dir(path) != 0) {
+        err_set(err, "checkpoint %s: written, but syncing its folder failed: %s; the new "
+                "checkpoint may not survive a crash", path, strerror(errno));
         goto cleanup;
     }
     st = STATUS_OK;
@@ -800,12 +784,10 @@ write_failed:
             strerror(errno));
 cleanup:
     if (fd >= 0) close(fd);
-    if (dfd >= 0) close(dfd);
     if (tmp_exists) unlink(tmp);
     free(descs);
     free(cbuf);
     free(table);
-    free(dir);
     free(tmp);
     return st;
 }

@@ -66,7 +66,7 @@ size_t ckpt_dtype_size(CkptDType dt);
 /* "f32", "i32", "u8", "u64" or "?". */
 const char *ckpt_dtype_name(CkptDType dt);
 
-/* Writes n records to path atomically: a temporary file path + ".tmp.<pid>" in the same folder is
+/* Writes n records to path atomically: a temporary file path + ".tmp.<pid>" (temp_path_for) is
  * written, fsync'ed, re-read and verified (header CRC and every payload CRC), renamed over path,
  * and the folder is fsync'ed. compress_level: zlib level -1..9 (1 is fast, 0 stores).
  * The records are validated first (names, dtypes, shapes against nbytes, uniqueness, limits).

@@ -113,9 +113,9 @@ static int lock_run_dir(const char *dir, Err *err) {
 }
 
 /* Removes the temporary files that a killed atomic write left behind in the run folder
- * (<dir>/<name>.tmp.<pid>: a checkpoint's, config.ini's from write_file_atomic, metrics.jsonl's
- * from trim_metrics); called with the folder locked, and it spares a file whose pid is still
- * alive all the same. */
+ * (<dir>/<name>.tmp.<pid>, temp_path_for's name: a checkpoint's, config.ini's or
+ * metrics.jsonl's); called with the folder locked, and it spares a file whose pid is still alive
+ * all the same. */
 static void remove_stale_temps(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -137,19 +137,12 @@ static void remove_stale_temps(const char *dir) {
 
 /* On resume: drops the lines of metrics.jsonl that a killed run wrote after the checkpoint's
  * step, so that every step appears once, and a last line the kill cut short. Rewritten
- * atomically (temporary file + rename). */
+ * atomically (write_file_atomic). */
 static Status trim_metrics(const char *path, long step, Err *err) {
     FILE *in = fopen(path, "r");
     if (!in) return STATUS_OK; /* nothing logged yet */
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()); /* remove_stale_temps' */
-    FILE *out = fopen(tmp, "w");
-    if (!out) {
-        fclose(in);
-        return err_set(err, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    char *line = NULL;
-    size_t cap = 0;
+    char *line = NULL, *kept = NULL;
+    size_t cap = 0, n = 0, kcap = 0;
     long dropped = 0;
     ssize_t len;
     while ((len = getline(&line, &cap, in)) > 0) {
@@ -159,17 +152,18 @@ static Status trim_metrics(const char *path, long step, Err *err) {
             dropped++;
             continue;
         }
-        fputs(line, out);
+        if (n + (size_t)len > kcap) kcap = 2 * (n + (size_t)len), kept = xrealloc(kept, kcap);
+        memcpy(kept + n, line, (size_t)len);
+        n += (size_t)len;
     }
     free(line);
     fclose(in);
-    if (fclose(out) || rename(tmp, path)) {
-        unlink(tmp);
-        return err_set(err, "cannot rewrite %s: %s", path, strerror(errno));
-    }
-    if (dropped) printf("metrics: dropped %ld lines logged after step %ld by the interrupted run\n",
-                        dropped, step);
-    return STATUS_OK;
+    Status s = write_file_atomic(path, kept ? kept : "", n, err);
+    free(kept);
+    if (!s && dropped)
+        printf("metrics: dropped %ld lines logged after step %ld by the interrupted run\n",
+               dropped, step);
+    return s;
 }
 
 /* Writes the training text (both languages, one sentence a line) and trains the joint

@@ -17,6 +17,9 @@
  *   - every file named *.ckpt is a complete checkpoint (a temporary file is never left under a
  *     checkpoint's name); leftover *.tmp.* files are allowed and reported, and the next run must
  *     remove them ("removed ..., left by an interrupted write").
+ * Before the last run, a stale config.ini.tmp.<dead pid>, a user's look-alike file, a metrics line
+ * past the checkpoint's step and a line cut short are planted; the run must remove the first,
+ * keep the second and drop the two lines.
  * Finally a --resume runs to train.max_steps = (step of last.ckpt) + 20 and must exit 0 with
  * metrics.jsonl reaching that step; every step logged more than once (redone after a kill) must
  * have logged the same loss each time (bit for bit), and every step 1..max_steps is logged.
@@ -238,6 +241,16 @@ int main(void) {
     EXPECT(test_write_file(planted, "[model]\n", 8) == 0 && test_write_file(user, "mine\n", 5) == 0,
            "cannot write %s or %s", planted, user);
     long max_steps = prev_step + 20;
+    /* And in metrics.jsonl, as a run killed after its last save could leave them: a step past
+     * the checkpoint's and a line cut short. The resumed run must drop both (trim_metrics). */
+    const char *mpath = tr_fmt("%s/metrics.jsonl", g_dir);
+    FILE *mf = resume ? fopen(mpath, "a") : NULL;
+    if (mf) {
+        fprintf(mf, "{\"type\": \"train\", \"epoch\": 1, \"step\": %ld, \"loss\": 1.0}\n"
+                "{\"type\": \"train\", \"epoch\": 1, \"st", max_steps + 1000);
+        fclose(mf);
+    }
+    EXPECT(!resume || mf, "cannot append to %s", mpath);
     TrArgv a;
     train_argv(&a, resume, max_steps);
     const char *log = tr_fmt("%s/final.log", g_work);
@@ -255,6 +268,9 @@ int main(void) {
            user);
     unlink(user);
     EXPECT(check_folder(N_KILLS + 1) == 0, "temporary files are left after the final run");
+    /* at least the 2 planted; the last kill may have left more */
+    EXPECT(!resume || tr_file_contains(log, "metrics: dropped "),
+           "the resumed run did not say it dropped the planted lines of metrics.jsonl");
     if (prev_log && tr_file_contains(prev_log, "left by an interrupted write")) stale_removed++;
     if (tr_file_contains(log, "left by an interrupted write")) stale_removed++;
     printf("%d runs removed leftover temporary files at start\n", stale_removed);
