@@ -165,7 +165,8 @@ static void print_profile(int nsteps, double dt, int rows, int threads, const ch
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_train --config FILE [--batches N] [--warmup W] [--dump FILE] "
-                    "[--threads T] [--spm MODEL] [--profile [ROWS]] [--set SECTION.KEY=VALUE]...\n");
+                    "[--threads T] [--spm MODEL] [--profile [ROWS]] [--loss-rows R] "
+                    "[--set SECTION.KEY=VALUE]...\n");
     return 2;
 }
 
@@ -173,7 +174,7 @@ int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *config = NULL, *dump = NULL, *spm_path = NULL;
-    int nsteps = 20, warmup = 3, threads = -1, profile = 0, nsets = 0;
+    int nsteps = 20, warmup = 3, threads = -1, profile = 0, nsets = 0, loss_rows = 0;
     const char *sets[32];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
@@ -182,6 +183,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spm") && i + 1 < argc) spm_path = argv[++i];
+        else if (!strcmp(argv[i], "--loss-rows") && i + 1 < argc) loss_rows = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 32) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--profile")) {
             profile = 12;
@@ -190,7 +192,7 @@ int main(int argc, char **argv) {
         }
         else return usage();
     }
-    if (!config || nsteps < 1 || warmup < 0) return usage();
+    if (!config || nsteps < 1 || warmup < 0 || loss_rows < 0) return usage();
 
     Err err = {{0}};
     Config cfg;
@@ -242,6 +244,7 @@ int main(int argc, char **argv) {
     if (profile) be = op_profile_wrap(be);
     if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err)) goto fail;
     model_init_params(&model, cfg.seed);
+    model_set_loss_rows(&model, loss_rows);
     int bB, bS, bT;
     batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);

@@ -79,6 +79,11 @@ static void free_dev(Model *m) {
     memset(d, 0, sizeof *d);
 }
 
+void model_set_loss_rows(Model *m, int rows) {
+    if (m->tf) transformer_set_loss_rows(m->tf, rows);
+    else rnn_set_loss_rows(m->rnn, rows);
+}
+
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
     if (m->tf) transformer_reserve(m->tf, B, S, T, NS, NT);
     else rnn_reserve(m->rnn, B, S, T, NS, NT);

@@ -67,6 +67,12 @@ void model_init_params(Model *m, uint64_t seed);
  * Grows only; model_loss then never allocates (model_decode_begin may, once, for the Transformer's
  * step buffers: model_reserve_decode). No errors. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
+/* The output layer and its loss run on at most rows target rows at a time, so that their
+ * [rows, V] logits and gradient are all the memory they take (model/output_loss.h); 0, the
+ * default: as many rows as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits. The same
+ * mathematics, with the sums into the output layer's weight gradients in another order. Tests
+ * and bench_train --loss-rows set it; call it before model_reserve (a CHECK). No errors. */
+void model_set_loss_rows(Model *m, int rows);
 /* Reserves for decoding (model_decode_begin, targets T = 1) the n batches[i]: B sentences, S
  * source positions, T = the batch's max_T steps, NS = B·S, NT = B·max_T; K rows a sentence. The
  * RNN keeps a step's states in its training buffers, two steps at a time (rnn_decode_begin):

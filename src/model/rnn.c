@@ -6,6 +6,7 @@
  * activations are time-major: [S,B,·], [T,B,·]; the attention works batch-major ([B,S,H] keys).
  */
 #include "model/rnn.h"
+#include "model/output_loss.h"
 
 #include <string.h>
 
@@ -64,9 +65,8 @@ struct RnnModel {
     float *q_bm, *ctx_bm, *dctx_bm;                   /* [B,T,H] batched Luong attention */
     float *cat;                                       /* [T,B,2H] [c_t; h_t] */
     float *htil, *htil_drop, *htil_mask;              /* [T,B,H] */
-    float *logits, *dlogits;                          /* [T,B,V] */
-    float *xent_work;                                 /* xent_workspace(T·B, V) floats */
-    size_t xent_work_cap;
+    OutputLoss out;   /* the output layer's blocks; its logits, dlogits [max(rows, B), V] */
+    int loss_rows;    /* rnn_set_loss_rows (0: automatic) */
     /* gradients / scratch */
     float *d_htil, *d_htil_drop;                      /* [T,B,H] */
     float *d_cat_all;                                 /* [T,B,2H] */
@@ -224,6 +224,11 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
 
 void rnn_set_stepwise(RnnModel *m, int on) { m->stepwise = on; }
 
+void rnn_set_loss_rows(RnnModel *m, int rows) {
+    CHECK(m->cap.B == 0, "rnn_set_loss_rows after rnn_reserve");
+    m->loss_rows = rows;
+}
+
 void rnn_set_grad_ready(RnnModel *m, GradReady h) { m->grad_ready = h; }
 
 Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
@@ -366,9 +371,11 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     m->q_bm = act(m, NT * H), m->ctx_bm = act(m, NT * H), m->dctx_bm = act(m, NT * H);
     m->cat = act(m, NT * 2 * H);
     m->htil = act(m, NT * H), m->htil_drop = act(m, NT * H), m->htil_mask = act(m, NT * H);
-    m->logits = act(m, NT * V), m->dlogits = act(m, NT * V);
-    m->xent_work_cap = m->be->xent_workspace((int)NT, V);
-    m->xent_work = act(m, m->xent_work_cap);
+    /* the output layer's blocks; decoding's scores (B·K <= B rows) use the same buffers */
+    m->out.rows = output_loss_rows(m->be, NT, V, m->loss_rows), m->out.V = V;
+    long LR = m->out.rows > B ? m->out.rows : B;
+    m->out.logits = act(m, LR * V), m->out.dlogits = act(m, LR * V);
+    m->out.work = act(m, m->be->xent_workspace(m->out.rows, V));
     m->d_htil = act(m, NT * H), m->d_htil_drop = act(m, NT * H);
     m->d_cat_all = act(m, NT * 2 * H);
     m->d_ctx_all = act(m, NT * H), m->d_htop_all = act(m, NT * H);
@@ -793,7 +800,7 @@ static void decoder_cudnn_backward(RnnModel *m, const TokenBatch *b, int *cur) {
 double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, int train,
                             uint64_t key, float grad_scale) {
     const Backend *be = m->be;
-    int B = b->B, S = b->S, T = b->T, E = m->E, H = m->H, Hd = m->Hd, V = m->V;
+    int B = b->B, S = b->S, T = b->T, E = m->E, H = m->H, Hd = m->Hd;
     size_t BH = (size_t)B * H, NT = (size_t)T * B, NS = (size_t)S * B;
     CHECK(bounds_fit(&m->cap, B, S, T), "batch larger than rnn_reserve'd capacity");
     int per_step = m->feed || m->stepwise;
@@ -834,25 +841,16 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
         be->gather_rows(m->d_htil, m->htil_drop, b->tgt_row_tm, R, H);
         xr = m->d_htil;
     }
-    be->matmul_bias_forward(m->logits, xr, m->W_out.w, m->b_out.w, R, V, H, 0);
-    CHECK(be->xent_workspace(R, V) <= m->xent_work_cap,
-          "loss workspace too small: rnn_reserve for the largest batch");
-    if (!train)
-        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f,
-                                         m->xent_work);
-    double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
-                                            TOKEN_PAD, grad_scale, m->xent_work);
+    /* the loss, and in training its gradient dx[rows] into d_htil (over xr where packed) */
+    float *dxr = packed ? m->d_htil : m->d_htil_drop;
+    double loss = output_loss(be, &m->out, dxr, xr, tg, R, H, &m->W_out, &m->b_out, smoothing,
+                              train, grad_scale);
+    if (!train) return loss;
 
     /* ---------------- backward ---------------- */
-    /* logits = xr W_outᵀ + b_out */
-    be->matmul(m->W_out.g, m->dlogits, xr, V, H, R, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(m->b_out.g, m->dlogits, R, V);
-    if (packed) { /* d_htil_drop[rows] = dlogits W_out (through d_htil, read above), 0 elsewhere */
-        be->matmul(m->d_htil, m->dlogits, m->W_out.w, R, H, V, 0, 0, 1.0f, 0.0f);
+    if (packed) { /* d_htil_drop[rows] = dxr, 0 elsewhere */
         be->zero(m->d_htil_drop, sizeof(float) * NT * H);
         be->embedding_backward(m->d_htil_drop, m->d_htil, b->tgt_row_tm, R, H);
-    } else {
-        be->matmul(m->d_htil_drop, m->dlogits, m->W_out.w, (int)NT, H, V, 0, 0, 1.0f, 0.0f);
     }
     be->zero(m->d_htil, sizeof(float) * NT * H);
     be->dropout_backward(m->d_htil, m->d_htil_drop, m->htil_mask, NT * H);
@@ -997,11 +995,11 @@ const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) 
     float *emb = m->tgt_x + slot(m, t) * R * E;
     be->embedding_forward(emb, ids, m->emb_tgt.w, R, E);
     decoder_step(m, t, emb, &m->dsrc, 1, 0, 0);
-    be->matmul_bias_forward(m->logits, m->htil + slot(m, t) * R * H, m->W_out.w, m->b_out.w, R, V,
-                            H, 0);
-    if (!log_probs) return m->logits;
-    be->log_softmax(m->dlogits, m->logits, R, V);
-    return m->dlogits;
+    be->matmul_bias_forward(m->out.logits, m->htil + slot(m, t) * R * H, m->W_out.w, m->b_out.w,
+                            R, V, H, 0);
+    if (!log_probs) return m->out.logits;
+    be->log_softmax(m->out.dlogits, m->out.logits, R, V);
+    return m->out.dlogits;
 }
 
 void rnn_decode_reorder(RnnModel *m, int t, const int *parent) {

@@ -92,6 +92,11 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
  * step by step (as in decoding) instead of batched over all T positions; same mathematics.
  * No errors. */
 void rnn_set_stepwise(RnnModel *m, int on);
+/* The output layer and loss run on at most rows target rows at a time (model/output_loss.h;
+ * 0, the default: as many as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits). Same
+ * mathematics; the sums into dW_out and db_out run in another order. Call it before
+ * rnn_reserve (a CHECK). */
+void rnn_set_loss_rows(RnnModel *m, int rows);
 /* The hook rnn_forward_backward's backward calls once the decoder, its attention and the output
  * layer are done (after the target embedding), after each encoder layer (top first), and last
  * with 0 (ops/params.h GradReady). No errors. */

@@ -167,9 +167,10 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     for (int l = 0; l < m->Ld; l++) reserve_layer(m, &m->da[l], &m->dec[l], 1, NT, NS, T);
     m->enc_out = act(m, NS * D), m->enc_mean = act(m, NS), m->enc_rstd = act(m, NS);
     m->dec_y = act(m, NT * D), m->dec_mean = act(m, NT), m->dec_rstd = act(m, NT);
-    m->logits = act(m, NT * m->V), m->dlogits = act(m, NT * m->V);
-    m->xent_work_cap = m->be->xent_workspace((int)NT, m->V); /* the loss's (R <= NT rows) */
-    m->xent_work = act(m, m->xent_work_cap);
+    m->out.rows = output_loss_rows(m->be, NT, m->V, m->loss_rows), m->out.V = m->V;
+    m->out.logits = act(m, (size_t)m->out.rows * m->V);
+    m->out.dlogits = act(m, (size_t)m->out.rows * m->V);
+    m->out.work = act(m, m->be->xent_workspace(m->out.rows, m->V));
     float **scr[] = {&m->scr.m1, &m->scr.m2, &m->scr.m3, &m->scr.h1, &m->scr.h2, &m->scr.h3,
                      &m->scr.h4, &m->f, &m->g1, &m->g2, &m->g3, &m->gA, &m->gB};
     for (size_t i = 0; i < sizeof scr / sizeof scr[0]; i++) *scr[i] = act(m, NM * D);
@@ -424,7 +425,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
                         uint64_t key, float grad_scale) {
     const Backend *be = m->be;
     tf_use_batch(m, b);
-    int B = m->B, S = m->S, T = m->T, D = m->D, V = m->V, NS = B * S, NT = B * T;
+    int B = m->B, S = m->S, T = m->T, D = m->D, NS = B * S, NT = B * T;
     const float *enc_in[2 * TF_MAXL], *dec_in[3 * TF_MAXL];
     const float *xtop = tf_encoder_forward(m, train, key, enc_in);
     embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, tf_E_tgt(m), B, T,
@@ -446,26 +447,16 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
         be->gather_rows(m->g3, y, m->d_rows, R, D);
         yr = m->g3;
     }
-    be->matmul_bias_forward(m->logits, yr, tf_W_out(m)->w, m->b_out.w, R, V, D, 0);
-    CHECK(be->xent_workspace(R, V) <= m->xent_work_cap,
-          "loss workspace too small: transformer_reserve for the largest batch");
-    if (!train)
-        return be->xent_forward_backward(NULL, m->logits, tg, R, V, smoothing, TOKEN_PAD, 0.0f,
-                                         m->xent_work);
-    double loss = be->xent_forward_backward(m->dlogits, m->logits, tg, R, V, smoothing,
-                                            TOKEN_PAD, grad_scale, m->xent_work);
+    /* the loss, and in training its gradient d(yr): into g2 where packed, else dy (gA) */
+    float *dy = m->gA, *dyr = packed ? m->g2 : dy;
+    double loss = output_loss(be, &m->out, dyr, yr, tg, R, D, tf_W_out(m), &m->b_out, smoothing,
+                              train, grad_scale);
+    if (!train) return loss;
 
     /* ---------------- backward ---------------- */
-    Param *Wo = (Param *)tf_W_out(m);
-    be->matmul(Wo->g, m->dlogits, yr, V, D, R, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(m->b_out.g, m->dlogits, R, V);
-    float *dy = m->gA;
-    if (packed) { /* dy[rows] = dlogits W_out, zero elsewhere (scattered like an embedding) */
-        be->matmul(m->g2, m->dlogits, Wo->w, R, D, V, 0, 0, 1.0f, 0.0f);
+    if (packed) { /* dy[rows] = d(yr), zero elsewhere (scattered like an embedding) */
         be->zero(dy, sizeof(float) * NT * D);
         be->embedding_backward(dy, m->g2, m->d_rows, R, D);
-    } else {
-        be->matmul(dy, m->dlogits, Wo->w, NT, D, V, 0, 0, 1.0f, 0.0f);
     }
     grad_ready(&m->grad_ready, m->off_out); /* tied: W_out is emb, at 0, and not final */
     if (m->pre) { /* y = LN_dec(x) */
@@ -498,8 +489,15 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
 }
 
 const float *transformer_logits(const TfModel *m, int *rows) {
+    CHECK(m->out.last_blocks == 1, "transformer_logits: the last loss ran in several blocks of "
+          "rows (transformer_set_loss_rows); only the last block's logits are kept");
     *rows = m->NR > 0 && m->NR < m->B * m->T ? m->NR : m->B * m->T;
-    return m->logits;
+    return m->out.logits;
+}
+
+void transformer_set_loss_rows(TfModel *m, int rows) {
+    CHECK(m->cap.B == 0, "transformer_set_loss_rows after transformer_reserve");
+    m->loss_rows = rows;
 }
 
 int transformer_ops_used(const TfModel *m, OpKind *ops) {

@@ -67,8 +67,14 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
 /* Backend pointer to the last transformer_loss's logits [R,V] (tests): the output layer runs
  * only on the target positions whose tgt_out is not padding, so when the batch has some (and
  * at least one real target) R is their number and the rows are those positions in (b, t)
- * order; else R = B·T, batch-major [B,T,V]. *rows receives R. No errors. */
+ * order; else R = B·T, batch-major [B,T,V]. *rows receives R. CHECKs that the last loss ran in
+ * one block of rows (transformer_set_loss_rows). */
 const float *transformer_logits(const TfModel *m, int *rows);
+/* The output layer and loss run on at most rows target rows at a time (model/output_loss.h;
+ * 0, the default: as many as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits). Same
+ * mathematics; the sums into dW_out and db_out run in another order. Call it before
+ * transformer_reserve (a CHECK). */
+void transformer_set_loss_rows(TfModel *m, int rows);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----
  * decode_begin encodes b's sources (backend memory; at most max_T steps will follow), projects

@@ -5,6 +5,7 @@
 #ifndef TRAINER_TRANSFORMER_INTERNAL_H
 #define TRAINER_TRANSFORMER_INTERNAL_H
 
+#include "model/output_loss.h"
 #include "model/transformer.h"
 
 #define TF_MAXL 16
@@ -81,9 +82,8 @@ struct TfModel {
     LayerActs ea[TF_MAXL], da[TF_MAXL];
     float *enc_out, *enc_mean, *enc_rstd;                 /* [NS,D], [NS] */
     float *dec_y, *dec_mean, *dec_rstd;                   /* [NT,D], [NT] */
-    float *logits, *dlogits;                              /* [NR,V] */
-    float *xent_work;                                     /* xent_workspace(NT, V) floats */
-    size_t xent_work_cap;
+    OutputLoss out;            /* the output layer's blocks of rows (model/output_loss.h) */
+    int loss_rows;                                        /* transformer_set_loss_rows */
     MhaScratch scr;                                       /* [max(NS,NT), D] each */
     float *f, *g1, *g2, *g3, *gA, *gB;                    /* [max(NS,NT), D] */
     float *fh1, *fh2;                                     /* [max(NS,NT), F] */

@@ -20,6 +20,8 @@
  *      runtime counts cudaMalloc calls, cuda_host_malloc_calls): after model_reserve, the training
  *      steps of 1 and 2 make no cudaMalloc at all, and decoding none but through the backend's
  *      alloc (its decoding buffers; counted by a wrapper, so the difference is the ops' own).
+ * The CUDA side runs its output layer and loss in blocks of LOSS_ROWS target rows
+ * (model_set_loss_rows), the CPU side in one block: 1–3 compare the blocked path against the whole.
  * Tolerances: float32 on both sides, the same formulas summed in another order (cuBLAS/kernels
  * against OpenBLAS/OpenMP loops); 20 Adam steps amplify rounding through the normalisation
  * m/√v of near-zero gradients, hence the looser parameter bound. Decoding ties are not expected
@@ -54,7 +56,7 @@ static void *counted_alloc(size_t bytes) {
     return g_cuda_alloc(bytes);
 }
 
-enum { STEPS = 20, K_BEAM = 3 };
+enum { STEPS = 20, K_BEAM = 3, LOSS_ROWS = 4 };
 
 static const double REL_LOSS = 1e-5, REL_GRAD = 1e-4, ABS_ZERO = 1e-7;
 static const double REL_LOSS_STEPS = 1e-4, REL_PARAM = 1e-3, NULL_REL = 1e-6;
@@ -136,7 +138,7 @@ typedef struct {
     int ok;
 } Side;
 
-static int side_create(Side *s, const Case *c, const Backend *be) {
+static int side_create(Side *s, const Case *c, const Backend *be, int loss_rows) {
     Err err;
     s->ok = 0;
     if (model_create(&s->m, &c->spec, V, be, &err)) {
@@ -144,6 +146,7 @@ static int side_create(Side *s, const Case *c, const Backend *be) {
         return 1;
     }
     model_init_params(&s->m, 7);
+    model_set_loss_rows(&s->m, loss_rows);
     model_reserve(&s->m, B * K_BEAM, S, 2 * S + 10, (long)B * K_BEAM * S,
                   (long)B * K_BEAM * (2 * S + 10));
     s->ok = 1;
@@ -165,8 +168,8 @@ static double side_step(Side *s, const TokenBatch *tb, const Config *cfg, int t,
 static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
                        const TokenBatch *src) {
     Side cu, cp;
-    if (side_create(&cu, c, gpu)) return;
-    if (side_create(&cp, c, backend_cpu())) {
+    if (side_create(&cu, c, gpu, LOSS_ROWS)) return;
+    if (side_create(&cp, c, backend_cpu(), 0)) {
         model_free(&cu.m);
         return;
     }

@@ -11,7 +11,10 @@
  * the key, so the perturbed passes see the same masks.
  * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
  * the same loss and gradients up to float32 reordering (|a − b| ≤ 1e-5 + 1e-4·|b|).
- * Padding: a source token past a sentence's length, changed, must not change the loss. */
+ * Padding: a source token past a sentence's length, changed, must not change the loss.
+ * Output layer in blocks of rows (rnn_set_loss_rows): 9 target rows in blocks of 2 give the loss
+ * and gradients of one block (same bound as batched vs step by step), and the finite
+ * differences hold for a model run in blocks. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -35,6 +38,9 @@ static AttentionOptions attn_opt = {.linformer_k = 3, .linformer_max_len = 6,
                                     .linformer_share = LINFORMER_SHARE_NONE, .local_window = 1,
                                     .local_mode = LOCAL_PREDICTIVE,
                                     .local_score = LOCAL_SCORE_GENERAL};
+
+/* rnn_set_loss_rows for the next fixture (0: one block) */
+static int loss_rows = 0;
 
 static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     static char buf[128];
@@ -61,6 +67,7 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     Rng rng;
     rng_seed(&rng, 7, 1);
     params_initialise(&f->ps, &rng, 0.5f);
+    rnn_set_loss_rows(f->m, loss_rows);
     rnn_reserve(f->m, B, S, T, (long)B * S, (long)B * T);
     int src_len[3] = {5, 3, 1}, tgt_len[3] = {4, 2, 3};
     memcpy(f->src_len, src_len, sizeof src_len);
@@ -123,6 +130,43 @@ static void run_stepwise(AttentionKind kind, int gru) {
     fixture_free(&f);
 }
 
+/* The output layer and loss in blocks of 2 rows (5 blocks of the 9 target rows) against one
+ * block: same loss, same gradients (only dW_out's and db_out's sums run in another order). */
+static void run_blocks(AttentionKind kind, int gru, int feed) {
+    Fixture f1, f2;
+    if (fixture(&f1, kind, gru, feed, 1, 1)) return;
+    loss_rows = 2;
+    int fail = fixture(&f2, kind, gru, feed, 1, 1);
+    loss_rows = 0;
+    if (fail) {
+        fixture_free(&f1);
+        return;
+    }
+    uint64_t key = 77;
+    params_zero_grad(&f1.ps);
+    params_zero_grad(&f2.ps);
+    double l1 = rnn_forward_backward(f1.m, &f1.batch, 0.1f, 1, key, 1.0f);
+    double l2 = rnn_forward_backward(f2.m, &f2.batch, 0.1f, 1, key, 1.0f);
+    double e1 = rnn_forward_backward(f1.m, &f1.batch, 0.1f, 0, key, 0.0f);
+    double e2 = rnn_forward_backward(f2.m, &f2.batch, 0.1f, 0, key, 0.0f);
+    double worst = 0;
+    int bad = 0;
+    for (size_t i = 0; i < f1.ps.total; i++) {
+        double a = f2.ps.grad[i], b = f1.ps.grad[i], d = fabs(a - b);
+        if (d > 1e-5 + 1e-4 * fabs(b)) bad++;
+        if (d > worst) worst = d;
+    }
+    const char *what = describe(kind, gru, feed, 1, 1);
+    printf("%s: loss in blocks of 2 rows vs one: %.9g vs %.9g, worst gradient difference %.2e\n",
+           what, l2, l1, worst);
+    EXPECT(fabs(l1 - l2) <= 1e-6 * fabs(l1), "%s: loss in blocks %.9g, in one %.9g", what, l2, l1);
+    EXPECT(fabs(e1 - e2) <= 1e-6 * fabs(e1), "%s: evaluation loss in blocks %.9g, in one %.9g",
+           what, e2, e1);
+    EXPECT(bad == 0, "%s: %d gradients differ between blocks of rows and one block", what, bad);
+    fixture_free(&f1);
+    fixture_free(&f2);
+}
+
 /* The loss fd_compare differentiates: the training pass with gradient scale 0, dropout keyed as
  * in the analytic pass. */
 typedef struct {
@@ -179,6 +223,12 @@ int main(void) {
         run(ATTN_BAHDANAU, gru, 0, 2, 2);
     }
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 2); /* layer counts differ: zero initial state */
+    run_blocks(ATTN_LUONG_GENERAL, 0, 1);
+    run_blocks(ATTN_BAHDANAU, 1, 0);
+    run_blocks(ATTN_LUONG_DOT, 0, 0);
+    loss_rows = 2; /* the finite differences of a model run in blocks */
+    run(ATTN_LUONG_GENERAL, 0, 1, 1, 1);
+    loss_rows = 0;
     /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
     const AttentionKind multi[] = {ATTN_SDP,       ATTN_FLASH,  ATTN_LINEAR,
                                    ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};

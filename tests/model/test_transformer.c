@@ -21,6 +21,9 @@
  *     most 1, its local-p Gaussian and local-m windows past the source).
  *  7. Batches of other shapes decoded by one model after model_reserve_decode's plan equal a
  *     fresh model's, and reallocate nothing (check_decode_plan).
+ *  8. The output layer in blocks of rows (model_set_loss_rows): the 9 target rows in blocks of 2
+ *     give the training and evaluation losses (|Δ| ≤ 1e-6·|loss|) and the gradients (bound of 2)
+ *     of one block, tied and untied; and 1 holds for a model run in blocks.
  *  luong_local: in the encoder self-attention and the cross-attention, both modes, each score
  *  (1, 4, 5); refused in the decoder self-attention (no causal form). */
 #include <math.h>
@@ -81,6 +84,8 @@ static TokenBatch batch(int *ti, int *to) {
 
 /* The backend build() gives its models: the CPU's, or check_decode_plan's counting copy. */
 static const Backend *g_be;
+/* model_set_loss_rows for the models build() makes (0: one block) */
+static int g_loss_rows;
 
 static int build(Model *m, Case c, float dropout, uint64_t seed) {
     Err err;
@@ -107,6 +112,7 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
     /* PAD is never an output */
     for (int i = 0; i < m->ps.n; i++)
         if (!strcmp(m->ps.specs[i].name, "out.b")) m->ps.data[m->ps.specs[i].offset] = -30.0f;
+    model_set_loss_rows(m, g_loss_rows);
     model_reserve(m, 4 * B, S, 8, 4L * B * S, 4L * B * 8);
     return 0;
 }
@@ -181,6 +187,39 @@ static void check_flash_equals_sdp(int pre) {
            pre ? "pre" : "post", la, lb, worst);
     EXPECT(fabs(la - lb) <= 1e-5 * fabs(la), "flash loss %.9g, sdp %.9g", lb, la);
     EXPECT(bad == 0, "%d gradients differ between flash and sdp", bad);
+    batch_free(&hb);
+    model_free(&a), model_free(&b);
+}
+
+/* 8. the output layer and loss in blocks of 2 rows against one block */
+static void check_blocks(Case c) {
+    Model a, b;
+    if (build(&a, c, 0.2f, 4)) return;
+    g_loss_rows = 2;
+    int fail = build(&b, c, 0.2f, 4);
+    g_loss_rows = 0;
+    if (fail) {
+        model_free(&a);
+        return;
+    }
+    TokenBatch hb = batch(tin, tout);
+    params_zero_grad(&a.ps), params_zero_grad(&b.ps);
+    double la = model_loss(&a, &hb, 0.1f, 1, 21, 1.0f), lb = model_loss(&b, &hb, 0.1f, 1, 21, 1.0f);
+    double ea = model_loss(&a, &hb, 0.1f, 0, 21, 0.0f), eb = model_loss(&b, &hb, 0.1f, 0, 21, 0.0f);
+    int bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < a.ps.total; i++) {
+        double x = a.ps.grad[i], y = b.ps.grad[i], d = fabs(x - y);
+        bad += d > 1e-5 + 1e-4 * fabs(x);
+        worst = d > worst ? d : worst;
+    }
+    printf("%s: loss in blocks of 2 rows vs one: %.9g vs %.9g, worst gradient difference %.2e\n",
+           name(c), lb, la, worst);
+    EXPECT(fabs(la - lb) <= 1e-6 * fabs(la), "%s: loss in blocks %.9g, in one %.9g", name(c), lb,
+           la);
+    EXPECT(fabs(ea - eb) <= 1e-6 * fabs(ea), "%s: evaluation loss in blocks %.9g, in one %.9g",
+           name(c), eb, ea);
+    EXPECT(bad == 0, "%s: %d gradients differ between blocks of rows and one block", name(c), bad);
     batch_free(&hb);
     model_free(&a), model_free(&b);
 }
@@ -480,6 +519,13 @@ int main(void) {
         .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
+    const Case blocks[] = {{ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE},
+                           {ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL, 0, 0,
+                            LINFORMER_SHARE_NONE}};
+    for (int i = 0; i < 2; i++) check_blocks(blocks[i]);
+    g_loss_rows = 2; /* the finite differences of a model run in blocks, tied */
+    check_grad(blocks[0]);
+    g_loss_rows = 0;
     const Case plan_cases[] = {
         {ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE},
         {ATTN_FLASH, ATTN_LINEAR, ATTN_LUONG_GENERAL, 0, 0, LINFORMER_SHARE_NONE},
