@@ -86,6 +86,18 @@ char *test_read_file(const char *path, size_t *n) {
     return buf;
 }
 
+long test_grad_mismatches(const float *a, const float *ref, size_t n, double atol, double rtol,
+                          double *worst) {
+    long bad = 0;
+    *worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)ref[i]);
+        if (!(d <= atol + rtol * fabs((double)ref[i]))) bad++;
+        if (d > *worst) *worst = d;
+    }
+    return bad;
+}
+
 double *test_dnew(size_t n) {
     double *p = calloc(n ? n : 1, sizeof(double));
     if (!p) {

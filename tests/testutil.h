@@ -75,6 +75,11 @@ typedef struct {
 } FdResult;
 FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
                     FdLoss loss, void *ctx, const FdOptions *opt);
+/* Two gradients of one model computed two ways (the same mathematics, sums in another order):
+ * the number of i < n with |a[i] − ref[i]| > atol + rtol·|ref[i]| (NaN counts), and the largest
+ * |a[i] − ref[i]| in *worst. */
+long test_grad_mismatches(const float *a, const float *ref, size_t n, double atol, double rtol,
+                          double *worst);
 /* A random corpus for model tests: n pairs of 1..maxlen token ids a side (each length uniform),
  * ids uniform in 4..V-1 (above the special tokens), drawn from rng in pair order (source length,
  * target length, source ids, target ids). Fills e's n, offsets and ids (xmalloc'ed; free with

@@ -79,6 +79,12 @@ static void free_dev(Model *m) {
     memset(d, 0, sizeof *d);
 }
 
+void model_release(Model *m) {
+    if (m->tf) transformer_release(m->tf);
+    else rnn_release(m->rnn);
+    free_dev(m);
+}
+
 void model_set_loss_rows(Model *m, int rows) {
     if (m->tf) transformer_set_loss_rows(m->tf, rows);
     else rnn_set_loss_rows(m->rnn, rows);

@@ -67,6 +67,12 @@ void model_init_params(Model *m, uint64_t seed);
  * Grows only; model_loss then never allocates (model_decode_begin may, once, for the Transformer's
  * step buffers: model_reserve_decode). No errors. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
+/* Frees what model_reserve allocated: the activations and the backend batch (not the parameters,
+ * gradients or Adam state). Capacity is zero again: the next model_reserve (or
+ * model_reserve_decode) allocates for its own bounds, and until then model_loss and
+ * model_decode_begin CHECK-abort. The trainer calls it when training is over, before averaging
+ * checkpoints, so that the validation after it holds only what validation needs. No errors. */
+void model_release(Model *m);
 /* The output layer and its loss run on at most rows target rows at a time, so that their
  * [rows, V] logits and gradient are all the memory they take (model/output_loss.h); 0, the
  * default: as many rows as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits. The same

@@ -323,6 +323,11 @@ static void reserve_cudnn(RnnModel *m, int B, int S, int T, size_t NT) {
     m->src_len_buf = xmalloc(sizeof(int) * (size_t)B);
 }
 
+void rnn_release(RnnModel *m) {
+    free_acts(m);
+    m->cap = (BatchBounds){0};
+}
+
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;

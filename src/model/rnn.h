@@ -80,6 +80,10 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err);
  * calls it once with the batcher's bounds, so the training step never allocates. Sizes the
  * attention workspace for the current thread count. No errors (be->alloc aborts). */
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
+/* Frees what rnn_reserve allocated (the activations), keeping the parameters; capacity is zero
+ * again, so the next rnn_reserve allocates for its own bounds, and until then a pass
+ * CHECK-aborts (capacity). No errors. */
+void rnn_release(RnnModel *m);
 /* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout
  * (keyed by dropout_key) and the backward pass, accumulating into the parameter gradients scaled
  * by grad_scale. Returns the summed label-smoothed cross-entropy over non-pad targets (nats;

@@ -152,6 +152,11 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
     la->hd = act(m, N * m->F);
 }
 
+void transformer_release(TfModel *m) {
+    tf_free_list(m->be, m->allocs, &m->nallocs);
+    m->cap = (BatchBounds){0};
+}
+
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;

@@ -53,6 +53,11 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
  * the training step. Positions beyond max(S, T) are not supported. No errors. */
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
+/* Frees what transformer_reserve allocated (the training activations), keeping the parameters,
+ * the positions and decoding's step buffers; capacity is zero again, so the next
+ * transformer_reserve allocates for its own bounds, and until then a pass or a decode_begin
+ * CHECK-aborts (capacity). No errors. */
+void transformer_release(TfModel *m);
 /* The hook transformer_loss's backward calls after the output layer, the decoder's final layer
  * norm, each decoder layer (top first), the target embedding (untied), the encoder's final layer
  * norm and each encoder layer, and last with 0 (ops/params.h GradReady). No errors. */

@@ -799,6 +799,10 @@ static Status average_at_end(Run *r, Err *err) {
     free(e);
     char out[1200];
     snprintf(out, sizeof out, "%s/avg.ckpt", r->dir);
+    /* training is over: its activations go before the averaging loads checkpoints beside the
+     * model (the run's peak was here: docs/performance.md); the validation below reserves its
+     * own, smaller */
+    model_release(&r->model);
     Model m = {0};
     Config c;
     Spm *spm = NULL;
