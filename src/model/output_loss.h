@@ -21,9 +21,9 @@
 /* Bytes of one [rows, V] float buffer the automatic block height aims at. CPU: 32 MiB; at the
  * shipped configs (V = 8000, up to 4096 target rows) that is blocks of 1048 rows, which cost no
  * measurable time against one block (docs/performance.md, "Memory: the output layer in blocks
- * of rows"). CUDA: 256 MiB, so that the
- * shipped configs run in one block as before (each block's loss is one download, a device
- * synchronisation) and only larger vocabularies or batches are cut (not measured on a GPU). */
+ * of rows"). CUDA: 256 MiB, so that the shipped configs run in one block as before (each
+ * block's loss is one download, a device synchronisation) and only larger vocabularies or
+ * batches are cut (not measured on a GPU). */
 #define OUTPUT_LOSS_BLOCK_BYTES_CPU ((size_t)32 << 20)
 #define OUTPUT_LOSS_BLOCK_BYTES_CUDA ((size_t)256 << 20)
 
@@ -44,14 +44,14 @@ int output_loss_rows(const Backend *be, long R_cap, int V, int max_rows);
  * o->dlogits of rows·V floats each and o->work of be->xent_workspace(rows, V) floats, all
  * backend memory. */
 
-/* Returns the loss summed over the rows of targets[R] (backend memory) that are not TOKEN_PAD
- * (nats), for logits = x[R,H] W[V,H]ᵀ + b[V] with label smoothing `smoothing`. With train != 0
- * also accumulates grad_scale · d(loss) into W->g [V,H] and b->g [V], and WRITES dx[R,H] =
- * grad_scale · d(loss)/dx (overwritten); dx may be x itself (each block's rows of dx are written
- * after its rows of x were last read). train = 0: W->g, b->g and dx are not touched (dx may be
- * NULL). The rows run in ceil(R / o->rows) blocks of equal height (the last one shorter by less
- * than a row a block): each is one matmul_bias_forward, one xent_forward_backward and, in
- * training, two matmuls and a bias_backward. CHECKs R >= 1. */
+/* Returns the loss summed over the rows of targets[R] that are not TOKEN_PAD (nats), for
+ * logits = x[R,H] W[V,H]ᵀ + b[V] with label smoothing `smoothing`; x, targets and dx are backend
+ * memory. With train != 0 also accumulates grad_scale · d(loss) into W->g [V,H] and b->g [V],
+ * and WRITES dx[R,H] = grad_scale · d(loss)/dx (overwritten); dx may be x itself (each block's
+ * rows of dx are written after its rows of x were last read). train = 0: W->g, b->g and dx are
+ * not touched (dx may be NULL). The rows run in n = ceil(R / o->rows) blocks of ceil(R / n)
+ * rows (the last one shorter): each is one matmul_bias_forward, one xent_forward_backward and,
+ * in training, two matmuls and a bias_backward. CHECKs R >= 1. */
 double output_loss(const Backend *be, OutputLoss *o, float *dx, const float *x, const int *targets,
                    int R, int H, const Param *W, const Param *b, float smoothing, int train,
                    float grad_scale);
