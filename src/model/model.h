@@ -71,13 +71,15 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
  * gradients or Adam state). Capacity is zero again: the next model_reserve (or
  * model_reserve_decode) allocates for its own bounds, and until then model_loss and
  * model_decode_begin CHECK-abort. The trainer calls it when training is over, before averaging
- * checkpoints, so that the validation after it holds only what validation needs. No errors. */
+ * checkpoints, so that the validation after it holds only what validation needs. No errors.
+ * Source: — (memory layout only). */
 void model_release(Model *m);
 /* The output layer and its loss run on at most rows target rows at a time, so that their
  * [rows, V] logits and gradient are all the memory they take (model/output_loss.h); 0, the
  * default: as many rows as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits. The same
  * mathematics, with the sums into the output layer's weight gradients in another order. Tests
- * and bench_train --loss-rows set it; call it before model_reserve (a CHECK). No errors. */
+ * and bench_train --loss-rows set it; call it before model_reserve (a CHECK). No errors.
+ * Source: — (memory layout only). */
 void model_set_loss_rows(Model *m, int rows);
 /* Reserves for decoding (model_decode_begin, targets T = 1) the n batches[i]: B sentences, S
  * source positions, T = the batch's max_T steps, NS = B·S, NT = B·max_T; K rows a sentence. The

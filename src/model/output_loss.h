@@ -37,7 +37,7 @@ typedef struct {
 
 /* The block height for at most R_cap rows of V logits on backend be: max_rows when > 0 (a test's
  * or a benchmark's choice), else as many rows as fit be's OUTPUT_LOSS_BLOCK_BYTES_*; never more
- * than R_cap, at least 1. No errors. */
+ * than R_cap, at least 1. No errors. Source: — (memory layout only). */
 int output_loss_rows(const Backend *be, long R_cap, int V, int max_rows);
 
 /* The caller reserves the buffers: o->rows = output_loss_rows(...), o->V = V, o->logits and
@@ -51,7 +51,8 @@ int output_loss_rows(const Backend *be, long R_cap, int V, int max_rows);
  * rows of dx are written after its rows of x were last read). train = 0: W->g, b->g and dx are
  * not touched (dx may be NULL). The rows run in n = ceil(R / o->rows) blocks of ceil(R / n)
  * rows (the last one shorter): each is one matmul_bias_forward, one xent_forward_backward and,
- * in training, two matmuls and a bias_backward. CHECKs R >= 1. */
+ * in training, two matmuls and a bias_backward. CHECKs R >= 1. Source: Luong et al. 2015
+ * eq. 5–6, Vaswani et al. 2017 §3.4 (the output layer), Szegedy et al. 2016 §7 (smoothing). */
 double output_loss(const Backend *be, OutputLoss *o, float *dx, const float *x, const int *targets,
                    int R, int H, const Param *W, const Param *b, float smoothing, int train,
                    float grad_scale);

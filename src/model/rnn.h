@@ -82,7 +82,7 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err);
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
 /* Frees what rnn_reserve allocated (the activations), keeping the parameters; capacity is zero
  * again, so the next rnn_reserve allocates for its own bounds, and until then a pass
- * CHECK-aborts (capacity). No errors. */
+ * CHECK-aborts (capacity). No errors. Source: — (memory layout only). */
 void rnn_release(RnnModel *m);
 /* Teacher-forced forward pass over b (arrays in backend memory); with train != 0 also dropout
  * (keyed by dropout_key) and the backward pass, accumulating into the parameter gradients scaled
@@ -99,7 +99,7 @@ void rnn_set_stepwise(RnnModel *m, int on);
 /* The output layer and loss run on at most rows target rows at a time (model/output_loss.h;
  * 0, the default: as many as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits). Same
  * mathematics; the sums into dW_out and db_out run in another order. Call it before
- * rnn_reserve (a CHECK). */
+ * rnn_reserve (a CHECK). No errors. Source: — (memory layout only). */
 void rnn_set_loss_rows(RnnModel *m, int rows);
 /* The hook rnn_forward_backward's backward calls once the decoder, its attention and the output
  * layer are done (after the target embedding), after each encoder layer (top first), and last

@@ -56,7 +56,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
 /* Frees what transformer_reserve allocated (the training activations), keeping the parameters,
  * the positions and decoding's step buffers; capacity is zero again, so the next
  * transformer_reserve allocates for its own bounds, and until then a pass or a decode_begin
- * CHECK-aborts (capacity). No errors. */
+ * CHECK-aborts (capacity). No errors. Source: — (memory layout only). */
 void transformer_release(TfModel *m);
 /* The hook transformer_loss's backward calls after the output layer, the decoder's final layer
  * norm, each decoder layer (top first), the target embedding (untied), the encoder's final layer
@@ -78,7 +78,7 @@ const float *transformer_logits(const TfModel *m, int *rows);
 /* The output layer and loss run on at most rows target rows at a time (model/output_loss.h;
  * 0, the default: as many as fit OUTPUT_LOSS_BLOCK_BYTES_CPU, or _CUDA, of logits). Same
  * mathematics; the sums into dW_out and db_out run in another order. Call it before
- * transformer_reserve (a CHECK). */
+ * transformer_reserve (a CHECK). No errors. Source: — (memory layout only). */
 void transformer_set_loss_rows(TfModel *m, int rows);
 
 /* ---- incremental decoding (eval/decode.c drives these through model.h) ----

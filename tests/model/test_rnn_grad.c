@@ -154,7 +154,8 @@ static void run_blocks(AttentionKind kind, int gru, int feed) {
     EXPECT(fabs(e1 - e2) <= 1e-6 * fabs(e1), "%s: evaluation loss in blocks %.9g, in one %.9g",
            what, e2, e1);
     EXPECT(bad == 0, "%s: %ld gradients differ between blocks of rows and one block", what, bad);
-    /* rnn_release, then a reserve of other bounds: the same evaluation loss, bit for bit */
+    /* rnn_release, then a new reserve (the fixture's bounds): the same evaluation loss, bit for
+     * bit (a release that kept the capacity would reuse freed buffers: ASan's report) */
     rnn_release(f1.m);
     rnn_reserve(f1.m, 3, 5, 4, 15, 12);
     double r1 = rnn_forward_backward(f1.m, &f1.batch, 0.1f, 0, key, 0.0f);
