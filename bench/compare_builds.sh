@@ -16,13 +16,14 @@
 # 1-minute load was above 0.5 before it started (another job shares the cores: the figures then
 # say little). Build each folder first (cmake --build DIR --target bench_train).
 # --old-set / --new-set pass a config override to one side only, so that one build can be
-# compared with itself under two settings, e.g. float32 against bf16:
+# compared with itself under two settings (an override of the data or batching keys gives that
+# side other batches), e.g. float32 against bf16:
 #   bash bench/compare_builds.sh build build --config configs/transformer.ini \
 #     --new-set train.precision=bf16
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 2 ] || { sed -n '2,22p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,23p' "$0"; exit 2; }
 old=$1 new=$2
 shift 2
 config=configs/luong.ini runs=5 batches=20 warmup=3 spm="" old_sets=() new_sets=()

@@ -129,23 +129,23 @@ grep -v '^BEST' <<<"$new_sum"
 read -r _ _ old_b old_t old_e old_tps <<<"$(grep '^BEST' <<<"$old_sum")"
 read -r _ _ new_b new_t new_e new_tps <<<"$(grep '^BEST' <<<"$new_sum")"
 # "12.3% less wall time" for a ratio r below 1, "12.3% more wall time" above it
-less_awk='function less(r) { return sprintf("%.1f%% %s wall time", 100 * (r < 1 ? 1 - r : r - 1), r < 1 ? "less" : "more") }'
+wall_awk='function wall_change(r) { return sprintf("%.1f%% %s wall time", 100 * (r < 1 ? 1 - r : r - 1), r < 1 ? "less" : "more") }'
 printf 'old (%s): best val BLEU %s at epoch %s, %.1f min; %s tokens/s (mean of the progress lines)\n' \
   "$old_rev" "$old_b" "$old_e" "$(awk -v t="$old_t" 'BEGIN { print t / 60 }')" "$old_tps"
 printf 'new (%s): best val BLEU %s at epoch %s, %.1f min; %s tokens/s\n' \
   "$new_rev" "$new_b" "$new_e" "$(awk -v t="$new_t" 'BEGIN { print t / 60 }')" "$new_tps"
-awk -v ob="$old_b" -v nb="$new_b" -v ot="$old_t" -v nt="$new_t" -v os="$old_tps" -v ns="$new_tps" "$less_awk"'
+awk -v ob="$old_b" -v nb="$new_b" -v ot="$old_t" -v nt="$new_t" -v os="$old_tps" -v ns="$new_tps" "$wall_awk"'
   BEGIN {
     printf "time to the best: new / old = %.3f (%s); BLEU new - old = %+.2f; " \
-           "tokens/s new / old = %.3f\n", nt / ot, less(nt / ot), nb - ob, (os > 0 ? ns / os : 0)
+           "tokens/s new / old = %.3f\n", nt / ot, wall_change(nt / ot), nb - ob, (os > 0 ? ns / os : 0)
   }'
 # time to the old side's best (a target quality): the first new validation at or above it
 grep -v '^BEST' <<<"$new_sum" |
-  awk -v ob="$old_b" -v ot="$old_t" "$less_awk"'
+  awk -v ob="$old_b" -v ot="$old_t" "$wall_awk"'
     { b = $6; t = $8 * 60
       if (b + 0 >= ob + 0) {
         printf "time to the old best (%.2f): new reached %.2f at epoch %d, %.1f min: new / old = " \
-               "%.3f (%s)\n", ob, b, $3, t / 60, t / ot, less(t / ot)
+               "%.3f (%s)\n", ob, b, $3, t / 60, t / ot, wall_change(t / ot)
         found = 1; exit
       } }
     END { if (!found) printf "time to the old best (%.2f): the new side never reached it\n", ob }'
