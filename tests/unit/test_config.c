@@ -1,5 +1,6 @@
 /* test_config.c — the strict INI config parser: good files, ~40 bad ones (each must name its line
- * and key), --set, validation, and the exact to_ini → load round trip. */
+ * and key), --set, validation, the exact to_ini → load round trip, and that each
+ * configs/transformer_<kind>.ini differs from configs/transformer.ini only in its attention. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -533,6 +534,47 @@ static void test_print_keys(void) {
     free(txt);
 }
 
+/* Each configs/transformer_<kind>.ini is configs/transformer.ini with other attention: every
+ * key that config_to_ini writes agrees, except the run's name and the *attention keys. (The
+ * attention variants had lacked transformer.ini's EMA lines for three days while their comments
+ * said "the same training".) */
+static void test_transformer_variants(void) {
+    static const char *kinds[] = {"flash", "linear", "efficient", "taylor", "linformer"};
+    Config base, c;
+    Err err;
+    EXPECT(config_load(&base, "configs/transformer.ini", &err) == STATUS_OK, "%s", err.msg);
+    char *want = config_to_ini(&base);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "configs/transformer_%s.ini", kinds[i]);
+        if (config_load(&c, path, &err) != STATUS_OK) {
+            EXPECT(0, "%s: %s", path, err.msg);
+            continue;
+        }
+        char *got = config_to_ini(&c);
+        int differ = 0;
+        const char *a = want, *b = got;
+        while (*a && *b) { /* line by line: both texts list the same keys in the same order */
+            size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+            char ka[64] = "";
+            sscanf(a, "%63[^ =]", ka);
+            size_t kl = strlen(ka);
+            int skip = strcmp(ka, "name") == 0 ||
+                       (kl >= 9 && strcmp(ka + kl - 9, "attention") == 0);
+            if (!skip && (la != lb || memcmp(a, b, la) != 0)) {
+                EXPECT(0, "%s differs from configs/transformer.ini: '%.*s' against '%.*s'", path,
+                       (int)lb, b, (int)la, a);
+                differ = 1;
+            }
+            a += la + (a[la] != 0), b += lb + (b[lb] != 0);
+        }
+        EXPECT(!differ && *a == 0 && *b == 0, "%s: not configs/transformer.ini with other "
+               "attention", path);
+        free(got);
+    }
+    free(want);
+}
+
 int main(void) {
     test_bad_files();
     test_files_on_disk();
@@ -542,5 +584,6 @@ int main(void) {
     test_validate();
     test_roundtrip();
     test_print_keys();
+    test_transformer_variants();
     return test_report("test_config");
 }
