@@ -120,5 +120,31 @@ int main(int argc, char **argv) {
                                awork));
         free(alen);
     }
+
+    /* attention at configs/transformer.ini's sizes: AB 160 sentences, NH 4 heads of HS 64, AT 14
+     * positions, lengths 8–14 (padding), the encoder's (all keys) and the decoder's (causal) */
+    {
+        int AB = 160, NH = 4, AT = 14, HS = 64;
+        size_t n = (size_t)AB * NH * AT * HS;
+        float *aq = randn(be, n, &rng), *ak = randn(be, n, &rng), *av = randn(be, n, &rng);
+        float *ao = randn(be, n, &rng), *ago = randn(be, n, &rng), *adq = randn(be, n, &rng);
+        float *adk = randn(be, n, &rng), *adv = randn(be, n, &rng);
+        float *aw = randn(be, (size_t)AB * NH * AT * AT, &rng);
+        int *alen = xmalloc(sizeof(int) * AB);
+        for (int i = 0; i < AB; i++) alen[i] = AT - i % 7;
+        float *awork = randn(be, be->attn_workspace(AB, NH, AT, AT, HS, HS), &rng);
+        float sc = 0.125f;                               /* 1/√HS */
+        double fl = 2.0 * 2.0 * AB * NH * AT * AT * HS; /* q kᵀ and a v, all keys (an upper bound) */
+        for (int causal = 0; causal <= 1; causal++) {
+            char lab[96];
+            snprintf(lab, sizeof lab, "sdp attn fwd [160,4,14,64]%s", causal ? " causal" : "");
+            TIME(lab, fl, be->attn_forward(ao, aw, aq, ak, av, alen, sc, causal, AB, NH, AT, AT, HS, HS));
+            snprintf(lab, sizeof lab, "sdp attn bwd [160,4,14,64]%s", causal ? " causal" : "");
+            TIME(lab, 2.0 * fl,
+                 be->attn_backward(adq, adk, adv, ago, aq, ak, av, aw, sc, AB, NH, AT, AT, HS, HS,
+                                   awork));
+        }
+        free(alen);
+    }
     return 0;
 }

@@ -11,9 +11,38 @@
 #include "core/common.h"
 #include "ops/cpu/cpu_internal.h"
 
+/* The masked softmax of one row of scores in place: w[s] for s < lim becomes softmax(w[:lim]),
+ * w[s] for lim <= s < n exactly 0. A short row is first copied into a buffer padded with −∞ to
+ * a multiple of 16 floats, so that its loops run whole vectors (GCC's vectorised loops leave a
+ * row shorter than one vector to the scalar remainder). */
+static void softmax_row(float *w, int lim, int n) {
+    enum { PAD = 16, SHORT_ROW = 128 };
+    float buf[SHORT_ROW] __attribute__((aligned(64)));
+    int m = (lim + PAD - 1) / PAD * PAD;
+    float *e = w;
+    if (m <= SHORT_ROW) {
+        memcpy(buf, w, sizeof(float) * lim);
+        for (int s = lim; s < m; s++) buf[s] = -INFINITY; /* cpu_expf(−∞) = 0 */
+        e = buf;
+    } else {
+        m = lim;
+    }
+    float mx = -INFINITY; /* the maximum and the sum in scalar loops: at these lengths an
+                             * `omp simd` reduction's final pass over its lanes costs more */
+    for (int s = 0; s < lim; s++) mx = e[s] > mx ? e[s] : mx;
+#pragma omp simd
+    for (int s = 0; s < m; s++) e[s] = cpu_expf(e[s] - mx);
+    double z = 0;
+    for (int s = 0; s < lim; s++) z += e[s];
+    float inv = (float)(1.0 / z);
+#pragma omp simd
+    for (int s = 0; s < lim; s++) w[s] = e[s] * inv; /* a = softmax(e) */
+    for (int s = lim; s < n; s++) w[s] = 0.0f;
+}
+
 /* Per row b: S = scale · q_b k_bᵀ [Tq, len] and out_b = P v_b are cblas_sgemm calls (OpenBLAS,
  * OpenMP build, runs them single-threaded inside the parallel region); the masked softmax is a
- * loop over each query row. Masked entries of weights are exactly 0. */
+ * vectorised loop over each query row (softmax_row). Masked entries of weights are exactly 0. */
 void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                       const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
                       int D, int Dv) {
@@ -30,17 +59,9 @@ void cpu_attn_forward(float *out, float *weights, const float *q, const float *k
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, len, D, scale, qb, D, kb, D,
                         0.0f, wb, Tk);
         for (int t = 0; t < Tq; t++) {
-            float *w = wb + (size_t)t * Tk;
             int lim = len;
             if (causal && t + (Tk - Tq) + 1 < lim) lim = t + (Tk - Tq) + 1;
-            if (lim < 0) lim = 0;
-            float mx = -INFINITY;
-            for (int s = 0; s < lim; s++) mx = w[s] > mx ? w[s] : mx;
-            double z = 0;
-            for (int s = 0; s < lim; s++) z += (w[s] = expf(w[s] - mx));
-            float inv = (float)(1.0 / z);
-            for (int s = 0; s < lim; s++) w[s] *= inv; /* a = softmax(e) */
-            for (int s = lim; s < Tk; s++) w[s] = 0.0f;
+            softmax_row(wb + (size_t)t * Tk, lim < 0 ? 0 : lim, Tk);
         }
         if (len > 0) /* out = Σ_s a_s v_s */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, Dv, len, 1.0f, wb, Tk, vb,
