@@ -133,7 +133,9 @@ if [ -n "$spm" ]; then
     fi
 fi
 
-ini() { awk -F' *= *' -v k="$2" '$1 == k { print $2; exit }' "$1"; } # ini FILE KEY
+# ini FILE KEY: a value of the run's resolved config (config.ini in its save_dir: the configs may
+# include others, and strings are quoted there)
+ini() { awk -F' *= *' -v k="$2" '$1 == k { gsub(/^"|"$/, "", $2); print $2; exit }' "$1"; }
 for m in ${GPU_CHECK_TRAIN:-}; do
     dir=$work/train_$m
     step_limit=$(awk -v h="${GPU_CHECK_TRAIN_HOURS:-0.05}" 'BEGIN { print int(h * 3600) + 120 }')
@@ -143,7 +145,7 @@ for m in ${GPU_CHECK_TRAIN:-}; do
     cp "$dir"/metrics* "$out/" 2>/dev/null
     for f in "$out"/metrics*; do [ -f "$f" ] && mv "$f" "$out/train_$m.${f##*/}"; done
     step_limit=240
-    src=$(ini "configs/$m.ini" test_src) ref=$(ini "configs/$m.ini" test_tgt)
+    src=$(ini "$dir/config.ini" test_src) ref=$(ini "$dir/config.ini" test_tgt)
     step "test_${m}_greedy" "$build/trainer" eval --checkpoint "$dir/best.ckpt" --src "$src" \
         --ref "$ref" --device cuda || failed=1
     step "test_${m}_beam5" "$build/trainer" eval --checkpoint "$dir/best.ckpt" --src "$src" \

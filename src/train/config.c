@@ -465,10 +465,41 @@ static char *trim(char *s) {
     return s;
 }
 
-static Status parse_text(Config *c, const char *text, size_t n, const char *src, Err *err) {
+enum { MAX_INCLUDE_DEPTH = 8 }; /* files included through includes, counting the top one */
+
+static Status load_file(Config *c, const char *path, int depth, Err *err);
+
+/* `include = PATH` (before the first section of the file at src): PATH relative to src's folder
+ * unless absolute, loaded at depth + 1. */
+static Status include_file(Config *c, const char *val, const char *src, const char *where,
+                           int depth, Err *err) {
+    char e[80], path[2048];
+    if (depth < 0)
+        return err_set(err, "%s: include = %s in a config given as text; only config files "
+                       "include others (write both to files)", where, echo(val, e, sizeof e));
+    if (!*val)
+        return err_set(err, "%s: include needs a path (include = transformer.ini)", where);
+    if (depth + 1 >= MAX_INCLUDE_DEPTH)
+        return err_set(err, "%s: include = %s nests %d files deep; is there a cycle (a file that "
+                       "includes itself)?", where, echo(val, e, sizeof e), MAX_INCLUDE_DEPTH);
+    const char *slash = strrchr(src, '/');
+    int dir = val[0] == '/' || !slash ? 0 : (int)(slash - src) + 1;
+    if ((size_t)snprintf(path, sizeof path, "%.*s%s", dir, src, val) >= sizeof path)
+        return err_set(err, "%s: the included path is over %zu bytes; shorten it", where,
+                       sizeof path - 1);
+    if (load_file(c, path, depth + 1, err) == STATUS_OK) return STATUS_OK;
+    char inner[sizeof err->msg];
+    snprintf(inner, sizeof inner, "%s", err->msg);
+    return err_set(err, "%s: in the file it includes: %s", where, inner);
+}
+
+/* depth: 0 for the file named on the command line, 1 for a file it includes…; −1 for text
+ * (config_load_string), which may not include. */
+static Status parse_text(Config *c, const char *text, size_t n, const char *src, int depth,
+                         Err *err) {
     char line[CONFIG_MAX_LINE + 1], where[512 + 32], e[80], list[1024];
     int key_line[N_KEYS] = {0}, section_line[N_SECTIONS] = {0};
-    int section = -1;
+    int section = -1, included_at = 0;
     const char *p = text, *end = text + n;
     if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3; /* byte-order mark */
 
@@ -534,9 +565,19 @@ static Status parse_text(Config *c, const char *text, size_t n, const char *src,
         char *key = trim(s), *val = trim(eq + 1);
         if (!*key)
             return err_set(err, "%s: missing key before '='; write key = value", where);
+        if (section < 0 && strcmp(key, "include") == 0) {
+            if (included_at)
+                return err_set(err, "%s: a second include (the first at line %d); a file "
+                               "includes one other (which may include another)", where,
+                               included_at);
+            included_at = lineno;
+            if (include_file(c, val, src, where, depth, err) != STATUS_OK) return STATUS_ERR;
+            continue;
+        }
         if (section < 0)
             return err_set(err, "%s: key '%s' is outside any section; put it under a [section] "
-                           "header", where, echo(key, e, sizeof e));
+                           "header (or write include = FILE before the first section)", where,
+                           echo(key, e, sizeof e));
         const KeyDef *k = find_key(sections[section], key);
         if (!k) {
             list_keys(sections[section], list, sizeof list);
@@ -549,6 +590,11 @@ static Status parse_text(Config *c, const char *text, size_t n, const char *src,
                            echo(key, e, sizeof e), sections[section], hint, list);
         }
         int ki = (int)(k - keys);
+        if (depth > 0 && (strcmp(k->key, "name") == 0 || strcmp(k->key, "save_dir") == 0))
+            return err_set(err, "%s: %s.%s in an included file would give every file that "
+                           "includes it the same run folder (one run overwriting another's "
+                           "checkpoints); set it in the including file", where, k->section,
+                           k->key);
         if (key_line[ki])
             return err_set(err, "%s: duplicate key %s.%s (first at line %d); keep one", where,
                            k->section, k->key, key_line[ki]);
@@ -560,14 +606,14 @@ static Status parse_text(Config *c, const char *text, size_t n, const char *src,
 
 Status config_load_string(Config *c, const char *text, const char *source_name, Err *err) {
     config_defaults(c);
-    return parse_text(c, text, strlen(text), source_name ? source_name : "<string>", err);
+    return parse_text(c, text, strlen(text), source_name ? source_name : "<string>", -1, err);
 }
 
-Status config_load(Config *c, const char *path, Err *err) {
+/* Reads the file at path and applies its keys to c (over what c holds). */
+static Status load_file(Config *c, const char *path, int depth, Err *err) {
     Status st = STATUS_ERR;
     char *buf = NULL;
     size_t n = 0;
-    config_defaults(c);
     FILE *f = fopen(path, "rb");
     if (!f) {
         err_set(err, "%s: cannot open config file: %s; check the path", path, strerror(errno));
@@ -585,23 +631,26 @@ Status config_load(Config *c, const char *path, Err *err) {
                 CONFIG_MAX_FILE);
         goto cleanup;
     }
+    st = parse_text(c, buf, n, path, depth, err);
+cleanup:
+    if (f) fclose(f);
+    free(buf);
+    return st;
+}
+
+Status config_load(Config *c, const char *path, Err *err) {
+    config_defaults(c);
     /* Name from the path: basename without ".ini"; the file's run.name (if any) overrides it. */
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t blen = strlen(base);
     if (blen > 4 && strcmp(base + blen - 4, ".ini") == 0) blen -= 4;
-    if (blen >= sizeof c->name) {
-        err_set(err, "%s: file name is too long for a run name (max %zu bytes); rename the file "
-                "or set run.name", path, sizeof c->name - 1);
-        goto cleanup;
-    }
+    if (blen >= sizeof c->name)
+        return err_set(err, "%s: file name is too long for a run name (max %zu bytes); rename "
+                       "the file or set run.name", path, sizeof c->name - 1);
     memset(c->name, 0, sizeof c->name);
     memcpy(c->name, base, blen);
-    st = parse_text(c, buf, n, path, err);
-cleanup:
-    if (f) fclose(f);
-    free(buf);
-    return st;
+    return load_file(c, path, 0, err);
 }
 
 Status config_set(Config *c, const char *assignment, Err *err) {
@@ -782,7 +831,9 @@ char *config_to_ini(const Config *c) {
 
 void config_print_keys(FILE *f) {
     char extra[600];
-    fprintf(f, "Config keys (INI file sections; override with --set section.key=value):\n");
+    fprintf(f, "Config keys (INI file sections; override with --set section.key=value).\n"
+               "A file may begin with include = FILE (relative to its folder): FILE's keys\n"
+               "first, then this file's (configs/transformer_flash.ini):\n");
     for (int s = 0; s < N_SECTIONS; s++) {
         fprintf(f, "\n[%s]\n", sections[s]);
         for (int i = 0; i < N_KEYS; i++) {

@@ -13,6 +13,15 @@
  *     emb = 256               key = value; whitespace around key and value is trimmed
  *     train_src = "a b.gz"    string values may be wrapped in double quotes (kept verbatim inside)
  *
+ * A file may begin (before its first section) with `include = PATH`: PATH (relative to the
+ * including file's folder unless absolute) is loaded first and this file's keys then override
+ * its values, so that a variant states only what it changes (configs/transformer_flash.ini:
+ * configs/transformer.ini with other attention). One include per file; an included file may
+ * include another, up to 8 files deep (a cycle is caught there). An included file may not set
+ * run.name or train.save_dir (every file including it would share one run folder); the run is
+ * named after the file given to config_load. Errors inside an included file name both files.
+ * config_load_string refuses include (text has no folder).
+ *
  * Comments are FULL-LINE ONLY: `emb = 256  # size` is an error (the value is "256  # size"), and
  * the message says so. A leading UTF-8 byte-order mark is skipped. Everything else is refused,
  * with "FILE:LINE: what was wrong; what to do": unknown section or key (the valid ones are

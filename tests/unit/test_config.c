@@ -1,10 +1,11 @@
 /* test_config.c — the strict INI config parser: good files, ~40 bad ones (each must name its line
- * and key), --set, validation, the exact to_ini → load round trip, and that each
+ * and key), include, --set, validation, the exact to_ini → load round trip, and that each
  * configs/transformer_<kind>.ini differs from configs/transformer.ini only in its attention. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 #include "train/config.h"
@@ -195,6 +196,79 @@ static void test_files_on_disk(void) {
     EXPECT(config_load(&c, path, &err) != STATUS_OK, "lr_decay = 2 accepted");
     snprintf(want, sizeof want, "%s:7: train.lr_decay = 2 is out of range", path);
     EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+}
+
+/* Writes text to dir/name; the path into path. */
+static void write_ini(char *path, size_t n, const char *dir, const char *name, const char *text) {
+    snprintf(path, n, "%s/%s", dir, name);
+    EXPECT(test_write_file(path, text, strlen(text)) == 0, "write %s", path);
+}
+
+/* include = FILE: the included file's keys first, the including file's over them. */
+static void test_include(void) {
+    const char *dir = test_tmpdir();
+    char path[4200], sub[4300], want[9000];
+    Config c;
+    Err err = {{0}};
+    snprintf(sub, sizeof sub, "%s/inc", dir);
+    EXPECT(mkdir(sub, 0755) == 0, "mkdir %s", sub);
+
+    /* a base and a variant in another folder: the path is relative to the including file */
+    write_ini(path, sizeof path, sub, "base.ini",
+              "[model]\nhidden = 64\nemb = 32\n[train]\nlr = 0.002\nseed = 7\n");
+    write_ini(path, sizeof path, dir, "variant.ini",
+              "# a variant\ninclude = inc/base.ini\n[model]\nemb = 48\n[train]\nlr = 0.001\n");
+    EXPECT(config_load(&c, path, &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(c.model.hidden == 64 && c.model.emb == 48 && c.lr == 0.001f && c.seed == 7,
+           "include: hidden %d (want 64) emb %d (48) lr %g (0.001) seed %llu (7)", c.model.hidden,
+           c.model.emb, (double)c.lr, (unsigned long long)c.seed);
+    EXPECT(strcmp(c.name, "variant") == 0, "the run is named after the top file: '%s'", c.name);
+
+    /* two levels; the middle file's path is relative to its own folder */
+    write_ini(path, sizeof path, sub, "middle.ini", "include = base.ini\n[model]\nhidden = 96\n");
+    write_ini(path, sizeof path, dir, "top.ini", "include = inc/middle.ini\n");
+    EXPECT(config_load(&c, path, &err) == STATUS_OK, "%s", err.msg);
+    EXPECT(c.model.hidden == 96 && c.model.emb == 32 && c.lr == 0.002f,
+           "two levels: hidden %d (want 96) emb %d (32) lr %g (0.002)", c.model.hidden,
+           c.model.emb, (double)c.lr);
+
+    /* an error inside the included file names both files and lines */
+    write_ini(path, sizeof path, sub, "broken.ini", "[model]\n\nemb = x\n");
+    write_ini(path, sizeof path, dir, "uses_broken.ini", "include = inc/broken.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK, "broken include accepted");
+    snprintf(want, sizeof want, "%s:1: in the file it includes: %s/broken.ini:3: model.emb = x",
+             path, sub);
+    EXPECT(strstr(err.msg, want) == err.msg, "want '%s', got: %s", want, err.msg);
+
+    /* a missing file, a cycle, a second include, include after a section, an empty path */
+    write_ini(path, sizeof path, dir, "missing.ini", "include = nowhere.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, "nowhere.ini") &&
+               strstr(err.msg, "No such file"), "missing include: %s", err.msg);
+    write_ini(path, sizeof path, dir, "self.ini", "include = self.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, "cycle"), "cycle: %s",
+           err.msg);
+    write_ini(path, sizeof path, dir, "two.ini", "include = inc/base.ini\ninclude = inc/base.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, ":2: a second include"),
+           "two includes: %s", err.msg);
+    write_ini(path, sizeof path, dir, "late.ini", "[model]\ninclude = inc/base.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, ":2: unknown key 'include'"),
+           "include inside a section: %s", err.msg);
+    write_ini(path, sizeof path, dir, "empty.ini", "include =\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, "include needs a path"),
+           "empty include: %s", err.msg);
+
+    /* an included file may not name the run: two variants would share one run folder */
+    write_ini(path, sizeof path, sub, "named.ini", "[run]\nname = shared\n");
+    write_ini(path, sizeof path, dir, "uses_named.ini", "include = inc/named.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK && strstr(err.msg, "run.name in an included"),
+           "run.name in an included file: %s", err.msg);
+    write_ini(path, sizeof path, sub, "saves.ini", "[train]\nsave_dir = /tmp/x\n");
+    write_ini(path, sizeof path, dir, "uses_saves.ini", "include = inc/saves.ini\n");
+    EXPECT(config_load(&c, path, &err) != STATUS_OK &&
+               strstr(err.msg, "train.save_dir in an included"), "save_dir: %s", err.msg);
+
+    /* text cannot include */
+    BAD("include = configs/luong.ini\n[model]\n", 1, "only config files include", NULL);
 }
 
 static void test_fixtures(void) {
@@ -578,6 +652,7 @@ static void test_transformer_variants(void) {
 int main(void) {
     test_bad_files();
     test_files_on_disk();
+    test_include();
     test_fixtures();
     test_good_strings();
     test_set();
