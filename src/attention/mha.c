@@ -56,10 +56,11 @@ static void linear(const Backend *be, float *y, const float *x, const Param *W, 
     be->matmul_bias_forward(y, x, W->w, b->w, N, D, D, 0);
 }
 
-/* y = x Wᵀ + b  →  dx += dy W, dW += dyᵀ x, db += Σ dy */
-static void linear_backward(const Backend *be, float *dx, const float *dy, const float *x,
-                            const Param *W, const Param *b, int N, int D) {
-    if (dx) be->matmul(dx, dy, W->w, N, D, D, 0, 0, 1.0f, 1.0f);
+/* y = x Wᵀ + b  →  dx = dx_keep · dx + dy W (dx_keep 1: accumulate, 0: overwrite),
+ * dW += dyᵀ x, db += Σ dy */
+static void linear_backward(const Backend *be, float *dx, float dx_keep, const float *dy,
+                            const float *x, const Param *W, const Param *b, int N, int D) {
+    if (dx) be->matmul(dx, dy, W->w, N, D, D, 0, 0, 1.0f, dx_keep);
     be->matmul(W->g, dy, x, D, D, N, 1, 0, 1.0f, 1.0f);
     be->bias_backward(b->g, dy, N, D);
 }
@@ -116,34 +117,31 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
     int D = a->D, NH = a->NH, HS = a->HS, Nq = B * Tq, Nk = B * Tk;
     size_t bq = sizeof(float) * Nq * D, bk = sizeof(float) * Nk * D;
     float *dom = scr->m1, *dO = scr->h1, *dq = scr->h2, *dk = scr->h3, *dv = scr->h4;
+    /* Each permutation's gradient is the inverse permutation, written whole (no zeroing and
+     * accumulating pass): permute0213_forward with the two middle axes swapped. */
     /* out = om W_oᵀ + b_o */
-    be->zero(dom, bq);
-    linear_backward(be, dom, dout, acts->om, &a->W_o, &a->b_o, Nq, D);
-    /* om = merge(o) */
-    be->zero(dO, bq);
-    be->permute0213_backward(dO, dom, B, NH, Tq, HS);
+    linear_backward(be, dom, 0.0f, dout, acts->om, &a->W_o, &a->b_o, Nq, D);
+    /* om = merge(o): [B,NH,Tq,HS] → [B,Tq,NH,HS] */
+    be->permute0213_forward(dO, dom, B, Tq, NH, HS);
     /* o = attend(q, k, v) */
     be->zero(dq, bq), be->zero(dk, bk), be->zero(dv, bk);
     attention_backward(&a->at, be, dq, dk, dv, dO, acts->o, acts->save, acts->q, acts->k, acts->v,
                        mask->key_len, mask->causal, B, Tq, Tk, scr->work);
     /* q = split(q'), q' = the kind's transform of qm (luong_general: qm W_a), or qm */
     float *dqm = scr->m1;
-    be->zero(dqm, bq);
-    be->permute0213_backward(dqm, dq, B, Tq, NH, HS);
+    be->permute0213_forward(dqm, dq, B, NH, Tq, HS);
     if (a->at.q_transform) {
         be->zero(scr->m2, bq);
         attention_query_backward(&a->at, be, scr->m2, dqm, acts->qm, Nq);
         dqm = scr->m2;
     }
-    linear_backward(be, dxq, dqm, xq, &a->W_q, &a->b_q, Nq, D); /* qm = xq W_qᵀ + b_q */
+    linear_backward(be, dxq, 1.0f, dqm, xq, &a->W_q, &a->b_q, Nq, D); /* qm = xq W_qᵀ + b_q */
     /* k = split(xkv W_kᵀ + b_k), v likewise */
     float *dkm = scr->m3;
-    be->zero(dkm, bk);
-    be->permute0213_backward(dkm, dk, B, Tk, NH, HS);
-    linear_backward(be, dxkv, dkm, xkv, &a->W_k, &a->b_k, Nk, D);
-    be->zero(dkm, bk);
-    be->permute0213_backward(dkm, dv, B, Tk, NH, HS);
-    linear_backward(be, dxkv, dkm, xkv, &a->W_v, &a->b_v, Nk, D);
+    be->permute0213_forward(dkm, dk, B, NH, Tk, HS);
+    linear_backward(be, dxkv, 1.0f, dkm, xkv, &a->W_k, &a->b_k, Nk, D);
+    be->permute0213_forward(dkm, dv, B, NH, Tk, HS);
+    linear_backward(be, dxkv, 1.0f, dkm, xkv, &a->W_v, &a->b_v, Nk, D);
 }
 
 /* ---------------------------------------------------------------------------------------- */
