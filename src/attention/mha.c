@@ -111,7 +111,8 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
     mha_project_out(a, be, out, acts->om, acts->o, B, Tq);
 }
 
-void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, const float *dout,
+void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, float *dxkv,
+                  const float *dout,
                   const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
                   int B, int Tq, int Tk, MhaScratch *scr) {
     int D = a->D, NH = a->NH, HS = a->HS, Nq = B * Tq, Nk = B * Tk;
@@ -135,7 +136,7 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, cons
         attention_query_backward(&a->at, be, scr->m2, dqm, acts->qm, Nq);
         dqm = scr->m2;
     }
-    linear_backward(be, dxq, 1.0f, dqm, xq, &a->W_q, &a->b_q, Nq, D); /* qm = xq W_qᵀ + b_q */
+    linear_backward(be, dxq, dxq_keep, dqm, xq, &a->W_q, &a->b_q, Nq, D); /* qm = xq W_qᵀ + b_q */
     /* k = split(xkv W_kᵀ + b_k), v likewise */
     float *dkm = scr->m3;
     be->permute0213_forward(dkm, dk, B, NH, Tk, HS);

@@ -98,9 +98,12 @@ void mha_acts_carve(const Mha *a, MhaActs *acts, float *buf, int B, int Tq, int 
 void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, const float *xq,
                  const float *xkv, const MhaMask *mask, int B, int Tq, int Tk,
                  MhaScratch *scr);
-/* Backward of mha_forward: accumulates dxq[B,Tq,D], dxkv[B,Tk,D] (dxkv may equal dxq for
- * self-attention, when xq == xkv) and the parameter gradients. dout [B,Tq,D]. No errors. */
-void mha_backward(const Mha *a, const Backend *be, float *dxq, float *dxkv, const float *dout,
+/* Backward of mha_forward: accumulates dxkv[B,Tk,D] and the parameter gradients, and writes
+ * dxq[B,Tq,D] = dxq_keep · dxq + its gradient (dxq_keep 1: accumulate; 0: overwrite, dxq's
+ * old contents unread). dxkv may equal dxq for self-attention (xq == xkv): dxq is written
+ * first. dout [B,Tq,D]. No errors. */
+void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, float *dxkv,
+                  const float *dout,
                   const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
                   int B, int Tq, int Tk, MhaScratch *scr);
 

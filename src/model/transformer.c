@@ -267,7 +267,7 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
 
 /* Accumulates da[N,D] and the FFN's parameter gradients from dout[N,D]. */
 static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, float *da,
-                         const float *dout, const float *a, int N) {
+                         float da_keep, const float *dout, const float *a, int N) {
     const Backend *be = m->be;
     TfLayer *L = (TfLayer *)L_;
     int D = m->D, F = m->F;
@@ -280,7 +280,7 @@ static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, flo
     /* pre = a W1ᵀ */
     be->matmul(L->W1.g, m->fh2, a, F, D, N, 1, 0, 1.0f, 1.0f);
     be->bias_backward(L->b1.g, m->fh2, N, F);
-    be->matmul(da, m->fh2, L->W1.w, N, D, F, 0, 0, 1.0f, 1.0f);
+    be->matmul(da, m->fh2, L->W1.w, N, D, F, 0, 0, 1.0f, da_keep);
 }
 
 /* Runs sub-layer c on u [N,D]; returns its output (pre: s, post: LN(s)). */
@@ -313,7 +313,7 @@ static const float *sub_forward(TfModel *m, const SubCall *c, const float *u, fl
 }
 
 /* Backward of sub_forward: dy [N,D] the gradient of its output (read only), du [N,D]
- * accumulates the gradient of u. Cross-attention adds into m->d_enc_out. */
+ * receives the gradient of u (overwritten). Cross-attention adds into m->d_enc_out. */
 static void sub_backward(TfModel *m, const SubCall *c, const float *u, const float *dy,
                          float *du) {
     const Backend *be = m->be;
@@ -328,25 +328,23 @@ static void sub_backward(TfModel *m, const SubCall *c, const float *u, const flo
                                N, D);
         ds = m->g1;
     }
-    be->axpy(du, 1.0f, ds, n); /* s = u + drop(f) */
+    be->copy(du, ds, bytes); /* s = u + drop(f) */
     be->zero(m->g2, bytes);
     be->dropout_backward(m->g2, ds, sb->mask, n);
+    /* the gradient of the sub-layer's input a: pre-LN, a = LN(u), into g3 (overwritten);
+     * post-LN, a = u, added to du */
     const float *a = m->pre ? sb->ln_out : u;
-    float *da = du;
-    if (m->pre) {
-        be->zero(m->g3, bytes);
-        da = m->g3;
-    }
+    float *da = m->pre ? m->g3 : du, keep = m->pre ? 0.0f : 1.0f;
     if (c->kind == SUB_FFN) {
-        ffn_backward(m, c->L, c->la, da, m->g2, a, N);
+        ffn_backward(m, c->L, c->la, da, keep, m->g2, a, N);
     } else if (c->kind == SUB_SELF) {
         MhaActs acts = carve(&c->L->self, c->la->self_buf, c->B, c->Tq, c->Tk);
-        mha_backward(&c->L->self, be, da, da, m->g2, &acts, a, a, &c->mask, c->B, c->Tq, c->Tk,
-                     &m->scr);
+        mha_backward(&c->L->self, be, da, keep, da, m->g2, &acts, a, a, &c->mask, c->B, c->Tq,
+                     c->Tk, &m->scr);
     } else {
         MhaActs acts = carve(&c->L->cross, c->la->cross_buf, c->B, c->Tq, c->Tk);
-        mha_backward(&c->L->cross, be, da, m->d_enc_out, m->g2, &acts, a, m->enc_out, &c->mask,
-                     c->B, c->Tq, c->Tk, &m->scr);
+        mha_backward(&c->L->cross, be, da, keep, m->d_enc_out, m->g2, &acts, a, m->enc_out,
+                     &c->mask, c->B, c->Tq, c->Tk, &m->scr);
     }
     if (m->pre) /* a = LN(u) */
         be->layernorm_backward(du, ln->w.g, ln->b.g, m->g3, u, ln->w.w, sb->mean, sb->rstd, N, D);
@@ -388,13 +386,11 @@ void transformer_set_grad_ready(TfModel *m, GradReady h) { m->grad_ready = h; }
 static float *stack_backward(TfModel *m, int dec, float *dx, const float *const *in,
                              uint64_t key) {
     int L = dec ? m->Ld : m->Le, k = L * (dec ? 3 : 2);
-    size_t bytes = sizeof(float) * (size_t)m->B * (dec ? m->T : m->S) * m->D;
     for (int l = L - 1; l >= 0; l--) {
         SubCall c[3];
         int ns = layer_subs(m, dec, l, c, key);
         for (int i = ns - 1; i >= 0; i--) {
             float *du = dx == m->gA ? m->gB : m->gA;
-            m->be->zero(du, bytes);
             sub_backward(m, &c[i], in[--k], dx, du);
             dx = du;
         }
