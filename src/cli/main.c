@@ -7,17 +7,43 @@
  *                     [--device cpu|cuda] < input > output                    (cli/translate.c)
  *   trainer compare RUN_DIR|CONFIG... [--out DIR] [options]                   (cli/compare.c)
  *   trainer average --out FILE CKPT...                                         (cli/average.c)
+ *   trainer --help | --version
  *
  * This file dispatches on the command and prints the usage; the argument helpers the commands
  * share are in cli/args.c (cli/cli.h). Exit codes: 0 success, 1 a failure of the run, 2 a bad
  * command line.
  */
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "dist/dist_nccl.h"
 #include "ops/ops.h"
 #include "train/config.h"
+
+/* trainer --version: the source revision and what this build and this machine can run (the
+ * facts a report of a run's speed or results should carry). */
+static void print_version(FILE *f) {
+    const char *why = "";
+    int bf16 = backend_cpu_bf16_supported(&why);
+    fprintf(f, "trainer %s\n", cli_revision());
+    fprintf(f, "cpu: %s, %d OpenMP threads; bf16 products: %s%s\n", backend_cpu_gemm_name(),
+            omp_get_max_threads(), bf16 ? "yes" : "no: ", bf16 ? "" : why);
+#ifdef TRAINER_HAVE_CUDA
+    fprintf(f, "cuda: %s; cuDNN %s; NCCL %s\n",
+            backend_cuda_emulated() ? "the SIMT emulation on the host (tests only)" : "built",
+            backend_cuda_has_cudnn() ? "yes" : "no", dist_nccl_available() ? "yes" : "no");
+#else
+    fprintf(f, "cuda: not built (nvcc was not found when this trainer was built)\n");
+#endif
+#ifdef TRAINER_MPI
+    fprintf(f, "mpi: yes (mpirun -np N trainer train ...)\n");
+#else
+    fprintf(f, "mpi: no (no MPI found when this trainer was built)\n");
+#endif
+}
+
 
 void cli_usage(FILE *f) {
     fprintf(f,
@@ -38,7 +64,8 @@ void cli_usage(FILE *f) {
             "  trainer average --out FILE CKPT...\n"
             "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
             "      config and training state from the last CKPT)\n"
-            "  trainer --help     this text and every config key\n\n");
+            "  trainer --help     this text and every config key\n"
+            "  trainer --version  the source revision and what this build can run\n\n");
 }
 
 int main(int argc, char **argv) {
@@ -49,6 +76,7 @@ int main(int argc, char **argv) {
         config_print_keys(stdout);
         return 0;
     }
+    if (argc >= 2 && !strcmp(argv[1], "--version")) return print_version(stdout), 0;
     if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
