@@ -27,7 +27,8 @@
     X(l2feature_backward) X(linformer_proj_forward) X(linformer_proj_backward) \
     X(local_attn_forward) X(local_attn_backward) X(local_attn_workspace) \
     X(efficient_attn_forward) X(efficient_attn_backward) X(efficient_attn_workspace) \
-    X(gather_rows) X(attn_forward) X(attn_backward) X(attn_workspace) X(xent_forward_backward) \
+    X(gather_rows) X(attn_forward) X(attn_backward) X(attn_workspace) X(attn_forward_merged) \
+    X(attn_backward_merged) X(xent_forward_backward) \
     X(xent_workspace) X(log_softmax) X(argmax) X(adam_update) X(rnn_seq_sizes) \
     X(rnn_seq_forward) X(rnn_seq_backward)
 
@@ -436,6 +437,23 @@ static size_t p_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     size_t r_ = g_in->attn_workspace(B, NH, Tq, Tk, D, Dv);
     t_ = prof_end(PI_attn_workspace, t_, 0);
     return r_;
+}
+static void p_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
+                                  const float *v, const int *key_len, float scale, int causal,
+                                  int B, int NH, int Tq, int Tk, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->attn_forward_merged(out, weights, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D,
+                              Dv);
+    t_ = prof_end(PI_attn_forward_merged, t_, 2.0 * B * NH * Tq * Tk * (D + Dv));
+}
+static void p_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
+                                   const float *q, const float *k, const float *v,
+                                   const float *weights, float scale, int B, int NH, int Tq,
+                                   int Tk, int D, int Dv, float *work) {
+    double t_ = prof_begin();
+    g_in->attn_backward_merged(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv,
+                               work);
+    t_ = prof_end(PI_attn_backward_merged, t_, 4.0 * B * NH * Tq * Tk * (D + Dv));
 }
 static double p_xent_forward_backward(float *dlogits, const float *logits, const int *targets,
                                       int N, int V, float smoothing, int ignore_id,

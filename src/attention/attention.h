@@ -252,6 +252,21 @@ void attention_backward(const Attention *a, const Backend *be, float *dq, float 
                         const float *dout, const float *o, const float *save, const float *q,
                         const float *k, const float *v, const int *key_len, int causal, int B,
                         int Tq, int Tk, float *work);
+/* The heads' merged layout [B, T, NH, HS] (row (b, t) of [B·T, NH·HS], what the projections
+ * write) instead of [B, NH, T, HS]: attention_merged_ok says whether a's forward and backward
+ * run on it on be (the dot-product kinds without a query transform, on a backend with
+ * attn_forward_merged: no split and merge of the heads around them); then
+ * attention_forward_merged / _backward_merged are attention_forward / _backward with q, k, v,
+ * o, dout, dq, dk, dv in that layout (save and work unchanged). No errors; calling them where
+ * attention_merged_ok is 0 aborts (programmer error). */
+int attention_merged_ok(const Attention *a, const Backend *be);
+void attention_forward_merged(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v,
+                              const int *key_len, int causal, int B, int Tq, int Tk, float *work);
+void attention_backward_merged(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *save, const float *q,
+                               const float *k, const float *v, int B, int Tq, int Tk,
+                               float *work);
 
 /* Decoding state (causal self-attention, one query per step): floats of one copy for R rows
  * and Tcap steps; one step (k, v [R, NH, 1, HS] of the new position; step_len [R] = t + 1 in

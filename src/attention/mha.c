@@ -104,6 +104,17 @@ void mha_project_out(const Mha *a, const Backend *be, float *out, float *om, con
 void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, const float *xq,
                  const float *xkv, const MhaMask *mask, int B, int Tq, int Tk,
                  MhaScratch *scr) {
+    if (attention_merged_ok(&a->at, be)) { /* the heads stay merged: qm, k, v, om [B, T, D] */
+        CHECK(mha_workspace_floats(a, be, B, Tq, Tk) <= scr->work_cap,
+              "attention workspace too small: reserve after setting the thread count");
+        linear(be, acts->qm, xq, &a->W_q, &a->b_q, B * Tq, a->D);
+        linear(be, acts->k, xkv, &a->W_k, &a->b_k, B * Tk, a->D);
+        linear(be, acts->v, xkv, &a->W_v, &a->b_v, B * Tk, a->D);
+        attention_forward_merged(&a->at, be, acts->om, acts->save, acts->qm, acts->k, acts->v,
+                                 mask->key_len, mask->causal, B, Tq, Tk, scr->work);
+        linear(be, out, acts->om, &a->W_o, &a->b_o, B * Tq, a->D);
+        return;
+    }
     mha_project_q(a, be, acts->q, acts->qm, scr->m1, xq, B, Tq);
     mha_project_kv(a, be, acts->k, acts->v, scr->m2, xkv, B, Tk);
     mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk, scr->work,
@@ -118,10 +129,19 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, f
     int D = a->D, NH = a->NH, HS = a->HS, Nq = B * Tq, Nk = B * Tk;
     size_t bq = sizeof(float) * Nq * D, bk = sizeof(float) * Nk * D;
     float *dom = scr->m1, *dO = scr->h1, *dq = scr->h2, *dk = scr->h3, *dv = scr->h4;
-    /* Each permutation's gradient is the inverse permutation, written whole (no zeroing and
-     * accumulating pass): permute0213_forward with the two middle axes swapped. */
     /* out = om W_oᵀ + b_o */
     linear_backward(be, dom, 0.0f, dout, acts->om, &a->W_o, &a->b_o, Nq, D);
+    if (attention_merged_ok(&a->at, be)) { /* as mha_forward: no split or merge */
+        be->zero(dq, bq), be->zero(dk, bk), be->zero(dv, bk);
+        attention_backward_merged(&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
+                                  acts->v, B, Tq, Tk, scr->work);
+        linear_backward(be, dxq, dxq_keep, dq, xq, &a->W_q, &a->b_q, Nq, D);
+        linear_backward(be, dxkv, 1.0f, dk, xkv, &a->W_k, &a->b_k, Nk, D);
+        linear_backward(be, dxkv, 1.0f, dv, xkv, &a->W_v, &a->b_v, Nk, D);
+        return;
+    }
+    /* Each permutation's gradient is the inverse permutation, written whole (no zeroing and
+     * accumulating pass): permute0213_forward with the two middle axes swapped. */
     /* om = merge(o): [B,NH,Tq,HS] → [B,Tq,NH,HS] */
     be->permute0213_forward(dO, dom, B, Tq, NH, HS);
     /* o = attend(q, k, v) */

@@ -1,7 +1,7 @@
 /* sdp.c — scaled dot-product attention (Vaswani et al. 2017 §3.2.1, eq. 1):
  * softmax(q kᵀ / √HS) v per head, with the weights materialised (ops: attn_forward,
- * attn_backward). The same dot-product core, unscaled, is Luong's dot and general score
- * (luong.c). Multi-head in the Transformer and in the RNN (model.heads heads of the width). */
+ * attn_backward, or their merged-layout forms attn_forward_merged / attn_backward_merged).
+ * The same dot-product core, unscaled, is Luong's dot and general score (luong.c). Multi-head in the Transformer and in the RNN (model.heads heads of the width). */
 #include <math.h>
 
 #include "attention/kinds.h"
@@ -25,6 +25,29 @@ void attention_dot_backward(const Attention *a, const Backend *be, float *dq, fl
     (void)o, (void)key_len, (void)causal; /* the saved weights carry the mask */
     be->attn_backward(dq, dk, dv, dout, q, k, v, save, dot_scale(a), B, a->NH, Tq, Tk, a->HS,
                       a->HS, work);
+}
+
+int attention_merged_ok(const Attention *a, const Backend *be) {
+    return a->ops->forward == attention_dot_forward && !a->q_transform && !a->k_transform &&
+           be->attn_forward_merged && be->attn_backward_merged;
+}
+
+void attention_forward_merged(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v,
+                              const int *key_len, int causal, int B, int Tq, int Tk, float *work) {
+    (void)work;
+    CHECK(attention_merged_ok(a, be), "attention_forward_merged: not for this kind or backend");
+    be->attn_forward_merged(o, save, q, k, v, key_len, dot_scale(a), causal, B, a->NH, Tq, Tk,
+                            a->HS, a->HS);
+}
+
+void attention_backward_merged(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *save, const float *q,
+                               const float *k, const float *v, int B, int Tq, int Tk,
+                               float *work) {
+    CHECK(attention_merged_ok(a, be), "attention_backward_merged: not for this kind or backend");
+    be->attn_backward_merged(dq, dk, dv, dout, q, k, v, save, dot_scale(a), B, a->NH, Tq, Tk,
+                             a->HS, a->HS, work);
 }
 
 size_t attention_dot_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {

@@ -60,6 +60,8 @@ static const struct {
     OP_ROW(OP_ATTN_FORWARD, attn_forward),
     OP_ROW(OP_ATTN_BACKWARD, attn_backward),
     OP_ROW(OP_ATTN_WORKSPACE, attn_workspace),
+    OP_ROW(OP_ATTN_FORWARD_MERGED, attn_forward_merged),
+    OP_ROW(OP_ATTN_BACKWARD_MERGED, attn_backward_merged),
     OP_ROW(OP_FLASH_ATTN_WORKSPACE, flash_attn_workspace),
     OP_ROW(OP_LINEAR_ATTN_WORKSPACE, linear_attn_workspace),
     OP_ROW(OP_EFFICIENT_ATTN_WORKSPACE, efficient_attn_workspace),

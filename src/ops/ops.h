@@ -385,6 +385,19 @@ struct Backend {
                           int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
     /* Floats of work for attn_backward (as flash_attn_workspace). */
     size_t (*attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* attn_forward and attn_backward on the heads' merged layout, the one the projections
+     * write: q, out, dq, dout [B, Tq, NH, D] (row (b, t) of [B·Tq, NH·D], head h at columns
+     * h·D …), k, dk [B, Tk, NH, D], v, dv [B, Tk, NH, Dv]; weights, work and everything else
+     * as above. Equal to splitting the heads (permute0213) around attn_forward / attn_backward
+     * and merging them after, without those copies (mha.c). NULL where the backend has none
+     * (cuda): the caller splits and merges. */
+    void (*attn_forward_merged)(float *out, float *weights, const float *q, const float *k,
+                                const float *v, const int *key_len, float scale, int causal,
+                                int B, int NH, int Tq, int Tk, int D, int Dv);
+    void (*attn_backward_merged)(float *dq, float *dk, float *dv, const float *dout,
+                                 const float *q, const float *k, const float *v,
+                                 const float *weights, float scale, int B, int NH, int Tq,
+                                 int Tk, int D, int Dv, float *work);
 
     /* ---- output layer ----
      * Fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7):
@@ -512,6 +525,8 @@ typedef enum OpKind {
     OP_ATTN_FORWARD,
     OP_ATTN_BACKWARD,
     OP_ATTN_WORKSPACE,
+    OP_ATTN_FORWARD_MERGED,
+    OP_ATTN_BACKWARD_MERGED,
     OP_FLASH_ATTN_WORKSPACE,
     OP_LINEAR_ATTN_WORKSPACE,
     OP_EFFICIENT_ATTN_WORKSPACE,

@@ -7,6 +7,7 @@
 
 /* attention_softmax.c */
 void case_attn_sdp(void);      /* attn_forward, attn_backward, attn_workspace */
+void case_attn_sdp_merged(void); /* attn_forward_merged, attn_backward_merged */
 void case_additive_attn(void); /* additive_attn_forward, additive_attn_backward */
 void case_flash_attn(void);    /* flash_attn_forward/backward/workspace (= sdp exactly) */
 /* attention_linear.c */

@@ -684,6 +684,74 @@ void case_attn_sdp(void) {
     }
 }
 
+/* x [B, A, C, W] → y [B, C, A, W] (split heads ↔ merged layout, host) */
+static void swap12(float *y, const float *x, int B, int A, int C, int W) {
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < C; j++)
+                memcpy(y + (((size_t)b * C + j) * A + i) * W, x + (((size_t)b * A + i) * C + j) * W,
+                       sizeof(float) * W);
+}
+
+/* attn_forward_merged / attn_backward_merged against attn_forward / attn_backward with the heads
+ * split and merged around them (permute0213 done here on the host): the same sums in the same
+ * order, so every output must be bit-identical; the backward accumulates onto prefilled
+ * gradients, and runs once more with dq and dk NULL. */
+static void test_attn_merged(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
+                             int causal) {
+    size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D;
+    size_t nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
+    size_t nw = (size_t)B * NH * Tq * Tk;
+    float scale = 1.0f / sqrtf((float)D);
+    float *q = frand(nq, -1.5f, 1.5f), *k = frand(nk, -1.5f, 1.5f), *v = frand(nv, -1, 1);
+    float *g = frand(no, -1, 1), *dq0 = frand(nq, -1, 1), *dk0 = frand(nk, -1, 1);
+    float *dv0 = frand(nv, -1, 1);
+    float *o = fnew(no), *w = fnew(nw), *dq = fdup(dq0, nq), *dk = fdup(dk0, nk), *dv = fdup(dv0, nv);
+    size_t nwork = be->attn_workspace(B, NH, Tq, Tk, D, Dv);
+    float *work = fnew(nwork + 1);
+    be->attn_forward(o, w, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
+    be->attn_backward(dq, dk, dv, g, q, k, v, w, scale, B, NH, Tq, Tk, D, Dv, work);
+    /* the same in the merged layout */
+    float *qm = fnew(nq), *km = fnew(nk), *vm = fnew(nv), *gm = fnew(no), *om = fnew(no);
+    float *wm = fnew(nw), *dqm = fnew(nq), *dkm = fnew(nk), *dvm = fnew(nv);
+    swap12(qm, q, B, NH, Tq, D), swap12(km, k, B, NH, Tk, D), swap12(vm, v, B, NH, Tk, Dv);
+    swap12(gm, g, B, NH, Tq, Dv), swap12(dqm, dq0, B, NH, Tq, D), swap12(dkm, dk0, B, NH, Tk, D);
+    swap12(dvm, dv0, B, NH, Tk, Dv);
+    for (size_t i = 0; i < no; i++) om[i] = 123.0f; /* garbage: every element must be written */
+    be->attn_forward_merged(om, wm, qm, km, vm, key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
+    be->attn_backward_merged(dqm, dkm, dvm, gm, qm, km, vm, wm, scale, B, NH, Tq, Tk, D, Dv, work);
+    float *back = fnew(nq > nk ? (nq > no ? nq : no) : (nk > nv ? nk : nv));
+    Stat st;
+    stat_begin(&st, "attn_*_merged B%d NH%d Tq%d Tk%d D%d Dv%d causal=%d", B, NH, Tq, Tk, D, Dv,
+               causal);
+    stat_same(&st, "weights", wm, w, nw);
+    swap12(back, om, B, Tq, NH, Dv), stat_same(&st, "out", back, o, no);
+    swap12(back, dqm, B, Tq, NH, D), stat_same(&st, "dq", back, dq, nq);
+    swap12(back, dkm, B, Tk, NH, D), stat_same(&st, "dk", back, dk, nk);
+    swap12(back, dvm, B, Tk, NH, Dv), stat_same(&st, "dv", back, dv, nv);
+    /* dv alone, accumulated once more on both sides */
+    be->attn_backward(NULL, NULL, dv, g, q, k, v, w, scale, B, NH, Tq, Tk, D, Dv, work);
+    be->attn_backward_merged(NULL, NULL, dvm, gm, qm, km, vm, wm, scale, B, NH, Tq, Tk, D, Dv,
+                             work);
+    swap12(back, dvm, B, Tk, NH, Dv), stat_same(&st, "dv (dq, dk NULL)", back, dv, nv);
+    stat_end(&st);
+    free(q), free(k), free(v), free(g), free(dq0), free(dk0), free(dv0), free(o), free(w);
+    free(dq), free(dk), free(dv), free(work), free(qm), free(km), free(vm), free(gm), free(om);
+    free(wm), free(dqm), free(dkm), free(dvm), free(back);
+}
+
+void case_attn_sdp_merged(void) {
+    be = backend_cpu();
+    rng_seed(&optest_rng, 20240611, 11);
+    const int len[3] = {5, 3, 0}; /* full, partial, no key */
+    test_attn_merged(3, 2, 5, 5, 6, 6, len, 0);
+    test_attn_merged(3, 4, 5, 5, 8, 8, len, 1);
+    test_attn_merged(3, 3, 4, 5, 6, 7, len, 0); /* Tq ≠ Tk, D ≠ Dv */
+    const int len2[4] = {14, 9, 14, 1}; /* configs/transformer.ini's heads, above the threshold */
+    test_attn_merged(4, 4, 14, 14, 64, 64, len2, 1);
+    test_attn_merged(4, 4, 12, 14, 64, 64, len2, 0);
+}
+
 void case_additive_attn(void) {
     be = backend_cpu();
     rng_seed(&optest_rng, 20240611, 4);

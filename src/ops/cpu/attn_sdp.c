@@ -40,24 +40,33 @@ static void softmax_row(float *w, int lim, int n) {
     for (int s = lim; s < n; s++) w[s] = 0.0f;
 }
 
+/* Where row r = (b, h) of a [·, T, W] operand starts, and the stride between its T rows: split
+ * heads [B, NH, T, W] (merged = 0) or the merged layout [B, T, NH, W] (merged = 1). */
+static size_t row_start(int merged, int r, int NH, int T, int W) {
+    return merged ? ((size_t)(r / NH) * T * NH + (size_t)(r % NH)) * W : (size_t)r * T * W;
+}
+
 /* Per row b: S = scale · q_b k_bᵀ [Tq, len] and out_b = P v_b are cblas_sgemm calls (OpenBLAS,
- * OpenMP build, runs them single-threaded inside the parallel region); the masked softmax is a
- * vectorised loop over each query row (softmax_row). Masked entries of weights are exactly 0. */
-void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
-                      const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
-                      int D, int Dv) {
+ * OpenMP build, runs them single-threaded inside the parallel region; the merged layout is the
+ * same call with a wider leading dimension); the masked softmax is a vectorised loop over each
+ * query row (softmax_row). Masked entries of weights are exactly 0. */
+static void attn_forward(float *out, float *weights, const float *q, const float *k,
+                         const float *v, const int *key_len, float scale, int causal, int B,
+                         int NH, int Tq, int Tk, int D, int Dv, int merged) {
     int R = B * NH; /* rows (b, h), row r = b·NH + h */
+    int ld = merged ? NH * D : D, ldv = merged ? NH * Dv : Dv;
 #pragma omp parallel for schedule(dynamic, 1) if ((long)R * Tq * Tk * (D + Dv) > 65536)
     for (int b = 0; b < R; b++) {
         int len = key_len ? key_len[b / NH] : Tk;
         if (len > Tk) len = Tk;
         if (len < 0) len = 0;
-        const float *qb = q + (size_t)b * Tq * D, *kb = k + (size_t)b * Tk * D;
-        const float *vb = v + (size_t)b * Tk * Dv;
-        float *wb = weights + (size_t)b * Tq * Tk, *ob = out + (size_t)b * Tq * Dv;
+        const float *qb = q + row_start(merged, b, NH, Tq, D);
+        const float *kb = k + row_start(merged, b, NH, Tk, D);
+        const float *vb = v + row_start(merged, b, NH, Tk, Dv);
+        float *wb = weights + (size_t)b * Tq * Tk, *ob = out + row_start(merged, b, NH, Tq, Dv);
         if (len > 0) /* e = scale · q kᵀ over the unpadded keys */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, len, D, scale, qb, D, kb, D,
-                        0.0f, wb, Tk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, len, D, scale, qb, ld, kb,
+                        ld, 0.0f, wb, Tk);
         for (int t = 0; t < Tq; t++) {
             int lim = len;
             if (causal && t + (Tk - Tq) + 1 < lim) lim = t + (Tk - Tq) + 1;
@@ -65,10 +74,22 @@ void cpu_attn_forward(float *out, float *weights, const float *q, const float *k
         }
         if (len > 0) /* out = Σ_s a_s v_s */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, Dv, len, 1.0f, wb, Tk, vb,
-                        Dv, 0.0f, ob, Dv);
+                        ldv, 0.0f, ob, ldv);
         else
-            memset(ob, 0, sizeof(float) * Tq * Dv);
+            for (int t = 0; t < Tq; t++) memset(ob + (size_t)t * ldv, 0, sizeof(float) * Dv);
     }
+}
+
+void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
+                      const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
+                      int D, int Dv) {
+    attn_forward(out, weights, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv, 0);
+}
+
+void cpu_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
+                             const float *v, const int *key_len, float scale, int causal, int B,
+                             int NH, int Tq, int Tk, int D, int Dv) {
+    attn_forward(out, weights, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv, 1);
 }
 
 /* Floats of work for attn_backward: one [Tq, Tk] matrix dP per OpenMP thread. */
@@ -80,27 +101,28 @@ size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
 /* Per row b, with P = weights_b: dP = dout vᵀ, dv += Pᵀ dout, dS = P ⊙ (dP − rowsum(P ⊙ dP))
  * · scale, dq += dS k, dk += dSᵀ q — cblas_sgemm calls and one pass over [Tq, Tk] in a
  * per-thread scratch. Masked entries have P = 0 and pass no gradient. */
-void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                       const float *k, const float *v, const float *weights, float scale, int B,
-                       int NH, int Tq, int Tk, int D, int Dv, float *work) {
+static void attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                          const float *k, const float *v, const float *weights, float scale,
+                          int B, int NH, int Tq, int Tk, int D, int Dv, float *work, int merged) {
     if (!dq && !dk && !dv) return;
-    B *= NH; /* rows (b, h) */
-#pragma omp parallel if ((long)B * Tq * Tk * (D + Dv) > 65536)
+    int R = B * NH; /* rows (b, h) */
+    int ld = merged ? NH * D : D, ldv = merged ? NH * Dv : Dv;
+#pragma omp parallel if ((long)R * Tq * Tk * (D + Dv) > 65536)
     {
         float *dP = work + omp_get_thread_num() * ((size_t)Tq * Tk + 1); /* [Tq, Tk] */
 #pragma omp for schedule(dynamic, 1)
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < R; b++) {
             const float *P = weights + (size_t)b * Tq * Tk;
-            const float *go = dout + (size_t)b * Tq * Dv;
-            const float *qb = q + (size_t)b * Tq * D, *kb = k + (size_t)b * Tk * D;
-            const float *vb = v + (size_t)b * Tk * Dv;
+            size_t oq = row_start(merged, b, NH, Tq, D), ok = row_start(merged, b, NH, Tk, D);
+            size_t ov = row_start(merged, b, NH, Tk, Dv), og = row_start(merged, b, NH, Tq, Dv);
+            const float *go = dout + og, *qb = q + oq, *kb = k + ok, *vb = v + ov;
             if (dv) /* out = P v  →  dv += Pᵀ dout */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dv, Tq, 1.0f, P, Tk, go,
-                            Dv, 1.0f, dv + (size_t)b * Tk * Dv, Dv);
+                            ldv, 1.0f, dv + ov, ldv);
             if (!dq && !dk) continue;
             /* dP = dout vᵀ */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dv, 1.0f, go, Dv, vb, Dv,
-                        0.0f, dP, Tk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dv, 1.0f, go, ldv, vb,
+                        ldv, 0.0f, dP, Tk);
             for (int t = 0; t < Tq; t++) { /* a = softmax(e), e = scale · q kᵀ */
                 const float *p = P + (size_t)t * Tk;
                 float *d = dP + (size_t)t * Tk;
@@ -110,10 +132,23 @@ void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const
             }
             if (dq)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1.0f, dP, Tk, kb,
-                            D, 1.0f, dq + (size_t)b * Tq * D, D);
+                            ld, 1.0f, dq + oq, ld);
             if (dk)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1.0f, dP, Tk, qb,
-                            D, 1.0f, dk + (size_t)b * Tk * D, D);
+                            ld, 1.0f, dk + ok, ld);
         }
     }
+}
+
+void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                       const float *k, const float *v, const float *weights, float scale, int B,
+                       int NH, int Tq, int Tk, int D, int Dv, float *work) {
+    attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv, work, 0);
+}
+
+void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
+                              const float *q, const float *k, const float *v,
+                              const float *weights, float scale, int B, int NH, int Tq, int Tk,
+                              int D, int Dv, float *work) {
+    attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv, work, 1);
 }

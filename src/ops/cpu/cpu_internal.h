@@ -134,6 +134,13 @@ void cpu_attn_forward(float *out, float *weights, const float *q, const float *k
 void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                        const float *k, const float *v, const float *weights, float scale, int B,
                        int NH, int Tq, int Tk, int D, int Dv, float *work);
+void cpu_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
+                             const float *v, const int *key_len, float scale, int causal, int B,
+                             int NH, int Tq, int Tk, int D, int Dv);
+void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
+                              const float *q, const float *k, const float *v,
+                              const float *weights, float scale, int B, int NH, int Tq, int Tk,
+                              int D, int Dv, float *work);
 size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
