@@ -132,8 +132,7 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, f
     /* out = om W_oᵀ + b_o */
     linear_backward(be, dom, 0.0f, dout, acts->om, &a->W_o, &a->b_o, Nq, D);
     if (attention_merged_ok(&a->at, be)) { /* as mha_forward: no split or merge */
-        be->zero(dq, bq), be->zero(dk, bk), be->zero(dv, bk);
-        attention_backward_merged(&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
+        attention_backward_merged(/* writes dq, dk, dv whole */&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
                                   acts->v, B, Tq, Tk, scr->work);
         linear_backward(be, dxq, dxq_keep, dq, xq, &a->W_q, &a->b_q, Nq, D);
         linear_backward(be, dxkv, 1.0f, dk, xkv, &a->W_k, &a->b_k, Nk, D);

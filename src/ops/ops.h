@@ -388,9 +388,11 @@ struct Backend {
     /* attn_forward and attn_backward on the heads' merged layout, the one the projections
      * write: q, out, dq, dout [B, Tq, NH, D] (row (b, t) of [B·Tq, NH·D], head h at columns
      * h·D …), k, dk [B, Tk, NH, D], v, dv [B, Tk, NH, Dv]; weights, work and everything else
-     * as above. Equal to splitting the heads (permute0213) around attn_forward / attn_backward
-     * and merging them after, without those copies (mha.c). NULL where the backend has none
-     * (cuda): the caller splits and merges. */
+     * as above, except that attn_backward_merged OVERWRITES dq, dk, dv (each non-NULL one),
+     * so that the caller zeroes nothing. Equal to splitting the heads (permute0213) around
+     * attn_forward / attn_backward (into zeroed gradients) and merging them after, without
+     * those copies (mha.c). NULL where the backend has none (cuda): the caller splits and
+     * merges. */
     void (*attn_forward_merged)(float *out, float *weights, const float *q, const float *k,
                                 const float *v, const int *key_len, float scale, int causal,
                                 int B, int NH, int Tq, int Tk, int D, int Dv);

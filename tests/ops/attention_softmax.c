@@ -695,8 +695,8 @@ static void swap12(float *y, const float *x, int B, int A, int C, int W) {
 
 /* attn_forward_merged / attn_backward_merged against attn_forward / attn_backward with the heads
  * split and merged around them (permute0213 done here on the host): the same sums in the same
- * order, so every output must be bit-identical; the backward accumulates onto prefilled
- * gradients, and runs once more with dq and dk NULL. */
+ * order, so every output must be bit-identical. The merged backward overwrites garbage, the
+ * split one accumulates into zeros; then dv alone (dq, dk NULL) once more on both sides. */
 static void test_attn_merged(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
                              int causal) {
     size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D;
@@ -705,8 +705,8 @@ static void test_attn_merged(int B, int NH, int Tq, int Tk, int D, int Dv, const
     float scale = 1.0f / sqrtf((float)D);
     float *q = frand(nq, -1.5f, 1.5f), *k = frand(nk, -1.5f, 1.5f), *v = frand(nv, -1, 1);
     float *g = frand(no, -1, 1), *dq0 = frand(nq, -1, 1), *dk0 = frand(nk, -1, 1);
-    float *dv0 = frand(nv, -1, 1);
-    float *o = fnew(no), *w = fnew(nw), *dq = fdup(dq0, nq), *dk = fdup(dk0, nk), *dv = fdup(dv0, nv);
+    float *dv0 = frand(nv, -1, 1); /* garbage for the merged backward to overwrite */
+    float *o = fnew(no), *w = fnew(nw), *dq = fnew(nq), *dk = fnew(nk), *dv = fnew(nv); /* zeros */
     size_t nwork = be->attn_workspace(B, NH, Tq, Tk, D, Dv);
     float *work = fnew(nwork + 1);
     be->attn_forward(o, w, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
@@ -729,7 +729,8 @@ static void test_attn_merged(int B, int NH, int Tq, int Tk, int D, int Dv, const
     swap12(back, dqm, B, Tq, NH, D), stat_same(&st, "dq", back, dq, nq);
     swap12(back, dkm, B, Tk, NH, D), stat_same(&st, "dk", back, dk, nk);
     swap12(back, dvm, B, Tk, NH, Dv), stat_same(&st, "dv", back, dv, nv);
-    /* dv alone, accumulated once more on both sides */
+    /* dv alone: the merged op overwrites it with the same values */
+    memset(dv, 0, sizeof(float) * nv);
     be->attn_backward(NULL, NULL, dv, g, q, k, v, w, scale, B, NH, Tq, Tk, D, Dv, work);
     be->attn_backward_merged(NULL, NULL, dvm, gm, qm, km, vm, wm, scale, B, NH, Tq, Tk, D, Dv,
                              work);

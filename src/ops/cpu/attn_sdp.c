@@ -104,6 +104,8 @@ size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
 static void attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
                           const float *k, const float *v, const float *weights, float scale,
                           int B, int NH, int Tq, int Tk, int D, int Dv, float *work, int merged) {
+    /* each gradient's block of row b is written by one product: += (split), = (merged) */
+    float keep = merged ? 0.0f : 1.0f;
     if (!dq && !dk && !dv) return;
     int R = B * NH; /* rows (b, h) */
     int ld = merged ? NH * D : D, ldv = merged ? NH * Dv : Dv;
@@ -118,7 +120,7 @@ static void attn_backward(float *dq, float *dk, float *dv, const float *dout, co
             const float *go = dout + og, *qb = q + oq, *kb = k + ok, *vb = v + ov;
             if (dv) /* out = P v  →  dv += Pᵀ dout */
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dv, Tq, 1.0f, P, Tk, go,
-                            ldv, 1.0f, dv + ov, ldv);
+                            ldv, keep, dv + ov, ldv);
             if (!dq && !dk) continue;
             /* dP = dout vᵀ */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dv, 1.0f, go, ldv, vb,
@@ -132,10 +134,10 @@ static void attn_backward(float *dq, float *dk, float *dv, const float *dout, co
             }
             if (dq)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, D, Tk, 1.0f, dP, Tk, kb,
-                            ld, 1.0f, dq + oq, ld);
+                            ld, keep, dq + oq, ld);
             if (dk)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, D, Tq, 1.0f, dP, Tk, qb,
-                            ld, 1.0f, dk + ok, ld);
+                            ld, keep, dk + ok, ld);
         }
     }
 }
