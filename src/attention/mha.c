@@ -123,16 +123,16 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
 }
 
 void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, float *dxkv,
-                  const float *dout,
-                  const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
-                  int B, int Tq, int Tk, MhaScratch *scr) {
+                  const float *dout, const MhaActs *acts, const float *xq, const float *xkv,
+                  const MhaMask *mask, int B, int Tq, int Tk, MhaScratch *scr) {
     int D = a->D, NH = a->NH, HS = a->HS, Nq = B * Tq, Nk = B * Tk;
     size_t bq = sizeof(float) * Nq * D, bk = sizeof(float) * Nk * D;
     float *dom = scr->m1, *dO = scr->h1, *dq = scr->h2, *dk = scr->h3, *dv = scr->h4;
     /* out = om W_oᵀ + b_o */
     linear_backward(be, dom, 0.0f, dout, acts->om, &a->W_o, &a->b_o, Nq, D);
     if (attention_merged_ok(&a->at, be)) { /* as mha_forward: no split or merge */
-        attention_backward_merged(/* writes dq, dk, dv whole */&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
+        /* dq, dk, dv written whole (the merged backward overwrites) */
+        attention_backward_merged(&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
                                   acts->v, B, Tq, Tk, scr->work);
         linear_backward(be, dxq, dxq_keep, dq, xq, &a->W_q, &a->b_q, Nq, D);
         linear_backward(be, dxkv, 1.0f, dk, xkv, &a->W_k, &a->b_k, Nk, D);

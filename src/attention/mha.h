@@ -103,9 +103,8 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
  * old contents unread). dxkv may equal dxq for self-attention (xq == xkv): dxq is written
  * first. dout [B,Tq,D]. No errors. */
 void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, float *dxkv,
-                  const float *dout,
-                  const MhaActs *acts, const float *xq, const float *xkv, const MhaMask *mask,
-                  int B, int Tq, int Tk, MhaScratch *scr);
+                  const float *dout, const MhaActs *acts, const float *xq, const float *xkv,
+                  const MhaMask *mask, int B, int Tq, int Tk, MhaScratch *scr);
 
 /* The pieces of mha_forward, for decoding one position at a time (Tq = 1) against cached keys:
  * q heads [B,NH,Tq,HS] from xq [B,Tq,D] (qm [B,Tq,D] receives xq W_qᵀ + b_q; the kind's query

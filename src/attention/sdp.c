@@ -1,7 +1,8 @@
 /* sdp.c — scaled dot-product attention (Vaswani et al. 2017 §3.2.1, eq. 1):
  * softmax(q kᵀ / √HS) v per head, with the weights materialised (ops: attn_forward,
  * attn_backward, or their merged-layout forms attn_forward_merged / attn_backward_merged).
- * The same dot-product core, unscaled, is Luong's dot and general score (luong.c). Multi-head in the Transformer and in the RNN (model.heads heads of the width). */
+ * The same dot-product core, unscaled, is Luong's dot and general score (luong.c). Multi-head
+ * in the Transformer and in the RNN (model.heads heads of the width). */
 #include <math.h>
 
 #include "attention/kinds.h"
