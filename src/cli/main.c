@@ -44,7 +44,6 @@ static void print_version(FILE *f) {
 #endif
 }
 
-
 void cli_usage(FILE *f) {
     fprintf(f,
             "usage:\n"

@@ -265,7 +265,8 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
     be->bias_forward(out, L->b2.w, N, D);
 }
 
-/* Accumulates da[N,D] and the FFN's parameter gradients from dout[N,D]. */
+/* da[N,D] = da_keep · da + the gradient of the FFN's input (da_keep 1: accumulate, 0:
+ * overwrite), and accumulates the FFN's parameter gradients, from dout[N,D]. */
 static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, float *da,
                          float da_keep, const float *dout, const float *a, int N) {
     const Backend *be = m->be;

@@ -590,7 +590,7 @@ static Status parse_text(Config *c, const char *text, size_t n, const char *src,
                            echo(key, e, sizeof e), sections[section], hint, list);
         }
         int ki = (int)(k - keys);
-        if (depth > 0 && (strcmp(k->key, "name") == 0 || strcmp(k->key, "save_dir") == 0))
+        if (depth > 0 && (CFLD(c, k, char) == c->name || CFLD(c, k, char) == c->save_dir))
             return err_set(err, "%s: %s.%s in an included file would give every file that "
                            "includes it the same run folder (one run overwriting another's "
                            "checkpoints); set it in the including file", where, k->section,

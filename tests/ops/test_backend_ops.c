@@ -105,6 +105,21 @@ static void test_memory(void) {
     int ok = 1;
     for (size_t i = 0; i < n; i++) ok &= back[i] == ((i >= 3 && i < 8) ? 0.0f : h[i]);
     stat_true(&st, ok, "zero touched the wrong range");
+    {   /* a block of 4 MiB and more goes in 1 MiB pieces over the threads (the CPU): 4.5 MiB
+         * and 3 floats, at an offset, between untouched floats */
+        size_t nb = (size_t)9 << 17, big = nb + 3 + 2 * 5;
+        float *hb = malloc(sizeof(float) * big), *db = be->alloc(sizeof(float) * big);
+        for (size_t i = 0; i < big; i++) hb[i] = 1.0f + (float)(i % 7);
+        be->upload(db, hb, sizeof(float) * big);
+        be->zero(db + 5, sizeof(float) * (nb + 3));
+        be->download(hb, db, sizeof(float) * big);
+        int okb = 1;
+        for (size_t i = 0; i < big; i++)
+            okb &= hb[i] == ((i >= 5 && i < 5 + nb + 3) ? 0.0f : 1.0f + (float)(i % 7));
+        stat_true(&st, okb, "zero of a large block touched the wrong range");
+        be->free(db);
+        free(hb);
+    }
     be->free(d);
     be->free(d2);
     free(h);

@@ -40,8 +40,8 @@ static void softmax_row(float *w, int lim, int n) {
     for (int s = lim; s < n; s++) w[s] = 0.0f;
 }
 
-/* Where row r = (b, h) of a [·, T, W] operand starts, and the stride between its T rows: split
- * heads [B, NH, T, W] (merged = 0) or the merged layout [B, T, NH, W] (merged = 1). */
+/* Where row r = (b, h) of a [·, T, W] operand starts, in floats: split heads [B, NH, T, W]
+ * (merged = 0; its T rows W apart) or the merged layout [B, T, NH, W] (merged = 1; NH·W apart). */
 static size_t row_start(int merged, int r, int NH, int T, int W) {
     return merged ? ((size_t)(r / NH) * T * NH + (size_t)(r % NH)) * W : (size_t)r * T * W;
 }
