@@ -391,8 +391,8 @@ struct Backend {
      * as above, except that attn_backward_merged OVERWRITES dq, dk, dv (each non-NULL one),
      * so that the caller zeroes nothing. Equal to splitting the heads (permute0213) around
      * attn_forward / attn_backward (into zeroed gradients) and merging them after, without
-     * those copies (mha.c). NULL where the backend has none (cuda): the caller splits and
-     * merges. */
+     * those copies (mha.c). Optional: where a backend leaves them NULL, the caller splits and
+     * merges (attention_merged_ok). */
     void (*attn_forward_merged)(float *out, float *weights, const float *q, const float *k,
                                 const float *v, const int *key_len, float scale, int causal,
                                 int B, int NH, int Tq, int Tk, int D, int Dv);

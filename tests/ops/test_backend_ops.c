@@ -2650,13 +2650,27 @@ static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {1, 3, 1, 9, 5, 6},
                                     {2, 1, 3, 140, 16, 24},
                                     {3, 1, 1, 13, 100, 70},
-                                    {2, 2, 2, 40, 96, 33}};
+                                    {2, 2, 2, 40, 96, 33},
+                                    {2, 4, 14, 12, 64, 64}}; /* transformer.ini's heads */
 
 /* attn_* (weights materialised): out and weights, causal and not, with key_len; backward onto
  * random prefills (and dv alone). Tolerance 1e-5 normwise: the same sums in another order
- * (OpenBLAS sgemm against per-thread loops). */
-static void vs_cpu_attn_sdp(void) {
-    if (!HAVE(attn_forward)) return;
+ * (OpenBLAS sgemm against per-thread loops). merged: attn_*_merged, the same shapes read in the
+ * heads' merged layout; their backward overwrites the prefills on both sides. */
+static void attn_sdp_vs_cpu(int merged) {
+    const char *op = merged ? "attn_*_merged" : "attn";
+    void (*fwd_g)(float *, float *, const float *, const float *, const float *, const int *,
+                  float, int, int, int, int, int, int, int) =
+        merged ? gpu->attn_forward_merged : gpu->attn_forward;
+    void (*fwd_c)(float *, float *, const float *, const float *, const float *, const int *,
+                  float, int, int, int, int, int, int, int) =
+        merged ? cpu->attn_forward_merged : cpu->attn_forward;
+    void (*bwd_g)(float *, float *, float *, const float *, const float *, const float *,
+                  const float *, const float *, float, int, int, int, int, int, int, float *) =
+        merged ? gpu->attn_backward_merged : gpu->attn_backward;
+    void (*bwd_c)(float *, float *, float *, const float *, const float *, const float *,
+                  const float *, const float *, float, int, int, int, int, int, int, float *) =
+        merged ? cpu->attn_backward_merged : cpu->attn_backward;
     for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
         for (int causal = 0; causal < 2; causal++) {
             int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
@@ -2675,26 +2689,28 @@ static void vs_cpu_attn_sdp(void) {
             IPair len = ipair_of(hl, B);
             float scale = 1.0f / sqrtf((float)D);
             char what[160];
-            gpu->attn_forward(o.g, w.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv);
-            cpu->attn_forward(o.c, w.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv);
-            snprintf(what, sizeof what, "attn_forward shape %zu causal=%d: out", si, causal);
+            fwd_g(o.g, w.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv);
+            fwd_c(o.c, w.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv);
+            snprintf(what, sizeof what, "%s_forward shape %zu causal=%d: out", op, si, causal);
             compare_tol(what, o.g, o.c, no, 1e-5);
-            snprintf(what, sizeof what, "attn_forward shape %zu causal=%d: weights", si, causal);
+            snprintf(what, sizeof what, "%s_forward shape %zu causal=%d: weights", op, si,
+                     causal);
             compare_tol(what, w.g, w.c, nw, 1e-5);
             if (HAVE(attn_backward)) {
                 size_t wg = gpu->attn_workspace(B, NH, Tq, Tk, D, Dv),
                        wc = cpu->attn_workspace(B, NH, Tq, Tk, D, Dv);
                 float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
                       *workc = cpu->alloc(sizeof(float) * (wc + 1));
-                gpu->attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
-                cpu->attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
-                gpu->attn_backward(NULL, NULL, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
-                cpu->attn_backward(NULL, NULL, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
-                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dq", si, causal);
+                bwd_g(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
+                bwd_c(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
+                bwd_g(NULL, NULL, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
+                bwd_c(NULL, NULL, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
+                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dq", op, si, causal);
                 compare_tol(what, dq.g, dq.c, nq, 1e-5);
-                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dk", si, causal);
+                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dk", op, si, causal);
                 compare_tol(what, dk.g, dk.c, nk, 1e-5);
-                snprintf(what, sizeof what, "attn_backward shape %zu causal=%d: dv (twice)", si, causal);
+                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dv (twice)", op, si,
+                         causal);
                 compare_tol(what, dv.g, dv.c, nv, 1e-5);
                 gpu->free(workg), cpu->free(workc);
             }
@@ -2703,6 +2719,14 @@ static void vs_cpu_attn_sdp(void) {
             pair_free(dq), pair_free(dk), pair_free(dv);
             free(hq), free(hk), free(hv), free(hg), free(ho), free(hw), free(hdq), free(hdk), free(hdv);
         }
+}
+
+static void vs_cpu_attn_sdp(void) {
+    if (HAVE(attn_forward)) attn_sdp_vs_cpu(0);
+}
+
+static void vs_cpu_attn_sdp_merged(void) {
+    if (HAVE(attn_forward_merged) && HAVE(attn_backward_merged)) attn_sdp_vs_cpu(1);
 }
 
 /* additive_attn_*: out and weights (causal and not, padding, empty rows), backward of qp, kp,
@@ -2946,8 +2970,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_ATTN_FORWARD] = {"attn_forward", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ATTN_BACKWARD] = {"attn_backward", case_attn_sdp, vs_cpu_attn_sdp},
     [OP_ATTN_WORKSPACE] = {"attn_workspace", case_attn_sdp, vs_cpu_attn_sdp},
-    [OP_ATTN_FORWARD_MERGED] = {"attn_forward_merged", case_attn_sdp_merged, NULL},
-    [OP_ATTN_BACKWARD_MERGED] = {"attn_backward_merged", case_attn_sdp_merged, NULL},
+    [OP_ATTN_FORWARD_MERGED] = {"attn_forward_merged", case_attn_sdp_merged,
+                                 vs_cpu_attn_sdp_merged},
+    [OP_ATTN_BACKWARD_MERGED] = {"attn_backward_merged", case_attn_sdp_merged,
+                                  vs_cpu_attn_sdp_merged},
     [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", case_additive_attn, vs_cpu_additive_attn},
     [OP_ADDITIVE_ATTN_WORKSPACE] = {"additive_attn_workspace", case_additive_attn, vs_cpu_additive_attn},

@@ -16,4 +16,16 @@ __device__ inline int attn_key_limit(const int *key_len, int b, int causal, int 
     return len < 0 ? 0 : len;
 }
 
+/* Where row r = (b, h) of an attention operand with T rows of W floats starts: the heads split,
+ * [B·NH, T, W] (merged = 0; its rows W apart), or merged, [B, T, NH, W] (merged = 1; its rows
+ * NH·W apart: attn_row_stride). The CPU's attn_sdp.c row_start. No errors. */
+__device__ inline size_t attn_row0(int merged, int r, int NH, int T, int W) {
+    return merged ? ((size_t)(r / NH) * T * NH + (size_t)(r % NH)) * W : (size_t)r * T * W;
+}
+
+/* The distance in floats between rows t and t + 1 of one head (see attn_row0). */
+__device__ inline int attn_row_stride(int merged, int NH, int W) {
+    return merged ? NH * W : W;
+}
+
 #endif

@@ -2,7 +2,12 @@
  * al. 2017 eq. 1; Luong et al. 2015 eq. 7–8; semantics: ops/ops.h "attention core"; CPU
  * reference: ops/cpu/attn_sdp.c). Written against ops/cuda/kernel_api.h. Host side: attn_sdp.cu.
  * Shapes: R = B·NH rows (b, h); q [R,Tq,D], k [R,Tk,D], v [R,Tk,Dv], out [R,Tq,Dv],
- * weights [R,Tq,Tk], key_len [B] (NULL: all visible).
+ * weights [R,Tq,Tk], key_len [B] (NULL: all visible). With merged = 1, q, k, v, out and their
+ * gradients are in the heads' merged layout instead ([B,Tq,NH,D] and so on: attn_common.cuh's
+ * attn_row0), the one the projections write, and the backward overwrites dq, dk, dv rather than
+ * adding to them (ops/ops.h attn_forward_merged); weights and dS keep [R,Tq,Tk]. Both layouts run
+ * the same sums in the same order. merged is each kernel's template argument, so that the split
+ * layout's instances index as they did before the merged one existed.
  *
  * Forward: one block per query row (r, t): scores (one warp per key: lane x sums d = x, x + 32,
  * ... in ascending order, then warp_sum's fixed butterfly), the masked softmax by
@@ -29,6 +34,7 @@ constexpr int SDP_WARPS = SDP_THREADS / 32;    /* warps per block: keys scored a
 constexpr int SDP_SLICES = 16;                 /* backward inputs: blocks per row r at most */
 
 /* Launch: grid (Tq, R) of SDP_THREADS; block (t, r). */
+template <int merged>
 __global__ void __launch_bounds__(SDP_THREADS)
     k_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                    const int *key_len, float scale, int causal, int NH, int Tq, int Tk, int D,
@@ -37,13 +43,15 @@ __global__ void __launch_bounds__(SDP_THREADS)
     __shared__ double dbuf[SDP_THREADS];
     const int t = blockIdx.x, r = blockIdx.y;
     const int lim = attn_key_limit(key_len, r / NH, causal, t, Tq, Tk);
-    const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
-                *vb = v + (size_t)r * Tk * Dv;
-    float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
+    const int ld = attn_row_stride(merged, NH, D), ldv = attn_row_stride(merged, NH, Dv);
+    const float *qr = q + attn_row0(merged, r, NH, Tq, D) + (size_t)t * ld,
+                *kb = k + attn_row0(merged, r, NH, Tk, D), *vb = v + attn_row0(merged, r, NH, Tk, Dv);
+    float *w = weights + ((size_t)r * Tq + t) * Tk,
+          *o = out + attn_row0(merged, r, NH, Tq, Dv) + (size_t)t * ldv;
     const int lane = threadIdx.x % 32;
     for (int s = threadIdx.x / 32; s < lim; s += SDP_WARPS) { /* lim is the block's: whole warps */
         float acc = 0.0f;
-        for (int d = lane; d < D; d += 32) acc += qr[d] * kb[(size_t)s * D + d];
+        for (int d = lane; d < D; d += 32) acc += qr[d] * kb[(size_t)s * ld + d];
         acc = warp_sum(acc);
         if (lane == 0) w[s] = scale * acc;
     }
@@ -59,25 +67,28 @@ __global__ void __launch_bounds__(SDP_THREADS)
     __syncthreads();
     for (int e = threadIdx.x; e < Dv; e += SDP_THREADS) {
         float acc = 0.0f;
-        for (int s = 0; s < lim; s++) acc += w[s] * vb[(size_t)s * Dv + e];
+        for (int s = 0; s < lim; s++) acc += w[s] * vb[(size_t)s * ldv + e];
         o[e] = acc;
     }
 }
 
 /* dS[r,t,:] = P ⊙ (dP − P·dP) · scale with dP = dout_t vᵀ (0 where P = 0). Launch: grid (Tq, R)
  * of SDP_THREADS. */
+template <int merged>
 __global__ void __launch_bounds__(SDP_THREADS)
     k_attn_backward_scores(float *dS, const float *dout, const float *v, const float *weights,
-                           float scale, int Tq, int Tk, int Dv) {
+                           float scale, int NH, int Tq, int Tk, int Dv) {
     __shared__ float fbuf[SDP_THREADS];
     const int t = blockIdx.x, r = blockIdx.y;
-    const float *p = weights + ((size_t)r * Tq + t) * Tk, *g = dout + ((size_t)r * Tq + t) * Dv,
-                *vb = v + (size_t)r * Tk * Dv;
+    const int ldv = attn_row_stride(merged, NH, Dv);
+    const float *p = weights + ((size_t)r * Tq + t) * Tk,
+                *g = dout + attn_row0(merged, r, NH, Tq, Dv) + (size_t)t * ldv,
+                *vb = v + attn_row0(merged, r, NH, Tk, Dv);
     float *ds = dS + ((size_t)r * Tq + t) * Tk;
     const int lane = threadIdx.x % 32;
     for (int s = threadIdx.x / 32; s < Tk; s += SDP_WARPS) {
         float acc = 0.0f;
-        for (int e = lane; e < Dv; e += 32) acc += g[e] * vb[(size_t)s * Dv + e];
+        for (int e = lane; e < Dv; e += 32) acc += g[e] * vb[(size_t)s * ldv + e];
         acc = warp_sum(acc);
         if (lane == 0) ds[s] = acc;
     }
@@ -89,38 +100,45 @@ __global__ void __launch_bounds__(SDP_THREADS)
         ds[s] = p[s] == 0.0f ? 0.0f : p[s] * (ds[s] - dot) * scale;
 }
 
-/* dq += dS k, dk += dSᵀ q, dv += Pᵀ dout for row r (each may be NULL). Launch: grid (R, slices)
- * of SDP_THREADS (attn_sdp.cu's sdp_slices): block (r, y) owns the elements i = y·SDP_THREADS +
- * x, i + slices·SDP_THREADS, ... of each of row r's three outputs; no barrier. */
+/* dq += dS k, dk += dSᵀ q, dv += Pᵀ dout for row r (each may be NULL; = in place of += when
+ * merged). Launch: grid (R, slices) of SDP_THREADS (attn_sdp.cu's sdp_slices): block (r, y) owns
+ * the elements i = y·SDP_THREADS + x, i + slices·SDP_THREADS, ... of each of row r's three
+ * outputs; no barrier. */
+template <int merged>
 __global__ void __launch_bounds__(SDP_THREADS)
     k_attn_backward_inputs(float *dq, float *dk, float *dv, const float *dS, const float *dout,
-                           const float *q, const float *k, const float *weights, int Tq, int Tk,
-                           int D, int Dv) {
+                           const float *q, const float *k, const float *weights, int NH, int Tq,
+                           int Tk, int D, int Dv) {
     const int r = blockIdx.x, i0 = blockIdx.y * SDP_THREADS + threadIdx.x,
               stride = gridDim.y * SDP_THREADS;
+    const int ld = attn_row_stride(merged, NH, D), ldv = attn_row_stride(merged, NH, Dv);
+    const size_t oq = attn_row0(merged, r, NH, Tq, D), ok = attn_row0(merged, r, NH, Tk, D),
+                 ov = attn_row0(merged, r, NH, Tk, Dv), og = attn_row0(merged, r, NH, Tq, Dv);
     const float *ds = dS + (size_t)r * Tq * Tk, *P = weights + (size_t)r * Tq * Tk;
-    const float *qb = q + (size_t)r * Tq * D, *kb = k + (size_t)r * Tk * D,
-                *g = dout + (size_t)r * Tq * Dv;
+    const float *qb = q + oq, *kb = k + ok, *g = dout + og;
     if (dq)
         for (int i = i0; i < Tq * D; i += stride) {
             int t = i / D, d = i % D;
             float acc = 0.0f;
-            for (int s = 0; s < Tk; s++) acc += ds[(size_t)t * Tk + s] * kb[(size_t)s * D + d];
-            dq[(size_t)r * Tq * D + i] += acc;
+            for (int s = 0; s < Tk; s++) acc += ds[(size_t)t * Tk + s] * kb[(size_t)s * ld + d];
+            float *dst = dq + oq + (size_t)t * ld + d;
+            *dst = merged ? acc : *dst + acc;
         }
     if (dk)
         for (int i = i0; i < Tk * D; i += stride) {
             int s = i / D, d = i % D;
             float acc = 0.0f;
-            for (int t = 0; t < Tq; t++) acc += ds[(size_t)t * Tk + s] * qb[(size_t)t * D + d];
-            dk[(size_t)r * Tk * D + i] += acc;
+            for (int t = 0; t < Tq; t++) acc += ds[(size_t)t * Tk + s] * qb[(size_t)t * ld + d];
+            float *dst = dk + ok + (size_t)s * ld + d;
+            *dst = merged ? acc : *dst + acc;
         }
     if (dv)
         for (int i = i0; i < Tk * Dv; i += stride) {
             int s = i / Dv, e = i % Dv;
             float acc = 0.0f;
-            for (int t = 0; t < Tq; t++) acc += P[(size_t)t * Tk + s] * g[(size_t)t * Dv + e];
-            dv[(size_t)r * Tk * Dv + i] += acc;
+            for (int t = 0; t < Tq; t++) acc += P[(size_t)t * Tk + s] * g[(size_t)t * ldv + e];
+            float *dst = dv + ov + (size_t)s * ldv + e;
+            *dst = merged ? acc : *dst + acc;
         }
 }
 
