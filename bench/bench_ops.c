@@ -5,7 +5,8 @@
  *   bench_ops [threads]
  *
  * Sizes: B 150 sentences, S = T = 14 subwords (a 4096-token batch), E 256, H 512, V 8000; then
- * attention at configs/transformer.ini's sizes (160 sentences, 4 heads of 64, 14 positions).
+ * attention at configs/transformer.ini's sizes (160 sentences, 4 heads of 64, 14 positions), with the heads split
+ * and in their merged layout (attn_*_merged, as the Transformer calls them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,15 @@ int main(int argc, char **argv) {
             TIME(lab, 2.0 * fl,
                  be->attn_backward(adq, adk, adv, ago, aq, ak, av, aw, sc, AB, NH, AT, AT, HS, HS,
                                    awork));
+            /* the heads' merged layout, as the Transformer calls it (the same sizes) */
+            snprintf(lab, sizeof lab, "sdp attn fwd merged [160,14,4,64]%s", causal ? " causal" : "");
+            TIME(lab, fl,
+                 be->attn_forward_merged(ao, aw, aq, ak, av, alen, sc, causal, AB, NH, AT, AT, HS,
+                                         HS));
+            snprintf(lab, sizeof lab, "sdp attn bwd merged [160,14,4,64]%s", causal ? " causal" : "");
+            TIME(lab, 2.0 * fl,
+                 be->attn_backward_merged(adq, adk, adv, ago, aq, ak, av, aw, sc, AB, NH, AT, AT,
+                                          HS, HS, awork));
         }
         free(alen);
     }
