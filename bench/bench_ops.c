@@ -5,8 +5,9 @@
  *   bench_ops [threads]
  *
  * Sizes: B 150 sentences, S = T = 14 subwords (a 4096-token batch), E 256, H 512, V 8000; then
- * attention at configs/transformer.ini's sizes (160 sentences, 4 heads of 64, 14 positions), with the heads split
- * and in their merged layout (attn_*_merged, as the Transformer calls them).
+ * attention at configs/transformer.ini's sizes (160 sentences, 4 heads of 64, 14 positions),
+ * with the heads split and in their merged layout (attn_*_merged, as the Transformer calls
+ * them).
  */
 #include <stdio.h>
 #include <stdlib.h>
