@@ -15,7 +15,8 @@
 #   interleaved (GPU_CHECK_ROUNDS, default 5), at each train.batch_tokens of
 #   GPU_CHECK_BATCH_TOKENS (default "4096 8192": the configs' and twice it; Multi30k's epoch
 #   holds 64 batches of 16384). Timings vary with the host: read the spread.
-# GPU_CHECK_NO_CONFIGS=1 leaves out the cfg_* steps, GPU_CHECK_NO_TESTS=1 every test step.
+# GPU_CHECK_NO_CONFIGS=1 leaves out the cfg_* steps, GPU_CHECK_NO_TESTS=1 every test step,
+#   GPU_CHECK_NO_BENCH=1 the benchmarks even with SPM_MODEL given.
 # GPU_CHECK_PRECISIONS (default "tf32 bf16"): the extra bench_train runs of each model and size
 #   ("" for none). GPU_CHECK_PROFILE=1: bench_train --profile of each model at the last size.
 # GPU_CHECK_MODELS (default "transformer luong"): the configs the benchmarks run.
@@ -46,6 +47,7 @@
 set -uo pipefail
 [ $# -ge 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
 build=$1 out=$2 spm=${3:-}
+[ -z "${GPU_CHECK_NO_BENCH:-}" ] || spm=
 rounds=${GPU_CHECK_ROUNDS:-5} sizes=${GPU_CHECK_BATCH_TOKENS:-4096 8192}
 precisions=${GPU_CHECK_PRECISIONS-tf32 bf16} models=${GPU_CHECK_MODELS:-transformer luong}
 mkdir -p "$out"
