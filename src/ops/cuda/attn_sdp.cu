@@ -8,17 +8,22 @@
 #include "ops/cuda/attn_sdp.cuh"
 #include "ops/cuda/cuda_internal.h"
 
+/* LAUNCH of kernel<1> (the heads' merged layout) when merged, else of kernel<0> (split). */
+#define LAUNCH_LAYOUT(kernel, merged, grid, ...)                                                 \
+    do {                                                                                         \
+        if (merged)                                                                              \
+            LAUNCH(kernel<1>, grid, __VA_ARGS__);                                                \
+        else                                                                                     \
+            LAUNCH(kernel<0>, grid, __VA_ARGS__);                                                \
+    } while (0)
+
 static void attn_forward_layout(float *out, float *weights, const float *q, const float *k,
                                 const float *v, const int *key_len, float scale, int causal,
                                 int B, int NH, int Tq, int Tk, int D, int Dv, int merged) {
     if (B * NH <= 0 || Tq <= 0) return;
     dim3 grid((unsigned)Tq, (unsigned)(B * NH));
-    if (merged)
-        LAUNCH(k_attn_forward<1>, grid, SDP_THREADS, 0, out, weights, q, k, v, key_len, scale,
-               causal, NH, Tq, Tk, D, Dv);
-    else
-        LAUNCH(k_attn_forward<0>, grid, SDP_THREADS, 0, out, weights, q, k, v, key_len, scale,
-               causal, NH, Tq, Tk, D, Dv);
+    LAUNCH_LAYOUT(k_attn_forward, merged, grid, SDP_THREADS, 0, out, weights, q, k, v, key_len,
+                  scale, causal, NH, Tq, Tk, D, Dv);
 }
 
 static void cu_attn_forward(float *out, float *weights, const float *q, const float *k,
@@ -55,20 +60,12 @@ static void attn_backward_layout(float *dq, float *dk, float *dv, const float *d
     if (!merged && (Tq <= 0 || Tk <= 0)) return; /* nothing to add; merged still writes zeros */
     if ((dq || dk) && Tq > 0) {
         dim3 grid((unsigned)Tq, (unsigned)(B * NH));
-        if (merged)
-            LAUNCH(k_attn_backward_scores<1>, grid, SDP_THREADS, 0, work, dout, v, weights, scale,
-                   NH, Tq, Tk, Dv);
-        else
-            LAUNCH(k_attn_backward_scores<0>, grid, SDP_THREADS, 0, work, dout, v, weights, scale,
-                   NH, Tq, Tk, Dv);
+        LAUNCH_LAYOUT(k_attn_backward_scores, merged, grid, SDP_THREADS, 0, work, dout, v,
+                      weights, scale, NH, Tq, Tk, Dv);
     }
     dim3 grid((unsigned)(B * NH), sdp_slices(Tq, Tk, D, Dv));
-    if (merged)
-        LAUNCH(k_attn_backward_inputs<1>, grid, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k,
-               weights, NH, Tq, Tk, D, Dv);
-    else
-        LAUNCH(k_attn_backward_inputs<0>, grid, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k,
-               weights, NH, Tq, Tk, D, Dv);
+    LAUNCH_LAYOUT(k_attn_backward_inputs, merged, grid, SDP_THREADS, 0, dq, dk, dv, work, dout, q,
+                  k, weights, NH, Tq, Tk, D, Dv);
 }
 
 static void cu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
