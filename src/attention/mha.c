@@ -105,13 +105,14 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
                  const float *xkv, const MhaMask *mask, int B, int Tq, int Tk,
                  MhaScratch *scr) {
     if (attention_merged_ok(&a->at, be)) { /* the heads stay merged: qm, k, v, om [B, T, D] */
+        /* the backward's workspace, checked here as mha_attend does */
         CHECK(mha_workspace_floats(a, be, B, Tq, Tk) <= scr->work_cap,
               "attention workspace too small: reserve after setting the thread count");
         linear(be, acts->qm, xq, &a->W_q, &a->b_q, B * Tq, a->D);
         linear(be, acts->k, xkv, &a->W_k, &a->b_k, B * Tk, a->D);
         linear(be, acts->v, xkv, &a->W_v, &a->b_v, B * Tk, a->D);
         attention_forward_merged(&a->at, be, acts->om, acts->save, acts->qm, acts->k, acts->v,
-                                 mask->key_len, mask->causal, B, Tq, Tk, scr->work);
+                                 mask->key_len, mask->causal, B, Tq, Tk);
         linear(be, out, acts->om, &a->W_o, &a->b_o, B * Tq, a->D);
         return;
     }

@@ -35,8 +35,7 @@ int attention_merged_ok(const Attention *a, const Backend *be) {
 
 void attention_forward_merged(const Attention *a, const Backend *be, float *o, float *save,
                               const float *q, const float *k, const float *v,
-                              const int *key_len, int causal, int B, int Tq, int Tk, float *work) {
-    (void)work;
+                              const int *key_len, int causal, int B, int Tq, int Tk) {
     CHECK(attention_merged_ok(a, be), "attention_forward_merged: not for this kind or backend");
     be->attn_forward_merged(o, save, q, k, v, key_len, dot_scale(a), causal, B, a->NH, Tq, Tk,
                             a->HS, a->HS);
