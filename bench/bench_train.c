@@ -27,8 +27,7 @@
  *
  * --profile: the model runs on bench/op_profile.h's timing backend around the config's; after the
  * timed steps it prints where a step's time goes, op by op (calls, ms, %, GFLOP/s), the ROWS
- * (default 12) slowest GEMM shapes (a linear_backward's two products as one row) against the
- * same op alone at each shape, sgemm on 1024³ and 2048³,
+ * (default 12) slowest GEMM shapes against sgemm alone at each shape, sgemm on 1024³ and 2048³,
  * and the FMA peak of T threads, measured (op_profile_fma_peak). The ops are timed between synchronize()
  * calls, which costs the CUDA backend its overlap of host and device (a per-op profile, not a
  * speed figure); on the CPU every op is synchronous already.

@@ -14,7 +14,7 @@
 
 /* every computational field of Backend (src/ops/ops.h), in its order */
 #define PROF_OPS(X) \
-    X(matmul) X(matmul_bias_forward) X(linear_backward) X(bias_forward) X(bias_backward) X(axpy) X(scale) X(sumsq) \
+    X(matmul) X(matmul_bias_forward) X(bias_forward) X(bias_backward) X(axpy) X(scale) X(sumsq) \
     X(all_finite) X(concat2_forward) X(concat2_backward) X(transpose01_forward) \
     X(transpose01_backward) X(tanh_forward) X(tanh_backward) X(dropout_forward) \
     X(dropout_backward) X(layernorm_forward) X(layernorm_backward) X(bias_relu_dropout_forward) \
@@ -56,10 +56,9 @@ typedef struct {
 } OpStat;
 static OpStat g_ops[PI_COUNT];
 
-/* GEMM shapes: M, N, K, transA, transB as matmul takes them; or (lb = 1, 2) a linear_backward's
- * pair of products (lb 2: without dx) on rows M = N, C = N, K = K */
+/* GEMM shapes: M, N, K, transA, transB as matmul takes them */
 typedef struct {
-    int M, N, K, ta, tb, lb;
+    int M, N, K, ta, tb;
     long calls;
     double seconds;
 } GemmStat;
@@ -78,10 +77,10 @@ static double prof_end(int i, double t0, double flops) {
     g_ops[i].calls++, g_ops[i].seconds += dt, g_ops[i].flops += flops;
     return dt;
 }
-static void prof_gemm(int M, int N, int K, int ta, int tb, int lb, double dt) {
+static void prof_gemm(int M, int N, int K, int ta, int tb, double dt) {
     for (int i = 0; i < g_ngemms; i++) {
         GemmStat *g = &g_gemms[i];
-        if (g->M == M && g->N == N && g->K == K && g->ta == ta && g->tb == tb && g->lb == lb) {
+        if (g->M == M && g->N == N && g->K == K && g->ta == ta && g->tb == tb) {
             g->calls++, g->seconds += dt;
             return;
         }
@@ -90,7 +89,7 @@ static void prof_gemm(int M, int N, int K, int ta, int tb, int lb, double dt) {
         g_gemm_overflow = 1;
         return;
     }
-    g_gemms[g_ngemms++] = (GemmStat){M, N, K, ta, tb, lb, 1, dt};
+    g_gemms[g_ngemms++] = (GemmStat){M, N, K, ta, tb, 1, dt};
 }
 
 /* ---- the shims (one per op; the FLOPs counted: matmul 2·M·N·K, attention 2·B·NH·Tq·Tk per
@@ -100,22 +99,14 @@ static void p_matmul(float *C, const float *A, const float *B, int M, int Nc, in
     double t_ = prof_begin();
     g_in->matmul(C, A, B, M, Nc, K, transA, transB, alpha, beta);
     t_ = prof_end(PI_matmul, t_, 2.0 * M * Nc * K);
-    prof_gemm(M, Nc, K, transA, transB, 0, t_);
+    prof_gemm(M, Nc, K, transA, transB, t_);
 }
 static void p_matmul_bias_forward(float *out, const float *inp, const float *weight,
                                   const float *bias, int N, int C, int K, int relu) {
     double t_ = prof_begin();
     g_in->matmul_bias_forward(out, inp, weight, bias, N, C, K, relu);
     t_ = prof_end(PI_matmul_bias_forward, t_, 2.0 * N * C * K);
-    prof_gemm(N, C, K, 0, 1, 0, t_);
-}
-/* its two products counted (4·N·C·K, 2·N·C·K without dx), in the GEMM table as one row */
-static void p_linear_backward(float *dx, float dx_beta, float *dW, float *db, const float *dy,
-                              const float *x, const float *W, int N, int C, int K) {
-    double t_ = prof_begin();
-    g_in->linear_backward(dx, dx_beta, dW, db, dy, x, W, N, C, K);
-    t_ = prof_end(PI_linear_backward, t_, (dx ? 4.0 : 2.0) * N * C * K);
-    prof_gemm(N, C, K, 0, 0, dx ? 1 : 2, t_);
+    prof_gemm(N, C, K, 0, 1, t_);
 }
 static void p_bias_forward(float *out, const float *bias, int N, int C) {
     double t_ = prof_begin();
@@ -542,47 +533,29 @@ static int gemm_by_seconds(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* The FLOPs of one call of a GemmStat's shape. */
-static double gemm_flops(const GemmStat *g) {
-    return (g->lb == 1 ? 4.0 : 2.0) * g->M * g->N * g->K;
-}
-
-/* One call of a GemmStat's op on operands of its shape (A [M,K] or dy [M,N], B [K,N] or x
- * [M,K] and W [N,K], C [M,N] or dx [M,K], dW [N,K] and db [N]). */
-static void gemm_call(const GemmStat *g, float *A, float *B, float *C, float *D, float *E) {
-    if (g->lb)
-        g_in->linear_backward(g->lb == 1 ? C : NULL, 0.0f, D, E, A, B, B, g->M, g->N, g->K);
-    else
-        g_in->matmul(C, A, B, g->M, g->N, g->K, g->ta, g->tb, 1.0f, 0.0f);
-}
-
-/* GFLOP/s of the inner backend's op alone at one shape: operands of the shape (filled with small
- * values) multiplied repeatedly for at least 0.2 s after one untimed call. */
+/* GFLOP/s of inner->matmul alone at one shape: operands of the shape (filled with small values)
+ * multiplied repeatedly for at least 0.2 s after one untimed call. */
 static double sgemm_rate(const GemmStat *g) {
-    size_t mk = (size_t)g->M * g->K, kn = (size_t)g->K * g->N, mn = (size_t)g->M * g->N;
-    size_t big = mk > kn ? mk : kn;
-    big = big > mn ? big : mn;
-    float *h = xmalloc(sizeof(float) * big);
-    for (size_t i = 0; i < big; i++)
+    size_t na = (size_t)g->M * g->K, nb = (size_t)g->K * g->N, nc = (size_t)g->M * g->N;
+    float *h = xmalloc(sizeof(float) * (na > nb ? na : nb));
+    for (size_t i = 0; i < (na > nb ? na : nb); i++)
         h[i] = (float)((i * 7919u) % 17) / 17.0f;
-    /* every buffer large enough for either op's role (x and W share B: W is read only) */
-    float *A = g_in->alloc(sizeof(float) * big), *B = g_in->alloc(sizeof(float) * big),
-          *C = g_in->alloc(sizeof(float) * big), *D = g_in->alloc(sizeof(float) * kn),
-          *E = g_in->alloc(sizeof(float) * (size_t)g->N);
-    g_in->upload(A, h, sizeof(float) * big);
-    g_in->upload(B, h, sizeof(float) * big);
-    gemm_call(g, A, B, C, D, E);
+    float *A = g_in->alloc(sizeof(float) * na), *B = g_in->alloc(sizeof(float) * nb),
+          *C = g_in->alloc(sizeof(float) * nc);
+    g_in->upload(A, h, sizeof(float) * na);
+    g_in->upload(B, h, sizeof(float) * nb);
+    g_in->matmul(C, A, B, g->M, g->N, g->K, g->ta, g->tb, 1.0f, 0.0f);
     g_in->synchronize();
     long reps = 0;
     double t0 = prof_now(), dt;
     do {
-        gemm_call(g, A, B, C, D, E);
+        g_in->matmul(C, A, B, g->M, g->N, g->K, g->ta, g->tb, 1.0f, 0.0f);
         g_in->synchronize();
         reps++;
     } while ((dt = prof_now() - t0) < 0.2);
-    g_in->free(A), g_in->free(B), g_in->free(C), g_in->free(D), g_in->free(E);
+    g_in->free(A), g_in->free(B), g_in->free(C);
     free(h);
-    return gemm_flops(g) * reps / dt * 1e-9;
+    return 2.0 * g->M * g->N * g->K * reps / dt * 1e-9;
 }
 
 #if defined(__x86_64__)
@@ -681,7 +654,7 @@ double op_profile_bf16_peak(int threads) {
 }
 
 double op_profile_sgemm_square(int n) {
-    GemmStat g = {n, n, n, 0, 0, 0, 0, 0};
+    GemmStat g = {n, n, n, 0, 0, 0, 0};
     return sgemm_rate(&g);
 }
 
@@ -727,30 +700,24 @@ void op_profile_print(FILE *f, int steps, double step_seconds, int gemm_rows) {
     double gsec = 0, gflop = 0, gsgemm_sec = 0;
     for (int i = 0; i < g_ngemms; i++)
         gsec += g[i].seconds;
-    fprintf(f, "| GEMM M×N×K (transA, transB), or linear_backward N×C×K | calls/step | ms/step | "
-               "GFLOP/s in the step | alone GFLOP/s | step / alone |\n"
-               "|---|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| GEMM M×N×K (transA, transB) | calls/step | ms/step | GFLOP/s in the step | "
+               "sgemm alone GFLOP/s | step / alone |\n|---|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < g_ngemms; i++) {
-        double fl = gemm_flops(&g[i]) * g[i].calls, in_step = fl / g[i].seconds;
+        double fl = 2.0 * g[i].M * g[i].N * g[i].K * g[i].calls, in_step = fl / g[i].seconds;
         gflop += fl;
         if (i >= gemm_rows)
             continue;
         double alone = sgemm_rate(&g[i]) * 1e9;
         gsgemm_sec += fl / alone;
-        if (g[i].lb)
-            fprintf(f, "| linear_backward %d×%d×%d (%s) ", g[i].M, g[i].N, g[i].K,
-                    g[i].lb == 1 ? "dW, db, dx" : "dW, db");
-        else
-            fprintf(f, "| %d×%d×%d (%c, %c) ", g[i].M, g[i].N, g[i].K, g[i].ta ? 'T' : 'N',
-                    g[i].tb ? 'T' : 'N');
-        fprintf(f, "| %.1f | %.2f | %.1f | %.1f | %.2f |\n", (double)g[i].calls / steps,
+        fprintf(f, "| %d×%d×%d (%c, %c) | %.1f | %.2f | %.1f | %.1f | %.2f |\n", g[i].M, g[i].N,
+                g[i].K, g[i].ta ? 'T' : 'N', g[i].tb ? 'T' : 'N', (double)g[i].calls / steps,
                 1e3 * g[i].seconds / steps, in_step * 1e-9, alone * 1e-9, in_step / alone);
     }
     fprintf(f, "\n%d GEMM shapes%s; all of them: %.2f ms/step, %.1f GFLOP/s in the step", g_ngemms,
             g_gemm_overflow ? " (more were not recorded)" : "", 1e3 * gsec / steps,
             gflop / gsec * 1e-9);
     if (gemm_rows >= g_ngemms)
-        fprintf(f, "; the ops alone at the same shapes would take %.2f ms/step (%.1f GFLOP/s)",
+        fprintf(f, "; sgemm alone at the same shapes would take %.2f ms/step (%.1f GFLOP/s)",
                 1e3 * gsgemm_sec / steps, gflop / gsgemm_sec * 1e-9);
     fprintf(f, "\n");
 }

@@ -40,7 +40,8 @@ static void proj_forward(const Backend *be, float *y, const float *x, const Para
 /* y = x Wᵀ  →  dW += dyᵀ x,  dx += dy W */
 static void proj_backward(const Backend *be, float *dx, const float *dy, const float *x,
                           const Param *W, int N, int A, int D) {
-    backend_linear_backward(be, dx, 1.0f, W->g, NULL, dy, x, W->w, N, A, D);
+    be->matmul(W->g, dy, x, A, D, N, 1, 0, 1.0f, 1.0f);
+    be->matmul(dx, dy, W->w, N, D, A, 0, 0, 1.0f, 1.0f);
 }
 
 /* qp = q W_qᵀ  [N, A] */

@@ -60,7 +60,9 @@ static void linear(const Backend *be, float *y, const float *x, const Param *W, 
  * dW += dyᵀ x, db += Σ dy */
 static void linear_backward(const Backend *be, float *dx, float dx_keep, const float *dy,
                             const float *x, const Param *W, const Param *b, int N, int D) {
-    backend_linear_backward(be, dx, dx_keep, W->g, b->g, dy, x, W->w, N, D, D);
+    if (dx) be->matmul(dx, dy, W->w, N, D, D, 0, 0, 1.0f, dx_keep);
+    be->matmul(W->g, dy, x, D, D, N, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(b->g, dy, N, D);
 }
 
 void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const float *q,

@@ -31,9 +31,9 @@ double output_loss(const Backend *be, OutputLoss *o, float *dx, const float *x, 
         }
         loss += be->xent_forward_backward(o->dlogits, o->logits, targets + r0, r, V, smoothing,
                                           TOKEN_PAD, grad_scale, o->work);
-        /* dW += dlogitsᵀ x, db += Σ dlogits, dx = dlogits W */
-        backend_linear_backward(be, dx + (size_t)r0 * H, 0.0f, W->g, b->g, o->dlogits, xb, W->w,
-                                r, V, H);
+        be->matmul(W->g, o->dlogits, xb, V, H, r, 1, 0, 1.0f, 1.0f); /* dW += dlogitsᵀ x */
+        be->bias_backward(b->g, o->dlogits, r, V);
+        be->matmul(dx + (size_t)r0 * H, o->dlogits, W->w, r, H, V, 0, 0, 1.0f, 0.0f);
     }
     o->last_blocks = n;
     return loss;

@@ -157,12 +157,12 @@ static void cell_backward(const Backend *be, const RnnLayer *L, float *dgx, floa
     }
 }
 
-/* Gradients of the input side over N rows: dW_ih += dgxᵀ x, db += Σ dgx, dx += dgx W_ih (dx
- * NULL: none), and for GRU db_hh += Σ dgh (the LSTM's single bias sits in gx). */
-static void cell_input_grads(const Backend *be, RnnLayer *L, float *dx, const float *dgx,
-                             const float *dgh, const float *x, int N) {
-    backend_linear_backward(be, dx, 1.0f, L->W_ih.g, L->b.g, dgx, x, L->W_ih.w, N, L->G * L->h,
-                            L->in);
+/* Weight gradients of the input side over N rows: dW_ih += dgxᵀ x, db += Σ dgx, and for GRU
+ * db_hh += Σ dgh (the LSTM's single bias sits in gx). */
+static void cell_input_grads(const Backend *be, RnnLayer *L, const float *dgx, const float *dgh,
+                             const float *x, int N) {
+    be->matmul(L->W_ih.g, dgx, x, L->G * L->h, L->in, N, 1, 0, 1.0f, 1.0f);
+    be->bias_backward(L->b.g, dgx, N, L->G * L->h);
     if (L->gru) be->bias_backward(L->b_hh.g, dgh, N, 3 * L->h);
 }
 
@@ -485,7 +485,8 @@ static void enc_direction_backward(RnnModel *m, int ld, const float *x, const To
     if (S > 1)
         cell_recurrent_grads(be, L, rev ? dgh : dgh + (size_t)B * Gh * Hd,
                              rev ? h + (size_t)B * Hd : h, (S - 1) * B);
-    cell_input_grads(be, L, d_x, dgx, dgh, x, S * B);
+    cell_input_grads(be, L, dgx, dgh, x, S * B);
+    be->matmul(d_x, dgx, L->W_ih.w, S * B, L->in, G * Hd, 0, 0, 1.0f, 1.0f);
 }
 
 /* ids_tm [L,B] = ids [B,L] transposed on the device: transpose01 moves 4-byte words unchanged,
@@ -907,7 +908,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
     for (int l = 0; l < (dec_cud ? 0 : m->Ld); l++) { /* batched weight gradients of the decoder layers */
         RnnLayer *L = &m->dec[l];
         float *dgh = m->d_dec_gh[l];
-        cell_input_grads(be, L, NULL, m->d_dec_gx[l], dgh, m->dec_x[l], (int)NT);
+        cell_input_grads(be, L, m->d_dec_gx[l], dgh, m->dec_x[l], (int)NT);
         cell_recurrent_grads(be, L, dgh, m->dec_h0[l], B);
         if (T > 1)
             cell_recurrent_grads(be, L, dgh + BH * (L->gru ? 3 : 4), m->dec_h[l], (T - 1) * B);

@@ -15,7 +15,6 @@ static const struct {
 } OP_TABLE[] = {
     OP_ROW(OP_MATMUL, matmul),
     OP_ROW(OP_MATMUL_BIAS_FORWARD, matmul_bias_forward),
-    OP_ROW(OP_LINEAR_BACKWARD, linear_backward),
     OP_ROW(OP_BIAS_FORWARD, bias_forward),
     OP_ROW(OP_BIAS_BACKWARD, bias_backward),
     OP_ROW(OP_AXPY, axpy),
@@ -94,17 +93,6 @@ int supports_op(const Backend *be, OpKind op) {
     void (*fn)(void);
     memcpy(&fn, (const char *)be + OP_TABLE[op].offset, sizeof fn);
     return fn != NULL;
-}
-
-void backend_linear_backward(const Backend *be, float *dx, float dx_beta, float *dW, float *db,
-                             const float *dy, const float *x, const float *W, int N, int C, int K) {
-    if (be->linear_backward) {
-        be->linear_backward(dx, dx_beta, dW, db, dy, x, W, N, C, K);
-        return;
-    }
-    be->matmul(dW, dy, x, C, K, N, 1, 0, 1.0f, 1.0f);
-    if (db) be->bias_backward(db, dy, N, C);
-    if (dx) be->matmul(dx, dy, W, N, K, C, 0, 0, 1.0f, dx_beta);
 }
 
 int op_list_append(OpKind *ops, int n, const OpKind *more, int count) {

@@ -114,17 +114,6 @@ struct Backend {
      * CUBLASLT_EPILOGUE_RELU_BIAS (the bias added to the fp32 accumulator before the store). */
     void (*matmul_bias_forward)(float *out, const float *inp, const float *weight,
                                 const float *bias, int N, int C, int K, int relu);
-    /* The backward of that dense layer, y[N,C] = x[N,K] · W[C,K]ᵀ + b[C], in one call:
-     *   dW[C,K] += dyᵀ x;   db[C] += Σ_n dy[n,·] (db may be NULL: a layer without a bias);
-     *   dx[N,K] = dx_beta · dx + dy W (dx may be NULL: no input gradient; dx_beta 0 overwrites,
-     *   1 accumulates).
-     * dx must not overlap dy, x, W, dW or db. The same as matmul (dW), bias_backward and matmul
-     * (dx): the CPU calls exactly those at fp32 (bit-identical); at bf16 it rounds dy once for
-     * both products and sums db (fp32, from the unrounded dy) in that same pass over dy, instead
-     * of three passes. Optional: where a backend leaves it NULL, backend_linear_backward() makes
-     * the three calls. */
-    void (*linear_backward)(float *dx, float dx_beta, float *dW, float *db, const float *dy,
-                            const float *x, const float *W, int N, int C, int K);
     /* out[N,C] += bias[C] (—) */
     void (*bias_forward)(float *out, const float *bias, int N, int C);
     /* dbias[C] += sum_n dout[n,C] (—; no hidden state: a constant ones vector) */
@@ -493,7 +482,6 @@ struct Backend {
 typedef enum OpKind {
     OP_MATMUL,
     OP_MATMUL_BIAS_FORWARD,
-    OP_LINEAR_BACKWARD,
     OP_BIAS_FORWARD,
     OP_BIAS_BACKWARD,
     OP_AXPY,
@@ -576,12 +564,6 @@ int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
  * else STATUS_ERR with a message naming the backend and every missing op, e.g. "cuda backend: no
  * lstm_cell_forward, flash_attn_backward; use train.device = cpu". Source: DESIGN.md §2. */
 Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
-
-/* be->linear_backward (ops.h, same arguments) where be has it, else its three calls:
- * be->matmul for dW, be->bias_backward (when db), be->matmul for dx (when dx). No errors of its
- * own. Source: the chain rule for y = x Wᵀ + b. */
-void backend_linear_backward(const Backend *be, float *dx, float dx_beta, float *dW, float *db,
-                             const float *dy, const float *x, const float *W, int N, int C, int K);
 
 /* The CPU backend (OpenBLAS + OpenMP; memory is 64-byte aligned host memory): always present;
  * the reference. No errors. */

@@ -191,60 +191,6 @@ static void test_matmul_bias_forward(void) {
     }
 }
 
-/* linear_backward against the double-precision gradients of y = x Wᵀ + b (dW and db onto
- * random prefills, dx overwritten when dx_beta = 0 and accumulated when 1; dx or db NULL), and bit
- * for bit against the three ops it replaces, which backend_linear_backward runs on a table
- * without it. The second shape is above the OpenMP thresholds. */
-static void test_linear_backward(void) {
-    static const int shapes[][3] = {{6, 5, 7}, {300, 230, 20}};
-    Backend bare = *be;
-    bare.linear_backward = NULL;
-    for (int s = 0; s < 2; s++)
-        for (int v = 0; v < 4; v++) { /* 0: dx_beta 0; 1: dx_beta 1; 2: no dx; 3: no db */
-            const int N = shapes[s][0], C = shapes[s][1], K = shapes[s][2];
-            const size_t nx = (size_t)N * K, nw = (size_t)C * K, ny = (size_t)N * C;
-            Stat st;
-            stat_begin(&st, "linear_backward N=%d C=%d K=%d %s", N, C, K,
-                       (const char *[]){"dx_beta=0", "dx_beta=1", "dx=NULL", "db=NULL"}[v]);
-            float *x = frand(nx, -1, 1), *W = frand(nw, -1, 1), *dy = frand(ny, -1, 1);
-            float *dx0 = frand(nx, -2, 2), *dW0 = frand(nw, -2, 2), *db0 = frand(C, -2, 2);
-            float *dx = fdup(dx0, nx), *dW = fdup(dW0, nw), *db = fdup(db0, C);
-            float *dx2 = fdup(dx0, nx), *dW2 = fdup(dW0, nw), *db2 = fdup(db0, C);
-            float beta = v == 1 ? 1.0f : 0.0f;
-            int with_dx = v != 2, with_db = v != 3;
-            be->linear_backward(with_dx ? dx : NULL, beta, dW, with_db ? db : NULL, dy, x, W, N,
-                                C, K);
-            backend_linear_backward(&bare, with_dx ? dx2 : NULL, beta, dW2, with_db ? db2 : NULL,
-                                    dy, x, W, N, C, K);
-            for (int c = 0; c < C; c++) {
-                for (int k = 0; k < K; k++) {
-                    double g = dW0[(size_t)c * K + k];
-                    for (int n = 0; n < N; n++) g += (double)dy[(size_t)n * C + c] * x[(size_t)n * K + k];
-                    stat_add(&st, dW[(size_t)c * K + k], g, FWD_ATOL, FWD_RTOL, "dW", c * K + k);
-                }
-                double g = db0[c];
-                if (with_db)
-                    for (int n = 0; n < N; n++) g += dy[(size_t)n * C + c];
-                stat_add(&st, db[c], g, FWD_ATOL, FWD_RTOL, "db", c);
-            }
-            for (int n = 0; n < N; n++)
-                for (int k = 0; k < K; k++) {
-                    double g = with_dx ? beta * (double)dx0[(size_t)n * K + k] : dx0[(size_t)n * K + k];
-                    if (with_dx)
-                        for (int c = 0; c < C; c++) g += (double)dy[(size_t)n * C + c] * W[(size_t)c * K + k];
-                    stat_add(&st, dx[(size_t)n * K + k], g, FWD_ATOL, FWD_RTOL, "dx", n * K + k);
-                }
-            stat_true(&st, memcmp(dx, dx2, sizeof(float) * nx) == 0 &&
-                               memcmp(dW, dW2, sizeof(float) * nw) == 0 &&
-                               memcmp(db, db2, sizeof(float) * C) == 0,
-                      "differs from matmul, bias_backward, matmul (backend_linear_backward's "
-                      "fallback)");
-            stat_end(&st);
-            free(x), free(W), free(dy), free(dx0), free(dW0), free(db0);
-            free(dx), free(dW), free(db), free(dx2), free(dW2), free(db2);
-        }
-}
-
 typedef struct {
     const float *X0, *r;
     float *bias, *out;
@@ -2987,7 +2933,6 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_MATMUL] = {"matmul", test_matmul, vs_cpu_matmul},
     [OP_MATMUL_BIAS_FORWARD] = {"matmul_bias_forward", test_matmul_bias_forward,
                                 vs_cpu_matmul_bias_forward},
-    [OP_LINEAR_BACKWARD] = {"linear_backward", test_linear_backward, NULL},
     [OP_BIAS_FORWARD] = {"bias_forward", test_bias, vs_cpu_bias},
     [OP_BIAS_BACKWARD] = {"bias_backward", test_bias, vs_cpu_bias},
     [OP_AXPY] = {"axpy", test_axpy_scale, vs_cpu_axpy_scale},

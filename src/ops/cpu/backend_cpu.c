@@ -48,7 +48,6 @@ static const Backend CPU_BACKEND = {
     .synchronize = cpu_sync,
     .matmul = cpu_matmul,
     .matmul_bias_forward = cpu_matmul_bias_forward,
-    .linear_backward = cpu_linear_backward,
     .bias_forward = cpu_bias_forward,
     .bias_backward = cpu_bias_backward,
     .axpy = cpu_axpy,

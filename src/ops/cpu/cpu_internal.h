@@ -71,8 +71,6 @@ void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight, 
                              int N, int C, int K, int relu);
 void cpu_bias_forward(float *out, const float *bias, int N, int C);
 void cpu_bias_backward(float *dbias, const float *dout, int N, int C);
-void cpu_linear_backward(float *dx, float dx_beta, float *dW, float *db, const float *dy,
-                         const float *x, const float *W, int N, int C, int K);
 void cpu_axpy(float *y, float a, const float *x, size_t n);
 void cpu_scale(float *x, float a, size_t n);
 double cpu_sumsq(const float *x, size_t n);

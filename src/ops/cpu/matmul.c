@@ -1,5 +1,5 @@
-/* matmul.c — the CPU backend's dense products (the Backend's matmul, matmul_bias_forward and
- * linear_backward; semantics in ops/ops.h), and the choice of the library that computes them:
+/* matmul.c — the CPU backend's dense products (the Backend's matmul and matmul_bias_forward;
+ * semantics in ops/ops.h), and the choice of the library that computes them:
  *   fp32  OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm when the build has oneDNN (TRAINER_DNNL)
  *         and the CPU has AVX-512: there Debian's oneDNN 2.6 runs the models' shapes 1.12× faster
  *         (geometric mean) than OpenBLAS 0.3.21's SkylakeX kernels, and about 2× its default
@@ -13,7 +13,6 @@
  * The small products inside the attention ops (attn_sdp.c, flash.c) call cblas_sgemm directly,
  * single-threaded inside their parallel regions, in fp32 at every precision. */
 #include <cblas.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,67 +116,6 @@ void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
 }
 
 #ifdef TRAINER_DNNL
-#if defined(__x86_64__)
-/* round_bf16_colsum's columns [c0, c1) with AVX512_BF16 (vcvtneps2bf16, as round_bf16_avx512):
- * blocks of up to 8 vectors of 16 columns, each block's sums held in registers down all N rows
- * (then added to db), the last partial vector masked. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
-round_colsum_avx512(uint16_t *dst, float *db, const float *src, int N, int C, int c0, int c1) {
-    for (int cb = c0; cb < c1; cb += 128) {
-        const int w = c1 - cb < 128 ? c1 - cb : 128, nv = (w + 15) / 16;
-        const __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1 : 0xffffu);
-        __m512 acc[8];
-        for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
-        for (int n = 0; n < N; n++) {
-            const float *s = src + (size_t)n * C + cb;
-            uint16_t *d = dst + (size_t)n * C + cb;
-            if (nv == 8 && last == 0xffffu) { /* a whole block: no masks */
-                for (int j = 0; j < 8; j++) {
-                    __m512 v = _mm512_loadu_ps(s + 16 * j);
-                    _mm256_storeu_si256((__m256i *)(d + 16 * j), (__m256i)_mm512_cvtneps_pbh(v));
-                    acc[j] = _mm512_add_ps(acc[j], v);
-                }
-            } else {
-                for (int j = 0; j < nv; j++) {
-                    const __mmask16 m = j == nv - 1 ? last : 0xffffu;
-                    __m512 v = _mm512_maskz_loadu_ps(m, s + 16 * j);
-                    _mm256_mask_storeu_epi16(d + 16 * j, m, (__m256i)_mm512_cvtneps_pbh(v));
-                    acc[j] = _mm512_add_ps(acc[j], v);
-                }
-            }
-        }
-        for (int j = 0; j < nv && db; j++) {
-            const __mmask16 m = j == nv - 1 ? last : 0xffffu;
-            _mm512_mask_storeu_ps(db + cb + 16 * j, m,
-                                  _mm512_add_ps(_mm512_maskz_loadu_ps(m, db + cb + 16 * j), acc[j]));
-        }
-    }
-}
-#endif
-
-/* dst[N,C] = bf16(src[N,C]) (as backend_cpu_round_bf16) and, when db is not NULL, db[c] +=
- * (src[0,c] + src[1,c] + …) in fp32, the rows added in order: one pass over src for both. The
- * columns are split among the threads in multiples of 16, so each column is summed by one
- * thread, in the same order whatever their number. Without AVX512_BF16 (where the trainer
- * refuses bf16), two passes: backend_cpu_round_bf16 and cpu_bias_backward. */
-static void round_bf16_colsum(uint16_t *dst, float *db, const float *src, int N, int C) {
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl")) {
-#pragma omp parallel if ((long)N * C > 65536)
-        {
-            const int T = omp_get_num_threads(), t = omp_get_thread_num();
-            const int per = ((C + T - 1) / T + 15) / 16 * 16;
-            const int c0 = (long)t * per < C ? t * per : C, c1 = C - c0 < per ? C : c0 + per;
-            if (c0 < c1) round_colsum_avx512(dst, db, src, N, C, c0, c1);
-        }
-        return;
-    }
-#endif
-    backend_cpu_round_bf16(dst, src, (size_t)N * C);
-    if (db) cpu_bias_backward(db, src, N, C);
-}
-
 /* A failed oneDNN call is a programmer or resource error: its name and status, then abort. */
 #define DNNL_OK(call)                                                                             \
     do {                                                                                          \
@@ -271,19 +209,13 @@ static void *grow(Buf *b, size_t bytes) {
     return b->p;
 }
 
-/* C = alpha op(A) op(B) + beta C with A and B rounded to bf16 first (into this thread's
- * buffers); A16, when not NULL, is A already rounded (A is then not read). */
-static void bf16_matmul(float *C, const float *A, const uint16_t *A16, const float *B, int M,
-                        int Nc, int K, int transA, int transB, float alpha, float beta) {
+static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
+                        int transA, int transB, float alpha, float beta) {
     static _Thread_local Buf abuf, bbuf, sbuf;
     static _Thread_local dnnl_stream_t stream;
-    const uint16_t *a16 = A16;
-    if (!a16) {
-        uint16_t *a = grow(&abuf, sizeof(uint16_t) * (size_t)M * K + 64);
-        backend_cpu_round_bf16(a, A, (size_t)M * K);
-        a16 = a;
-    }
+    uint16_t *a16 = grow(&abuf, sizeof(uint16_t) * (size_t)M * K + 64);
     uint16_t *b16 = grow(&bbuf, sizeof(uint16_t) * (size_t)K * Nc + 64);
+    backend_cpu_round_bf16(a16, A, (size_t)M * K);
     backend_cpu_round_bf16(b16, B, (size_t)K * Nc);
     const Bf16Prim *p = bf16_prim(transA, transB, alpha, beta);
     if (!stream) DNNL_OK(dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags));
@@ -297,7 +229,7 @@ static void bf16_matmul(float *C, const float *A, const uint16_t *A16, const flo
         DNNL_OK(dnnl_primitive_get_primitive_desc(p->prim, &pd));
         md[3] = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     }
-    void *ptr[4] = {(void *)a16, b16, C, nargs == 4 ? grow(&sbuf, p->scratch + 64) : NULL};
+    void *ptr[4] = {a16, b16, C, nargs == 4 ? grow(&sbuf, p->scratch + 64) : NULL};
     const int arg[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
     dnnl_exec_arg_t args[4];
     for (int i = 0; i < nargs; i++) {
@@ -317,7 +249,7 @@ void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, 
     int lda = transA ? M : K, ldb = transB ? K : Nc;
 #ifdef TRAINER_DNNL
     if (K > 0 && g_precision == BACKEND_PRECISION_BF16) {
-        bf16_matmul(C, A, NULL, B, M, Nc, K, transA, transB, alpha, beta);
+        bf16_matmul(C, A, B, M, Nc, K, transA, transB, alpha, beta);
         return;
     }
     if (g_use_dnnl) {
@@ -328,25 +260,6 @@ void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, 
 #endif
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, M, Nc, K, alpha, A, lda, B, ldb, beta, C, Nc);
-}
-
-/* fp32: the three calls of backend_linear_backward's fallback. bf16: dy rounded once (and db
- * summed in that pass) for both products. */
-void cpu_linear_backward(float *dx, float dx_beta, float *dW, float *db, const float *dy,
-                         const float *x, const float *W, int N, int C, int K) {
-#ifdef TRAINER_DNNL
-    if (g_precision == BACKEND_PRECISION_BF16 && N > 0 && C > 0 && K > 0) {
-        static _Thread_local Buf dybuf;
-        uint16_t *dy16 = grow(&dybuf, sizeof(uint16_t) * (size_t)N * C + 64);
-        round_bf16_colsum(dy16, db, dy, N, C);
-        bf16_matmul(dW, NULL, dy16, x, C, K, N, 1, 0, 1.0f, 1.0f); /* dW += dyᵀ x */
-        if (dx) bf16_matmul(dx, NULL, dy16, W, N, K, C, 0, 0, 1.0f, dx_beta); /* dx = dy W */
-        return;
-    }
-#endif
-    cpu_matmul(dW, dy, x, C, K, N, 1, 0, 1.0f, 1.0f);
-    if (db) cpu_bias_backward(db, dy, N, C);
-    if (dx) cpu_matmul(dx, dy, W, N, K, C, 0, 0, 1.0f, dx_beta);
 }
 
 /* The product, then the bias row (and ReLU) in a second pass: the same arithmetic as matmul +
