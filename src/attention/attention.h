@@ -258,8 +258,8 @@ void attention_backward(const Attention *a, const Backend *be, float *dq, float 
  * attn_forward_merged: no split and merge of the heads around them); then
  * attention_forward_merged / _backward_merged are attention_forward / _backward with q, k, v,
  * o, dout, dq, dk, dv in that layout (save and the backward's work unchanged; the forward
- * needs no work), except that the backward OVERWRITES dq, dk and dv. No errors; calling them where attention_merged_ok is 0 aborts
- * (programmer error). */
+ * needs no work), except that the backward OVERWRITES dq, dk and dv. No errors; calling them
+ * where attention_merged_ok is 0 aborts (programmer error). */
 int attention_merged_ok(const Attention *a, const Backend *be);
 void attention_forward_merged(const Attention *a, const Backend *be, float *o, float *save,
                               const float *q, const float *k, const float *v,
