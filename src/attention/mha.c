@@ -57,11 +57,20 @@ static void linear(const Backend *be, float *y, const float *x, const Param *W, 
 }
 
 /* y = x Wᵀ + b  →  dx = dx_keep · dx + dy W (dx_keep 1: accumulate, 0: overwrite),
- * dW += dyᵀ x, db += Σ dy */
-static void linear_backward(const Backend *be, float *dx, float dx_keep, const float *dy,
-                            const float *x, const Param *W, const Param *b, int N, int D) {
+ * dW += dyᵀ x: the two products, inside the caller's matmul run (dy rounded once at bf16) */
+static void linear_backward_products(const Backend *be, float *dx, float dx_keep,
+                                     const float *dy, const float *x, const Param *W, int N,
+                                     int D) {
     if (dx) be->matmul(dx, dy, W->w, N, D, D, 0, 0, 1.0f, dx_keep);
     be->matmul(W->g, dy, x, D, D, N, 1, 0, 1.0f, 1.0f);
+}
+
+/* linear_backward_products in a run of their own, then db += Σ dy */
+static void linear_backward(const Backend *be, float *dx, float dx_keep, const float *dy,
+                            const float *x, const Param *W, const Param *b, int N, int D) {
+    backend_matmul_run(be, 1);
+    linear_backward_products(be, dx, dx_keep, dy, x, W, N, D);
+    backend_matmul_run(be, 0);
     be->bias_backward(b->g, dy, N, D);
 }
 
@@ -108,9 +117,11 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
         /* the backward's workspace, checked here as mha_attend does */
         CHECK(mha_workspace_floats(a, be, B, Tq, Tk) <= scr->work_cap,
               "attention workspace too small: reserve after setting the thread count");
+        backend_matmul_run(be, 1); /* xq (= xkv in self-attention) rounded once at bf16 */
         linear(be, acts->qm, xq, &a->W_q, &a->b_q, B * Tq, a->D);
         linear(be, acts->k, xkv, &a->W_k, &a->b_k, B * Tk, a->D);
         linear(be, acts->v, xkv, &a->W_v, &a->b_v, B * Tk, a->D);
+        backend_matmul_run(be, 0);
         attention_forward_merged(&a->at, be, acts->om, acts->save, acts->qm, acts->k, acts->v,
                                  mask->key_len, mask->causal, B, Tq, Tk);
         linear(be, out, acts->om, &a->W_o, &a->b_o, B * Tq, a->D);
@@ -135,9 +146,16 @@ void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, f
         /* dq, dk, dv written whole (the merged backward overwrites) */
         attention_backward_merged(&a->at, be, dq, dk, dv, dom, acts->save, acts->qm, acts->k,
                                   acts->v, B, Tq, Tk, scr->work);
-        linear_backward(be, dxq, dxq_keep, dq, xq, &a->W_q, &a->b_q, Nq, D);
-        linear_backward(be, dxkv, 1.0f, dk, xkv, &a->W_k, &a->b_k, Nk, D);
-        linear_backward(be, dxkv, 1.0f, dv, xkv, &a->W_v, &a->b_v, Nk, D);
+        /* the six products in one run (each of dq, dk, dv and xkv rounded once at bf16),
+         * then the biases */
+        backend_matmul_run(be, 1);
+        linear_backward_products(be, dxq, dxq_keep, dq, xq, &a->W_q, Nq, D);
+        linear_backward_products(be, dxkv, 1.0f, dk, xkv, &a->W_k, Nk, D);
+        linear_backward_products(be, dxkv, 1.0f, dv, xkv, &a->W_v, Nk, D);
+        backend_matmul_run(be, 0);
+        be->bias_backward(a->b_q.g, dq, Nq, D);
+        be->bias_backward(a->b_k.g, dk, Nk, D);
+        be->bias_backward(a->b_v.g, dv, Nk, D);
         return;
     }
     /* Each permutation's gradient is the inverse permutation, written whole (no zeroing and

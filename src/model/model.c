@@ -150,8 +150,12 @@ double model_loss(Model *m, const TokenBatch *tb, float smoothing, int train, ui
                   float grad_scale) {
     CHECK(!train || m->ps.grad, "model_loss(train) on a model allocated for inference");
     const TokenBatch *d = upload(m, tb);
-    return m->tf ? transformer_loss(m->tf, d, smoothing, train, key, grad_scale)
-                 : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);
+    /* nothing writes the weights until the pass ends (matmul_hold: rounded once at bf16) */
+    backend_matmul_hold(m->be, m->ps.data, m->ps.total);
+    double loss = m->tf ? transformer_loss(m->tf, d, smoothing, train, key, grad_scale)
+                        : rnn_forward_backward(m->rnn, d, smoothing, train, key, grad_scale);
+    backend_matmul_hold(m->be, NULL, 0);
+    return loss;
 }
 
 void model_set_grad_ready(Model *m, GradReady h) {

@@ -31,9 +31,11 @@ double output_loss(const Backend *be, OutputLoss *o, float *dx, const float *x, 
         }
         loss += be->xent_forward_backward(o->dlogits, o->logits, targets + r0, r, V, smoothing,
                                           TOKEN_PAD, grad_scale, o->work);
+        backend_matmul_run(be, 1); /* dlogits rounded once for both products at bf16 */
         be->matmul(W->g, o->dlogits, xb, V, H, r, 1, 0, 1.0f, 1.0f); /* dW += dlogitsᵀ x */
-        be->bias_backward(b->g, o->dlogits, r, V);
         be->matmul(dx + (size_t)r0 * H, o->dlogits, W->w, r, H, V, 0, 0, 1.0f, 0.0f);
+        backend_matmul_run(be, 0);
+        be->bias_backward(b->g, o->dlogits, r, V);
     }
     o->last_blocks = n;
     return loss;

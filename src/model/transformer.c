@@ -273,15 +273,19 @@ static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, flo
     TfLayer *L = (TfLayer *)L_;
     int D = m->D, F = m->F;
     /* out = hd W2ᵀ + b2 */
+    backend_matmul_run(be, 1); /* dout rounded once for both products at bf16 */
     be->matmul(L->W2.g, dout, la->hd, D, F, N, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(L->b2.g, dout, N, D);
     be->matmul(m->fh1, dout, L->W2.w, N, F, D, 0, 0, 1.0f, 0.0f);
+    backend_matmul_run(be, 0);
+    be->bias_backward(L->b2.g, dout, N, D);
     /* hd = dropout(relu(pre + b1)), with the training dropout rate (backward runs only then) */
     be->relu_dropout_backward(m->fh2, m->fh1, la->hd, m->c.dropout, (size_t)N * F);
     /* pre = a W1ᵀ */
+    backend_matmul_run(be, 1); /* fh2 likewise */
     be->matmul(L->W1.g, m->fh2, a, F, D, N, 1, 0, 1.0f, 1.0f);
-    be->bias_backward(L->b1.g, m->fh2, N, F);
     be->matmul(da, m->fh2, L->W1.w, N, D, F, 0, 0, 1.0f, da_keep);
+    backend_matmul_run(be, 0);
+    be->bias_backward(L->b1.g, m->fh2, N, F);
 }
 
 /* Runs sub-layer c on u [N,D]; returns its output (pre: s, post: LN(s)). */

@@ -99,6 +99,22 @@ struct Backend {
     void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend */
     void (*zero)(void *p, size_t bytes);
     void (*synchronize)(void);
+    /* Optional (NULL where a backend gains nothing from it; call it through backend_matmul_run).
+     * begin = 1 opens, 0 closes a run of matmul and matmul_bias_forward calls on the calling
+     * thread, between which the caller writes nothing and calls no other op: an operand passed
+     * again within the run (the same pointer and element count, not overlapped since by a call's
+     * output) may reuse the work the backend did on it. The CPU at bf16 rounds each such operand
+     * to bfloat16 once per run instead of once per product: the results are bit for bit those of
+     * the same calls outside a run. Runs do not nest. No errors. */
+    void (*matmul_run)(int begin);
+    /* Optional likewise (call it through backend_matmul_hold): declares that p[0..n) (backend
+     * memory) is not written by anything until the next matmul_hold on this thread (p NULL,
+     * n 0: none), so that the backend may keep the work it did on matmul operands inside it
+     * across products: the CPU at bf16 rounds each weight to bfloat16 once per hold (model_loss
+     * holds the parameters: once per training step instead of once per product). The results
+     * are bit for bit those without it. The CPU CHECKs that no matmul writes into the held range
+     * ("matmul: its output overlaps the range held by matmul_hold"). */
+    void (*matmul_hold)(const float *p, size_t n);
 
     /* ---- dense algebra ---- */
     /* C[M,Nc] = alpha * op(A) op(B) + beta * C; op(A) is [M,K] (A stored [K,M] if transA),
@@ -547,6 +563,15 @@ typedef enum OpKind {
 /* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range.
  * No errors. Source: ggml's GGML_OP_NAME (the idea). */
 const char *op_name(OpKind op);
+
+/* be->matmul_run(begin) where the backend has it, else nothing (ops.h, Backend.matmul_run). */
+static inline void backend_matmul_run(const Backend *be, int begin) {
+    if (be->matmul_run) be->matmul_run(begin);
+}
+/* be->matmul_hold(p, n) where the backend has it, else nothing (Backend.matmul_hold). */
+static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {
+    if (be->matmul_hold) be->matmul_hold(p, n);
+}
 
 /* The byte offset of op's function pointer in Backend (tests build tables that lack ops).
  * CHECKs that op is in range. */

@@ -1,8 +1,9 @@
 /* test_precision_cpu.c — train.precision on the CPU (issue 16): the bfloat16 rounding itself
  * (nearest, ties to even, NaN and infinity), the bf16 products of the CPU backend against a
  * double-precision product of the rounded inputs (every transpose, alpha, beta), that they are
- * not the fp32 products, and the config's refusals (tf32 on the cpu; bf16 where the CPU or the
- * build cannot). The products run where backend_cpu_bf16_supported() says yes (a build with
+ * not the fp32 products, that keeping an operand's rounding across products (matmul_run,
+ * matmul_hold) changes no bit, and the config's refusals (tf32 on the cpu; bf16 where the CPU
+ * or the build cannot). The products run where backend_cpu_bf16_supported() says yes (a build with
  * oneDNN on an AVX512_BF16 CPU); elsewhere the test says so and checks the refusal instead.
  */
 #include <math.h>
@@ -163,6 +164,74 @@ static void test_bias_forward(void) {
     free(x), free(w), free(bias), free(y), free(ref);
 }
 
+static float *urand(Rng *rng, size_t n) {
+    float *x = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) x[i] = rng_uniform(rng) * 2 - 1;
+    return x;
+}
+
+static int same_bits(const float *a, const float *b, size_t n) {
+    return memcmp(a, b, sizeof(float) * n) == 0;
+}
+
+/* Backend.matmul_run and matmul_hold at bf16: an operand's rounding kept for the later products
+ * of a run, or of a hold, gives the bits of the same products outside; an operand that a
+ * product of the run overwrote in part is rounded again; more operands than the run keeps. */
+static void test_reuse(void) {
+    const Backend *be = backend_cpu();
+    enum { M = 40, K = 72, N = 56, SLOT = K * N }; /* SLOT: one product's output, at most */
+    Rng rng;
+    rng_seed(&rng, 9, 4);
+    float *A = urand(&rng, M * K), *W = urand(&rng, 12 * N * K), *Y = urand(&rng, M * K);
+    float *ref = calloc((size_t)12 * SLOT, sizeof(float));
+    float *out = calloc((size_t)12 * SLOT, sizeof(float));
+    float *Y0 = malloc(sizeof(float) * M * K), *Ynew = urand(&rng, M * K);
+    memcpy(Y0, Y, sizeof(float) * M * K);
+    backend_cpu_set_precision(BACKEND_PRECISION_BF16);
+    /* the sequence: A against 12 weights (more operands than a run keeps), then A's transpose
+     * (dW = Aᵀ C: the same memory, another shape), then Y, its first half overwritten by a
+     * product of the run, then Y again */
+    for (int pass = 0; pass < 2; pass++) { /* 0: outside a run (the reference), 1: inside */
+        float *C = pass ? out : ref;
+        memcpy(Y, Y0, sizeof(float) * M * K);
+        if (pass) be->matmul_run(1);
+        for (int w = 0; w < 12; w++)
+            be->matmul(C + (size_t)w * SLOT, A, W + (size_t)w * N * K, M, N, K, 0, 1, 1.0f, 0.0f);
+        be->matmul(C + 9 * SLOT, A, C, K, N, M, 1, 0, 1.0f, 1.0f); /* [K,N] += Aᵀ C0 */
+        be->matmul(C + 10 * SLOT, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
+        /* the first M/2 rows of Y ← Ynew's rows · I (a product whose output is half of Y) */
+        float *I = calloc((size_t)K * K, sizeof(float));
+        for (int i = 0; i < K; i++) I[(size_t)i * K + i] = 1.0f;
+        be->matmul(Y, Ynew, I, M / 2, K, K, 0, 0, 1.0f, 0.0f);
+        free(I);
+        be->matmul(C + 11 * SLOT, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
+        if (pass) be->matmul_run(0);
+    }
+    EXPECT(same_bits(out, ref, (size_t)12 * SLOT),
+           "bf16 products inside a matmul_run differ from the same products outside");
+    EXPECT(!same_bits(out + 10 * SLOT, out + 11 * SLOT, (size_t)M * N),
+           "the product on the overwritten Y equals the one before: Y's old rounding was reused");
+    /* a hold over W: the same bits, again after W changes between two holds */
+    for (int h = 0; h < 2; h++) {
+        if (h) W[5] += 0.5f, W[(size_t)3 * N * K + 7] -= 0.25f; /* between holds */
+        for (int pass = 0; pass < 2; pass++) {
+            float *C = pass ? out : ref;
+            if (pass) be->matmul_hold(W, (size_t)12 * N * K);
+            for (int r = 0; r < 2; r++) /* each weight twice: the second from the hold */
+                for (int w = 0; w < 4; w++)
+                    be->matmul(C + (size_t)(4 * r + w) * SLOT, A, W + (size_t)w * N * K, M, N, K,
+                               0, 1, 1.0f, 0.0f);
+            if (pass) be->matmul_hold(NULL, 0);
+        }
+        EXPECT(same_bits(out, ref, (size_t)8 * SLOT),
+               "bf16 products inside matmul_hold differ from the same products outside (hold %d)",
+               h);
+    }
+    backend_cpu_set_precision(BACKEND_PRECISION_FP32);
+    printf("bf16 matmul_run and matmul_hold: the same bits as without\n");
+    free(A), free(W), free(Y), free(Y0), free(Ynew), free(ref), free(out);
+}
+
 static void test_config(int supported, const char *why) {
     Config c;
     Err err;
@@ -190,6 +259,7 @@ int main(void) {
     if (supported) {
         test_products();
         test_bias_forward();
+        test_reuse();
     }
     else
         printf("bf16 products not run here: %s\n", why);

@@ -9,11 +9,13 @@
  *         products accumulated and stored in fp32: oneDNN's matmul primitive (its JIT GEMM with
  *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16
  *         (CUBLAS_COMPUTE_32F_FAST_16BF) and PyTorch's CPU autocast: weights, their gradients and
- *         Adam stay fp32; only the product's inputs are rounded.
+ *         Adam stay fp32; only the product's inputs are rounded, each once where the caller
+ *         allows it (Backend.matmul_run, matmul_hold: kept roundings, the same bits).
  * The small products inside the attention ops (attn_sdp.c, flash.c) call cblas_sgemm directly,
  * single-threaded inside their parallel regions, in fp32 at every precision. */
 #include <cblas.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@
 #endif
 
 static int g_precision = BACKEND_PRECISION_FP32;
+/* This thread's range held by Backend.matmul_hold, as addresses: [lo, hi), empty when equal */
+static _Thread_local uintptr_t t_held_lo, t_held_hi;
 static pthread_once_t g_gemm_once = PTHREAD_ONCE_INIT;
 static int g_use_dnnl; /* fp32 products on dnnl_sgemm */
 
@@ -209,14 +213,95 @@ static void *grow(Buf *b, size_t bytes) {
     return b->p;
 }
 
+/* The operands rounded in this thread's current run (Backend.matmul_run), kept for the run's
+ * later products: a layer's output gradient for both its backward products, the input of the
+ * Q, K and V projections. RUN_KEEP entries, the least recently used one replaced (a product's
+ * second operand never replaces its first, the most recent); buffers grow and are kept. */
+enum { RUN_KEEP = 6 };
+typedef struct {
+    const float *src; /* NULL: empty */
+    size_t n;
+    unsigned long used; /* the run's clock at its last use */
+    Buf buf;
+} Kept;
+static _Thread_local struct {
+    int on;
+    unsigned long clock;
+    Kept k[RUN_KEEP];
+} t_run;
+
+/* The operands inside this thread's held range rounded since its hold began: HOLD_KEEP
+ * entries (a model's weight matrices), any further ones rounded per product. */
+enum { HOLD_KEEP = 128 };
+static _Thread_local struct {
+    int n;
+    struct {
+        const float *src;
+        size_t n;
+        Buf buf;
+    } k[HOLD_KEEP];
+} t_hold;
+
+/* src[n] rounded to bf16: from the held operands or the run's kept ones when it is one of them,
+ * else rounded into a new held entry (inside the held range), a kept entry (inside a run) or
+ * scratch. */
+static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
+    const uintptr_t a = (uintptr_t)src;
+    if (a >= t_held_lo && a < t_held_hi && n <= (t_held_hi - a) / sizeof(float)) {
+        for (int i = 0; i < t_hold.n; i++)
+            if (t_hold.k[i].src == src && t_hold.k[i].n == n) return t_hold.k[i].buf.p;
+        if (t_hold.n < HOLD_KEEP) {
+            Buf *b = &t_hold.k[t_hold.n].buf;
+            uint16_t *d = grow(b, sizeof(uint16_t) * n + 64);
+            backend_cpu_round_bf16(d, src, n);
+            t_hold.k[t_hold.n].src = src, t_hold.k[t_hold.n].n = n, t_hold.n++;
+            return d;
+        }
+    }
+    if (!t_run.on) {
+        uint16_t *d = grow(scratch, sizeof(uint16_t) * n + 64);
+        backend_cpu_round_bf16(d, src, n);
+        return d;
+    }
+    Kept *lru = &t_run.k[0];
+    for (int i = 0; i < RUN_KEEP; i++) {
+        Kept *k = &t_run.k[i];
+        if (k->src == src && k->n == n) {
+            k->used = ++t_run.clock;
+            return k->buf.p;
+        }
+        if (k->used < lru->used) lru = k;
+    }
+    uint16_t *d = grow(&lru->buf, sizeof(uint16_t) * n + 64);
+    backend_cpu_round_bf16(d, src, n);
+    lru->src = src, lru->n = n, lru->used = ++t_run.clock;
+    return d;
+}
+#endif
+
+void cpu_matmul_run(int begin) {
+#ifdef TRAINER_DNNL
+    t_run.on = begin;
+    for (int i = 0; i < RUN_KEEP; i++) t_run.k[i].src = NULL, t_run.k[i].used = 0;
+#else
+    (void)begin;
+#endif
+}
+
+void cpu_matmul_hold(const float *p, size_t n) {
+    t_held_lo = (uintptr_t)p, t_held_hi = p ? (uintptr_t)(p + n) : t_held_lo;
+#ifdef TRAINER_DNNL
+    t_hold.n = 0; /* the entries' buffers stay for the next hold */
+#endif
+}
+
+#ifdef TRAINER_DNNL
 static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
                         int transA, int transB, float alpha, float beta) {
     static _Thread_local Buf abuf, bbuf, sbuf;
     static _Thread_local dnnl_stream_t stream;
-    uint16_t *a16 = grow(&abuf, sizeof(uint16_t) * (size_t)M * K + 64);
-    uint16_t *b16 = grow(&bbuf, sizeof(uint16_t) * (size_t)K * Nc + 64);
-    backend_cpu_round_bf16(a16, A, (size_t)M * K);
-    backend_cpu_round_bf16(b16, B, (size_t)K * Nc);
+    const uint16_t *a16 = rounded(A, (size_t)M * K, &abuf);
+    const uint16_t *b16 = rounded(B, (size_t)K * Nc, &bbuf);
     const Bf16Prim *p = bf16_prim(transA, transB, alpha, beta);
     if (!stream) DNNL_OK(dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags));
     dnnl_memory_desc_t md[4];
@@ -229,7 +314,8 @@ static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc,
         DNNL_OK(dnnl_primitive_get_primitive_desc(p->prim, &pd));
         md[3] = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     }
-    void *ptr[4] = {a16, b16, C, nargs == 4 ? grow(&sbuf, p->scratch + 64) : NULL};
+    void *ptr[4] = {(void *)a16, (void *)b16, C,
+                    nargs == 4 ? grow(&sbuf, p->scratch + 64) : NULL};
     const int arg[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
     dnnl_exec_arg_t args[4];
     for (int i = 0; i < nargs; i++) {
@@ -239,12 +325,20 @@ static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc,
     DNNL_OK(dnnl_primitive_execute(p->prim, stream, nargs, args));
     DNNL_OK(dnnl_stream_wait(stream));
     for (int i = 0; i < nargs; i++) dnnl_memory_destroy(args[i].memory);
+    /* a kept operand that C overlaps is stale: forget it */
+    const float *c_end = C + (size_t)M * Nc;
+    for (int i = 0; i < RUN_KEEP; i++) {
+        Kept *k = &t_run.k[i];
+        if (k->src && k->src < c_end && C < k->src + k->n) k->src = NULL, k->used = 0;
+    }
 }
 #endif
 
 void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                 int transB, float alpha, float beta) {
     if (M == 0 || Nc == 0) return;
+    CHECK(!((uintptr_t)C < t_held_hi && (uintptr_t)(C + (size_t)M * Nc) > t_held_lo),
+          "matmul: its output overlaps the range held by matmul_hold (ops.h)");
     pthread_once(&g_gemm_once, choose_gemm);
     int lda = transA ? M : K, ldb = transB ? K : Nc;
 #ifdef TRAINER_DNNL
