@@ -103,9 +103,10 @@ struct Backend {
      * begin = 1 opens, 0 closes a run of matmul and matmul_bias_forward calls on the calling
      * thread, between which the caller writes nothing and calls no other op: an operand passed
      * again within the run (the same pointer and element count, not overlapped since by a call's
-     * output) may reuse the work the backend did on it. The CPU at bf16 rounds each such operand
-     * to bfloat16 once per run instead of once per product: the results are bit for bit those of
-     * the same calls outside a run. Runs do not nest. No errors. */
+     * output) may reuse the work the backend did on it. The CPU at bf16 keeps the bfloat16
+     * rounding of the run's last 6 operands instead of rounding each operand once per product:
+     * the results are bit for bit those of the same calls outside a run. Runs do not nest. No
+     * errors. */
     void (*matmul_run)(int begin);
     /* Optional likewise (call it through backend_matmul_hold): declares that p[0..n) (backend
      * memory) is not written by anything until the next matmul_hold on this thread (p NULL,
