@@ -106,7 +106,7 @@ struct Backend {
      * output) may reuse the work the backend did on it. The CPU at bf16 keeps the bfloat16
      * rounding of the run's last 6 operands instead of rounding each operand once per product:
      * the results are bit for bit those of the same calls outside a run. Runs do not nest. No
-     * errors. */
+     * errors. Source: — (ours: an operand-reuse hint, no paper). */
     void (*matmul_run)(int begin);
     /* Optional likewise (call it through backend_matmul_hold): declares that p[0..n) (backend
      * memory) is not written by anything until the next matmul_hold on this thread (p NULL,
@@ -114,7 +114,7 @@ struct Backend {
      * across products: the CPU at bf16 rounds each weight to bfloat16 once per hold (model_loss
      * holds the parameters: once per training step instead of once per product). The results
      * are bit for bit those without it. The CPU CHECKs that no matmul writes into the held range
-     * ("matmul: its output overlaps the range held by matmul_hold"). */
+     * ("matmul: its output overlaps the range held by matmul_hold"). Source: — (ours). */
     void (*matmul_hold)(const float *p, size_t n);
 
     /* ---- dense algebra ---- */

@@ -213,17 +213,26 @@ static void *grow(Buf *b, size_t bytes) {
     return b->p;
 }
 
+/* src[n] rounded to bf16 into b (grown as needed); returns b's data. */
+static const uint16_t *round_into(Buf *b, const float *src, size_t n) {
+    uint16_t *d = grow(b, sizeof(uint16_t) * n + 64);
+    backend_cpu_round_bf16(d, src, n);
+    return d;
+}
+
+/* An operand's kept rounding: src[n] in buf (src NULL: empty), last used at clock used. */
+typedef struct {
+    const float *src;
+    size_t n;
+    unsigned long used;
+    Buf buf;
+} Kept;
+
 /* The operands rounded in this thread's current run (Backend.matmul_run), kept for the run's
  * later products: a layer's output gradient for both its backward products, the input of the
  * Q, K and V projections. RUN_KEEP entries, the least recently used one replaced (a product's
  * second operand never replaces its first, the most recent); buffers grow and are kept. */
 enum { RUN_KEEP = 6 };
-typedef struct {
-    const float *src; /* NULL: empty */
-    size_t n;
-    unsigned long used; /* the run's clock at its last use */
-    Buf buf;
-} Kept;
 static _Thread_local struct {
     int on;
     unsigned long clock;
@@ -235,11 +244,7 @@ static _Thread_local struct {
 enum { HOLD_KEEP = 128 };
 static _Thread_local struct {
     int n;
-    struct {
-        const float *src;
-        size_t n;
-        Buf buf;
-    } k[HOLD_KEEP];
+    Kept k[HOLD_KEEP];
 } t_hold;
 
 /* src[n] rounded to bf16: from the held operands or the run's kept ones when it is one of them,
@@ -251,18 +256,12 @@ static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
         for (int i = 0; i < t_hold.n; i++)
             if (t_hold.k[i].src == src && t_hold.k[i].n == n) return t_hold.k[i].buf.p;
         if (t_hold.n < HOLD_KEEP) {
-            Buf *b = &t_hold.k[t_hold.n].buf;
-            uint16_t *d = grow(b, sizeof(uint16_t) * n + 64);
-            backend_cpu_round_bf16(d, src, n);
-            t_hold.k[t_hold.n].src = src, t_hold.k[t_hold.n].n = n, t_hold.n++;
-            return d;
+            Kept *k = &t_hold.k[t_hold.n++];
+            k->src = src, k->n = n;
+            return round_into(&k->buf, src, n);
         }
     }
-    if (!t_run.on) {
-        uint16_t *d = grow(scratch, sizeof(uint16_t) * n + 64);
-        backend_cpu_round_bf16(d, src, n);
-        return d;
-    }
+    if (!t_run.on) return round_into(scratch, src, n);
     Kept *lru = &t_run.k[0];
     for (int i = 0; i < RUN_KEEP; i++) {
         Kept *k = &t_run.k[i];
@@ -272,10 +271,8 @@ static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
         }
         if (k->used < lru->used) lru = k;
     }
-    uint16_t *d = grow(&lru->buf, sizeof(uint16_t) * n + 64);
-    backend_cpu_round_bf16(d, src, n);
     lru->src = src, lru->n = n, lru->used = ++t_run.clock;
-    return d;
+    return round_into(&lru->buf, src, n);
 }
 #endif
 
