@@ -23,6 +23,7 @@
 # GPU_CHECK_TRAIN="transformer luong" (configs; default none): trains each on the GPU for at
 #   most GPU_CHECK_TRAIN_HOURS (default 0.05) or until the config stops it, then scores its
 #   best.ckpt on the config's test set, greedy and beam 5 (`trainer eval --device cuda`).
+#   M@P (e.g. transformer@bf16) trains at train.precision = P (steps train_M_P, test_M_P_*).
 # GPU_CHECK_SANITIZE="memcheck racecheck synccheck initcheck" (compute-sanitizer's tools, or 1 for
 #   memcheck): test_backend_ops --backend cuda under each (each at most GPU_CHECK_SANITIZE_LIMIT
 #   seconds, default 240; exit 124 when it ran out).
@@ -138,11 +139,13 @@ fi
 # ini FILE KEY: a value of the run's resolved config (config.ini in its save_dir: the configs may
 # include others, and strings are quoted there)
 ini() { awk -F' *= *' -v k="$2" '$1 == k { gsub(/^"|"$/, "", $2); print $2; exit }' "$1"; }
-for m in ${GPU_CHECK_TRAIN:-}; do
+for run in ${GPU_CHECK_TRAIN:-}; do
+    m=${run%@*} prec=() # M or M@PRECISION
+    [ "$m" = "$run" ] || { prec=(--set train.precision="${run#*@}"); m=${m}_${run#*@}; }
     dir=$work/train_$m
     step_limit=$(awk -v h="${GPU_CHECK_TRAIN_HOURS:-0.05}" 'BEGIN { print int(h * 3600) + 120 }')
-    step "train_$m" "$build/trainer" --config "configs/$m.ini" --set train.device=cuda \
-        --set train.save_dir="$dir" --set data.cache_dir="$work/cache" \
+    step "train_$m" "$build/trainer" --config "configs/${run%@*}.ini" --set train.device=cuda \
+        --set train.save_dir="$dir" --set data.cache_dir="$work/cache" "${prec[@]}" \
         --set train.max_hours="${GPU_CHECK_TRAIN_HOURS:-0.05}" || failed=1
     cp "$dir"/metrics* "$out/" 2>/dev/null
     for f in "$out"/metrics*; do [ -f "$f" ] && mv "$f" "$out/train_$m.${f##*/}"; done

@@ -616,15 +616,25 @@ void backend_cuda_use_device(int index);
 int backend_cuda_device_index(void);
 
 /* Precision of the CUDA backend's matrix products (train.precision): storage, accumulation,
- * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded on the tensor
- * cores — fp32: not at all; tf32: to 10 mantissa bits; bf16: to 7 (cuBLAS compute types
- * CUBLAS_COMPUTE_32F, _FAST_TF32, _FAST_16BF; NVIDIA A100 whitepaper, TF32). */
+ * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded for the tensor
+ * cores — fp32: not at all (CUBLAS_COMPUTE_32F); tf32: to 10 mantissa bits (cuBLAS's
+ * CUBLAS_COMPUTE_32F_FAST_TF32; NVIDIA A100 whitepaper, TF32); bf16: to 7, nearest even, by our
+ * kernel before a CUDA_R_16BF product (cuBLAS's _FAST_16BF left fp32 inputs at TF32 on an H100:
+ * ops/cuda/matmul.cu). */
 enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION_BF16 = 2 };
 
 /* Sets the precision of every later cuda matmul (one of BACKEND_PRECISION_*; default fp32).
  * Call it at start-up, after backend_cuda(). An unknown value aborts (programmer error). In a
  * build without CUDA it does nothing. */
 void backend_cuda_set_precision(int precision);
+
+/* Elements in each half of the bf16 staging buffer (ours, ops/cuda/matmul.cu): at precision bf16
+ * the CUDA backend rounds a product's op(A) and op(B) into it, 2 bytes an element, and splits
+ * larger products into blocks of rows and columns of the output (each with all of K). Default
+ * 16 Mi (64 MiB in all). The buffer is allocated by backend_cuda_set_precision(bf16), or here when
+ * it is allocated already. Returns the size before. A product of K above it aborts. elems < 1
+ * aborts (programmer error). In a build without CUDA it does nothing and returns 0. */
+size_t backend_cuda_set_bf16_stage(size_t elems);
 
 /* Sets the precision of every later CPU matmul and matmul_bias_forward: BACKEND_PRECISION_FP32
  * (default) or _BF16, where both inputs are rounded to bfloat16 (nearest even) and the products

@@ -204,6 +204,13 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
     if (cfg.model.rnn_impl == RNN_IMPL_CUDNN &&
         (cfg.device != DEVICE_CUDA || !backend_cuda_has_cudnn()))
         cfg.model.rnn_impl = RNN_IMPL_OWN;
+    /* train.precision likewise says how the run's products were rounded, not what the (fp32)
+     * parameters are: a checkpoint trained at tf32, or at bf16, loads at fp32 where that cannot
+     * run (the averaging at the end of a tf32 run loads on the CPU) */
+    if (cfg.device != DEVICE_CUDA &&
+        (cfg.precision == PRECISION_TF32 ||
+         (cfg.precision == PRECISION_BF16 && !backend_cpu_bf16_supported(NULL))))
+        cfg.precision = PRECISION_FP32;
     if (config_validate(&cfg, err)) {
         err_prefix(err, "checkpoint %s", path);
         goto fail;

@@ -620,6 +620,32 @@ int main(void) {
             spm_free(cspm);
         }
     }
+    /* a run trained at tf32 (a GPU format) loads on the CPU at fp32: the parameters are fp32
+     * whatever rounded the products (the averaging at the end of a tf32 run loads so) */
+    {
+        Config tcfg = acfg;
+        tcfg.precision = PRECISION_TF32;
+        tcfg.device = DEVICE_CUDA;
+        const char *ckt = saved_path("tf32.ckpt");
+        EXPECT(checkpoint_save(ckt, &a, &tcfg, aspm, &st, &err) == STATUS_OK, "save: %s",
+               err.msg);
+        Model t;
+        Config lcfg;
+        Spm *tspm = NULL;
+        rc = checkpoint_load(ckt, &t, &lcfg, &tspm, NULL, DEVICE_CPU, &err);
+        EXPECT(rc == STATUS_OK, "a checkpoint trained at tf32 does not load on the cpu: %s",
+               err.msg);
+        if (rc == STATUS_OK) {
+            EXPECT(lcfg.precision == PRECISION_FP32 && lcfg.device == DEVICE_CPU,
+                   "loaded at precision %d on device %d", (int)lcfg.precision, (int)lcfg.device);
+            float *ha = download_all(&a), *ht = download_all(&t);
+            EXPECT(t.ps.total == a.ps.total && !memcmp(ha, ht, sizeof(float) * a.ps.total),
+                   "parameters differ after loading the tf32-trained checkpoint");
+            free(ha), free(ht);
+            model_free(&t);
+            spm_free(tspm);
+        }
+    }
     EXPECT(!strcmp(bcfg.name, "ckpt_test") && !strcmp(bcfg.save_dir, "/nonexistent/ckpt test"),
            "strings in the config: name '%s' save_dir '%s'", bcfg.name, bcfg.save_dir);
     {

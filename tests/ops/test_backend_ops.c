@@ -1493,6 +1493,77 @@ static void vs_cpu_memory(void) {
     free(h);
 }
 
+/* x rounded to bfloat16 as the backends round it (backend_cpu_round_bf16), widened back. */
+static double bf16_value(float x) {
+    uint16_t h;
+    backend_cpu_round_bf16(&h, &x, 1);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Precision bf16 against the double-precision product of the bf16-rounded inputs, which it must
+ * equal to within fp32 accumulation (1e-5 relative at K = 71): TF32's rounding (what cuBLAS's
+ * CUBLAS_COMPUTE_32F_FAST_16BF gave on an H100, about 2e-3 away here) or none fails. bias = 0:
+ * matmul, C[M,Nc] = op(A) op(B) + beta C for each transA, transB and beta 0 and 1; bias = 1:
+ * matmul_bias_forward, out[M,Nc] = inp[M,K] w[Nc,K]ᵀ + b (+ ReLU). Each twice: with the default
+ * staging buffer, and with one of 500 elements a half (blocks of 7 rows and 7 columns at K = 71:
+ * ops.h backend_cuda_set_bf16_stage), which must give the same. Its inputs come from a stream of
+ * their own, so the checks after it draw what they drew before it existed. */
+static void bf16_against_reference(int bias) {
+    Rng outer = optest_rng;
+    rng_seed(&optest_rng, 20261127, 16 + bias);
+    int M = 37, Nc = 53, K = 71;
+    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
+    float *ha = frand_pm1(na), *hb = frand_pm1(nb), *hc = frand_pm1(nc), *hbias = frand_pm1(Nc);
+    float *ref = malloc(nc * sizeof *ref);
+    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
+    float *gbias = to_backend(gpu, hbias, (size_t)Nc), *gc = gpu->alloc(nc * sizeof(float));
+    for (int stage = 0; stage < 2; stage++) {
+        size_t before = stage ? backend_cuda_set_bf16_stage(500) : 0;
+        for (int v = 0; v < 8; v++) { /* matmul: transA, transB, beta; bias: relu */
+            int ta = bias ? 0 : v & 1, tb = bias ? 1 : (v >> 1) & 1, relu = bias && (v & 1);
+            float beta = bias ? 0.0f : (float)(v >> 2);
+            if (bias && v > 1) break;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < Nc; j++) {
+                    double sum = bias ? hbias[j] : beta * (double)hc[(size_t)i * Nc + j];
+                    for (int k = 0; k < K; k++)
+                        sum += bf16_value(ha[ta ? (size_t)k * M + i : (size_t)i * K + k]) *
+                               bf16_value(hb[tb ? (size_t)j * K + k : (size_t)k * Nc + j]);
+                    ref[(size_t)i * Nc + j] = (float)(relu && sum < 0.0 ? 0.0 : sum);
+                }
+            gpu->upload(gc, hc, nc * sizeof(float));
+            backend_cuda_set_precision(BACKEND_PRECISION_BF16);
+            if (bias)
+                gpu->matmul_bias_forward(gc, ga, gb, gbias, M, Nc, K, relu);
+            else
+                gpu->matmul(gc, ga, gb, M, Nc, K, ta, tb, 1.0f, beta);
+            backend_cuda_set_precision(BACKEND_PRECISION_FP32);
+            float *g = from_backend(gpu, gc, nc);
+            char what[128];
+            if (bias)
+                snprintf(what, sizeof what, "matmul_bias_forward at bf16 relu=%d%s", relu,
+                         stage ? " (500-element staging)" : "");
+            else
+                snprintf(what, sizeof what, "matmul at bf16 transA=%d transB=%d beta=%g%s", ta,
+                         tb, (double)beta, stage ? " (500-element staging)" : "");
+            double e = rel_err(g, ref, nc);
+            EXPECT(e < 1e-5, "%s: relative error %.3g against the product of the bf16-rounded "
+                   "inputs, want < 1e-05", what, e);
+            if (v == 0)
+                printf("  %s: relative error %.2e against the bf16-rounded inputs' product\n",
+                       what, e);
+            free(g);
+        }
+        if (stage) backend_cuda_set_bf16_stage(before);
+    }
+    gpu->free(ga), gpu->free(gb), gpu->free(gbias), gpu->free(gc);
+    free(ha), free(hb), free(hc), free(hbias), free(ref);
+    optest_rng = outer;
+}
+
 /* matmul: all four transpose combinations, non-square M, Nc, K, beta 0 and 1. */
 static void vs_cpu_matmul(void) {
     if (!HAVE(matmul)) return;
@@ -1551,6 +1622,7 @@ static void vs_cpu_matmul(void) {
     }
     free(c), free(ha), free(hb);
     gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
+    bf16_against_reference(0);
 }
 
 /* matmul_bias_forward at tf32 against the CPU's fp32 (inputs in backend memory, the CPU's result
@@ -1609,6 +1681,7 @@ static void vs_cpu_matmul_bias_forward(void) {
             cpu->free(cx), cpu->free(cw), cpu->free(cb), cpu->free(co);
             free(hx), free(hw), free(hb), free(hg);
         }
+    bf16_against_reference(1);
 }
 
 /* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */

@@ -12,6 +12,10 @@ const Backend *backend_cuda(char *err_msg, size_t err_len) {
 
 /* No CUDA: nothing uses the precision. */
 void backend_cuda_set_precision(int precision) { (void)precision; }
+size_t backend_cuda_set_bf16_stage(size_t elems) {
+    (void)elems;
+    return 0;
+}
 
 const char *backend_cuda_device_name(void) { return ""; }
 

@@ -88,6 +88,18 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// A column-major rows x cols bfloat16 matrix with leading dimension ld, widened to fp32 compactly
+// (ld = rows): each element is the high half of its float.
+std::vector<float> widened(const uint16_t *a, int rows, int cols, int ld) {
+    std::vector<float> out((size_t)rows * cols);
+    for (int j = 0; j < cols; j++)
+        for (int i = 0; i < rows; i++) {
+            uint32_t u = (uint32_t)a[(size_t)j * ld + i] << 16;
+            memcpy(&out[(size_t)j * rows + i], &u, sizeof u);
+        }
+    return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -211,9 +223,32 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     cublasComputeType_t computeType, cublasGemmAlgo_t) {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     int bits = mantissa_bits(computeType);
-    if (bits < 0 || Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
+    bool bf16 = Atype == CUDA_R_16BF && Btype == CUDA_R_16BF; /* bf16 inputs: 32F compute only */
+    if (bits < 0 || Ctype != CUDA_R_32F ||
+        !((Atype == CUDA_R_32F && Btype == CUDA_R_32F) || (bf16 && bits == 23)))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     if (batchCount < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    if (bf16) { /* widened to fp32 (exactly), then the fp32 product */
+        bool tA = transa != CUBLAS_OP_N, tB = transb != CUBLAS_OP_N;
+        int a_rows = tA ? k : m, a_cols = tA ? m : k, b_rows = tB ? n : k, b_cols = tB ? k : n;
+        if (m < 0 || n < 0 || k < 0 || lda < (a_rows > 1 ? a_rows : 1) ||
+            ldb < (b_rows > 1 ? b_rows : 1))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        const uint16_t *a = static_cast<const uint16_t *>(A), *b = static_cast<const uint16_t *>(B);
+        float *c = static_cast<float *>(C);
+        for (int i = 0; i < batchCount; i++) {
+            std::vector<float> wa, wb;
+            if (a && (size_t)a_rows * a_cols) wa = widened(a + i * strideA, a_rows, a_cols, lda);
+            if (b && (size_t)b_rows * b_cols) wb = widened(b + i * strideB, b_rows, b_cols, ldb);
+            cublasStatus_t s = gemm(h, transa, transb, m, n, k, static_cast<const float *>(alpha),
+                                    wa.empty() ? nullptr : wa.data(), a_rows > 1 ? a_rows : 1,
+                                    wb.empty() ? nullptr : wb.data(), b_rows > 1 ? b_rows : 1,
+                                    static_cast<const float *>(beta), c ? c + i * strideC : c,
+                                    ldc, 23);
+            if (s != CUBLAS_STATUS_SUCCESS) return s;
+        }
+        return CUBLAS_STATUS_SUCCESS;
+    }
     const float *a = static_cast<const float *>(A), *b = static_cast<const float *>(B);
     float *c = static_cast<float *>(C);
     for (int i = 0; i < batchCount; i++) {

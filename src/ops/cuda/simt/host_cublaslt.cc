@@ -21,6 +21,7 @@ struct cublasLtMatmulDescHost {
 };
 
 struct cublasLtMatrixLayoutHost {
+    cudaDataType type; /* CUDA_R_32F, or CUDA_R_16BF for A and B */
     uint64_t rows, cols;
     int64_t ld;
 };
@@ -120,11 +121,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld) {
-    if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (type != CUDA_R_32F && type != CUDA_R_16BF) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
     cublasStatus_t s = make(layout);
     if (s != CUBLAS_STATUS_SUCCESS) return s;
-    (*layout)->rows = rows, (*layout)->cols = cols, (*layout)->ld = ld;
+    (*layout)->type = type, (*layout)->rows = rows, (*layout)->cols = cols, (*layout)->ld = ld;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -191,6 +192,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               void *, size_t, cudaStream_t) {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !D) return CUBLAS_STATUS_INVALID_VALUE;
+    if (Cdesc->type != CUDA_R_32F || Ddesc->type != CUDA_R_32F || Adesc->type != Bdesc->type)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     bool ta = desc->transa != CUBLAS_OP_N, tb = desc->transb != CUBLAS_OP_N;
     uint64_t m = Ddesc->rows, n = Ddesc->cols, k = ta ? Adesc->rows : Adesc->cols;
     if ((ta ? Adesc->cols : Adesc->rows) != m || (tb ? Bdesc->rows : Bdesc->cols) != n ||
@@ -206,7 +209,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                    m * sizeof(float));
     cublasStatus_t s = cublasGemmEx(handle->blas, (cublasOperation_t)desc->transa,
                                     (cublasOperation_t)desc->transb, (int)m, (int)n, (int)k, alpha,
-                                    A, CUDA_R_32F, (int)Adesc->ld, B, CUDA_R_32F, (int)Bdesc->ld,
+                                    A, Adesc->type, (int)Adesc->ld, B, Bdesc->type, (int)Bdesc->ld,
                                     beta, D, CUDA_R_32F, (int)Ddesc->ld, desc->compute,
                                     CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) return s;

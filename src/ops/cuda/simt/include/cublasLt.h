@@ -13,8 +13,8 @@
  * (C may equal D). Epilogues: CUBLASLT_EPILOGUE_DEFAULT (none), _RELU (max(x, 0)), _BIAS (+ bias[i]
  * on row i: the bias has m elements, one per row of D, broadcast over the n columns) and
  * _RELU_BIAS (bias, then ReLU), in fp32. The compute type (descriptor) rounds A and B as
- * cublasGemmEx does. Only CUDA_R_32F matrices, scale type and bias (CUBLAS_STATUS_NOT_SUPPORTED
- * otherwise); a layout that does not match the sizes, or a bias epilogue without a bias pointer:
+ * cublasGemmEx does. Matrices CUDA_R_32F, or A and B both CUDA_R_16BF as cublasGemmEx allows;
+ * scale type and bias CUDA_R_32F (CUBLAS_STATUS_NOT_SUPPORTED otherwise); a layout that does not match the sizes, or a bias epilogue without a bias pointer:
  * CUBLAS_STATUS_INVALID_VALUE. The heuristic returns one algorithm needing no workspace;
  * cublasLtMatmul ignores the algorithm and the workspace.
  */

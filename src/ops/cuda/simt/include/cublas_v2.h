@@ -14,8 +14,10 @@
  * CUBLAS_COMPUTE_32F_FAST_TF32 (and cublasSgemm under CUBLAS_TF32_TENSOR_OP_MATH) rounds every
  * element of A and B to TF32 (10 explicit mantissa bits), CUBLAS_COMPUTE_32F_FAST_16BF to bfloat16
  * (7 bits), both round-to-nearest-even, then multiplies in fp32 with fp32 accumulation;
- * CUBLAS_COMPUTE_32F (and _PEDANTIC) use the inputs as they are. Only CUDA_R_32F matrices are
- * supported (CUBLAS_STATUS_NOT_SUPPORTED otherwise). The summation order is OpenBLAS's, not the
+ * CUBLAS_COMPUTE_32F (and _PEDANTIC) use the inputs as they are. (A real cuBLAS is only allowed to
+ * round so: on an H100 _FAST_16BF gave TF32's result, which is why the trainer rounds to bf16
+ * itself.) Matrices: CUDA_R_32F; A and B may both be CUDA_R_16BF under CUBLAS_COMPUTE_32F or
+ * _PEDANTIC, C CUDA_R_32F (CUBLAS_STATUS_NOT_SUPPORTED otherwise). The summation order is OpenBLAS's, not the
  * GPU's: results agree with a real GPU to rounding, not bit for bit.
  */
 #ifndef TRAINER_SIMT_CUBLAS_V2_H

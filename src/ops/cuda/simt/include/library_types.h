@@ -6,7 +6,7 @@
 typedef enum cudaDataType_t {
     CUDA_R_32F = 0,  /* float */
     CUDA_R_16F = 2,  /* half (not supported by the stand-in) */
-    CUDA_R_16BF = 14 /* bfloat16 (not supported by the stand-in) */
+    CUDA_R_16BF = 14 /* bfloat16: A and B of a CUBLAS_COMPUTE_32F product */
 } cudaDataType;
 typedef cudaDataType cudaDataType_t;
 
