@@ -150,6 +150,32 @@ static float *download_all(const Model *m) {
     return h;
 }
 
+/* Saves a with config c (a run trained elsewhere: c.device = cuda) as <what>.ckpt and loads it
+ * on the CPU: it must load, on device cpu, with a's parameters bit for bit. Returns 1 when it
+ * loaded, with the loaded config in *got. */
+static int reloads_on_cpu(const char *what, const Model *a, const Config *c, Spm *spm,
+                          const TrainState *st, Config *got) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.ckpt", what);
+    const char *path = saved_path(name);
+    Err err = {0};
+    EXPECT(checkpoint_save(path, a, c, spm, st, &err) == STATUS_OK, "save: %s", err.msg);
+    Model m;
+    Spm *mspm = NULL;
+    Status rc = checkpoint_load(path, &m, got, &mspm, NULL, DEVICE_CPU, &err);
+    EXPECT(rc == STATUS_OK, "a checkpoint trained with %s does not load on the cpu: %s", what,
+           err.msg);
+    if (rc != STATUS_OK) return 0;
+    EXPECT(got->device == DEVICE_CPU, "%s: loaded on device %d", what, (int)got->device);
+    float *ha = download_all(a), *hm = download_all(&m);
+    EXPECT(m.ps.total == a->ps.total && !memcmp(ha, hm, sizeof(float) * a->ps.total),
+           "%s: parameters differ after loading", what);
+    free(ha), free(hm);
+    model_free(&m);
+    spm_free(mspm);
+    return 1;
+}
+
 static int count_temp_files(void) {
     DIR *d = opendir(g_dir);
     int n = 0;
@@ -592,59 +618,22 @@ int main(void) {
     char diff[1024] = "";
     EXPECT(config_diff(&acfg, &bcfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
 
-    /* a run trained with model.rnn_impl = cudnn (on a GPU) loads on the CPU with our own cells:
-     * the same parameters, rnn_impl back as own */
+    /* a run trained with model.rnn_impl = cudnn (on a GPU) loads on the CPU with our own cells,
+     * and one trained at tf32 (a GPU format) at fp32: how the run computed, not what the
+     * parameters are (the averaging at the end of a tf32 run loads so) */
     {
-        Config ccfg = acfg;
+        Config ccfg = acfg, lcfg;
         ccfg.model.rnn_impl = RNN_IMPL_CUDNN;
         ccfg.device = DEVICE_CUDA;
-        const char *ckc = saved_path("cudnn.ckpt");
-        EXPECT(checkpoint_save(ckc, &a, &ccfg, aspm, &st, &err) == STATUS_OK, "save: %s",
-               err.msg);
-        Model c;
-        Config lcfg;
-        Spm *cspm = NULL;
-        rc = checkpoint_load(ckc, &c, &lcfg, &cspm, NULL, DEVICE_CPU, &err);
-        EXPECT(rc == STATUS_OK, "a checkpoint trained with rnn_impl = cudnn does not load on the "
-               "cpu: %s", err.msg);
-        if (rc == STATUS_OK) {
-            EXPECT(lcfg.model.rnn_impl == RNN_IMPL_OWN && lcfg.device == DEVICE_CPU,
-                   "loaded with rnn_impl %d on device %d", (int)lcfg.model.rnn_impl,
-                   (int)lcfg.device);
-            float *ha = download_all(&a), *hc = download_all(&c);
-            EXPECT(c.ps.total == a.ps.total &&
-                       !memcmp(ha, hc, sizeof(float) * a.ps.total),
-                   "parameters differ after loading the cudnn-trained checkpoint");
-            free(ha), free(hc);
-            model_free(&c);
-            spm_free(cspm);
-        }
-    }
-    /* a run trained at tf32 (a GPU format) loads on the CPU at fp32: the parameters are fp32
-     * whatever rounded the products (the averaging at the end of a tf32 run loads so) */
-    {
-        Config tcfg = acfg;
-        tcfg.precision = PRECISION_TF32;
-        tcfg.device = DEVICE_CUDA;
-        const char *ckt = saved_path("tf32.ckpt");
-        EXPECT(checkpoint_save(ckt, &a, &tcfg, aspm, &st, &err) == STATUS_OK, "save: %s",
-               err.msg);
-        Model t;
-        Config lcfg;
-        Spm *tspm = NULL;
-        rc = checkpoint_load(ckt, &t, &lcfg, &tspm, NULL, DEVICE_CPU, &err);
-        EXPECT(rc == STATUS_OK, "a checkpoint trained at tf32 does not load on the cpu: %s",
-               err.msg);
-        if (rc == STATUS_OK) {
-            EXPECT(lcfg.precision == PRECISION_FP32 && lcfg.device == DEVICE_CPU,
-                   "loaded at precision %d on device %d", (int)lcfg.precision, (int)lcfg.device);
-            float *ha = download_all(&a), *ht = download_all(&t);
-            EXPECT(t.ps.total == a.ps.total && !memcmp(ha, ht, sizeof(float) * a.ps.total),
-                   "parameters differ after loading the tf32-trained checkpoint");
-            free(ha), free(ht);
-            model_free(&t);
-            spm_free(tspm);
-        }
+        if (reloads_on_cpu("cudnn", &a, &ccfg, aspm, &st, &lcfg))
+            EXPECT(lcfg.model.rnn_impl == RNN_IMPL_OWN, "loaded with rnn_impl %d",
+                   (int)lcfg.model.rnn_impl);
+        ccfg = acfg;
+        ccfg.precision = PRECISION_TF32;
+        ccfg.device = DEVICE_CUDA;
+        if (reloads_on_cpu("tf32", &a, &ccfg, aspm, &st, &lcfg))
+            EXPECT(lcfg.precision == PRECISION_FP32, "loaded at precision %d",
+                   (int)lcfg.precision);
     }
     EXPECT(!strcmp(bcfg.name, "ckpt_test") && !strcmp(bcfg.save_dir, "/nonexistent/ckpt test"),
            "strings in the config: name '%s' save_dir '%s'", bcfg.name, bcfg.save_dir);
