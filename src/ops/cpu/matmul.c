@@ -7,10 +7,10 @@
  *         TRAINER_CPU_GEMM = openblas | onednn overrides the choice (benchmarks, tests).
  *   bf16  (backend_cpu_set_precision) both inputs rounded to bfloat16 (round to nearest even),
  *         products accumulated and stored in fp32: oneDNN's matmul primitive (its JIT GEMM with
- *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16
- *         (CUBLAS_COMPUTE_32F_FAST_16BF) and PyTorch's CPU autocast: weights, their gradients and
- *         Adam stay fp32; only the product's inputs are rounded, each once where the caller
- *         allows it (Backend.matmul_run, matmul_hold: kept roundings, the same bits).
+ *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16 (its kernel
+ *         k_round_bf16 before a CUDA_R_16BF product) and PyTorch's autocast: weights, their
+ *         gradients and Adam stay fp32; only the product's inputs are rounded, each once where
+ *         the caller allows it (Backend.matmul_run, matmul_hold: kept roundings, the same bits).
  * The small products inside the attention ops (attn_sdp.c, flash.c) call cblas_sgemm directly,
  * single-threaded inside their parallel regions, in fp32 at every precision. */
 #include <cblas.h>

@@ -238,8 +238,8 @@ cublasStatus_t cublasGemmStridedBatchedEx(
         float *c = static_cast<float *>(C);
         for (int i = 0; i < batchCount; i++) {
             std::vector<float> wa, wb;
-            if (a && (size_t)a_rows * a_cols) wa = widened(a + i * strideA, a_rows, a_cols, lda);
-            if (b && (size_t)b_rows * b_cols) wb = widened(b + i * strideB, b_rows, b_cols, ldb);
+            if (a && a_rows > 0 && a_cols > 0) wa = widened(a + i * strideA, a_rows, a_cols, lda);
+            if (b && b_rows > 0 && b_cols > 0) wb = widened(b + i * strideB, b_rows, b_cols, ldb);
             cublasStatus_t s = gemm(h, transa, transb, m, n, k, static_cast<const float *>(alpha),
                                     wa.empty() ? nullptr : wa.data(), a_rows > 1 ? a_rows : 1,
                                     wb.empty() ? nullptr : wb.data(), b_rows > 1 ? b_rows : 1,
