@@ -261,7 +261,10 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
     } else { /* no dropout: bias and ReLU fuse into the product */
         be->matmul_bias_forward(la->hd, a, L->W1.w, L->b1.w, N, F, D, 1);
     }
-    be->matmul(out, la->hd, L->W2T, N, D, F, 0, 0, 1.0f, 0.0f); /* hd W2ᵀ + b2 */
+    if (m->w2t) /* hd W2ᵀ + b2 */
+        be->matmul(out, la->hd, L->W2T, N, D, F, 0, 0, 1.0f, 0.0f);
+    else
+        be->matmul(out, la->hd, L->W2.w, N, D, F, 0, 1, 1.0f, 0.0f);
     be->bias_forward(out, L->b2.w, N, D);
 }
 
@@ -411,10 +414,12 @@ static float *stack_backward(TfModel *m, int dec, float *dx, const float *const 
  * of the final LN in pre-LN). */
 const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float **in) {
     int B = m->B, S = m->S, D = m->D;
-    /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are */
-    for (int l = 0; l < m->Le; l++)
+    /* every pass (training, validation, decoding) starts here: W2ᵀ of the weights as they are,
+     * where the backend multiplies faster from the copy (Backend.matmul_transb_slower) */
+    m->w2t = backend_matmul_transb_slower(m->be);
+    for (int l = 0; m->w2t && l < m->Le; l++)
         m->be->transpose01_forward(m->enc[l].W2T, m->enc[l].W2.w, D, m->F, 1);
-    for (int l = 0; l < m->Ld; l++)
+    for (int l = 0; m->w2t && l < m->Ld; l++)
         m->be->transpose01_forward(m->dec[l].W2T, m->dec[l].W2.w, D, m->F, 1);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
           train ? m->c.dropout : 0.0f, site_key(key, 1));

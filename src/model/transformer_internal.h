@@ -19,9 +19,9 @@ typedef struct {
     Norm ln[3];              /* one per sub-layer */
     Param W1, b1, W2, b2;    /* [F,D], [F], [D,F], [D] */
     float *W2T;              /* W2ᵀ [F,D] (transformer_reserve), refreshed by every pass
-                              * (tf_encoder_forward): products read x·(W2ᵀ), not x·W2ᵀ, which
-                              * the CPU's GEMMs run up to 1.4× slower at K = F (bench_gemm,
-                              * docs/performance.md) */
+                              * (tf_encoder_forward) where the backend says so (w2t below):
+                              * products read x·(W2ᵀ), not x·W2ᵀ, which the CPU's sgemm runs
+                              * up to 1.4× slower at K = F (bench_gemm, docs/performance.md) */
 } TfLayer;
 
 typedef struct {             /* saved activations of one sub-layer */
@@ -54,6 +54,7 @@ struct TfModel {
     const Backend *be;
     TfConfig c;
     int D, NH, HS, F, V, Le, Ld, pre;
+    int w2t; /* this pass multiplies by the layers' W2T copies (Backend.matmul_transb_slower) */
     Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */
     float *W_outT;                        /* the output layer's weight transposed [D,V]: decoding
                                            * (decode_reserve; refreshed by decode_begin) */

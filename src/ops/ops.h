@@ -116,6 +116,14 @@ struct Backend {
      * are bit for bit those without it. The CPU CHECKs that no matmul writes into the held range
      * ("matmul: its output overlaps the range held by matmul_hold"). Source: — (ours). */
     void (*matmul_hold)(const float *p, size_t n);
+    /* Optional likewise (call it through backend_matmul_transb_slower): 1 when this backend's
+     * matmul, at its current precision, runs op(B) = Bᵀ of a weight stored [Nc,K] markedly slower
+     * than from a copy stored [K,Nc], so that a caller using the weight in several products may
+     * keep the transposed copy. The CPU: 1 at fp32 (sgemm on the FFN's second product, N × 256 ×
+     * 1024, 3.19 against 2.41 ms from the copy), 0 at bf16 (oneDNN's bf16 matmul packs either
+     * layout: 1.321 against 1.311 ms; docs/performance.md). NULL: 0. No errors. Source: — (ours,
+     * measured). */
+    int (*matmul_transb_slower)(void);
 
     /* ---- dense algebra ---- */
     /* C[M,Nc] = alpha * op(A) op(B) + beta * C; op(A) is [M,K] (A stored [K,M] if transA),
@@ -568,6 +576,10 @@ const char *op_name(OpKind op);
 /* be->matmul_run(begin) where the backend has it, else nothing (ops.h, Backend.matmul_run). */
 static inline void backend_matmul_run(const Backend *be, int begin) {
     if (be->matmul_run) be->matmul_run(begin);
+}
+/* be->matmul_transb_slower() where the backend has it, else 0 (Backend.matmul_transb_slower). */
+static inline int backend_matmul_transb_slower(const Backend *be) {
+    return be->matmul_transb_slower && be->matmul_transb_slower();
 }
 /* be->matmul_hold(p, n) where the backend has it, else nothing (Backend.matmul_hold). */
 static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {

@@ -292,6 +292,9 @@ void cpu_matmul_hold(const float *p, size_t n) {
 #endif
 }
 
+/* Backend.matmul_transb_slower: sgemm at fp32 yes, oneDNN's bf16 matmul no (ops.h). */
+int cpu_matmul_transb_slower(void) { return g_precision != BACKEND_PRECISION_BF16; }
+
 #ifdef TRAINER_DNNL
 static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
                         int transA, int transB, float alpha, float beta) {
