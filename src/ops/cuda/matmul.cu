@@ -168,13 +168,13 @@ static void cu_matmul(float *C, const float *A, const float *B, int M, int Nc, i
  * algorithm of cublasLtMatmulAlgoGetHeuristic are kept per shape (N, C, K, out's leading
  * dimension, relu, precision) in a small table (LT_PLANS entries, replaced round-robin when
  * full), so a training step, which repeats a handful of shapes, asks the heuristic once per
- * shape; only the bias pointer is set per call. The heuristic assumes 256-byte aligned matrices unless told otherwise, and reads the
- * bias pointer's alignment, while callers pass pointers into arenas at any float offset (a
- * decoding step's row block, one parameter of the flat buffer): so the plan's key holds the
- * alignment of each pointer (its largest power-of-two divisor, at most 256), passed to the
- * heuristic as MIN_ALIGNMENT preferences, with the bias pointer set before it is asked. The
- * workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper) is allocated once, at start-up: the
- * op itself never allocates. */
+ * shape; only the bias pointer is set per call. The heuristic assumes 256-byte aligned matrices
+ * unless told otherwise, and reads the bias pointer's alignment, while callers pass pointers
+ * into arenas at any float offset (a decoding step's row block, one parameter of the flat
+ * buffer): so the plan's key holds the alignment of each pointer (its largest power-of-two
+ * divisor, at most 256), passed to the heuristic as MIN_ALIGNMENT preferences, with the bias
+ * pointer set before it is asked. The workspace (LT_WORK_BYTES, NVIDIA's suggestion for Hopper)
+ * is allocated once, at start-up: the op itself never allocates. */
 enum { LT_PLANS = 64 };
 static const size_t LT_WORK_BYTES = (size_t)32 << 20;
 
