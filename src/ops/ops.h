@@ -577,13 +577,13 @@ const char *op_name(OpKind op);
 static inline void backend_matmul_run(const Backend *be, int begin) {
     if (be->matmul_run) be->matmul_run(begin);
 }
-/* be->matmul_transb_slower() where the backend has it, else 0 (Backend.matmul_transb_slower). */
-static inline int backend_matmul_transb_slower(const Backend *be) {
-    return be->matmul_transb_slower && be->matmul_transb_slower();
-}
 /* be->matmul_hold(p, n) where the backend has it, else nothing (Backend.matmul_hold). */
 static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {
     if (be->matmul_hold) be->matmul_hold(p, n);
+}
+/* be->matmul_transb_slower() where the backend has it, else 0 (Backend.matmul_transb_slower). */
+static inline int backend_matmul_transb_slower(const Backend *be) {
+    return be->matmul_transb_slower && be->matmul_transb_slower();
 }
 
 /* The byte offset of op's function pointer in Backend (tests build tables that lack ops).

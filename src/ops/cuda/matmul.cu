@@ -125,8 +125,6 @@ static void cu_matmul(float *C, const float *A, const float *B, int M, int Nc, i
             LAUNCH(k_matmul_scale, cuda_ew_blocks(n), MM_SCALE_THREADS, 0, C, beta, n);
         return;
     }
-    int ldb = transB ? K : Nc;
-    int lda = transA ? M : K;
     if (g_precision == BACKEND_PRECISION_BF16) { /* rounded blocks, then bf16 × bf16 → fp32 */
         uint16_t *sa = g_stage, *sb = g_stage + g_stage_half;
         int mb, nb;
@@ -153,6 +151,8 @@ static void cu_matmul(float *C, const float *A, const float *B, int M, int Nc, i
         }
         return;
     }
+    int ldb = transB ? K : Nc;
+    int lda = transA ? M : K;
     cublasComputeType_t ct = compute_type();
     CUBLAS_CHECK(cublasGemmEx(g_cuda_blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                               transA ? CUBLAS_OP_T : CUBLAS_OP_N, Nc, M, K, &alpha, B, CUDA_R_32F,
