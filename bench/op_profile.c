@@ -45,9 +45,9 @@ static double prof_now(void) {
 enum { PROF_OPS(PROF_INDEX) PI_COUNT };
 #define PROF_NAME(name) #name,
 static const char *const g_names[PI_COUNT] = {PROF_OPS(PROF_NAME)};
-/* every field of Backend after the 11 memory and control fields (name, alloc …
+/* every field of Backend after the 12 memory and control fields (name, alloc …
  * matmul_transb_slower, which pass through untimed) has a shim */
-static_assert(sizeof(Backend) == sizeof(void *) * (11 + PI_COUNT),
+static_assert(sizeof(Backend) == sizeof(void *) * (12 + PI_COUNT),
               "bench/op_profile.c: Backend has a field without a shim; add it to PROF_OPS and "
               "write its p_ function");
 

@@ -124,6 +124,7 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
         backend_matmul_run(be, 0);
         attention_forward_merged(&a->at, be, acts->om, acts->save, acts->qm, acts->k, acts->v,
                                  mask->key_len, mask->causal, B, Tq, Tk);
+        backend_matmul_keep(be, acts->om, (size_t)B * Tq * a->D); /* read again by dW_o */
         linear(be, out, acts->om, &a->W_o, &a->b_o, B * Tq, a->D);
         return;
     }
@@ -131,7 +132,10 @@ void mha_forward(const Mha *a, const Backend *be, float *out, MhaActs *acts, con
     mha_project_kv(a, be, acts->k, acts->v, scr->m2, xkv, B, Tk);
     mha_attend(a, be, acts->o, acts->save, acts->q, acts->k, acts->v, mask, B, Tq, Tk, scr->work,
                scr->work_cap);
-    mha_project_out(a, be, out, acts->om, acts->o, B, Tq);
+    /* mha_project_out, with om kept for dW_o (decoding's om is scratch: not kept) */
+    be->permute0213_forward(acts->om, acts->o, B, a->NH, Tq, a->HS);
+    backend_matmul_keep(be, acts->om, (size_t)B * Tq * a->D);
+    linear(be, out, acts->om, &a->W_o, &a->b_o, B * Tq, a->D);
 }
 
 void mha_backward(const Mha *a, const Backend *be, float *dxq, float dxq_keep, float *dxkv,

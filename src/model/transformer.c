@@ -261,6 +261,7 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
     } else { /* no dropout: bias and ReLU fuse into the product */
         be->matmul_bias_forward(la->hd, a, L->W1.w, L->b1.w, N, F, D, 1);
     }
+    backend_matmul_keep(be, la->hd, (size_t)N * F); /* read again by dW2 */
     if (m->w2t) /* hd W2ᵀ + b2 */
         be->matmul(out, la->hd, L->W2T, N, D, F, 0, 0, 1.0f, 0.0f);
     else
@@ -303,6 +304,9 @@ static const float *sub_forward(TfModel *m, const SubCall *c, const float *u, fl
         be->layernorm_forward(sb->ln_out, sb->mean, sb->rstd, u, ln->w.w, ln->b.w, N, D);
         a = sb->ln_out;
     }
+    /* the projections' input, read again by their weight gradients (post-LN: u, the previous
+     * sub-layer's output or the embedding, written once a pass as sb->ln_out is) */
+    backend_matmul_keep(be, a, n);
     if (c->kind == SUB_FFN) {
         ffn_forward(m, c->L, c->la, m->f, a, N, p, site_key(c->key, 1));
     } else if (c->kind == SUB_SELF) {
@@ -429,6 +433,8 @@ const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float
                                  m->ln_enc.b.w, B * S, D);
     else
         m->be->copy(m->enc_out, x, sizeof(float) * (size_t)B * S * D);
+    /* every decoder layer's cross-attention projects it, forward and backward */
+    backend_matmul_keep(m->be, m->enc_out, (size_t)B * S * D);
     return x;
 }
 

@@ -114,8 +114,18 @@ struct Backend {
      * across products: the CPU at bf16 rounds each weight to bfloat16 once per hold (model_loss
      * holds the parameters: once per training step instead of once per product). The results
      * are bit for bit those without it. The CPU CHECKs that no matmul writes into the held range
-     * ("matmul: its output overlaps the range held by matmul_hold"). Source: — (ours). */
+     * ("matmul: its output overlaps a range held by matmul_hold or matmul_keep"). Source: —
+     * (ours). */
     void (*matmul_hold)(const float *p, size_t n);
+    /* Optional likewise (call it through backend_matmul_keep): adds p[0..n) (backend memory) to
+     * this thread's current hold: the caller declares that nothing writes it until the next
+     * matmul_hold. A model's activation that a later product reads again (a layer's input,
+     * multiplied by its weight in the forward and into the weight's gradient in the backward)
+     * is then rounded to bfloat16 once per pass by the CPU at bf16, not once per product. Where
+     * no hold is current (p of the last matmul_hold NULL), nothing. The results are bit for bit
+     * those without it; the CPU CHECKs that no matmul writes into a kept range. No errors.
+     * Source: — (ours). */
+    void (*matmul_keep)(const float *p, size_t n);
     /* Optional likewise (call it through backend_matmul_transb_slower): 1 when this backend's
      * matmul, at its current precision, runs op(B) = Bᵀ of a weight stored [Nc,K] markedly slower
      * than from a copy stored [K,Nc], so that a caller using the weight in several products may
@@ -580,6 +590,10 @@ static inline void backend_matmul_run(const Backend *be, int begin) {
 /* be->matmul_hold(p, n) where the backend has it, else nothing (Backend.matmul_hold). */
 static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {
     if (be->matmul_hold) be->matmul_hold(p, n);
+}
+/* be->matmul_keep(p, n) where the backend has it, else nothing (Backend.matmul_keep). */
+static inline void backend_matmul_keep(const Backend *be, const float *p, size_t n) {
+    if (be->matmul_keep) be->matmul_keep(p, n);
 }
 /* be->matmul_transb_slower() where the backend has it, else 0 (Backend.matmul_transb_slower). */
 static inline int backend_matmul_transb_slower(const Backend *be) {

@@ -2,9 +2,10 @@
  * (nearest, ties to even, NaN and infinity), the bf16 products of the CPU backend against a
  * double-precision product of the rounded inputs (every transpose, alpha, beta), that they are
  * not the fp32 products, that keeping an operand's rounding across products (matmul_run,
- * matmul_hold) changes no bit, and the config's refusals (tf32 on the cpu; bf16 where the CPU
- * or the build cannot). The products run where backend_cpu_bf16_supported() says yes (a build with
- * oneDNN on an AVX512_BF16 CPU); elsewhere the test says so and checks the refusal instead.
+ * matmul_hold, matmul_keep) changes no bit and lasts as long as each says, and the config's
+ * refusals (tf32 on the cpu; bf16 where the CPU or the build cannot). The products run where
+ * backend_cpu_bf16_supported() says yes (a build with oneDNN on an AVX512_BF16 CPU); elsewhere
+ * the test says so and checks the refusal instead.
  */
 #include <math.h>
 #include <stdio.h>
@@ -174,9 +175,10 @@ static int same_bits(const float *a, const float *b, size_t n) {
     return memcmp(a, b, sizeof(float) * n) == 0;
 }
 
-/* Backend.matmul_run and matmul_hold at bf16: an operand's rounding kept for the later products
- * of a run, or of a hold, gives the bits of the same products outside; an operand that a
- * product of the run overwrote in part is rounded again; more operands than the run keeps. */
+/* Backend.matmul_run, matmul_hold and matmul_keep at bf16: an operand's rounding kept for the
+ * later products of a run, or of a hold, gives the bits of the same products outside; an
+ * operand that a product of the run overwrote in part is rounded again; more operands than the
+ * run keeps; a kept activation is rounded once a hold, and only inside one. */
 static void test_reuse(void) {
     const Backend *be = backend_cpu();
     enum { M = 40, K = 72, N = 56, SLOT = K * N }; /* SLOT: one product's output, at most */
@@ -227,8 +229,39 @@ static void test_reuse(void) {
                "bf16 products inside matmul_hold differ from the same products outside (hold %d)",
                h);
     }
+    /* matmul_keep: inside a hold, Y's rounding is made once and kept until the hold ends. The
+     * probe breaks the contract on purpose: Y changes after its first product, and a kept
+     * rounding gives the old product again. Outside a hold, and in the next hold, Y is rounded
+     * afresh. */
+    float *P = calloc((size_t)4 * M * N, sizeof(float)), *P0 = P + (size_t)3 * M * N;
+    memcpy(Y, Y0, sizeof(float) * M * K);
+    be->matmul(P0, Y, W, M, N, K, 0, 1, 1.0f, 0.0f); /* the reference: no hold, no keep */
+    for (int h = 0; h < 3; h++) { /* 0: a hold with Y kept, 1: the next hold, 2: no hold */
+        memcpy(Y, Y0, sizeof(float) * M * K);
+        if (h < 2) be->matmul_hold(W, (size_t)12 * N * K);
+        if (h != 1) be->matmul_keep(Y, (size_t)M * K);
+        be->matmul(P, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
+        be->matmul(P + (size_t)M * N, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
+        EXPECT(same_bits(P, P0, (size_t)M * N),
+               "a bf16 product on a kept operand differs from the same product outside (case %d)",
+               h);
+        EXPECT(same_bits(P + (size_t)M * N, P, (size_t)M * N),
+               "a kept operand gives another product the second time (case %d)", h);
+        for (int i = 0; i < M * K; i++) Y[i] = Ynew[i]; /* the probe */
+        be->matmul(P + (size_t)2 * M * N, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
+        if (h < 2) be->matmul_hold(NULL, 0);
+        if (h == 0)
+            EXPECT(same_bits(P + (size_t)2 * M * N, P, (size_t)M * N),
+                   "matmul_keep inside a hold: the operand was rounded again");
+        else
+            EXPECT(!same_bits(P + (size_t)2 * M * N, P, (size_t)M * N),
+                   "matmul_keep %s: the operand's old rounding was used",
+                   h == 1 ? "of the hold before" : "without a hold");
+    }
+    free(P);
     backend_cpu_set_precision(BACKEND_PRECISION_FP32);
-    printf("bf16 matmul_run and matmul_hold: the same bits as without\n");
+    printf("bf16 matmul_run, matmul_hold and matmul_keep: the same bits as without; a kept "
+           "operand rounded once a hold\n");
     free(A), free(W), free(Y), free(Y0), free(Ynew), free(ref), free(out);
 }
 

@@ -48,6 +48,7 @@ static const Backend CPU_BACKEND = {
     .synchronize = cpu_sync,
     .matmul_run = cpu_matmul_run,
     .matmul_hold = cpu_matmul_hold,
+    .matmul_keep = cpu_matmul_keep,
     .matmul_transb_slower = cpu_matmul_transb_slower,
     .matmul = cpu_matmul,
     .matmul_bias_forward = cpu_matmul_bias_forward,

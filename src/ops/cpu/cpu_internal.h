@@ -69,6 +69,7 @@ void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, 
                 int transB, float alpha, float beta);
 void cpu_matmul_run(int begin);
 void cpu_matmul_hold(const float *p, size_t n);
+void cpu_matmul_keep(const float *p, size_t n);
 int cpu_matmul_transb_slower(void);
 void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight, const float *bias,
                              int N, int C, int K, int relu);

@@ -10,7 +10,8 @@
  *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16 (its kernel
  *         k_round_bf16 before a CUDA_R_16BF product) and PyTorch's autocast: weights, their
  *         gradients and Adam stay fp32; only the product's inputs are rounded, each once where
- *         the caller allows it (Backend.matmul_run, matmul_hold: kept roundings, the same bits).
+ *         the caller allows it (Backend.matmul_run, matmul_hold, matmul_keep: kept roundings,
+ *         the same bits).
  * The small products inside the attention ops (attn_sdp.c, flash.c) call cblas_sgemm directly,
  * single-threaded inside their parallel regions, in fp32 at every precision. */
 #include <cblas.h>
@@ -28,8 +29,22 @@
 #endif
 
 static int g_precision = BACKEND_PRECISION_FP32;
-/* This thread's range held by Backend.matmul_hold, as addresses: [lo, hi), empty when equal */
-static _Thread_local uintptr_t t_held_lo, t_held_hi;
+/* This thread's held ranges, as addresses [lo, hi): [0] the one of Backend.matmul_hold, the
+ * others added to it by matmul_keep (a model's activations); none while t_nheld is 0. A keep
+ * past HELD_RANGES is dropped: its operand is then rounded per product, as without it. */
+enum { HELD_RANGES = 128 };
+static _Thread_local struct {
+    uintptr_t lo, hi;
+} t_held[HELD_RANGES];
+static _Thread_local int t_nheld;
+
+/* Whether p[0..n) overlaps one of this thread's held ranges. */
+static int overlaps_held(const float *p, size_t n) {
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)(p + n);
+    for (int i = 0; i < t_nheld; i++)
+        if (a < t_held[i].hi && b > t_held[i].lo) return 1;
+    return 0;
+}
 static pthread_once_t g_gemm_once = PTHREAD_ONCE_INIT;
 static int g_use_dnnl; /* fp32 products on dnnl_sgemm */
 
@@ -239,20 +254,29 @@ static _Thread_local struct {
     Kept k[RUN_KEEP];
 } t_run;
 
-/* The operands inside this thread's held range rounded since its hold began: HOLD_KEEP
- * entries (a model's weight matrices), any further ones rounded per product. */
-enum { HOLD_KEEP = 128 };
+/* The operands inside this thread's held ranges rounded since its hold began: HOLD_KEEP
+ * entries (a model's weight matrices and kept activations), any further ones rounded per
+ * product. */
+enum { HOLD_KEEP = 256 };
 static _Thread_local struct {
     int n;
     Kept k[HOLD_KEEP];
 } t_hold;
 
+/* Whether p[0..n) lies inside one of this thread's held ranges. */
+static int held(const float *p, size_t n) {
+    const uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < t_nheld; i++)
+        if (a >= t_held[i].lo && a < t_held[i].hi && n <= (t_held[i].hi - a) / sizeof(float))
+            return 1;
+    return 0;
+}
+
 /* src[n] rounded to bf16: from the held operands or the run's kept ones when it is one of them,
- * else rounded into a new held entry (inside the held range), a kept entry (inside a run) or
+ * else rounded into a new held entry (inside a held range), a kept entry (inside a run) or
  * scratch. */
 static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
-    const uintptr_t a = (uintptr_t)src;
-    if (a >= t_held_lo && a < t_held_hi && n <= (t_held_hi - a) / sizeof(float)) {
+    if (held(src, n)) {
         for (int i = 0; i < t_hold.n; i++)
             if (t_hold.k[i].src == src && t_hold.k[i].n == n) return t_hold.k[i].buf.p;
         if (t_hold.n < HOLD_KEEP) {
@@ -286,10 +310,17 @@ void cpu_matmul_run(int begin) {
 }
 
 void cpu_matmul_hold(const float *p, size_t n) {
-    t_held_lo = (uintptr_t)p, t_held_hi = p ? (uintptr_t)(p + n) : t_held_lo;
+    t_nheld = p != NULL;
+    t_held[0].lo = (uintptr_t)p, t_held[0].hi = (uintptr_t)(p + n);
 #ifdef TRAINER_DNNL
     t_hold.n = 0; /* the entries' buffers stay for the next hold */
 #endif
+}
+
+void cpu_matmul_keep(const float *p, size_t n) {
+    if (t_nheld == 0 || t_nheld == HELD_RANGES || !p || n == 0) return;
+    t_held[t_nheld].lo = (uintptr_t)p, t_held[t_nheld].hi = (uintptr_t)(p + n);
+    t_nheld++;
 }
 
 /* Backend.matmul_transb_slower: sgemm at fp32 yes, oneDNN's bf16 matmul no (ops.h). */
@@ -337,8 +368,8 @@ static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc,
 void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
                 int transB, float alpha, float beta) {
     if (M == 0 || Nc == 0) return;
-    CHECK(!((uintptr_t)C < t_held_hi && (uintptr_t)(C + (size_t)M * Nc) > t_held_lo),
-          "matmul: its output overlaps the range held by matmul_hold (ops.h)");
+    CHECK(!overlaps_held(C, (size_t)M * Nc),
+          "matmul: its output overlaps a range held by matmul_hold or matmul_keep (ops.h)");
     pthread_once(&g_gemm_once, choose_gemm);
     int lda = transA ? M : K, ldb = transB ? K : Nc;
 #ifdef TRAINER_DNNL
