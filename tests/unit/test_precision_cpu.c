@@ -247,7 +247,7 @@ static void test_reuse(void) {
                h);
         EXPECT(same_bits(P + (size_t)M * N, P, (size_t)M * N),
                "a kept operand gives another product the second time (case %d)", h);
-        for (int i = 0; i < M * K; i++) Y[i] = Ynew[i]; /* the probe */
+        memcpy(Y, Ynew, sizeof(float) * M * K); /* the probe */
         be->matmul(P + (size_t)2 * M * N, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
         if (h < 2) be->matmul_hold(NULL, 0);
         if (h == 0)

@@ -311,7 +311,7 @@ void cpu_matmul_run(int begin) {
 
 void cpu_matmul_hold(const float *p, size_t n) {
     t_nheld = p != NULL;
-    t_held[0].lo = (uintptr_t)p, t_held[0].hi = (uintptr_t)(p + n);
+    if (p) t_held[0].lo = (uintptr_t)p, t_held[0].hi = (uintptr_t)(p + n);
 #ifdef TRAINER_DNNL
     t_hold.n = 0; /* the entries' buffers stay for the next hold */
 #endif
