@@ -262,11 +262,15 @@ static void ffn_forward(TfModel *m, const TfLayer *L, LayerActs *la, float *out,
         be->matmul_bias_forward(la->hd, a, L->W1.w, L->b1.w, N, F, D, 1);
     }
     backend_matmul_keep(be, la->hd, (size_t)N * F); /* read again by dW2 */
-    if (m->w2t) /* hd W2ᵀ + b2 */
-        be->matmul(out, la->hd, L->W2T, N, D, F, 0, 0, 1.0f, 0.0f);
-    else
-        be->matmul(out, la->hd, L->W2.w, N, D, F, 0, 1, 1.0f, 0.0f);
+    tf_ffn_w2_product(m, out, la->hd, L, N); /* hd W2ᵀ + b2 */
     be->bias_forward(out, L->b2.w, N, D);
+}
+
+void tf_ffn_w2_product(const TfModel *m, float *out, const float *h, const TfLayer *L, int N) {
+    if (m->w2t)
+        m->be->matmul(out, h, L->W2T, N, m->D, m->F, 0, 0, 1.0f, 0.0f);
+    else
+        m->be->matmul(out, h, L->W2.w, N, m->D, m->F, 0, 1, 1.0f, 0.0f);
 }
 
 /* da[N,D] = da_keep · da + the gradient of the FFN's input (da_keep 1: accumulate, 0:

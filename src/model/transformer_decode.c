@@ -166,10 +166,7 @@ const float *transformer_decode_step(TfModel *m, int t, const int *ids, int log_
         /* FFN (no dropout when decoding) */
         a = step_input(m, &L->ln[2], m->x1);
         be->matmul_bias_forward(m->h1, a, L->W1.w, L->b1.w, R, F, D, 1);
-        if (m->w2t)
-            be->matmul(m->f1, m->h1, L->W2T, R, D, F, 0, 0, 1.0f, 0.0f);
-        else
-            be->matmul(m->f1, m->h1, L->W2.w, R, D, F, 0, 1, 1.0f, 0.0f);
+        tf_ffn_w2_product(m, m->f1, m->h1, L, R);
         be->bias_forward(m->f1, L->b2.w, R, D);
         step_residual(m, &L->ln[2], m->x1, m->f1);
     }

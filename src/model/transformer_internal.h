@@ -123,6 +123,10 @@ void tf_reserve_positions(TfModel *m, int n);
  * the non-padding target rows) and sets m->B, S, T, NR. CHECKs b within transformer_reserve
  * ("batch larger than transformer_reserve'd capacity"). */
 void tf_use_batch(TfModel *m, const TokenBatch *b);
+/* out[N,D] = h[N,F] W2ᵀ of layer L (backend memory; the FFN's second product, bias not
+ * added): from L's W2T copy where this pass made one (m->w2t), else from W2 itself. Source:
+ * Vaswani et al. 2017 eq. 2. No errors. */
+void tf_ffn_w2_product(const TfModel *m, float *out, const float *h, const TfLayer *L, int N);
 /* Embeds and encodes the uploaded sources into enc_out; returns the stack's output (the input
  * of the final LN in pre-LN) [B,S,D]; in[] (L entries) receives each layer's input [B,S,D].
  * train != 0: dropout keyed by key. Source: Vaswani et al. 2017 §3.1 (encoder). No errors. */
