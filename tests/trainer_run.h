@@ -221,14 +221,16 @@ TR_FN void tr_argv_free(TrArgv *a) {
     a->v[0] = NULL;
 }
 
-/* `trainer train --config tiny.ini` with the data slices of work/, save_dir and its own cache
- * folder save_dir/cache, one thread. Append more --set options (and --resume) with tr_arg. */
-TR_FN void tr_train_argv(TrArgv *a, const char *work, const char *save_dir) {
+/* `trainer train --config CONFIG` (a fixture of tiny.ini's form) with the data slices of work/,
+ * save_dir and its own cache folder save_dir/cache, one thread. Append more --set options (and
+ * --resume) with tr_arg. */
+TR_FN void tr_train_argv_config(TrArgv *a, const char *config, const char *work,
+                                const char *save_dir) {
     a->n = 0;
     tr_arg(a, "%s", tr_bin());
     tr_arg(a, "train");
     tr_arg(a, "--config");
-    tr_arg(a, "%s", TR_CONFIG);
+    tr_arg(a, "%s", config);
     tr_arg(a, "--set");
     tr_arg(a, "data.train_src=%s/train.de", work);
     tr_arg(a, "--set");
@@ -243,6 +245,11 @@ TR_FN void tr_train_argv(TrArgv *a, const char *work, const char *save_dir) {
     tr_arg(a, "data.cache_dir=%s/cache", save_dir);
     tr_arg(a, "--set");
     tr_arg(a, "train.threads=1");
+}
+
+/* tr_train_argv_config with tests/fixtures/tiny.ini (TR_CONFIG). */
+TR_FN void tr_train_argv(TrArgv *a, const char *work, const char *save_dir) {
+    tr_train_argv_config(a, TR_CONFIG, work, save_dir);
 }
 
 TR_FN void tr_print_argv(const char *what, char *const *argv) {

@@ -43,6 +43,17 @@ static_assert(sizeof(long) == 8, "train.max_steps (long) is declared with a rang
  * The table: every key, once.
  * ------------------------------------------------------------------------------------------- */
 typedef enum { T_INT, T_LONG, T_U64, T_FLOAT, T_BOOL, T_ENUM, T_STR } KeyType;
+/* Who reads a key: every model (R_ALL), one model type, or the models whose attention needs it.
+ * A key that the config's model does not read may keep its default but not be given
+ * (config_validate), and config_to_ini leaves it out. */
+typedef enum {
+    R_ALL,       /* every model, and the training */
+    R_RNN,       /* model.type = rnn */
+    R_TF,        /* model.type = transformer */
+    R_HEADS,     /* a Transformer, or an RNN whose attention is multi-head (attention.h) */
+    R_LINFORMER, /* a model with a linformer attention */
+    R_LOCAL,     /* a model with a luong_local attention */
+} KeyReader;
 static const char *const type_names[] = {"int", "int", "uint64", "float", "bool", "enum", "string"};
 
 typedef struct {
@@ -55,74 +66,95 @@ typedef struct {
     const char *const *names;    /* T_ENUM: valid names, indexed by the enum value */
     int n_names;
     const char *help;
+    KeyReader reads;             /* which models read the key (key_read) */
+    const char *instead;         /* for a key one model type does not read: what that type
+                                    takes instead (the message of config_validate), or NULL */
 } KeyDef;
 
 #define FIELD(f) offsetof(Config, f), sizeof(((Config *)0)->f)
 #define NAMES(a) a, (int)(sizeof a / sizeof a[0])
-#define K_INT(s, k, f, d, lo, hi, h) {s, k, T_INT, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h}
-#define K_LONG(s, k, f, d, lo, hi, h) {s, k, T_LONG, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h}
-#define K_U64(s, k, f, d, h) {s, k, T_U64, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
-#define K_FLT(s, k, f, d, lo, lo_open, hi, hi_open, h) \
-    {s, k, T_FLOAT, FIELD(f), d, lo, hi, lo_open, hi_open, NULL, 0, h}
-#define K_BOOL(s, k, f, d, h) {s, k, T_BOOL, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
-#define K_ENUM(s, k, f, d, names, h) {s, k, T_ENUM, FIELD(f), d, 0, 0, 0, 0, NAMES(names), h}
-#define K_STR(s, k, f, d, h) {s, k, T_STR, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h}
+/* The last two arguments of K_INT, K_FLT, K_BOOL and K_ENUM (the "..."): who reads the key
+ * (KeyReader), and what the model type that does not read it takes instead (NULL: nothing);
+ * ALL for the keys every model reads. */
+#define K_INT(s, k, f, d, lo, hi, h, ...) \
+    {s, k, T_INT, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h, __VA_ARGS__}
+#define K_LONG(s, k, f, d, lo, hi, h) \
+    {s, k, T_LONG, FIELD(f), d, lo, hi, 0, 0, NULL, 0, h, R_ALL, NULL}
+#define K_U64(s, k, f, d, h) {s, k, T_U64, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h, R_ALL, NULL}
+#define K_FLT(s, k, f, d, lo, lo_open, hi, hi_open, h, ...) \
+    {s, k, T_FLOAT, FIELD(f), d, lo, hi, lo_open, hi_open, NULL, 0, h, __VA_ARGS__}
+#define K_BOOL(s, k, f, d, h, ...) \
+    {s, k, T_BOOL, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h, __VA_ARGS__}
+#define K_ENUM(s, k, f, d, names, h, ...) \
+    {s, k, T_ENUM, FIELD(f), d, 0, 0, 0, 0, NAMES(names), h, __VA_ARGS__}
+#define K_STR(s, k, f, d, h) {s, k, T_STR, FIELD(f), d, 0, 0, 0, 0, NULL, 0, h, R_ALL, NULL}
+#define ALL R_ALL, NULL
 
 static const KeyDef keys[] = {
     K_STR("run", "name", name, "default",
-          "run name; config_load sets it from the file name unless given; names checkpoints/<name>"),
+          "run name; config_load sets it from the file name unless given; names "
+          "checkpoints/<name>"),
 
-    K_ENUM("model", "type", model.type, "rnn", model_type_names, "model family"),
-    K_ENUM("model", "cell", model.cell, "lstm", cell_type_names, "recurrent cell (rnn only)"),
+    K_ENUM("model", "type", model.type, "rnn", model_type_names, "model family", ALL),
+    K_ENUM("model", "cell", model.cell, "lstm", cell_type_names, "recurrent cell", R_RNN, NULL),
     K_ENUM("model", "attention", model.attention, "luong_general", attention_kind_names,
-           "attention kind (RNN decoder attention, or Transformer self/cross attention)"),
-    K_INT("model", "emb", model.emb, "256", 1, 65536, "embedding size E"),
+           "the RNN decoder's attention over the encoder states", R_RNN,
+           "model.self_attention, model.dec_self_attention and model.cross_attention"),
+    K_INT("model", "emb", model.emb, "256", 1, 65536, "embedding size E", R_RNN,
+          "model.d_model"),
     K_INT("model", "hidden", model.hidden, "512", 2, 65536,
-          "decoder hidden size H; the bidirectional encoder uses H/2 per direction (even)"),
-    K_INT("model", "enc_layers", model.enc_layers, "1", 1, 16, "encoder layers"),
-    K_INT("model", "dec_layers", model.dec_layers, "1", 1, 16, "decoder layers"),
-    K_FLT("model", "dropout", model.dropout, "0.3", 0, 0, 1, 1, "dropout probability"),
+          "decoder hidden size H; the bidirectional encoder uses H/2 per direction (even)", R_RNN,
+          "model.d_model and model.d_ff"),
+    K_INT("model", "enc_layers", model.enc_layers, "1", 1, 16, "encoder layers", ALL),
+    K_INT("model", "dec_layers", model.dec_layers, "1", 1, 16, "decoder layers", ALL),
+    K_FLT("model", "dropout", model.dropout, "0.3", 0, 0, 1, 1, "dropout probability", ALL),
     K_BOOL("model", "input_feeding", model.input_feeding, "true",
-           "feed the attentional state to the next decoder step (Luong 2015 §3.3)"),
+           "feed the attentional state to the next decoder step (Luong 2015 §3.3)", R_RNN, NULL),
     K_ENUM("model", "rnn_impl", model.rnn_impl, "own", rnn_impl_names,
-           "who runs the RNN's LSTM/GRU layers: own (our kernels, verified) or cudnn (cuDNN, "
-           "train.device = cuda only; not verified here). cudnn runs every encoder layer, and the "
+           "who runs the RNN's LSTM/GRU layers: own (our kernels) or cudnn (cuDNN, train.device "
+           "= cuda only; needs a GPU, not run in CI). cudnn runs every encoder layer, and the "
            "decoder layers only without input feeding and without bahdanau (whose layer 0 reads "
-           "c_t); other decoder layers, and decoding, keep own"),
-    K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D"),
+           "c_t); other decoder layers, and decoding, keep own", R_RNN, NULL),
+    K_INT("model", "d_model", model.d_model, "256", 2, 65536, "Transformer width D", R_TF,
+          "model.emb and model.hidden"),
     K_INT("model", "heads", model.heads, "4", 1, 256,
-          "attention heads (divide d_model; RNN: divide hidden, for sdp, flash, linear, efficient, "
-          "taylor, linformer)"),
-    K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width"),
+          "attention heads (divide d_model; RNN: divide hidden, for the multi-head kinds sdp, "
+          "flash, linear, efficient, taylor, linformer)", R_HEADS, NULL),
+    K_INT("model", "d_ff", model.d_ff, "1024", 1, 1048576, "Transformer feed-forward width",
+          R_TF, "model.hidden"),
     K_ENUM("model", "norm", model.norm, "pre", norm_place_names,
            "Transformer layer norm before (pre) or after (post, Vaswani et al. 2017) each "
-           "sub-layer's residual"),
+           "sub-layer's residual", R_TF, NULL),
     K_BOOL("model", "tie_embeddings", model.tie_embeddings, "true",
-           "Transformer: one matrix for source and target embeddings and the output layer"),
+           "Transformer: one matrix for source and target embeddings and the output layer", R_TF,
+           NULL),
     K_ENUM("model", "self_attention", model.self_attention, "sdp", attention_kind_names,
-           "Transformer encoder self-attention (and the decoder's unless dec_self_attention)"),
+           "Transformer encoder self-attention (and the decoder's unless dec_self_attention)",
+           R_TF, "model.attention"),
     K_ENUM("model", "dec_self_attention", model.dec_self_attention, "same",
            dec_self_attention_names,
-           "Transformer decoder (causal) self-attention; same = self_attention"),
+           "Transformer decoder (causal) self-attention; same = self_attention", R_TF,
+           "model.attention"),
     K_ENUM("model", "cross_attention", model.cross_attention, "sdp", attention_kind_names,
-           "Transformer encoder-decoder attention"),
+           "Transformer encoder-decoder attention", R_TF, "model.attention"),
     K_INT("model", "linformer_k", model.attn_opt.linformer_k, "32", 1, 4096,
-          "linformer: projected length r of keys and values (E, F are r x n; Wang et al. 2020)"),
+          "linformer: projected length r of keys and values (E, F are r x n; Wang et al. 2020)",
+          R_LINFORMER, NULL),
     K_INT("model", "linformer_max_len", model.attn_opt.linformer_max_len, "128", 1, 100000,
           "linformer: n, the longest source (subword tokens) its projections span; longer "
-          "sources are refused (>= data.max_len)"),
+          "sources are refused (>= data.max_len)", R_LINFORMER, NULL),
     K_ENUM("model", "linformer_share", model.attn_opt.linformer_share, "none",
            linformer_share_names,
            "linformer: none (E, F per head), headwise (one E, F per layer), kv (one E = F per "
-           "layer); layerwise is not supported (Wang et al. 2020 §4)"),
+           "layer); layerwise is not supported (Wang et al. 2020 §4)", R_LINFORMER, NULL),
     K_INT("model", "local_window", model.attn_opt.local_window, "10", 1, 1000,
           "luong_local: half-width D of the window [p_t - D, p_t + D] (Luong et al. 2015 §3.2; "
-          "the paper's 10); sigma = D/2 for predictive"),
+          "the paper's 10); sigma = D/2 for predictive", R_LOCAL, NULL),
     K_ENUM("model", "local_mode", model.attn_opt.local_mode, "predictive", local_mode_names,
            "luong_local: monotonic (local-m, p_t = t) or predictive (local-p, p_t = S "
-           "sigmoid(v_p' tanh(W_p h_t)) with a Gaussian around p_t)"),
+           "sigmoid(v_p' tanh(W_p h_t)) with a Gaussian around p_t)", R_LOCAL, NULL),
     K_ENUM("model", "local_score", model.attn_opt.local_score, "general", local_score_names,
-           "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat"),
+           "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat", R_LOCAL, NULL),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
     K_STR("data", "train_tgt", train_tgt, "data/multi30k/train.en.gz", "training target text"),
@@ -133,72 +165,80 @@ static const KeyDef keys[] = {
     K_STR("data", "test_tgt", test_tgt, "data/multi30k/test_2016_flickr.en.gz",
           "test target text"),
     K_INT("data", "vocab_size", vocab_size, "8000", 100, 1000000,
-          "joint SentencePiece vocabulary size"),
+          "joint SentencePiece vocabulary size (with data.spm_model: must be that model's)",
+          ALL),
+    K_STR("data", "spm_model", spm_model, "",
+          "a SentencePiece model file to use instead of training one on the training text (the "
+          "run keeps a copy); empty = train one"),
     K_INT("data", "max_len", max_len, "100", 1, 100000,
-          "max subword tokens per side of a training pair; longer pairs are skipped"),
+          "max subword tokens per side of a training pair; longer pairs are skipped", ALL),
     K_INT("data", "max_line_bytes", max_line_bytes, "1000", 1, 1 << 20,
-          "raw lines longer than this are skipped"),
+          "raw lines longer than this are skipped", ALL),
     K_STR("data", "cache_dir", cache_dir, "data/cache", "folder for tokenized data and models"),
 
-    K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend"),
+    K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend", ALL),
     K_ENUM("train", "precision", precision, "fp32", precision_names,
-           "matmul input rounding: cuda fp32|tf32|bf16; cpu fp32|bf16 (AVX512_BF16, oneDNN)"),
+           "matmul input rounding: cuda fp32|tf32|bf16; cpu fp32|bf16 (AVX512_BF16, oneDNN)", ALL),
     K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
-    K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most"),
+    K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most", ALL),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
     K_FLT("train", "max_hours", max_hours, "0", 0, 0, 1e6, 0,
-          "training time budget in hours (validation included); 0 = no limit"),
+          "training time budget in hours (validation included); 0 = no limit", ALL),
     K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
-          "source+target tokens per batch (>= 2 * data.max_len)"),
-    K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)"),
+          "source+target tokens per batch (>= 2 * data.max_len)", ALL),
+    K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)", ALL),
     K_ENUM("train", "lr_schedule", lr_schedule, "plateau", lr_schedule_names,
            "plateau: warm-up, constant, x lr_decay after an epoch without better val BLEU; "
-           "inverse_sqrt: warm-up, then lr*sqrt(warmup/step) (Vaswani et al. 2017)"),
-    K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps"),
+           "inverse_sqrt: warm-up, then lr*sqrt(warmup/step) (Vaswani et al. 2017)", ALL),
+    K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps",
+          ALL),
     K_FLT("train", "lr_decay", lr_decay, "0.5", 0, 1, 1, 0,
-          "lr factor when validation BLEU does not improve"),
-    K_FLT("train", "min_lr", min_lr, "1e-5", 0, 0, 10, 0, "learning-rate floor (<= lr)"),
-    K_FLT("train", "adam_beta1", adam_beta1, "0.9", 0, 0, 1, 1, "Adam beta1"),
-    K_FLT("train", "adam_beta2", adam_beta2, "0.999", 0, 0, 1, 1, "Adam beta2"),
-    K_FLT("train", "adam_eps", adam_eps, "1e-8", 0, 1, 1, 0, "Adam epsilon"),
+          "lr factor when validation BLEU does not improve", ALL),
+    K_FLT("train", "min_lr", min_lr, "1e-5", 0, 0, 10, 0, "learning-rate floor (<= lr)", ALL),
+    K_FLT("train", "adam_beta1", adam_beta1, "0.9", 0, 0, 1, 1, "Adam beta1", ALL),
+    K_FLT("train", "adam_beta2", adam_beta2, "0.999", 0, 0, 1, 1, "Adam beta2", ALL),
+    K_FLT("train", "adam_eps", adam_eps, "1e-8", 0, 1, 1, 0, "Adam epsilon", ALL),
     K_FLT("train", "clip_norm", clip_norm, "5", 0, 0, 1e6, 0,
-          "clip the global gradient norm to this; 0 = off"),
+          "clip the global gradient norm to this; 0 = off", ALL),
     K_INT("train", "max_nonfinite", max_nonfinite, "10", 1, 1000000,
-          "a step with a NaN/Inf loss or gradient is skipped; this many in a row end the run"),
-    K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing"),
+          "a step with a NaN/Inf loss or gradient is skipped; this many in a row end the run",
+          ALL),
+    K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing", ALL),
     K_INT("train", "patience", patience, "5", 0, 1000000,
-          "epochs without val BLEU improvement before stopping; 0 = never stop early"),
-    K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines"),
+          "epochs without val BLEU improvement before stopping; 0 = never stop early", ALL),
+    K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines", ALL),
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
-          "steps between checkpoints (also one per epoch end); 0 = epoch ends only"),
+          "steps between checkpoints (also one per epoch end); 0 = epoch ends only", ALL),
     K_STR("train", "save_dir", save_dir, "", "checkpoint folder; empty = checkpoints/<name>"),
     K_INT("train", "keep_checkpoints", keep_checkpoints, "0", 0, 1000000,
           "also write epoch<N>.ckpt at each epoch end and keep the last this many (older "
-          "ones deleted once the new one is written); 0 = off"),
+          "ones deleted once the new one is written); 0 = off", ALL),
     K_INT("train", "average_last", average_last, "0", 0, 1000000,
           "at the end of the run write avg.ckpt, the mean parameters of the last this many "
           "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it; needs keep_checkpoints "
-          ">= it; 0 = off"),
+          ">= it; 0 = off", ALL),
     K_FLT("train", "ema_decay", ema_decay, "0", 0, 0, 1, 1,
           "exponential moving average of the weights, ema = d*ema + (1-d)*w after every step "
-          "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off"),
+          "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off", ALL),
     K_BOOL("train", "ema_warmup", ema_warmup, "false",
            "with ema_decay: d = min(ema_decay, (1 + n) / (10 + n)) after n updates (the warm-up "
-           "of Marian and TensorFlow), so that the early average follows the weights"),
-    K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores"),
+           "of Marian and TensorFlow), so that the early average follows the weights", ALL),
+    K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores", ALL),
     K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
-          "validation sentences used; 0 = all"),
+          "validation sentences used; 0 = all", ALL),
 
     K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
           "seconds a rank waits for the others once training has begun (one step's sums, or "
-          "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit"),
+          "rank 0's validation and saving) before it exits naming the dead ranks; 0 = no limit",
+          ALL),
     K_BOOL("dist", "overlap", dist_overlap, "false",
            "start the gradient sum of finished layers while backward goes on (MPI_Iallreduce by "
-           "buckets, on the CPU; train.device = cuda keeps one ncclAllReduce after backward)"),
+           "buckets, on the CPU; train.device = cuda keeps one ncclAllReduce after backward)", ALL),
     K_FLT("dist", "bucket_mb", dist_bucket_mb, "4", 0, 1, 1e6, 0,
-          "MiB of gradient per bucket with dist.overlap (the last bucket holds the rest)"),
+          "MiB of gradient per bucket with dist.overlap (the last bucket holds the rest)", ALL),
 };
 enum { N_KEYS = (int)(sizeof keys / sizeof keys[0]) };
+static_assert(N_KEYS <= CONFIG_MAX_KEYS, "Config.given needs a flag per key: raise CONFIG_MAX_KEYS");
 static const char *const sections[] = {"run", "model", "data", "train", "dist"};
 enum { N_SECTIONS = (int)(sizeof sections / sizeof sections[0]) };
 
@@ -218,6 +258,29 @@ static const KeyDef *find_key(const char *section, const char *key) {
     for (int i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].key, key) == 0) return &keys[i];
     return NULL;
+}
+
+/* 1 when a slot of c's model uses attention kind x */
+static bool model_uses(const ModelSpec *ms, AttentionKind x) {
+    if (ms->type == MODEL_RNN) return ms->attention == x;
+    return ms->self_attention == x || spec_dec_self_attention(ms) == x || ms->cross_attention == x;
+}
+
+/* 1 when c's model (and training) reads key k (KeyReader). */
+static bool key_read(const Config *c, const KeyDef *k) {
+    const ModelSpec *ms = &c->model;
+    const AttentionOps *row;
+    switch (k->reads) {
+    case R_ALL: return true;
+    case R_RNN: return ms->type == MODEL_RNN;
+    case R_TF: return ms->type == MODEL_TRANSFORMER;
+    case R_HEADS:
+        row = ms->type == MODEL_RNN ? attention_row(ms->attention) : NULL;
+        return ms->type == MODEL_TRANSFORMER || (row && row->multi_head);
+    case R_LINFORMER: return model_uses(ms, ATTN_LINFORMER);
+    case R_LOCAL: return model_uses(ms, ATTN_LUONG_LOCAL);
+    }
+    return true;
 }
 
 static void list_names(const KeyDef *k, char *buf, size_t n) {
@@ -600,13 +663,16 @@ static Status parse_text(Config *c, const char *text, size_t n, const char *src,
                            k->section, k->key, key_line[ki]);
         key_line[ki] = lineno;
         if (set_value(c, k, val, where, err) != STATUS_OK) return STATUS_ERR;
+        c->given[ki] = 1;
     }
     return STATUS_OK;
 }
 
 Status config_load_string(Config *c, const char *text, const char *source_name, Err *err) {
     config_defaults(c);
-    return parse_text(c, text, strlen(text), source_name ? source_name : "<string>", -1, err);
+    Status st = parse_text(c, text, strlen(text), source_name ? source_name : "<string>", -1, err);
+    memset(c->given, 0, sizeof c->given); /* a stored config: no key was given by a user */
+    return st;
 }
 
 /* Reads the file at path and applies its keys to c (over what c holds). */
@@ -683,12 +749,47 @@ Status config_set(Config *c, const char *assignment, Err *err) {
                        echo(key, e, sizeof e), e, sec, list);
     }
     snprintf(where, sizeof where, "--set %s.%s", k->section, k->key);
-    return set_value(c, k, val, where, err);
+    if (set_value(c, k, val, where, err) != STATUS_OK) return STATUS_ERR;
+    c->given[k - keys] = 1;
+    return STATUS_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * Validation
  * ------------------------------------------------------------------------------------------- */
+/* The first key given (Config.given) that c's model does not read, as an error naming the key,
+ * the model and what it takes instead; STATUS_OK when there is none. */
+static Status unread_key(const Config *c, Err *err) {
+    const ModelSpec *ms = &c->model;
+    const char *model = ms->type == MODEL_RNN ? "an RNN (model.type = rnn)"
+                                              : "a Transformer (model.type = transformer)";
+    char val[1100], attn[64];
+    for (int i = 0; i < N_KEYS; i++) {
+        const KeyDef *k = &keys[i];
+        if (!c->given[i] || key_read(c, k)) continue;
+        value_text(c, k, val, sizeof val);
+        switch (k->reads) {
+        case R_HEADS:
+            return err_set(err, "config %s: model.heads = %s is given, but the RNN's attention "
+                           "%s has one head (only sdp, flash, linear, efficient, taylor and "
+                           "linformer split model.heads); remove the key", c->name, val,
+                           attention_kind_names[ms->attention]);
+        case R_LINFORMER:
+        case R_LOCAL:
+            return err_set(err, "config %s: %s.%s = %s is given, but no attention of this model "
+                           "is %s (%s); remove the key or choose that attention", c->name,
+                           k->section, k->key, val,
+                           k->reads == R_LOCAL ? "luong_local" : "linformer",
+                           config_attention_text(c, attn, sizeof attn));
+        default:
+            return err_set(err, "config %s: %s.%s = %s is given, but %s does not read it%s%s; "
+                           "remove %s.%s", c->name, k->section, k->key, val, model,
+                           k->instead ? ": it takes " : "", k->instead ? k->instead : "",
+                           k->section, k->key);
+        }
+    }
+    return STATUS_OK;
+}
 Status config_validate(const Config *c, Err *err) {
     const ModelSpec *ms = &c->model;
     char range[96];
@@ -713,6 +814,7 @@ Status config_validate(const Config *c, Err *err) {
         }
     }
     const char *nm = c->name;
+    if (unread_key(c, err)) return STATUS_ERR;
     bool name_ok = nm[0] && strcmp(nm, ".") && strcmp(nm, "..");
     for (const char *q = nm; *q; q++)
         if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
@@ -809,6 +911,15 @@ Status config_validate(const Config *c, Err *err) {
 /* ---------------------------------------------------------------------------------------------
  * Output
  * ------------------------------------------------------------------------------------------- */
+void config_drop_unread(Config *c) {
+    for (int i = 0; i < N_KEYS; i++) {
+        Err err;
+        if (!key_read(c, &keys[i])) CHECK(set_value(c, &keys[i], keys[i].def, "default", &err)
+                                              == STATUS_OK, "config table: a default does not parse");
+    }
+    memset(c->given, 0, sizeof c->given);
+}
+
 char *config_to_ini(const Config *c) {
     size_t cap = 4096, len = 0;
     char *out = xmalloc(cap), val[1100];
@@ -820,7 +931,7 @@ char *config_to_ini(const Config *c) {
         len += (size_t)snprintf(out + len, cap - len, "%s[%s]\n", s ? "\n" : "", sections[s]);
         for (int i = 0; i < N_KEYS; i++) {
             const KeyDef *k = &keys[i];
-            if (strcmp(k->section, sections[s]) != 0) continue;
+            if (strcmp(k->section, sections[s]) != 0 || !key_read(c, k)) continue;
             value_text(c, k, val, sizeof val);
             const char *q = k->type == T_STR ? "\"" : "";
             len += (size_t)snprintf(out + len, cap - len, "%s = %s%s%s\n", k->key, q, val, q);
@@ -833,7 +944,9 @@ void config_print_keys(FILE *f) {
     char extra[600];
     fprintf(f, "Config keys (INI file sections; override with --set section.key=value).\n"
                "A file may begin with include = FILE (relative to its folder): FILE's keys\n"
-               "first, then this file's (configs/transformer_flash.ini):\n");
+               "first, then this file's (configs/transformer_flash.ini). A [model] key marked\n"
+               "[rnn] or [transformer] is read by that model type alone: giving it to another\n"
+               "is an error, as is an attention option where no attention uses it.\n");
     for (int s = 0; s < N_SECTIONS; s++) {
         fprintf(f, "\n[%s]\n", sections[s]);
         for (int i = 0; i < N_KEYS; i++) {
@@ -849,11 +962,16 @@ void config_print_keys(FILE *f) {
                 range_text(k, range, sizeof range);
                 snprintf(extra, sizeof extra, "; range %s", range);
             }
+            static const char *const readers[] = {
+                [R_ALL] = "", [R_RNN] = " [rnn]", [R_TF] = " [transformer]",
+                [R_HEADS] = " [transformer; rnn with a multi-head attention]",
+                [R_LINFORMER] = " [a model with a linformer attention]",
+                [R_LOCAL] = " [a model with a luong_local attention]"};
             char full[64];
             snprintf(full, sizeof full, "%s.%s", k->section, k->key);
-            fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s\n", full, type_names[k->type],
+            fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s%s\n", full, type_names[k->type],
                     k->type == T_STR ? "\"" : "", k->def, k->type == T_STR ? "\"" : "", extra,
-                    k->help);
+                    k->help, readers[k->reads]);
         }
     }
 }

@@ -49,6 +49,7 @@
 
 #define CONFIG_MAX_LINE 4096          /* bytes per line, without the line ending */
 #define CONFIG_MAX_FILE (1 << 20)     /* bytes per config file */
+#define CONFIG_MAX_KEYS 96            /* room for a flag per key (Config.given) */
 
 typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
 typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
@@ -77,7 +78,10 @@ typedef struct Config {
     char val_src[1024], val_tgt[1024];     /* data/multi30k/val.{de,en}.gz */
     char test_src[1024], test_tgt[1024];   /* data/multi30k/test_2016_flickr.{de,en}.gz;
                                               both "" = no test set */
-    int vocab_size;          /* data.vocab_size: joint SentencePiece vocabulary (8000, 100..1e6) */
+    int vocab_size;          /* data.vocab_size: joint SentencePiece vocabulary (8000, 100..1e6);
+                                with spm_model, the run sets it to that model's size */
+    char spm_model[1024];    /* data.spm_model: a SentencePiece model file used instead of one
+                                trained on the training text; "" = train one (the default) */
     int max_len;             /* data.max_len: max subword tokens per side of a training pair
                                 (100, 1..100000); longer pairs are skipped */
     int max_line_bytes;      /* data.max_line_bytes: longer raw lines are skipped (1000, 1..1<<20) */
@@ -135,6 +139,10 @@ typedef struct Config {
                                 backward goes on (MPI_Iallreduce; CPU only) (false) */
     float dist_bucket_mb;    /* dist.bucket_mb: MiB of gradient per bucket with dist.overlap
                                 (4, (0, 1e6]) */
+    /* 1 for each key a file (config_load) or config_set gave, in the order of the key table;
+     * config_load_string leaves none given (a stored config). config_validate refuses a given
+     * key that the model does not read. */
+    unsigned char given[CONFIG_MAX_KEYS];
 } Config;
 
 /* The backend of train.device into *be: backend_cpu(), or backend_cuda(). Errors: "train.device =
@@ -173,10 +181,17 @@ Status config_set(Config *c, const char *assignment, Err *err);
  * set. */
 Status config_validate(const Config *c, Err *err);
 
-/* malloc'd (free()) INI text of every key, including [run] name. config_load_string of it gives
- * back exactly *c (floats are written with the fewest digits, at most 9, that read back to the
- * same float). No errors (xmalloc aborts on out-of-memory). */
+/* malloc'd (free()) INI text of every key the model reads (config_drop_unread: the [model] keys
+ * of the other model type and the options of unused attentions are left out), including [run]
+ * name. config_load_string of it gives back *c in every key written, exactly (floats are written
+ * with the fewest digits, at most 9, that read back to the same float), and the defaults in the
+ * others. No errors (xmalloc aborts on out-of-memory). */
 char *config_to_ini(const Config *c);
+
+/* Sets every key that c's model does not read (the [model] keys of the other model type, the
+ * options of attentions the model does not use) to its default and marks no key given: what
+ * config_load_string(config_to_ini(c)) gives back. No errors. */
+void config_drop_unread(Config *c);
 
 /* Prints every key with its type, default, range or valid names, and help to f (for `trainer
  * --help`). No errors. */

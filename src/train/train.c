@@ -187,6 +187,28 @@ static Status train_spm(const Config *cfg, const Corpus *train, const char *dir,
     return spm_load(spm, model, err);
 }
 
+/* data.spm_model: the SentencePiece model of that file, with data.vocab_size pieces, and a copy
+ * of it as dir/spm.model (the run folder keeps the model it was trained with, as when it trains
+ * one). Errors: spm_load's; a piece count other than data.vocab_size; the copy's write. */
+static Status load_spm_model(const Config *cfg, const char *dir, Spm **spm, Err *err) {
+    char copy[1200];
+    void *bytes = NULL;
+    size_t n = 0;
+    if (spm_load(spm, cfg->spm_model, err)) return err_prefix(err, "data.spm_model");
+    if (spm_vocab_size(*spm) != cfg->vocab_size)
+        return err_set(err, "data.spm_model = %s has %d pieces, but data.vocab_size = %d; set "
+                       "data.vocab_size = %d", cfg->spm_model, spm_vocab_size(*spm),
+                       cfg->vocab_size, spm_vocab_size(*spm));
+    snprintf(copy, sizeof copy, "%s/spm.model", dir);
+    Status s = spm_serialize(*spm, &bytes, &n, err);
+    if (!s) s = write_file_atomic(copy, bytes, n, err);
+    free(bytes);
+    if (!s)
+        printf("SentencePiece: %d pieces from data.spm_model = %s (copied to %s)\n",
+               spm_vocab_size(*spm), cfg->spm_model, copy);
+    return s;
+}
+
 static Status encode_split(const Config *cfg, const Corpus *c, const Spm *spm, const char *what,
                            Encoded *e, Err *err) {
     char cache[1400];
@@ -402,7 +424,9 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", r->last,
                r->st.epoch, r->st.step, r->st.batch_in_epoch);
     } else {
-        if (train_spm(cfg, &r->train, r->dir, &r->spm, err)) return STATUS_ERR;
+        if (cfg->spm_model[0] ? load_spm_model(cfg, r->dir, &r->spm, err)
+                              : train_spm(cfg, &r->train, r->dir, &r->spm, err))
+            return STATUS_ERR;
         if (model_create(&r->model, &cfg->model, spm_vocab_size(r->spm), be, err))
             return STATUS_ERR;
         model_init_params(&r->model, cfg->seed);
@@ -788,7 +812,7 @@ static Status average_at_end(Run *r, Err *err) {
         free(e);
         return STATUS_OK;
     }
-    int k = upto < cfg->average_last ? upto : cfg->average_last;
+    int k = upto < cfg->average_last ? upto : cfg->average_last, last = e[upto - 1];
     char **paths = xcalloc((size_t)k, sizeof *paths), list[1024] = "";
     for (int i = 0; i < k; i++) {
         paths[i] = xmalloc(1200);
@@ -830,10 +854,14 @@ static Status average_at_end(Run *r, Err *err) {
     double vppl, vbleu, vchrf;
     rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu,
                   &vchrf, err);
-    if (!rc)
-        printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %.2f)\n", vppl, vbleu,
-               vchrf, r->st.best_bleu);
-    return rc;
+    if (rc) return rc;
+    printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %.2f)\n", vppl, vbleu,
+           vchrf, r->st.best_bleu);
+    fprintf(r->metrics, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d, "
+            "\"val_ppl\": %.4f, \"val_bleu\": %.4f, \"val_chrf\": %.4f}\n", last, r->st.step,
+            k, vppl, vbleu, vchrf);
+    fflush(r->metrics);
+    return STATUS_OK;
 }
 
 /* The closing line: the best checkpoint, or that no validation ran and which file holds the

@@ -1,7 +1,7 @@
 /* test_linformer.c — `trainer` with the linformer attention (src/attention/linformer.c) end to
- * end, on the tiny config (tests/fixtures/tiny.ini, 2000 training and 100 validation pairs of
- * Multi30k, a 500-piece vocabulary) turned into a small Transformer with linformer in the
- * encoder's self-attention and the cross-attention (sdp in the decoder's self-attention):
+ * end, on the tiny Transformer (tests/fixtures/tiny_transformer.ini, 2000 training and 100
+ * validation pairs of Multi30k, a 500-piece vocabulary) with linformer in the encoder's
+ * self-attention and the cross-attention (sdp in the decoder's self-attention):
  *  1. it trains 3 steps (exit 0, the log names the kinds) and translates a short line;
  *  2. sources longer than model.linformer_max_len = n are refused with the key and the length:
  *     `trainer translate` on a line of more than n = 128 subword tokens (exit 1, "input line 2:
@@ -24,12 +24,10 @@ static int g_run = 0;
 static int train(const char **log, const char *const *extra) {
     TrArgv a;
     const char *dir = tr_fmt("%s/run%02d", g_work, ++g_run);
-    tr_train_argv(&a, g_work, dir);
+    tr_train_argv_config(&a, "tests/fixtures/tiny_transformer.ini", g_work, dir);
     static const char *const sets[] = {
-        "model.type=transformer", "model.d_model=32", "model.heads=2", "model.d_ff=64",
-        "model.enc_layers=1", "model.dec_layers=1", "model.self_attention=linformer",
-        "model.dec_self_attention=sdp", "model.cross_attention=linformer",
-        "model.linformer_k=8", "model.linformer_max_len=128", "train.lr_schedule=inverse_sqrt",
+        "model.self_attention=linformer", "model.dec_self_attention=sdp",
+        "model.cross_attention=linformer", "model.linformer_k=8", "model.linformer_max_len=128",
         "train.max_steps=3"};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         tr_arg(&a, "--set");

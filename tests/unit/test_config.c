@@ -298,7 +298,7 @@ static void test_fixtures(void) {
                c.model.cross_attention == ATTN_FLASH && c.model.dec_self_attention == ATTN_NONE &&
                spec_dec_self_attention(&c.model) == ATTN_FLASH && c.model.norm == NORM_PRE &&
                c.model.d_model == 256 && c.model.heads == 4 && c.model.d_ff == 1024 &&
-               c.device == DEVICE_CUDA && c.model.input_feeding == 0,
+               c.device == DEVICE_CUDA,
            "enums/bool");
     EXPECT(c.max_steps == 100000 && c.warmup_steps == 4000 && c.adam_eps == 1e-9f, "train");
     char sd[2048];
@@ -465,7 +465,6 @@ static void test_validate(void) {
          "model.cross_attention=linformer"),
         "model.type=transformer\nmodel.cross_attention=linformer\nmodel.linformer_share=kv",
         "model.attention=linformer\nmodel.linformer_share=headwise\nmodel.linformer_k=4",
-        "model.linformer_share=layerwise", /* no linformer anywhere: the key is unused */
     };
     for (size_t i = 0; i < sizeof lf_ok / sizeof lf_ok[0]; i++) {
         config_defaults(&c);
@@ -526,15 +525,18 @@ static void test_validate(void) {
     EXPECT(config_validate(&c, &err) == STATUS_OK, "configs/luong_local.ini: %s", err.msg);
 }
 
+/* config_to_ini → config_load_string gives back every key the model reads, exactly, and the
+ * defaults in the others (config_drop_unread) */
 static void roundtrip(const Config *c, const char *what) {
     char *ini = config_to_ini(c);
-    Config d;
+    Config d, want = *c;
     Err err = {{0}};
     char diff[2048];
+    config_drop_unread(&want);
     EXPECT(config_load_string(&d, ini, "roundtrip", &err) == STATUS_OK, "%s: %s\n%s", what,
            err.msg, ini);
-    EXPECT(config_diff(c, &d, diff, sizeof diff) == 0, "%s: %s", what, diff);
-    EXPECT(memcmp(c, &d, sizeof d) == 0, "%s: structs differ byte-wise", what);
+    EXPECT(config_diff(&want, &d, diff, sizeof diff) == 0, "%s: %s", what, diff);
+    EXPECT(memcmp(&want, &d, sizeof d) == 0, "%s: structs differ byte-wise", what);
     free(ini);
 }
 
@@ -603,13 +605,14 @@ static void test_print_keys(void) {
                strstr(txt, "range [1, 65536]") && strstr(txt, "luong_general") &&
                strstr(txt, "[0, 1)") && strstr(txt, "train.val_max_sentences") &&
                strstr(txt, "train.max_nonfinite") && strstr(txt, "this many in a row end the run") &&
-               strstr(txt, "run.name"),
+               strstr(txt, "run.name") && strstr(txt, "recurrent cell [rnn]") &&
+               strstr(txt, "Transformer width D [transformer]") && strstr(txt, "data.spm_model"),
            "help:\n%s", txt ? txt : "(null)");
     free(txt);
 }
 
 /* Each configs/transformer_<kind>.ini is configs/transformer.ini with other attention: every
- * key that config_to_ini writes agrees, except the run's name and the *attention keys. (The
+ * key agrees, except the run's name, the attention keys and the options of the kind. (The
  * attention variants had lacked transformer.ini's EMA lines for three days while their comments
  * said "the same training".) */
 static void test_transformer_variants(void) {
@@ -617,36 +620,83 @@ static void test_transformer_variants(void) {
     Config base, c;
     Err err;
     EXPECT(config_load(&base, "configs/transformer.ini", &err) == STATUS_OK, "%s", err.msg);
-    char *want = config_to_ini(&base);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        char path[64];
+        char path[64], diff[2048];
         snprintf(path, sizeof path, "configs/transformer_%s.ini", kinds[i]);
-        if (config_load(&c, path, &err) != STATUS_OK) {
+        if (config_load(&c, path, &err) != STATUS_OK || config_validate(&c, &err) != STATUS_OK) {
             EXPECT(0, "%s: %s", path, err.msg);
             continue;
         }
-        char *got = config_to_ini(&c);
-        int differ = 0;
-        const char *a = want, *b = got;
-        while (*a && *b) { /* line by line: both texts list the same keys in the same order */
-            size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
-            char ka[64] = "";
-            sscanf(a, "%63[^ =]", ka);
-            size_t kl = strlen(ka);
-            int skip = strcmp(ka, "name") == 0 ||
-                       (kl >= 9 && strcmp(ka + kl - 9, "attention") == 0);
-            if (!skip && (la != lb || memcmp(a, b, la) != 0)) {
-                EXPECT(0, "%s differs from configs/transformer.ini: '%.*s' against '%.*s'", path,
-                       (int)lb, b, (int)la, a);
-                differ = 1;
-            }
-            a += la + (a[la] != 0), b += lb + (b[lb] != 0);
-        }
-        EXPECT(!differ && *a == 0 && *b == 0, "%s: not configs/transformer.ini with other "
-               "attention", path);
-        free(got);
+        memcpy(c.name, base.name, sizeof c.name);
+        c.model.self_attention = base.model.self_attention;
+        c.model.dec_self_attention = base.model.dec_self_attention;
+        c.model.cross_attention = base.model.cross_attention;
+        c.model.attn_opt = base.model.attn_opt;
+        EXPECT(config_diff(&base, &c, diff, sizeof diff) == 0,
+               "%s is not configs/transformer.ini with other attention: %s", path, diff);
     }
-    free(want);
+}
+
+/* A key given to a model that does not read it is refused, naming the key, the model type and
+ * what it takes instead; the same key is fine where it is read, and at its default anywhere. */
+static void test_unread_keys(void) {
+    static const struct { const char *sets, *needles[3]; } bad[] = {
+        {"model.type=transformer\nmodel.attention=bahdanau",
+         {"model.attention = bahdanau", "a Transformer", "model.self_attention"}},
+        {"model.type=transformer\nmodel.cell=gru", {"model.cell = gru", "a Transformer", ""}},
+        {"model.type=transformer\nmodel.hidden=63", {"model.hidden = 63", "model.d_model", ""}},
+        {"model.type=transformer\nmodel.input_feeding=false", {"model.input_feeding", "", ""}},
+        {"model.self_attention=flash", {"model.self_attention = flash", "an RNN",
+                                        "takes model.attention"}},
+        {"model.d_ff=512", {"model.d_ff = 512", "an RNN", "model.hidden"}},
+        {"model.heads=8", {"model.heads = 8", "luong_general", "one head"}},
+        {"model.linformer_share=layerwise", {"model.linformer_share", "linformer", ""}},
+        {"model.type=transformer\nmodel.local_window=5", {"model.local_window = 5",
+                                                          "luong_local", "sdp"}},
+    };
+    static const char *const good[] = {
+        "model.attention=sdp\nmodel.heads=8", "model.type=transformer\nmodel.heads=8",
+        "model.attention=luong_local\nmodel.local_window=5",
+        "model.type=transformer\nmodel.cross_attention=luong_local\nmodel.local_mode=monotonic",
+        "model.type=transformer\nmodel.d_ff=512",
+    };
+    Config c;
+    Err err;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0] + sizeof good / sizeof good[0]; i++) {
+        int is_bad = i < sizeof bad / sizeof bad[0];
+        const char *sets = is_bad ? bad[i].sets : good[i - sizeof bad / sizeof bad[0]];
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", sets);
+        config_defaults(&c);
+        for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n"))
+            EXPECT(config_set(&c, tok, &err) == STATUS_OK, "%s: %s", tok, err.msg);
+        Status st = config_validate(&c, &err);
+        if (!is_bad) {
+            EXPECT(st == STATUS_OK, "%s: %s", sets, err.msg);
+            continue;
+        }
+        EXPECT(st != STATUS_OK, "%s: validated", sets);
+        for (int k = 0; k < 3 && st != STATUS_OK; k++)
+            EXPECT(strstr(err.msg, bad[i].needles[k]), "%s: the message lacks '%s': %s", sets,
+                   bad[i].needles[k], err.msg);
+    }
+    /* in a file too, and the key at its default in a stored config (no key given) is fine */
+    const char *dir = test_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tf_bahdanau.ini", dir);
+    FILE *f = fopen(path, "w");
+    EXPECT(f != NULL, "fopen");
+    if (!f) return;
+    fputs("[model]\ntype = transformer\nattention = bahdanau\n", f);
+    fclose(f);
+    EXPECT(config_load(&c, path, &err) == STATUS_OK && config_validate(&c, &err) != STATUS_OK &&
+               strstr(err.msg, "model.attention = bahdanau"), "file: %s", err.msg);
+    EXPECT(config_load_string(&c, "[model]\ntype = transformer\ncell = lstm\n", "stored", &err)
+               == STATUS_OK && config_validate(&c, &err) == STATUS_OK, "stored: %s", err.msg);
+    char *ini = config_to_ini(&c);
+    EXPECT(!strstr(ini, "cell =") && !strstr(ini, "\nattention =") && strstr(ini, "d_model ="),
+           "config_to_ini writes keys a Transformer does not read:\n%s", ini);
+    free(ini);
 }
 
 int main(void) {
@@ -660,5 +710,6 @@ int main(void) {
     test_roundtrip();
     test_print_keys();
     test_transformer_variants();
+    test_unread_keys();
     return test_report("test_config");
 }

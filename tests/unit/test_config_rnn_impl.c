@@ -73,7 +73,7 @@ static void test_refusals(void) {
     /* cudnn with a Transformer */
     const char *tf[] = {"model.type=transformer", "train.device=cuda", "model.rnn_impl=cudnn"};
     const char *tf_need[] = {"model.rnn_impl = cudnn", "model.type = transformer",
-                             "set model.rnn_impl = own"};
+                             "remove model.rnn_impl"};
     expect_refused(tf, 3, tf_need, 3);
     /* cudnn on the cpu */
     const char *cpu[] = {"model.rnn_impl=cudnn"};
