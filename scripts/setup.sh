@@ -6,9 +6,10 @@ set -euo pipefail
 # scripts of some tests (tests/simt/config_losses.sh reads metrics.jsonl). openmpi-bin and
 # libopenmpi-dev: data parallelism over ranks (mpirun; CMake's find_package(MPI)) and the dist
 # tests. libdnnl-dev: oneDNN, the CPU's products on AVX-512 CPUs and train.precision = bf16.
+# libcjson-dev: cJSON, the JSON of metrics.jsonl and of run archives.
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libopenblas-openmp-dev
       libsentencepiece-dev curl ca-certificates gnuplot-nox clang libclang-rt-dev libomp-dev
-      python3 openmpi-bin libopenmpi-dev libdnnl-dev)
+      python3 openmpi-bin libopenmpi-dev libdnnl-dev libcjson-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

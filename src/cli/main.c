@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/revision.h"
 #include "dist/dist_nccl.h"
 #include "ops/ops.h"
 #include "train/config.h"
@@ -27,7 +28,7 @@
 static void print_version(FILE *f) {
     const char *why = "";
     int bf16 = backend_cpu_bf16_supported(&why);
-    fprintf(f, "trainer %s\n", cli_revision());
+    fprintf(f, "trainer %s\n", trainer_revision());
     fprintf(f, "cpu: %s, %d OpenMP threads; bf16 products: %s%s\n", backend_cpu_gemm_name(),
             omp_get_max_threads(), bf16 ? "yes" : "no: ", bf16 ? "" : why);
 #ifdef TRAINER_HAVE_CUDA

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/revision.h"
 #include "dist/dist.h"
 #include "train/config.h"
 #include "train/train.h"
@@ -56,7 +57,7 @@ static int train_main(int argc, char **argv, const char **who) {
     for (int i = 0; i < nsets; i++)
         if (config_set(&cfg, sets[i], &err)) return fprintf(stderr, "%s: %s\n", *who, err.msg), 2;
     if (config_validate(&cfg, &err)) return fprintf(stderr, "%s: %s: %s\n", *who, config, err.msg), 2;
-    if (dist_rank() == 0) printf("trainer %s, config %s\n", cli_revision(), config);
+    if (dist_rank() == 0) printf("trainer %s, config %s\n", trainer_revision(), config);
     if (train_run(&cfg, resume, &err)) return fprintf(stderr, "%s: %s\n", *who, err.msg), 1;
     return 0;
 }

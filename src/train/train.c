@@ -16,6 +16,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
+#include "core/machine.h"
+#include "core/revision.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/encoded.h"
@@ -505,6 +509,29 @@ static Status open_sync(Run *r, const Backend *be, Err *err) {
     return STATUS_OK;
 }
 
+/* The "start" line of metrics.jsonl (train.h): where and how this start of the run trains. */
+static void write_start_record(Run *r) {
+    const Config *cfg = &r->cfg;
+    char cpu[256], now[32];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "start");
+    cJSON_AddNumberToObject(o, "epoch", r->st.epoch);
+    cJSON_AddNumberToObject(o, "step", (double)r->st.step);
+    cJSON_AddStringToObject(o, "time", machine_utc_now(now, sizeof now));
+    cJSON_AddStringToObject(o, "revision", trainer_revision());
+    cJSON_AddStringToObject(o, "cpu", machine_cpu(cpu, sizeof cpu));
+    cJSON_AddStringToObject(o, "device", device_type_names[cfg->device]);
+    cJSON_AddStringToObject(o, "gpu", cfg->device == DEVICE_CUDA ? backend_cuda_device_name() : "");
+    cJSON_AddNumberToObject(o, "threads", omp_get_max_threads());
+    cJSON_AddNumberToObject(o, "ranks", r->world);
+    cJSON_AddStringToObject(o, "precision", precision_names[cfg->precision]);
+    char *line = cJSON_PrintUnformatted(o);
+    fprintf(r->metrics, "%s\n", line);
+    fflush(r->metrics);
+    cJSON_free(line);
+    cJSON_Delete(o);
+}
+
 /* Opens the run: save_dir and its lock, the corpora, the model (new, or from last.ckpt with
  * resume), the encoded splits, the batch buffers and the metrics file. With N ranks, rank 0
  * does the work of one process and the others get its SentencePiece model, training state and
@@ -613,6 +640,7 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         s = write_file_atomic(path, ini, strlen(ini), err);
         free(ini);
     }
+    if (r->rank == 0 && !s) write_start_record(r);
     return agree(r, s, "start-up (opening metrics.jsonl, writing config.ini)", err);
 }
 

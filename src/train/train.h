@@ -7,11 +7,21 @@
  * max_steps, max_hours, or patience epochs without improvement.
  *
  * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
- * validation BLEU), metrics.jsonl (one JSON object per log line and per validation), spm.model;
+ * validation BLEU), config.ini (every key the model reads, as resolved), spm.model (trained, or
+ * a copy of data.spm_model), metrics.jsonl: one JSON object a line, by "type":
+ *   start  each start or resume of the run: epoch, step, time (UTC), revision (core/revision.h),
+ *          cpu (core/machine.h), device, gpu (the GPU's name on cuda, else ""), threads, ranks,
+ *          precision;
+ *   train  every train.log_every steps: epoch, step, loss (nats per target token), ppl, lr,
+ *          tok_s (source + target tokens per second), elapsed (s); with ranks, compute_s and
+ *          allreduce_s;
+ *   val    each validation: epoch, step, val_ppl, val_bleu, val_chrf, lr, elapsed, peak_rss_mb;
+ *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
+ *          many epoch checkpoints), val_ppl, val_bleu, val_chrf;
  * with train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once
  * the new one is committed); with train.average_last = K, avg.ckpt at the end of a run that was
  * not stopped by a signal: the mean parameters of the last K epoch checkpoints (checkpoint_average;
- * Vaswani et al. 2017 §6.1), validated and its BLEU printed next to best's.
+ * Vaswani et al. 2017 §6.1), validated (the "avg" line) and its BLEU printed next to best's.
  *
  * train.ema_decay = d > 0: ema = d·ema + (1 − d)·θ after every applied optimizer step
  * (params_ema_update; Polyak & Juditsky 1992), starting from the initial weights, stored in every

@@ -1,0 +1,51 @@
+/* machine.c — the machine in words (machine.h). */
+#include "core/machine.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+/* The value after "key<blanks>:" on a /proc/cpuinfo line, or NULL when the line is another key. */
+static const char *cpuinfo_value(const char *line, const char *key) {
+    size_t k = strlen(key);
+    if (strncmp(line, key, k) != 0) return NULL;
+    const char *p = line + k;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p++ != ':') return NULL;
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+const char *machine_cpu(char *buf, size_t n) {
+    char name[256] = "", family[32] = "", model[32] = "", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        const char *v;
+        if (!strcmp(line, "\n")) break; /* the first processor's block is enough */
+        if ((v = cpuinfo_value(line, "model name")))
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(v, "\r\n"), v);
+        else if ((v = cpuinfo_value(line, "cpu family")))
+            snprintf(family, sizeof family, "%.*s", (int)strcspn(v, "\r\n"), v);
+        else if ((v = cpuinfo_value(line, "model")))
+            snprintf(model, sizeof model, "%.*s", (int)strcspn(v, "\r\n"), v);
+    }
+    if (f) fclose(f);
+    if (!name[0]) {
+        struct utsname u;
+        snprintf(buf, n, "unknown %s CPU", uname(&u) == 0 ? u.machine : "");
+    } else if (family[0] && model[0]) {
+        snprintf(buf, n, "%s (family %s, model %s)", name, family, model);
+    } else {
+        snprintf(buf, n, "%s", name);
+    }
+    return buf;
+}
+
+const char *machine_utc_now(char *buf, size_t n) {
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}

@@ -1,0 +1,17 @@
+/* core/machine.h — what machine this is, in words, for run cards and reports: the CPU model
+ * ("model name" of /proc/cpuinfo, with its family and model numbers, which tell processor
+ * generations apart where the name does not), or "unknown <arch> CPU". Host strings only; no
+ * errors. Source: — (plain engineering). */
+#ifndef TRAINER_CORE_MACHINE_H
+#define TRAINER_CORE_MACHINE_H
+
+#include <stddef.h>
+
+/* The CPU's description into buf (n bytes, truncated if needed), e.g. "AMD EPYC (family 26,
+ * model 2)"; returns buf. */
+const char *machine_cpu(char *buf, size_t n);
+
+/* The current UTC time as ISO 8601 ("2026-11-27T23:25:19Z") into buf (n >= 21); returns buf. */
+const char *machine_utc_now(char *buf, size_t n);
+
+#endif
