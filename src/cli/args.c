@@ -1,4 +1,7 @@
 /* args.c — command-line helpers shared by the commands of src/cli (see cli.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -38,4 +41,58 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
         return 2;
     }
     return 0;
+}
+
+int cli_parse_numbers(const char *s, unsigned long long *out, int max, int *n,
+                      unsigned long long limit, const char *what) {
+    *n = 0;
+    const char *p = s;
+    while (*p == ' ' || *p == ',') p++;
+    while (*p) {
+        char *end;
+        errno = 0;
+        if (!isdigit((unsigned char)*p)) break;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno || v > limit || *n == max) break;
+        for (int i = 0; i < *n; i++)
+            if (out[i] == v) {
+                fprintf(stderr, "trainer: %s %s: %llu is given twice\n", what, s, v);
+                return 2;
+            }
+        out[(*n)++] = v;
+        p = end;
+        if (*p && *p != ',' && *p != ' ') break;
+        while (*p == ' ' || *p == ',') p++;
+    }
+    if (*p || *n == 0) {
+        fprintf(stderr, "trainer: %s %s: give 1 to %d different whole numbers from 0 to %llu, "
+                "separated by commas (e.g. 0,1,2)\n", what, s, max, limit);
+        return 2;
+    }
+    return 0;
+}
+
+int cli_test_arg(int argc, char **argv, int *i, CliTests *t, const char *cmd) {
+    int src = !strcmp(argv[*i], "--test-src"), tgt = !strcmp(argv[*i], "--test-tgt");
+    if (!src && !tgt) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "trainer %s: %s needs a file\n", cmd, argv[*i]);
+        return 2;
+    }
+    int *k = src ? &t->nsrc : &t->ntgt;
+    if (*k == CLI_MAX_TESTS) {
+        fprintf(stderr, "trainer %s: at most %d test sets\n", cmd, CLI_MAX_TESTS);
+        return 2;
+    }
+    const char *f = argv[++*i];
+    if (src) t->spec[t->nsrc++].src = f;
+    else t->spec[t->ntgt++].tgt = f;
+    return 1;
+}
+
+int cli_tests_done(const CliTests *t, const char *cmd) {
+    if (t->nsrc == t->ntgt) return 0;
+    fprintf(stderr, "trainer %s: give --test-src FILE and --test-tgt FILE in pairs (%d and %d "
+            "given)\n", cmd, t->nsrc, t->ntgt);
+    return 2;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "eval/decode.h"
+#include "report/archive.h"
 
 /* Prints the usage text of every command to f (for --help and after a bad command line). No
  * errors. */
@@ -21,6 +22,25 @@ void cli_usage(FILE *f);
 /* "--device cpu|cuda" → *dev = DEVICE_CPU or DEVICE_CUDA; 0, or 2 with "trainer[ cmd]: --device
  * must be cpu or cuda, not 'X'" on stderr (cmd NULL: no command in the message). */
 int cli_device_arg(const char *s, int *dev, const char *cmd);
+
+/* A list of whole numbers in [0, limit] separated by commas or blanks ("0,1,2", "1 2 3") into
+ * out[0..*n), at most max, each at most once. Returns 0, or 2 with "trainer: WHAT S: ..." on
+ * stderr. */
+int cli_parse_numbers(const char *s, unsigned long long *out, int max, int *n,
+                      unsigned long long limit, const char *what);
+
+/* Test sets given as --test-src FILE --test-tgt FILE, repeatable, paired in order. */
+#define CLI_MAX_TESTS ARCHIVE_MAX_TESTS
+typedef struct {
+    ArchiveTestSpec spec[CLI_MAX_TESTS];
+    int nsrc, ntgt;
+} CliTests;
+
+/* 1 when argv[*i] is --test-src or --test-tgt (its file taken into t, *i moved past it), 0 when
+ * it is another argument, 2 on a missing file or too many (message naming cmd on stderr). */
+int cli_test_arg(int argc, char **argv, int *i, CliTests *t, const char *cmd);
+/* 0 when the --test-src and --test-tgt given pair up, else 2 with a message. */
+int cli_tests_done(const CliTests *t, const char *cmd);
 
 /* The arguments of `trainer eval` and `trainer translate` (each refuses the other's). */
 typedef struct {
@@ -50,6 +70,13 @@ int cmd_translate(int argc, char **argv);
  * training, checkpoint, metrics, test-set, decoding, gnuplot or output failure; 2 also for a
  * RUN that is neither a run folder with best.ckpt and metrics.jsonl nor a loadable config. */
 int cmd_compare(int argc, char **argv);
+/* trainer archive RUN_DIR --out DIR [options] (cli/archive.c, whose top comment describes it):
+ * 2 for a bad command line, 1 when the run cannot be archived (archive_run's errors). */
+int cmd_archive(int argc, char **argv);
+/* trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda] (cli/study.c,
+ * whose top comment describes it): 2 for a bad command line or plan, 1 when a run fails to
+ * train or archive or the report fails. */
+int cmd_study(int argc, char **argv);
 /* trainer average --out FILE CKPT... (cli/average.c): checkpoint_average of the CKPTs into FILE;
  * 2 for a bad command line, 1 when a checkpoint does not load, the models differ or the write
  * fails. */

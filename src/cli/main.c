@@ -81,6 +81,8 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "average")) return cmd_average(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "archive")) return cmd_archive(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "study")) return cmd_study(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "train")) return cmd_train(argc - 2, argv + 2);
     if (argc >= 2 && argv[1][0] != '-') {
         fprintf(stderr, "trainer: unknown command '%s'\n", argv[1]);

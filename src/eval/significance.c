@@ -38,21 +38,31 @@ static void mean_ci(const double *v, int R, double *mean, double *ci) {
     *ci = 0.5 * (hi - lo);
 }
 
-PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, long n,
-                                 int resamples, const long *idx, uint64_t seed) {
-    CHECK(n >= 1 && resamples >= 1 && base && sys,
-          "paired_bootstrap: needs at least one segment and one resample");
+/* The mean over k seeds of each seed's corpus BLEU from its summed statistics sum[0..k). */
+static double mean_bleu(const BleuStats *sum, int k) {
+    double m = 0;
+    for (int i = 0; i < k; i++) m += bleu_from_sum(&sum[i]).score;
+    return m / k;
+}
+
+PairedBootstrap paired_bootstrap_seeds(const BleuStats *const *base, int nb,
+                                       const BleuStats *const *sys, int ns, long n,
+                                       int resamples, const long *idx, uint64_t seed) {
+    CHECK(n >= 1 && resamples >= 1 && base && sys && nb >= 1 && ns >= 1,
+          "paired_bootstrap: needs at least one segment, one resample and one seed a side");
     CHECK(n <= (long)UINT32_MAX, "paired_bootstrap: more segments than the sampler draws from");
-    int R = resamples;
+    int R = resamples, k = nb + ns;
     PairedBootstrap out;
     memset(&out, 0, sizeof out);
     out.resamples = R;
-    BleuStats all_b, all_s;
-    memset(&all_b, 0, sizeof all_b);
-    memset(&all_s, 0, sizeof all_s);
-    for (long i = 0; i < n; i++) stats_add(&all_b, &base[i]), stats_add(&all_s, &sys[i]);
-    out.base_bleu = bleu_from_sum(&all_b).score;
-    out.sys_bleu = bleu_from_sum(&all_s).score;
+    /* sums[0..nb) the baseline's seeds, sums[nb..k) the system's */
+    BleuStats *sums = xcalloc((size_t)k, sizeof *sums);
+    for (int i = 0; i < k; i++) {
+        const BleuStats *seg = i < nb ? base[i] : sys[i - nb];
+        for (long j = 0; j < n; j++) stats_add(&sums[i], &seg[j]);
+    }
+    out.base_bleu = mean_bleu(sums, nb);
+    out.sys_bleu = mean_bleu(sums + nb, ns);
     out.delta = out.sys_bleu - out.base_bleu;
 
     double *b = xmalloc(sizeof *b * (size_t)R), *s = xmalloc(sizeof *s * (size_t)R);
@@ -60,18 +70,15 @@ PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, lo
     Rng rng;
     rng_seed(&rng, seed, 0x5bd1e995u);
     for (int r = 0; r < R; r++) {
-        BleuStats sb, ss;
-        memset(&sb, 0, sizeof sb);
-        memset(&ss, 0, sizeof ss);
+        memset(sums, 0, sizeof *sums * (size_t)k);
         for (long i = 0; i < n; i++) {
             long j = idx ? idx[(size_t)r * (size_t)n + (size_t)i]
                          : (long)rng_below(&rng, (uint32_t)n);
             CHECK(j >= 0 && j < n, "paired_bootstrap: a resample index outside the test set");
-            stats_add(&sb, &base[j]);
-            stats_add(&ss, &sys[j]);
+            for (int q = 0; q < k; q++) stats_add(&sums[q], &(q < nb ? base[q] : sys[q - nb])[j]);
         }
-        b[r] = bleu_from_sum(&sb).score;
-        s[r] = bleu_from_sum(&ss).score;
+        b[r] = mean_bleu(sums, nb);
+        s[r] = mean_bleu(sums + nb, ns);
         d[r] = s[r] - b[r];
     }
     mean_ci(b, R, &out.base_mean, &out.base_ci);
@@ -85,6 +92,11 @@ PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, lo
     long above = 0;
     for (int r = 0; r < R; r++) above += fabs(d[r]) - mabs > obs;
     out.p = (double)(above + 1) / (double)(R + 1);
-    free(b), free(s), free(d);
+    free(b), free(s), free(d), free(sums);
     return out;
+}
+
+PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, long n,
+                                 int resamples, const long *idx, uint64_t seed) {
+    return paired_bootstrap_seeds(&base, 1, &sys, 1, n, resamples, idx, seed);
 }

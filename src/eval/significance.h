@@ -39,8 +39,23 @@ typedef struct {
  * base[n], sys[n] of the same test set: bleu_segment_stats). idx: R·n segment indices, resample r
  * at idx[r·n .. r·n+n), or NULL to draw them from a PCG32 stream seeded with seed (rng.h: one
  * seed, one answer). CHECKs n >= 1, R >= 1 and every idx in [0, n). Allocates R doubles per
- * score series (host memory; aborts when out of memory). */
+ * score series (host memory; aborts when out of memory). paired_bootstrap_seeds with one seed
+ * a side. */
 PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, long n,
                                  int resamples, const long *idx, uint64_t seed);
+
+/* The paired bootstrap of two configurations trained with several seeds each (Clark et al.
+ * 2011, "Better Hypothesis Testing for Statistical Machine Translation: Controlling for
+ * Optimizer Instability", §4, on Koehn 2004's resampling): base[i] (i < nb) and sys[j] (j < ns)
+ * are the per-segment statistics of each seed's translations of the same n segments. Every
+ * score above is then the mean over the seeds of each seed's corpus BLEU: base_bleu and sys_bleu
+ * on the whole test set, and in resample r, drawn once for all seeds (the same indices for both
+ * configurations), b_r = mean_i BLEU(base[i] on r) and s_r = mean_j BLEU(sys[j] on r); delta,
+ * its interval, the means and half-widths and p follow from them as above. With nb = ns = 1 it
+ * is paired_bootstrap, bit for bit. CHECKs nb, ns >= 1 and what paired_bootstrap CHECKs.
+ * Allocates R doubles per series and a resample's statistics per seed (host memory). */
+PairedBootstrap paired_bootstrap_seeds(const BleuStats *const *base, int nb,
+                                       const BleuStats *const *sys, int ns, long n,
+                                       int resamples, const long *idx, uint64_t seed);
 
 #endif

@@ -191,6 +191,27 @@ static Status train_spm(const Config *cfg, const Corpus *train, const char *dir,
     return spm_load(spm, model, err);
 }
 
+Status train_spm_model(const Config *cfg, const char *dir, Err *err) {
+    Corpus c = {0};
+    Spm *spm = NULL;
+    if (make_dirs(dir, err)) return STATUS_ERR;
+    Status s = corpus_load(&c, cfg->train_src, cfg->train_tgt, cfg->max_line_bytes, err);
+    if (!s) s = train_spm(cfg, &c, dir, &spm, err);
+    spm_free(spm);
+    corpus_free(&c);
+    return s;
+}
+
+int train_dir_busy(const char *dir) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/train.lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* releases the lock if this took it */
+    return busy;
+}
+
 /* data.spm_model: the SentencePiece model of that file, with data.vocab_size pieces, and a copy
  * of it as dir/spm.model (the run folder keeps the model it was trained with, as when it trains
  * one). Errors: spm_load's; a piece count other than data.vocab_size; the copy's write. */

@@ -116,6 +116,16 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
  * a remedy; train.max_nonfinite non-finite steps in a row (naming the steps). */
 Status train_run(const Config *cfg, int resume, Err *err);
 
+/* The joint SentencePiece model that train_run would train for cfg (data.vocab_size pieces on
+ * the training text of data.train_src/train_tgt, one thread: deterministic), written as
+ * dir/spm.model (and spm.vocab); dir is created. For runs that share one model (data.spm_model).
+ * Errors: the corpus's (corpus_load), SentencePiece's, the folder's. */
+Status train_spm_model(const Config *cfg, const char *dir, Err *err);
+
+/* 1 when a trainer is training in the run folder dir now (it holds dir/train.lock), else 0. No
+ * errors. */
+int train_dir_busy(const char *dir);
+
 /* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). No errors. */
 void set_threads(int threads);
 

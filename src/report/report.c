@@ -1,0 +1,737 @@
+/* report.c — the report of runs from their archives (report.h). */
+#include "report/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/machine.h"
+#include "core/revision.h"
+#include "eval/metrics.h"
+#include "eval/plot.h"
+#include "eval/significance.h"
+
+#define DASH "\xe2\x80\x94" /* — */
+#define RESAMPLES 1000
+#define BOOT_SEED 12345
+
+/* A config: the runs of one group, in the order given. */
+typedef struct {
+    char name[256];
+    const Archive **runs;
+    int n;
+} Group;
+
+/* A config against the baseline on one test set. */
+typedef struct {
+    PairedBootstrap pb;
+    int identical;            /* the same translations, seed for seed */
+    double sd_sys, sd_base;   /* the seeds' standard deviations of beam BLEU */
+} Sig;
+
+typedef struct {
+    const ReportTable *t;
+    Group *g;
+    int ng, base;             /* base: the baseline's group, or -1 */
+    Sig *sig;                 /* [ng * ntests] */
+} Table;
+
+void report_stem(const char *name, char *buf, size_t n) {
+    snprintf(buf, n, "%s", name);
+    size_t len = strlen(buf), k = len;
+    while (k > 0 && isdigit((unsigned char)buf[k - 1])) k--;
+    if (k < len && k >= 3 && buf[k - 1] == 's' && buf[k - 2] == '_') buf[k - 2] = 0;
+}
+
+/* 1 when a and b train the same model the same way (report.h's keys aside). */
+static int same_config(const Config *a, const Config *b) {
+    Config x = *a, y = *b;
+    Config *c[2] = {&x, &y};
+    for (int i = 0; i < 2; i++) {
+        memset(c[i]->name, 0, sizeof c[i]->name);
+        memset(c[i]->save_dir, 0, sizeof c[i]->save_dir);
+        memset(c[i]->cache_dir, 0, sizeof c[i]->cache_dir);
+        memset(c[i]->spm_model, 0, sizeof c[i]->spm_model);
+        c[i]->seed = 0, c[i]->threads = 0, c[i]->device = DEVICE_CPU, c[i]->log_every = 1;
+        c[i]->save_every = 0, c[i]->max_nonfinite = 1, c[i]->dist_timeout = 0;
+        c[i]->dist_overlap = 0, c[i]->dist_bucket_mb = 1;
+    }
+    return config_diff(&x, &y, NULL, 0) == 0;
+}
+
+static double mean_of(const double *v, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m += v[i];
+    return n ? m / n : NAN;
+}
+
+/* sample standard deviation; 0 for one value */
+static double sd_of(const double *v, int n) {
+    if (n < 2) return 0;
+    double m = mean_of(v, n), q = 0;
+    for (int i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
+    return sqrt(q / (n - 1));
+}
+
+/* "41.23" for one value, "41.23 ± 0.45" for several; "—" for none */
+static void fmt_ms(char *buf, size_t n, const double *v, int k) {
+    double m = mean_of(v, k);
+    if (k == 0 || !isfinite(m)) snprintf(buf, n, DASH);
+    else if (k == 1) snprintf(buf, n, "%.2f", m);
+    else snprintf(buf, n, "%.2f ± %.2f", m, sd_of(v, k));
+}
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (!isfinite(s)) {
+        snprintf(buf, n, DASH);
+        return;
+    }
+    long t = (long)llround(s);
+    if (t >= 3600) snprintf(buf, n, "%ld h %02ld min", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, n, "%ld min %02ld s", t / 60, t % 60);
+    else snprintf(buf, n, "%.1f s", s);
+}
+
+/* ---- per-run facts ---- */
+
+static double run_secs(const Archive *a) {
+    return a->log.nval ? a->log.val[a->log.nval - 1].elapsed : NAN;
+}
+
+static int run_epochs(const Archive *a) {
+    int e = 0;
+    for (int i = 0; i < a->log.nval; i++)
+        if (a->log.val[i].epoch > e) e = a->log.val[i].epoch;
+    return e;
+}
+
+static double run_peak(const Archive *a) {
+    double p = NAN;
+    for (int i = 0; i < a->log.nval; i++)
+        if (isfinite(a->log.val[i].peak_mib) && !(a->log.val[i].peak_mib <= p))
+            p = a->log.val[i].peak_mib;
+    return p;
+}
+
+static double run_best_ppl(const Archive *a) {
+    double p = NAN;
+    for (int i = 0; i < a->log.nval; i++)
+        if (!(a->log.val[i].val_ppl >= p)) p = a->log.val[i].val_ppl;
+    return p;
+}
+
+/* Where the run trained, in words: its start lines' CPUs or GPUs and threads, each once. */
+static void trained_on(const Archive *a, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < a->log.nstarts; i++) {
+        const RunStart *s = &a->log.starts[i];
+        char one[400];
+        if (s->gpu[0]) snprintf(one, sizeof one, "%s", s->gpu);
+        else snprintf(one, sizeof one, "%s, %d thread%s", s->cpu, s->threads,
+                      s->threads == 1 ? "" : "s");
+        if (s->ranks > 1) str_appendf(one, sizeof one, ", %d ranks", s->ranks);
+        if (!strstr(buf, one)) str_appendf(buf, n, "%s%s", buf[0] ? " + " : "", one);
+    }
+    if (!buf[0]) snprintf(buf, n, DASH);
+}
+
+static void revisions(const Archive *a, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < a->log.nstarts; i++)
+        if (!strstr(buf, a->log.starts[i].revision))
+            str_appendf(buf, n, "%s%s", buf[0] ? ", " : "", a->log.starts[i].revision);
+    if (!buf[0]) snprintf(buf, n, DASH);
+}
+
+static const char *seed_text(const Archive *a, char *buf, size_t n) {
+    snprintf(buf, n, "%llu", (unsigned long long)a->cfg.seed);
+    return buf;
+}
+
+/* ---- groups and checks ---- */
+
+static Status build_table(const ReportOpts *o, const ReportTable *rt, Table *t, Err *err) {
+    memset(t, 0, sizeof *t);
+    t->t = rt;
+    t->base = -1;
+    t->g = xcalloc((size_t)(rt->nruns > 0 ? rt->nruns : 1), sizeof *t->g);
+    char *names = xcalloc((size_t)(rt->nruns > 0 ? rt->nruns : 1), 256);
+    for (int i = 0; i < rt->nruns; i++) {
+        char *nm = names + (size_t)i * 256;
+        if (rt->groups) snprintf(nm, 256, "%s", rt->groups[i]);
+        else report_stem(rt->runs[i]->name, nm, 256);
+    }
+    if (!rt->groups) /* a stem whose runs differ in config: each run is its own */
+        for (int i = 0; i < rt->nruns; i++)
+            for (int j = 0; j < rt->nruns; j++)
+                if (i != j && !strcmp(names + (size_t)i * 256, names + (size_t)j * 256) &&
+                    !same_config(&rt->runs[i]->cfg, &rt->runs[j]->cfg))
+                    snprintf(names + (size_t)i * 256, 256, "%s", rt->runs[i]->name);
+    for (int i = 0; i < rt->nruns; i++) {
+        const char *nm = names + (size_t)i * 256;
+        int g = 0;
+        while (g < t->ng && strcmp(t->g[g].name, nm)) g++;
+        if (g == t->ng) {
+            snprintf(t->g[g].name, sizeof t->g[g].name, "%s", nm);
+            t->g[g].runs = xcalloc((size_t)rt->nruns, sizeof *t->g[g].runs);
+            t->ng++;
+        }
+        t->g[g].runs[t->g[g].n++] = rt->runs[i];
+    }
+    free(names);
+    /* every run has the report's test sets, with the first run's references */
+    for (int k = 0; k < o->ntests; k++) {
+        const ArchiveTest *ref = NULL;
+        const Archive *ra = NULL;
+        for (int i = 0; i < rt->nruns; i++) {
+            const ArchiveTest *x = archive_test(rt->runs[i], o->tests[k]);
+            if (!x)
+                return err_set(err, "run %s (%s) has no translations of test set %s; archive it "
+                               "again with that test set", rt->runs[i]->name, rt->runs[i]->dir,
+                               o->tests[k]);
+            if (!ref) {
+                ref = x, ra = rt->runs[i];
+                continue;
+            }
+            int same = x->n == ref->n;
+            for (long j = 0; same && j < x->n; j++) same = !strcmp(x->ref[j], ref->ref[j]);
+            if (!same)
+                return err_set(err, "test set %s: runs %s and %s have different references "
+                               "(%s, %ld sentences, and %s, %ld); a comparison needs one test set",
+                               o->tests[k], ra->name, rt->runs[i]->name, ref->tgt, ref->n, x->tgt,
+                               x->n);
+        }
+    }
+    if (rt->baseline) {
+        for (int g = 0; g < t->ng; g++)
+            if (!strcmp(t->g[g].name, rt->baseline)) t->base = g;
+        if (t->base < 0) {
+            char list[2048] = "";
+            for (int g = 0; g < t->ng; g++)
+                str_appendf(list, sizeof list, "%s%s", g ? ", " : "", t->g[g].name);
+            return err_set(err, "baseline %s is not a config of %s (%s); name one of them",
+                           rt->baseline, rt->title, list);
+        }
+    }
+    return STATUS_OK;
+}
+
+/* The beam BLEU of each run of g on test set name into v (g->n values). */
+static void group_scores(const Group *g, const char *test, int which, double *v) {
+    for (int i = 0; i < g->n; i++) {
+        const ArchiveTest *x = archive_test(g->runs[i], test);
+        v[i] = which == 0 ? x->bleu_g : which == 1 ? x->chrf_g : which == 2 ? x->bleu_b : x->chrf_b;
+    }
+}
+
+static int same_lines(char *const *a, char *const *b, long n) {
+    for (long i = 0; i < n; i++)
+        if (strcmp(a[i], b[i])) return 0;
+    return 1;
+}
+
+/* The per-sentence statistics of each run's beam translations of test set name. */
+static BleuStats **group_stats(const Group *g, const char *test) {
+    BleuStats **s = xcalloc((size_t)g->n, sizeof *s);
+    for (int i = 0; i < g->n; i++) {
+        const ArchiveTest *x = archive_test(g->runs[i], test);
+        s[i] = xcalloc((size_t)(x->n > 0 ? x->n : 1), sizeof **s);
+        bleu_segment_stats(s[i], (const char *const *)x->beam, (const char *const *)x->ref, x->n);
+    }
+    return s;
+}
+
+static void significance(const ReportOpts *o, Table *t) {
+    if (t->base < 0) return;
+    t->sig = xcalloc((size_t)t->ng * (size_t)o->ntests, sizeof *t->sig);
+    const Group *b = &t->g[t->base];
+    for (int k = 0; k < o->ntests; k++) {
+        BleuStats **bs = group_stats(b, o->tests[k]);
+        long n = archive_test(b->runs[0], o->tests[k])->n;
+        double *vb = xcalloc((size_t)b->n, sizeof *vb);
+        group_scores(b, o->tests[k], 2, vb);
+        for (int gi = 0; gi < t->ng; gi++) {
+            if (gi == t->base || n < 1) continue;
+            const Group *g = &t->g[gi];
+            Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+            BleuStats **ss = group_stats(g, o->tests[k]);
+            s->pb = paired_bootstrap_seeds((const BleuStats *const *)bs, b->n,
+                                           (const BleuStats *const *)ss, g->n, n, RESAMPLES,
+                                           NULL, BOOT_SEED);
+            double *vg = xcalloc((size_t)g->n, sizeof *vg);
+            group_scores(g, o->tests[k], 2, vg);
+            s->sd_sys = sd_of(vg, g->n), s->sd_base = sd_of(vb, b->n);
+            s->identical = g->n == b->n;
+            for (int i = 0; i < g->n && s->identical; i++)
+                s->identical = same_lines(archive_test(g->runs[i], o->tests[k])->beam,
+                                          archive_test(b->runs[i], o->tests[k])->beam, n);
+            free(vg);
+            for (int i = 0; i < g->n; i++) free(ss[i]);
+            free(ss);
+        }
+        free(vb);
+        for (int i = 0; i < b->n; i++) free(bs[i]);
+        free(bs);
+    }
+}
+
+/* ---- Markdown ---- */
+
+static void write_scores(FILE *f, const ReportOpts *o, const Table *t, int K) {
+    fprintf(f, "| config | attention | parameters | seeds | best val BLEU |");
+    for (int k = 0; k < o->ntests; k++)
+        fprintf(f, " %s BLEU greedy | %s BLEU beam %d | %s chrF beam %d |", o->tests[k],
+                o->tests[k], K, o->tests[k], K);
+    fprintf(f, "\n|---|---|--:|--:|--:|");
+    for (int k = 0; k < o->ntests; k++) fprintf(f, "--:|--:|--:|");
+    fprintf(f, "\n");
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        const Archive *a = g->runs[0];
+        char attn[64], cell[64];
+        double *v = xcalloc((size_t)g->n, sizeof *v);
+        int nv = 0;
+        for (int i = 0; i < g->n; i++)
+            if (g->runs[i]->log.nval) v[nv++] = runlog_best_bleu(&g->runs[i]->log, NULL);
+        fmt_ms(cell, sizeof cell, v, nv);
+        fprintf(f, "| %s%s | %s | %ld | %d | %s |", g->name, gi == t->base ? " (baseline)" : "",
+                config_attention_text(&a->cfg, attn, sizeof attn), a->params, g->n, cell);
+        for (int k = 0; k < o->ntests; k++) {
+            static const int cols[3] = {0, 2, 3};
+            for (int c = 0; c < 3; c++) {
+                group_scores(g, o->tests[k], cols[c], v);
+                fmt_ms(cell, sizeof cell, v, g->n);
+                fprintf(f, " %s |", cell);
+            }
+        }
+        fprintf(f, "\n");
+        free(v);
+    }
+}
+
+static void write_cost(FILE *f, const Table *t) {
+    fprintf(f, "| config | model | epochs | training time | tokens/s | peak memory (MiB) | "
+               "precision | trained on |\n|---|---|--:|--:|--:|--:|---|---|\n");
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        double *secs = xcalloc((size_t)g->n, sizeof *secs), tok = 0, peak = NAN;
+        int ntok = 0, emin = 1 << 30, emax = 0;
+        char where[1024] = "", one[1024], dur[64], ep[32];
+        for (int i = 0; i < g->n; i++) {
+            const Archive *a = g->runs[i];
+            secs[i] = run_secs(a);
+            if (isfinite(a->log.tok_s)) tok += a->log.tok_s, ntok++;
+            if (isfinite(run_peak(a)) && !(run_peak(a) <= peak)) peak = run_peak(a);
+            int e = run_epochs(a);
+            if (e < emin) emin = e;
+            if (e > emax) emax = e;
+            trained_on(a, one, sizeof one);
+            if (!strstr(where, one)) str_appendf(where, sizeof where, "%s%s", where[0] ? "; " : "", one);
+        }
+        fmt_duration(dur, sizeof dur, mean_of(secs, g->n));
+        if (emin == emax) snprintf(ep, sizeof ep, "%d", emax);
+        else snprintf(ep, sizeof ep, "%d–%d", emin, emax);
+        fprintf(f, "| %s | %s | %s | %s%s | ", g->name, model_type_names[g->runs[0]->cfg.model.type],
+                ep, dur, g->n > 1 ? " (mean)" : "");
+        if (ntok) fprintf(f, "%.0f", tok / ntok);
+        else fprintf(f, DASH);
+        fprintf(f, " | ");
+        if (isfinite(peak)) fprintf(f, "%.0f", peak);
+        else fprintf(f, DASH);
+        fprintf(f, " | %s | %s |\n", precision_names[g->runs[0]->cfg.precision], where);
+        free(secs);
+    }
+}
+
+/* The verdict of sig s in words into buf. */
+static void verdict(const Sig *s, char *buf, size_t n) {
+    if (s->identical) snprintf(buf, n, "identical translations");
+    else if (fabs(s->pb.delta) < 0.005) snprintf(buf, n, "no difference");
+    else if (s->pb.p < 0.05) snprintf(buf, n, "significantly %s", s->pb.delta > 0 ? "better"
+                                                                                  : "worse");
+    else snprintf(buf, n, "not significant");
+}
+
+static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
+    const Group *b = &t->g[t->base];
+    fprintf(f, "Each config against %s on the beam-%d translations: paired bootstrap resampling "
+               "of the test sentences (%d resamples, seed %d; Koehn 2004) in which each resample "
+               "scores every seed's translations and averages the seeds' BLEU (Clark et al. 2011, "
+               "§4). Δ is the difference of the seed-averaged BLEU, with its 95%% interval "
+               "(2.5th–97.5th percentile of the resampled differences) and p, sacreBLEU's "
+               "paired-bs p-value; sd is the standard deviation of the BLEU across seeds, to "
+               "read Δ against the seeds' own spread.\n\n",
+            b->name, K, RESAMPLES, BOOT_SEED);
+    fprintf(f, "| test set | config | seeds | BLEU | Δ vs %s | 95%% interval of Δ | p | sd | "
+               "sd of %s | verdict |\n|---|---|--:|--:|--:|---|--:|--:|--:|---|\n", b->name,
+            b->name);
+    for (int k = 0; k < o->ntests; k++)
+        for (int gi = 0; gi < t->ng; gi++) {
+            if (gi == t->base) continue;
+            const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+            char v[64];
+            verdict(s, v, sizeof v);
+            fprintf(f, "| %s | %s | %d | %.2f | %+.2f | [%+.2f, %+.2f] | %.4f | %.2f | %.2f | %s "
+                       "|\n", o->tests[k], t->g[gi].name, t->g[gi].n, s->pb.sys_bleu,
+                    s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, s->sd_sys, s->sd_base,
+                    v);
+        }
+    fprintf(f, "\nIn words, at 0.05:\n\n");
+    for (int k = 0; k < o->ntests; k++)
+        for (int gi = 0; gi < t->ng; gi++) {
+            if (gi == t->base) continue;
+            const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+            const char *g = t->g[gi].name;
+            if (s->identical)
+                fprintf(f, "- %s: %s and %s translate every sentence identically.\n",
+                        o->tests[k], g, b->name);
+            else if (fabs(s->pb.delta) < 0.005)
+                fprintf(f, "- %s: %s and %s score the same (%+.2f BLEU).\n", o->tests[k], g,
+                        b->name, s->pb.delta);
+            else if (s->pb.p < 0.05)
+                fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
+                           "interval [%+.2f, %+.2f], p = %.4f); %s the seeds' standard deviations "
+                           "(%.2f and %.2f).\n", o->tests[k], g,
+                        s->pb.delta > 0 ? "better" : "worse", b->name, s->pb.delta,
+                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
+                        fabs(s->pb.delta) > fmax(s->sd_sys, s->sd_base) ? "larger than"
+                                                                        : "within",
+                        s->sd_sys, s->sd_base);
+            else
+                fprintf(f, "- %s: %s and %s do not differ significantly (%+.2f BLEU, p = %.4f)."
+                           "\n", o->tests[k], g, b->name, s->pb.delta, s->pb.p);
+        }
+    fprintf(f, "\n");
+}
+
+static void file_name(char *buf, size_t n, const char *stem, const char *tag) {
+    snprintf(buf, n, "%s%s%s.png", stem, tag && tag[0] ? "_" : "", tag ? tag : "");
+}
+
+/* Mean curves of each group: at each epoch every run of the group reached. */
+static Status write_curves(const ReportOpts *o, const Table *t, const char *png, Err *err) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", o->out_dir, png);
+    const char **names = xcalloc((size_t)t->ng, sizeof *names);
+    CurvePoint **pts = xcalloc((size_t)t->ng, sizeof *pts);
+    int *npts = xcalloc((size_t)t->ng, sizeof *npts);
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        names[gi] = g->name;
+        int emax = 0;
+        for (int i = 0; i < g->n; i++)
+            if (run_epochs(g->runs[i]) > emax) emax = run_epochs(g->runs[i]);
+        pts[gi] = xcalloc((size_t)(emax > 0 ? emax : 1), sizeof **pts);
+        for (int e = 1; e <= emax; e++) {
+            double bl = 0, pp = 0, h = 0;
+            int have = 0;
+            for (int i = 0; i < g->n; i++)
+                for (int j = 0; j < g->runs[i]->log.nval; j++) {
+                    const RunVal *v = &g->runs[i]->log.val[j];
+                    if (v->epoch != e) continue;
+                    bl += v->val_bleu, pp += v->val_ppl, h += v->elapsed / 3600.0, have++;
+                    break;
+                }
+            if (have == g->n)
+                pts[gi][npts[gi]++] = (CurvePoint){e, bl / have, pp / have, h / have};
+        }
+    }
+    Status rc = plot_curves_png(path, "validation curves (mean over seeds)", t->ng, names,
+                                (const CurvePoint *const *)pts, npts, err);
+    for (int gi = 0; gi < t->ng; gi++) free(pts[gi]);
+    free(names), free(pts), free(npts);
+    return rc;
+}
+
+static Status write_tradeoff(const ReportOpts *o, const Table *t, const char *png, int K,
+                             Err *err) {
+    char path[1400], title[256];
+    snprintf(path, sizeof path, "%s/%s", o->out_dir, png);
+    RunPoint *p = xcalloc((size_t)t->ng, sizeof *p);
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        double *v = xcalloc((size_t)g->n, sizeof *v), *h = xcalloc((size_t)g->n, sizeof *h);
+        group_scores(g, o->tests[0], 2, v);
+        for (int i = 0; i < g->n; i++) h[i] = run_secs(g->runs[i]) / 3600.0;
+        p[gi] = (RunPoint){g->name, mean_of(v, g->n), (double)g->runs[0]->params,
+                           mean_of(h, g->n)};
+        free(v), free(h);
+    }
+    snprintf(title, sizeof title, "%s BLEU with beam %d (mean over seeds)", o->tests[0], K);
+    Status rc = plot_tradeoff_png(path, title, p, t->ng, err);
+    free(p);
+    return rc;
+}
+
+/* The heatmaps of the first run of each group that has them; their Markdown into f. */
+static Status write_maps(FILE *f, const ReportOpts *o, const Table *t, Err *err) {
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        const Archive *a = NULL;
+        for (int i = 0; i < g->n && !a; i++)
+            if (g->runs[i]->nmaps) a = g->runs[i];
+        if (!a) {
+            fprintf(f, "- %s: no map (%s)\n\n", g->name,
+                    g->runs[0]->cfg.model.type == MODEL_RNN &&
+                            g->runs[0]->cfg.model.attention == ATTN_NONE
+                        ? "the model has no attention"
+                        : "its archives hold none: a kind without weights to draw, or no "
+                          "sentence chosen");
+            continue;
+        }
+        for (int k = 0; k < o->nsentences; k++)
+            for (int m = 0; m < a->nmaps; m++) {
+                const ArchiveMap *am = &a->maps[m];
+                if (am->sentence != o->sentences[k] || strcmp(am->test, o->tests[0])) continue;
+                char png[600], path[1400], title[800];
+                snprintf(png, sizeof png, "attention_%s_%d.png", g->name, am->sentence);
+                snprintf(path, sizeof path, "%s/%s", o->out_dir, png);
+                snprintf(title, sizeof title, "%s (%s): %s sentence %d (greedy)", g->name,
+                         a->name, am->test, am->sentence);
+                if (plot_attention_png(&am->map, path, title, err)) return STATUS_ERR;
+                fprintf(f, "#### %s, %s sentence %d\n\n![attention of %s on sentence %d](%s)\n\n",
+                        g->name, am->test, am->sentence, g->name, am->sentence, png);
+            }
+    }
+    return STATUS_OK;
+}
+
+static void write_runs(FILE *f, const Table *tables, int nt) {
+    fprintf(f, "## Runs\n\n| run | config | seed | checkpoint scored (val BLEU) | trained on | "
+               "revision | archive |\n|---|---|--:|---|---|---|---|\n");
+    for (int ti = 0; ti < nt; ti++)
+        for (int gi = 0; gi < tables[ti].ng; gi++) {
+            const Group *g = &tables[ti].g[gi];
+            for (int i = 0; i < g->n; i++) {
+                const Archive *a = g->runs[i];
+                char seed[32], where[1024], rev[256], vb[32];
+                trained_on(a, where, sizeof where);
+                revisions(a, rev, sizeof rev);
+                if (isfinite(a->checkpoint_val_bleu))
+                    snprintf(vb, sizeof vb, " (%.2f)", a->checkpoint_val_bleu);
+                else snprintf(vb, sizeof vb, " (no validation had run)");
+                fprintf(f, "| %s | %s | %s | %s%s | %s | %s | `%s` |\n", a->name, g->name,
+                        seed_text(a, seed, sizeof seed), a->checkpoint, vb, where, rev, a->dir);
+            }
+        }
+    fprintf(f, "\n");
+}
+
+static Status close_checked(FILE *f, const char *path, Err *err) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return err_set(err, "%s: write failed (%s); check the free space and permissions of "
+                       "the output folder", path, strerror(errno));
+    return STATUS_OK;
+}
+
+static Status append_file(FILE *f, const char *path, Err *err) {
+    FILE *in = fopen(path, "rb");
+    if (!in) return err_set(err, "%s: cannot read the notes: %s", path, strerror(errno));
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, f);
+    int bad = ferror(in);
+    fclose(in);
+    return bad ? err_set(err, "%s: read error", path) : STATUS_OK;
+}
+
+static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float alpha,
+                       Err *err) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", o->out_dir, o->md_file);
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "# %s\n\n", o->title);
+    if (o->intro) fprintf(f, "%s\n\n", o->intro);
+    fprintf(f, "Test sets:");
+    for (int k = 0; k < o->ntests; k++) {
+        const ArchiveTest *x = archive_test(tables[0].g[0].runs[0], o->tests[k]);
+        fprintf(f, "%s %s (`%s`, %ld sentences)", k ? "," : "", o->tests[k], x->tgt, x->n);
+    }
+    fprintf(f, ". Decoding: greedy, and beam search with K = %d and length penalty α = %.2f "
+               "(Wu et al. 2016 eq. 14), at most 2·S + 10 target pieces. BLEU and chrF as "
+               "sacreBLEU's defaults, in points; a config's figures are the mean ± the sample "
+               "standard deviation over its seeds. Training time, tokens/s and peak memory are "
+               "each run's own (metrics.jsonl), on the machine it trained on.\n\n", K,
+            (double)alpha);
+    Status rc = STATUS_OK;
+    for (int ti = 0; ti < nt && !rc; ti++) {
+        Table *t = &tables[ti];
+        char png[600];
+        fprintf(f, "## %s\n\n### Scores\n\n", t->t->title);
+        write_scores(f, o, t, K);
+        fprintf(f, "\n### Cost\n\n");
+        write_cost(f, t);
+        fprintf(f, "\n");
+        if (t->base >= 0) {
+            fprintf(f, "### Significance against %s\n\n", t->g[t->base].name);
+            write_significance(f, o, t, K);
+        }
+        file_name(png, sizeof png, "curves", t->t->tag);
+        fprintf(f, "### Validation curves\n\n![validation BLEU and perplexity by epoch](%s)\n\n",
+                png);
+        rc = write_curves(o, t, png, err);
+        if (rc) break;
+        file_name(png, sizeof png, "tradeoff", t->t->tag);
+        fprintf(f, "### Test BLEU by model size and by training time\n\n![test BLEU against "
+                   "parameters and training time](%s)\n\n", png);
+        rc = write_tradeoff(o, t, png, K, err);
+        if (rc) break;
+        fprintf(f, "### Attention (greedy translations of %s)\n\n", o->tests[0]);
+        rc = write_maps(f, o, t, err);
+    }
+    if (!rc) {
+        write_runs(f, tables, nt);
+        char cpu[256], now[32];
+        fprintf(f, "Report written %s on %s by trainer %s.\n",
+                machine_utc_now(now, sizeof now), machine_cpu(cpu, sizeof cpu),
+                trainer_revision());
+        if (o->notes_file) {
+            fprintf(f, "\n");
+            rc = append_file(f, o->notes_file, err);
+        }
+    }
+    Status c = close_checked(f, path, err);
+    return rc ? rc : c;
+}
+
+/* ---- CSV ---- */
+
+static void csv_text(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v, const char *fmt) {
+    fputc(',', f);
+    if (isfinite(v)) fprintf(f, fmt, v);
+}
+
+static Status write_csv(const ReportOpts *o, const Table *tables, int nt, Err *err) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", o->out_dir, o->csv_file);
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "table,config,run,seed,model,attention,parameters,precision,epochs,train_seconds,"
+               "tok_s,peak_mib,best_val_ppl,best_val_bleu,checkpoint,checkpoint_val_bleu");
+    for (int k = 0; k < o->ntests; k++)
+        fprintf(f, ",%s_bleu_greedy,%s_chrf_greedy,%s_bleu_beam,%s_chrf_beam", o->tests[k],
+                o->tests[k], o->tests[k], o->tests[k]);
+    fprintf(f, "\n");
+    for (int ti = 0; ti < nt; ti++)
+        for (int gi = 0; gi < tables[ti].ng; gi++) {
+            const Group *g = &tables[ti].g[gi];
+            for (int i = 0; i < g->n; i++) {
+                const Archive *a = g->runs[i];
+                char attn[64], seed[32];
+                csv_text(f, tables[ti].t->title);
+                fputc(',', f);
+                csv_text(f, g->name);
+                fputc(',', f);
+                csv_text(f, a->name);
+                fprintf(f, ",%s,%s,%s,%ld,%s,%d", seed_text(a, seed, sizeof seed),
+                        model_type_names[a->cfg.model.type],
+                        config_attention_text(&a->cfg, attn, sizeof attn), a->params,
+                        precision_names[a->cfg.precision], run_epochs(a));
+                csv_num(f, run_secs(a), "%.1f");
+                csv_num(f, a->log.tok_s, "%.1f");
+                csv_num(f, run_peak(a), "%.1f");
+                csv_num(f, run_best_ppl(a), "%.4f");
+                csv_num(f, a->log.nval ? runlog_best_bleu(&a->log, NULL) : NAN, "%.4f");
+                fprintf(f, ",%s", a->checkpoint);
+                csv_num(f, a->checkpoint_val_bleu, "%.4f");
+                for (int k = 0; k < o->ntests; k++) {
+                    const ArchiveTest *x = archive_test(a, o->tests[k]);
+                    fprintf(f, ",%.4f,%.4f,%.4f,%.4f", x->bleu_g, x->chrf_g, x->bleu_b, x->chrf_b);
+                }
+                fprintf(f, "\n");
+            }
+        }
+    return close_checked(f, path, err);
+}
+
+static Status write_sig_csv(const ReportOpts *o, const Table *tables, int nt, Err *err) {
+    int any = 0;
+    for (int ti = 0; ti < nt; ti++) any |= tables[ti].base >= 0;
+    if (!any) return STATUS_OK;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/significance.csv", o->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "table,test,config,baseline,seeds,baseline_seeds,bleu,baseline_bleu,delta,"
+               "delta_lo,delta_hi,p,sd,baseline_sd,verdict\n");
+    for (int ti = 0; ti < nt; ti++) {
+        const Table *t = &tables[ti];
+        if (t->base < 0) continue;
+        for (int k = 0; k < o->ntests; k++)
+            for (int gi = 0; gi < t->ng; gi++) {
+                if (gi == t->base) continue;
+                const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+                char v[64];
+                verdict(s, v, sizeof v);
+                csv_text(f, t->t->title);
+                fprintf(f, ",%s,", o->tests[k]);
+                csv_text(f, t->g[gi].name);
+                fputc(',', f);
+                csv_text(f, t->g[t->base].name);
+                fprintf(f, ",%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", t->g[gi].n,
+                        t->g[t->base].n, s->pb.sys_bleu, s->pb.base_bleu, s->pb.delta,
+                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p, s->sd_sys, s->sd_base, v);
+            }
+    }
+    return close_checked(f, path, err);
+}
+
+Status report_write(const ReportOpts *o, const ReportTable *rt, int ntables, Err *err) {
+    CHECK(o && rt && ntables >= 1 && o->ntests >= 1, "report_write: needs a table and a test set");
+    Table *t = xcalloc((size_t)ntables, sizeof *t);
+    Status rc = STATUS_ERR;
+    int K = 0;
+    float alpha = 0;
+    if (make_dirs(o->out_dir, err)) {
+        err_prefix(err, "the report's folder");
+        goto done;
+    }
+    for (int i = 0; i < ntables; i++) {
+        if (rt[i].nruns < 1) {
+            err_set(err, "%s has no run to report", rt[i].title);
+            goto done;
+        }
+        for (int r = 0; r < rt[i].nruns; r++) {
+            const DecodeOpts *d = &rt[i].runs[r]->beam;
+            if (!K) K = d->beam, alpha = d->len_penalty;
+            else if (d->beam != K || d->len_penalty != alpha) {
+                err_set(err, "run %s was decoded with beam %d, α %.2f, others with beam %d, "
+                        "α %.2f; archive every run with the same settings", rt[i].runs[r]->name,
+                        d->beam, (double)d->len_penalty, K, (double)alpha);
+                goto done;
+            }
+        }
+        if (build_table(o, &rt[i], &t[i], err)) goto done;
+    }
+    for (int i = 0; i < ntables; i++) significance(o, &t[i]);
+    if (write_csv(o, t, ntables, err) || write_sig_csv(o, t, ntables, err) ||
+        write_md(o, t, ntables, K, alpha, err))
+        goto done;
+    rc = STATUS_OK;
+done:
+    for (int i = 0; i < ntables; i++) {
+        for (int g = 0; g < t[i].ng; g++) free(t[i].g[g].runs);
+        free(t[i].g);
+        free(t[i].sig);
+    }
+    free(t);
+    return rc;
+}
