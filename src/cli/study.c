@@ -704,7 +704,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                  nmissing ? ")" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
                         s->notes[0] ? s->notes : NULL, tests, s->ntests, s->sentences,
-                        s->nsentences};
+                        s->nsentences, NULL};
         rc = report_write(&o, tables, nt, err);
         if (!rc) printf("study: report written to %s/README.md (%d of %d runs)\n", s->dir,
                         n - nmissing, n);

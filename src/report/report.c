@@ -564,6 +564,11 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
         char png[600];
         fprintf(f, "## %s\n\n### Scores\n\n", t->t->title);
         write_scores(f, o, t, K);
+        if (o->echo) {
+            fprintf(o->echo, "%s\n\n", t->t->title);
+            write_scores(o->echo, o, t, K);
+            fprintf(o->echo, "\n");
+        }
         fprintf(f, "\n### Cost\n\n");
         write_cost(f, t);
         fprintf(f, "\n");

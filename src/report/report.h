@@ -55,6 +55,7 @@ typedef struct {
     int ntests;
     const int *sentences;       /* the heatmaps' sentences (of the first test set) */
     int nsentences;
+    FILE *echo;                 /* NULL, or where the scores tables are also written (stdout) */
 } ReportOpts;
 
 /* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file,

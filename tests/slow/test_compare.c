@@ -1,4 +1,5 @@
-/* test_compare.c — `trainer compare` end to end (src/cli/compare.c, src/eval/plot.h).
+/* test_compare.c — `trainer compare` end to end (src/cli/compare.c, src/report/archive.h,
+ * src/report/report.h, src/eval/plot.h).
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini
  * (2 epochs), one thread; the 100 validation pairs double as the test set
@@ -7,18 +8,27 @@
  *            compare as a run FOLDER;
  *   dot      model.attention = luong_dot, given to compare as a CONFIG .ini (written here with
  *            config_to_ini) whose folder has no best.ckpt yet, so compare trains it itself.
- * `trainer compare general dot.ini --out D --beam 2` must exit 0 and write:
- *   - compare.csv: the header and one row per run (names "general", "dot"), 16 fields, every
- *     numeric field a complete number (peak_mib too: these runs log peak_rss_mb), parameters
- *     > 0, epochs = 2, the attention names, BLEU and chrF in [0, 100], perplexity > 1;
- *   - compare.md: one table row per run, the machine line, links to the PNGs;
- *   - curves.png and attention_<run>_{0,1,2}.png for both runs, each starting with the PNG
- *     signature; the Markdown table on stdout.
+ * `trainer compare general dot.ini --out D --beam 2 --baseline general` must exit 0 and write:
+ *   - D/archive/general and D/archive/dot, archives of the two runs (run.json, config.ini,
+ *     metrics.jsonl, the test set's references and translations, attention.json; no checkpoint);
+ *   - compare.csv: the header and one row per run, every numeric field a complete number,
+ *     parameters > 0, epochs = 2, the attention names, BLEU and chrF in [0, 100];
+ *   - significance.csv: dot against general, its Δ the difference of their beam BLEU, inside its
+ *     interval, p in (0, 1];
+ *   - compare.md: the scores, cost and significance tables, the verdict in words, the runs' table
+ *     and the line naming the machine; curves.png, tradeoff.png and attention_<run>_{0,1,2}.png,
+ *     each starting with the PNG signature; the scores table on stdout.
+ * From archives: `trainer compare D/archive/general D/archive/dot` into another folder writes
+ * the same compare.md (but for its "Report written" line), compare.csv, significance.csv and
+ * curves.png, byte for byte; it decodes nothing (no checkpoint is read). A run compared with a
+ * copy of its own archive reads "identical", never better or worse.
  * A folder holding only last.ckpt and metrics.jsonl (no validation yet) is compared on last.ckpt,
  * and compare.md says so. Two such folders a/run and b/run are named by their config.ini's
- * run.name (alpha, beta), not "run" and "run_2".
+ * run.name (alpha, beta), not "run" and "run_2". --seeds 3,4 --budget epochs=1 trains dot.ini
+ * twice and reports one config "dot" with 2 seeds.
  * Refusals: an empty folder and a missing path as RUN exit 2 with a message naming the argument;
- * a config without a test set exits 1 naming data.test_src.
+ * --seeds with a run folder and an unknown --baseline exit 2; a config without a test set exits
+ * 1 naming data.test_src.
  * Needs the gnuplot program: without it the test FAILS (CI installs gnuplot), it does not skip.
  */
 #include <math.h>
@@ -124,13 +134,13 @@ static int split_csv(char *line, char **f, int max) {
     return n;
 }
 
-static double g_base_beam; /* general's beam BLEU (row 1), for dot's delta */
+static double g_beam[2]; /* general's and dot's beam BLEU (compare.csv) */
 
 static void check_csv(const char *path) {
     static const char *const header =
-        "run,model,cell,attention,input_feeding,parameters,epochs,train_seconds,tok_s,peak_mib,"
-        "best_val_ppl,best_val_bleu,test_bleu_greedy,test_chrf_greedy,test_bleu_beam,"
-        "test_chrf_beam,delta_bleu_vs_baseline,delta_lo,delta_hi,p_value";
+        "table,config,run,seed,model,attention,parameters,precision,epochs,train_seconds,tok_s,"
+        "peak_mib,best_val_ppl,best_val_bleu,checkpoint,checkpoint_val_bleu,val_bleu_greedy,"
+        "val_chrf_greedy,val_bleu_beam,val_chrf_beam";
     static const char *const names[2] = {"general", "dot"};
     static const char *const attn[2] = {"luong_general", "luong_dot"};
     char *t = test_read_file(path, NULL);
@@ -147,48 +157,88 @@ static void check_csv(const char *path) {
         int nf = split_csv(lines[r + 1], f, 23);
         EXPECT(nf == 20, "%s row %d: %d fields, expected 20", path, r + 1, nf);
         if (nf != 20) continue;
-        EXPECT(!strcmp(f[0], names[r]), "row %d: run '%s', expected '%s'", r + 1, f[0], names[r]);
-        EXPECT(!strcmp(f[1], "rnn") && !strcmp(f[2], "lstm") && !strcmp(f[3], attn[r]) &&
-                   !strcmp(f[4], "yes"),
-               "row %d: model '%s' cell '%s' attention '%s' input feeding '%s'", r + 1, f[1],
-               f[2], f[3], f[4]);
-        double v[16];
-        for (int k = 5; k < 16; k++)
-            EXPECT(num(f[k], &v[k]), "row %d field %d ('%s') is not a number", r + 1, k + 1,
-                   f[k]);
+        EXPECT(!strcmp(f[1], names[r]) && !strcmp(f[2], names[r]),
+               "row %d: config '%s' run '%s', expected '%s'", r + 1, f[1], f[2], names[r]);
+        EXPECT(!strcmp(f[4], "rnn") && !strcmp(f[5], attn[r]) && !strcmp(f[7], "fp32") &&
+                   !strcmp(f[14], "best.ckpt"),
+               "row %d: model '%s' attention '%s' precision '%s' checkpoint '%s'", r + 1, f[4],
+               f[5], f[7], f[14]);
+        double v[20];
+        static const int numeric[] = {3, 6, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 19};
+        for (size_t k = 0; k < sizeof numeric / sizeof *numeric; k++)
+            EXPECT(num(f[numeric[k]], &v[numeric[k]]), "row %d field %d ('%s') is not a number",
+                   r + 1, numeric[k] + 1, f[numeric[k]]);
         printf("%s: params %s epochs %s time %s s tok/s %s peak %s MiB val ppl %s val BLEU %s "
-               "test BLEU/chrF greedy %s/%s beam %s/%s\n", f[0], f[5], f[6], f[7], f[8], f[9],
-               f[10], f[11], f[12], f[13], f[14], f[15]);
-        EXPECT(v[5] > 1000 && v[5] == floor(v[5]), "row %d: parameters %s", r + 1, f[5]);
-        EXPECT(v[6] == 2, "row %d: epochs %s, expected 2", r + 1, f[6]);
-        EXPECT(v[7] > 0 && v[8] > 0 && v[9] > 0, "row %d: time %s, tok/s %s, peak %s", r + 1,
-               f[7], f[8], f[9]);
-        EXPECT(v[10] > 1, "row %d: best validation perplexity %s", r + 1, f[10]);
-        for (int k = 11; k < 16; k++)
+               "test BLEU/chrF greedy %s/%s beam %s/%s\n", f[2], f[6], f[8], f[9], f[10], f[11],
+               f[12], f[13], f[16], f[17], f[18], f[19]);
+        EXPECT(v[6] > 1000 && v[6] == floor(v[6]), "row %d: parameters %s", r + 1, f[6]);
+        EXPECT(v[8] == 2, "row %d: epochs %s, expected 2", r + 1, f[8]);
+        EXPECT(v[9] > 0 && v[10] > 0 && v[11] > 0, "row %d: time %s, tok/s %s, peak %s", r + 1,
+               f[9], f[10], f[11]);
+        EXPECT(v[12] > 1, "row %d: best validation perplexity %s", r + 1, f[12]);
+        EXPECT(v[15] == v[13], "row %d: the checkpoint scored (best.ckpt) has val BLEU %s, the "
+               "best validation %s", r + 1, f[15], f[13]);
+        for (int k = 16; k < 20; k++)
             EXPECT(v[k] >= 0 && v[k] <= 100, "row %d field %d: %s not in [0, 100]", r + 1, k + 1,
                    f[k]);
-        /* --baseline general: the baseline's significance fields are empty; dot's are the
-         * difference from general's beam BLEU, an interval around it, and p in (0, 1] */
-        if (r == 0) {
-            EXPECT(!*f[16] && !*f[17] && !*f[18] && !*f[19],
-                   "row 1 (the baseline): significance fields '%s' '%s' '%s' '%s', expected empty",
-                   f[16], f[17], f[18], f[19]);
-        } else {
-            double d = NAN, lo = NAN, hi = NAN, p = NAN; /* NaN fails the checks below */
-            EXPECT(num(f[16], &d) && num(f[17], &lo) && num(f[18], &hi) && num(f[19], &p),
-                   "row 2: significance fields '%s' '%s' '%s' '%s' are not numbers", f[16], f[17],
-                   f[18], f[19]);
-            EXPECT(lo <= d && d <= hi && p > 0 && p <= 1,
-                   "row 2: delta %g, interval [%g, %g], p %g", d, lo, hi, p);
-            EXPECT(fabs(d - (v[14] - g_base_beam)) < 1e-3,
-                   "row 2: delta %g is not dot's beam BLEU %g minus general's %g", d, v[14],
-                   g_base_beam);
-            printf("dot vs general: %+.2f BLEU, 95%% interval [%+.2f, %+.2f], p = %.4f\n", d, lo,
-                   hi, p);
-        }
-        if (r == 0) g_base_beam = v[14];
+        g_beam[r] = v[18];
     }
     free(t);
+}
+
+/* significance.csv: dot against general, Δ = their beam BLEU's difference inside its interval */
+static void check_sig(const char *path) {
+    char *t = test_read_file(path, NULL);
+    EXPECT(t != NULL, "cannot read %s", path);
+    if (!t) return;
+    char *nl = strchr(t, '\n'), *f[24];
+    int nf = nl ? split_csv(nl + 1, f, 23) : 0;
+    EXPECT(nf == 15 && !strcmp(f[1], "val") && !strcmp(f[2], "dot") && !strcmp(f[3], "general"),
+           "%s: expected one row, dot against general on the test set val", path);
+    double d = NAN, lo = NAN, hi = NAN, p = NAN; /* NaN fails the checks below */
+    if (nf == 15) {
+        EXPECT(num(f[8], &d) && num(f[9], &lo) && num(f[10], &hi) && num(f[11], &p),
+               "%s: delta '%s', interval '%s' '%s', p '%s' are not numbers", path, f[8], f[9],
+               f[10], f[11]);
+        char *end = strchr(f[14], '\n');
+        if (end) *end = 0;
+        printf("dot vs general: %+.2f BLEU, 95%% interval [%+.2f, %+.2f], p = %.4f (%s)\n", d, lo,
+               hi, p, f[14]);
+    }
+    EXPECT(lo <= d && d <= hi && p > 0 && p <= 1, "delta %g, interval [%g, %g], p %g", d, lo, hi,
+           p);
+    EXPECT(fabs(d - (g_beam[1] - g_beam[0])) < 2e-4,
+           "delta %g is not dot's beam BLEU %g minus general's %g", d, g_beam[1], g_beam[0]);
+    free(t);
+}
+
+/* 1 when files a and b hold the same bytes; with skip, lines starting with it are left out. */
+static int same_file(const char *a, const char *b, const char *skip) {
+    char *x = test_read_file(a, NULL), *y = test_read_file(b, NULL);
+    int same = x && y;
+    if (same && skip) {
+        char *xs = strstr(x, skip), *ys = strstr(y, skip);
+        if (xs) *xs = 0;
+        if (ys) *ys = 0;
+        if (xs && ys) same = !strcmp(strchr(xs + 1, '\n') ? strchr(xs + 1, '\n') : "",
+                                     strchr(ys + 1, '\n') ? strchr(ys + 1, '\n') : "");
+    }
+    same = same && !strcmp(x, y);
+    if (!same && x && y) {
+        size_t i = 0;
+        while (x[i] && x[i] == y[i]) i++;
+        printf("%s and %s differ at byte %zu: '%.60s' against '%.60s'\n", a, b, i, x + i, y + i);
+    }
+    free(x), free(y);
+    return same;
+}
+
+static int same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
+    int same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x), free(y);
+    return same;
 }
 
 int main(void) {
@@ -241,22 +291,38 @@ int main(void) {
     EXPECT(tr_exists(csv), "%s missing", csv);
     EXPECT(tr_exists(md), "%s missing", md);
     check_csv(csv);
+    check_sig(tr_fmt("%s/significance.csv", out));
+    static const char *const runs[2] = {"general", "dot"};
+    for (int r = 0; r < 2; r++) {
+        static const char *const files[] = {"run.json", "config.ini", "metrics.jsonl",
+                                            "attention.json", "test/val.ref", "test/val.greedy",
+                                            "test/val.beam2"};
+        for (size_t k = 0; k < sizeof files / sizeof *files; k++)
+            EXPECT(tr_exists(tr_fmt("%s/archive/%s/%s", out, runs[r], files[k])),
+                   "the archive of %s lacks %s", runs[r], files[k]);
+        EXPECT(!tr_exists(tr_fmt("%s/archive/%s/best.ckpt", out, runs[r])),
+               "the archive of %s holds a checkpoint", runs[r]);
+        EXPECT(tr_count_lines(tr_fmt("%s/archive/%s/test/val.beam2", out, runs[r])) ==
+                   tr_count_lines(tr_fmt("%s/val.en", g_work)),
+               "the archive of %s does not hold one translation per test sentence", runs[r]);
+    }
     char *mdt = test_read_file(md, NULL);
     if (mdt) {
-        int rows = 0;
-        for (char *p = mdt; (p = strstr(p, "\n| ")) != NULL; p++) rows++;
-        /* the header row and the two runs, twice: the main table and the significance table
-         * (the rule lines start with "|-") */
-        EXPECT(rows == 6, "%s: %d table lines starting with '| ', expected 6", md, rows);
-        EXPECT(strstr(mdt, "## Significance against general") &&
-                   strstr(mdt, "| general (baseline) |") &&
-                   (strstr(mdt, "significantly better than general at 0.05") ||
-                    strstr(mdt, "significantly worse than general at 0.05") ||
-                    strstr(mdt, "dot and general do not differ significantly at 0.05")),
+        EXPECT(strstr(mdt, "### Significance against general") &&
+                   strstr(mdt, "| general (baseline) | luong_general |") &&
+                   (strstr(mdt, "**dot is significantly better than general**") ||
+                    strstr(mdt, "**dot is significantly worse than general**") ||
+                    strstr(mdt, "dot and general do not differ significantly") ||
+                    strstr(mdt, "dot and general score the same")),
                "%s: no significance section against the baseline, or no verdict in words", md);
-        EXPECT(strstr(mdt, "| general | rnn |") && strstr(mdt, "| dot | rnn |"),
-               "%s lacks a row for each run", md);
-        EXPECT(strstr(mdt, "Machine: ") && strstr(mdt, "cores"), "%s: no machine line", md);
+        EXPECT(strstr(mdt, "| dot | luong_dot |") && strstr(mdt, "| general | rnn | 2 |") &&
+                   strstr(mdt, "| dot | rnn | 2 |"),
+               "%s lacks a scores and a cost row for each run", md);
+        EXPECT(strstr(mdt, "| general | general | 7 | best.ckpt (") &&
+                   strstr(mdt, "| dot | dot | 7 | best.ckpt ("),
+               "%s: the runs' table lacks a run, its seed or the checkpoint scored", md);
+        EXPECT(strstr(mdt, "Report written ") && strstr(mdt, " by trainer "),
+               "%s: no line naming the date and machine", md);
         EXPECT(strstr(mdt, "K = 2"), "%s: the decoding settings (beam 2) are not named", md);
         EXPECT(strstr(mdt, "](curves.png)") && strstr(mdt, "](tradeoff.png)") &&
                    strstr(mdt, "](attention_general_0.png)") &&
@@ -264,17 +330,44 @@ int main(void) {
                "%s: image links missing", md);
     }
     free(mdt);
-    EXPECT(tr_file_contains(tr_fmt("%s/compare.out", g_work), "| general | rnn |"),
-           "the Markdown table was not printed on stdout");
+    EXPECT(tr_file_contains(tr_fmt("%s/compare.out", g_work), "| general (baseline) |"),
+           "the scores table was not printed on stdout");
     const char *pngs[8] = {"curves.png", "tradeoff.png"};
     int np = 2;
-    static const char *const runs[2] = {"general", "dot"};
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 3; i++) pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
     for (int i = 0; i < np; i++) {
         const char *p = tr_fmt("%s/%s", out, pngs[i]);
         EXPECT(is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));
     }
+
+    /* ---- the same report from the archives alone ---- */
+    const char *out2 = test_strdup(tr_fmt("%s/cmp_archives", g_work));
+    rc = compare("archives", tr_fmt("%s/archive/general", out), tr_fmt("%s/archive/dot", out),
+                 "--out", out2, "--baseline", "general", NULL);
+    EXPECT(rc == 0, "trainer compare of the archives failed (exit %d)", rc);
+    EXPECT(same_file(md, tr_fmt("%s/compare.md", out2), "Report written "),
+           "compare.md from the archives differs from the one from the run folders");
+    static const char *const same[] = {"compare.csv", "significance.csv", "curves.png",
+                                       "tradeoff.png", "attention_dot_1.png"};
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+        EXPECT(same_bytes(tr_fmt("%s/%s", out, same[k]), tr_fmt("%s/%s", out2, same[k])),
+               "%s from the archives differs from the one from the run folders", same[k]);
+    EXPECT(!tr_file_contains(tr_fmt("%s/archives.err", g_work), "archiving"),
+           "compare of archives decoded again (it archived a run)");
+    /* a run against a copy of its own archive: identical, never better or worse */
+    const char *copy = test_strdup(tr_fmt("%s/general_copy", g_work));
+    EXPECT(system(tr_fmt("cp -r %s/archive/general %s", out, copy)) == 0, "cp -r");
+    EXPECT(system(tr_fmt("sed -i 's/\"name\":\\t\"general\"/\"name\":\\t\"general_copy\"/' "
+                         "%s/run.json", copy)) == 0, "sed");
+    rc = compare("self", tr_fmt("%s/archive/general", out), copy, "--out",
+                 tr_fmt("%s/cmp_self", g_work), "--baseline", "general", NULL);
+    const char *mself = tr_fmt("%s/cmp_self/compare.md", g_work);
+    EXPECT(rc == 0 && tr_file_contains(mself, "general_copy and general translate every sentence "
+                                              "identically") &&
+               tr_file_contains(mself, "identical translations") &&
+               !tr_file_contains(mself, "significantly"),
+           "a run against a copy of itself (exit %d) is not reported identical", rc);
 
     /* ---- refusals ---- */
     const char *empty = test_strdup(tr_fmt("%s/empty_run", g_work));
@@ -298,8 +391,8 @@ int main(void) {
     const char *out_last = test_strdup(tr_fmt("%s/cmp_last", g_work));
     rc = compare("lastonly", lastonly, "--out", out_last, "--beam", "2", "--sentences", "0", NULL);
     EXPECT(rc == 0, "compare of a folder with only last.ckpt exited %d, expected 0", rc);
-    EXPECT(tr_file_contains(tr_fmt("%s/compare.md", out_last), "lastonly/last.ckpt") &&
-               tr_file_contains(tr_fmt("%s/compare.md", out_last), "no validation had run"),
+    EXPECT(tr_file_contains(tr_fmt("%s/compare.md", out_last), "| last.ckpt (no validation had "
+                                                                "run) |"),
            "compare.md does not say that run lastonly was compared on its last.ckpt");
     /* two run folders with the same last component (a/run, b/run): each is named by the
      * run.name of its config.ini (here "alpha" and "beta", copies of general's run) */
@@ -357,14 +450,15 @@ int main(void) {
                !tr_file_contains(tr_fmt("%s_epochs1_s3/metrics.jsonl", dot_dir), "\"epoch\": 2"),
            "the budget of one epoch was not kept (metrics.jsonl shows epoch 2)");
     const char *mds = tr_fmt("%s/compare.md", out_seeds);
-    EXPECT(tr_file_contains(mds, "## Seeds") && tr_file_contains(mds, "| dot | 2 | ") &&
+    EXPECT(tr_file_contains(mds, "| dot | luong_dot | ") && tr_file_contains(mds, " | 2 | ") &&
                tr_file_contains(mds, "Budget: every config trained with epochs1") &&
-               tr_file_contains(mds, "| dot_s3 | rnn |") && tr_file_contains(mds, "| dot_s4 | rnn |"),
-           "%s: no Seeds table, budget line or per-seed rows", mds);
+               tr_file_contains(mds, "| dot_s3 | dot | 3 |") &&
+               tr_file_contains(mds, "| dot_s4 | dot | 4 |"),
+           "%s: no config row over 2 seeds, budget line or per-seed rows", mds);
     rc = compare("bad_seeds_folder", general, "--seeds", "1,2", "--out",
                  tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_seeds_folder.err", g_work),
-                                       "is a run folder (already trained)"),
+                                       "is already trained"),
            "compare --seeds with a run folder exited %d (expected 2 with a message)", rc);
     rc = compare("bad_budget", dot_ini, "--budget", "epochs=1.5", "--out",
                  tr_fmt("%s/cmp_bad", g_work), NULL);
@@ -377,7 +471,7 @@ int main(void) {
                  tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare --baseline with an unknown run exited %d, expected 2", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/bad_baseline.err", g_work), "--baseline nosuch is not one "
-                            "of the runs (general, dot)"),
+                            "of the configs (general, dot)"),
            "compare --baseline nosuch: the message does not name the runs");
     rc = compare("bad_missing", missing, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 2, "compare with a missing path as RUN exited %d, expected 2", rc);

@@ -1,0 +1,221 @@
+/* test_study.c — `trainer study` end to end (src/cli/study.c, with data.spm_model, `trainer
+ * archive` and the report).
+ *
+ * A plan of two configs (tests/fixtures/tiny.ini's recipe with luong_general and with luong_dot
+ * attention, on the 2000/100-pair slices), two seeds each, one epoch, fp32, two test sets (the
+ * 100 validation pairs, and their first 60 as a second set), beam 2, in a study folder of the
+ * test's work folder:
+ *  1. --status before anything: 4 runs missing; a plan with an unknown key, or whose precision
+ *     this machine cannot train (tf32 on the CPU), is refused (exit 2) naming the line or key;
+ *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
+ *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
+ *     archives them (run.json, both test sets' translations) and writes README.md (a config row
+ *     per attention over 2 seeds, the significance against the baseline in words, "4 of 4 runs
+ *     are archived"), results.csv (4 rows) and significance.csv;
+ *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
+ *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
+ *     counts it running, and the study resumes it from its last.ckpt and trains dot_s3 alone;
+ *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
+ *  5. data.spm_model with another data.vocab_size is refused naming both.
+ */
+#include "trainer_run.h"
+
+#define TIMEOUT 600.0
+
+static const char *g_work;
+
+static int study(const char *tag, const char *plan, const char *a1, const char *a2) {
+    TrArgv a = {{0}, 0};
+    tr_arg(&a, "%s", tr_bin());
+    tr_arg(&a, "study");
+    tr_arg(&a, "%s", plan);
+    if (a1) tr_arg(&a, "%s", a1);
+    if (a2) tr_arg(&a, "%s", a2);
+    tr_print_argv(tag, a.v);
+    const char *out = tr_fmt("%s/%s.out", g_work, tag), *err = tr_fmt("%s/%s.err", g_work, tag);
+    int rc = tr_wait(tr_spawn2(a.v, out, err, 0, NULL), TIMEOUT);
+    tr_argv_free(&a);
+    printf("  -> exit %d\n", rc);
+    return rc;
+}
+
+static void write_text(const char *path, const char *text) {
+    if (test_write_file(path, text, strlen(text)) != 0) {
+        fprintf(stderr, "FAIL: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+/* The plan, with extra lines in [study]. */
+static void write_plan(const char *path, const char *extra) {
+    write_text(path, tr_fmt("[study]\n"
+                            "title = tiny study\n"
+                            "epochs = 1\n"
+                            "precision = fp32\n"
+                            "seeds = 1 2\n"
+                            "test_src = ../val.de ../val2.de\n"
+                            "test_tgt = ../val.en ../val2.en\n"
+                            "beam = 2\n"
+                            "%s\n"
+                            "[table rnn]\n"
+                            "title = RNN\n"
+                            "baseline = general\n"
+                            "configs = configs/general.ini configs/dot.ini\n", extra));
+}
+
+int main(void) {
+    double t_start;
+    g_work = tr_begin("test_study", &t_start);
+    const char *w = g_work, *dir = test_strdup(tr_fmt("%s/study", w));
+    const char *plan = test_strdup(tr_fmt("%s/study.ini", dir));
+    Err err;
+    EXPECT(make_dirs(tr_fmt("%s/configs", dir), &err) == STATUS_OK, "%s", err.msg);
+    for (int i = 0; i < 2; i++) { /* the second test set: the first 60 validation pairs */
+        const char *l = i ? "en" : "de";
+        EXPECT(tr_gz_head(tr_fmt(TR_DATA "/val.%s.gz", l), tr_fmt("%s/val2.%s", w, l), 60) == 60,
+               "cannot write val2.%s", l);
+    }
+    /* tiny.ini without its run.name (an included file may not set it), on the slices */
+    char *tiny = test_read_file(TR_CONFIG, NULL);
+    EXPECT(tiny != NULL, "cannot read %s", TR_CONFIG);
+    if (!tiny) return tr_finish("test_study", t_start);
+    char *name = strstr(tiny, "name = tiny\n");
+    if (name) memset(name, ' ', strlen("name = tiny"));
+    write_text(tr_fmt("%s/base.ini", w), tiny);
+    free(tiny);
+    static const char *const kinds[2] = {"general", "dot"};
+    for (int i = 0; i < 2; i++)
+        write_text(tr_fmt("%s/configs/%s.ini", dir, kinds[i]),
+                   tr_fmt("include = ../../base.ini\n[model]\nattention = luong_%s\n[data]\n"
+                          "train_src = %s/train.de\ntrain_tgt = %s/train.en\nval_src = %s/val.de\n"
+                          "val_tgt = %s/val.en\ncache_dir = %s/cache\n",
+                          kinds[i], w, w, w, w, w));
+    write_plan(plan, "");
+
+    /* 1. status and refusals */
+    int rc = study("status0", plan, "--status", NULL);
+    EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status0.out", w), "archived 0, running 0, "
+                                                                   "missing 4"),
+           "--status before anything (exit %d) does not list 4 missing runs", rc);
+    const char *bad = test_strdup(tr_fmt("%s/bad.ini", dir));
+    write_plan(bad, "epoch = 3");
+    rc = study("bad_key", bad, NULL, NULL);
+    EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_key.err", w), "bad.ini:9: unknown key "
+                                                                    "'epoch' in [study]"),
+           "a plan with an unknown key: exit %d, expected 2 naming the line", rc);
+    write_text(bad, tr_fmt("[study]\nepochs = 1\nprecision = tf32\nseeds = 1\n"
+                           "test_src = ../val.de\ntest_tgt = ../val.en\n[table t]\n"
+                           "configs = configs/general.ini\n"));
+    rc = study("bad_precision", bad, NULL, NULL);
+    EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_precision.err", w),
+                                       "train.precision = tf32 needs train.device = cuda"),
+           "a plan of a precision this machine cannot train: exit %d, expected 2 with the reason",
+           rc);
+    EXPECT(!tr_exists(tr_fmt("%s/runs", dir)), "a refused plan started a run");
+
+    /* 2. the study: the shared SentencePiece model, then the 4 runs, 2 at a time */
+    const char *spm = test_strdup(tr_fmt("%s/spm.model", dir));
+    rc = study("study", plan, "--jobs", "2");
+    EXPECT(rc == 0, "trainer study failed (exit %d)", rc);
+    if (rc) tr_print_tail(tr_fmt("%s/study.err", w), 20);
+    EXPECT(tr_file_contains(tr_fmt("%s/study.out", w), "training the shared SentencePiece model") &&
+               tr_exists(spm) && !tr_exists(tr_fmt("%s/spm.vocab", dir)),
+           "the study did not train its SentencePiece model %s", spm);
+    static const char *const runs[6] = {"general_s1", "dot_s1", "general_s2", "dot_s2",
+                                        "general_s3", "dot_s3"};
+    for (int i = 0; i < 4; i++) {
+        const char *a = tr_fmt("%s/archive/%s", dir, runs[i]);
+        EXPECT(tr_exists(tr_fmt("%s/run.json", a)) && tr_exists(tr_fmt("%s/test/val.beam2", a)) &&
+                   tr_exists(tr_fmt("%s/test/val2.greedy", a)),
+               "%s is not a complete archive", a);
+        size_t n1 = 0, n2 = 0;
+        char *m1 = test_read_file(spm, &n1);
+        char *m2 = test_read_file(tr_fmt("%s/runs/%s/spm.model", dir, runs[i]), &n2);
+        EXPECT(m1 && m2 && n1 == n2 && !memcmp(m1, m2, n1),
+               "run %s did not train with the study's SentencePiece model", runs[i]);
+        free(m1), free(m2);
+        EXPECT(tr_file_contains(tr_fmt("%s/config.ini", a), "study/spm.model\""),
+               "the archive's config of %s does not name data.spm_model", runs[i]);
+    }
+    const char *md = tr_fmt("%s/README.md", dir);
+    EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**4 of 4 runs are "
+                                                                        "archived**") &&
+               tr_file_contains(md, "| general (baseline) | luong_general |") &&
+               tr_file_contains(md, "| dot | luong_dot |") &&
+               tr_file_contains(md, "### Significance against general") &&
+               tr_file_contains(md, "In words, at 0.05:") &&
+               tr_file_contains(md, "| val2 | dot | 2 |"),
+           "%s lacks the rows, the significance or the progress line", md);
+    EXPECT(tr_count_lines(tr_fmt("%s/results.csv", dir)) == 5 &&
+               tr_count_lines(tr_fmt("%s/significance.csv", dir)) == 3,
+           "results.csv should have 4 rows and significance.csv 2 (one a test set)");
+
+    /* 3. a third seed; general_s3 started by hand with the study's settings and stopped after 5
+     * steps (train.max_steps), as an interrupted run: the study resumes it */
+    write_plan(plan, "");
+    char *p3 = test_read_file(plan, NULL);
+    char *sd = p3 ? strstr(p3, "seeds = 1 2\n") : NULL;
+    EXPECT(sd != NULL, "the plan has no seeds line");
+    if (sd) {
+        memcpy(sd, "seeds = 1 3\n", 12); /* seed 2 stays archived: not in the plan now */
+        write_text(plan, p3);
+    }
+    free(p3);
+    const char *r3 = test_strdup(tr_fmt("%s/runs/general_s3", dir));
+    TrArgv a = {{0}, 0};
+    tr_arg(&a, "%s", tr_bin());
+    tr_arg(&a, "train");
+    tr_arg(&a, "--config");
+    tr_arg(&a, "%s/configs/general.ini", dir);
+    const char *sets[] = {"run.name=general_s3", tr_fmt("train.save_dir=%s", r3),
+                          "train.seed=3", "train.max_epochs=1", "train.max_steps=5",
+                          "train.max_hours=0", "train.patience=0", "train.precision=fp32",
+                          "train.threads=1", tr_fmt("data.spm_model=%s", spm)};
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        tr_arg(&a, "--set");
+        tr_arg(&a, "%s", sets[i]);
+    }
+    rc = tr_run(a.v, tr_fmt("%s/by_hand.log", w), NULL, TIMEOUT);
+    tr_argv_free(&a);
+    EXPECT(rc == 0 && tr_exists(tr_fmt("%s/last.ckpt", r3)),
+           "the run started by hand (exit %d) left no last.ckpt", rc);
+    rc = study("status1", plan, "--status", NULL);
+    EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status1.out", w), "archived 2, running 1, "
+                                                                   "missing 1"),
+           "--status with an interrupted run (exit %d): not 2 archived, 1 running, 1 missing",
+           rc);
+    rc = study("study3", plan, "--jobs", "2");
+    EXPECT(rc == 0, "trainer study with seed 3 failed (exit %d)", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/study3.out", w), "study: resuming general_s3") &&
+               tr_file_contains(tr_fmt("%s/runs/general_s3.log", dir), "resumed from "),
+           "the interrupted run was not resumed from its last.ckpt");
+    EXPECT(tr_exists(tr_fmt("%s/archive/dot_s3/run.json", dir)) &&
+               tr_exists(tr_fmt("%s/archive/general_s3/run.json", dir)) &&
+               !tr_file_contains(tr_fmt("%s/study3.out", w), "training general_s1"),
+           "the third seed's runs are not archived, or an archived run was trained again");
+
+    /* 4. nothing left */
+    rc = study("status2", plan, "--status", NULL);
+    EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status2.out", w), "every run is archived"),
+           "--status after the study (exit %d) does not say every run is archived", rc);
+    rc = study("again", plan, NULL, NULL);
+    EXPECT(rc == 0 && !tr_file_contains(tr_fmt("%s/again.out", w), "study: training") &&
+               tr_file_contains(tr_fmt("%s/again.out", w), "report written"),
+           "a second start (exit %d) trained again or wrote no report", rc);
+    rc = study("report", plan, "--report", NULL);
+    EXPECT(rc == 0, "--report exited %d", rc);
+
+    /* 5. data.spm_model of another size */
+    TrArgv t;
+    tr_train_argv(&t, w, tr_fmt("%s/vocab", w));
+    tr_arg(&t, "--set");
+    tr_arg(&t, "data.spm_model=%s", spm);
+    tr_arg(&t, "--set");
+    tr_arg(&t, "data.vocab_size=400");
+    rc = tr_run(t.v, tr_fmt("%s/vocab.log", w), NULL, TIMEOUT);
+    tr_argv_free(&t);
+    EXPECT(rc == 1 && tr_file_contains(tr_fmt("%s/vocab.log", w), "has 500 pieces, but "
+                                                                  "data.vocab_size = 400"),
+           "data.spm_model with another data.vocab_size: exit %d, not refused naming both", rc);
+    return tr_finish("test_study", t_start);
+}
