@@ -8,7 +8,7 @@
 # A file's layer is its folder under src/ (src/model/rnn.c → model); a file at the top of src/
 # belongs to no layer and is reported. Each layer may include only these (its own folder too):
 #   cli       → anything
-#   report    → train, model, attention, ops, data, eval, core   (archives and reports of runs)
+#   study     → train, model, attention, ops, data, eval, core   (archives, plans, reports)
 #   train     → model, attention, ops, data, eval, dist, core
 #   dist      → ops, core                      (ranks sum the flat gradient buffer)
 #   eval      → model, data, core              (never train: the CLI hands eval a model)
@@ -24,8 +24,8 @@ set -u
 
 allowed() { # allowed LAYER → the layers it may include
     case $1 in
-    cli) echo "cli report train eval model attention ops data core" ;;
-    report) echo "report train model attention ops data eval core" ;;
+    cli) echo "cli study train eval model attention ops data core" ;;
+    study) echo "study train model attention ops data eval core" ;;
     train) echo "train model attention ops data eval dist core" ;;
     dist) echo "dist ops core" ;;
     eval) echo "eval model data core" ;;

@@ -1,4 +1,4 @@
-/* archive.c — `trainer archive RUN_DIR --out DIR`: a trained run's archive (report/archive.h), the
+/* archive.c — `trainer archive RUN_DIR --out DIR`: a trained run's archive (study/archive.h), the
  * small folder from which `trainer compare` and `trainer study` report on the run without its
  * checkpoints.
  *
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "report/archive.h"
+#include "study/archive.h"
 
 static void usage(FILE *f) {
     fprintf(f,

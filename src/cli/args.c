@@ -45,31 +45,10 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
 
 int cli_parse_numbers(const char *s, unsigned long long *out, int max, int *n,
                       unsigned long long limit, const char *what) {
-    *n = 0;
-    const char *p = s;
-    while (*p == ' ' || *p == ',') p++;
-    while (*p) {
-        char *end;
-        errno = 0;
-        if (!isdigit((unsigned char)*p)) break;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (errno || v > limit || *n == max) break;
-        for (int i = 0; i < *n; i++)
-            if (out[i] == v) {
-                fprintf(stderr, "trainer: %s %s: %llu is given twice\n", what, s, v);
-                return 2;
-            }
-        out[(*n)++] = v;
-        p = end;
-        if (*p && *p != ',' && *p != ' ') break;
-        while (*p == ' ' || *p == ',') p++;
-    }
-    if (*p || *n == 0) {
-        fprintf(stderr, "trainer: %s %s: give 1 to %d different whole numbers from 0 to %llu, "
-                "separated by commas (e.g. 0,1,2)\n", what, s, max, limit);
-        return 2;
-    }
-    return 0;
+    if (parse_u64_list(s, out, max, n, limit) == 0) return 0;
+    fprintf(stderr, "trainer: %s %s: give 1 to %d different whole numbers from 0 to %llu, "
+            "separated by commas (e.g. 0,1,2)\n", what, s, max, limit);
+    return 2;
 }
 
 int cli_test_arg(int argc, char **argv, int *i, CliTests *t, const char *cmd) {

@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "eval/decode.h"
-#include "report/archive.h"
+#include "study/archive.h"
 
 /* Prints the usage text of every command to f (for --help and after a bad command line). No
  * errors. */

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -146,4 +147,25 @@ int fsync_parent_dir(const char *path) {
     close(fd);
     errno = saved;
     return r;
+}
+
+int parse_u64_list(const char *s, unsigned long long *out, int max, int *n,
+                   unsigned long long limit) {
+    *n = 0;
+    const char *p = s;
+    while (*p == ' ' || *p == ',') p++;
+    while (*p) {
+        char *end;
+        if (!isdigit((unsigned char)*p) || *n == max) return -1;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno || v > limit) return -1;
+        for (int i = 0; i < *n; i++)
+            if (out[i] == v) return -1;
+        out[(*n)++] = v;
+        p = end;
+        if (*p && *p != ',' && *p != ' ') return -1;
+        while (*p == ' ' || *p == ',') p++;
+    }
+    return *n > 0 ? 0 : -1;
 }

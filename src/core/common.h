@@ -62,6 +62,12 @@ char *xstrdup(const char *s);
  * Source: —. */
 void str_appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A list of whole numbers in [0, limit] separated by commas or blanks ("0,1,2", "1 2 3") into
+ * out[0..*n), at most max, each at most once. Returns 0, or -1 when s is not such a list (empty,
+ * another character, a number over limit, a repeat, more than max). Source: —. */
+int parse_u64_list(const char *s, unsigned long long *out, int max, int *n,
+                   unsigned long long limit);
+
 /* Seconds (double) on the monotonic clock, from an arbitrary origin: only differences mean
  * anything. No errors. Source: —. */
 double now_seconds(void);

@@ -62,8 +62,10 @@ Status runlog_read(const char *path, RunLog *log, Err *err) {
             log->ntrain++;
             if (isfinite(v)) tok_sum += v, ntok++;
         } else if (!strcmp(type, "val")) {
-            if (log->nval == vcap)
-                log->val = xrealloc(log->val, sizeof *log->val * (size_t)(vcap = vcap ? 2 * vcap : 16));
+            if (log->nval == vcap) {
+                vcap = vcap ? 2 * vcap : 16;
+                log->val = xrealloc(log->val, sizeof *log->val * (size_t)vcap);
+            }
             if (read_val(o, &log->val[log->nval])) log->nval++;
             else log->bad++;
         } else if (!strcmp(type, "avg")) {

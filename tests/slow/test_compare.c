@@ -1,5 +1,5 @@
-/* test_compare.c — `trainer compare` end to end (src/cli/compare.c, src/report/archive.h,
- * src/report/report.h, src/eval/plot.h).
+/* test_compare.c — `trainer compare` end to end (src/cli/compare.c, src/study/archive.h,
+ * src/study/report.h, src/eval/plot.h).
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini
  * (2 epochs), one thread; the 100 validation pairs double as the test set
@@ -287,7 +287,8 @@ int main(void) {
            dot_ini, dot_dir);
 
     /* ---- outputs ---- */
-    const char *csv = tr_fmt("%s/compare.csv", out), *md = test_strdup(tr_fmt("%s/compare.md", out));
+    const char *csv = tr_fmt("%s/compare.csv", out);
+    const char *md = test_strdup(tr_fmt("%s/compare.md", out));
     EXPECT(tr_exists(csv), "%s missing", csv);
     EXPECT(tr_exists(md), "%s missing", md);
     check_csv(csv);
@@ -335,7 +336,8 @@ int main(void) {
     const char *pngs[8] = {"curves.png", "tradeoff.png"};
     int np = 2;
     for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 3; i++) pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
+        for (int i = 0; i < 3; i++)
+            pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
     for (int i = 0; i < np; i++) {
         const char *p = tr_fmt("%s/%s", out, pngs[i]);
         EXPECT(is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));

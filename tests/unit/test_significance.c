@@ -122,7 +122,8 @@ static void test_seeds(void) {
     }
     printf("over seeds (%ld sentences): A %.2f %.2f %.2f, B %.2f %.2f %.2f, planted %.2f %.2f "
            "%.2f BLEU\n", c.n, ba[0], ba[1], ba[2], bb[0], bb[1], bb[2], bp[0], bp[1], bp[2]);
-    const BleuStats *const *A = (const BleuStats *const *)a, *const *B = (const BleuStats *const *)b;
+    const BleuStats *const *A = (const BleuStats *const *)a;
+    const BleuStats *const *B = (const BleuStats *const *)b;
     PairedBootstrap one = paired_bootstrap(a[0], b[0], c.n, 1000, NULL, 12345);
     PairedBootstrap ctl = paired_bootstrap_seeds(A, 3, B, 3, c.n, 1000, NULL, 12345);
     PairedBootstrap pl = paired_bootstrap_seeds(A, 3, (const BleuStats *const *)p, 3, c.n, 1000,

@@ -1,5 +1,5 @@
 /* archive.c — a run's archive, written from its run folder and read back (archive.h). */
-#include "report/archive.h"
+#include "study/archive.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -597,7 +597,8 @@ Status archive_read(const char *dir, Archive *a, Err *err) {
         goto done;
     }
     snprintf(a->name, sizeof a->name, "%s", name);
-    snprintf(a->config_file, sizeof a->config_file, "%s", jstr(c, "config") ? jstr(c, "config") : "");
+    const char *cf = jstr(c, "config");
+    snprintf(a->config_file, sizeof a->config_file, "%s", cf ? cf : "");
     snprintf(a->checkpoint, sizeof a->checkpoint, "%s", ck);
     a->checkpoint_val_bleu = jnum(c, "checkpoint_val_bleu");
     a->params = (long)jnum(c, "parameters");

@@ -1,5 +1,5 @@
 /* report.c — the report of runs from their archives (report.h). */
-#include "report/report.h"
+#include "study/report.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -329,13 +329,14 @@ static void write_cost(FILE *f, const Table *t) {
             if (e < emin) emin = e;
             if (e > emax) emax = e;
             trained_on(a, one, sizeof one);
-            if (!strstr(where, one)) str_appendf(where, sizeof where, "%s%s", where[0] ? "; " : "", one);
+            if (!strstr(where, one))
+                str_appendf(where, sizeof where, "%s%s", where[0] ? "; " : "", one);
         }
         fmt_duration(dur, sizeof dur, mean_of(secs, g->n));
         if (emin == emax) snprintf(ep, sizeof ep, "%d", emax);
         else snprintf(ep, sizeof ep, "%d–%d", emin, emax);
-        fprintf(f, "| %s | %s | %s | %s%s | ", g->name, model_type_names[g->runs[0]->cfg.model.type],
-                ep, dur, g->n > 1 ? " (mean)" : "");
+        fprintf(f, "| %s | %s | %s | %s%s | ", g->name,
+                model_type_names[g->runs[0]->cfg.model.type], ep, dur, g->n > 1 ? " (mean)" : "");
         if (ntok) fprintf(f, "%.0f", tok / ntok);
         else fprintf(f, DASH);
         fprintf(f, " | ");

@@ -1,4 +1,4 @@
-/* report/report.h — the report comparing runs, written from their archives alone (archive.h):
+/* study/report.h — the report comparing runs, written from their archives alone (archive.h):
  * the Markdown page, a CSV of every run, a CSV of the significance tests and the figures. Both
  * `trainer compare` and `trainer study` write it; the same archives give the same report, byte
  * for byte, except the one line that names the date and machine it was written on.
@@ -29,10 +29,10 @@
  * a file that cannot be written. Host memory. Sources: Koehn 2004; Clark et al. 2011; sacreBLEU
  * (Post 2018) for BLEU and chrF.
  */
-#ifndef TRAINER_REPORT_REPORT_H
-#define TRAINER_REPORT_REPORT_H
+#ifndef TRAINER_STUDY_REPORT_H
+#define TRAINER_STUDY_REPORT_H
 
-#include "report/archive.h"
+#include "study/archive.h"
 
 /* One table of the report: its runs and their baseline. */
 typedef struct {

@@ -1,4 +1,4 @@
-/* report/archive.h — a run's archive: everything a report needs from a trained run, without its
+/* study/archive.h — a run's archive: everything a report needs from a trained run, without its
  * checkpoints, in a folder small enough to keep in a repository (a few hundred KB), so that runs
  * trained on different machines are compared afterwards from their archives alone.
  *
@@ -33,8 +33,8 @@
  * Host memory. Source: — (plain engineering; Clark et al. 2011 §4 on why a comparison keeps
  * every seed's translations).
  */
-#ifndef TRAINER_REPORT_ARCHIVE_H
-#define TRAINER_REPORT_ARCHIVE_H
+#ifndef TRAINER_STUDY_ARCHIVE_H
+#define TRAINER_STUDY_ARCHIVE_H
 
 #include "eval/decode.h"
 #include "eval/translate.h"

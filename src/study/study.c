@@ -1,0 +1,698 @@
+/* study.c — a study's plan, its runs and its report (study.h). */
+#include "study/study.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "study/report.h"
+#include "train/config.h"
+#include "train/runlog.h"
+#include "train/train.h"
+
+#define MAX_TABLES 8
+#define MAX_CONFIGS 64
+#define MAX_SEEDS 16
+#define MAX_JOBS 64
+#define PATH 1024
+
+typedef struct {
+    char name[64], title[256], baseline[256];
+    int first, n; /* its configs: configs[first .. first + n) */
+} Table;
+
+typedef struct {
+    char path[PATH]; /* the config file, as the trainer is given it */
+    char name[256];  /* its file name without .ini */
+    int table;
+} StudyConfig;
+
+enum { MISSING, RUNNING, ARCHIVED };
+
+typedef struct {
+    int config;
+    unsigned long long seed;
+    char name[300], dir[PATH], archive[PATH], log[PATH + 8];
+    int state;
+} StudyRun;
+
+struct Study {
+    char file[PATH], dir[PATH];
+    char title[512], spm[PATH], notes[PATH];
+    int epochs, precision, ntests;
+    unsigned long long seeds[MAX_SEEDS];
+    int nseeds;
+    DecodeOpts beam;
+    int sentences[ARCHIVE_MAX_MAPS], nsentences;
+    char test_src[ARCHIVE_MAX_TESTS][PATH], test_tgt[ARCHIVE_MAX_TESTS][PATH];
+    Table tables[MAX_TABLES];
+    int ntables;
+    StudyConfig configs[MAX_CONFIGS];
+    int nconfigs;
+    int device;      /* -1: the configs' own */
+    StudyRun *runs;  /* [nruns]: seed by seed, config by config */
+    int nruns;
+    Config first;    /* the first run's config (its data trains the SentencePiece model) */
+};
+
+/* ---- paths ---- */
+
+/* dir/rel (rel as it is when absolute), with "." and "x/.." parts removed, into out. */
+static void join_path(const char *dir, const char *rel, char *out, size_t n) {
+    char tmp[2 * PATH + 2];
+    if (rel[0] == '/' || !dir[0]) snprintf(tmp, sizeof tmp, "%s", rel);
+    else snprintf(tmp, sizeof tmp, "%s/%s", dir, rel);
+    const char *parts[256];
+    int np = 0, ups = 0, abs = tmp[0] == '/';
+    for (char *tok = strtok(tmp, "/"); tok; tok = strtok(NULL, "/")) {
+        if (!strcmp(tok, ".")) continue;
+        if (!strcmp(tok, "..")) {
+            if (np > 0) np--;
+            else if (!abs) ups++;
+            continue;
+        }
+        if (np < 256) parts[np++] = tok;
+    }
+    out[0] = 0;
+    if (abs) str_appendf(out, n, "/");
+    for (int i = 0; i < ups; i++) str_appendf(out, n, "../");
+    for (int i = 0; i < np; i++) str_appendf(out, n, "%s%s", i ? "/" : "", parts[i]);
+    if (!out[0]) snprintf(out, n, ".");
+}
+
+static int is_file(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* ---- the plan ---- */
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
+    return s;
+}
+
+/* Splits a blank-separated list into words (in place); their count, or -1 when over max. */
+static int words(char *s, char **w, int max) {
+    int n = 0;
+    for (char *tok = strtok(s, " \t"); tok; tok = strtok(NULL, " \t")) {
+        if (n == max) return -1;
+        w[n++] = tok;
+    }
+    return n;
+}
+
+static Status plan_key(Study *s, int table, char *key, char *val, const char *where, Err *err) {
+    char *w[MAX_CONFIGS + 1];
+    if (table < 0) {
+        if (!strcmp(key, "title")) {
+            snprintf(s->title, sizeof s->title, "%s", val);
+        } else if (!strcmp(key, "epochs")) {
+            char *end;
+            long e = strtol(val, &end, 10);
+            if (*end || end == val || e < 1 || e > 1000000)
+                return err_set(err, "%s: epochs = %s: give a whole number of epochs, 1 or more",
+                               where, val);
+            s->epochs = (int)e;
+        } else if (!strcmp(key, "precision")) {
+            s->precision = -1;
+            for (int i = 0; i < 3; i++)
+                if (!strcmp(val, precision_names[i])) s->precision = i;
+            if (s->precision < 0)
+                return err_set(err, "%s: precision = %s: give fp32, tf32 or bf16", where, val);
+        } else if (!strcmp(key, "seeds")) {
+            if (parse_u64_list(val, s->seeds, MAX_SEEDS, &s->nseeds, UINT64_MAX))
+                return err_set(err, "%s: seeds = %s: give 1 to %d different seeds, e.g. "
+                               "seeds = 1 2 3", where, val, MAX_SEEDS);
+        } else if (!strcmp(key, "test_src") || !strcmp(key, "test_tgt")) {
+            int n = words(val, w, ARCHIVE_MAX_TESTS);
+            if (n < 1)
+                return err_set(err, "%s: %s: give 1 to %d files separated by blanks", where, key,
+                               ARCHIVE_MAX_TESTS);
+            for (int i = 0; i < n; i++)
+                join_path(s->dir, w[i], key[5] == 's' ? s->test_src[i] : s->test_tgt[i], PATH);
+            if (key[5] == 's') s->ntests = n;
+            else if (n != s->ntests)
+                return err_set(err, "%s: test_tgt names %d files and test_src %d; pair them, "
+                               "test_src first", where, n, s->ntests);
+        } else if (!strcmp(key, "spm_model")) {
+            join_path(s->dir, val, s->spm, sizeof s->spm);
+        } else if (!strcmp(key, "notes")) {
+            join_path(s->dir, val, s->notes, sizeof s->notes);
+        } else if (!strcmp(key, "beam")) {
+            char *end;
+            long k = strtol(val, &end, 10);
+            if (*end || end == val || k < 1 || k > 64)
+                return err_set(err, "%s: beam = %s: give 1 to 64", where, val);
+            s->beam.beam = (int)k;
+        } else if (!strcmp(key, "len_penalty")) {
+            char *end;
+            double a = strtod(val, &end);
+            if (*end || end == val || !(a >= 0 && a <= 10))
+                return err_set(err, "%s: len_penalty = %s: give 0 to 10", where, val);
+            s->beam.len_penalty = (float)a;
+        } else if (!strcmp(key, "sentences")) {
+            unsigned long long v[ARCHIVE_MAX_MAPS];
+            if (parse_u64_list(val, v, ARCHIVE_MAX_MAPS, &s->nsentences, 100000000))
+                return err_set(err, "%s: sentences = %s: give up to %d sentence numbers",
+                               where, val, ARCHIVE_MAX_MAPS);
+            for (int i = 0; i < s->nsentences; i++) s->sentences[i] = (int)v[i];
+        } else {
+            return err_set(err, "%s: unknown key '%s' in [study]; valid keys: title, epochs, "
+                           "precision, seeds, test_src, test_tgt, spm_model, beam, len_penalty, "
+                           "sentences, notes", where, key);
+        }
+        return STATUS_OK;
+    }
+    Table *t = &s->tables[table];
+    if (!strcmp(key, "title")) {
+        snprintf(t->title, sizeof t->title, "%s", val);
+    } else if (!strcmp(key, "baseline")) {
+        snprintf(t->baseline, sizeof t->baseline, "%s", val);
+    } else if (!strcmp(key, "configs")) {
+        if (t->n)
+            return err_set(err, "%s: configs is given twice in [table %s]; list them on one line",
+                           where, t->name);
+        int n = words(val, w, MAX_CONFIGS);
+        if (n < 1 || s->nconfigs + n > MAX_CONFIGS)
+            return err_set(err, "%s: configs: give 1 or more config files (at most %d in a "
+                           "study)", where, MAX_CONFIGS);
+        t->first = s->nconfigs, t->n = n;
+        for (int i = 0; i < n; i++) {
+            StudyConfig *c = &s->configs[s->nconfigs++];
+            join_path(s->dir, w[i], c->path, sizeof c->path);
+            const char *base = strrchr(c->path, '/');
+            snprintf(c->name, sizeof c->name, "%s", base ? base + 1 : c->path);
+            size_t l = strlen(c->name);
+            if (l > 4 && !strcmp(c->name + l - 4, ".ini")) c->name[l - 4] = 0;
+            c->table = table;
+            for (int j = 0; j < s->nconfigs - 1; j++)
+                if (!strcmp(s->configs[j].name, c->name))
+                    return err_set(err, "%s: two configs are called %s (%s and %s); their runs "
+                                   "would share a name: rename one", where, c->name,
+                                   s->configs[j].path, c->path);
+        }
+    } else {
+        return err_set(err, "%s: unknown key '%s' in [table %s]; valid keys: title, configs, "
+                       "baseline", where, key, t->name);
+    }
+    return STATUS_OK;
+}
+
+static Status plan_load(Study *s, const char *file, Err *err) {
+    memset(s, 0, sizeof *s);
+    s->beam = (DecodeOpts){5, 1.0f};
+    s->nsentences = 3, s->sentences[1] = 1, s->sentences[2] = 2;
+    s->precision = -1;
+    s->device = -1;
+    snprintf(s->file, sizeof s->file, "%s", file);
+    const char *slash = strrchr(file, '/');
+    snprintf(s->dir, sizeof s->dir, "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
+    join_path(s->dir, "spm.model", s->spm, sizeof s->spm);
+    FILE *f = fopen(file, "r");
+    if (!f) return err_set(err, "%s: cannot read the plan: %s", file, strerror(errno));
+    char line[CONFIG_MAX_LINE + 2], where[PATH + 32];
+    int lineno = 0, table = -1, section = 0;
+    Status rc = STATUS_OK;
+    while (!rc && fgets(line, sizeof line, f)) {
+        lineno++;
+        snprintf(where, sizeof where, "%s:%d", file, lineno);
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = err_set(err, "%s: line over %d bytes; shorten it", where, CONFIG_MAX_LINE);
+            break;
+        }
+        line[strcspn(line, "\n")] = 0;
+        char *p = trim(line);
+        if (!*p || *p == '#' || *p == ';') continue;
+        if (*p == '[') {
+            char *close = strchr(p, ']');
+            if (!close || *trim(close + 1)) {
+                rc = err_set(err, "%s: write a section as [study] or [table NAME]", where);
+                break;
+            }
+            *close = 0;
+            char *name = trim(p + 1);
+            if (!strcmp(name, "study")) {
+                if (section & 1) rc = err_set(err, "%s: [study] appears twice", where);
+                section |= 1, table = -1;
+            } else if (!strncmp(name, "table", 5) && (name[5] == ' ' || name[5] == '\t')) {
+                char *tn = trim(name + 5);
+                if (s->ntables == MAX_TABLES)
+                    rc = err_set(err, "%s: at most %d tables", where, MAX_TABLES);
+                for (int i = 0; !rc && i < s->ntables; i++)
+                    if (!strcmp(s->tables[i].name, tn))
+                        rc = err_set(err, "%s: [table %s] appears twice", where, tn);
+                if (rc) break;
+                table = s->ntables++;
+                snprintf(s->tables[table].name, sizeof s->tables[table].name, "%s", tn);
+                snprintf(s->tables[table].title, sizeof s->tables[table].title, "%s", tn);
+                section |= 2;
+            } else {
+                rc = err_set(err, "%s: unknown section [%s]; sections: [study], [table NAME]",
+                             where, name);
+            }
+            continue;
+        }
+        char *eq = strchr(p, '=');
+        if (!eq || !section) {
+            rc = err_set(err, "%s: expected key = value under [study] or [table NAME]", where);
+            break;
+        }
+        *eq = 0;
+        rc = plan_key(s, table, trim(p), trim(eq + 1), where, err);
+    }
+    fclose(f);
+    if (rc) return rc;
+    if (!s->title[0]) snprintf(s->title, sizeof s->title, "Study %.490s", s->file);
+    if (s->epochs < 1 || s->precision < 0 || s->nseeds < 1 || s->ntests < 1 || !s->ntables)
+        return err_set(err, "%s: a plan needs epochs, precision, seeds, test_src and test_tgt "
+                       "in [study], and a [table NAME] with configs", file);
+    for (int i = 0; i < s->ntables; i++) {
+        const Table *t = &s->tables[i];
+        if (!t->n) return err_set(err, "%s: [table %s] has no configs", file, t->name);
+        int found = !t->baseline[0];
+        for (int j = 0; j < t->n; j++) found |= !strcmp(s->configs[t->first + j].name, t->baseline);
+        if (!found)
+            return err_set(err, "%s: [table %s]: baseline = %s is none of its configs (write a "
+                           "config's file name without .ini)", file, t->name, t->baseline);
+    }
+    return STATUS_OK;
+}
+
+/* The --set arguments that make config c's run of seed s (the same for the config check and
+ * for the trainer's command line), into sets (each 1100 bytes); their count. */
+static int run_sets(const Study *s, const StudyRun *r, char sets[][1100]) {
+    /* the paths fit: Config's fields are 1024 bytes, and config_set refuses longer values */
+    int n = 0;
+    snprintf(sets[n++], 1100, "run.name=%s", r->name);
+    snprintf(sets[n++], 1100, "train.save_dir=%s", r->dir);
+    snprintf(sets[n++], 1100, "train.seed=%llu", r->seed);
+    snprintf(sets[n++], 1100, "train.max_epochs=%d", s->epochs);
+    snprintf(sets[n++], 1100, "train.max_steps=0");
+    snprintf(sets[n++], 1100, "train.max_hours=0");
+    snprintf(sets[n++], 1100, "train.patience=0");
+    snprintf(sets[n++], 1100, "train.precision=%s", precision_names[s->precision]);
+    snprintf(sets[n++], 1100, "train.threads=1");
+    snprintf(sets[n++], 1100, "data.spm_model=%s", s->spm);
+    if (s->device >= 0) snprintf(sets[n++], 1100, "train.device=%s", device_type_names[s->device]);
+    return n;
+}
+
+static void make_runs(const Study *s, StudyRun *runs, int *n) {
+    *n = 0;
+    for (int k = 0; k < s->nseeds; k++) /* seed by seed: each config gets a run early */
+        for (int c = 0; c < s->nconfigs; c++) {
+            StudyRun *r = &runs[(*n)++];
+            memset(r, 0, sizeof *r);
+            r->config = c, r->seed = s->seeds[k];
+            snprintf(r->name, sizeof r->name, "%s_s%llu", s->configs[c].name, r->seed);
+            char rel[320];
+            snprintf(rel, sizeof rel, "runs/%s", r->name);
+            join_path(s->dir, rel, r->dir, sizeof r->dir);
+            snprintf(rel, sizeof rel, "archive/%s", r->name);
+            join_path(s->dir, rel, r->archive, sizeof r->archive);
+            snprintf(r->log, sizeof r->log, "%s.log", r->dir);
+        }
+}
+
+/* Loads and validates every run's config with the plan's settings; the configs must share the
+ * training data and vocabulary (one SentencePiece model). *first gets the first run's config. */
+static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config *first,
+                         Err *err) {
+    Config *c = xmalloc(sizeof *c);
+    char sets[16][1100];
+    Status rc = STATUS_OK;
+    for (int i = 0; i < nruns && !rc; i++) {
+        const StudyConfig *sc = &s->configs[runs[i].config];
+        int n = run_sets(s, &runs[i], sets);
+        rc = config_load(c, sc->path, err);
+        for (int k = 0; k < n && !rc; k++) rc = config_set(c, sets[k], err);
+        if (!rc) rc = config_validate(c, err);
+        if (rc) {
+            err_prefix(err, "%s: config %s (run %s)", s->file, sc->path, runs[i].name);
+            break;
+        }
+        if (i == 0) {
+            *first = *c;
+            continue;
+        }
+        if (strcmp(c->train_src, first->train_src) || strcmp(c->train_tgt, first->train_tgt) ||
+            c->vocab_size != first->vocab_size || c->max_line_bytes != first->max_line_bytes)
+            rc = err_set(err, "%s: config %s trains on other data or another vocabulary than %s "
+                         "(data.train_src, train_tgt, vocab_size, max_line_bytes); the runs of a "
+                         "study share one SentencePiece model", s->file, sc->path,
+                         s->configs[runs[0].config].path);
+    }
+    free(c);
+    return rc;
+}
+
+/* ---- state ---- */
+
+static void scan(StudyRun *runs, int n) {
+    for (int i = 0; i < n; i++) {
+        char last[PATH + 400];
+        snprintf(last, sizeof last, "%s/last.ckpt", runs[i].dir);
+        runs[i].state = archive_is(runs[i].archive) ? ARCHIVED
+                        : is_file(last) || train_dir_busy(runs[i].dir) ? RUNNING
+                                                                       : MISSING;
+    }
+}
+
+/* The training seconds of an archived run (the last validation's elapsed), or NaN. */
+static double archived_secs(const StudyRun *r) {
+    char p[PATH + 400];
+    RunLog log;
+    Err err;
+    snprintf(p, sizeof p, "%s/metrics.jsonl", r->archive);
+    if (runlog_read(p, &log, &err)) return NAN;
+    double s = log.nval ? log.val[log.nval - 1].elapsed : NAN;
+    runlog_free(&log);
+    return s;
+}
+
+/* A running run's progress: epochs validated and training seconds so far (NaN if unknown). */
+static double running_secs(const StudyRun *r, int *epochs) {
+    char p[PATH + 400];
+    RunLog log;
+    Err err;
+    *epochs = 0;
+    snprintf(p, sizeof p, "%s/metrics.jsonl", r->dir);
+    if (runlog_read(p, &log, &err)) return NAN;
+    double s = log.nval ? log.val[log.nval - 1].elapsed : NAN;
+    for (int i = 0; i < log.nval; i++)
+        if (log.val[i].epoch > *epochs) *epochs = log.val[i].epoch;
+    runlog_free(&log);
+    return s;
+}
+
+static void fmt_hours(char *buf, size_t n, double s) {
+    if (!isfinite(s)) snprintf(buf, n, "unknown");
+    else if (s >= 3600) snprintf(buf, n, "%.1f h", s / 3600);
+    else snprintf(buf, n, "%.0f min", s / 60);
+}
+
+static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
+    scan(runs, n);
+    int count[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) count[runs[i].state]++;
+    fprintf(f, "%s: %d runs (%d configs x %d seeds), %d epochs each, %s\n", s->file, n, s->nconfigs,
+           s->nseeds, s->epochs, precision_names[s->precision]);
+    fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
+           count[MISSING]);
+    /* seconds per run: the config's archived runs, else its table's, else from the epochs that
+     * running runs have validated */
+    double *cfg_secs = xcalloc((size_t)s->nconfigs, sizeof *cfg_secs);
+    double tab_sum[MAX_TABLES] = {0}, rate_sum = 0;
+    int *cfg_n = xcalloc((size_t)s->nconfigs, sizeof *cfg_n), tab_n[MAX_TABLES] = {0}, rate_n = 0;
+    for (int i = 0; i < n; i++) {
+        int e;
+        double sec = runs[i].state == ARCHIVED ? archived_secs(&runs[i])
+                                               : running_secs(&runs[i], &e);
+        if (runs[i].state == ARCHIVED && isfinite(sec)) {
+            cfg_secs[runs[i].config] += sec, cfg_n[runs[i].config]++;
+            tab_sum[s->configs[runs[i].config].table] += sec;
+            tab_n[s->configs[runs[i].config].table]++;
+        } else if (runs[i].state == RUNNING && isfinite(sec) && e > 0) {
+            rate_sum += sec / e, rate_n++;
+        }
+    }
+    double left = 0;
+    int unknown = 0;
+    for (int t = 0; t < s->ntables; t++) {
+        const Table *tb = &s->tables[t];
+        fprintf(f, "\n%s (%s):\n", tb->title, tb->name);
+        for (int c = tb->first; c < tb->first + tb->n; c++) {
+            fprintf(f, "  %-26s", s->configs[c].name);
+            for (int i = 0; i < n; i++) {
+                if (runs[i].config != c) continue;
+                int e = 0;
+                double per = cfg_n[c] ? cfg_secs[c] / cfg_n[c]
+                             : tab_n[t] ? tab_sum[t] / tab_n[t]
+                             : rate_n   ? rate_sum / rate_n * s->epochs
+                                        : NAN;
+                if (runs[i].state == ARCHIVED) {
+                    fprintf(f, "  s%llu archived", runs[i].seed);
+                    continue;
+                }
+                double done = runs[i].state == RUNNING ? running_secs(&runs[i], &e) : 0;
+                if (runs[i].state == RUNNING)
+                    fprintf(f, "  s%llu running (epoch %d of %d done)", runs[i].seed, e, s->epochs);
+                else fprintf(f, "  s%llu missing", runs[i].seed);
+                if (isfinite(per)) left += fmax(per - (isfinite(done) ? done : 0), 0);
+                else unknown++;
+            }
+            fprintf(f, "\n");
+        }
+    }
+    char h1[32], h2[32];
+    fmt_hours(h1, sizeof h1, left);
+    fmt_hours(h2, sizeof h2, left / (jobs > 0 ? jobs : 1));
+    if (count[ARCHIVED] == n) fprintf(f, "\nevery run is archived\n");
+    else
+        fprintf(f, "\ntime left: about %s of training on one thread each (%s with --jobs %d), from "
+               "the times of the runs archived or running so far%s\n", h1, h2, jobs,
+               unknown ? "; runs without a measured config or table are not counted" : "");
+    free(cfg_secs), free(cfg_n);
+}
+
+/* ---- running ---- */
+
+static volatile sig_atomic_t g_stop;
+static void on_stop(int sig) { g_stop = sig; }
+
+/* Starts /proc/self/exe with argv (NULL-terminated), output appended to log; its pid, or -1. */
+static pid_t spawn(char *const *argv, const char *log) {
+    char dir[PATH + 8];
+    Err err;
+    snprintf(dir, sizeof dir, "%s", log);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    if (slash && make_dirs(dir, &err)) fprintf(stderr, "trainer study: %s\n", err.msg);
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO);
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "trainer study: cannot run /proc/self/exe: %s\n", strerror(errno));
+    _exit(127);
+}
+
+typedef struct {
+    pid_t pid;
+    int run, archiving;
+} Job;
+
+static pid_t start_training(const Study *s, const StudyRun *r) {
+    char sets[16][1100], *argv[48];
+    int n = run_sets(s, r, sets), a = 0;
+    char last[PATH + 400];
+    snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
+    argv[a++] = "trainer", argv[a++] = "train", argv[a++] = "--config";
+    argv[a++] = (char *)s->configs[r->config].path;
+    for (int k = 0; k < n; k++) argv[a++] = "--set", argv[a++] = sets[k];
+    if (is_file(last)) argv[a++] = "--resume";
+    argv[a] = NULL;
+    printf("study: %s %s (log %s)\n", is_file(last) ? "resuming" : "training", r->name, r->log);
+    return spawn(argv, r->log);
+}
+
+static pid_t start_archive(const Study *s, const StudyRun *r) {
+    char *argv[64], beam[16], alpha[32], sent[256] = "";
+    int a = 0;
+    snprintf(beam, sizeof beam, "%d", s->beam.beam);
+    snprintf(alpha, sizeof alpha, "%g", (double)s->beam.len_penalty);
+    for (int i = 0; i < s->nsentences; i++)
+        str_appendf(sent, sizeof sent, "%s%d", i ? "," : "", s->sentences[i]);
+    argv[a++] = "trainer", argv[a++] = "archive", argv[a++] = (char *)r->dir;
+    argv[a++] = "--out", argv[a++] = (char *)r->archive;
+    for (int k = 0; k < s->ntests; k++) {
+        argv[a++] = "--test-src", argv[a++] = (char *)s->test_src[k];
+        argv[a++] = "--test-tgt", argv[a++] = (char *)s->test_tgt[k];
+    }
+    argv[a++] = "--beam", argv[a++] = beam, argv[a++] = "--len-penalty", argv[a++] = alpha;
+    argv[a++] = "--sentences", argv[a++] = sent, argv[a++] = "--threads", argv[a++] = "1";
+    argv[a++] = "--config", argv[a++] = (char *)s->configs[r->config].path;
+    if (s->device >= 0) argv[a++] = "--device", argv[a++] = (char *)device_type_names[s->device];
+    argv[a] = NULL;
+    printf("study: archiving %s into %s\n", r->name, r->archive);
+    return spawn(argv, r->log);
+}
+
+/* Trains and archives every run without an archive, jobs at a time; the number that failed. */
+static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
+    Job job[MAX_JOBS];
+    int active = 0, next = 0, failed = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL), sigaction(SIGTERM, &sa, NULL);
+    for (;;) {
+        while (!g_stop && active < jobs && next < n) {
+            StudyRun *r = &runs[next++];
+            if (archive_is(r->archive)) continue;
+            if (train_dir_busy(r->dir)) {
+                printf("study: %s is being trained by another trainer; left to it\n", r->name);
+                continue;
+            }
+            pid_t pid = start_training(s, r);
+            if (pid < 0) {
+                fprintf(stderr, "trainer study: cannot start %s: %s\n", r->name,
+                        strerror(errno));
+                failed++;
+                continue;
+            }
+            job[active++] = (Job){pid, (int)(r - runs), 0};
+        }
+        if (!active) break;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) {
+            if (errno == EINTR) {
+                for (int j = 0; j < active; j++) kill(job[j].pid, g_stop ? g_stop : SIGTERM);
+                continue;
+            }
+            break;
+        }
+        int j = 0;
+        while (j < active && job[j].pid != pid) j++;
+        if (j == active) continue;
+        StudyRun *r = &runs[job[j].run];
+        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        char last[PATH + 400];
+        snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
+        if (ok && !job[j].archiving && !g_stop) {
+            job[j].pid = start_archive(s, r), job[j].archiving = 1;
+            if (job[j].pid > 0) continue;
+            ok = 0;
+        }
+        if (!ok && !g_stop) {
+            fprintf(stderr, "trainer study: %s failed to %s (exit %d); its output is in %s\n",
+                    r->name, job[j].archiving ? "archive" : "train",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), r->log);
+            failed++;
+        } else if (ok && job[j].archiving) {
+            printf("study: %s archived in %s\n", r->name, r->archive);
+        }
+        job[j] = job[--active];
+    }
+    return failed;
+}
+
+/* ---- the report ---- */
+
+static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
+    scan(runs, n);
+    Archive *a = xcalloc((size_t)n, sizeof *a);
+    const Archive **ptr = xcalloc((size_t)n, sizeof *ptr);
+    const char **groups = xcalloc((size_t)n, sizeof *groups);
+    ReportTable tables[MAX_TABLES];
+    int na = 0, nt = 0;
+    Status rc = STATUS_OK;
+    char intro[4096], missing[2048] = "";
+    int nmissing = 0;
+    for (int t = 0; t < s->ntables && !rc; t++) {
+        int first = na;
+        for (int c = s->tables[t].first; c < s->tables[t].first + s->tables[t].n && !rc; c++)
+            for (int i = 0; i < n && !rc; i++) {
+                if (runs[i].config != c) continue;
+                if (runs[i].state != ARCHIVED) {
+                    nmissing++;
+                    str_appendf(missing, sizeof missing, "%s%s", missing[0] ? ", " : "",
+                                runs[i].name);
+                    continue;
+                }
+                rc = archive_read(runs[i].archive, &a[na], err);
+                ptr[na] = &a[na], groups[na] = s->configs[c].name;
+                na++;
+            }
+        if (rc || na == first) continue;
+        const char *base = s->tables[t].baseline;
+        int has_base = 0;
+        for (int i = first; i < na; i++) has_base |= base[0] && !strcmp(groups[i], base);
+        tables[nt++] = (ReportTable){s->tables[t].title, s->tables[t].name,
+                                     has_base ? base : NULL, ptr + first, groups + first,
+                                     na - first};
+    }
+    if (!rc && !nt) rc = err_set(err, "%s: no run is archived yet; nothing to report", s->file);
+    if (!rc) {
+        const char *tests[ARCHIVE_MAX_TESTS];
+        char names[ARCHIVE_MAX_TESTS][128];
+        for (int k = 0; k < s->ntests; k++) {
+            archive_test_name(s->test_tgt[k], names[k], sizeof names[k]);
+            tests[k] = names[k];
+        }
+        snprintf(intro, sizeof intro,
+                 "Written by `trainer study %s` from the archives in `archive/`. Every run "
+                 "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
+                 "precision, once per seed (%d seeds), with the shared SentencePiece model `%s`; "
+                 "the configs of a table differ from their recipe in the attention alone. "
+                 "**%d of %d runs are archived**%s%s%s.",
+                 s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
+                 s->nseeds, s->spm,
+                 n - nmissing, n, nmissing ? " (missing: " : "", nmissing ? missing : "",
+                 nmissing ? ")" : "");
+        ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
+                        s->notes[0] ? s->notes : NULL, tests, s->ntests, s->sentences,
+                        s->nsentences, NULL};
+        rc = report_write(&o, tables, nt, err);
+        if (!rc) printf("study: report written to %s/README.md (%d of %d runs)\n", s->dir,
+                        n - nmissing, n);
+    }
+    for (int i = 0; i < na; i++) archive_free(&a[i]);
+    free(a), free(ptr), free(groups);
+    return rc;
+}
+
+
+/* ---- the public functions ---- */
+
+Status study_load(const char *file, int device, int check, Study **out, Err *err) {
+    Study *s = *out = xcalloc(1, sizeof *s);
+    if (plan_load(s, file, err)) return STATUS_ERR; /* zeroes *s first */
+    s->runs = xcalloc(MAX_CONFIGS * MAX_SEEDS, sizeof *s->runs);
+    s->device = device;
+    make_runs(s, s->runs, &s->nruns);
+    return check ? plan_check(s, s->runs, s->nruns, &s->first, err) : STATUS_OK;
+}
+
+void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jobs, f); }
+
+Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
+    *failed = 0, *stopped = 0;
+    if (!is_file(s->spm)) {
+        char dir[PATH], made[PATH + 16];
+        const char *slash = strrchr(s->spm, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - s->spm) : 1, slash ? s->spm : ".");
+        printf("study: training the shared SentencePiece model %s\n", s->spm);
+        if (train_spm_model(&s->first, dir, err)) return STATUS_ERR;
+        snprintf(made, sizeof made, "%s/spm.vocab", dir);
+        unlink(made); /* the model alone is kept (the vocabulary is in it) */
+        snprintf(made, sizeof made, "%s/spm.model", dir);
+        if (strcmp(made, s->spm) && rename(made, s->spm) != 0)
+            return err_set(err, "cannot rename %s to %s: %s", made, s->spm, strerror(errno));
+    }
+    *failed = run_all(s, s->runs, s->nruns, jobs);
+    *stopped = g_stop != 0;
+    return STATUS_OK;
+}
+
+Status study_report(Study *s, Err *err) { return write_report(s, s->runs, s->nruns, err); }
+
+void study_free(Study *s) {
+    if (!s) return;
+    free(s->runs);
+    free(s);
+}

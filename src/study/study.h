@@ -1,0 +1,74 @@
+/* study/study.h — a study: a comparison that accumulates run by run, on whatever machines are
+ * at hand, and reports from the runs' archives alone (archive.h, report.h; DESIGN.md §13).
+ *
+ * The plan is an INI file; every path in it is relative to its folder:
+ *
+ *   [study]
+ *   title = Attention kinds compared on Multi30k de-en     the report's heading
+ *   epochs = 8                    the one budget: every run trains exactly this many epochs
+ *                                 (train.max_epochs; max_steps, max_hours and patience lifted)
+ *   precision = bf16              the one precision of every run (train.precision)
+ *   seeds = 1 2 3                 every config is trained once per seed (train.seed)
+ *   test_src = a.de.gz b.de.gz    the test sets, paired in order with test_tgt; each run's
+ *   test_tgt = a.en.gz b.en.gz    archive holds their translations (greedy and beam)
+ *   spm_model = spm.model         the SentencePiece model every run loads (data.spm_model),
+ *                                 trained once from the first config's data when missing
+ *                                 (default spm.model)
+ *   beam = 5                      the beam search (default 5) and its length penalty
+ *   len_penalty = 1.0             (default 1.0)
+ *   sentences = 0 1 2             the attention heatmaps' test sentences (default 0 1 2)
+ *   notes = notes.md              Markdown appended to the report (optional)
+ *
+ *   [table NAME]                  one table of the report per section, in order
+ *   title = Transformer           its heading (default NAME)
+ *   configs = a.ini b.ini         its configs (trainer configs; each run is named
+ *                                 <config file name>_s<seed>)
+ *   baseline = a                  the config every other is tested against (optional)
+ *
+ * A run's folder is runs/<run> in the study's folder (its checkpoints; not meant to be kept)
+ * and its archive archive/<run>. study_train trains every run that has no archive yet, N at a
+ * time, each in a process of its own running this program's `train` command with one thread
+ * (train.threads = 1), its output appended to runs/<run>.log; a run whose folder holds a
+ * last.ckpt resumes from it; a run another trainer is training (its folder is locked) is left to
+ * it. Each run is archived (this program's `archive` command) as soon as it ends. study_report
+ * writes the report into the study's folder: README.md, results.csv, significance.csv and the
+ * figures, from the archives there are. study_status lists the runs archived, running (a
+ * last.ckpt or a lock) and missing, and estimates the time left from the runs' times so far.
+ * study_load loads and validates every config with the plan's settings, so a machine that
+ * cannot run the plan's precision is refused with the reason (config_validate), and so is a plan
+ * whose configs do not share the training data and vocabulary that one SentencePiece model
+ * needs. SIGINT or SIGTERM during study_train stop the runs (each saves last.ckpt); the next
+ * start resumes them.
+ * Errors: the plan's (naming FILE:LINE and the key), a config's (config_load, config_validate),
+ * the SentencePiece model's training, the report's. Host memory. Source: Clark et al. 2011 (why
+ * several seeds); DESIGN.md §13.
+ */
+#ifndef TRAINER_STUDY_STUDY_H
+#define TRAINER_STUDY_STUDY_H
+
+#include <stdio.h>
+
+#include "core/common.h"
+
+typedef struct Study Study;
+
+/* Reads and checks the plan in file; device >= 0 (a DeviceType) trains and decodes the missing
+ * runs there instead of on their configs' train.device. *out: study_free it (also after an
+ * error). check = 0 skips the configs' validation (for study_status). */
+Status study_load(const char *file, int device, int check, Study **out, Err *err);
+
+/* Prints the runs archived, running and missing, and the time left at jobs runs at a time, to f.
+ * No errors. */
+void study_status(Study *s, int jobs, FILE *f);
+
+/* Trains the shared SentencePiece model when missing, then every run without an archive, jobs
+ * at a time, archiving each. *failed: the runs that failed (each named on stderr with its log);
+ * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's. */
+Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
+
+/* Writes the report from the archives there are. Errors: no archive yet, and report_write's. */
+Status study_report(Study *s, Err *err);
+
+void study_free(Study *s); /* NULL-safe; no errors */
+
+#endif
