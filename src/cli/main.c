@@ -77,6 +77,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc >= 2 && !strcmp(argv[1], "--version")) return print_version(stdout), 0;
+    if (argc >= 2 && !strcmp(argv[1], "--config-reference"))
+        return config_print_markdown(stdout), 0;
     if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);

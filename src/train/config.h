@@ -197,6 +197,11 @@ void config_drop_unread(Config *c);
  * --help`). No errors. */
 void config_print_keys(FILE *f);
 
+/* Prints every key as Markdown (docs/configuration.md: a table per section with type, default,
+ * values, the models that read it and help) to f (for `trainer --config-reference`). No
+ * errors. */
+void config_print_markdown(FILE *f);
+
 /* c->save_dir, or "checkpoints/<name>" when it is empty; written to buf (n bytes, truncated
  * if needed) and returned. No errors. */
 const char *config_save_dir(const Config *c, char *buf, size_t n);
