@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_deps.sh — the dependency rules of DESIGN.md §1, checked on every #include "..." in src/.
+# check_deps.sh — the dependency rules of docs/design.md §1, checked on every #include "..." in src/.
 #
 #   tests/check_deps.sh [ROOT]        check ROOT/src (default: the repository this script is in)
 #   tests/check_deps.sh --self-test   plant a forbidden and a missing include in a temporary copy
@@ -70,9 +70,9 @@ check() { # check ROOT → prints violations, returns 1 if any
             if [ "$fl" = cli ]; then continue; fi
             if [ -z "$(allowed "$fl")" ]; then
                 echo "src/$rel:$line: $( [ "$fl" = top ] && echo "a file at the top of src/" ||
-                    echo "the folder src/$fl") is in no layer of DESIGN.md §1; move the file"
+                    echo "the folder src/$fl") is in no layer of docs/design.md §1; move the file"
             else
-                echo "src/$rel:$line: #include \"$inc\": $fl → $tl is forbidden by DESIGN.md §1" \
+                echo "src/$rel:$line: #include \"$inc\": $fl → $tl is forbidden by docs/design.md §1" \
                      "($fl may include: $(allowed "$fl" | sed 's/ /, /g'))"
             fi
             bad=1
@@ -121,7 +121,7 @@ out=$(check "$root"); rc=$?
 [ $rc -eq 2 ] && exit 2
 if [ $rc -ne 0 ]; then
     echo "$out"
-    echo "check_deps: $(grep -c . <<<"$out") include(s) break the layering of DESIGN.md §1"
+    echo "check_deps: $(grep -c . <<<"$out") include(s) break the layering of docs/design.md §1"
     exit 1
 fi
-echo "check_deps: every #include \"...\" in $root/src follows DESIGN.md §1"
+echo "check_deps: every #include \"...\" in $root/src follows docs/design.md §1"

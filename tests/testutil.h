@@ -1,4 +1,4 @@
-/* testutil.h — minimal test harness: a test's exit code is its verdict (DESIGN.md §9).
+/* testutil.h — minimal test harness: a test's exit code is its verdict (docs/design.md §11).
  * EXPECT records a failure and goes on; test_main_end() returns 1 if anything failed.
  * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
 #ifndef TRAINER_TESTUTIL_H
@@ -52,7 +52,7 @@ int test_sanitized(void);
 void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
                       const int *tgt_in, const int *tgt_out);
 
-/* ---- central finite differences (the one harness; DESIGN.md §9) ----
+/* ---- central finite differences (the one harness; docs/design.md §11) ----
  * For i = 0, stride, 2·stride, … < n: num_i = (L(x + ε e_i) − L(x − ε e_i)) / ((x_i + ε) −
  * (x_i − ε)), the denominator taken in float as the perturbed inputs are, L computed by loss(ctx)
  * (which reads x); x is restored. The analytic gradient analytic[i] agrees when

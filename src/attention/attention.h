@@ -1,4 +1,4 @@
-/* attention/attention.h — the attention table: every kind, for every model and slot (DESIGN.md §4).
+/* attention/attention.h — the attention table: every kind, for every model and slot (docs/design.md §4).
  *
  * Legend: B batch (rows), NH heads, Tq query positions, Tk key positions, HS head size,
  * Dq query width, Dk key/value width (the merged heads: Dk = NH·HS), A additive score size,
@@ -22,7 +22,7 @@
  * memory; only the *_host functions read host arrays. Sizes returned are counts of floats.
  * Errors: only attention_kind_from_name returns a Status and only attention_supports refuses
  * (with a message); everything else is a programmer's contract (CHECKs named below, no input
- * errors). Sources: each kind's file and the enum below; DESIGN.md §4 for the table.
+ * errors). Sources: each kind's file and the enum below; docs/design.md §4 for the table.
  */
 #ifndef TRAINER_ATTENTION_H
 #define TRAINER_ATTENTION_H
@@ -208,7 +208,7 @@ int attention_ops_used(AttentionKind kind, OpKind *ops); /* no errors */
  * Refusals (one message form, "<key> = <kind>: <reason>"): none in a Transformer slot (the RNN
  * may have none); the slot is causal and the kind has no causal form (efficient, linformer,
  * luong_local: the row's no_causal); the sizes do not fit the kind (sizes_ok, e.g. luong_dot
- * Dq ≠ Dk) or NH does not divide the width; be lacks an op the kind calls. Source: DESIGN.md §4. */
+ * Dq ≠ Dk) or NH does not divide the width; be lacks an op the kind calls. Source: docs/design.md §4. */
 int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
                        int Dq, int Dk, int NH, char *why, size_t why_len);
 

@@ -1,6 +1,6 @@
 /* attention/mha.h — multi-head attention for the Transformer (Vaswani et al. 2017 §3.2.2), with the kind
  * of attention switchable per slot (encoder self, decoder self, cross) from the config
- * (DESIGN.md §4).
+ * (docs/design.md §4).
  *
  * Legend: B batch, Tq query positions, Tk key positions, D model width, NH heads, HS = D / NH
  * head size. Activations are batch-major: xq [B,Tq,D], xkv [B,Tk,D]; heads [B,NH,T,HS].

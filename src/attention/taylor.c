@@ -1,5 +1,5 @@
 /* taylor.c — first-order Taylor linear attention (Li et al. 2020, "Linear Attention Mechanism: An
- * Efficient Attention for Semantic Segmentation"; ../shared/reference/ 004, Method 3): the
+ * Efficient Attention for Semantic Segmentation", arXiv:2007.14902): the
  * softmax's e^{q̂·k̂} replaced by its first-order expansion 1 + q̂·k̂ on L2-normalised queries and
  * keys (q̂ = q/‖q‖₂, k̂ = k/‖k‖₂ per row and head, over HS), so that
  *   out_t = (Σ_s v_s + q̂_t (K̂ᵀV)) / (N_t + q̂_t·(K̂ᵀ1))

@@ -1,7 +1,7 @@
 /* cli/cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
  * eval.c, translate.c, compare.c, average.c; args.c holds the argument helpers below).
  *
- * The CLI is the top of the dependency graph (DESIGN.md §1): it loads configs and checkpoints,
+ * The CLI is the top of the dependency graph (docs/design.md §1): it loads configs and checkpoints,
  * chooses the backend, and hands models to train and eval. Every cmd_* function returns the
  * process exit code — 0 success, 1 a failure of the run, 2 a bad command line — and only these
  * files turn a Status into an exit code. Every cmd_* prints its own messages on stderr.

@@ -1,4 +1,4 @@
-/* core/common.h — the error conventions every module shares (DESIGN.md §6), checked allocation
+/* core/common.h — the error conventions every module shares (docs/design.md §7), checked allocation
  * and the clock. Part of src/core (with rng.h and tokens.h): used by all, uses nothing.
  *
  * Two kinds of error:

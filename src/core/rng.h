@@ -1,4 +1,4 @@
-/* core/rng.h — the one seeded PRNG of the program (DESIGN.md §8): PCG32 (O'Neill 2014, "PCG: A Family
+/* core/rng.h — the one seeded PRNG of the program (docs/design.md §9): PCG32 (O'Neill 2014, "PCG: A Family
  * of Simple Fast Space-Efficient Statistically Good Algorithms for Random Number Generation",
  * the XSH-RR 64/32 member). Used for initialisation and shuffling; its state is saved in
  * checkpoints. Dropout uses rng_hash (a counter-based stream keyed by seed and step) so that any

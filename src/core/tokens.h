@@ -1,5 +1,5 @@
 /* core/tokens.h — the special token ids and TokenBatch, the one layout of a batch of sentence pairs
- * (DESIGN.md §1, §2): built on the host by data/batch.c, uploaded once per step by model.c into
+ * (docs/design.md §1, §2): built on the host by data/batch.c, uploaded once per step by model.c into
  * a TokenBatch of the same shape whose arrays live in backend memory.
  *
  * Legend: B sentences, S longest source (subword tokens), T longest target + 1 (the decoder

@@ -97,7 +97,7 @@ Status batch_plan(BatchPlan *p, const Encoded *e, const long *keep, long nkeep, 
 }
 
 /* The boundary of shard k (0..world): the sentence position nearest to k·total/world target
- * tokens (no allocation: the training step allocates nothing, DESIGN.md §5). */
+ * tokens (no allocation: the training step allocates nothing, docs/design.md §6). */
 static int shard_cut(const Encoded *e, const long *idx, int B, long total, int k, int world) {
     long target = (long)k * total, c = 0, prev = 0; /* in units of tokens · world */
     int j = 0;

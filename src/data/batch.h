@@ -1,4 +1,4 @@
-/* data/batch.h — token-budget batches of sentence pairs (DESIGN.md §1), built as batch-major
+/* data/batch.h — token-budget batches of sentence pairs (docs/design.md §1), built as batch-major
  * TokenBatch arrays (core/tokens.h: src [B,S], tgt_in/tgt_out [B,T], PAD = 0).
  *
  * Legend: B sentences in a batch, S longest source (subword tokens), T longest target + 1 (the
@@ -40,7 +40,7 @@ void batch_plan_free(BatchPlan *p); /* frees and zeroes p; no errors */
  * batch_alloc and model_reserve to a plan known in advance (evaluation) instead of batch_bounds'
  * worst case. No errors. Source: —. */
 BatchBounds batch_plan_bounds(const BatchPlan *p, const Encoded *e);
-/* Data parallelism (issue 14, DESIGN.md §12): the shard of the batch idx[0..B) that rank `rank`
+/* Data parallelism (docs/distributed.md): the shard of the batch idx[0..B) that rank `rank`
  * of `world` ranks trains. The rule: the ranks take contiguous ranges of the batch's sentences
  * in rank order, [*lo, *hi) for this rank, cut at the sentence boundaries nearest to k·total /
  * world target tokens (k = 1 .. world - 1; a tie goes to the earlier boundary), where a

@@ -1,5 +1,5 @@
 /* data/encoded.h — sentence pairs encoded to SentencePiece ids, with an on-disk cache so that a second
- * run skips encoding (DESIGN.md §1, §7).
+ * run skips encoding (docs/design.md §1, §8).
  *
  * Cache file format (host byte order; little-endian on every machine we run on), version 1:
  *   offset  size  field

@@ -1,6 +1,6 @@
-/* data/spm.h — SentencePiece behind a small C API (DESIGN.md §1). The implementation (spm.cc) is the
+/* data/spm.h — SentencePiece behind a small C API (docs/design.md §1). The implementation (spm.cc) is the
  * only C++ in the project: every C++ exception is caught and every non-OK SentencePiece status is
- * returned as a Status with the library's message in Err (DESIGN.md §6).
+ * returned as a Status with the library's message in Err (docs/design.md §7).
  *
  * The project uses ONE joint unigram model for German and English. Its special ids are fixed:
  * pad 0, unk 1, bos 2, eos 3; spm_load refuses a model with other ids.

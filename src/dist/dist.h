@@ -1,4 +1,4 @@
-/* dist/dist.h — the ranks of a data-parallel run (DESIGN.md §12) on MPI: start-up and shutdown,
+/* dist/dist.h — the ranks of a data-parallel run (docs/distributed.md) on MPI: start-up and shutdown,
  * rank / world size / local rank / host names, and the few collectives the trainer uses (a sum
  * of floats or doubles in place, a broadcast, an all-gather, a barrier), with a watchdog that
  * ends a rank whose peers stopped answering.

@@ -1,4 +1,4 @@
-/* dist/dist_nccl.h — the gradient sum between GPUs (DESIGN.md §12, issue 14): one NCCL
+/* dist/dist_nccl.h — the gradient sum between GPUs (docs/distributed.md): one NCCL
  * communicator over the ranks of dist.h, each rank on its own GPU (the CUDA backend's device,
  * chosen by local rank: ops.h backend_cuda_use_device), and an in-place sum of a float buffer in
  * device memory.

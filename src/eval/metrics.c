@@ -340,7 +340,7 @@ static BleuScore bleu_from_stats(const int64_t correct[BLEU_ORDER], const int64_
 
     int any = 0;
     for (int n = 0; n < BLEU_ORDER; n++) any |= correct[n] != 0;
-    if (!any) return r; /* score and precisions 0 (sacreBLEU issue #141) */
+    if (!any) return r; /* score and precisions 0 (as sacreBLEU when no n-gram matches) */
 
     double smooth_mteval = 1.0;
     for (int n = 0; n < BLEU_ORDER; n++) {

@@ -11,7 +11,7 @@
  * 89 50 4E 47 0D 0A 1A 0A. Then the .log file is removed. On failure the script is kept in
  * "<path>.gp" and the .log too, and the message names them.
  *
- * Errors (Status, Err; DESIGN.md §6): gnuplot not found on PATH ("install gnuplot, e.g.
+ * Errors (Status, Err; docs/design.md §7): gnuplot not found on PATH ("install gnuplot, e.g.
  * apt-get install gnuplot-nox"), gnuplot failing (its exit status and the last lines of its
  * error output), the PNG missing or not a PNG, an output folder that cannot be written.
  * Programmer errors (NULL arrays, negative sizes) are CHECKs. Source: — (gnuplot's own

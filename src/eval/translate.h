@@ -7,7 +7,7 @@
  * in the input order, and optionally each translation's attention.
  * eval_perplexity: teacher-forced perplexity exp(Σ −log p(y_t) / N) over the target tokens
  * (EOS included, no label smoothing; exp of the mean loss in nats).
- * eval needs no trainer (DESIGN.md §1): the CLI loads the checkpoint and hands these a model.
+ * eval needs no trainer (docs/design.md §1): the CLI loads the checkpoint and hands these a model.
  * Everything here is host memory; the model runs on its backend.
  */
 #ifndef TRAINER_TRANSLATE_H

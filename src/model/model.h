@@ -2,7 +2,7 @@
  * it was built from (model/spec.h), its vocabulary size, backend, parameters and network, and the
  * backend buffers a batch is uploaded into. spec.type chooses the RNN encoder–decoder
  * (model/rnn.h) or the Transformer (model/transformer.h); everything here dispatches to the one
- * built. A model knows no config file, tokenizer or trainer (DESIGN.md §1): the caller loads the
+ * built. A model knows no config file, tokenizer or trainer (docs/design.md §1): the caller loads the
  * SentencePiece model and chooses the backend.
  *
  * Legend: B batch, S source length, T target length. A batch is a batch-major TokenBatch
@@ -41,7 +41,7 @@ typedef struct {
  * left zeroed (nothing to free). */
 Status model_create(Model *m, const ModelSpec *spec, int V, const Backend *be, Err *err);
 /* model_create in two steps, for a loader that must check sizes before it allocates
- * (checkpoint_load, DESIGN.md §7): model_declare does all of model_create except allocating the
+ * (checkpoint_load, docs/design.md §8): model_declare does all of model_create except allocating the
  * parameter buffers — m->ps then holds every tensor's name and shape, and ps.total, while
  * ps.data is NULL — and model_allocate allocates them (zero). model_free works after either.
  * model_declare's errors are model_create's; model_allocate has none (be->alloc aborts). */

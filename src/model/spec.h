@@ -1,4 +1,4 @@
-/* model/spec.h — ModelSpec: what a model is, exactly the [model] section of a config (DESIGN.md §1: a
+/* model/spec.h — ModelSpec: what a model is, exactly the [model] section of a config (docs/design.md §1: a
  * model receives a ModelSpec, never a config file, tokenizer or trainer).
  *
  * train/config.h embeds it (Config.model) and its key table parses, validates, prints and

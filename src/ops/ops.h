@@ -8,7 +8,7 @@
  *   dgates, gru_cell_backward's dgx and dgh, relu_dropout_backward's dinp and
  *   xent_forward_backward's dlogits (the seed of the backward pass).
  *
- * Conventions (DESIGN.md §3): outputs first, gradients first in backward, then inputs and saved
+ * Conventions (docs/design.md §3): outputs first, gradients first in backward, then inputs and saved
  * activations, then dimensions. Tensors are float32, row-major, contiguous, and live wherever the
  * backend keeps memory (host for cpu, device for cuda): model code never dereferences them.
  * Integer arrays (token ids, lengths) are int32 and live in backend memory too (uploaded by the
@@ -19,7 +19,7 @@
  * D query/key width per head (HS), Dv value width per head, A additive score size, M/K/Nc matrix
  * dims. Sizes passed as size_t n count floats; workspace functions return floats.
  *
- * Ops never allocate (DESIGN.md §2, §5): an op that needs scratch memory takes `float *work`
+ * Ops never allocate (docs/design.md §2, §6): an op that needs scratch memory takes `float *work`
  * (backend memory, last argument) and has a size function *_workspace(...) in this table
  * returning the floats it needs for those sizes; the caller reserves that much once (its
  * reserve function, for the largest batch) and passes it on every call. Scratch of a size fixed
@@ -300,7 +300,7 @@ struct Backend {
                                 int B, int NH, int Tq, int Tk, int D, int Dv, float *work);
     /* Floats of work that flash_attn_forward and _backward need for these sizes, for every
      * thread the backend may use (the CPU: omp_get_max_threads() at the time of the call, so a
-     * caller sizes work after setting its thread count). Ops never allocate (DESIGN.md §2). */
+     * caller sizes work after setting its thread count). Ops never allocate (docs/design.md §2). */
     size_t (*flash_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
     /* Linear attention (Katharopoulos et al. 2020 eq. 6–9) with the feature map φ chosen by
      * phi (LINEAR_PHI_*, below): φ(x) = elu(x) + 1 (LINEAR_PHI_ELU1, the paper's), or φ(x) = x
@@ -614,7 +614,7 @@ int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
 
 /* STATUS_OK if be implements each of ops[0..n) (host array; an op listed twice is named once);
  * else STATUS_ERR with a message naming the backend and every missing op, e.g. "cuda backend: no
- * lstm_cell_forward, flash_attn_backward; use train.device = cpu". Source: DESIGN.md §2. */
+ * lstm_cell_forward, flash_attn_backward; use train.device = cpu". Source: docs/design.md §2. */
 Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
 
 /* The CPU backend (OpenBLAS + OpenMP; memory is 64-byte aligned host memory): always present;
@@ -631,7 +631,7 @@ void backend_cpu_prefer_fast_blas(char **argv);
  * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
 const Backend *backend_cuda(char *err_msg, size_t err_len);
 
-/* The device backend_cuda() will start on, for one GPU per rank (DESIGN.md §12): ordinal
+/* The device backend_cuda() will start on, for one GPU per rank (docs/distributed.md): ordinal
  * `index` modulo cudaGetDeviceCount() (the trainer passes its local rank, dist_local_rank()).
  * Call it before the first backend_cuda(); later it changes nothing. Default 0. index < 0 is
  * taken as 0. No errors (a build without CUDA ignores it). */
@@ -665,7 +665,7 @@ size_t backend_cuda_set_bf16_stage(size_t elems);
 /* Sets the precision of every later CPU matmul and matmul_bias_forward: BACKEND_PRECISION_FP32
  * (default) or _BF16, where both inputs are rounded to bfloat16 (nearest even) and the products
  * accumulated and stored in fp32 by oneDNN's matmul primitive; weights, gradients, Adam, layer
- * norm, softmax and the loss stay fp32 (train.precision = bf16 on the CPU, issue 16; the rounding
+ * norm, softmax and the loss stay fp32 (train.precision = bf16 on the CPU; the rounding
  * of PyTorch's CPU autocast to bf16). Call it at start-up, after backend_cpu_bf16_supported said
  * yes. Another value, or bf16 in a build without oneDNN, aborts (programmer error). */
 void backend_cpu_set_precision(int precision);

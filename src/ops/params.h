@@ -1,4 +1,4 @@
-/* ops/params.h — parameters carved from one table (DESIGN.md §5). It sits in src/ops (it was
+/* ops/params.h — parameters carved from one table (docs/design.md §6). It sits in src/ops (it was
  * model/params.h) so that attention kinds can declare their own parameters without knowing a model.
  *
  * A model declares each tensor once — name, shape, initialisation — with params_declare(); then
@@ -69,7 +69,7 @@ void params_allocate(ParamSet *ps);
 void params_allocate_weights(ParamSet *ps);
 /* Allocates the EMA buffer ema ([total] floats, backend memory, same layout as data) and sets it
  * to the current parameters (the average starts at θ_0). Called once at start-up, after the
- * parameters are allocated and set, never in the training step (DESIGN.md §5); a second call
+ * parameters are allocated and set, never in the training step (docs/design.md §6); a second call
  * does nothing. CHECKs: data is allocated. Source: Polyak & Juditsky 1992 (averaging of the
  * iterates), in its exponential form. */
 void params_allocate_ema(ParamSet *ps);

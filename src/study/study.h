@@ -1,5 +1,5 @@
 /* study/study.h — a study: a comparison that accumulates run by run, on whatever machines are
- * at hand, and reports from the runs' archives alone (archive.h, report.h; DESIGN.md §13).
+ * at hand, and reports from the runs' archives alone (archive.h, report.h; docs/design.md §10).
  *
  * The plan is an INI file; every path in it is relative to its folder:
  *
@@ -41,7 +41,7 @@
  * start resumes them.
  * Errors: the plan's (naming FILE:LINE and the key), a config's (config_load, config_validate),
  * the SentencePiece model's training, the report's. Host memory. Source: Clark et al. 2011 (why
- * several seeds); DESIGN.md §13.
+ * several seeds); docs/design.md §10.
  */
 #ifndef TRAINER_STUDY_STUDY_H
 #define TRAINER_STUDY_STUDY_H

@@ -1,4 +1,4 @@
-/* train/checkpoint.h — self-contained training checkpoints (DESIGN.md §7) on top of ckptfile.
+/* train/checkpoint.h — self-contained training checkpoints (docs/design.md §8) on top of ckptfile.
  *
  * A checkpoint holds: the config text it was trained with ("config"), the SentencePiece model
  * ("spm"), every parameter ("param/<name>") and its Adam moments ("adam_m/<name>",
@@ -11,7 +11,7 @@
  * the stored config and refuses a missing, extra or misshapen tensor or a non-finite value.
  * Parameters and moments are downloaded from / uploaded to the model's backend; shapes are the
  * ParamSet's ([d0] or [d0, d1] floats). Units: elapsed in seconds, BLEU in points (0..100).
- * Source: — (DESIGN.md §7, our own format).
+ * Source: — (docs/design.md §8, our own format).
  */
 #ifndef TRAINER_CHECKPOINT_H
 #define TRAINER_CHECKPOINT_H

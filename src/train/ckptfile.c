@@ -1,5 +1,5 @@
 /* ckptfile.c — the checkpoint container: atomic writer and all-checking reader (format in
- * ckptfile.h, rules in DESIGN.md §7). */
+ * ckptfile.h, rules in docs/design.md §8). */
 #include "train/ckptfile.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* train/ckptfile.h — a self-validating container of named records (DESIGN.md §7).
+/* train/ckptfile.h — a self-validating container of named records (docs/design.md §8).
  *
  * The model layer stores a checkpoint as a list of records: the config text, the SentencePiece
  * model bytes, every parameter tensor, Adam m and v, step / epoch / RNG state, and so on. This

@@ -1,4 +1,4 @@
-/* train/config.h — the run configuration: a strict INI file → one typed struct (DESIGN.md §1, §6).
+/* train/config.h — the run configuration: a strict INI file → one typed struct (docs/design.md §1, §7).
  *
  * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
  * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
@@ -34,7 +34,7 @@
  *
  * Per-key ranges are checked while parsing; cross-key rules (hidden even, min_lr <= lr, ...)
  * only in config_validate, which the caller runs once after the file and all --set overrides.
- * Everything is host memory. Source: — (Marian's one-declaration option table, DESIGN.md §10).
+ * Everything is host memory. Source: — (Marian's one-declaration option table).
  */
 #ifndef TRAINER_CONFIG_H
 #define TRAINER_CONFIG_H

@@ -1,4 +1,4 @@
-/* train/dist_check.h — the start-up check of a data-parallel run (issue 14): every rank compares
+/* train/dist_check.h — the start-up check of a data-parallel run: every rank compares
  * what it is about to train with, with rank 0's, before any work, so that ranks started with
  * another config, another build or other data are refused instead of training a model no one
  * asked for.
@@ -9,7 +9,7 @@
  * step), and the training files data.train_src and data.train_tgt (size and CRC32 of the bytes
  * as stored, as each rank's working folder resolves the path). The records are exchanged with
  * one MPI_Allgather (dist_allgather), so every rank reaches the same verdict. Units: bytes.
- * Source: zlib's crc32 (DESIGN.md §7); MPI 3.1 MPI_Bcast, MPI_Allgather.
+ * Source: zlib's crc32 (docs/design.md §8); MPI 3.1 MPI_Bcast, MPI_Allgather.
  */
 #ifndef TRAINER_DIST_CHECK_H
 #define TRAINER_DIST_CHECK_H

@@ -1,4 +1,4 @@
-/* train/optim.h — the optimiser over the flat buffers of a ParamSet (DESIGN.md §5): global
+/* train/optim.h — the optimiser over the flat buffers of a ParamSet (docs/design.md §6): global
  * gradient-norm clipping, the Adam step and the learning-rate schedules, as train_run calls them
  * once per step (bench/bench_train.c too).
  *

@@ -458,7 +458,7 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
         unlink(r->mpath);
     }
-    /* allocated once, with the parameters (DESIGN.md §5); a resumed run has it from the
+    /* allocated once, with the parameters (docs/design.md §6); a resumed run has it from the
      * checkpoint's "ema/" records (params_allocate_ema then does nothing) */
     if (cfg->ema_decay > 0) params_allocate_ema(&r->model.ps);
     return STATUS_OK;

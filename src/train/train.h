@@ -63,7 +63,7 @@ typedef struct {
  * optim_lr(cfg, st->step + 1, st->lr_scale), then with train.ema_decay the EMA of the weights
  * at train_ema_decay(cfg, n), n the updates before this one; a non-finite step changes no
  * parameter. Then st->step + 1. inject (NULL: none) poisons the step for the fault tests (train/inject.h).
- * Allocates nothing once the model has run a batch of this size (DESIGN.md §5). No errors:
+ * Allocates nothing once the model has run a batch of this size (docs/design.md §6). No errors:
  * a skipped step is reported through the result. */
 StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
                       const NonfiniteInjection *inject);
@@ -74,7 +74,7 @@ StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainSt
  * from n = (10·d − 1) / (1 − d) on: 8,991 updates for 0.999). No errors. */
 float train_ema_decay(const Config *cfg, long n);
 
-/* A data-parallel step's exchange (issue 14, DESIGN.md §12), beyond the gradient. */
+/* A data-parallel step's exchange (docs/distributed.md), beyond the gradient. */
 typedef struct {
     double flags[2];   /* in: this rank's values to sum over the ranks with the step's loss (the
                         * trainer's stop signal and rank 0's elapsed time); out: their sums */

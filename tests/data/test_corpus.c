@@ -402,8 +402,8 @@ static void test_odd_bytes(void) {
 }
 
 static void test_real_val(void) {
-    const char *de = "../shared/data/multi30k/val.de.gz";
-    const char *en = "../shared/data/multi30k/val.en.gz";
+    const char *de = "data/multi30k/val.de.gz";
+    const char *en = "data/multi30k/val.en.gz";
     if (access(de, R_OK) != 0 || access(en, R_OK) != 0) {
         printf("skipping real Multi30k val test (%s not found)\n", de);
         return;

@@ -94,8 +94,8 @@ int main(void) {
     snprintf(model, sizeof model, "%s.model", prefix);
 
     static char *en[N_LINES], *de[N_LINES];
-    int n_en = read_gz_lines("/work/shared/data/multi30k/train.en.gz", en, N_LINES);
-    int n_de = read_gz_lines("/work/shared/data/multi30k/train.de.gz", de, N_LINES);
+    int n_en = read_gz_lines("data/multi30k/train.en.gz", en, N_LINES);
+    int n_de = read_gz_lines("data/multi30k/train.de.gz", de, N_LINES);
     int corpus = 1;
     if (n_en < N_LINES || n_de < N_LINES) {
         corpus = 0;

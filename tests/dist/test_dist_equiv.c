@@ -1,5 +1,5 @@
-/* test_dist_equiv.c — N data-parallel ranks = one process on the same global batch (DESIGN.md §9,
- * §12; issue 14). Run under mpirun (tests/dist/run_mpi.sh; `mpirun -np 2`, optionally with
+/* test_dist_equiv.c — N data-parallel ranks = one process on the same global batch (docs/design.md §11,
+ * §12). Run under mpirun (tests/dist/run_mpi.sh; `mpirun -np 2`, optionally with
  * `--mca btl tcp,self`); every rank
  *   - builds the same model twice from the same seed (dropout 0: the masks are keyed by the
  *     shard's layout, so only dropout 0 makes N ranks and one process the same step), and the

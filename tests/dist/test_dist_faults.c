@@ -1,5 +1,5 @@
 /* test_dist_faults.c — a rank that dies or hangs ends the run in bounded time, the last
- * checkpoint stays loadable, and --resume continues on 1 rank and on 2 (issue 14).
+ * checkpoint stays loadable, and --resume continues on 1 rank and on 2.
  *
  * The tiny config on the first 1000 / 30 Multi30k pairs, one thread a rank, train.save_every = 5:
  *   A. `mpirun -np 2` (OpenMPI's default: a rank that dies ends the job); once last.ckpt exists

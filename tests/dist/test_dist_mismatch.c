@@ -1,5 +1,5 @@
 /* test_dist_mismatch.c — ranks started with different configs or data are refused at start-up
- * (issue 14; train/dist_check.h). Two MPMD launches of 2 ranks (`mpirun -np 1 trainer ... :
+ * (train/dist_check.h). Two MPMD launches of 2 ranks (`mpirun -np 1 trainer ... :
  * -np 1 trainer ... <difference>`) on the tiny config:
  *   - rank 1 given another --set train.lr: both ranks exit non-zero within 60 s, before any
  *     training step, with a message naming rank 1 and the key with both values;

@@ -1,5 +1,5 @@
 /* test_dist_train.c — 2 ranks train the tiny config to a checkpoint that `trainer eval` loads
- * (issue 14). `mpirun -np 2 trainer train --config tests/fixtures/tiny.ini` on the first 600 / 30
+ *. `mpirun -np 2 trainer train --config tests/fixtures/tiny.ini` on the first 600 / 30
  * Multi30k pairs (one thread a rank, one epoch, train.save_every = 10) must:
  *   - exit 0 and print the world line (2 ranks, the host layout) and progress lines with the
  *     allreduce time next to the compute time;

@@ -1,5 +1,5 @@
-/* test_rnn_cudnn.c — model.rnn_impl = cudnn against own on a real GPU (issue 13): cuDNN cannot be
- * emulated (DESIGN.md §11), so this is the only check of src/ops/cuda/rnn_cudnn.cu. Exit 77
+/* test_rnn_cudnn.c — model.rnn_impl = cudnn against own on a real GPU: cuDNN cannot be
+ * emulated (docs/design.md §11), so this is the only check of src/ops/cuda/rnn_cudnn.cu. Exit 77
  * (skipped) without a CUDA device, and in a build without cuDNN (nothing to compare; the SIMT
  * build is one); a build with cuDNN whose cuDNN does not start fails.
  *

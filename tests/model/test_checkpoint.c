@@ -1,4 +1,4 @@
-/* test_checkpoint.c — model-level checkpoints (src/train/checkpoint.c, DESIGN.md §7), in process.
+/* test_checkpoint.c — model-level checkpoints (src/train/checkpoint.c, docs/design.md §8), in process.
  *
  * A tiny LSTM + Luong model (V 120, E 16, H 64) over a SentencePiece model trained on generated
  * text (no corpus needed), random Adam moments and a distinctive TrainState:
@@ -369,7 +369,7 @@ static void wrong_tensors(void) {
     variant("a flattened tensor", p->name, &c, NULL, want);
 }
 
-/* train.ema_decay's "ema/" records (issue 15): all or none. The good file (none) with a copy of
+/* train.ema_decay's "ema/" records: all or none. The good file (none) with a copy of
  * every parameter as "ema/<name>" loads, with ps.ema equal to the parameters; one "ema/" record
  * alone, one missing from the full set, a NaN or a transposed shape in one are refused, naming
  * the tensor. */

@@ -1,4 +1,4 @@
-/* test_ema.c — train.ema_decay (issue 15): the exponential moving average of the weights
+/* test_ema.c — train.ema_decay: the exponential moving average of the weights
  * (Polyak & Juditsky 1992) that train_step keeps in ParamSet.ema.
  *
  *  1. After every step of the trainer's step (train_step, cfg.ema_decay = 0.9) on a tiny RNN,

@@ -1,5 +1,5 @@
 /* test_model_cuda.c — every model and attention kind on the CUDA backend against the CPU backend
- * (issue 13; DESIGN.md §11). In the emulated build (-DTRAINER_SIMT=ON) the CUDA backend's kernels
+ * (docs/design.md §11). In the emulated build (-DTRAINER_SIMT=ON) the CUDA backend's kernels
  * run under the SIMT emulation and its cuBLAS calls on a host stand-in, so this runs in CI; in a
  * native CUDA build it runs on the GPU; without either it exits 77 (skipped).
  *
@@ -16,7 +16,7 @@
  *      of each step to REL_LOSS_STEPS relative and the parameters after the last step to
  *      REL_PARAM normwise;
  *   3. decoding: greedy and beam search (K = 3) from the trained models give the same tokens;
- *   4. no op allocates (DESIGN.md §2, §5; emulated build only, where the host stand-in of the
+ *   4. no op allocates (docs/design.md §2, §6; emulated build only, where the host stand-in of the
  *      runtime counts cudaMalloc calls, cuda_host_malloc_calls): after model_reserve, the training
  *      steps of 1 and 2 make no cudaMalloc at all, and decoding none but through the backend's
  *      alloc (its decoding buffers; counted by a wrapper, so the difference is the ops' own).
@@ -208,7 +208,7 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     }
     unsigned long long mc1 = MALLOC_CALLS(), ac1 = g_alloc_calls;
     EXPECT(mc1 == mc0 && ac1 == ac0, "%s: %llu cudaMalloc calls (%llu through the backend's "
-           "alloc) in %d training steps after model_reserve; an op allocates (DESIGN.md §2)",
+           "alloc) in %d training steps after model_reserve; an op allocates (docs/design.md §2)",
            c->name, mc1 - mc0, ac1 - ac0, STEPS + 1);
     wa = to_host(gpu, cu.m.ps.data, total), wb = to_host(backend_cpu(), cp.m.ps.data, total);
     double ep =
@@ -227,7 +227,7 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     mc1 = MALLOC_CALLS(), ac1 = g_alloc_calls;
 #ifdef TRAINER_SIMT /* on a real device cudaMalloc is not counted (MALLOC_CALLS is 0) */
     EXPECT(mc1 - mc0 == ac1 - ac0, "%s: decoding made %llu cudaMalloc calls, %llu of them "
-           "through the backend's alloc: an op allocates (DESIGN.md §2)", c->name, mc1 - mc0,
+           "through the backend's alloc: an op allocates (docs/design.md §2)", c->name, mc1 - mc0,
            ac1 - ac0);
 #endif
     decode_greedy(&cp.m, src, maxT, ib, model_has_attention(&cp.m) ? attn : NULL);
@@ -270,7 +270,7 @@ int main(void) {
     Case cases[MODEL_CASES_MAX];
     int ncases = model_cases(cases);
     /* a kind the backend cannot run is refused by model_create: a failure here, since every
-     * kind must run on cuda (issue 13) */
+     * kind must run on cuda */
     for (int i = 0; i < ncases; i++) check_case(&cases[i], gpu, &tb, &sb);
     batch_free(&tb);
     batch_free(&sb);

@@ -1,4 +1,4 @@
-/* test_no_alloc.c — no allocation in the training step after the first batch (DESIGN.md §5).
+/* test_no_alloc.c — no allocation in the training step after the first batch (docs/design.md §6).
  *
  * Trains tiny models for 20 steps on length-bucketed batches of random pairs (B, S and T change
  * from step to step) with the trainer's step (train_step) — batch_fill into buffers sized once by

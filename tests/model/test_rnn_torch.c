@@ -1,4 +1,4 @@
-/* test_rnn_torch.c — the whole tiny RNN model against a PyTorch fixture (DESIGN.md §9).
+/* test_rnn_torch.c — the whole tiny RNN model against a PyTorch fixture (docs/design.md §11).
  *
  * The files tests/fixtures/rnn_tiny/NAME.txt are written by tests/reference/make_rnn_fixture.py (float64
  * PyTorch, no dropout; the format is documented there): parameters, a padded batch, the summed

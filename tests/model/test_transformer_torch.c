@@ -1,4 +1,4 @@
-/* test_transformer_torch.c — the whole tiny Transformer against PyTorch fixtures (DESIGN.md §9).
+/* test_transformer_torch.c — the whole tiny Transformer against PyTorch fixtures (docs/design.md §11).
  *
  * tests/fixtures/transformer_tiny/NAME.txt are written by
  * tests/reference/make_transformer_fixture.py (float64 PyTorch, no dropout; the sdp cases are also

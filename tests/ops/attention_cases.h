@@ -1,6 +1,6 @@
 /* attention_cases.h — the attention cases of test_backend_ops (tests/ops/test_backend_ops.c's
  * case table), each testing the CPU backend (backend_cpu()) against double-precision references,
- * central finite differences and the exact equivalences of DESIGN.md §9; each seeds optest_rng
+ * central finite differences and the exact equivalences of docs/design.md §11; each seeds optest_rng
  * itself and reports through tests/optest.h. */
 #ifndef TRAINER_TESTS_ATTENTION_CASES_H
 #define TRAINER_TESTS_ATTENTION_CASES_H

@@ -1,6 +1,6 @@
 /* attention_linear.c — the cases of test_backend_ops (attention_cases.h) for the CPU linear-time
  * attention ops (backend_cpu(), src/ops/ops.h "efficient attention kinds"; src/ops/cpu/linear.c,
- * efficient.c) against plain double-precision references (DESIGN.md §9). Helpers and the shared
+ * efficient.c) against plain double-precision references (docs/design.md §11). Helpers and the shared
  * tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
  * Linear attention (Katharopoulos et al. 2020 eq. 6–9, §3.3.1), φ(x) = elu(x) + 1. The reference
@@ -8,7 +8,7 @@
  * visible (s < key_len[b] and, causal, s ≤ t + Tk − Tq) else 0, and
  *   out_t = Σ_s w_ts v_s / (Σ_s w_ts + 1e-6)     (out_t = 0 when no key is visible),
  * so the op's prefix-sum (causal) form must equal it ("causal linear equals its quadratic masked
- * form", DESIGN.md §9). Its gradient, derived on the quadratic form:
+ * form", docs/design.md §11). Its gradient, derived on the quadratic form:
  *   den_t = Σ_s w_ts + 1e-6,  dL/dw_ts = (g_t·v_s − g_t·out_t) / den_t,
  *   dL/dφ(q_t) = Σ_s dL/dw_ts φ(k_s),  dL/dφ(k_s) = Σ_t dL/dw_ts φ(q_t),
  *   dv_s = Σ_t w_ts g_t / den_t,
@@ -482,7 +482,7 @@ static void test_ref_gradients(int kind, int causal, const char *tag) {
     prob_free(p);
 }
 
-/* DESIGN.md §9: causal linear attention (prefix sums, memory-light backward) equals its
+/* docs/design.md §11: causal linear attention (prefix sums, memory-light backward) equals its
  * quadratic masked form, on a longer sequence with padding. */
 static void test_causal_equals_quadratic(void) {
     const int B = 2, NH = 2, T = 40, D = 8, Dv = 5;

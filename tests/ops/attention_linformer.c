@@ -2,7 +2,7 @@
  * kind's ops linformer_proj_forward / linformer_proj_backward (src/ops/ops.h;
  * src/ops/cpu/linformer.c) and for the kind itself (src/attention/linformer.c: the projections
  * through attn_forward / attn_backward), on the CPU backend (backend_cpu()), against plain
- * double-precision references (DESIGN.md §9). Helpers and the shared tolerances FWD_*, FD_*,
+ * double-precision references (docs/design.md §11). Helpers and the shared tolerances FWD_*, FD_*,
  * ACC_TOL: tests/optest.h.
  *
  * linformer_proj (per (b, h), L = min(key_len[b], Tk)): out[j,:] = Σ_{s<L} P_h[j,s] x[s,:].

@@ -2,7 +2,7 @@
  * et al. 2015 §3.2): the ops local_attn_forward / local_attn_backward (src/ops/ops.h;
  * src/ops/cpu/attn_local.c) and the luong_local kind built on them (src/attention/local.c), on
  * the CPU backend, against plain double-precision references written from the paper's equations
- * (DESIGN.md §9). Helpers and the shared tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
+ * (docs/design.md §11). Helpers and the shared tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
  * The reference (per row b, head h, query t; len = key_len[b], W the window, σ = W/2):
  *   p_t = pos0 + t (local-m) or len · sigmoid(z_t) (local-p, eq. 9);

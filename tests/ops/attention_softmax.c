@@ -1,6 +1,6 @@
 /* attention_softmax.c — the cases of test_backend_ops (attention_cases.h) for the softmax
  * attention ops of the CPU backend (src/ops/ops.h): attn_forward/backward/workspace (sdp),
- * additive_attn_forward/backward, flash_attn_forward/backward/workspace (DESIGN.md §3, §8, §9).
+ * additive_attn_forward/backward, flash_attn_forward/backward/workspace (docs/design.md §3, §9, §11).
  * Helpers and the shared tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
  * sdp (attn_*) and additive attention against plain references written here in double precision,
@@ -13,7 +13,7 @@
  *   would be slow; additive attention's backward run twice is bit-identical.
  *
  * flash attention against the materialised attention of the same table (attn_forward/backward),
- *   which DESIGN.md §9 says flash must equal exactly in mathematics, both in the layout
+ *   which docs/design.md §11 says flash must equal exactly in mathematics, both in the layout
  *   [B, NH, T, ·] with key_len[B]:
  *  - forward vs attn_forward (out), and lse vs a log-sum-exp in double; rows with no visible key
  *    must have out exactly 0 and lse exactly −∞;
@@ -22,7 +22,7 @@
  *    alone must be bit-identical to the one computed with all three, all NULL is a no-op);
  *  - backward vs central finite differences of the flash forward on small cases (one crossing a
  *    key tile boundary);
- *  - bit-identical results with 1, 2 and 3 OpenMP threads (DESIGN.md §8).
+ *  - bit-identical results with 1, 2 and 3 OpenMP threads (docs/design.md §9).
  *   Shapes cover padding (key_len full, partial and 0), causal on and off, Tq ≠ Tk (both signs
  *   of Tk − Tq, also causal, where early queries see no key), lengths 1, 63, 64, 65, 130, 200
  *   (not multiples of the 64-key tile) and D ≠ Dv.

@@ -1,7 +1,7 @@
 /* attention_taylor.c — the case of test_backend_ops (attention_cases.h) for the taylor kind's ops
  * l2feature_forward / l2feature_backward (src/ops/ops.h; src/ops/cpu/linear.c) and for the kind
  * itself (src/attention/taylor.c: the features through linear_attn_* with the identity map), on
- * the CPU backend (backend_cpu()), against plain double-precision references (DESIGN.md §9).
+ * the CPU backend (backend_cpu()), against plain double-precision references (docs/design.md §11).
  * Helpers and the shared tolerances FWD_*, FD_*, ACC_TOL: tests/optest.h.
  *
  * l2feature (per row n of x [N,D]): out = [1; x r], r = 1/√(‖x‖² + 1e-12); its backward
@@ -10,7 +10,7 @@
  *   (rows away from 0, where the map is smooth),
  *   accumulate, dout[n, 0] is ignored, bit-identical for 1 and 2 OpenMP threads.
  *
- * The taylor kind (Li et al. 2020; ../shared/reference/ 004, Method 3), per (b, h) and query row t
+ * The taylor kind (Li et al. 2020, arXiv:2007.14902), per (b, h) and query row t
  * over the visible keys j (j < key_len[b]; causal: j ≤ t + Tk − Tq), N_t of them:
  *   out_t = (Σ_j v_j + q̂_t (K̂ᵀV)) / (N_t + q̂_t·(K̂ᵀ1)),  q̂ = q/‖q‖₂, k̂ = k/‖k‖₂,
  * the reference written literally as the seed's three terms (term1 = Vᵀ1, term2 = Q̂ (K̂ᵀV),

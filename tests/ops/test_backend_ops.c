@@ -1,5 +1,5 @@
 /* test_backend_ops.c — every op of the backend table (src/ops/ops.h), one case table over
- * OpKind (DESIGN.md §3, §9):
+ * OpKind (docs/design.md §3, §11):
  *
  *   test_backend_ops                   every op of the CPU backend (backend_cpu()) against a plain
  *                                      reference written here in double precision, every backward
@@ -16,7 +16,7 @@
  * attention_linformer.c (linformer_proj_* and the linformer kind), attention_local.c (local_attn_*
  * and the luong_local kind),
  * declared in attention_cases.h; their own comments list what they check
- * (among it DESIGN.md §9's exact equivalences: flash = sdp, causal linear = its quadratic masked
+ * (among it docs/design.md §11's exact equivalences: flash = sdp, causal linear = its quadratic masked
  * form, linear_attn_step = the causal forward bit for bit). An op the CUDA backend leaves NULL
  * (not yet ported) is listed and skipped; an op it has but whose case has no cross-backend check
  * fails.
@@ -3146,7 +3146,7 @@ static int run_vs_cpu(const char *backend) {
 #else
     /* The emulated build: the whole suite under five thread/block schedules, the inputs drawn
      * identically each time; a race-free kernel gives the same bits under every schedule, so
-     * every output must hash as under the first (DESIGN.md §11). Under ASan (fibers switch by
+     * every output must hash as under the first (docs/design.md §11). Under ASan (fibers switch by
      * swapcontext, about 10x slower) the first two (forward, random:1): that build looks for memory errors, the plain
      * one for races. TEST_SIMT_SCHEDULES=N runs the first N only (the TSan build: one schedule,
      * its blocks on several OS threads, TSan watching every emulated thread). */

@@ -4,7 +4,7 @@ bootstrap resample indices, and what sacreBLEU's paired bootstrap (`--paired-bs`
 them, which tests/unit/test_significance.c checks src/eval/significance.c against.
 
 Usage (from the repository root; needs `pip install sacrebleu numpy` and the Multi30k test set
-under /work/shared/data/multi30k or $MULTI30K_DIR):
+under data/multi30k (data/get_multi30k.sh) or $MULTI30K_DIR):
 
     python3 tests/reference/make_bootstrap_fixture.py
 
@@ -34,7 +34,7 @@ from sacrebleu.significance import _compute_p_value, _paired_bs_test, estimate_c
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "fixtures", "bootstrap")
-DATA = os.environ.get("MULTI30K_DIR", "/work/shared/data/multi30k")
+DATA = os.environ.get("MULTI30K_DIR", "data/multi30k")
 N, R_EXACT, R_SEEDED = 120, 200, 1000
 
 

@@ -3,7 +3,7 @@
 for each, which tests/unit/test_metrics.c checks src/eval/metrics.c against.
 
 Usage (from the repository root; needs `pip install sacrebleu` and the Multi30k test set under
-/work/shared/data/multi30k or $MULTI30K_DIR):
+data/multi30k (data/get_multi30k.sh) or $MULTI30K_DIR):
 
     python3 tests/reference/make_metric_fixtures.py
 
@@ -32,7 +32,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "fixtures", "metrics")
-DATA = os.environ.get("MULTI30K_DIR", "/work/shared/data/multi30k")
+DATA = os.environ.get("MULTI30K_DIR", "data/multi30k")
 
 
 def escape(seg: str) -> str:

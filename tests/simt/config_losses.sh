@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# config_losses.sh — issue 13's acceptance check in the emulated build: the real trainer on a real
+# config_losses.sh — the acceptance check in the emulated build: the real trainer on a real
 # config trains the same with train.device = cuda (the CUDA backend's kernels under the SIMT
 # emulation, cuBLAS on the host stand-in) as with train.device = cpu.
 #

@@ -1,4 +1,4 @@
-/* test_avg_ema.c — checkpoint averaging and EMA in `trainer train` (issue 15):
+/* test_avg_ema.c — checkpoint averaging and EMA in `trainer train`:
  * train.keep_checkpoints, train.average_last and train.ema_decay.
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini,

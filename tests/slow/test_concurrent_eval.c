@@ -1,5 +1,5 @@
 /* test_concurrent_eval.c — `trainer eval` on a run's last.ckpt, over and over while the run
- * replaces that file every second step, never fails to load it (DESIGN.md §7: a checkpoint is
+ * replaces that file every second step, never fails to load it (docs/design.md §8: a checkpoint is
  * replaced by rename, so a reader sees the old file or the new one, never a mixture).
  *
  * Tiny config, 2000/100 Multi30k pairs, one thread, train.save_every = 2, max_steps = 1000 (an

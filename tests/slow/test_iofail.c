@@ -1,5 +1,5 @@
-/* test_iofail.c — a full disk or an I/O error at ANY system call of a checkpoint save (DESIGN.md
- * §7): the previous checkpoint stays byte-identical, no temporary file is left behind, and the
+/* test_iofail.c — a full disk or an I/O error at ANY system call of a checkpoint save (docs/design.md
+ * §8): the previous checkpoint stays byte-identical, no temporary file is left behind, and the
  * run ends with a message that names the checkpoint and the system error.
  *
  * Method (the way SQLite tests I/O errors): the trainer runs under the LD_PRELOAD shim

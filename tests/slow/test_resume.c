@@ -1,4 +1,4 @@
-/* test_resume.c — `trainer train --resume` continues a run exactly (DESIGN.md §8).
+/* test_resume.c — `trainer train --resume` continues a run exactly (docs/design.md §9).
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini,
  * one thread. An epoch is then ~110 batches (nb, read from the reference run).

@@ -1,4 +1,4 @@
-/* test_sigkill.c — SIGKILL at any moment leaves a usable checkpoint (DESIGN.md §7).
+/* test_sigkill.c — SIGKILL at any moment leaves a usable checkpoint (docs/design.md §8).
  *
  * The tiny config (tests/fixtures/tiny.ini) on the first 2000/100 Multi30k pairs, one thread,
  * train.save_every = 1: last.ckpt is rewritten after every step. The trainer is started, killed

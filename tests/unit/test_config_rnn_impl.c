@@ -1,4 +1,4 @@
-/* test_config_rnn_impl.c — model.rnn_impl = own | cudnn (issue 13): the key itself (default,
+/* test_config_rnn_impl.c — model.rnn_impl = own | cudnn: the key itself (default,
  * names, round trip through a checkpoint's config text, `trainer --help`), each refusal with the
  * key name and what to do, and the model's own refusal on a backend without cuDNN. Runs on the
  * CPU in every build: which refusal a build gives for "no cuDNN" depends on the build (none,

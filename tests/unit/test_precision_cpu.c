@@ -1,4 +1,4 @@
-/* test_precision_cpu.c — train.precision on the CPU (issue 16): the bfloat16 rounding itself
+/* test_precision_cpu.c — train.precision on the CPU: the bfloat16 rounding itself
  * (nearest, ties to even, NaN and infinity), the bf16 products of the CPU backend against a
  * double-precision product of the rounded inputs (every transpose, alpha, beta), that they are
  * not the fp32 products, that keeping an operand's rounding across products (matmul_run,

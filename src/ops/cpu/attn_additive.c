@@ -57,7 +57,7 @@ size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv)
 /* u = tanh(qp_t + kp_s) is recomputed, never stored. dqp rows belong to (r, t) and dkp, dvalues
  * rows to (r, s), so the loop over rows has no races; dv [NH,A] is shared: each row sums into a
  * private vector, added to dv[r mod NH] in the order of r (omp ordered), so the result does not
- * depend on the number of threads and no floating-point atomics are used (DESIGN.md §8).
+ * depend on the number of threads and no floating-point atomics are used (docs/design.md §9).
  * Positions with weight 0 (masked) contribute nothing and are skipped. */
 void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
                                 const float *dout, const float *qp, const float *kp,

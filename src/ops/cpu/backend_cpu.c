@@ -1,4 +1,4 @@
-/* backend_cpu.c — the CPU backend (OpenBLAS + OpenMP), the reference (DESIGN.md §2): its memory
+/* backend_cpu.c — the CPU backend (OpenBLAS + OpenMP), the reference (docs/design.md §2): its memory
  * functions, the table that gathers the ops, and the choice of OpenBLAS kernels. The ops live one
  * family per file beside it (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c,
  * embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c, shape.c and the attention files),

@@ -1,5 +1,5 @@
 /* elementwise.c — CPU vector ops: axpy, scale, the sum of squares and the finiteness test
- * (gradient clipping, DESIGN.md §5), and tanh with its backward. Semantics in ops/ops.h. */
+ * (gradient clipping, docs/design.md §6), and tanh with its backward. Semantics in ops/ops.h. */
 #include <math.h>
 
 #include "ops/cpu/cpu_internal.h"

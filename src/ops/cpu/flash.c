@@ -25,7 +25,7 @@
  *   scores/probabilities, dp/ds) and O(FLASH_BR) on the stack; nothing is allocated; no Tq × Tk matrix exists anywhere. The output block itself is the
  *   accumulator O of Algorithm 1, and the backward adds into dq, dk, dv directly.
  *
- * Parallelism and determinism (DESIGN.md §8): the forward runs over (b, h, query block), the
+ * Parallelism and determinism (docs/design.md §9): the forward runs over (b, h, query block), the
  *   backward over (b, h) — the dq, dk and dv rows it writes belong to that (b, h), so there are
  *   no races and no atomics. Each work item is done by one thread in a fixed order, so the
  *   results are bit-identical for any number of threads. */

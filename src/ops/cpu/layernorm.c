@@ -12,7 +12,7 @@
  *   dw_c = Σ_n dout_nc x̂_nc,  db_c = Σ_n dout_nc.
  * Rows are parallel for dinp; dweight and dbias are summed over the rows column by column (each
  * thread owns a block of columns and walks the rows in order), so the result does not depend on
- * the thread count and no atomics are used (DESIGN.md §8). */
+ * the thread count and no atomics are used (docs/design.md §9). */
 #include <math.h>
 
 #include "ops/cpu/cpu_internal.h"

@@ -1,4 +1,4 @@
-/* backend_cuda.cu — the CUDA backend (DESIGN.md §2): src/ops/ops.h's Backend table on the GPU.
+/* backend_cuda.cu — the CUDA backend (docs/design.md §2): src/ops/ops.h's Backend table on the GPU.
  *
  * Memory returned by this backend is device memory; upload/download move bytes between it and
  * the host. Everything runs on the legacy default stream, so ops are ordered with respect to each
@@ -8,7 +8,7 @@
  * ops/cpu/, and fills its entries through cuda_register_<family> (cuda_internal.h). Dense matrix
  * products go through cuBLAS at the precision of backend_cuda_set_precision (matmul.cu); the other
  * ops are our own kernels. Reductions use a fixed launch shape and a fixed summation tree, and no
- * floating-point atomics, so they are deterministic run to run (DESIGN.md §8).
+ * floating-point atomics, so they are deterministic run to run (docs/design.md §9).
  *
  * An entry no family has filled stays NULL; model_declare refuses such a backend before training
  * through backend_require_ops (ops.h), naming every op the model needs and the table lacks. Checked

@@ -1,4 +1,4 @@
-/* cuda_check.h — abort-on-failure checks for CUDA runtime and cuBLAS calls (DESIGN.md §6).
+/* cuda_check.h — abort-on-failure checks for CUDA runtime and cuBLAS calls (docs/design.md §7).
  *
  * A failing CUDA or cuBLAS call is a device failure or a programmer error, never an input error:
  * the macros print the expression, file:line, the library's error string and a hint, then abort.

@@ -9,7 +9,7 @@
  *
  * Every kernel is element-wise (one thread per element, grid-stride loop; launch:
  * cuda_ew_blocks(n) blocks of CUDA_EW_THREADS threads), no shared memory, no barriers; each
- * element has one writer, so results do not depend on the thread order (DESIGN.md §8).
+ * element has one writer, so results do not depend on the thread order (docs/design.md §9).
  */
 #ifndef TRAINER_CUDA_DROPOUT_CUH
 #define TRAINER_CUDA_DROPOUT_CUH

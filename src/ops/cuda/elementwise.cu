@@ -9,7 +9,7 @@
 
 /* Reduction scratch (device) of a fixed size, allocated once with the backend's own alloc when
  * the table is built (cuda_register_elementwise, from backend_cuda()) and kept: the ops
- * themselves never allocate (DESIGN.md §2). */
+ * themselves never allocate (docs/design.md §2). */
 static double *g_sum_partials; /* [RED_BLOCKS + 1]: pass-1 partials, then the total */
 static int *g_bad_partials;    /* [RED_BLOCKS + 1]: pass-1 0/1 per block, then the verdict */
 

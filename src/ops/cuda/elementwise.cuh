@@ -2,7 +2,7 @@
  * backward, and the two deterministic reductions sumsq and all_finite (written against
  * kernel_api.h). Host side: elementwise.cu. Shapes: flat vectors of n floats (ops.h).
  *
- * Reductions (DESIGN.md §8): two passes with a fixed shape — pass 1 runs exactly RED_BLOCKS
+ * Reductions (docs/design.md §9): two passes with a fixed shape — pass 1 runs exactly RED_BLOCKS
  * blocks of RED_THREADS threads, each thread a fixed grid-stride share in order, each block a
  * fixed shared-memory tree, one partial per block; pass 2 is one block reducing the RED_BLOCKS
  * partials with the same tree. No atomics, no flags written by several threads, so the result

@@ -1,5 +1,5 @@
 /* ops/cuda/kernel_api.h — what every kernel header (src/ops/cuda/<family>.cuh) includes, so that
- * one kernel source compiles two ways (DESIGN.md §11):
+ * one kernel source compiles two ways (docs/design.md §11):
  *
  *   nvcc (__CUDACC__)        for the GPU: the macros below are plain CUDA;
  *   a host C++ compiler       with TRAINER_SIMT defined (the emulated build, -DTRAINER_SIMT=ON):
@@ -17,7 +17,7 @@
  *   - Warp collectives only the *_sync forms with an explicit mask (__shfl_sync, __shfl_xor_sync,
  *     __shfl_down_sync, __shfl_up_sync, __ballot_sync, __any_sync, __all_sync, __syncwarp).
  *   - Tensor cores only through cuBLAS(Lt) (or the WMMA API): no inline PTX.
- *   - No float atomics (DESIGN.md §8: results are deterministic); integer atomics are allowed.
+ *   - No float atomics (docs/design.md §9: results are deterministic); integer atomics are allowed.
  *   - Every kernel declares __launch_bounds__(max threads per block) (scripts/ptxas_check.sh reads
  *     it, through the PTX's .maxntid, to compute occupancy; a kernel without it fails the check).
  *   - A kernel that uses DYN_SHARED states the most dynamic shared memory its host code launches
@@ -31,7 +31,7 @@
  * Errors: a bad launch is reported by CUDA_CHECK_LAUNCH (abort with file:line); under the
  * emulation a barrier divergence, deadlock or bad shuffle aborts naming the kernel, block, thread
  * and file:line. Source: the CUDA C++ Programming Guide (execution configuration, §B.6 barriers,
- * §B.22 warp shuffles); ../shared/reference/gpu-without-gpu.md.
+ * §B.22 warp shuffles); docs/gpu.md.
  */
 #ifndef TRAINER_CUDA_KERNEL_API_H
 #define TRAINER_CUDA_KERNEL_API_H

@@ -11,7 +11,7 @@
  * grid-stride loop (cuda_ew_blocks(total) blocks of LF_THREADS), no shared memory, no barriers,
  * no atomics. Each thread sums in the CPU's order (s, j, or h then b then d ascending), so the
  * result is the same bits under every schedule and equals the CPU's up to FMA contraction
- * (DESIGN.md §8). Indices are size_t.
+ * (docs/design.md §9). Indices are size_t.
  */
 #ifndef TRAINER_CUDA_LINFORMER_CUH
 #define TRAINER_CUDA_LINFORMER_CUH

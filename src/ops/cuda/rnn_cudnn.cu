@@ -47,7 +47,7 @@
  * products); at tf32 and bf16 it is CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 tensor cores on
  * Ampere and later (cuDNN has no bf16 rounding for fp32 RNN data, so bf16 here means tf32).
  *
- * Memory: ops never allocate device memory (DESIGN.md §5): the weight space, its gradient twin,
+ * Memory: ops never allocate device memory (docs/design.md §6): the weight space, its gradient twin,
  * workspace and reserve are the caller's (rnn_seq_sizes). Host side, cuDNN descriptors are made
  * per call (data and state descriptors) or once per layer shape (the RNN descriptor, cached in
  * g_desc: at most RNN_DESC_CAP shapes, a CHECK beyond).

@@ -5,7 +5,7 @@
  * Every kernel is element-wise over the OUTPUT it writes: one thread per written float, a
  * grid-stride loop (launch: cuda_ew_blocks(total) blocks of CUDA_EW_THREADS threads), no shared
  * memory, no barriers. Each written float has exactly one writer, so the result is the same bits
- * under every thread/block order (DESIGN.md §8); the backward kernels read-modify-write their own
+ * under every thread/block order (docs/design.md §9); the backward kernels read-modify-write their own
  * element only (dinp[i] += dout[j]: one float add, exactly the CPU's). Indices are size_t
  * (tensors may exceed 2^31 floats). Shapes as ops.h: N rows, C columns, A/D0/D1 the axes of a
  * permutation, Tcap cache capacity, n/D/stride gathered rows.

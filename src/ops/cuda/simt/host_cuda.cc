@@ -3,7 +3,7 @@
 // synchronous on the calling thread, streams and events are tokens that order nothing. One device,
 // named "SIMT emulation (host)", reports H100-like limits (132 SMs, 227 KiB opt-in shared memory
 // per block, 65,536 registers per SM). Errors follow CUDA: a failing call returns its code and sets
-// the last error. Source: CUDA Runtime API reference (CUDA 13.0); DESIGN.md §11.
+// the last error. Source: CUDA Runtime API reference (CUDA 13.0); docs/design.md §11.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 // initialised MPI). Errors follow NCCL: each call returns an ncclResult_t. Sources: the NCCL
 // documentation ("API"); the MPI 3.1 standard (MPI_Initialized, MPI_Comm_size, MPI_Allgather
 // §5.7, MPI_Comm_split §6.4.2, MPI_Allreduce with MPI_IN_PLACE §5.9.6, MPI_Comm_free §6.4.3,
-// MPI_Comm_set_errhandler with MPI_ERRORS_RETURN §8.3); DESIGN.md §11, §12.
+// MPI_Comm_set_errhandler with MPI_ERRORS_RETURN §8.3); docs/design.md §11, docs/distributed.md.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

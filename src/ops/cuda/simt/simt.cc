@@ -17,7 +17,7 @@
  * worker (block_seq: that block reuses the thread_local __shared__ storage and the fibers).
  * Limit: so races between two blocks are seen only when they run on different workers (with 4
  * workers taking blocks from one counter, most pairs do); races within a block are all seen. Source: CUDA C++ Programming Guide §B.6, §B.22, §B.23 (semantics);
- * ../shared/reference/gpu-without-gpu.md (design facts measured on this machine).
+ * docs/gpu.md (design facts measured on this machine).
  */
 #include "simt.h"
 

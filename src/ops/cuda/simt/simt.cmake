@@ -1,5 +1,5 @@
 # The SIMT emulation (target simt, a static library) and the tests of tests/simt (label simt);
-# included by the top-level CMakeLists.txt when TRAINER_SIMT is ON (DESIGN.md §11).
+# included by the top-level CMakeLists.txt when TRAINER_SIMT is ON (docs/design.md §11).
 #
 #   -DTRAINER_SIMT_TSAN=ON   (gcc) TSan mode: simt is built with SIMT_TSAN (blocks on several OS
 #                            threads, thread_local __shared__, TSan fibers) and everything that

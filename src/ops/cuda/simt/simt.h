@@ -1,5 +1,5 @@
 /* ops/cuda/simt/simt.h — the SIMT emulation: CUDA kernel source compiled by a host C++17 compiler
- * runs on the CPU, each CUDA thread a fiber (DESIGN.md §11; ../shared/reference/gpu-without-gpu.md).
+ * runs on the CPU, each CUDA thread a fiber (docs/design.md §11; docs/gpu.md).
  * Included by ops/cuda/kernel_api.h when TRAINER_SIMT is defined; tests only, never the trainer.
  *
  * What it provides (names as CUDA spells them):
@@ -17,7 +17,7 @@
  *   bits          __ffs
  *   atomics       atomicAdd/Sub/Max/Min/Exch/CAS on int, unsigned, unsigned long long (real
  *                 atomics, relaxed order as on the GPU). Float atomics are deleted: a use does
- *                 not compile (DESIGN.md §8).
+ *                 not compile (docs/design.md §9).
  *   launch        simt::launch(kernel name, file, line, grid, block, smem bytes, body): runs
  *                 body() once per thread of every block (kernel_api.h's LAUNCH calls it);
  *                 simt::dynamic_shared(): the block's dynamic shared memory (smem bytes).
@@ -275,7 +275,7 @@ SIMT_ATOMICS_(int)
 SIMT_ATOMICS_(unsigned)
 SIMT_ATOMICS_(unsigned long long)
 #undef SIMT_ATOMICS_
-/* The project forbids float atomics (DESIGN.md §8: results must not depend on thread order). */
+/* The project forbids float atomics (docs/design.md §9: results must not depend on thread order). */
 float atomicAdd(float *, float) = delete;
 double atomicAdd(double *, double) = delete;
 float atomicSub(float *, float) = delete;

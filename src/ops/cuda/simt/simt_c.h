@@ -1,5 +1,5 @@
 /* ops/cuda/simt/simt_c.h — the SIMT emulation's controls, callable from C and C++ (tests and
- * benches of the emulated build; DESIGN.md §11). Implemented in simt.cc.
+ * benches of the emulated build; docs/design.md §11). Implemented in simt.cc.
  *
  * Schedules: the order in which runnable emulated threads are resumed (after each barrier or warp
  * collective) and blocks are run. Unless simt_set_schedule was called, the first launch reads the

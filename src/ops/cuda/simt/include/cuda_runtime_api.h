@@ -3,7 +3,7 @@
  * CUDA's names, types and enum values; implemented in ../host_cuda.cc, where "device" memory is
  * host memory and streams/events are ordering no-ops (everything runs synchronously on the
  * calling thread). Usable from C and C++. Source: CUDA Runtime API reference (CUDA 13.0);
- * DESIGN.md §11.
+ * docs/design.md §11.
  *
  * Errors: as CUDA: each call returns a cudaError_t, and a failing call also sets the "last error"
  * that cudaGetLastError returns and clears (cudaPeekAtLastError returns without clearing).
@@ -142,7 +142,7 @@ size_t cuda_host_max_dynamic_smem(const void *func);
 int cuda_host_check_launch_smem(const void *func, size_t smem_bytes);
 
 /* Emulation-only: successful cudaMalloc calls (of more than 0 bytes) since the program started;
- * tests/model/test_model_cuda.c checks that training steps make none (DESIGN.md §2, §5). */
+ * tests/model/test_model_cuda.c checks that training steps make none (docs/design.md §2, §6). */
 unsigned long long cuda_host_malloc_calls(void);
 
 #ifdef __cplusplus

@@ -4,7 +4,7 @@
  * implemented in ../host_nccl.cc on MPI: device memory is host memory in the emulation, so a
  * "GPU" all-reduce is an MPI_Allreduce of that memory. Usable from C and C++.
  * Source: the NCCL documentation (docs.nvidia.com/deeplearning/nccl, "API": types, communicator
- * creation and management, collective communication functions); DESIGN.md §11, §12.
+ * creation and management, collective communication functions); docs/design.md §11, docs/distributed.md.
  *
  * Semantics kept from NCCL: a communicator of nranks ranks, each with a distinct rank in
  * [0, nranks), made collectively from one ncclUniqueId that one rank made and sent to the others;
