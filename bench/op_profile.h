@@ -1,4 +1,4 @@
-/* op_profile.h — where a training step's time goes, op by op (issue 16; bench only, never in
+/* op_profile.h — where a training step's time goes, op by op (bench only, never in
  * the trainer): a Backend whose every op calls the same op of another backend between two of
  * its synchronize() calls and adds the wall time, the call count and, for the dense-algebra and
  * attention ops, the FLOPs to a table; each GEMM shape (M, N, K, transA, transB) gets its own
