@@ -1,5 +1,5 @@
 /* bench_gemm.c — single-precision GEMM of several BLAS libraries on the shapes the models run
- * (issue 16's BLAS choice), each library loaded with dlopen so that one binary compares them
+ * (the choice of the CPU's BLAS), each library loaded with dlopen so that one binary compares them
  * all and none is a build dependency:
  *   openblas-openmp  Debian's OpenBLAS 0.3.21, OpenMP build (what the trainer links)
  *   openblas-pthread the same, pthread build

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dist_overhead.sh — training tokens/s of one process against N MPI ranks on this machine, on the
-# same config, interleaved: what data parallelism costs (issue 14's benchmark).
+# same config, interleaved: what data parallelism costs.
 #
 #   bash bench/dist_overhead.sh [--config FILE] [--runs R] [--steps S] [--log-every L]
 #                               [--ranks N] [--build DIR]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # time_to_quality.sh — wall time to the best validation BLEU of two revisions of the trainer,
 # trained side by side on the same config and seed: is the trainer faster to a given quality
-# than it was at an earlier commit (issue 16's time-to-quality check)?
+# than it was at an earlier commit (time to quality)?
 #
 #   bash bench/time_to_quality.sh OLD_REV [NEW_REV] [--config FILE] [--own-config] [--threads T]
 #                                 [--out DIR] [--set SECTION.KEY=VALUE]...

@@ -4,14 +4,16 @@
 #
 #   bash scripts/gpu_check.sh BUILD_DIR OUT_DIR [SPM_MODEL]
 #
-# BUILD_DIR: a native CUDA build (CMake found nvcc; README "CUDA") holding trainer,
+# BUILD_DIR: a native CUDA build (CMake found nvcc; docs/gpu.md) holding trainer,
 #   test_backend_ops, test_model_cuda, test_rnn_cudnn and bench_train. Run from the repository
 #   root, with data/multi30k fetched (bash data/get_multi30k.sh).
+#   On a GPU host without this project's CPU libraries, scripts/gpu_pack.sh packs the build and
+#   runs this script there.
 # OUT_DIR: one log per step and summary.txt (the table printed last).
 # SPM_MODEL (optional; e.g. save_dir/spm.model of any run of the configs): runs the benchmarks.
 #   The trainer's first run of each batch size dumps its batches (bench_train --dump), and
 #   PyTorch trains the same batches on the GPU (bench/bench_*_torch.py --device cuda, python3
-#   with torch; eager only: torch.compile's compile time does not fit a short lease), rounds
+#   with torch; eager only: torch.compile's compile time would dominate a short run), rounds
 #   interleaved (GPU_CHECK_ROUNDS, default 5), at each train.batch_tokens of
 #   GPU_CHECK_BATCH_TOKENS (default "4096 8192": the configs' and twice it; Multi30k's epoch
 #   holds 64 batches of 16384). Timings vary with the host: read the spread.
@@ -111,7 +113,8 @@ if [ -n "$spm" ]; then
     }
     torch_eager() { # torch_eager RUN_NAME MODEL BATCH_TOKENS
         # without LD_LIBRARY_PATH: PyTorch loads the cuDNN it was built with, not the one this
-        # build found (a cuDNN 9.14 there made torch 2.11 refuse nn.LSTM, built against 9.19)
+        # build found (on one GPU host a cuDNN 9.14 made torch 2.11, built against 9.19, refuse
+        # nn.LSTM)
         step "$1" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 "bench/bench_${2/luong/rnn}_torch.py" \
             "$work/$2_$3.dump" --device cuda --threads 1 || true
     }

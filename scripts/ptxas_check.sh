@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ptxas_check.sh — the static check of the CUDA kernels (docs/design.md §11) and their resource table.
+# ptxas_check.sh — the static check of the CUDA kernels (docs/gpu.md) and their resource table.
 #
 #   scripts/ptxas_check.sh           compile, check, write docs/cuda_kernels.md
 #   scripts/ptxas_check.sh --check   the same, but fail if the committed docs/cuda_kernels.md

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# simt.sh — the emulated CUDA build's checks (docs/design.md §11), each phase timed:
+# simt.sh — the emulated CUDA build's checks (docs/gpu.md), each phase timed:
 #   1. build-simt       -DTRAINER_SIMT=ON (Release, the default compilers): the CUDA backend
 #                       compiled as C++ against the SIMT emulation and the host stand-ins of the
 #                       CUDA runtime and cuBLAS; runs `ctest -L simt` (the emulation's own tests,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SIMT emulation under ThreadSanitizer (docs/design.md §11): configures build-simt-tsan with gcc
+# The SIMT emulation under ThreadSanitizer (docs/gpu.md): configures build-simt-tsan with gcc
 # (-DTRAINER_SIMT=ON -DTRAINER_SIMT_TSAN=ON; clang 14's TSan missed the races this must find),
 # builds the tests of tests/simt and runs them (CTest label simt). Blocks run on several OS
 # threads, each emulated thread is a TSan fiber, and only barriers, warp collectives, the launch
