@@ -39,7 +39,7 @@ char *test_read_file(const char *path, size_t *n);
 const char *test_strdup(const char *s);
 /* n zeroed doubles (at least one), exit(2) when out of memory; the caller frees. */
 double *test_dnew(size_t n);
-/* 1 in the sanitizer build (CTest sets TRAINER_SANITIZE=1; README "Robustness"), else 0: for a
+/* 1 in the sanitizer build (CTest sets TRAINER_SANITIZE=1; docs/robustness.md), else 0: for a
  * test that must allow for the slower program there, or that cannot run under ASan at all (it
  * then prints why and exits 77). */
 int test_sanitized(void);

@@ -18,12 +18,10 @@
 #include "ops/ops.h"
 #include "ops/params.h"
 
-/* Bytes of one [rows, V] float buffer the automatic block height aims at. CPU: 32 MiB; at the
- * shipped configs (V = 8000, up to 4096 target rows) that is blocks of 1048 rows, which cost no
- * measurable time against one block (docs/performance.md, "Memory: the output layer in blocks
- * of rows"). CUDA: 256 MiB, so that the shipped configs run in one block as before (each
- * block's loss is one download, a device synchronisation) and only larger vocabularies or
- * batches are cut (not measured on a GPU). */
+/* Bytes of one [rows, V] float buffer the automatic block height aims at. CPU: 32 MiB (at the
+ * shipped configs, V = 8000 and up to 4096 target rows, blocks of 1048 rows). CUDA: 256 MiB, so
+ * that the shipped configs run in one block (each block's loss is one download, a device
+ * synchronisation) and only larger vocabularies or batches are cut. */
 #define OUTPUT_LOSS_BLOCK_BYTES_CPU ((size_t)32 << 20)
 #define OUTPUT_LOSS_BLOCK_BYTES_CUDA ((size_t)256 << 20)
 

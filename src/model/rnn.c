@@ -415,9 +415,9 @@ static uint64_t site_key(uint64_t key, uint64_t site) { return rng_hash(key, sit
 /* Refreshes the transposed copies of the weights the per-step products read (W_hhT of every
  * layer, W_ihT of the decoder layers, W_cT; model.rnn_impl = cudnn leaves some unread; the
  * buffers are rnn_reserve's). Called at the start of every pass
- * (encoder_forward), after which the weights do not change until the next pass: x·Wᵀ with
- * few rows ran at 100–125 GFLOP/s against 195–200 for x·(Wᵀ) on the Zen 4 of
- * docs/performance.md (dnnl_sgemm, 2 threads, M = 117; 1.1–2×, bench_gemm). */
+ * (encoder_forward), after which the weights do not change until the next pass: the CPU's sgemm
+ * runs x·Wᵀ with few rows markedly slower than x·(Wᵀ) from a stored copy (bench/bench_gemm
+ * measures both layouts). */
 static void transpose_weights(RnnModel *m) {
     const Backend *be = m->be;
     for (int ld = 0; ld < 2 * m->Le; ld++) {

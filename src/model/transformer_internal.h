@@ -21,7 +21,7 @@ typedef struct {
     float *W2T;              /* W2ᵀ [F,D] (transformer_reserve), refreshed by every pass
                               * (tf_encoder_forward) where the backend says so (w2t below):
                               * products read x·(W2ᵀ), not x·W2ᵀ, which the CPU's sgemm runs
-                              * up to 1.4× slower at K = F (bench_gemm, docs/performance.md) */
+                              * slower at K = F (bench/bench_gemm) */
 } TfLayer;
 
 typedef struct {             /* saved activations of one sub-layer */

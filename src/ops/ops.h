@@ -129,10 +129,8 @@ struct Backend {
     /* Optional likewise (call it through backend_matmul_transb_slower): 1 when this backend's
      * matmul, at its current precision, runs op(B) = Bᵀ of a weight stored [Nc,K] markedly slower
      * than from a copy stored [K,Nc], so that a caller using the weight in several products may
-     * keep the transposed copy. The CPU: 1 at fp32 (sgemm on the FFN's second product, N × 256 ×
-     * 1024, 3.19 against 2.41 ms from the copy), 0 at bf16 (oneDNN's bf16 matmul packs either
-     * layout: 1.321 against 1.311 ms; docs/performance.md). NULL: 0. No errors. Source: — (ours,
-     * measured). */
+     * keep the transposed copy. The CPU: 1 at fp32 (sgemm), 0 at bf16 (oneDNN's bf16 matmul packs
+     * either layout alike; bench/bench_gemm measures both). NULL: 0. No errors. Source: —. */
     int (*matmul_transb_slower)(void);
 
     /* ---- dense algebra ---- */

@@ -873,8 +873,7 @@ static Status average_at_end(Run *r, Err *err) {
     char out[1200];
     snprintf(out, sizeof out, "%s/avg.ckpt", r->dir);
     /* training is over: its activations go before the averaging loads checkpoints beside the
-     * model (the run's peak was here: docs/performance.md); the validation below reserves its
-     * own, smaller */
+     * model (otherwise the run's peak memory); the validation below reserves its own, smaller */
     model_release(&r->model);
     Model m = {0};
     Config c;
@@ -890,7 +889,7 @@ static Status average_at_end(Run *r, Err *err) {
         printf("averaged the last %d epoch checkpoints (epochs %s) -> %s\n", k, list, out);
     /* validated in the run's own model, its weights replaced by avg.ckpt's (training is over, its
      * checkpoints are written): its activations serve, where a second model would reserve its
-     * own as large (1.3 GiB more at the peak for configs/transformer.ini; docs/performance.md) */
+     * own as large */
     if (checkpoint_load_weights(out, &m, &c, &spm, (int)cfg->device, err)) return STATUS_ERR;
     spm_free(spm);
     size_t total = m.ps.total;

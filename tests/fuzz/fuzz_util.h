@@ -1,4 +1,4 @@
-/* fuzz_util.h — shared helpers of the fuzz targets in tests/fuzz/ (README "Robustness").
+/* fuzz_util.h — shared helpers of the fuzz targets in tests/fuzz/ (docs/robustness.md).
  *
  * Every fuzz_<name>.c defines LLVMFuzzerTestOneInput (and maybe LLVMFuzzerInitialize). It is
  * linked two ways:

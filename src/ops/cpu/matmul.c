@@ -1,9 +1,8 @@
 /* matmul.c — the CPU backend's dense products (the Backend's matmul and matmul_bias_forward;
  * semantics in ops/ops.h), and the choice of the library that computes them:
  *   fp32  OpenBLAS's cblas_sgemm, or oneDNN's dnnl_sgemm when the build has oneDNN (TRAINER_DNNL)
- *         and the CPU has AVX-512: there Debian's oneDNN 2.6 runs the models' shapes 1.12× faster
- *         (geometric mean) than OpenBLAS 0.3.21's SkylakeX kernels, and about 2× its default
- *         Haswell ones (bench/bench_gemm, docs/performance.md); on AVX2 CPUs OpenBLAS is ahead.
+ *         and the CPU has AVX-512, where Debian's oneDNN runs the models' shapes faster than Debian's
+ *         OpenBLAS (bench/bench_gemm compares them); on AVX2 CPUs OpenBLAS is ahead.
  *         TRAINER_CPU_GEMM = openblas | onednn overrides the choice (benchmarks, tests).
  *   bf16  (backend_cpu_set_precision) both inputs rounded to bfloat16 (round to nearest even),
  *         products accumulated and stored in fp32: oneDNN's matmul primitive (its JIT GEMM with

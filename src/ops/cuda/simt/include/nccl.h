@@ -9,7 +9,7 @@
  * Semantics kept from NCCL: a communicator of nranks ranks, each with a distinct rank in
  * [0, nranks), made collectively from one ncclUniqueId that one rank made and sent to the others;
  * ncclAllReduce is in place when sendbuff == recvbuff; errors are ncclResult_t codes, with
- * ncclGetErrorString's text. The stand-in's own rules (README "GPU"): the process must have
+ * ncclGetErrorString's text. The stand-in's own rules (docs/gpu.md): the process must have
  * initialised MPI, and nranks must be MPI_COMM_WORLD's size (the ranks may be numbered in any
  * order: the communicator is split from MPI_COMM_WORLD by NCCL rank).
  */
