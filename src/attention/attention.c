@@ -206,3 +206,14 @@ void attention_softmax_host(float *w, const float *e, int len) {
     for (int s = 0; s < len; s++) z += (x[s] = expf(e[s] - m));
     for (int s = 0; s < len; s++) w[s] = (float)(x[s] / z);
 }
+
+int attention_supports_transformer(AttentionKind enc, AttentionKind dec, AttentionKind cross,
+                                   const Backend *be, int D, int NH, char *why, size_t why_len) {
+    const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
+        {enc, ATTN_SLOT_ENC_SELF, 0}, {dec, ATTN_SLOT_DEC_SELF, 1}, {cross, ATTN_SLOT_CROSS, 0}};
+    for (int i = 0; i < 3; i++)
+        if (!attention_supports(slots[i].k, slots[i].slot, slots[i].causal, be, D, D, NH, why,
+                                why_len))
+            return 0;
+    return 1;
+}

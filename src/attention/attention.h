@@ -212,6 +212,12 @@ int attention_ops_used(AttentionKind kind, OpKind *ops); /* no errors */
 int attention_supports(AttentionKind kind, AttentionSlot slot, int causal, const Backend *be,
                        int Dq, int Dk, int NH, char *why, size_t why_len);
 
+/* attention_supports for the Transformer's three slots at once: enc (encoder self-attention),
+ * dec (decoder self-attention, causal) and cross, each with D-wide queries and keys and NH
+ * heads. 1, or 0 with the first refusal's message in why. Source: docs/design.md §4. */
+int attention_supports_transformer(AttentionKind enc, AttentionKind dec, AttentionKind cross,
+                                   const Backend *be, int D, int NH, char *why, size_t why_len);
+
 /* Sets up a for kind (attention_supports must have said yes) and declares the kind's own
  * parameters under prefix (e.g. "dec.attn", "enc.l0.self"). NH heads of Dk / NH; own_proj:
  * 1 when no q/k projections surround the attention (the RNN); mat: init of its matrices; opt:

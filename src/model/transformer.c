@@ -61,13 +61,9 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     if (c->enc_layers > TF_MAXL || c->dec_layers > TF_MAXL)
         return err_set(err, "at most %d layers are supported (model.enc_layers, "
                        "model.dec_layers)", TF_MAXL);
-    const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
-        {c->enc_self, ATTN_SLOT_ENC_SELF, 0}, {c->dec_self, ATTN_SLOT_DEC_SELF, 1},
-        {c->cross, ATTN_SLOT_CROSS, 0}};
-    for (int i = 0; i < 3; i++)
-        if (!attention_supports(slots[i].k, slots[i].slot, slots[i].causal, ps->be, c->D, c->D,
-                                c->NH, why, sizeof why))
-            return err_set(err, "%s", why);
+    if (!attention_supports_transformer(c->enc_self, c->dec_self, c->cross, ps->be, c->D, c->NH,
+                                        why, sizeof why))
+        return err_set(err, "%s", why);
     TfModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->c = *c;
@@ -106,19 +102,7 @@ const Param *tf_W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_s
 /* ---------------------------------------------------------------------------------------- */
 /* memory                                                                                   */
 
-void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes) {
-    CHECK(*n < max, "too many activation buffers");
-    void *p = be->alloc(bytes ? bytes : 4);
-    list[(*n)++] = p;
-    return p;
-}
-static float *act(TfModel *m, size_t n) {
-    return tf_act_in(m->be, m->allocs, &m->nallocs, 512, sizeof(float) * n);
-}
-void tf_free_list(const Backend *be, void **list, int *n) {
-    for (int i = 0; i < *n; i++) be->free(list[i]);
-    *n = 0;
-}
+static float *act(TfModel *m, size_t n) { return acts_floats(&m->acts, m->be, n); }
 
 /* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t, 2i] = sin(t / 10000^(2i/D)),
  * PE[t, 2i+1] = cos(t / 10000^(2i/D)); computed in double on the host, uploaded. */
@@ -153,14 +137,14 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
 }
 
 void transformer_release(TfModel *m) {
-    tf_free_list(m->be, m->allocs, &m->nallocs);
+    acts_free(&m->acts, m->be);
     m->cap = (BatchBounds){0};
 }
 
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
-    tf_free_list(m->be, m->allocs, &m->nallocs);
+    acts_free(&m->acts, m->be);
     tf_reserve_positions(m, S > T ? S : T);
     int D = m->D;
     long NM = NS > NT ? NS : NT;
@@ -536,8 +520,8 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
 
 void transformer_free(TfModel *m) {
     if (!m) return;
-    tf_free_list(m->be, m->allocs, &m->nallocs);
-    tf_free_list(m->be, m->dallocs, &m->ndallocs);
+    acts_free(&m->acts, m->be);
+    acts_free(&m->dacts, m->be);
     if (m->pe) m->be->free(m->pe);
     int **h[] = {&m->h_rlen, &m->h_step, &m->h_parent, &m->h_parent_bh};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(*h[i]);

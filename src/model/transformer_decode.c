@@ -11,11 +11,9 @@
 /* ---------------------------------------------------------------------------------------- */
 /* incremental decoding                                                                     */
 
-static float *dact(TfModel *m, size_t n) {
-    return tf_act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(float) * n);
-}
+static float *dact(TfModel *m, size_t n) { return acts_floats(&m->dacts, m->be, n); }
 static int *diact(TfModel *m, size_t n) {
-    return tf_act_in(m->be, m->dallocs, &m->ndallocs, 8 * TF_MAXL + 32, sizeof(int) * n);
+    return (int *)acts_alloc(&m->dacts, m->be, sizeof(int) * n);
 }
 
 /* The decoding buffers' sizes for R rows of B sentences, S source positions, Tc cached steps.
@@ -47,7 +45,7 @@ static int decode_grow(TfModel *m, int R, int B, int S, int Tc) {
 static void decode_alloc(TfModel *m) {
     const DecodeCaps *cap = &m->dcap;
     size_t R = cap->R, D = (size_t)m->D, NH = (size_t)m->NH;
-    tf_free_list(m->be, m->dallocs, &m->ndallocs);
+    acts_free(&m->dacts, m->be);
     tf_reserve_positions(m, (int)cap->Tc);
     for (int l = 0; l < m->Ld; l++) {
         DecCache *c = &m->dc[l];

@@ -5,6 +5,7 @@
 #ifndef TRAINER_TRANSFORMER_INTERNAL_H
 #define TRAINER_TRANSFORMER_INTERNAL_H
 
+#include "model/acts.h"
 #include "model/output_loss.h"
 #include "model/transformer.h"
 
@@ -69,8 +70,7 @@ struct TfModel {
     /* capacity and buffers (backend memory unless h_) */
     BatchBounds cap;
     int capPos;
-    void *allocs[512];
-    int nallocs;
+    Acts acts;               /* the training activations (transformer_reserve) */
     int B, S, T;                                          /* the current batch */
     int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
     /* the current batch's arrays, batch-major, in backend memory (model.c uploads them) */
@@ -91,8 +91,7 @@ struct TfModel {
     float *d_enc_out;                                     /* [NS,D] */
 
     /* decoding (allocated by decode_begin, grow-only) */
-    void *dallocs[8 * TF_MAXL + 32];
-    int ndallocs;
+    Acts dacts;              /* the decoding state (tf_decode_reserve) */
     DecodeCaps dcap; /* each decoding buffer's size (decode_grow) */
     int dcap_stale;  /* dcap grew in transformer_decode_plan: decode_begin reallocates */
     int R, K, Sd, Tc, cur;        /* rows, beam, source length, cache capacity, ping-pong side */
@@ -111,11 +110,6 @@ struct TfModel {
 /* The target embedding table and the output matrix (emb_src when tied). */
 const Param *tf_E_tgt(const TfModel *m);
 const Param *tf_W_out(const TfModel *m);
-/* Allocates bytes (at least 4) of backend memory into list (n entries, at most max); CHECKs
- * n < max ("too many activation buffers"). */
-void *tf_act_in(const Backend *be, void **list, int *n, int max, size_t bytes);
-/* Frees the n buffers of list; n = 0. */
-void tf_free_list(const Backend *be, void **list, int *n);
 /* Grows the sinusoidal position table m->pe to at least n positions (m->capPos); its own
  * allocation, which neither reserve frees. */
 void tf_reserve_positions(TfModel *m, int n);

@@ -831,14 +831,10 @@ Status config_validate(const Config *c, Err *err) {
     /* every attention slot of the model: the attention table's one check (attention.h) */
     char why[512];
     if (ms->type == MODEL_TRANSFORMER) {
-        const struct { AttentionKind k; AttentionSlot slot; int causal; } slots[] = {
-            {ms->self_attention, ATTN_SLOT_ENC_SELF, 0},
-            {spec_dec_self_attention(ms), ATTN_SLOT_DEC_SELF, 1},
-            {ms->cross_attention, ATTN_SLOT_CROSS, 0}};
-        for (int i = 0; i < 3; i++)
-            RULE(attention_supports(slots[i].k, slots[i].slot, slots[i].causal, NULL, ms->d_model,
-                                    ms->d_model, ms->heads, why, sizeof why),
-                 "config %s: %s", nm, why);
+        RULE(attention_supports_transformer(ms->self_attention, spec_dec_self_attention(ms),
+                                            ms->cross_attention, NULL, ms->d_model, ms->heads,
+                                            why, sizeof why),
+             "config %s: %s", nm, why);
     } else {
         RULE(attention_supports(ms->attention, ATTN_SLOT_RNN, 0, NULL, ms->hidden, ms->hidden,
                                 ms->heads, why, sizeof why),
