@@ -95,6 +95,19 @@ static void fmt_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%.1f s", s);
 }
 
+/* v with commas between thousands ("7,586,624"), into buf */
+static const char *fmt_count(char *buf, size_t n, long v) {
+    char digits[32];
+    int k = snprintf(digits, sizeof digits, "%ld", v < 0 ? -v : v), o = 0;
+    if (v < 0 && o + 1 < (int)n) buf[o++] = '-';
+    for (int i = 0; i < k && o + 4 < (int)n; i++) {
+        if (i && (k - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 /* ---- per-run facts ---- */
 
 static double run_secs(const Archive *a) {
@@ -297,8 +310,10 @@ static void write_scores(FILE *f, const ReportOpts *o, const Table *t, int K) {
         for (int i = 0; i < g->n; i++)
             if (g->runs[i]->log.nval) v[nv++] = runlog_best_bleu(&g->runs[i]->log, NULL);
         fmt_ms(cell, sizeof cell, v, nv);
-        fprintf(f, "| %s%s | %s | %ld | %d | %s |", g->name, gi == t->base ? " (baseline)" : "",
-                config_attention_text(&a->cfg, attn, sizeof attn), a->params, g->n, cell);
+        char params[40];
+        fprintf(f, "| %s%s | %s | %s | %d | %s |", g->name, gi == t->base ? " (baseline)" : "",
+                config_attention_text(&a->cfg, attn, sizeof attn),
+                fmt_count(params, sizeof params, a->params), g->n, cell);
         for (int k = 0; k < o->ntests; k++) {
             static const int cols[3] = {0, 2, 3};
             for (int c = 0; c < 3; c++) {
@@ -358,6 +373,10 @@ static void verdict(const Sig *s, char *buf, size_t n) {
 
 static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
     const Group *b = &t->g[t->base];
+    if (t->ng == 1) {
+        fprintf(f, "No config but %s is in this table yet.\n\n", b->name);
+        return;
+    }
     fprintf(f, "Each config against %s on the beam-%d translations: paired bootstrap resampling "
                "of the test sentences (%d resamples, seed %d; Koehn 2004) in which each resample "
                "scores every seed's translations and averages the seeds' BLEU (Clark et al. 2011, "

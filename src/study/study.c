@@ -601,7 +601,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     ReportTable tables[MAX_TABLES];
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
-    char intro[4096], missing[2048] = "";
+    char intro[4096];
     int nmissing = 0;
     for (int t = 0; t < s->ntables && !rc; t++) {
         int first = na;
@@ -610,8 +610,6 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                 if (runs[i].config != c) continue;
                 if (runs[i].state != ARCHIVED) {
                     nmissing++;
-                    str_appendf(missing, sizeof missing, "%s%s", missing[0] ? ", " : "",
-                                runs[i].name);
                     continue;
                 }
                 rc = archive_read(runs[i].archive, &a[na], err);
@@ -639,11 +637,11 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
                  "precision, once per seed (%d seeds), with the shared SentencePiece model `%s`; "
                  "the configs of a table differ from their recipe in the attention alone. "
-                 "**%d of %d runs are archived**%s%s%s.",
+                 "**Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->spm,
-                 n - nmissing, n, nmissing ? " (missing: " : "", nmissing ? missing : "",
-                 nmissing ? ")" : "");
+                 s->nseeds, s->spm, n - nmissing, n,
+                 nmissing ? "; `trainer study … --status` lists the others and the time they "
+                            "need" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
                         s->notes[0] ? s->notes : NULL, tests, s->ntests, s->sentences,
                         s->nsentences, NULL};

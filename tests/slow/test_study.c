@@ -10,8 +10,8 @@
  *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
- *     per attention over 2 seeds, the significance against the baseline in words, "4 of 4 runs
- *     are archived"), results.csv (4 rows) and significance.csv;
+ *     per attention over 2 seeds, the significance against the baseline in words, "Archived: 4 of 4
+ *     runs"), results.csv (4 rows) and significance.csv;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running, and the study resumes it from its last.ckpt and trains dot_s3 alone;
@@ -138,8 +138,8 @@ int main(void) {
                "the archive's config of %s does not name data.spm_model", runs[i]);
     }
     const char *md = tr_fmt("%s/README.md", dir);
-    EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**4 of 4 runs are "
-                                                                        "archived**") &&
+    EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**Archived: 4 of 4 "
+                                                                        "runs**") &&
                tr_file_contains(md, "| general (baseline) | luong_general |") &&
                tr_file_contains(md, "| dot | luong_dot |") &&
                tr_file_contains(md, "### Significance against general") &&
