@@ -13,8 +13,8 @@
 /* e^x with no branch and no call, so that the loops using it vectorise (glibc's expf does not
  * without -ffast-math): Cody–Waite reduction x = n ln 2 + r, |r| ≤ ln 2 / 2, then Cephes' expf
  * polynomial for e^r, times 2^n built from its bits. n = round(x / ln 2) is read off the low
- * mantissa bits of 1.5·2^23 + x / ln 2 (no float-to-int conversion). Measured against exp in
- * double over [−87, 1]: relative error ≤ 8.6e-8 (≈ 1 ulp; glibc expf 6.0e-8). Returns 0 below −87
+ * mantissa bits of 1.5·2^23 + x / ln 2 (no float-to-int conversion). Relative error against exp
+ * in double over [−87, 1]: at most 8.6e-8 (about 1 ulp). Returns 0 below −87
  * (and for −∞), where expf gives < 1.7e-38; NaN gives NaN. The callers pass x ≲ 0 (a score
  * minus its row's maximum or log-sum-exp): flash attention, the softmax cross-entropy. */
 static inline float cpu_expf(float x) {

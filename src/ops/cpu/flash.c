@@ -14,12 +14,8 @@
  *   OpenBLAS (OpenMP build) runs them single-threaded inside our parallel region, and it never
  *   splits the inner dimension, so a product's bits do not depend on its thread count. The
  *   softmax parts are `omp simd` loops with cpu_expf (cpu_internal.h). Tiles wholly beyond key_len[b] or
- *   wholly masked by causality are never visited.
- *   Measured on the 2-core AVX-512 development host, one thread, B 1, NH 8, T 1024, D = Dv 64,
- *   not causal (forward / backward, ms): this algorithm with plain vectorised loops 420 / 960;
- *   with sgemm and glibc expf 54 / 64; with sgemm and cpu_expf 27 / 44 (OPENBLAS_CORETYPE
- *   SkylakeX, as backend_cpu_prefer_fast_blas sets; OpenBLAS's default kernels there: 84 / 172);
- *   the materialised attn_forward / attn_backward 556 / 1143.
+ *   wholly masked by causality are never visited. bench/bench_attention times it against the
+ *   materialised attn_forward / attn_backward.
  *
  * Memory: per thread 2·FLASH_BR·FLASH_BC floats of the caller's work (cpu_flash_attn_workspace:
  *   scores/probabilities, dp/ds) and O(FLASH_BR) on the stack; nothing is allocated; no Tq × Tk matrix exists anywhere. The output block itself is the

@@ -146,8 +146,8 @@ void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
     } while (0)
 
 /* One bf16 matmul primitive per (transA, transB, alpha, beta), its M, N and K given at run time
- * (DNNL_RUNTIME_DIM_VAL): oneDNN 2.6 then runs its JIT GEMM (gemm:jit, 1.3–1.8× its fp32 sgemm on
- * the models' shapes on an AVX512_BF16 CPU, measured), and no batch shape costs a new primitive.
+ * (DNNL_RUNTIME_DIM_VAL): oneDNN then runs its JIT GEMM (gemm:jit), and no batch shape costs a
+ * new primitive.
  * Created once under a lock and kept for the process's life; primitives execute concurrently
  * (user-provided scratchpad, one stream per thread). */
 typedef struct {

@@ -15,10 +15,8 @@
  * Backward: per query row, dP = dout vᵀ (one warp per key, as the scores) and
  * dS = P ⊙ (dP − P·dP) · scale into the workspace [R,Tq,Tk]; then blocks (r, slice) write dq, dk,
  * dv, each float summed by its owning thread in a fixed order (over s or t ascending). No
- * atomics: deterministic under every schedule. (The first version had one thread per key run
- * the whole dot product: with Luong attention's one query per decoder step, D = 512 and ~14
- * keys, 14 of 128 threads worked; forward and backward took 15% of a luong.ini step on an
- * H200.)
+ * atomics: deterministic under every schedule. A warp per key keeps every thread busy when a
+ * row has few keys and a wide head (Luong attention: one query per decoder step, D = 512).
  */
 #ifndef TRAINER_CUDA_ATTN_SDP_CUH
 #define TRAINER_CUDA_ATTN_SDP_CUH

@@ -18,10 +18,9 @@ static void cu_embedding_forward(float *out, const int *ids, const float *table,
 }
 
 /* Id groups of the backward for N tokens: a power of two near N / 8 (about 8 tokens, a quarter
- * of a ballot, per group), from EMB_TY (one block row) to EMB_GROUPS (N > 2,048; the 8192-token
- * batches measured on the H200 have N of about 4,100). Beyond the tokens, more groups only add
- * warps that find nothing; in the emulated build each is 32 fibers, and a fixed 512 made CI's
- * ASan run of test_model_cuda (batches of ~50 tokens) take 1,134 s instead of 198. */
+ * of a ballot, per group), from EMB_TY (one block row) to EMB_GROUPS (N > 2,048; an 8192-token
+ * batch has N of about 4,100). Beyond the tokens, more groups only add warps that find nothing
+ * (in the emulated build, 32 fibers each). */
 static unsigned emb_groups(int N) {
     unsigned g = EMB_TY;
     while (g < (unsigned)EMB_GROUPS && g * 8u < (unsigned)N) g <<= 1;

@@ -9,9 +9,7 @@
  * those whose id is in its group, and for each marked token, in ascending n, lane x adds
  * dout[n, c] to dtable[ids[n], c] for its column c. Every float of dtable thus has exactly one
  * writer, which adds that row's tokens in ascending n — the CPU's sequential sum, bit for bit,
- * under every thread and block order. (The first version had one thread per (column, group)
- * test every id in turn, in 64 groups: 180 µs a call for N = 4,230, E = 256 on an H200, 2% of a
- * Transformer step.)
+ * under every thread and block order; a ballot tests 32 ids at once.
  */
 #ifndef TRAINER_CUDA_EMBEDDING_CUH
 #define TRAINER_CUDA_EMBEDDING_CUH

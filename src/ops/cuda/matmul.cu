@@ -19,9 +19,8 @@
 static int g_precision = BACKEND_PRECISION_FP32;
 
 /* ---- bf16 ----
- * CUBLAS_COMPUTE_32F_FAST_16BF only allows cuBLAS to round fp32 inputs to bfloat16, and on an
- * H100 (cuBLAS of CUDA 13.0, 2026-11-27) it gave exactly the TF32 result: the same error against
- * fp32 in test_backend_ops and the same losses over 7,000 training steps. So at bf16 each operand
+ * CUBLAS_COMPUTE_32F_FAST_16BF only allows cuBLAS to round fp32 inputs to bfloat16, and cuBLAS
+ * may run TF32 kernels for it (it does on an H100: docs/gpu.md). So at bf16 each operand
  * is rounded here (k_round_bf16: nearest even, NaN stays NaN, as backend_cpu_round_bf16) into a
  * staging buffer of two halves, A's and B's, and cuBLAS multiplies the CUDA_R_16BF operands with
  * CUBLAS_COMPUTE_32F into the fp32 output (what PyTorch's autocast asks of it too). The buffer is

@@ -6,8 +6,8 @@
  * pointers); elsewhere, or with SIMT_FORCE_UCONTEXT, swapcontext. Either way every switch is
  * announced to ASan (__sanitizer_start/finish_switch_fiber) and TSan (__tsan_switch_to_fiber):
  * the sanitizers need those annotations, not swapcontext itself (ASan's swapcontext interceptor
- * even clears the whole target stack's shadow on every switch: 50 k threads/s measured, against
- * the register switch's millions). Fiber stacks are pooled per OS thread, with a guard page.
+ * even clears the whole target stack's shadow on every switch, far slower than the register
+ * switch). Fiber stacks are pooled per OS thread, with a guard page.
  *
  * TSan mode (SIMT_TSAN defined; this file itself is not instrumented, the kernels are): blocks run
  * on 4 worker OS threads at once; every emulated thread is a TSan fiber, switched with the no-sync
@@ -661,7 +661,7 @@ void exec_begin_launch(Exec *E, Launch *L) {
 
 #if defined(SIMT_TSAN_BUILD)
 /* TSan mode: kWorkers OS threads that run blocks, started at the first launch, kept for the
- * process (their TSan fibers are reused across blocks and launches: creating one costs ~0.5 ms). */
+ * process (their TSan fibers are reused across blocks and launches: creating one is costly). */
 const unsigned kWorkers = 4;
 struct Pool {
     std::mutex mu;
