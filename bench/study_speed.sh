@@ -202,7 +202,8 @@ done
   echo
   echo "- date: $date_utc"
   echo "- machine: $machine"
-  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision, $warmup warm-up + $batches timed batches per run (the first batches of seed $seed's first epoch), $rounds rounds interleaved (round r starts at the r-th config)"
+  prec_note=""; [ "$precision" = "$plan_precision" ] || prec_note=" (not the plan's ${plan_precision:-unset}: --precision)"
+  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of seed $seed's first epoch), $rounds rounds interleaved (round r starts at the r-th config)"
   echo "- SentencePiece model: $spm"
   echo "- load average (1, 5, 15 min; running/total; last pid) before: $load0; after: $load1"
   awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' &&
