@@ -1,19 +1,67 @@
-/* bench_attention.c — forward + backward time and extra memory of each attention kind against
- * sequence length, on the CPU backend (a benchmark, not a test).
+/* bench_attention.c — forward and backward time and extra memory of each attention op of the CPU
+ * backend against sequence length, causal and not (a benchmark, not a test).
  *
- *   bench_attention [--threads N] [--max-len 4096] [--heads 8] [--head-size 64] [--causal]
+ *   bench_attention [--threads N] [--min-len 16] [--max-len 4096] [--heads 8] [--head-size 64]
+ *                   [--causal | --non-causal] [--kinds a,b,...] [--reps R] [--linformer-k 32]
+ *                   [--local-window 10] [--additive-max-len 512] [--csv FILE] [--plot PNG]
  *
- * Self-attention of one sequence: q, k, v [1, NH, T, HS], all T keys visible (causal with
- * --causal; efficient attention has no causal form and is left out then), T = 16, 32, …, max-len.
- * Kinds: sdp (the materialised attn_forward/attn_backward, weights [NH, T, T]), flash
- * (flash_attn_*), linear (linear_attn_*), efficient (efficient_attn_*).
- * Time: the median of several forward + backward passes after a warm-up (fewer repetitions at long
- * lengths). Memory: each (kind, T) runs in a forked child; "extra MiB" is the child's peak
- * resident set (getrusage ru_maxrss) after the passes minus its peak after allocating and touching
- * the inputs, outputs and gradients — what the kind needs beyond its arguments (weights for sdp,
- * lse for flash, running states for linear). Page granularity: 4 KiB.
- * The last line names the shortest length at which linear attention's forward + backward is
- * faster than flash's.
+ * --threads: 0 (default) all cores. --kinds: a comma-separated subset of the kinds below.
+ *
+ * Self-attention of one sequence: q, k, v [1, NH, T, HS] (uniform in [−0.5, 0.5)), every key
+ * visible (no padding), T = min-len, 2·min-len, …, max-len. Two series, one after the other: not
+ * causal, then causal (key s visible to query t iff s <= t); --causal or --non-causal runs one.
+ * Each kind is the sequence of backend ops (ops/ops.h) its attention row calls for one forward
+ * and one backward, with nothing around them (no projections, no head split):
+ *   sdp        attn_forward (weights [NH, T, T] kept for the backward) / attn_backward. The
+ *              same op serves luong_dot and luong_general (general adds a matmul outside it).
+ *   flash      flash_attn_forward (keeps lse [NH, T]) / flash_attn_backward.
+ *   linear     linear_attn_forward / _backward, φ = elu + 1.
+ *   efficient  efficient_attn_forward / _backward. No causal form.
+ *   taylor     as attention/taylor.c: l2feature_forward of q and of k ([1; x/‖x‖], HS + 1
+ *              wide), linear_attn_forward with the identity map; the backward recomputes the
+ *              features, runs linear_attn_backward into their gradients and l2feature_backward
+ *              into dq, dk.
+ *   linformer  as attention/linformer.c with model.linformer_share = none: Kp = E K, Vp = F V
+ *              (linformer_proj_forward; E, F [NH·r, n], Xavier-uniform), attn_forward of q over
+ *              the r projected keys; the backward recomputes those, runs attn_backward and
+ *              linformer_proj_backward into dk, dE and dv, dF. n, the longest length the
+ *              projections span, must be >= T: here n = T at every length; r = --linformer-k
+ *              (default 32, the config's default). No causal form.
+ *   additive   additive_attn_forward (weights [NH, T, T] kept) / _backward on projected queries
+ *              and keys of width A = HS and one v_a [A] per head: the op of bahdanau and
+ *              luong_concat (their projections W q, U h are matmuls outside it). Its scores cost
+ *              NH·T²·A tanh, so it runs up to T = --additive-max-len (default 512) only.
+ *   local      local_attn_forward (weights [NH, T, T] kept, zero outside the window) / _backward,
+ *              the op of luong_local: the dot score (general's query transform is a matmul
+ *              outside it) scaled by 1/√HS, local-p positions p_t = T·σ(z_t) from a given z
+ *              (uniform in [−2, 2); the predictor's matmul and tanh are outside it), window
+ *              D = --local-window (default 10, the config's default). No causal form.
+ * Kinds without a causal form are left out of the causal series (the output names them; the CSV
+ * has no causal rows for them).
+ *
+ * Time: each (series, kind, T) runs one warm-up forward + backward, then R timed ones (R = --reps,
+ * else 9 up to T = 256, 5 up to 1024, 3 beyond); forward and backward are timed separately (wall
+ * clock, now_seconds). Reported: the median forward ms, the median backward ms and the median of
+ * their per-pass sums ("fwd+bwd"), so fwd + bwd need not equal fwd+bwd exactly.
+ * Memory: each (series, kind, T) runs in a forked child. The child allocates and touches the
+ * arguments (q, k, v, out, dout, dq, dk, dv; linformer's E, F and their gradients; additive's
+ * v_a and its gradient; local's z and its gradient), reads its peak resident set (getrusage
+ * ru_maxrss), then allocates what the kind needs beyond its arguments once (the workspace its
+ * *_workspace function asks for; the saved weights of sdp, additive and local; flash's lse) and
+ * runs the passes. "extra MiB" = the peak after the passes minus the peak before: pages the kind
+ * touched beyond its arguments. Before all this the child runs one untimed pass at T = 16 (its
+ * buffers freed after), so that the ops' code and the BLAS and OpenMP runtimes are resident
+ * before the baseline and not counted. Resolution: 4 KiB pages; figures under about 0.2 MiB are
+ * at the allocator's granularity. Buffers are allocated once per child, as a model reserves them
+ * once, so the timed passes do not fault in fresh pages.
+ * Output: per series a Markdown table (T, kind, reps, fwd ms, bwd ms, fwd+bwd ms, extra MiB),
+ * then per series the shortest T from which each kind's fwd+bwd is below sdp's at every longer
+ * T measured, and linear against flash. --csv FILE: one row per (series, kind, T):
+ * kind,causal,T,heads,head_size,threads,reps,fwd_ms,bwd_ms,total_ms,extra_mib (a failed child:
+ * reps 0 and empty figures). --plot PNG: three log-log panels drawn by gnuplot (eval/plot.h):
+ * fwd+bwd ms against T not causal, the same causal, extra MiB against T (the non-causal series;
+ * the causal one when only that ran); points of 0 MiB cannot be drawn on a log axis and are left
+ * out.
  */
 #include <math.h>
 #include <omp.h>
@@ -26,14 +74,22 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "eval/plot.h"
 #include "ops/ops.h"
 #include "train/train.h"
 
-enum { K_SDP, K_FLASH, K_LINEAR, K_EFFICIENT, NKINDS };
-static const char *const kind_names[NKINDS] = {"sdp", "flash", "linear", "efficient"};
+enum { K_SDP, K_FLASH, K_LINEAR, K_EFFICIENT, K_TAYLOR, K_LINFORMER, K_ADDITIVE, K_LOCAL, NKINDS };
+static const char *const kind_names[NKINDS] = {"sdp",    "flash",     "linear",   "efficient",
+                                               "taylor", "linformer", "additive", "local"};
+static const int kind_causal[NKINDS] = {1, 1, 1, 0, 1, 0, 1, 0}; /* has a causal form */
 
 typedef struct {
-    double ms, extra_mib;
+    int NH, HS, lf_r, window, reps_fixed, additive_max;
+} Setup;
+
+typedef struct {
+    int reps;                              /* 0: the child failed; −1: not measured */
+    double fwd_ms, bwd_ms, total_ms, extra_mib;
 } Result;
 
 static double peak_mib(void) {
@@ -47,79 +103,233 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* One (kind, T) measurement; runs in the child. */
-static Result measure(int kind, int T, int NH, int HS, int causal) {
-    const Backend *be = backend_cpu();
-    size_t n = (size_t)NH * T * HS;
-    float *q = xmalloc(sizeof(float) * n), *k = xmalloc(sizeof(float) * n);
-    float *v = xmalloc(sizeof(float) * n), *o = xmalloc(sizeof(float) * n);
-    float *g = xmalloc(sizeof(float) * n), *dq = xcalloc(n, sizeof(float));
-    float *dk = xcalloc(n, sizeof(float)), *dv = xcalloc(n, sizeof(float));
+static double median(double *x, int n) {
+    qsort(x, n, sizeof(double), cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static int reps_for(const Setup *su, int T) {
+    if (su->reps_fixed > 0) return su->reps_fixed;
+    return T <= 256 ? 9 : T <= 1024 ? 5 : 3;
+}
+
+/* n floats uniform in [lo, lo + width), touched */
+static float *rand_buf(Rng *rng, size_t n, float lo, float width) {
+    float *x = xmalloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) x[i] = lo + width * rng_uniform(rng);
+    return x;
+}
+
+/* n zeros, touched (calloc may hand out untouched pages, which would count as "extra" later) */
+static float *zero_buf(size_t n) {
+    float *x = xmalloc(sizeof(float) * (n ? n : 1));
+    memset(x, 0, sizeof(float) * (n ? n : 1));
+    return x;
+}
+
+/* One (kind, T)'s buffers: the arguments, then what the kind needs beyond them. */
+typedef struct {
+    int T, len;
+    size_t n, nf, nkv;
+    float *q, *k, *v, *g, *o, *dq, *dk, *dv;        /* [NH, T, HS] */
+    float *E, *F, *dE, *dF, *va, *dva, *z, *dz;     /* linformer, additive, local */
+    float *w, *lse, *work;                          /* beyond the arguments */
+} Bufs;
+
+/* The arguments (touched). */
+static void alloc_args(Bufs *b, int kind, int T, const Setup *su) {
+    int NH = su->NH, HS = su->HS, r = su->lf_r;
+    memset(b, 0, sizeof *b);
+    b->T = b->len = T;
+    b->n = (size_t)NH * T * HS, b->nf = (size_t)NH * T * (HS + 1), b->nkv = (size_t)NH * r * HS;
     Rng rng;
     rng_seed(&rng, 1, (uint64_t)T);
-    for (size_t i = 0; i < n; i++) {
-        q[i] = rng_uniform(&rng) - 0.5f, k[i] = rng_uniform(&rng) - 0.5f;
-        v[i] = rng_uniform(&rng) - 0.5f, g[i] = rng_uniform(&rng) - 0.5f, o[i] = 0;
+    b->q = rand_buf(&rng, b->n, -0.5f, 1.0f), b->k = rand_buf(&rng, b->n, -0.5f, 1.0f);
+    b->v = rand_buf(&rng, b->n, -0.5f, 1.0f), b->g = rand_buf(&rng, b->n, -0.5f, 1.0f);
+    b->o = zero_buf(b->n), b->dq = zero_buf(b->n);
+    b->dk = zero_buf(b->n), b->dv = zero_buf(b->n);
+    if (kind == K_LINFORMER) { /* E, F [NH·r, n], Xavier-uniform over [r, n], n = T */
+        size_t nE = (size_t)NH * r * T;
+        float a = sqrtf(6.0f / (float)(r + T));
+        b->E = rand_buf(&rng, nE, -a, 2 * a), b->F = rand_buf(&rng, nE, -a, 2 * a);
+        b->dE = zero_buf(nE), b->dF = zero_buf(nE);
+    } else if (kind == K_ADDITIVE) { /* v_a [NH, A], A = HS */
+        b->va = rand_buf(&rng, (size_t)NH * HS, -0.5f, 1.0f);
+        b->dva = zero_buf((size_t)NH * HS);
+    } else if (kind == K_LOCAL) { /* z [T]: p_t = T·σ(z_t) */
+        b->z = rand_buf(&rng, (size_t)T, -2.0f, 4.0f), b->dz = zero_buf((size_t)T);
     }
-    int len = T;
+}
+
+/* What the kind needs beyond its arguments (not touched here): its workspace, as its attention
+ * row sizes it, and what its forward keeps for the backward. */
+static void alloc_extra(Bufs *b, int kind, const Setup *su) {
+    const Backend *be = backend_cpu();
+    int NH = su->NH, HS = su->HS, r = su->lf_r, T = b->T;
+    size_t nw = (size_t)NH * T * T, nwork = 0;
+    switch (kind) {
+    case K_SDP:
+        nwork = be->attn_workspace(1, NH, T, T, HS, HS);
+        b->w = xmalloc(sizeof(float) * nw);
+        break;
+    case K_FLASH:
+        nwork = be->flash_attn_workspace(1, NH, T, T, HS, HS);
+        b->lse = xmalloc(sizeof(float) * (size_t)NH * T);
+        break;
+    case K_LINEAR: nwork = be->linear_attn_workspace(1, NH, T, T, HS, HS); break;
+    case K_EFFICIENT: nwork = be->efficient_attn_workspace(1, NH, T, T, HS, HS); break;
+    case K_TAYLOR: /* as taylor_workspace: φ(q), φ(k), their gradients, linear attention's */
+        nwork = 4 * b->nf + be->linear_attn_workspace(1, NH, T, T, HS + 1, HS);
+        break;
+    case K_LINFORMER: /* as linformer_workspace: Kp, Vp, dKp, dVp [NH, r, HS]; weights
+                       * [NH, T, r]; the backward's output scratch [NH, T, HS]; attn_backward's */
+        nwork = 4 * b->nkv + (size_t)NH * T * r + b->n + be->attn_workspace(1, NH, T, r, HS, HS);
+        break;
+    case K_ADDITIVE:
+        nwork = be->additive_attn_workspace(1, NH, T, T, HS, HS);
+        b->w = xmalloc(sizeof(float) * nw);
+        break;
+    case K_LOCAL:
+        nwork = be->local_attn_workspace(1, NH, T, T, HS, HS);
+        b->w = xmalloc(sizeof(float) * nw);
+        break;
+    }
+    b->work = xmalloc(sizeof(float) * (nwork + 1));
+}
+
+static void free_bufs(Bufs *b) {
+    float *p[] = {b->q, b->k, b->v, b->g, b->o, b->dq, b->dk, b->dv, b->E, b->F, b->dE,
+                  b->dF, b->va, b->dva, b->z, b->dz, b->w, b->lse, b->work};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    memset(b, 0, sizeof *b);
+}
+
+/* One forward (the time into *tf, seconds) and one backward (*tb) of kind on b. */
+static void pass(const Bufs *b, int kind, int causal, const Setup *su, double *tf, double *tb) {
+    const Backend *be = backend_cpu();
+    int NH = su->NH, HS = su->HS, r = su->lf_r, T = b->T, D1 = HS + 1;
+    const int *len = &b->len;
     float scale = 1.0f / sqrtf((float)HS);
-    double base = peak_mib();
-    float *w = NULL, *lse = NULL;
-    int reps = T <= 256 ? 9 : T <= 1024 ? 5 : 3;
-    double t[9];
-    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        double t0 = now_seconds();
-        size_t nw = kind == K_SDP     ? be->attn_workspace(1, NH, T, T, HS, HS)
-                    : kind == K_FLASH ? be->flash_attn_workspace(1, NH, T, T, HS, HS)
-                    : kind == K_LINEAR ? be->linear_attn_workspace(1, NH, T, T, HS, HS)
-                                       : be->efficient_attn_workspace(1, NH, T, T, HS, HS);
-        float *work = xmalloc(sizeof(float) * (nw + 1)); /* counted in the peak, as before */
-        switch (kind) {
-        case K_SDP: /* the weights live as long as the backward needs them */
-            w = xmalloc(sizeof(float) * (size_t)NH * T * T);
-            be->attn_forward(o, w, q, k, v, &len, scale, causal, 1, NH, T, T, HS, HS);
-            be->attn_backward(dq, dk, dv, g, q, k, v, w, scale, 1, NH, T, T, HS, HS, work);
-            free(w);
-            break;
-        case K_FLASH: {
-            int lens[1] = {T};
-            lse = xmalloc(sizeof(float) * (size_t)NH * T);
-            be->flash_attn_forward(o, lse, q, k, v, lens, scale, causal, 1, NH, T, T, HS, HS,
-                                   work);
-            be->flash_attn_backward(dq, dk, dv, g, q, k, v, o, lse, lens, scale, causal, 1, NH, T,
-                                    T, HS, HS, work);
-            free(lse);
-            break;
-        }
-        case K_LINEAR:
-            be->linear_attn_forward(o, q, k, v, &len, causal, LINEAR_PHI_ELU1, 1, NH, T, T, HS,
-                                    HS, work);
-            be->linear_attn_backward(dq, dk, dv, g, q, k, v, &len, causal, LINEAR_PHI_ELU1, 1, NH,
-                                     T, T, HS, HS, work);
-            break;
-        case K_EFFICIENT:
-            be->efficient_attn_forward(o, q, k, v, &len, 1, NH, T, T, HS, HS, work);
-            be->efficient_attn_backward(dq, dk, dv, g, q, k, v, &len, 1, NH, T, T, HS, HS, work);
-            break;
-        }
-        free(work);
-        if (r >= 0) t[r] = now_seconds() - t0;
+    float *q = b->q, *k = b->k, *v = b->v, *g = b->g, *o = b->o, *dq = b->dq, *dk = b->dk,
+          *dv = b->dv, *w = b->w, *work = b->work;
+    /* taylor's work: features, their gradients, then linear attention's */
+    float *fq = work, *fk = work + b->nf, *dfq = work + 2 * b->nf, *dfk = work + 3 * b->nf;
+    /* linformer's: Kp, Vp, dKp, dVp, weights, output scratch, then attn_backward's */
+    float *Kp = work, *Vp = work + b->nkv, *dKp = work + 2 * b->nkv, *dVp = work + 3 * b->nkv;
+    float *Wl = work + 4 * b->nkv, *Os = Wl + (size_t)NH * T * r, *Wa = Os + b->n;
+    double t0 = now_seconds();
+    switch (kind) {
+    case K_SDP: be->attn_forward(o, w, q, k, v, len, scale, causal, 1, NH, T, T, HS, HS); break;
+    case K_FLASH:
+        be->flash_attn_forward(o, b->lse, q, k, v, len, scale, causal, 1, NH, T, T, HS, HS, work);
+        break;
+    case K_LINEAR:
+        be->linear_attn_forward(o, q, k, v, len, causal, LINEAR_PHI_ELU1, 1, NH, T, T, HS, HS,
+                                work);
+        break;
+    case K_EFFICIENT: be->efficient_attn_forward(o, q, k, v, len, 1, NH, T, T, HS, HS, work); break;
+    case K_TAYLOR:
+        be->l2feature_forward(fq, q, NH * T, HS);
+        be->l2feature_forward(fk, k, NH * T, HS);
+        be->linear_attn_forward(o, fq, fk, v, len, causal, LINEAR_PHI_IDENTITY, 1, NH, T, T, D1,
+                                HS, work + 4 * b->nf);
+        break;
+    case K_LINFORMER:
+        be->linformer_proj_forward(Kp, b->E, k, len, 1, NH, r, T, HS, T, 0);
+        be->linformer_proj_forward(Vp, b->F, v, len, 1, NH, r, T, HS, T, 0);
+        be->attn_forward(o, Wl, q, Kp, Vp, NULL, scale, 0, 1, NH, T, r, HS, HS);
+        break;
+    case K_ADDITIVE:
+        be->additive_attn_forward(o, w, q, k, b->va, v, len, causal, 1, NH, T, T, HS, HS);
+        break;
+    case K_LOCAL:
+        be->local_attn_forward(o, w, q, k, NULL, v, b->z, len, scale, su->window, 0, 1, NH, T, T,
+                               HS, HS);
+        break;
     }
-    qsort(t, reps, sizeof(double), cmp_double);
-    Result res = {1e3 * t[reps / 2], peak_mib() - base};
-    free(q), free(k), free(v), free(o), free(g), free(dq), free(dk), free(dv);
+    double t1 = now_seconds();
+    switch (kind) {
+    case K_SDP: be->attn_backward(dq, dk, dv, g, q, k, v, w, scale, 1, NH, T, T, HS, HS, work); break;
+    case K_FLASH:
+        be->flash_attn_backward(dq, dk, dv, g, q, k, v, o, b->lse, len, scale, causal, 1, NH, T, T,
+                                HS, HS, work);
+        break;
+    case K_LINEAR:
+        be->linear_attn_backward(dq, dk, dv, g, q, k, v, len, causal, LINEAR_PHI_ELU1, 1, NH, T, T,
+                                 HS, HS, work);
+        break;
+    case K_EFFICIENT:
+        be->efficient_attn_backward(dq, dk, dv, g, q, k, v, len, 1, NH, T, T, HS, HS, work);
+        break;
+    case K_TAYLOR: /* features recomputed, as taylor_backward does */
+        be->l2feature_forward(fq, q, NH * T, HS);
+        be->l2feature_forward(fk, k, NH * T, HS);
+        be->zero(dfq, sizeof(float) * b->nf);
+        be->zero(dfk, sizeof(float) * b->nf);
+        be->linear_attn_backward(dfq, dfk, dv, g, fq, fk, v, len, causal, LINEAR_PHI_IDENTITY, 1,
+                                 NH, T, T, D1, HS, work + 4 * b->nf);
+        be->l2feature_backward(dq, dfq, q, NH * T, HS);
+        be->l2feature_backward(dk, dfk, k, NH * T, HS);
+        break;
+    case K_LINFORMER: /* Kp, Vp and the weights recomputed, as linformer_backward does */
+        be->linformer_proj_forward(Kp, b->E, k, len, 1, NH, r, T, HS, T, 0);
+        be->linformer_proj_forward(Vp, b->F, v, len, 1, NH, r, T, HS, T, 0);
+        be->attn_forward(Os, Wl, q, Kp, Vp, NULL, scale, 0, 1, NH, T, r, HS, HS);
+        be->zero(dKp, sizeof(float) * b->nkv);
+        be->zero(dVp, sizeof(float) * b->nkv);
+        be->attn_backward(dq, dKp, dVp, g, q, Kp, Vp, Wl, scale, 1, NH, T, r, HS, HS, Wa);
+        be->linformer_proj_backward(dk, b->dE, dKp, b->E, k, len, 1, NH, r, T, HS, T, 0);
+        be->linformer_proj_backward(dv, b->dF, dVp, b->F, v, len, 1, NH, r, T, HS, T, 0);
+        break;
+    case K_ADDITIVE:
+        be->additive_attn_backward(dq, dk, b->dva, dv, g, q, k, b->va, v, w, 1, NH, T, T, HS, HS,
+                                   work);
+        break;
+    case K_LOCAL:
+        be->local_attn_backward(dq, dk, NULL, dv, b->dz, g, q, k, NULL, v, b->z, w, len, scale,
+                                su->window, 0, 1, NH, T, T, HS, HS, work);
+        break;
+    }
+    *tf = t1 - t0, *tb = now_seconds() - t1;
+}
+
+/* One (kind, T, causal) measurement; runs in the child. A pass at T = 16 first brings the ops'
+ * code, the BLAS and OpenMP runtimes and their buffers into memory, so that the baseline holds
+ * them and "extra" is the kind's data alone. */
+static Result measure(int kind, int T, int causal, const Setup *su) {
+    Bufs b;
+    double f, bw;
+    alloc_args(&b, kind, 16, su);
+    alloc_extra(&b, kind, su);
+    pass(&b, kind, causal, su, &f, &bw);
+    free_bufs(&b);
+    alloc_args(&b, kind, T, su);
+    double base = peak_mib();
+    alloc_extra(&b, kind, su);
+    int reps = reps_for(su, T);
+    double *tf = xmalloc(sizeof(double) * reps), *tb = xmalloc(sizeof(double) * reps);
+    double *tt = xmalloc(sizeof(double) * reps);
+    for (int rep = -1; rep < reps; rep++) { /* rep = -1: warm-up */
+        pass(&b, kind, causal, su, &f, &bw);
+        if (rep >= 0) tf[rep] = f, tb[rep] = bw, tt[rep] = f + bw;
+    }
+    Result res = {reps, 1e3 * median(tf, reps), 1e3 * median(tb, reps), 1e3 * median(tt, reps),
+                  peak_mib() - base};
+    free(tf), free(tb), free(tt);
+    free_bufs(&b);
     return res;
 }
 
 /* Runs measure() in a child so that each figure's peak memory is its own. */
-static int run_child(int kind, int T, int NH, int HS, int causal, Result *out) {
+static int run_child(int kind, int T, int causal, const Setup *su, Result *out) {
     int fd[2];
     if (pipe(fd)) return -1;
+    fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
         close(fd[0]);
-        Result r = measure(kind, T, NH, HS, causal);
+        Result r = measure(kind, T, causal, su);
         ssize_t wr = write(fd[1], &r, sizeof r);
         _exit(wr == (ssize_t)sizeof r ? 0 : 1);
     }
@@ -131,49 +341,266 @@ static int run_child(int kind, int T, int NH, int HS, int causal, Result *out) {
     return got == (ssize_t)sizeof *out && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* The shortest T from which kind's fwd+bwd is below ref's at every longer T where both were
+ * measured; 0 when there is none. *last: the longest such T (0: none). */
+static int faster_from(Result (*res)[NKINDS], int nlen, const int *lens, int kind, int ref,
+                       int *last) {
+    int from = 0;
+    *last = 0;
+    for (int i = nlen - 1; i >= 0; i--) {
+        const Result *a = &res[i][kind], *b = &res[i][ref];
+        if (a->reps < 0 || b->reps < 0) continue;
+        if (!*last) *last = lens[i];
+        if (!a->reps || !b->reps || a->total_ms >= b->total_ms) break;
+        from = lens[i];
+    }
+    return from;
+}
+
+/* One colour and point type per kind, the same in every panel. */
+static const char *const kind_colour[NKINDS] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a",
+                                                "#66a61e", "#e6ab02", "#a6761d", "#444444"};
+
+/* The gnuplot commands of --plot: one data block per (panel, kind), then three panels. A kind
+ * with no point to draw in a panel (not measured there, or 0 MiB everywhere) is named in a
+ * note under the panel's key instead. */
+static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen,
+                       const int *lens, const int *use, const Setup *su, int threads) {
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    CHECK(f != NULL, "open_memstream failed (out of memory)");
+    int panel_series[3] = {0, 1, run_series[0] ? 0 : 1}, rows[3][NKINDS] = {{0}};
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < NKINDS; k++) {
+            int s = panel_series[p];
+            if (!run_series[s] || !use[k] || (s && !kind_causal[k])) continue;
+            fprintf(f, "$p%d_%s << EOD\n", p, kind_names[k]);
+            for (int i = 0; i < nlen; i++) {
+                const Result *r = &res[s][i][k];
+                double y = p < 2 ? r->total_ms : r->extra_mib;
+                if (r->reps > 0 && y > 0) fprintf(f, "%d %.6g\n", lens[i], y), rows[p][k]++;
+            }
+            fprintf(f, "EOD\n");
+        }
+    fprintf(f, "set multiplot layout 1,3 title \"attention ops on the CPU backend: one sequence, "
+               "%d heads of %d, %d thread%s\"\n", su->NH, su->HS, threads, threads == 1 ? "" : "s");
+    fprintf(f, "set grid\nset logscale x 2\nset logscale y 10\nset format x '%%g'\n"
+               "set xlabel 'sequence length T'\nset key top left box opaque\n");
+    for (int p = 0; p < 3; p++) {
+        int s = panel_series[p];
+        if (p < 2)
+            fprintf(f, "set title \"forward + backward, %s\"\nset ylabel 'ms'\n",
+                    s ? "causal" : "not causal");
+        else
+            fprintf(f, "set title \"extra memory beyond the arguments, %s\"\nset ylabel 'MiB'\n",
+                    s ? "causal" : "not causal");
+        int drawn = 0, missing = 0;
+        char note[256] = "";
+        for (int k = 0; k < NKINDS; k++) {
+            if (!run_series[s] || !use[k] || (s && !kind_causal[k])) continue;
+            if (rows[p][k]) {
+                drawn++;
+                continue;
+            }
+            size_t l = strlen(note);
+            snprintf(note + l, sizeof note - l, "%s%s", missing++ ? ", " : "", kind_names[k]);
+        }
+        if (!drawn) {
+            fprintf(f, "set label 1 '%s' at graph 0.5, graph 0.5 center\n"
+                       "plot [16:32] [1:10] 2 notitle\nunset label 1\n",
+                    run_series[s] ? "nothing to draw" : "not measured");
+            continue;
+        }
+        if (missing) /* a failed child, or no page beyond the arguments at any T */
+            fprintf(f, "set label 2 'not drawn (%s): %s' at graph 0.98, graph 0.04 right\n",
+                    p < 2 ? "failed" : "0 MiB at every T", note);
+        for (int k = 0, n = 0; k < NKINDS; k++) {
+            if (!run_series[s] || !use[k] || (s && !kind_causal[k]) || !rows[p][k]) continue;
+            fprintf(f, "%s$p%d_%s using 1:2 with linespoints lw 2 lc rgb '%s' pt %d ps 0.9 "
+                       "title '%s'", n++ ? ", " : "plot ", p, kind_names[k], kind_colour[k],
+                    4 + k, kind_names[k]);
+        }
+        fprintf(f, "\nunset label 2\n");
+    }
+    fprintf(f, "unset multiplot\n");
+    fclose(f);
+    return body;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_attention [--threads N] [--min-len L] [--max-len L] [--heads NH] "
+                    "[--head-size HS] [--causal | --non-causal] [--kinds a,b,...] [--reps R] "
+                    "[--linformer-k R] [--local-window D] [--additive-max-len L] [--csv FILE] "
+                    "[--plot PNG]\n"
+                    "kinds: sdp flash linear efficient taylor linformer additive local\n");
+    return 2;
+}
+
+/* a whole number in [lo, hi], else -1 */
+static int parse_int(const char *s, int lo, int hi) {
+    char *end;
+    long x = strtol(s, &end, 10);
+    return *s && !*end && x >= lo && x <= hi ? (int)x : -1;
+}
+
 int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
-    int threads = 0, max_len = 4096, NH = 8, HS = 64, causal = 0;
+    int threads = 0, min_len = 16, max_len = 4096, only = -1;
+    Setup su = {8, 64, 32, 10, 0, 512};
+    int use[NKINDS];
+    for (int k = 0; k < NKINDS; k++) use[k] = 1;
+    const char *csv = NULL, *png = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--max-len") && i + 1 < argc) max_len = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--heads") && i + 1 < argc) NH = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--head-size") && i + 1 < argc) HS = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--causal")) causal = 1;
-        else {
-            fprintf(stderr, "usage: bench_attention [--threads N] [--max-len L] [--heads NH] "
-                    "[--head-size HS] [--causal]\n");
-            return 2;
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int *dst = NULL, lo = 1, hi = 1 << 20;
+        if (!strcmp(a, "--causal")) { only = 1; continue; }
+        if (!strcmp(a, "--non-causal")) { only = 0; continue; }
+        if (!val) {
+            fprintf(stderr, "bench_attention: %s needs a value\n", a);
+            return usage();
         }
+        if (!strcmp(a, "--threads")) dst = &threads, lo = 0, hi = 4096;
+        else if (!strcmp(a, "--min-len")) dst = &min_len;
+        else if (!strcmp(a, "--max-len")) dst = &max_len;
+        else if (!strcmp(a, "--heads")) dst = &su.NH, hi = 1024;
+        else if (!strcmp(a, "--head-size")) dst = &su.HS, hi = 4096;
+        else if (!strcmp(a, "--reps")) dst = &su.reps_fixed, hi = 1000;
+        else if (!strcmp(a, "--linformer-k")) dst = &su.lf_r, hi = 4096;
+        else if (!strcmp(a, "--local-window")) dst = &su.window, hi = 1000;
+        else if (!strcmp(a, "--additive-max-len")) dst = &su.additive_max;
+        else if (!strcmp(a, "--csv")) csv = val;
+        else if (!strcmp(a, "--plot")) png = val;
+        else if (!strcmp(a, "--kinds")) {
+            for (int k = 0; k < NKINDS; k++) use[k] = 0;
+            char list[512];
+            snprintf(list, sizeof list, "%s", val);
+            for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+                int found = 0;
+                for (int k = 0; k < NKINDS; k++)
+                    if (!strcmp(t, kind_names[k])) use[k] = found = 1;
+                if (!found) {
+                    fprintf(stderr, "bench_attention: unknown kind '%s'\n", t);
+                    return usage();
+                }
+            }
+        } else {
+            fprintf(stderr, "bench_attention: unknown argument '%s'\n", a);
+            return usage();
+        }
+        if (dst && (*dst = parse_int(val, lo, hi)) < 0) {
+            fprintf(stderr, "bench_attention: %s %s: give a whole number from %d to %d\n", a, val,
+                    lo, hi);
+            return usage();
+        }
+        i++;
+    }
+    if (min_len > max_len) {
+        fprintf(stderr, "bench_attention: --min-len %d is above --max-len %d\n", min_len, max_len);
+        return 2;
+    }
+    Err err = {{0}};
+    if (png && !plot_gnuplot_available(&err)) { /* before the measurements, not after */
+        fprintf(stderr, "bench_attention: --plot %s: %s\n", png, err.msg);
+        return 1;
+    }
+    FILE *cf = NULL;
+    if (csv && !(cf = fopen(csv, "w"))) {
+        fprintf(stderr, "bench_attention: cannot write %s\n", csv);
+        return 1;
     }
     set_threads(threads);
-    printf("attention forward + backward, one sequence, %d heads of %d, %s, %d threads\n", NH, HS,
-           causal ? "causal" : "not causal", omp_get_max_threads());
-    printf("%6s", "T");
-    for (int k = 0; k < NKINDS; k++) printf(" | %9s ms %9s MiB", kind_names[k], "extra");
-    printf("\n");
-    int crossover = 0;
-    for (int T = 16; T <= max_len; T *= 2) {
-        Result r[NKINDS];
-        printf("%6d", T);
+    threads = omp_get_max_threads();
+    int lens[32], nlen = 0;
+    for (long T = min_len; T <= max_len && nlen < 32; T *= 2) lens[nlen++] = (int)T;
+    int run_series[2] = {only != 1, only != 0};
+    Result (*res[2])[NKINDS];
+    for (int s = 0; s < 2; s++) res[s] = xcalloc((size_t)nlen, sizeof *res[s]);
+    if (cf)
+        fprintf(cf, "kind,causal,T,heads,head_size,threads,reps,fwd_ms,bwd_ms,total_ms,"
+                    "extra_mib\n");
+
+    printf("attention ops on the CPU backend, forward and backward: one sequence, %d heads of %d, "
+           "%d threads; T = %d … %d\n", su.NH, su.HS, threads, min_len, max_len);
+    printf("linformer: n = T (the projections span exactly the sequence), r = %d; local: local-p, "
+           "dot score, window %d; additive: A = %d, up to T = %d\n", su.lf_r, su.window, su.HS,
+           su.additive_max);
+    printf("times: median of R passes after one warm-up (ms); extra: peak resident set beyond the "
+           "arguments (MiB)\n");
+    for (int s = 0; s < 2; s++) {
+        if (!run_series[s]) continue;
+        printf("\n## %s\n\n", s ? "causal" : "not causal");
+        if (s) {
+            int first = 1;
+            for (int k = 0; k < NKINDS; k++) {
+                if (!use[k] || kind_causal[k]) continue;
+                printf("%s%s", first ? "left out (no causal form): " : ", ", kind_names[k]);
+                first = 0;
+            }
+            if (!first) printf("\n\n");
+        }
+        printf("| T | kind | reps | fwd ms | bwd ms | fwd+bwd ms | extra MiB |\n"
+               "|---:|---|---:|---:|---:|---:|---:|\n");
+        for (int i = 0; i < nlen; i++)
+            for (int k = 0; k < NKINDS; k++) {
+                if (!use[k] || (s && !kind_causal[k])) continue;
+                Result *r = &res[s][i][k];
+                if (k == K_ADDITIVE && lens[i] > su.additive_max) {
+                    r->reps = -1;
+                    continue;
+                }
+                if (run_child(k, lens[i], s, &su, r)) {
+                    memset(r, 0, sizeof *r);
+                    printf("| %d | %s | failed | | | | |\n", lens[i], kind_names[k]);
+                    if (cf)
+                        fprintf(cf, "%s,%d,%d,%d,%d,%d,0,,,,\n", kind_names[k], s, lens[i], su.NH,
+                                su.HS, threads);
+                    continue;
+                }
+                printf("| %d | %s | %d | %.3f | %.3f | %.3f | %.2f |\n", lens[i], kind_names[k],
+                       r->reps, r->fwd_ms, r->bwd_ms, r->total_ms, r->extra_mib);
+                if (cf) {
+                    fprintf(cf, "%s,%d,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g\n", kind_names[k], s,
+                            lens[i], su.NH, su.HS, threads, r->reps, r->fwd_ms, r->bwd_ms,
+                            r->total_ms, r->extra_mib);
+                    fflush(cf);
+                }
+            }
+    }
+    for (int s = 0; s < 2; s++) {
+        if (!run_series[s]) continue;
+        int last;
+        printf("\n%s: fwd+bwd below sdp's at every longer T measured:", s ? "causal" : "not causal");
         for (int k = 0; k < NKINDS; k++) {
-            if (k == K_EFFICIENT && causal) {
-                printf(" | %12s %13s", "—", "—");
-                continue;
-            }
-            if (run_child(k, T, NH, HS, causal, &r[k])) {
-                printf(" | %12s %13s", "failed", "");
-                r[k].ms = -1;
-                continue;
-            }
-            printf(" | %12.3f %13.2f", r[k].ms, r[k].extra_mib);
+            if (k == K_SDP || !use[k] || !use[K_SDP] || (s && !kind_causal[k])) continue;
+            int from = faster_from(res[s], nlen, lens, k, K_SDP, &last);
+            if (from) printf(" %s from T = %d;", kind_names[k], from);
+            else if (last) printf(" %s not at T = %d;", kind_names[k], last);
+        }
+        if (use[K_LINEAR] && use[K_FLASH]) {
+            int from = faster_from(res[s], nlen, lens, K_LINEAR, K_FLASH, &last);
+            if (from) printf(" linear below flash from T = %d", from);
+            else if (last) printf(" linear not below flash at T = %d", last);
         }
         printf("\n");
-        fflush(stdout);
-        if (!crossover && r[K_LINEAR].ms > 0 && r[K_FLASH].ms > 0 && r[K_LINEAR].ms < r[K_FLASH].ms)
-            crossover = T;
     }
-    if (crossover) printf("linear attention is faster than flash from T = %d on\n", crossover);
-    else printf("linear attention was not faster than flash at any length up to %d\n", max_len);
-    return 0;
+    int rc = 0;
+    if (cf && fclose(cf)) {
+        fprintf(stderr, "bench_attention: cannot write %s\n", csv);
+        rc = 1;
+    } else if (cf) {
+        printf("wrote %s\n", csv);
+    }
+    if (png) {
+        char *body = plot_body(res, run_series, nlen, lens, use, &su, threads);
+        if (plot_script_png(png, 1950, 600, body, "timing plot", &err)) {
+            fprintf(stderr, "bench_attention: %s\n", err.msg);
+            rc = 1;
+        } else {
+            printf("wrote %s\n", png);
+        }
+        free(body);
+    }
+    for (int s = 0; s < 2; s++) free(res[s]);
+    return rc;
 }

@@ -19,9 +19,10 @@
  * PyTorch scripts also get their tensors ready beforehand). The model is built by model_create,
  * so whatever model.type the config names is what is timed.
  *
- * SentencePiece model: --spm MODEL, else <save_dir>/spm.model when it exists (the trainer trains
- * it deterministically at the start of a run, so it is the same model), else one is trained on
- * the training text in a temporary folder exactly as the trainer does.
+ * SentencePiece model: --spm MODEL, else data.spm_model when the config names one (the model the
+ * trainer loads then), else <save_dir>/spm.model when it exists (the trainer trains it
+ * deterministically at the start of a run, so it is the same model), else one is trained on the
+ * training text in a temporary folder exactly as the trainer does.
  *
  * --set: overrides of the config, as trainer's (e.g. --set train.precision=bf16; at most 32).
  *
@@ -216,6 +217,7 @@ int main(int argc, char **argv) {
     char dir[1024], def_spm[1100], cache[1400];
     config_save_dir(&cfg, dir, sizeof dir);
     snprintf(def_spm, sizeof def_spm, "%s/spm.model", dir);
+    if (!spm_path && cfg.spm_model[0]) spm_path = cfg.spm_model;
     if (!spm_path && access(def_spm, R_OK) == 0) spm_path = def_spm;
     if (spm_path) {
         printf("bench_train: SentencePiece model %s\n", spm_path);

@@ -345,7 +345,8 @@ typedef struct {
     long n;
     TrVal *vals;
     long nval;
-    long bad_lines; /* lines that are neither a well-formed train nor val line */
+    long starts;    /* well-formed start lines (each start or resume; train/train.h) */
+    long bad_lines; /* lines that are no well-formed start, train, val or avg line */
 } TrMetrics;
 
 /* Copies the raw text of "key": VALUE (up to ',' or '}') into out; returns 1 if found. */
@@ -427,6 +428,14 @@ TR_FN int tr_metrics_read(const char *path, TrMetrics *m) {
             }
             if (m->nval == vcap) m->vals = realloc(m->vals, sizeof *m->vals * (vcap *= 2));
             m->vals[m->nval++] = v;
+        } else if (!strcmp(type, "\"start\"")) {
+            if (tr_json_number(line, "step", &d) && tr_json_number(line, "epoch", &d)) m->starts++;
+            else m->bad_lines++;
+        } else if (!strcmp(type, "\"avg\"")) {
+            char bleu[64];
+            if (!tr_json_number(line, "step", &d) ||
+                !tr_json_raw(line, "val_bleu", bleu, sizeof bleu))
+                m->bad_lines++;
         } else {
             m->bad_lines++;
         }

@@ -417,3 +417,20 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
     free(script);
     return rc;
 }
+
+Status plot_script_png(const char *path, int w, int h, const char *body, const char *what,
+                       Err *err) {
+    CHECK(path != NULL && body != NULL && what != NULL && w > 0 && h > 0,
+          "plot_script_png: NULL argument or empty size");
+    char *script = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&script, &len);
+    CHECK(f != NULL, "open_memstream failed (out of memory)");
+    gp_terminal(f, w, h, path);
+    fputs(body, f);
+    fprintf(f, "\nunset output\n");
+    fclose(f);
+    Status rc = run_gnuplot(script, len, path, what, err);
+    free(script);
+    return rc;
+}

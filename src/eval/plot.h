@@ -71,4 +71,12 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
 Status plot_curves_png(const char *path, const char *title, int nruns, const char *const *names,
                        const CurvePoint *const *pts, const int *npts, Err *err);
 
+/* A figure of the caller's own: body is gnuplot commands (data blocks and plot commands, any
+ * multiplot closed) that draw into the PNG file path, w×h px; this function puts the terminal
+ * lines (as above) before it and `unset output` after it. The caller quotes its own strings
+ * (text is drawn noenhanced). what names the figure in messages ("timing plot").
+ * Errors: see the top of this file. */
+Status plot_script_png(const char *path, int w, int h, const char *body, const char *what,
+                       Err *err);
+
 #endif
