@@ -661,7 +661,6 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         s = write_file_atomic(path, ini, strlen(ini), err);
         free(ini);
     }
-    if (r->rank == 0 && !s) write_start_record(r);
     return agree(r, s, "start-up (opening metrics.jsonl, writing config.ini)", err);
 }
 
@@ -976,6 +975,8 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     if (reached) {
         printf("%s had already reached %s: nothing left to train\n", r->last, reached);
         stop = 1;
+    } else if (lead) {
+        write_start_record(r); /* a resume that trains nothing leaves metrics.jsonl as it was */
     }
     for (; st->epoch <= cfg->max_epochs && !stop; st->epoch++) {
         Rng rng = st->epoch_rng;
@@ -1063,7 +1064,10 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         }
     }
     Status as = STATUS_OK; /* rank 0 averages; the others wait for its verdict */
-    if (lead) as = average_at_end(r, err);
+    char avg[1200];
+    snprintf(avg, sizeof avg, "%.1100s/avg.ckpt", r->dir);
+    if (lead && !(reached && access(avg, F_OK) == 0)) /* a finished run keeps its average */
+        as = average_at_end(r, err);
     if (agree(r, as, "rank 0's checkpoint averaging", err)) goto cleanup;
     print_done(r);
     rc = STATUS_OK;
