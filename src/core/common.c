@@ -169,3 +169,13 @@ int parse_u64_list(const char *s, unsigned long long *out, int max, int *n,
     }
     return *n > 0 ? 0 : -1;
 }
+
+int path_is_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int path_is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}

@@ -72,6 +72,11 @@ int parse_u64_list(const char *s, unsigned long long *out, int max, int *n,
  * anything. No errors. Source: —. */
 double now_seconds(void);
 
+/* 1 when path names a regular file (path_is_file) or a folder (path_is_dir), following
+ * symbolic links; 0 otherwise, a missing path included. No errors. Source: POSIX stat(2). */
+int path_is_file(const char *path);
+int path_is_dir(const char *path);
+
 /* mkdir -p: creates the folder path and every missing folder above it (mode 0777 before the
  * umask). Errors: a path of 1024 bytes or more, a part that cannot be created, or a path that
  * exists but is not a folder ("cannot create folder X: <reason>"; the caller prefixes which

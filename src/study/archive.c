@@ -21,20 +21,10 @@
 
 #define FORMAT 1
 
-static int is_file(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static int is_dir(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 int archive_is(const char *dir) {
     char p[1100];
     snprintf(p, sizeof p, "%s/run.json", dir);
-    return is_file(p);
+    return path_is_file(p);
 }
 
 void archive_test_name(const char *tgt, char *buf, size_t n) {
@@ -166,11 +156,11 @@ static Status pick_checkpoint(const char *run_dir, const RunLog *log, char *name
     char p[1200];
     double best = runlog_best_bleu(log, NULL);
     snprintf(p, sizeof p, "%s/avg.ckpt", run_dir);
-    int avg = is_file(p) && log->has_avg && (log->avg.val_bleu >= best || log->nval == 0);
+    int avg = path_is_file(p) && log->has_avg && (log->avg.val_bleu >= best || log->nval == 0);
     snprintf(p, sizeof p, "%s/best.ckpt", run_dir);
-    int has_best = is_file(p) && log->nval > 0;
+    int has_best = path_is_file(p) && log->nval > 0;
     snprintf(p, sizeof p, "%s/last.ckpt", run_dir);
-    int has_last = is_file(p);
+    int has_last = path_is_file(p);
     if (avg) snprintf(name, n, "avg.ckpt"), *val_bleu = log->avg.val_bleu;
     else if (has_best) snprintf(name, n, "best.ckpt"), *val_bleu = best;
     else if (has_last) snprintf(name, n, "last.ckpt"), *val_bleu = NAN;
@@ -379,7 +369,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
     if (runlog_read(p, &log, err)) return STATUS_ERR;
     if (pick_checkpoint(run_dir, &log, ckpt, sizeof ckpt, &ckpt_bleu, err)) goto done;
-    if (is_dir(out_dir) && !archive_is(out_dir)) {
+    if (path_is_dir(out_dir) && !archive_is(out_dir)) {
         DIR *d = opendir(out_dir);
         struct dirent *e;
         int empty = 1;
@@ -438,7 +428,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     s = write_text(p, text, err);
     cJSON_free(text);
     if (s) goto done;
-    if (is_dir(out_dir) && remove_archive(out_dir, err)) goto done;
+    if (path_is_dir(out_dir) && remove_archive(out_dir, err)) goto done;
     if (rename(tmp, out_dir) != 0) {
         err_set(err, "cannot rename %s to %s: %s", tmp, out_dir, strerror(errno));
         goto done;
@@ -446,7 +436,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     fsync_parent_dir(out_dir);
     rc = STATUS_OK;
 done:
-    if (rc && is_dir(tmp)) {
+    if (rc && path_is_dir(tmp)) {
         Err e2;
         remove_archive(tmp, &e2);
     }
@@ -486,7 +476,7 @@ static int jstrings(const cJSON *a, char ***out, int *n) {
 static Status read_maps(Archive *a, Err *err) {
     char p[1200], *text;
     snprintf(p, sizeof p, "%s/attention.json", a->dir);
-    if (!is_file(p)) return STATUS_OK;
+    if (!path_is_file(p)) return STATUS_OK;
     if (read_text(p, &text, NULL, err)) return STATUS_ERR;
     cJSON *arr = cJSON_Parse(text);
     free(text);

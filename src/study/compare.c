@@ -33,16 +33,6 @@ struct Compare {
 
 /* ---- small helpers ---- */
 
-static int is_dir(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-static int is_file(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 /* The last path component of p (without trailing slashes) into buf. */
 static void base_name(const char *p, char *buf, size_t n) {
     size_t len = strlen(p);
@@ -60,7 +50,7 @@ static int folder_name_shared(const char *const *args, int n, int i) {
     char a[256], b[256];
     base_name(args[i], a, sizeof a);
     for (int j = 0; j < n; j++) {
-        if (j == i || !is_dir(args[j])) continue;
+        if (j == i || !path_is_dir(args[j])) continue;
         base_name(args[j], b, sizeof b);
         if (!strcmp(a, b)) return 1;
     }
@@ -71,7 +61,7 @@ static int folder_name_shared(const char *const *args, int n, int i) {
 static void name_from_config_ini(Run *r) {
     char path[1100];
     snprintf(path, sizeof path, "%s/config.ini", r->dir);
-    if (!is_file(path)) return;
+    if (!path_is_file(path)) return;
     Config *c = xmalloc(sizeof *c);
     Err err;
     if (config_load(c, path, &err) == STATUS_OK && c->name[0])
@@ -142,7 +132,7 @@ static Status apply_seed(Run *r, unsigned long long s, Err *err) {
 /* Fills r from the argument. Errors: neither an archive, a run folder nor a usable config. */
 static Status resolve_run(Run *r, const char *arg, Err *err) {
     snprintf(r->arg, sizeof r->arg, "%s", arg);
-    if (is_dir(arg) && archive_is(arg)) {
+    if (path_is_dir(arg) && archive_is(arg)) {
         Archive a;
         Status s = archive_read(arg, &a, err);
         if (!s) snprintf(r->name, sizeof r->name, "%s", a.name);
@@ -153,7 +143,7 @@ static Status resolve_run(Run *r, const char *arg, Err *err) {
         snprintf(r->archive, sizeof r->archive, "%s", arg);
         return STATUS_OK;
     }
-    if (is_dir(arg)) {
+    if (path_is_dir(arg)) {
         char ck[1100], mj[1100];
         snprintf(r->dir, sizeof r->dir, "%s", arg);
         snprintf(mj, sizeof mj, "%s/metrics.jsonl", arg);
@@ -161,20 +151,20 @@ static Status resolve_run(Run *r, const char *arg, Err *err) {
         static const char *const names[] = {"best.ckpt", "avg.ckpt", "last.ckpt"};
         for (int i = 0; i < 3; i++) {
             snprintf(ck, sizeof ck, "%s/%s", arg, names[i]);
-            has_ck |= is_file(ck);
+            has_ck |= path_is_file(ck);
         }
-        if (!has_ck || !is_file(mj))
+        if (!has_ck || !path_is_file(mj))
             return err_set(err, "RUN %s: this folder has no %s%s%s; give an archive, a run "
                            "folder written by `trainer train` (its train.save_dir, e.g. "
                            "checkpoints/luong) or the run's config .ini (compare then trains it)",
                            arg, has_ck ? "" : "best.ckpt or last.ckpt",
-                           !has_ck && !is_file(mj) ? " and no " : "",
-                           is_file(mj) ? "" : "metrics.jsonl");
+                           !has_ck && !path_is_file(mj) ? " and no " : "",
+                           path_is_file(mj) ? "" : "metrics.jsonl");
         r->kind = RUN_FOLDER;
         base_name(arg, r->name, sizeof r->name);
         return STATUS_OK;
     }
-    if (!is_file(arg))
+    if (!path_is_file(arg))
         return err_set(err, "RUN %s: %s; give an archive or run folder, or a config .ini", arg,
                        access(arg, F_OK) == 0 ? "not a regular file or folder" : strerror(errno));
     if (config_load(&r->ini, arg, err) || config_validate(&r->ini, err))
@@ -191,7 +181,7 @@ static Status train_if_needed(Run *r, Err *err) {
     char ck[1100], last[1100];
     snprintf(ck, sizeof ck, "%s/best.ckpt", r->dir);
     snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
-    int has_best = is_file(ck), resume = is_file(last);
+    int has_best = path_is_file(ck), resume = path_is_file(last);
     if (r->kind != RUN_CONFIG || (has_best && !resume)) return STATUS_OK;
     if (has_best)
         fprintf(stderr, "trainer compare: %s: resuming %s from last.ckpt, in case it was "
@@ -200,8 +190,8 @@ static Status train_if_needed(Run *r, Err *err) {
         fprintf(stderr, "trainer compare: %s has no best.ckpt yet: %s training %s first\n",
                 r->dir, resume ? "resuming (from last.ckpt)" : "starting", r->arg);
     if (train_run(&r->ini, resume, err)) return err_prefix(err, "training %s", r->arg);
-    if (!is_file(ck)) {
-        if (!is_file(last))
+    if (!path_is_file(ck)) {
+        if (!path_is_file(last))
             return err_set(err, "training %s finished without %s or %s", r->arg, ck, last);
         fprintf(stderr, "trainer compare: %s stopped before its first validation: comparing "
                 "last.ckpt\n", r->arg);

@@ -88,11 +88,6 @@ static void join_path(const char *dir, const char *rel, char *out, size_t n) {
     if (!out[0]) snprintf(out, n, ".");
 }
 
-static int is_file(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 /* ---- the plan ---- */
 
 static char *trim(char *s) {
@@ -364,30 +359,19 @@ static void scan(StudyRun *runs, int n) {
         char last[PATH + 400];
         snprintf(last, sizeof last, "%s/last.ckpt", runs[i].dir);
         runs[i].state = archive_is(runs[i].archive) ? ARCHIVED
-                        : is_file(last) || train_dir_busy(runs[i].dir) ? RUNNING
+                        : path_is_file(last) || train_dir_busy(runs[i].dir) ? RUNNING
                                                                        : MISSING;
     }
 }
 
-/* The training seconds of an archived run (the last validation's elapsed), or NaN. */
-static double archived_secs(const StudyRun *r) {
-    char p[PATH + 400];
-    RunLog log;
-    Err err;
-    snprintf(p, sizeof p, "%s/metrics.jsonl", r->archive);
-    if (runlog_read(p, &log, &err)) return NAN;
-    double s = log.nval ? log.val[log.nval - 1].elapsed : NAN;
-    runlog_free(&log);
-    return s;
-}
-
-/* A running run's progress: epochs validated and training seconds so far (NaN if unknown). */
-static double running_secs(const StudyRun *r, int *epochs) {
+/* The training seconds (the last validation's elapsed; NaN if none or unreadable) and the epochs
+ * validated of the run whose metrics.jsonl is in dir. */
+static double run_secs(const char *dir, int *epochs) {
     char p[PATH + 400];
     RunLog log;
     Err err;
     *epochs = 0;
-    snprintf(p, sizeof p, "%s/metrics.jsonl", r->dir);
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     if (runlog_read(p, &log, &err)) return NAN;
     double s = log.nval ? log.val[log.nval - 1].elapsed : NAN;
     for (int i = 0; i < log.nval; i++)
@@ -417,8 +401,7 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     int *cfg_n = xcalloc((size_t)s->nconfigs, sizeof *cfg_n), tab_n[MAX_TABLES] = {0}, rate_n = 0;
     for (int i = 0; i < n; i++) {
         int e;
-        double sec = runs[i].state == ARCHIVED ? archived_secs(&runs[i])
-                                               : running_secs(&runs[i], &e);
+        double sec = run_secs(runs[i].state == ARCHIVED ? runs[i].archive : runs[i].dir, &e);
         if (runs[i].state == ARCHIVED && isfinite(sec)) {
             cfg_secs[runs[i].config] += sec, cfg_n[runs[i].config]++;
             tab_sum[s->configs[runs[i].config].table] += sec;
@@ -445,7 +428,7 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                     fprintf(f, "  s%llu archived", runs[i].seed);
                     continue;
                 }
-                double done = runs[i].state == RUNNING ? running_secs(&runs[i], &e) : 0;
+                double done = runs[i].state == RUNNING ? run_secs(runs[i].dir, &e) : 0;
                 if (runs[i].state == RUNNING)
                     fprintf(f, "  s%llu running (epoch %d of %d done)", runs[i].seed, e, s->epochs);
                 else fprintf(f, "  s%llu missing", runs[i].seed);
@@ -503,9 +486,9 @@ static pid_t start_training(const Study *s, const StudyRun *r) {
     argv[a++] = "trainer", argv[a++] = "train", argv[a++] = "--config";
     argv[a++] = (char *)s->configs[r->config].path;
     for (int k = 0; k < n; k++) argv[a++] = "--set", argv[a++] = sets[k];
-    if (is_file(last)) argv[a++] = "--resume";
+    if (path_is_file(last)) argv[a++] = "--resume";
     argv[a] = NULL;
-    printf("study: %s %s (log %s)\n", is_file(last) ? "resuming" : "training", r->name, r->log);
+    printf("study: %s %s (log %s)\n", path_is_file(last) ? "resuming" : "training", r->name, r->log);
     return spawn(argv, r->log);
 }
 
@@ -670,7 +653,7 @@ void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jo
 
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
     *failed = 0, *stopped = 0;
-    if (!is_file(s->spm)) {
+    if (!path_is_file(s->spm)) {
         char dir[PATH], made[PATH + 16];
         const char *slash = strrchr(s->spm, '/');
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - s->spm) : 1, slash ? s->spm : ".");
