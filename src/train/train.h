@@ -78,7 +78,7 @@ float train_ema_decay(const Config *cfg, long n);
 typedef struct {
     double flags[2];   /* in: this rank's values to sum over the ranks with the step's loss (the
                         * trainer's stop signal and rank 0's elapsed time); out: their sums */
-    long src_tokens;   /* in: this rank's shard's source tokens; out: the global batch's */
+    long src_tokens;   /* out: the source tokens of all shards */
     long tgt_tokens;   /* out: the target tokens of all shards (global_tgt_tokens unless the
                         * ranks' shards do not make up the same batch) */
     double t_compute;  /* out: seconds of this rank's forward and backward (with dist.overlap
@@ -103,6 +103,24 @@ typedef struct {
  * and tb the whole batch) nothing is exchanged and the step is train_step's, bit for bit.
  * Faults of the exchange end the rank (dist/dist.h). */
 StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+                            long global_tgt_tokens, TrainState *st,
+                            const NonfiniteInjection *inject, StepSync *sync);
+
+/* The micro-batches of one optimizer step: the function fills batch j (0 <= j < n; host
+ * memory, this rank's shard) and returns it; ctx is the caller's. Each batch is filled after the
+ * previous one's backward pass, so one buffer serves them all. */
+typedef const TokenBatch *(*MicroBatchFn)(void *ctx, int j);
+
+/* One optimizer step over n >= 1 micro-batches (train.accum_steps; gradient accumulation as in
+ * Ott et al. 2018, "Scaling Neural Machine Translation"): train_step_shard's step with the
+ * gradients of every micro-batch summed before the exchange, clipping and Adam — each scaled by
+ * 1 / global_tgt_tokens, the target tokens of all n batches over all ranks, so the gradient is
+ * that of their summed loss over their tokens together — and one gradient sum over the ranks
+ * (with dist.overlap, started during the last batch's backward). Micro-batch 0 takes the step's
+ * dropout key, batch j > 0 rng_hash(that key, j). The returned loss is the sum over the n
+ * batches (and the ranks); sync (may be NULL) gets their tokens. With n = 1 it is
+ * train_step_shard, bit for bit. Faults: train_step_shard's. */
+StepResult train_step_accum(Model *m, const Config *cfg, int n, MicroBatchFn batch, void *ctx,
                             long global_tgt_tokens, TrainState *st,
                             const NonfiniteInjection *inject, StepSync *sync);
 
