@@ -11,7 +11,9 @@
  *      6 steps: most parameters move.
  *   D  refusals, each naming the key: another model.hidden (the architecture), another
  *      data.vocab_size (the SentencePiece model), an init_from_crc of another file, and
- *      init_from_crc without init_from (a config error, status 2).
+ *      init_from_crc without init_from (a config error, status 2); and --resume without a
+ *      last.ckpt fails before it reads the corpora (a training file that does not exist is not
+ *      named).
  */
 #include <math.h>
 
@@ -177,6 +179,14 @@ int main(void) {
     printf("another CRC: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1 && tr_file_contains(log, "train.init_from_crc"),
            "a checkpoint of another CRC should be refused naming train.init_from_crc (exit %d)",
+           rc);
+    /* --resume without last.ckpt fails before reading the corpora (one that does not exist) */
+    rc = train(tr_fmt("%s/D4", g_work), &log, "--set", "data.train_src=/nonexistent/train.de",
+               "--resume", NULL);
+    printf("--resume without last.ckpt: exit %d, says: %s\n", rc, tr_last_line(log));
+    EXPECT(rc == 1 && tr_file_contains(log, "--resume: there is no checkpoint") &&
+               !tr_file_contains(log, "/nonexistent/train.de"),
+           "--resume without last.ckpt should fail before reading the training data (exit %d)",
            rc);
     return tr_finish("test_finetune", t_start);
 }
