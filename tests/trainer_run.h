@@ -345,7 +345,8 @@ typedef struct {
     long n;
     TrVal *vals;
     long nval;
-    long bad_lines; /* lines that are neither a well-formed train nor val line */
+    long bad_lines; /* lines that are not a well-formed train or val line, nor a start or avg
+                     * line */
 } TrMetrics;
 
 /* Copies the raw text of "key": VALUE (up to ',' or '}') into out; returns 1 if found. */
@@ -427,8 +428,8 @@ TR_FN int tr_metrics_read(const char *path, TrMetrics *m) {
             }
             if (m->nval == vcap) m->vals = realloc(m->vals, sizeof *m->vals * (vcap *= 2));
             m->vals[m->nval++] = v;
-        } else {
-            m->bad_lines++;
+        } else if (strcmp(type, "\"start\"") && strcmp(type, "\"avg\"")) {
+            m->bad_lines++; /* not a line type of train.h */
         }
     }
     free(t);
@@ -442,8 +443,8 @@ TR_FN const TrStep *tr_metrics_step(const TrMetrics *m, long s) {
     return NULL;
 }
 
-/* Checks that a line is one JSON object {"k": number, ...} holding every key of keys[] (NULL
- * terminated) with a finite number; writes a reason into why. Returns 1 if so. */
+/* Checks that a line is one JSON object {"k": number or "string", ...} holding every key of
+ * keys[] (NULL terminated) with a finite number; writes a reason into why. Returns 1 if so. */
 TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, char *why,
                                       size_t n) {
     size_t len = strlen(line);
@@ -451,7 +452,8 @@ TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, 
         snprintf(why, n, "not a JSON object: '%.200s'", line);
         return 0;
     }
-    /* every "key": value pair must be a string key and a number value */
+    /* every "key": value pair must be a string key and a number value, or a string value
+     * without escapes (eval's signatures) */
     const char *p = line + 1;
     while (*p && *p != '}') {
         while (*p == ' ') p++;
@@ -463,7 +465,12 @@ TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, 
         }
         char *end;
         errno = 0;
-        strtod(q + 2, &end);
+        const char *v = q + 2;
+        while (*v == ' ') v++;
+        if (*v == '"' && strchr(v + 1, '"') && !memchr(v + 1, '\\', strchr(v + 1, '"') - v - 1))
+            end = strchr(v + 1, '"') + 1;
+        else
+            strtod(q + 2, &end);
         if (end == q + 2 || errno) {
             snprintf(why, n, "the value after %.*s is not a number", (int)(q - p + 1), p);
             return 0;

@@ -265,7 +265,7 @@ static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus
     sub.n = n;
     if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
     char **hyp = NULL;
-    DecodeOpts greedy = {1, 0.0f};
+    DecodeOpts greedy = {.beam = 1, .len_penalty = 0.0f};
     if (translate_lines(m, spm, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
         return STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
