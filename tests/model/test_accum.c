@@ -40,8 +40,8 @@ static float *host(const ParamSet *ps, const float *buf) {
     return h;
 }
 
-/* ||(a − w0) − (b − w0)|| / ||b − w0|| over the tensors of ps but the attention key biases b_k,
- * whose gradient is 0 in exact arithmetic and which Adam moves by rounding noise alone (as
+/* ||(a − w0) − (b − w0)|| / ||b − w0|| over the tensors of ps but the attention key biases
+ * b_k, whose gradient is 0 in exact arithmetic and which Adam moves by rounding noise alone (as
  * tests/dist/test_dist_equiv.c: lr·g / (|g| + eps) with |g| ~ 1e-9) */
 static double update_diff(const ParamSet *ps, const float *a, const float *b, const float *w0) {
     double d = 0, u = 0;
