@@ -191,12 +191,12 @@ static const KeyDef keys[] = {
           "source+target tokens per batch (>= 2 * data.max_len)", ALL),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)", ALL),
     K_ENUM("train", "lr_schedule", lr_schedule, "plateau", lr_schedule_names,
-           "plateau: warm-up, constant, x lr_decay after an epoch without better val BLEU; "
+           "plateau: warm-up, constant, x lr_decay after a validation without a better score; "
            "inverse_sqrt: warm-up, then lr*sqrt(warmup/step) (Vaswani et al. 2017)", ALL),
     K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps",
           ALL),
     K_FLT("train", "lr_decay", lr_decay, "0.5", 0, 1, 1, 0,
-          "lr factor when validation BLEU does not improve", ALL),
+          "lr factor when the validation score (early_stop_metric) does not improve", ALL),
     K_FLT("train", "min_lr", min_lr, "1e-5", 0, 0, 10, 0, "learning-rate floor (<= lr)", ALL),
     K_FLT("train", "adam_beta1", adam_beta1, "0.9", 0, 0, 1, 1, "Adam beta1", ALL),
     K_FLT("train", "adam_beta2", adam_beta2, "0.999", 0, 0, 1, 1, "Adam beta2", ALL),
@@ -208,7 +208,8 @@ static const KeyDef keys[] = {
           ALL),
     K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing", ALL),
     K_INT("train", "patience", patience, "5", 0, 1000000,
-          "epochs without val BLEU improvement before stopping; 0 = never stop early", ALL),
+          "validations (epochs, unless valid_every) without a better score (early_stop_metric) "
+          "before stopping; 0 = never stop early", ALL),
     K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines", ALL),
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
           "steps between checkpoints (also one per epoch end); 0 = epoch ends only", ALL),

@@ -105,20 +105,20 @@ typedef struct Config {
                                 must be >= 2 * data.max_len so the longest pair fits */
     float lr;                /* train.lr: peak learning rate (1e-3, (0, 10]) */
     LrSchedule lr_schedule;  /* train.lr_schedule = plateau (warm-up, then constant, decayed by
-                                lr_decay after an epoch without a better validation BLEU) |
+                                lr_decay after a validation without a better score) |
                                 inverse_sqrt (warm-up, then lr·√(warmup/step), Vaswani et al.
                                 2017 §5.3) (plateau) */
     int warmup_steps;        /* train.warmup_steps: linear warm-up (500, >= 0) */
-    float lr_decay;          /* train.lr_decay: factor applied when validation BLEU does not
-                                improve (0.5, (0, 1]) */
+    float lr_decay;          /* train.lr_decay: factor applied when the validation score does
+                                not improve (0.5, (0, 1]) */
     float min_lr;            /* train.min_lr: decay floor (1e-5, [0, lr]) */
     float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999 in [0, 1); 1e-8 in (0, 1] */
     float clip_norm;         /* train.clip_norm: global gradient-norm clip; 0 = off (5.0) */
     int max_nonfinite;       /* train.max_nonfinite: a step whose loss or gradient is NaN/Inf is
                                 skipped; this many in a row end the run (10, 1..1000000) */
     float label_smoothing;   /* train.label_smoothing (0.1, [0, 1)) */
-    int patience;            /* train.patience: epochs without val BLEU improvement before
-                                stopping; 0 = never stop early (5) */
+    int patience;            /* train.patience: validations (at epoch ends unless valid_every)
+                                without a better score before stopping; 0 = never (5) */
     int log_every;           /* train.log_every: steps between log lines (100, >= 1) */
     int save_every;          /* train.save_every: steps between checkpoints, plus one at each
                                 epoch end; 0 = epoch ends only (500) */

@@ -1,13 +1,16 @@
 /* train/train.h — the training loop: label smoothing, the optimiser of train/optim.h (gradient-norm
- * clipping, Adam, warm-up + plateau decay or inverse_sqrt), per-epoch validation, early
- * stopping, checkpoints, metrics.
+ * clipping, Adam, warm-up + plateau decay or inverse_sqrt), gradient accumulation
+ * (train.accum_steps), validation at each epoch's end or every train.valid_every steps, early
+ * stopping, checkpoints, metrics; a run may start from a checkpoint's weights (train.init_from,
+ * train/finetune.h).
  *
- * lr_scale starts at 1 and is multiplied by lr_decay after every epoch whose validation BLEU did
- * not improve on the best (plateau; optim_decay, optim_lr). Training stops after max_epochs,
- * max_steps, max_hours, or patience epochs without improvement.
+ * lr_scale starts at 1 and is multiplied by lr_decay after every validation whose score
+ * (train.early_stop_metric: BLEU, chrF or perplexity) did not improve on the best (plateau;
+ * optim_decay, optim_lr). Training stops after max_epochs, max_steps, max_hours, or patience
+ * validations without improvement.
  *
- * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
- * validation BLEU), config.ini (every key the model reads, as resolved), spm.model (trained, or
+ * Outputs in save_dir: last.ckpt (every save_every steps, each epoch end and each validation),
+ * best.ckpt (best validation score), config.ini (every key the model reads, as resolved), spm.model (trained, or
  * a copy of data.spm_model), metrics.jsonl: one JSON object a line, by "type":
  *   start  each start or resume of the run: epoch, step, time (UTC), revision (core/revision.h),
  *          cpu (core/machine.h), device, gpu (the GPU's name on cuda, else ""), threads, ranks,
@@ -15,7 +18,8 @@
  *   train  every train.log_every steps: epoch, step, loss (nats per target token), ppl, lr,
  *          tok_s (source + target tokens per second), elapsed (s); with ranks, compute_s and
  *          allreduce_s;
- *   val    each validation: epoch, step, val_ppl, val_bleu, val_chrf, lr, elapsed, peak_rss_mb;
+ *   val    each validation: epoch, step (the optimizer steps done), val_ppl, val_bleu, val_chrf,
+ *          lr, elapsed, peak_rss_mb;
  *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
  *          many epoch checkpoints), val_ppl, val_bleu, val_chrf;
  * with train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once
