@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     const char *ckpt = NULL, *src = NULL;
     long n = 1000;
     int threads = 0, alpha_set = 0;
-    DecodeOpts beam = {5, 1.0f};
+    DecodeOpts beam = {.beam = 5, .len_penalty = 1.0f};
     for (int i = 1; i < argc; i++) {
         int r = parse_decode_arg(argc, argv, &i, &beam, &alpha_set, "bench_decode");
         if (r == 2) return 2;
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (n > nl) n = nl;
-    DecodeOpts greedy = {1, 0.0f};
+    DecodeOpts greedy = {.beam = 1, .len_penalty = 0.0f};
     long wg, wb;
     run(&m, spm, lines, n < 50 ? n : 50, &greedy, &wg); /* warm-up: allocations, thread pool */
     run(&m, spm, lines, n < 50 ? n : 50, &beam, &wb);

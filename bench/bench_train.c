@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
                dump);
     }
 
-    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_score = -1.0};
     double t0 = 0;
     for (int k = 0; k < nb; k++) {
         if (k == warmup) {

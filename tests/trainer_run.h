@@ -451,8 +451,8 @@ TR_FN const TrStep *tr_metrics_step(const TrMetrics *m, long s) {
     return NULL;
 }
 
-/* Checks that a line is one JSON object {"k": number, ...} holding every key of keys[] (NULL
- * terminated) with a finite number; writes a reason into why. Returns 1 if so. */
+/* Checks that a line is one JSON object {"k": number or "string", ...} holding every key of
+ * keys[] (NULL terminated) with a finite number; writes a reason into why. Returns 1 if so. */
 TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, char *why,
                                       size_t n) {
     size_t len = strlen(line);
@@ -460,7 +460,8 @@ TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, 
         snprintf(why, n, "not a JSON object: '%.200s'", line);
         return 0;
     }
-    /* every "key": value pair must be a string key and a number value */
+    /* every "key": value pair must be a string key and a number value, or a string value
+     * without escapes (eval's signatures) */
     const char *p = line + 1;
     while (*p && *p != '}') {
         while (*p == ' ') p++;
@@ -472,7 +473,12 @@ TR_FN int tr_json_object_has_numbers(const char *line, const char *const *keys, 
         }
         char *end;
         errno = 0;
-        strtod(q + 2, &end);
+        const char *v = q + 2;
+        while (*v == ' ') v++;
+        if (*v == '"' && strchr(v + 1, '"') && !memchr(v + 1, '\\', strchr(v + 1, '"') - v - 1))
+            end = strchr(v + 1, '"') + 1;
+        else
+            strtod(q + 2, &end);
         if (end == q + 2 || errno) {
             snprintf(why, n, "the value after %.*s is not a number", (int)(q - p + 1), p);
             return 0;

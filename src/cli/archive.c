@@ -49,7 +49,7 @@ int cmd_archive(int argc, char **argv) {
     ArchiveOpts o = {0};
     unsigned long long sent[ARCHIVE_MAX_MAPS] = {0, 1, 2};
     int nsent = 3, alpha_set = 0;
-    o.beam = (DecodeOpts){5, 1.0f};
+    o.beam = (DecodeOpts){.beam = 5, .len_penalty = 1.0f};
     o.device = -1;
     for (int i = 0; i < argc; i++) {
         int d = parse_decode_arg(argc, argv, &i, &o.beam, &alpha_set, "archive");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 
 int cli_device_arg(const char *s, int *dev, const char *cmd) {
@@ -15,32 +16,159 @@ int cli_device_arg(const char *s, int *dev, const char *cmd) {
     return 2;
 }
 
+/* --sample topk:K | temp:T into d; 0, or 2 with a message. */
+static int sample_arg(const char *v, DecodeOpts *d, const char *cmd) {
+    char *end;
+    if (!strncmp(v, "topk:", 5)) {
+        long k = strtol(v + 5, &end, 10);
+        if (end != v + 5 && !*end && k >= 1 && k <= 1000000) {
+            d->sample = DECODE_TOPK, d->topk = (int)k;
+            return 0;
+        }
+    } else if (!strncmp(v, "temp:", 5)) {
+        double t = strtod(v + 5, &end);
+        if (end != v + 5 && !*end && t > 0 && t <= 1000) {
+            d->sample = DECODE_TEMP, d->temperature = (float)t;
+            return 0;
+        }
+    }
+    fprintf(stderr, "trainer %s: --sample %s: give topk:K (K >= 1, the K most probable tokens) "
+            "or temp:T (0 < T <= 1000, every token at temperature T)\n", cmd, v);
+    return 2;
+}
+
 int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
     memset(a, 0, sizeof *a);
     a->device = -1;
     a->dec.beam = 1;
+    int beam_set = 0;
     for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            a->help = 1;
+            return 0;
+        }
+        beam_set |= !strcmp(argv[i], "--beam");
         int r = parse_decode_arg(argc, argv, &i, &a->dec, &a->len_penalty_set, cmd);
         if (r == 2) return 2;
         if (r == 1) continue;
+        char *end;
         if (!strcmp(argv[i], "--checkpoint") && i + 1 < argc) a->checkpoint = argv[++i];
         else if (!strcmp(argv[i], "--src") && i + 1 < argc) a->src = argv[++i];
-        else if (!strcmp(argv[i], "--ref") && i + 1 < argc) a->ref = argv[++i];
+        else if (!strcmp(argv[i], "--ref") && i + 1 < argc) {
+            if (a->nrefs == METRICS_MAX_REFS) {
+                fprintf(stderr, "trainer %s: at most %d --ref\n", cmd, METRICS_MAX_REFS);
+                return 2;
+            }
+            a->refs[a->nrefs++] = argv[++i];
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) a->out = argv[++i];
         else if (!strcmp(argv[i], "--attention-map") && i + 1 < argc) a->attention_map = argv[++i];
         else if (!strcmp(argv[i], "--json")) a->json = 1;
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
+            long k = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || k < 1 || k > 64) {
+                fprintf(stderr, "trainer %s: --nbest %s: give 1 to 64 hypotheses\n", cmd,
+                        argv[i]);
+                return 2;
+            }
+            a->dec.nbest = (int)k;
+        } else if (!strcmp(argv[i], "--sample") && i + 1 < argc) {
+            if (sample_arg(argv[++i], &a->dec, cmd)) return 2;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            errno = 0;
+            unsigned long long v = strtoull(argv[++i], &end, 10);
+            if (*end || end == argv[i] || errno || argv[i][0] == '-') {
+                fprintf(stderr, "trainer %s: --seed %s: give a whole number from 0 to %llu\n",
+                        cmd, argv[i], (unsigned long long)UINT64_MAX);
+                return 2;
+            }
+            a->dec.seed = (uint64_t)v, a->seed_set = 1;
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             if (cli_device_arg(argv[++i], &a->device, NULL)) return 2;
         } else {
-            fprintf(stderr, "trainer %s: unknown or incomplete argument '%s'\n", cmd, argv[i]);
-            cli_usage(stderr);
+            fprintf(stderr, "trainer %s: unknown or incomplete argument '%s'; see trainer %s "
+                    "--help\n", cmd, argv[i], cmd);
             return 2;
         }
     }
+    if (a->dec.nbest > 1 && !beam_set) { /* an n-best list of K: a beam of K */
+        a->dec.beam = a->dec.nbest;
+        if (!a->len_penalty_set) a->dec.len_penalty = 1.0f;
+    }
     if (!a->checkpoint) {
-        fprintf(stderr, "trainer %s: --checkpoint FILE is required\n", cmd);
+        fprintf(stderr, "trainer %s: --checkpoint FILE is required (see trainer %s --help)\n",
+                cmd, cmd);
         return 2;
     }
     return 0;
+}
+
+/* 1 when the SentencePiece models a and b serialise to the same bytes (0 also when one cannot
+ * be serialised). */
+static int same_spm(const Spm *a, const Spm *b) {
+    void *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    Err err;
+    int same = !spm_serialize(a, &x, &nx, &err) && !spm_serialize(b, &y, &ny, &err) &&
+               nx == ny && memcmp(x, y, nx) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+int cli_load_models(const char *list, int device, Model *models, int *n, Config *cfg, Spm **spm,
+                    const char *cmd) {
+    char buf[4096];
+    Err err;
+    *n = 0;
+    *spm = NULL;
+    if (strlen(list) >= sizeof buf) {
+        fprintf(stderr, "trainer %s: --checkpoint: the list is over %zu bytes\n", cmd,
+                sizeof buf - 1);
+        return 1;
+    }
+    strcpy(buf, list);
+    const char *first = NULL;
+    for (char *p = buf, *tok; (tok = strsep(&p, ",")) != NULL;) {
+        Config c;
+        Spm *s = NULL;
+        const char *why = NULL;
+        if (!*tok) why = "an empty name in the list";
+        else if (*n == CLI_MAX_MODELS) why = "more checkpoints than an ensemble takes (8)";
+        if (why) {
+            fprintf(stderr, "trainer %s: --checkpoint %s: %s\n", cmd, list, why);
+            cli_free_models(models, *n, *spm);
+            return 1;
+        }
+        if (checkpoint_load_weights(tok, &models[*n], &c, &s, device, &err)) {
+            fprintf(stderr, "trainer %s: %s\n", cmd, err.msg);
+            cli_free_models(models, *n, *spm);
+            return 1;
+        }
+        if (*n == 0) {
+            *cfg = c, *spm = s, first = tok;
+        } else {
+            int same = same_spm(*spm, s);
+            spm_free(s);
+            (*n)++;
+            if (!same || models[*n - 1].be != models[0].be) {
+                fprintf(stderr, "trainer %s: --checkpoint: %s %s %s; an ensemble takes models of "
+                        "one SentencePiece model (runs trained with one data.spm_model) on one "
+                        "device\n", cmd, tok,
+                        !same ? "has another SentencePiece model than" : "is on another device "
+                        "than", first);
+                cli_free_models(models, *n, *spm);
+                return 1;
+            }
+            continue;
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+void cli_free_models(Model *models, int n, Spm *spm) {
+    for (int i = 0; i < n; i++) model_free(&models[i]);
+    spm_free(spm);
 }
 
 int cli_parse_numbers(const char *s, unsigned long long *out, int max, int *n,

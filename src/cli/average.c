@@ -36,7 +36,8 @@ int cmd_average(int argc, char **argv) {
     }
     if (!out || n < 1) {
         fprintf(stderr, "trainer average: give --out FILE and at least one checkpoint, e.g. "
-                        "trainer average --out avg.ckpt run/step_4000.ckpt run/last.ckpt\n");
+                        "trainer average --out avg.ckpt run/epoch9.ckpt run/epoch10.ckpt (the "
+                        "epoch checkpoints train.keep_checkpoints keeps)\n");
         free(paths);
         return 2;
     }

@@ -12,8 +12,12 @@
 
 #include <stdio.h>
 
+#include "data/spm.h"
 #include "eval/decode.h"
+#include "eval/metrics.h"
+#include "model/model.h"
 #include "study/archive.h"
+#include "train/config.h"
 
 /* Prints the usage text of every command to f (for --help and after a bad command line). No
  * errors. */
@@ -43,15 +47,39 @@ int cli_test_arg(int argc, char **argv, int *i, CliTests *t, const char *cmd);
 int cli_tests_done(const CliTests *t, const char *cmd);
 
 /* The arguments of `trainer eval` and `trainer translate` (each refuses the other's). */
+#define CLI_MAX_MODELS 8 /* checkpoints of an ensemble */
 typedef struct {
-    const char *checkpoint, *src, *ref, *attention_map;
+    const char *checkpoint;   /* --checkpoint: one file, or an ensemble's files a.ckpt,b.ckpt */
+    const char *src, *attention_map, *out;
+    const char *refs[METRICS_MAX_REFS]; /* --ref, repeatable (eval) */
+    int nrefs;
     int json, device, len_penalty_set; /* device: a DeviceType, or -1 = the checkpoint's */
-    DecodeOpts dec;
+    int help;                 /* --help or -h: print the command's usage, exit 0 */
+    int seed_set;             /* --seed was given */
+    DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed */
 } EvalArgs;
 
-/* Parses argv[0..argc) of eval or translate (cmd names it in messages). Returns 0, or 2 on an
- * unknown or incomplete argument or a missing --checkpoint (message and usage on stderr). */
+/* Parses argv[0..argc) of eval or translate (cmd names it in messages). Returns 0 (a->help set
+ * when --help or -h came: nothing else is checked), or 2 on an unknown or incomplete argument,
+ * a bad --nbest K (1..64), --sample (topk:K with K >= 1, or temp:T with T > 0) or --seed, more
+ * than METRICS_MAX_REFS --ref, or a missing --checkpoint (message on stderr). */
 int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd);
+
+/* The models of list, a checkpoint or comma-separated checkpoints (an ensemble of up to
+ * CLI_MAX_MODELS), loaded for inference (checkpoint_load_weights) on device (a DeviceType, or
+ * -1: each its stored one) into models[0..*n); *cfg gets the first one's config and *spm its
+ * SentencePiece model. Returns 0, or 1 with a message naming cmd and the file on stderr (nothing
+ * then to free): a checkpoint that does not load, more than CLI_MAX_MODELS, an empty name, a
+ * SentencePiece model other than the first checkpoint's (an ensemble decodes one vocabulary),
+ * or models on different devices. Free with cli_free_models. */
+int cli_load_models(const char *list, int device, Model *models, int *n, Config *cfg, Spm **spm,
+                    const char *cmd);
+void cli_free_models(Model *models, int n, Spm *spm);
+
+/* The usage of `trainer eval` and of `trainer translate` to f (their --help; cli_usage prints
+ * both). No errors. */
+void cli_eval_usage(FILE *f);
+void cli_translate_usage(FILE *f);
 
 /* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c): 2 for a
  * bad command line, config or --set (config_load / config_set / config_validate's message);

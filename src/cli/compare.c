@@ -105,7 +105,7 @@ int cmd_compare(int argc, char **argv) {
     memset(&tests, 0, sizeof tests);
     o.out_dir = "compare";
     o.device = -1;
-    o.beam = (DecodeOpts){5, 1.0f};
+    o.beam = (DecodeOpts){.beam = 5, .len_penalty = 1.0f};
     o.echo = stdout;
     const char **args = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(char *));
     for (int i = 0; i < argc; i++) {

@@ -1,11 +1,13 @@
-/* main.c — the command line of `trainer`: train (default) | eval | translate | compare | average.
+/* main.c — the command line of `trainer`: train (default) | eval | translate | compare | archive
+ * | study | average.
  *
  *   trainer [train] --config FILE [--set section.key=value]... [--resume]      (cli/train.c)
- *   trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
- *                [--device cpu|cuda]                                          (cli/eval.c)
- *   trainer translate --checkpoint FILE [--beam K] [--len-penalty A] [--attention-map PNG]
- *                     [--device cpu|cuda] < input > output                    (cli/translate.c)
- *   trainer compare RUN_DIR|CONFIG... [--out DIR] [options]                   (cli/compare.c)
+ *   trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]... [options]
+ *                                                                             (cli/eval.c)
+ *   trainer translate --checkpoint FILE[,FILE...] [options] < input > output  (cli/translate.c)
+ *   trainer compare RUN_DIR|CONFIG|ARCHIVE... [--out DIR] [options]           (cli/compare.c)
+ *   trainer archive RUN_DIR --out DIR [options]                               (cli/archive.c)
+ *   trainer study STUDY.ini [options]                                         (cli/study.c)
  *   trainer average --out FILE CKPT...                                         (cli/average.c)
  *   trainer --help | --version
  *
@@ -49,18 +51,24 @@ void cli_usage(FILE *f) {
     fprintf(f,
             "usage:\n"
             "  trainer [train] --config FILE [--set section.key=value]... [--resume]\n"
-            "      train a model; --resume continues from <save_dir>/last.ckpt\n"
-            "  trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A]\n"
-            "               [--json] [--device cpu|cuda]\n"
-            "      translate --src and print BLEU, chrF (sacreBLEU defaults) and perplexity;\n"
-            "      greedy by default, beam search with --beam K (length penalty A, Wu et al.\n"
-            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy)\n"
-            "  trainer translate --checkpoint FILE [--beam K] [--len-penalty A]\n"
-            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
-            "      translate standard input line by line; --attention-map draws the attention\n"
-            "      of the first line's translation\n"
-            "  trainer compare RUN_DIR|CONFIG... [--out DIR] [--beam K] [--len-penalty A]\n"
-            "      a report comparing runs (tables, curves, attention heatmaps) in DIR\n"
+            "      train a model; --resume continues from <save_dir>/last.ckpt\n");
+    cli_eval_usage(f);
+    cli_translate_usage(f);
+    fprintf(f,
+            "  trainer compare RUN_DIR|CONFIG|ARCHIVE... [--out DIR] [--beam K] [--len-penalty A]\n"
+            "                  [--sentences i,j,k] [--test-src FILE --test-tgt FILE]...\n"
+            "                  [--device cpu|cuda] [--baseline CONFIG]\n"
+            "                  [--budget steps=N|epochs=N|hours=H] [--seeds s1,s2,...]\n"
+            "      a report comparing runs (tables, curves, attention heatmaps, significance\n"
+            "      against --baseline) in DIR; configs are trained first (--budget: each under\n"
+            "      that budget; --seeds: once per seed); trainer compare --help for more\n"
+            "  trainer archive RUN_DIR --out DIR [--test-src FILE --test-tgt FILE]... [--beam K]\n"
+            "                  [--len-penalty A] [--sentences i,j,k] [--device cpu|cuda]\n"
+            "                  [--threads N] [--config FILE] [--name NAME]\n"
+            "      keep a run's card, config, metrics, test translations and attention in DIR,\n"
+            "      without its checkpoints (a report reads it as a run)\n"
+            "  trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]\n"
+            "      train the plan's missing runs, archive each and write its report\n"
             "  trainer average --out FILE CKPT...\n"
             "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
             "      config and training state from the last CKPT)\n"

@@ -1,6 +1,10 @@
-/* translate.c — `trainer translate --checkpoint FILE [--beam K] [--len-penalty A]
- * [--attention-map PNG] [--device cpu|cuda] < input > output`: translates standard input line by
- * line; --attention-map draws the first line's attention as a PNG (eval/plot.h). */
+/* translate.c — `trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]
+ * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda] <
+ * input > output`: translates standard input line by line, with one model or the ensemble of
+ * the listed ones; --nbest prints K hypotheses a line with their scores as Marian's n-best lists
+ * do; --sample draws the translations (back-translation); --attention-map draws the first
+ * line's attention as a PNG (eval/plot.h). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,30 +15,62 @@
 #include "train/checkpoint.h"
 #include "train/train.h"
 
+void cli_translate_usage(FILE *f) {
+    fprintf(f,
+            "  trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]\n"
+            "                    [--nbest K] [--sample topk:K|temp:T] [--seed N]\n"
+            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
+            "      translate standard input line by line (greedy, or beam search with --beam)\n"
+            "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
+            "                     log-probabilities at each step (one SentencePiece model)\n"
+            "      --nbest K      K hypotheses a line, best first, as Marian's n-best lists:\n"
+            "                     'i ||| translation ||| score' (i from 0, score log p(Y|X) /\n"
+            "                     lp(Y) of the beam search; a beam of K unless --beam is given)\n"
+            "      --sample topk:K  draw each token from the K most probable; temp:T from all\n"
+            "                     at temperature T (temp:1 samples the model's distribution);\n"
+            "                     --seed N (default 0) fixes the draws of each line\n"
+            "      --attention-map PNG  draw the attention of the first line's translation\n");
+}
+
 int cmd_translate(int argc, char **argv) {
     EvalArgs a;
     int rc = cli_parse_eval_args(argc, argv, &a, "translate");
     if (rc) return rc;
-    if (a.json) {
-        fprintf(stderr, "trainer translate: --json belongs to eval\n");
+    if (a.help) {
+        fprintf(stdout, "usage:\n");
+        cli_translate_usage(stdout);
+        return 0;
+    }
+    if (a.json || a.out) {
+        fprintf(stderr, "trainer translate: %s belongs to eval (translate writes standard "
+                "output)\n", a.json ? "--json" : "--out");
         return 2;
     }
-    if (a.src || a.ref) {
+    if (a.src || a.nrefs) {
         fprintf(stderr, "trainer translate: reads standard input; --src/--ref belong to eval\n");
         return 2;
     }
+    if (a.seed_set && !a.dec.sample) {
+        fprintf(stderr, "trainer translate: --seed fixes the draws of --sample; give --sample\n");
+        return 2;
+    }
+    if (a.attention_map && a.dec.nbest > 1) {
+        fprintf(stderr, "trainer translate: --attention-map draws one translation; drop --nbest\n");
+        return 2;
+    }
     Err err;
-    Model m;
+    Model m[CLI_MAX_MODELS], *mp[CLI_MAX_MODELS];
     Config cfg;
     Spm *spm;
-    if (checkpoint_load_weights(a.checkpoint, &m, &cfg, &spm, a.device, &err)) {
-        fprintf(stderr, "trainer: %s\n", err.msg);
-        return 1;
-    }
+    int nm;
+    if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "translate")) return 1;
+    for (int i = 0; i < nm; i++) mp[i] = &m[i];
     set_threads(cfg.threads);
     char **lines = NULL, **out = NULL;
+    float *scores = NULL;
     AttnMap *maps = NULL;
     long n = 0;
+    int nbest = a.dec.nbest > 1 ? a.dec.nbest : 1;
     CorpusStats st;
     rc = 1;
     if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
@@ -44,16 +80,26 @@ int cmd_translate(int argc, char **argv) {
     }
     if (a.attention_map) {
         maps = xcalloc(n, sizeof *maps);
-        if (!model_has_attention(&m)) {
+        if (!model_has_attention(&m[0])) {
             err_set(&err, "--attention-map: %s has no attention to draw (model.attention = none, "
                     "or a linformer cross-attention, whose implied weights need its E and F)",
                     a.checkpoint);
             goto done;
         }
     }
-    if (translate_lines(&m, spm, (const char *const *)lines, n, &a.dec, &out, maps, &err))
+    if (a.dec.nbest) scores = xmalloc(sizeof(float) * (n ? n : 1) * nbest);
+    if (translate_ensemble(mp, nm, spm, (const char *const *)lines, n, &a.dec, &out, scores, maps,
+                           &err))
         goto done;
-    for (long i = 0; i < n; i++) printf("%s\n", out[i]);
+    for (long i = 0; i < n; i++) {
+        if (!a.dec.nbest) {
+            printf("%s\n", out[i]);
+            continue;
+        }
+        for (int k = 0; k < nbest; k++) /* Marian's n-best line; a missing hypothesis: none */
+            if (scores[i * nbest + k] > -INFINITY || out[i * nbest + k][0])
+                printf("%ld ||| %s ||| %.6f\n", i, out[i * nbest + k], scores[i * nbest + k]);
+    }
     if (maps) {
         fflush(stdout);
         if (plot_attention_png(&maps[0], a.attention_map, lines[0], &err)) goto done;
@@ -63,11 +109,11 @@ int cmd_translate(int argc, char **argv) {
     rc = 0;
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
-    free_lines(out, n);
+    free_lines(out, n * nbest);
+    free(scores);
     for (long i = 0; maps && i < n; i++) attn_map_free(&maps[i]);
     free(maps);
     corpus_free_lines(lines, n);
-    model_free(&m);
-    spm_free(spm);
+    cli_free_models(m, nm, spm);
     return rc;
 }

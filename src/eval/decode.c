@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "core/tokens.h"
 
 void decode_greedy(Model *m, const TokenBatch *tb, int max_T, int *out_ids, float *attn) {
@@ -66,11 +67,65 @@ static double length_penalty(int len, float alpha) {
     return alpha == 0.0f ? 1.0 : pow((5.0 + len) / 6.0, alpha);
 }
 
-void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, int *out_ids,
-                 float *attn) {
-    const Backend *be = m->be;
-    int B = tb->B, S = tb->S, V = m->V, R = B * K;
-    int *dev_ids = be->alloc(sizeof(int) * R), *dev_parent = be->alloc(sizeof(int) * R);
+/* The models of an ensemble stepped together: each its own device buffers of ids and parents,
+ * their log-probabilities [R, V] averaged on the host (the mean over the models, summed in
+ * model order: an ensemble of one model with itself averages to its own values exactly). */
+typedef struct {
+    Model *const *m;
+    int n, R, V;
+    int **ids, **parent; /* [n] device buffers of [R] ids */
+    float *tmp;          /* [R·V] host, the second and later models' log-probabilities */
+} Ens;
+
+static void ens_open(Ens *e, Model *const *m, int n, int R, int V) {
+    e->m = m, e->n = n, e->R = R, e->V = V;
+    e->ids = xmalloc(sizeof(int *) * n), e->parent = xmalloc(sizeof(int *) * n);
+    for (int i = 0; i < n; i++) {
+        e->ids[i] = m[i]->be->alloc(sizeof(int) * R);
+        e->parent[i] = m[i]->be->alloc(sizeof(int) * R);
+    }
+    e->tmp = n > 1 ? xmalloc(sizeof(float) * (size_t)R * V) : NULL;
+}
+
+static void ens_close(Ens *e) {
+    for (int i = 0; i < e->n; i++) e->m[i]->be->free(e->ids[i]), e->m[i]->be->free(e->parent[i]);
+    free(e->ids), free(e->parent), free(e->tmp);
+}
+
+static void ens_upload_ids(Ens *e, const int *ids) {
+    for (int i = 0; i < e->n; i++) e->m[i]->be->upload(e->ids[i], ids, sizeof(int) * e->R);
+}
+
+static void ens_reorder(Ens *e, int t, const int *parent) {
+    for (int i = 0; i < e->n; i++) {
+        e->m[i]->be->upload(e->parent[i], parent, sizeof(int) * e->R);
+        model_decode_reorder(e->m[i], t, e->parent[i]);
+    }
+}
+
+/* Step t of every model into lp [R·V] (host): the mean of their log-probabilities. */
+static void ens_step(Ens *e, int t, float *lp) {
+    size_t n = (size_t)e->R * e->V;
+    e->m[0]->be->download(lp, model_decode_step(e->m[0], t, e->ids[0], 1), sizeof(float) * n);
+    if (e->n == 1) return;
+    for (int i = 1; i < e->n; i++) {
+        e->m[i]->be->download(e->tmp, model_decode_step(e->m[i], t, e->ids[i], 1),
+                              sizeof(float) * n);
+        for (size_t j = 0; j < n; j++) lp[j] += e->tmp[j];
+    }
+    for (size_t j = 0; j < n; j++) lp[j] /= (float)e->n;
+}
+
+/* decode_beam over the ensemble models[0..nm) (their log-probabilities averaged at each step;
+ * the attention is models[0]'s), returning each sentence's nbest (<= K) finished hypotheses
+ * best first: ids out_ids[(b·nbest + k)·max_T ...], s(Y) scores[b·nbest + k] (NULL: not
+ * wanted), attention of the best. A sentence with fewer finished hypotheses gets PAD rows and
+ * scores of -inf. With nm = 1 and nbest = 1 it is decode_beam. */
+static void beam_search(Model *const *models, int nm, const TokenBatch *tb, int K, float alpha,
+                        int nbest, int max_T, int *out_ids, float *scores, float *attn) {
+    int B = tb->B, S = tb->S, V = models[0]->V, R = B * K;
+    Ens ens;
+    ens_open(&ens, models, nm, R, V);
     int *ids = xmalloc(sizeof(int) * R), *parent = xmalloc(sizeof(int) * R);
     float *score = xmalloc(sizeof(float) * R), *nscore = xmalloc(sizeof(float) * R);
     int *hist = xcalloc((size_t)R * max_T, sizeof(int)), *nhist = xcalloc((size_t)R * max_T, sizeof(int));
@@ -84,11 +139,12 @@ void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, 
     char *done = xcalloc(B, 1);
     Cand *top = xmalloc(sizeof(Cand) * 2 * K);
     for (int r = 0; r < R; r++) ids[r] = TOKEN_BOS, score[r] = r % K ? -INFINITY : 0.0f;
-    model_decode_begin(m, tb, K, max_T);
-    be->upload(dev_ids, ids, sizeof(int) * R);
+    for (int i = 0; i < nm; i++) model_decode_begin(models[i], tb, K, max_T);
+    ens_upload_ids(&ens, ids);
     for (int t = 0; t < max_T; t++) {
-        be->download(lp, model_decode_step(m, t, dev_ids, 1), sizeof(float) * R * V);
-        if (w) be->download(w, model_decode_attention(m, t), sizeof(float) * R * S);
+        ens_step(&ens, t, lp);
+        if (w) models[0]->be->download(w, model_decode_attention(models[0], t),
+                                       sizeof(float) * R * S);
         int all = 1;
         for (int i = 0; i < B; i++) {
             int r0 = i * K;
@@ -145,29 +201,128 @@ void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, 
         int *ti = hist; hist = nhist; nhist = ti;
         float *tf = score; score = nscore; nscore = tf;
         if (w) tf = whist, whist = nwhist, nwhist = tf;
-        be->upload(dev_parent, parent, sizeof(int) * R);
-        model_decode_reorder(m, t, dev_parent);
-        be->upload(dev_ids, ids, sizeof(int) * R);
+        ens_reorder(&ens, t, parent);
+        ens_upload_ids(&ens, ids);
     }
-    for (int i = 0; i < B * max_T; i++) out_ids[i] = TOKEN_PAD;
+    for (long i = 0; i < (long)B * nbest * max_T; i++) out_ids[i] = TOKEN_PAD;
+    char *taken = xcalloc((size_t)K, 1);
     for (int i = 0; i < B; i++) {
-        const Hyp *best = NULL;
-        for (int j = 0; j < nfin[i]; j++) /* the first of equals: the one found earliest */
-            if (!best || fin[(size_t)i * K + j].norm > best->norm) best = &fin[(size_t)i * K + j];
-        if (!best) continue; /* max_T = 0 */
-        memcpy(out_ids + (size_t)i * max_T, best->ids, sizeof(int) * best->len);
-        if (attn) memcpy(attn + (size_t)i * wrow, best->w, sizeof(float) * best->len * S);
+        memset(taken, 0, (size_t)K);
+        for (int k = 0; k < nbest; k++) {
+            int best = -1; /* the best not yet taken; of equals, the one found earliest */
+            for (int j = 0; j < nfin[i]; j++)
+                if (!taken[j] && (best < 0 || fin[(size_t)i * K + j].norm >
+                                                  fin[(size_t)i * K + best].norm))
+                    best = j;
+            if (scores) scores[(size_t)i * nbest + k] = best < 0 ? -INFINITY
+                                                      : (float)fin[(size_t)i * K + best].norm;
+            if (best < 0) continue; /* max_T = 0, or fewer finished than nbest */
+            const Hyp *h = &fin[(size_t)i * K + best];
+            taken[best] = 1;
+            memcpy(out_ids + ((size_t)i * nbest + k) * max_T, h->ids, sizeof(int) * h->len);
+            if (attn && k == 0) memcpy(attn + (size_t)i * wrow, h->w, sizeof(float) * h->len * S);
+        }
     }
+    free(taken);
     for (int j = 0; j < B * K; j++) free(fin[j].ids), free(fin[j].w);
-    be->free(dev_ids), be->free(dev_parent);
+    ens_close(&ens);
     free(ids), free(parent), free(score), free(nscore), free(hist), free(nhist);
     free(whist), free(nwhist), free(w), free(lp), free(fin), free(nfin), free(done), free(top);
 }
 
-void decode_batch(Model *m, const TokenBatch *tb, const DecodeOpts *opt, int max_T, int *out_ids,
-                  float *attn) {
-    if (opt->beam <= 1) decode_greedy(m, tb, max_T, out_ids, attn);
-    else decode_beam(m, tb, opt->beam, opt->len_penalty, max_T, out_ids, attn);
+void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, int *out_ids,
+                 float *attn) {
+    beam_search(&m, 1, tb, K, alpha, 1, max_T, out_ids, NULL, attn);
+}
+
+
+
+/* The token of row lp [V] (host log-probabilities, or their mean over an ensemble): the first
+ * maximum (DECODE_SEARCH), or a draw from r — from softmax(lp / T) (DECODE_TEMP), or from
+ * softmax(lp) over the K largest (DECODE_TOPK; of equals, the lower ids). order [V] is scratch. */
+static int pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int *order) {
+    int best = 0;
+    for (int v = 1; v < V; v++)
+        if (lp[v] > lp[best]) best = v;
+    if (opt->sample == DECODE_SEARCH) return best;
+    int n = V;
+    double inv_t = opt->sample == DECODE_TEMP ? 1.0 / opt->temperature : 1.0, sum = 0;
+    if (opt->sample == DECODE_TOPK) { /* the K largest, by insertion into order[0..n) */
+        n = 0;
+        for (int v = 0; v < V; v++) {
+            if (n == opt->topk && !(lp[v] > lp[order[n - 1]])) continue;
+            int i = n < opt->topk ? n++ : n - 1;
+            while (i > 0 && lp[v] > lp[order[i - 1]]) order[i] = order[i - 1], i--;
+            order[i] = v;
+        }
+    } else {
+        for (int v = 0; v < V; v++) order[v] = v;
+    }
+    for (int i = 0; i < n; i++) sum += exp((lp[order[i]] - lp[best]) * inv_t);
+    double u = (double)rng_uniform(r) * sum, c = 0;
+    for (int i = 0; i < n; i++) {
+        c += exp((lp[order[i]] - lp[best]) * inv_t);
+        if (u < c) return order[i];
+    }
+    return order[n - 1]; /* u within rounding of the sum */
+}
+
+/* One token a step chosen on the host (pick_token) from the models' mean log-probabilities:
+ * greedy decoding of an ensemble, and sampling. Row b draws from rng_seed(opt->seed,
+ * row_keys[b]) (row_keys NULL: b). scores [B] (NULL: not wanted) get Σ log p of the chosen
+ * tokens, EOS included. Arguments otherwise as decode_greedy's. */
+static void decode_host(Model *const *models, int nm, const TokenBatch *tb, const DecodeOpts *opt,
+                        const uint64_t *row_keys, int max_T, int *out_ids, float *scores,
+                        float *attn) {
+    int B = tb->B, S = tb->S, V = models[0]->V;
+    Ens ens;
+    ens_open(&ens, models, nm, B, V);
+    int *ids = xmalloc(sizeof(int) * B), *order = xmalloc(sizeof(int) * V);
+    float *lp = xmalloc(sizeof(float) * (size_t)B * V);
+    float *w = attn ? xmalloc(sizeof(float) * B * S) : NULL;
+    char *done = xcalloc(B, 1);
+    Rng *rng = xmalloc(sizeof(Rng) * B);
+    for (int i = 0; i < B; i++) {
+        ids[i] = TOKEN_BOS;
+        rng_seed(&rng[i], opt->seed, row_keys ? row_keys[i] : (uint64_t)i);
+        if (scores) scores[i] = 0;
+    }
+    for (int i = 0; i < B * max_T; i++) out_ids[i] = TOKEN_PAD;
+    for (int i = 0; i < nm; i++) model_decode_begin(models[i], tb, 1, max_T);
+    ens_upload_ids(&ens, ids);
+    for (int t = 0; t < max_T; t++) {
+        ens_step(&ens, t, lp);
+        if (w) models[0]->be->download(w, model_decode_attention(models[0], t),
+                                       sizeof(float) * B * S);
+        int all = 1;
+        for (int i = 0; i < B; i++) {
+            if (done[i]) continue; /* its row goes on decoding; its output is ignored */
+            const float *row = lp + (size_t)i * V;
+            ids[i] = pick_token(row, V, opt, &rng[i], order);
+            if (scores) scores[i] += row[ids[i]];
+            out_ids[i * max_T + t] = ids[i];
+            if (w) memcpy(attn + ((size_t)i * max_T + t) * S, w + (size_t)i * S, sizeof(float) * S);
+            if (ids[i] == TOKEN_EOS) done[i] = 1;
+            all &= done[i];
+        }
+        if (all) break;
+        ens_upload_ids(&ens, ids);
+    }
+    ens_close(&ens);
+    free(ids), free(order), free(lp), free(w), free(done), free(rng);
+}
+
+void decode_search(Model *const *models, int nm, const TokenBatch *tb, const DecodeOpts *opt,
+                   const uint64_t *row_keys, int max_T, int *out_ids, float *scores,
+                   float *attn) {
+    int nbest = opt->nbest > 1 ? opt->nbest : 1;
+    if (opt->sample != DECODE_SEARCH || (nm > 1 && opt->beam <= 1 && nbest == 1))
+        decode_host(models, nm, tb, opt, row_keys, max_T, out_ids, scores, attn);
+    else if (opt->beam <= 1 && nbest == 1 && !scores)
+        decode_greedy(models[0], tb, max_T, out_ids, attn);
+    else
+        beam_search(models, nm, tb, opt->beam, opt->len_penalty, nbest, max_T, out_ids, scores,
+                    attn);
 }
 
 int parse_decode_arg(int argc, char **argv, int *i, DecodeOpts *d, int *alpha_set,

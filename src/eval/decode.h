@@ -13,22 +13,44 @@
 #ifndef TRAINER_DECODE_H
 #define TRAINER_DECODE_H
 
+#include <stdint.h>
+
 #include "core/tokens.h"
 #include "model/model.h"
+
+/* How a step's token is chosen: by the search (greedy or beam), or drawn (sampling). */
+typedef enum { DECODE_SEARCH, DECODE_TOPK, DECODE_TEMP } DecodeSample;
 
 typedef struct {
     int beam;          /* K >= 1 hypotheses per sentence; 1 = greedy */
     float len_penalty; /* α of Wu et al. 2016 eq. 14 (>= 0); 0 ranks by log-probability */
+    int nbest;         /* hypotheses returned per sentence, 1..beam (0 = 1): beam search's best
+                        * finished ones, best first */
+    DecodeSample sample; /* DECODE_TOPK: each token drawn from softmax(log p) over the topk most
+                        * probable (Fan et al. 2018); DECODE_TEMP: from softmax(log p / temperature)
+                        * over all (T = 1: the unrestricted sampling of back-translation, Edunov et
+                        * al. 2018); one row per sentence, beam 1 */
+    int topk;          /* K of DECODE_TOPK, >= 1 */
+    float temperature; /* T of DECODE_TEMP, > 0 */
+    uint64_t seed;     /* sampling: sentence i of the input draws from PCG32 seeded (seed, i) */
 } DecodeOpts;
 
-/* Decodes tb's sources (host, targets unused). out_ids[B·max_T] (host) gets each sentence's ids up to
- * and including EOS, then PAD; attn (host, NULL to skip) gets the chosen output's weights
- * [B, max_T, S] (rows after the output's end untouched). The model must have room for B·K
- * sentences (model_reserve_decode). opt->beam == 1 runs decode_greedy.
- * Source: Wu et al. 2016 §7 (above). */
-void decode_batch(Model *m, const TokenBatch *tb, const DecodeOpts *opt, int max_T, int *out_ids,
-                  float *attn);
-/* The two searches themselves (arguments as decode_batch; alpha the length penalty α of Wu et
+/* Decodes tb's sources (host, targets unused) with the ensemble models[0..nm) (nm >= 1, one
+ * vocabulary, each with room for B·K sentences: model_reserve_decode), at each step from the
+ * mean of their log-probabilities (nm = 1: the model's own; the attention is models[0]'s), as
+ * opt says: greedy (one model: decode_greedy), beam search (decode_beam, keeping opt->nbest
+ * finished hypotheses), or sampling (opt->sample; row b draws from PCG32 seeded (opt->seed,
+ * row_keys[b]), row_keys NULL: b). out_ids [B·nbest·max_T] (host) gets hypothesis k of sentence
+ * b at row b·nbest + k, best first: its ids up to and including EOS, then PAD (a sentence with
+ * fewer finished hypotheses: PAD rows); scores [B·nbest] (host, NULL: not wanted) their s(Y) =
+ * log p(Y|X) / lp(Y) of beam search (with beam 1 and no sampling: the beam search of K = 1, which
+ * equals greedy), Σ log p for sampling, -inf for a missing one; attn (host, NULL to skip) the
+ * best output's weights [B, max_T, S] (rows after the output's end untouched).
+ * Source: Wu et al. 2016 §7 (above); ensembles average log-probabilities as Marian does (its
+ * weighted sum of scorers, equal weights). */
+void decode_search(Model *const *models, int nm, const TokenBatch *tb, const DecodeOpts *opt,
+                   const uint64_t *row_keys, int max_T, int *out_ids, float *scores, float *attn);
+/* The two searches of one model (arguments as decode_search's with nm = 1, nbest = 1; alpha the length penalty α of Wu et
  * al. 2016 eq. 14); decode_beam with K = 1 must equal decode_greedy. */
 void decode_greedy(Model *m, const TokenBatch *tb, int max_T, int *out_ids, float *attn);
 void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, int *out_ids,

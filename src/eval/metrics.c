@@ -10,9 +10,12 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/common.h"
+
+_Static_assert(METRICS_MAX_REFS == 16, "the CHECK messages below say 16 references");
 
 /* ---------------------------------------------------------------- code point buffers */
 
@@ -233,7 +236,9 @@ typedef struct {
     const uint32_t *key; /* NULL: empty slot */
     size_t len;
     uint64_t hash;
-    long ref, hyp;       /* occurrences in the reference and (so far) in the hypothesis */
+    long ref, hyp;       /* occurrences in the reference (the most in any one of several) and
+                          * (so far) in the hypothesis */
+    long cur;            /* occurrences in the reference being counted (several references) */
 } Slot;
 
 typedef struct {
@@ -298,14 +303,26 @@ static void span_at(const Spans *sp, long i, const uint32_t **key, size_t *len) 
     *len = en - st;
 }
 
-static long clipped_matches(NgramTable *t, const Spans *ref, const Spans *hyp) {
-    if (ref->count <= 0 || hyp->count <= 0) return 0;
-    table_reset(t, (size_t)ref->count + (size_t)hyp->count);
+/* Clipped matches against several references refs[0..nr) at once, as sacreBLEU's BLEU counts
+ * them: an n-gram's reference count is its largest count in any one reference. */
+static long clipped_matches_refs(NgramTable *t, const Spans *refs, int nr, const Spans *hyp) {
+    long total = 0;
+    for (int r = 0; r < nr; r++) total += refs[r].count > 0 ? refs[r].count : 0;
+    if (total <= 0 || hyp->count <= 0) return 0;
+    table_reset(t, (size_t)total + (size_t)hyp->count);
     const uint32_t *key;
     size_t len;
-    for (long i = 0; i < ref->count; i++) {
-        span_at(ref, i, &key, &len);
-        table_get(t, key, len)->ref++;
+    for (int r = 0; r < nr; r++) {
+        for (long i = 0; i < refs[r].count; i++) {
+            span_at(&refs[r], i, &key, &len);
+            table_get(t, key, len)->cur++;
+        }
+        for (long i = 0; i < refs[r].count; i++) { /* fold this reference's counts in */
+            span_at(&refs[r], i, &key, &len);
+            Slot *s = table_get(t, key, len);
+            if (s->cur > s->ref) s->ref = s->cur;
+            s->cur = 0;
+        }
     }
     long match = 0;
     for (long i = 0; i < hyp->count; i++) {
@@ -314,6 +331,10 @@ static long clipped_matches(NgramTable *t, const Spans *ref, const Spans *hyp) {
         if (++s->hyp <= s->ref) match++;
     }
     return match;
+}
+
+static long clipped_matches(NgramTable *t, const Spans *ref, const Spans *hyp) {
+    return clipped_matches_refs(t, ref, 1, hyp);
 }
 
 /* ---------------------------------------------------------------- BLEU */
@@ -360,36 +381,62 @@ static BleuScore bleu_from_stats(const int64_t correct[BLEU_ORDER], const int64_
     return r;
 }
 
-void bleu_segment_stats(BleuStats *stats, const char *const *hyps, const char *const *refs,
-                        long n) {
+/* sacreBLEU's BLEU._get_closest_ref_len: the reference length nearest hyp_len, the shorter of
+ * two as near. */
+static long long closest_ref_len(long long hyp_len, const long *lens, int nr) {
+    long long best = -1, diff = -1;
+    for (int r = 0; r < nr; r++) {
+        long long d = hyp_len > lens[r] ? hyp_len - lens[r] : lens[r] - hyp_len;
+        if (diff < 0 || d < diff) diff = d, best = lens[r];
+        else if (d == diff && lens[r] < best) best = lens[r];
+    }
+    return best;
+}
+
+void bleu_segment_stats_refs(BleuStats *stats, const char *const *hyps,
+                             const char *const *const *refs, int nrefs, long n) {
     CHECK(n >= 0, "bleu_corpus: negative segment count");
+    CHECK(nrefs >= 1 && nrefs <= METRICS_MAX_REFS, "bleu_corpus: 1 to 16 references");
     CHECK(n == 0 || (hyps && refs && stats), "bleu_corpus: NULL hypothesis or reference array");
     Tok13a tok = {0};
-    CpBuf line = {0}, hj = {0}, rj = {0}, hs = {0}, rs = {0}, he = {0}, re = {0};
+    CpBuf line = {0}, hj = {0}, hs = {0}, he = {0};
+    CpBuf rj[METRICS_MAX_REFS] = {{0}}, rs[METRICS_MAX_REFS] = {{0}}, re[METRICS_MAX_REFS] = {{0}};
+    long rn[METRICS_MAX_REFS];
+    Spans rsp[METRICS_MAX_REFS];
     NgramTable table = {0};
     for (long s = 0; s < n; s++) {
-        CHECK(hyps[s] && refs[s], "bleu_corpus: NULL segment string");
+        CHECK(hyps[s], "bleu_corpus: NULL segment string");
         BleuStats *st = &stats[s];
         memset(st, 0, sizeof *st);
-        utf8_decode(&line, refs[s]);
-        long rn = tokenize_13a(&tok, &line, &rj, &rs);
+        for (int r = 0; r < nrefs; r++) {
+            CHECK(refs[r] && refs[r][s], "bleu_corpus: NULL segment string");
+            utf8_decode(&line, refs[r][s]);
+            rn[r] = tokenize_13a(&tok, &line, &rj[r], &rs[r]);
+            token_ends(&re[r], &rs[r], rj[r].n);
+        }
         utf8_decode(&line, hyps[s]);
         long hn = tokenize_13a(&tok, &line, &hj, &hs);
-        token_ends(&re, &rs, rj.n);
         token_ends(&he, &hs, hj.n);
         st->hyp_len = hn;
-        st->ref_len = rn;
+        st->ref_len = closest_ref_len(hn, rn, nrefs);
         for (int o = 1; o <= BLEU_ORDER; o++) {
             /* n-gram i spans tokens i .. i+o-1: from start[i] to end[i+o-1] */
-            Spans r = {rj.v, rs.v, rn >= o ? re.v + (o - 1) : NULL, rn - o + 1, 0};
+            for (int r = 0; r < nrefs; r++)
+                rsp[r] = (Spans){rj[r].v, rs[r].v, rn[r] >= o ? re[r].v + (o - 1) : NULL,
+                                 rn[r] - o + 1, 0};
             Spans h = {hj.v, hs.v, hn >= o ? he.v + (o - 1) : NULL, hn - o + 1, 0};
             if (h.count > 0) st->total[o - 1] = h.count;
-            st->correct[o - 1] = clipped_matches(&table, &r, &h);
+            st->correct[o - 1] = clipped_matches_refs(&table, rsp, nrefs, &h);
         }
     }
-    cp_free(&tok.a), cp_free(&tok.b), cp_free(&line), cp_free(&hj), cp_free(&rj);
-    cp_free(&hs), cp_free(&rs), cp_free(&he), cp_free(&re);
+    cp_free(&tok.a), cp_free(&tok.b), cp_free(&line), cp_free(&hj), cp_free(&hs), cp_free(&he);
+    for (int r = 0; r < nrefs; r++) cp_free(&rj[r]), cp_free(&rs[r]), cp_free(&re[r]);
     free(table.s);
+}
+
+void bleu_segment_stats(BleuStats *stats, const char *const *hyps, const char *const *refs,
+                        long n) {
+    bleu_segment_stats_refs(stats, hyps, &refs, 1, n);
 }
 
 BleuScore bleu_from_sum(const BleuStats *sum) {
@@ -398,7 +445,8 @@ BleuScore bleu_from_sum(const BleuStats *sum) {
     return bleu_from_stats(correct, total, sum->hyp_len, sum->ref_len);
 }
 
-BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) {
+BleuScore bleu_corpus_refs(const char *const *hyps, const char *const *const *refs, int nrefs,
+                           long n) {
     CHECK(n >= 0, "bleu_corpus: negative segment count");
     CHECK(n == 0 || (hyps && refs), "bleu_corpus: NULL hypothesis or reference array");
     BleuStats sum;
@@ -409,7 +457,7 @@ BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) 
         return zero;
     }
     BleuStats *st = xmalloc(sizeof *st * (size_t)n);
-    bleu_segment_stats(st, hyps, refs, n);
+    bleu_segment_stats_refs(st, hyps, refs, nrefs, n);
     for (long s = 0; s < n; s++) {
         for (int o = 0; o < BLEU_ORDER; o++)
             sum.correct[o] += st[s].correct[o], sum.total[o] += st[s].total[o];
@@ -417,6 +465,10 @@ BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) 
     }
     free(st);
     return bleu_from_sum(&sum);
+}
+
+BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n) {
+    return bleu_corpus_refs(hyps, &refs, 1, n);
 }
 
 /* ---------------------------------------------------------------- chrF */
@@ -454,29 +506,59 @@ static double chrf_from_stats(const int64_t hyp[CHRF_ORDER], const int64_t ref[C
     return 100.0 * score;
 }
 
-double chrf_corpus(const char *const *hyps, const char *const *refs, long n) {
+double chrf_corpus_refs(const char *const *hyps, const char *const *const *refs, int nrefs,
+                        long n) {
     CHECK(n >= 0, "chrf_corpus: negative segment count");
+    CHECK(nrefs >= 1 && nrefs <= METRICS_MAX_REFS, "chrf_corpus: 1 to 16 references");
     CHECK(n == 0 || (hyps && refs), "chrf_corpus: NULL hypothesis or reference array");
     int64_t sh[CHRF_ORDER] = {0}, sr[CHRF_ORDER] = {0}, sm[CHRF_ORDER] = {0};
     CpBuf h = {0}, r = {0};
     NgramTable table = {0};
     for (long s = 0; s < n; s++) {
-        CHECK(hyps[s] && refs[s], "chrf_corpus: NULL segment string");
+        CHECK(hyps[s], "chrf_corpus: NULL segment string");
         utf8_decode(&h, hyps[s]);
-        utf8_decode(&r, refs[s]);
         remove_whitespace(&h);
-        remove_whitespace(&r);
-        for (int o = 1; o <= CHRF_ORDER; o++) {
-            Spans rsp = {r.v, NULL, NULL, (long)r.n - o + 1, (size_t)o};
-            Spans hsp = {h.v, NULL, NULL, (long)h.n - o + 1, (size_t)o};
-            long rc = rsp.count > 0 ? rsp.count : 0, hc = hsp.count > 0 ? hsp.count : 0;
-            /* hypothesis n-grams count only when the reference has n-grams of this order */
-            if (rc > 0) sh[o - 1] += hc;
-            sr[o - 1] += rc;
-            sm[o - 1] += clipped_matches(&table, &rsp, &hsp);
+        /* several references: the statistics of the one with the best sentence chrF (the first
+         * of equals), as sacreBLEU's CHRF._compute_segment_statistics */
+        int64_t bh[CHRF_ORDER], br[CHRF_ORDER], bm[CHRF_ORDER];
+        double best = -1.0;
+        for (int k = 0; k < nrefs; k++) {
+            CHECK(refs[k] && refs[k][s], "chrf_corpus: NULL segment string");
+            utf8_decode(&r, refs[k][s]);
+            remove_whitespace(&r);
+            int64_t th[CHRF_ORDER], tr[CHRF_ORDER], tm[CHRF_ORDER];
+            for (int o = 1; o <= CHRF_ORDER; o++) {
+                Spans rsp = {r.v, NULL, NULL, (long)r.n - o + 1, (size_t)o};
+                Spans hsp = {h.v, NULL, NULL, (long)h.n - o + 1, (size_t)o};
+                long rc = rsp.count > 0 ? rsp.count : 0, hc = hsp.count > 0 ? hsp.count : 0;
+                /* hypothesis n-grams count only when the reference has n-grams of this order */
+                th[o - 1] = rc > 0 ? hc : 0;
+                tr[o - 1] = rc;
+                tm[o - 1] = clipped_matches(&table, &rsp, &hsp);
+            }
+            double f = nrefs > 1 ? chrf_from_stats(th, tr, tm) : 0.0;
+            if (f > best) {
+                best = f;
+                memcpy(bh, th, sizeof th), memcpy(br, tr, sizeof tr), memcpy(bm, tm, sizeof tm);
+            }
         }
+        for (int o = 0; o < CHRF_ORDER; o++) sh[o] += bh[o], sr[o] += br[o], sm[o] += bm[o];
     }
     cp_free(&h), cp_free(&r);
     free(table.s);
     return chrf_from_stats(sh, sr, sm);
+}
+
+double chrf_corpus(const char *const *hyps, const char *const *refs, long n) {
+    return chrf_corpus_refs(hyps, &refs, 1, n);
+}
+
+void bleu_signature(char *buf, size_t n, int nrefs) {
+    snprintf(buf, n, "nrefs:%d|case:mixed|eff:no|tok:13a|smooth:exp|version:%s", nrefs,
+             METRICS_SACREBLEU_VERSION);
+}
+
+void chrf_signature(char *buf, size_t n, int nrefs) {
+    snprintf(buf, n, "nrefs:%d|case:mixed|eff:yes|nc:6|nw:0|space:no|version:%s", nrefs,
+             METRICS_SACREBLEU_VERSION);
 }

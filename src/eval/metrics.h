@@ -11,8 +11,10 @@
  *    The fixtures in tests/fixtures/metrics/ (written by tests/reference/make_metric_fixtures.py
  *    with sacrebleu) are matched to within 1e-9 by tests/unit/test_metrics.c.
  *
- * Input: n hypothesis and n reference segments, one reference per segment, each a NUL-terminated
- * UTF-8 string (neither array nor any string may be NULL when n > 0: programmer error, CHECK).
+ * Input: n hypothesis and n reference segments, one reference per segment (or, in the *_refs
+ * functions, nrefs references per segment: refs[r][s], 1 <= nrefs <= METRICS_MAX_REFS), each a
+ * NUL-terminated UTF-8 string (neither array nor any string may be NULL when n > 0: programmer
+ * error, CHECK).
  * Characters are Unicode code points; an invalid UTF-8 byte is read as U+FFFD (sacreBLEU itself
  * would have refused to decode such text). "Whitespace" means Python's str.isspace() set (ASCII
  * whitespace, U+001C..U+001F, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F,
@@ -39,12 +41,25 @@
  * where both sums are > 0 ("effective order") and returns the F_beta of those two averages; 0 when no
  * order qualifies or nothing matches.
  *
+ * Several references (sacreBLEU 2.x with several reference streams, none None): BLEU clips each
+ * n-gram's hypothesis count at its largest count in any one reference and takes as the segment's
+ * reference length the reference length closest to the hypothesis length (the shorter of two as
+ * close); chrF takes, per segment, the statistics of the reference whose sentence chrF is highest
+ * (the first of equals). The signatures then say nrefs:N.
+ *
  * Empty input: n == 0 gives a BleuScore of all zeros and a chrF of 0 (sacreBLEU raises an error).
  * Empty segments are ordinary segments with zero tokens / characters.
  * Errors: none but the CHECKs above (negative n, NULL arrays or strings); host memory only.
  */
 #ifndef TRAINER_EVAL_METRICS_H
 #define TRAINER_EVAL_METRICS_H
+
+#include <stddef.h>
+
+/* The sacreBLEU release whose numbers these functions reproduce (the fixtures' version), as
+ * the signatures name it, and the most references a segment may have. */
+#define METRICS_SACREBLEU_VERSION "2.6.0"
+#define METRICS_MAX_REFS 16
 
 typedef struct {
     double score;         /* BLEU in percent, 0..100 */
@@ -59,6 +74,10 @@ typedef struct {
  * defaults). CHECKs n >= 0 and non-NULL arrays and strings. */
 BleuScore bleu_corpus(const char *const *hyps, const char *const *refs, long n);
 
+/* bleu_corpus against nrefs references per segment, refs[r][0..n) (see above). */
+BleuScore bleu_corpus_refs(const char *const *hyps, const char *const *const *refs, int nrefs,
+                           long n);
+
 /* BLEU's sufficient statistics (sacreBLEU's per-segment "stats"): clipped n-gram matches and
  * n-gram counts of the hypothesis for n = 1..4, and the 13a token counts of hypothesis and
  * reference. Corpus BLEU is a function of their sum over segments, which is what lets a
@@ -71,11 +90,23 @@ typedef struct {
 /* stats[s] = the statistics of segment s, s < n (CHECKs as bleu_corpus). */
 void bleu_segment_stats(BleuStats *stats, const char *const *hyps, const char *const *refs,
                         long n);
+/* bleu_segment_stats against nrefs references per segment (ref_len: the closest one's). */
+void bleu_segment_stats_refs(BleuStats *stats, const char *const *hyps,
+                             const char *const *const *refs, int nrefs, long n);
 /* BLEU (sacreBLEU's exp smoothing, as bleu_corpus) of summed statistics. No errors. */
 BleuScore bleu_from_sum(const BleuStats *sum);
 
 /* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100 (Popović 2015,
  * sacreBLEU's defaults). CHECKs as bleu_corpus. */
 double chrf_corpus(const char *const *hyps, const char *const *refs, long n);
+/* chrf_corpus against nrefs references per segment, refs[r][0..n) (see above). */
+double chrf_corpus_refs(const char *const *hyps, const char *const *const *refs, int nrefs,
+                        long n);
+
+/* sacreBLEU's signatures of these scores with nrefs references into buf (n bytes):
+ * "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (BLEU) and
+ * "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" (chrF). No errors. */
+void bleu_signature(char *buf, size_t n, int nrefs);
+void chrf_signature(char *buf, size_t n, int nrefs);
 
 #endif

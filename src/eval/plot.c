@@ -318,6 +318,8 @@ static void curve_panel(FILE *f, const char *prefix, int nruns, const char *cons
     fprintf(f, "\n");
 }
 
+#define KEY_STYLE "Left reverse width 2 samplen 2" /* the curves' legends (below) */
+
 Status plot_curves_png(const char *path, const char *title, int nruns, const char *const *names,
                        const CurvePoint *const *pts, const int *npts, Err *err) {
     CHECK(path != NULL && names != NULL && pts != NULL && npts != NULL,
@@ -346,12 +348,16 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
         fprintf(f, " title ");
         gp_str(f, title);
     }
-    fprintf(f, "\nset grid\nset key top left box opaque\nset xlabel 'epoch'\n");
+    /* the legends: text left-aligned after the sample, with 2 characters to spare (right-aligned,
+     * gnuplot's estimate of a name's width let long names, of wide letters or underscores, run
+     * past the box's left edge and the panel's) */
+    fprintf(f, "\nset grid\nset key top left box opaque " KEY_STYLE "\nset xlabel 'epoch'\n");
     if (max_epoch <= 20) fprintf(f, "set xtics 1\nset xrange [0.8:%g]\n", max_epoch + 0.2);
     curve_panel(f, "bleu", nruns, names, rows_b, 0);
-    fprintf(f, "set key top right box opaque\n");
+    fprintf(f, "set key top right box opaque " KEY_STYLE "\n");
     curve_panel(f, "ppl", nruns, names, rows_p, 1);
-    fprintf(f, "set key bottom right box opaque\nset xtics autofreq\nset autoscale x\n"
+    fprintf(f, "set key bottom right box opaque " KEY_STYLE "\n"
+               "set xtics autofreq\nset autoscale x\n"
                "set xlabel 'training time (hours)'\n");
     curve_panel(f, "hours", nruns, names, rows_h, 0);
     fprintf(f, "unset multiplot\nunset output\n");

@@ -32,11 +32,34 @@ void attn_map_free(AttnMap *a) {
 
 Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err) {
+    DecodeOpts one = *opt;
+    one.nbest = 1;
+    return translate_ensemble(&m, 1, spm, lines, n, &one, out, NULL, maps, err);
+}
+
+Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const char *const *lines,
+                          long n, const DecodeOpts *opt, char ***out, float *scores,
+                          AttnMap *maps, Err *err) {
+    Model *m = models[0];
+    int nbest = opt->nbest > 1 ? opt->nbest : 1, sampling = opt->sample != DECODE_SEARCH;
     if (opt->beam < 1 || opt->beam > 64)
         return err_set(err, "--beam %d: the beam size must be between 1 and 64", opt->beam);
     if (!(opt->len_penalty >= 0.0f))
         return err_set(err, "--len-penalty %g: the length penalty α must be >= 0",
                        (double)opt->len_penalty);
+    if (nbest > opt->beam)
+        return err_set(err, "--nbest %d: beam search keeps --beam %d hypotheses; give --beam %d "
+                       "or more", nbest, opt->beam, nbest);
+    if (sampling && (opt->beam > 1 || nbest > 1))
+        return err_set(err, "--sample draws one translation per sentence; it takes neither "
+                       "--beam nor --nbest");
+    if (sampling && !(opt->sample == DECODE_TOPK ? opt->topk >= 1 : opt->temperature > 0.0f))
+        return err_set(err, "--sample: topk:K needs K >= 1, temp:T needs T > 0");
+    for (int i = 1; i < nm; i++)
+        if (models[i]->V != m->V || models[i]->be != m->be)
+            return err_set(err, "ensemble: model %d has %d pieces on %s, model 1 %d on %s; "
+                           "ensembles take models of one SentencePiece model on one device",
+                           i + 1, models[i]->V, models[i]->be->name, m->V, m->be->name);
     if (maps && !model_has_attention(m))
         return err_set(err, "this model has no attention to draw (model.attention = none, or a "
                        "linformer cross-attention, whose implied weights need its E and F)");
@@ -45,9 +68,10 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
     Encoded e = {0};
     TokenBatch tb = {0};
     long *order = xmalloc(sizeof(long) * (n ? n : 1));
-    int *ids = NULL, K = opt->beam;
-    float *attn = NULL;
-    char **res = xcalloc(n ? n : 1, sizeof(char *));
+    int *ids = NULL, K = sampling ? 1 : opt->beam;
+    float *attn = NULL, *sc = NULL;
+    uint64_t *keys = NULL;
+    char **res = xcalloc(n ? (size_t)n * nbest : 1, sizeof(char *));
     e.n = n;
     e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
     long cap = 1024, used = 0, ng = 0, *gstart = NULL;
@@ -79,7 +103,12 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
     g_e = &e;
     qsort(order, n, sizeof(long), cmp_src_len);
     long k = 0;
-    while (k < n && e.src_off[order[k] + 1] == e.src_off[order[k]]) res[order[k++]] = xstrdup("");
+    /* an empty source translates to nothing (its score 0) */
+    for (; k < n && e.src_off[order[k] + 1] == e.src_off[order[k]]; k++)
+        for (int h = 0; h < nbest; h++) {
+            res[order[k] * nbest + h] = xstrdup("");
+            if (scores) scores[order[k] * nbest + h] = 0.0f;
+        }
     /* sentences sorted by length: each group takes as many as fit the token budget at its
      * longest; the groups are planned first so that the batch and the model are sized once */
     gstart = xmalloc(sizeof(long) * (n - k + 1));
@@ -101,21 +130,26 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
     }
     gstart[ng] = n;
     batch_alloc(&tb, bounds.B, bounds.S, 1, bounds.NS, bounds.B);
-    model_reserve_decode(m, K, gb, ng);
-    ids = xmalloc(sizeof(int) * bounds.NT);
+    for (int i = 0; i < nm; i++) model_reserve_decode(models[i], K, gb, ng);
+    ids = xmalloc(sizeof(int) * bounds.NT * nbest);
+    sc = xmalloc(sizeof(float) * bounds.B * nbest);
+    keys = xmalloc(sizeof(uint64_t) * bounds.B);
     if (maps) attn = xmalloc(sizeof(float) * bounds.NT * bounds.S);
     for (long g = 0; g < ng; g++) {
         long first = gstart[g];
         int B = gb[g].B, maxT = gb[g].T;
         batch_fill(&tb, &e, order + first, B);
-        decode_batch(m, &tb, opt, maxT, ids, maps ? attn : NULL);
-        for (int b = 0; b < B; b++) {
-            long li = order[first + b];
+        for (int b = 0; b < B; b++) keys[b] = (uint64_t)order[first + b]; /* the input line */
+        decode_search(models, nm, &tb, opt, keys, maxT, ids, scores ? sc : NULL,
+                      maps ? attn : NULL);
+        for (int b = 0; b < B * nbest; b++) {
+            long li = order[first + b / nbest];
             const int *y = ids + (size_t)b * maxT;
             int len = 0;
             while (len < maxT && y[len] != TOKEN_EOS && y[len] != TOKEN_PAD) len++;
-            if (spm_decode(spm, y, len, &res[li], err)) goto cleanup;
-            if (!maps) continue;
+            if (spm_decode(spm, y, len, &res[li * nbest + b % nbest], err)) goto cleanup;
+            if (scores) scores[li * nbest + b % nbest] = sc[b];
+            if (!maps || b % nbest) continue; /* the map of the best hypothesis */
             AttnMap *a = &maps[li]; /* rows: the output pieces and EOS; columns: the source */
             int Ts = len + (len < maxT && y[len] == TOKEN_EOS), Ss = (int)(e.src_off[li + 1] - e.src_off[li]);
             a->S = Ss, a->T = Ts;
@@ -123,17 +157,20 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
             a->tgt = pieces(spm, y, Ts);
             a->w = xmalloc(sizeof(float) * (Ts ? Ts : 1) * (Ss ? Ss : 1));
             for (int t = 0; t < Ts; t++)
-                memcpy(a->w + (size_t)t * Ss, attn + ((size_t)b * maxT + t) * tb.S, sizeof(float) * Ss);
+                memcpy(a->w + (size_t)t * Ss, attn + ((size_t)(b / nbest) * maxT + t) * tb.S,
+                       sizeof(float) * Ss);
         }
     }
     *out = res;
     res = NULL;
     rc = STATUS_OK;
 cleanup:
-    if (res) free_lines(res, n);
+    if (res) free_lines(res, n * nbest);
     if (rc && maps)
         for (long i = 0; i < n; i++) attn_map_free(&maps[i]);
     free(ids);
+    free(sc);
+    free(keys);
     free(attn);
     free(gstart);
     free(gb);

@@ -36,6 +36,19 @@ typedef struct {
  * al. 2016). */
 Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
+/* translate_lines with the ensemble models[0..nm) (nm >= 1: decode.h decode_search, the mean of
+ * their log-probabilities at each step; models of one SentencePiece model spm on one backend)
+ * and opt's n-best list and sampling: out gets n·nbest malloc'd strings (nbest = opt->nbest, 1
+ * when 0), line i's hypothesis k at i·nbest + k, best first ("" for one beam search did not
+ * finish); scores (NULL: not wanted) n·nbest floats, each hypothesis's s(Y) in nats (decode.h;
+ * -inf for a missing one, 0 for an empty line); maps the best hypothesis's attention (models[0]'s).
+ * Sampling draws line i's translation from PCG32 seeded (opt->seed, i), whatever the batches.
+ * Errors: translate_lines's; nbest above beam (naming --nbest and --beam); sampling with a beam
+ * or an n-best list, or with K < 1 or T <= 0 (naming --sample); models of different vocabulary
+ * sizes or backends. */
+Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const char *const *lines,
+                          long n, const DecodeOpts *opt, char ***out, float *scores,
+                          AttnMap *maps, Err *err);
 void attn_map_free(AttnMap *a); /* frees and zeroes *a; NULL is fine; no errors */
 /* Perplexity of the pairs in e (no length filter; pairs with an empty source are left out), in
  * batches of at most EVAL_BATCH_TOKENS padded tokens (more if one pair needs it); *tokens (may be

@@ -193,7 +193,7 @@ static Status write_maps(const char *path, Model *m, const Spm *spm, const Corpu
     AttnMap maps[ARCHIVE_MAX_MAPS];
     memset(maps, 0, sizeof maps);
     char **out = NULL;
-    DecodeOpts greedy = {1, 0.0f};
+    DecodeOpts greedy = {.beam = 1, .len_penalty = 0.0f};
     Status s = STATUS_OK;
     if (n && translate_lines(m, spm, lines, n, &greedy, &out, maps, err))
         return err_prefix(err, "attention maps");
@@ -260,7 +260,7 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
         err_prefix(err, "test set %s", name);
         goto done;
     }
-    DecodeOpts g = {1, 0.0f};
+    DecodeOpts g = {.beam = 1, .len_penalty = 0.0f};
     double t0 = now_seconds();
     if (translate_lines(m, spm, (const char *const *)c.src, c.n, &g, &greedy, NULL, err) ||
         (o->beam.beam > 1 &&
@@ -592,7 +592,8 @@ Status archive_read(const char *dir, Archive *a, Err *err) {
     snprintf(a->checkpoint, sizeof a->checkpoint, "%s", ck);
     a->checkpoint_val_bleu = jnum(c, "checkpoint_val_bleu");
     a->params = (long)jnum(c, "parameters");
-    a->beam = (DecodeOpts){(int)jnum(dec, "beam"), (float)jnum(dec, "len_penalty")};
+    a->beam = (DecodeOpts){.beam = (int)jnum(dec, "beam"),
+                           .len_penalty = (float)jnum(dec, "len_penalty")};
     snprintf(a->archived_time, sizeof a->archived_time, "%s",
              jstr(arch, "time") ? jstr(arch, "time") : "");
     snprintf(a->archived_revision, sizeof a->archived_revision, "%s",

@@ -206,7 +206,7 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
 
 static Status plan_load(Study *s, const char *file, Err *err) {
     memset(s, 0, sizeof *s);
-    s->beam = (DecodeOpts){5, 1.0f};
+    s->beam = (DecodeOpts){.beam = 5, .len_penalty = 1.0f};
     s->nsentences = 3, s->sentences[1] = 1, s->sentences[2] = 2;
     s->precision = -1;
     s->device = -1;

@@ -20,19 +20,28 @@ static uint64_t f2u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static double u2f(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 
 /* Checks the stored training state before anything trusts it: counts within the types they are
- * read into and consistent with each other, the RNG increment odd (PCG32), the doubles finite
- * and in range. Returns the reason in why, or NULL when the state is sound. */
-static const char *train_state_problem(const uint64_t *u, char *why, size_t n) {
+ * read into and consistent with each other and with the stored config cfg (train.accum_steps
+ * batches a step, train.early_stop_metric's range, train.valid_every's count of validations),
+ * the RNG increment odd (PCG32), the doubles finite and in range. Returns the reason in why, or
+ * NULL when the state is sound. */
+static const char *train_state_problem(const uint64_t *u, const Config *cfg, char *why,
+                                       size_t n) {
     const uint64_t step = u[ST_STEP];
+    const double best = u2f(u[ST_BEST]);
+    const int ppl = cfg->early_stop_metric == STOP_PPL;
+    /* validations so far: at each epoch's end, or every train.valid_every steps */
+    const uint64_t validations = cfg->valid_every > 0 ? step / (uint64_t)cfg->valid_every
+                                 : u[ST_EPOCH] - (u[ST_EPOCH] > 0);
     if (step > (uint64_t)1e15)
         snprintf(why, n, "step = %llu is beyond any run (at most 1e15)",
                  (unsigned long long)step);
     else if (u[ST_EPOCH] < 1 || u[ST_EPOCH] > (uint64_t)INT_MAX - 1)
         snprintf(why, n, "epoch = %llu is not in [1, %d]", (unsigned long long)u[ST_EPOCH],
                  INT_MAX - 1);
-    else if (u[ST_BATCH] > step)
-        snprintf(why, n, "batch_in_epoch = %llu exceeds the %llu steps done",
-                 (unsigned long long)u[ST_BATCH], (unsigned long long)step);
+    else if (u[ST_BATCH] / (uint64_t)cfg->accum_steps > step)
+        snprintf(why, n, "batch_in_epoch = %llu exceeds the %llu steps done of train.accum_steps "
+                 "= %d batches", (unsigned long long)u[ST_BATCH], (unsigned long long)step,
+                 cfg->accum_steps);
     else if ((u[ST_RNG_INC] & 1) == 0)
         snprintf(why, n, "the shuffling RNG's increment %llu is even (PCG32 needs it odd)",
                  (unsigned long long)u[ST_RNG_INC]);
@@ -41,12 +50,13 @@ static const char *train_state_problem(const uint64_t *u, char *why, size_t n) {
                  (unsigned long long)u[ST_ADAM_T], (unsigned long long)step);
     else if (!(u2f(u[ST_LR_SCALE]) >= 0.0 && u2f(u[ST_LR_SCALE]) <= 1.0))
         snprintf(why, n, "lr_scale = %g is not in [0, 1]", u2f(u[ST_LR_SCALE]));
-    else if (!(u2f(u[ST_BEST]) == -1.0 || (u2f(u[ST_BEST]) >= 0.0 && u2f(u[ST_BEST]) <= 100.0)))
-        snprintf(why, n, "best_bleu = %g is neither -1 (none yet) nor in [0, 100]",
-                 u2f(u[ST_BEST]));
-    else if (u[ST_BAD] > (uint64_t)INT_MAX || u[ST_BAD] >= u[ST_EPOCH])
-        snprintf(why, n, "bad_epochs = %llu is not below epoch = %llu",
-                 (unsigned long long)u[ST_BAD], (unsigned long long)u[ST_EPOCH]);
+    else if (!(best == -1.0 || (best >= 0.0 && (ppl ? isfinite(best) : best <= 100.0))))
+        snprintf(why, n, "best_score = %g is neither -1 (none yet) nor in %s "
+                 "(train.early_stop_metric = %s)", best, ppl ? "[0, inf)" : "[0, 100]",
+                 early_stop_metric_names[cfg->early_stop_metric]);
+    else if (u[ST_BAD] > (uint64_t)INT_MAX || u[ST_BAD] > validations)
+        snprintf(why, n, "bad_epochs = %llu is more than the %llu validations so far",
+                 (unsigned long long)u[ST_BAD], (unsigned long long)validations);
     else if (!(u2f(u[ST_ELAPSED]) >= 0.0 && isfinite(u2f(u[ST_ELAPSED]))))
         snprintf(why, n, "elapsed = %g seconds is not a finite time >= 0", u2f(u[ST_ELAPSED]));
     else
@@ -90,7 +100,7 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
     size_t spm_n = 0;
     uint64_t state[ST_COUNT] = {(uint64_t)st->step, (uint64_t)st->epoch, (uint64_t)st->batch_in_epoch,
                                 st->epoch_rng.state, st->epoch_rng.inc, (uint64_t)st->adam_t,
-                                f2u(st->lr_scale), f2u(st->best_bleu), (uint64_t)st->bad_epochs,
+                                f2u(st->lr_scale), f2u(st->best_score), (uint64_t)st->bad_epochs,
                                 f2u(st->elapsed)};
     if (spm_serialize(spm, &spm_bytes, &spm_n, err)) goto cleanup;
     /* the CPU backend's buffers are host memory: the records point into them; another backend's
@@ -177,12 +187,6 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
     const CkptRecord *rc_st = need_record(path, recs, n, "train_state", CKPT_U64,
                                           ST_COUNT * sizeof(uint64_t), err);
     if (!rc_st) goto fail;
-    char why[256];
-    if (train_state_problem(rc_st->data, why, sizeof why)) {
-        err_set(err, "checkpoint %s: the training state is corrupt: %s; use another checkpoint",
-                path, why);
-        goto fail;
-    }
     if (memchr(rc_cfg->data, 0, rc_cfg->nbytes)) {
         err_set(err, "checkpoint %s: the stored config holds a NUL byte; the file is corrupt — "
                 "use another checkpoint", path);
@@ -213,6 +217,12 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
         cfg.precision = PRECISION_FP32;
     if (config_validate(&cfg, err)) {
         err_prefix(err, "checkpoint %s", path);
+        goto fail;
+    }
+    char why[256];
+    if (train_state_problem(rc_st->data, &cfg, why, sizeof why)) {
+        err_set(err, "checkpoint %s: the training state is corrupt: %s; use another checkpoint",
+                path, why);
         goto fail;
     }
     if (spm_load_from_bytes(&spm, rc_spm->data, rc_spm->nbytes, err)) {
@@ -315,7 +325,7 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
                            .batch_in_epoch = (long)u[ST_BATCH],
                            .epoch_rng = {u[ST_RNG_STATE], u[ST_RNG_INC]},
                            .adam_t = (int)u[ST_ADAM_T], .lr_scale = u2f(u[ST_LR_SCALE]),
-                           .best_bleu = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
+                           .best_score = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
                            .elapsed = u2f(u[ST_ELAPSED])};
     }
     *cfg_out = cfg;

@@ -6,7 +6,8 @@
  * the moving average of every parameter ("ema/<name>"; Polyak & Juditsky 1992), and the training
  * state ("train_state": step, epoch, batch
  * position in the epoch, the epoch's shuffling RNG, the Adam step, learning-rate scale, best
- * validation BLEU, epochs without improvement, elapsed seconds). Written atomically and verified
+ * validation score of train.early_stop_metric, validations without improvement, elapsed
+ * seconds). Written atomically and verified
  * (ckpt_write_atomic); loading checks every tensor's name and shape against the model built from
  * the stored config and refuses a missing, extra or misshapen tensor or a non-finite value.
  * Parameters and moments are downloaded from / uploaded to the model's backend; shapes are the
@@ -28,8 +29,10 @@ typedef struct {
     Rng epoch_rng;        /* the shuffling RNG as it was before this epoch's plan */
     int adam_t;           /* Adam's step counter */
     double lr_scale;      /* plateau decay factor so far (1, lr_decay, lr_decay², ...) */
-    double best_bleu;     /* best validation BLEU so far (-1 = none yet) */
-    int bad_epochs;       /* epochs since the best */
+    double best_score;    /* best validation score of train.early_stop_metric so far (-1 = none
+                           * yet) */
+    int bad_epochs;       /* validations since the best (epochs, validating at each epoch's
+                           * end; train.valid_every) */
     double elapsed;       /* training seconds so far */
 } TrainState;
 

@@ -804,3 +804,21 @@ void ckpt_records_free(CkptRecord *recs, int n) {
     for (int i = 0; i < n; i++) free(recs[i].data);
     free(recs);
 }
+
+int file_crc32(const char *path, int64_t *size, uint32_t *crc) {
+    *size = 0, *crc = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno ? errno : EIO;
+    unsigned char *buf = xmalloc(1 << 20);
+    uLong c = crc32(0L, Z_NULL, 0);
+    size_t n;
+    while ((n = fread(buf, 1, 1 << 20, f)) > 0) {
+        c = crc32(c, buf, (uInt)n);
+        *size += (int64_t)n;
+    }
+    int e = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    free(buf);
+    *crc = (uint32_t)c;
+    return e;
+}

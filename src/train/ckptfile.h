@@ -97,4 +97,10 @@ const CkptRecord *ckpt_find(const CkptRecord *recs, int n, const char *name);
 /* Frees what ckpt_read returned (each record's data and the array). NULL is fine. */
 void ckpt_records_free(CkptRecord *recs, int n);
 
+/* The size in bytes and the CRC-32 (zlib's crc32) of the whole file at path, read in blocks of
+ * 1 MiB: train.init_from's record of its checkpoint, the ranks' start-up check of their files.
+ * Returns 0, or the errno of a file that cannot be opened or read (*size and *crc then hold what
+ * was read). */
+int file_crc32(const char *path, int64_t *size, uint32_t *crc);
+
 #endif

@@ -2,6 +2,7 @@
 #include "train/config.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -17,6 +18,7 @@ const char *const cell_type_names[2] = {"lstm", "gru"};
 const char *const device_type_names[2] = {"cpu", "cuda"};
 const char *const norm_place_names[2] = {"pre", "post"};
 const char *const lr_schedule_names[2] = {"plateau", "inverse_sqrt"};
+const char *const early_stop_metric_names[3] = {"bleu", "chrf", "ppl"};
 const char *const precision_names[3] = {"fp32", "tf32", "bf16"};
 const char *const rnn_impl_names[2] = {"own", "cudnn"};
 _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
@@ -34,6 +36,7 @@ static_assert(sizeof dec_self_attention_names / sizeof dec_self_attention_names[
 static_assert(sizeof(ModelType) == sizeof(int) && sizeof(CellType) == sizeof(int) &&
                   sizeof(DeviceType) == sizeof(int) && sizeof(AttentionKind) == sizeof(int) &&
                   sizeof(NormPlace) == sizeof(int) && sizeof(LrSchedule) == sizeof(int) &&
+                  sizeof(EarlyStopMetric) == sizeof(int) &&
                   sizeof(RnnImpl) == sizeof(int) && sizeof(LinformerShare) == sizeof(int) &&
                   sizeof(LocalMode) == sizeof(int) && sizeof(LocalScore) == sizeof(int),
               "enum fields are written through int *");
@@ -188,12 +191,12 @@ static const KeyDef keys[] = {
           "source+target tokens per batch (>= 2 * data.max_len)", ALL),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)", ALL),
     K_ENUM("train", "lr_schedule", lr_schedule, "plateau", lr_schedule_names,
-           "plateau: warm-up, constant, x lr_decay after an epoch without better val BLEU; "
+           "plateau: warm-up, constant, x lr_decay after a validation without a better score; "
            "inverse_sqrt: warm-up, then lr*sqrt(warmup/step) (Vaswani et al. 2017)", ALL),
     K_INT("train", "warmup_steps", warmup_steps, "500", 0, 1000000000, "linear warm-up steps",
           ALL),
     K_FLT("train", "lr_decay", lr_decay, "0.5", 0, 1, 1, 0,
-          "lr factor when validation BLEU does not improve", ALL),
+          "lr factor when the validation score (early_stop_metric) does not improve", ALL),
     K_FLT("train", "min_lr", min_lr, "1e-5", 0, 0, 10, 0, "learning-rate floor (<= lr)", ALL),
     K_FLT("train", "adam_beta1", adam_beta1, "0.9", 0, 0, 1, 1, "Adam beta1", ALL),
     K_FLT("train", "adam_beta2", adam_beta2, "0.999", 0, 0, 1, 1, "Adam beta2", ALL),
@@ -205,7 +208,8 @@ static const KeyDef keys[] = {
           ALL),
     K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing", ALL),
     K_INT("train", "patience", patience, "5", 0, 1000000,
-          "epochs without val BLEU improvement before stopping; 0 = never stop early", ALL),
+          "validations (epochs, unless valid_every) without a better score (early_stop_metric) "
+          "before stopping; 0 = never stop early", ALL),
     K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines", ALL),
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
           "steps between checkpoints (also one per epoch end); 0 = epoch ends only", ALL),
@@ -226,6 +230,22 @@ static const KeyDef keys[] = {
     K_INT("train", "threads", threads, "0", 0, 4096, "CPU threads; 0 = all cores", ALL),
     K_INT("train", "val_max_sentences", val_max_sentences, "0", 0, 1000000000,
           "validation sentences used; 0 = all", ALL),
+    K_INT("train", "valid_every", valid_every, "0", 0, 1000000000,
+          "optimizer steps between validations (best.ckpt, patience and the plateau decay "
+          "count them); 0 = at the end of each epoch", ALL),
+    K_ENUM("train", "early_stop_metric", early_stop_metric, "bleu", early_stop_metric_names,
+           "the validation score that picks best.ckpt and counts patience and the plateau "
+           "decay (ppl: lower is better)", ALL),
+    K_INT("train", "accum_steps", accum_steps, "1", 1, 1000000,
+          "batches whose gradients one optimizer step sums (gradient accumulation; the loss "
+          "normalised by their target tokens together)", ALL),
+    K_STR("train", "init_from", init_from, "",
+          "a checkpoint whose weights start this run (fine-tuning: a fresh optimizer, schedule "
+          "and step count; the same [model] keys but dropout and rnn_impl, and its SentencePiece "
+          "model); empty = initialise from train.seed"),
+    K_STR("train", "init_from_crc", init_from_crc, "",
+          "CRC-32 of the init_from file, 8 hex digits: the run writes it to config.ini, and a "
+          "start with it given refuses a file with another CRC; empty = not checked"),
 
     K_FLT("dist", "timeout", dist_timeout, "300", 0, 0, 1e6, 0,
           "seconds a rank waits for the others once training has begun (one step's sums, or "
@@ -900,6 +920,16 @@ Status config_validate(const Config *c, Err *err) {
          "missing paths", nm);
     RULE(!c->test_src[0] == !c->test_tgt[0],
          "config %s: data.test_src and data.test_tgt must both be set or both be empty", nm);
+    int hex = 1;
+    for (int i = 0; i < 8; i++) hex &= isxdigit((unsigned char)c->init_from_crc[i]) != 0;
+    RULE(!c->init_from_crc[0] || (hex && !c->init_from_crc[8]),
+         "config %s: train.init_from_crc = %s is not a CRC-32 of 8 hex digits (as config.ini of a "
+         "run started with train.init_from writes it); correct it or remove the key", nm,
+         c->init_from_crc);
+    RULE(!c->init_from_crc[0] || c->init_from[0],
+         "config %s: train.init_from_crc = %s is given without train.init_from, the checkpoint "
+         "it is the CRC-32 of; give train.init_from or remove train.init_from_crc", nm,
+         c->init_from_crc);
 #undef RULE
     return STATUS_OK;
 }

@@ -53,6 +53,8 @@
 
 typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
 typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
+/* names: bleu, chrf, ppl */
+typedef enum { STOP_BLEU, STOP_CHRF, STOP_PPL } EarlyStopMetric;
 /* names: fp32, tf32, bf16; the values are ops.h's BACKEND_PRECISION_* */
 typedef enum { PRECISION_FP32, PRECISION_TF32, PRECISION_BF16 } Precision;
 
@@ -61,6 +63,7 @@ extern const char *const cell_type_names[2];
 extern const char *const device_type_names[2];
 extern const char *const norm_place_names[2];
 extern const char *const lr_schedule_names[2];
+extern const char *const early_stop_metric_names[3];
 extern const char *const precision_names[3];
 extern const char *const rnn_impl_names[2];
 /* model.dec_self_attention names: attention_kind_names with "same" in place of "none" */
@@ -102,20 +105,20 @@ typedef struct Config {
                                 must be >= 2 * data.max_len so the longest pair fits */
     float lr;                /* train.lr: peak learning rate (1e-3, (0, 10]) */
     LrSchedule lr_schedule;  /* train.lr_schedule = plateau (warm-up, then constant, decayed by
-                                lr_decay after an epoch without a better validation BLEU) |
+                                lr_decay after a validation without a better score) |
                                 inverse_sqrt (warm-up, then lr·√(warmup/step), Vaswani et al.
                                 2017 §5.3) (plateau) */
     int warmup_steps;        /* train.warmup_steps: linear warm-up (500, >= 0) */
-    float lr_decay;          /* train.lr_decay: factor applied when validation BLEU does not
-                                improve (0.5, (0, 1]) */
+    float lr_decay;          /* train.lr_decay: factor applied when the validation score does
+                                not improve (0.5, (0, 1]) */
     float min_lr;            /* train.min_lr: decay floor (1e-5, [0, lr]) */
     float adam_beta1, adam_beta2, adam_eps; /* 0.9, 0.999 in [0, 1); 1e-8 in (0, 1] */
     float clip_norm;         /* train.clip_norm: global gradient-norm clip; 0 = off (5.0) */
     int max_nonfinite;       /* train.max_nonfinite: a step whose loss or gradient is NaN/Inf is
                                 skipped; this many in a row end the run (10, 1..1000000) */
     float label_smoothing;   /* train.label_smoothing (0.1, [0, 1)) */
-    int patience;            /* train.patience: epochs without val BLEU improvement before
-                                stopping; 0 = never stop early (5) */
+    int patience;            /* train.patience: validations (at epoch ends unless valid_every)
+                                without a better score before stopping; 0 = never (5) */
     int log_every;           /* train.log_every: steps between log lines (100, >= 1) */
     int save_every;          /* train.save_every: steps between checkpoints, plus one at each
                                 epoch end; 0 = epoch ends only (500) */
@@ -129,6 +132,22 @@ typedef struct Config {
     char save_dir[1024];     /* train.save_dir: "" = checkpoints/<name> (see config_save_dir) */
     int threads;             /* train.threads: CPU threads; 0 = all cores (0, 0..4096) */
     int val_max_sentences;   /* train.val_max_sentences: 0 = the whole validation set (0) */
+    int valid_every;         /* train.valid_every: optimizer steps between validations (each
+                                one: best.ckpt, the plateau decay, patience); 0 = at each
+                                epoch's end (0, 0..1e9) */
+    EarlyStopMetric early_stop_metric; /* train.early_stop_metric = bleu | chrf | ppl (bleu):
+                                the validation score that picks best.ckpt and counts patience
+                                and the plateau decay (ppl: lower is better) */
+    int accum_steps;         /* train.accum_steps: batches whose gradients one optimizer step
+                                sums, the loss normalised by their target tokens together; the
+                                last step of an epoch takes what is left (1, 1..1e6) */
+    char init_from[1024];    /* train.init_from: a checkpoint whose weights start a new run (a
+                                fresh optimizer, schedule and step count; the same [model] keys
+                                but model.dropout and model.rnn_impl, and its SentencePiece
+                                model); "" = initialise from train.seed (the default) */
+    char init_from_crc[16];  /* train.init_from_crc: the CRC-32 of the init_from file as 8 hex
+                                digits; the run writes it into config.ini, and a start with it
+                                given refuses a file with another CRC; "" = not checked */
     /* [dist] — data parallelism over MPI ranks (dist/dist.h; mpirun -np N) */
     float dist_timeout;      /* dist.timeout: seconds a rank waits for the others in one
                                 collective once training has begun (a step's sums, or rank 0's

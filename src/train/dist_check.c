@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "dist/dist.h"
+#include "train/ckptfile.h"
 
 enum { FP_FILES = 3 }; /* the binary, data.train_src, data.train_tgt */
 
@@ -21,24 +22,6 @@ typedef struct {
     char diff[1024];      /* config_diff(rank 0's config, this rank's), "" when equal */
 } Fingerprint;
 
-/* Size and CRC32 (zlib) of a file's bytes; returns 0 or an errno. */
-static int file_crc(const char *path, int64_t *size, uint32_t *crc) {
-    *size = 0, *crc = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno ? errno : EIO;
-    static unsigned char buf[1 << 20];
-    uLong c = crc32(0L, Z_NULL, 0);
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        c = crc32(c, buf, (uInt)n);
-        *size += (int64_t)n;
-    }
-    int e = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    *crc = (uint32_t)c;
-    return e;
-}
-
 Status dist_check_ranks(const Config *cfg, Err *err) {
     int world = dist_size(), rank = dist_rank();
     if (world == 1) return STATUS_OK;
@@ -46,7 +29,7 @@ Status dist_check_ranks(const Config *cfg, Err *err) {
     memset(&me, 0, sizeof me);
     const char *names[FP_FILES] = {"binary", "data.train_src", "data.train_tgt"};
     const char *paths[FP_FILES] = {"/proc/self/exe", cfg->train_src, cfg->train_tgt};
-    for (int i = 0; i < FP_FILES; i++) me.error[i] = file_crc(paths[i], &me.size[i], &me.crc[i]);
+    for (int i = 0; i < FP_FILES; i++) me.error[i] = file_crc32(paths[i], &me.size[i], &me.crc[i]);
 
     /* the config: CRC32 of the resolved text, and the keys that differ from rank 0's */
     char *ini = config_to_ini(cfg);

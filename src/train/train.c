@@ -29,6 +29,7 @@
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 #include "train/dist_check.h"
+#include "train/finetune.h"
 #include "train/inject.h"
 #include "train/optim.h"
 
@@ -264,7 +265,7 @@ static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus
     sub.n = n;
     if (eval_perplexity(m, &sub, ppl, NULL, err)) return STATUS_ERR;
     char **hyp = NULL;
-    DecodeOpts greedy = {1, 0.0f};
+    DecodeOpts greedy = {.beam = 1, .len_penalty = 0.0f};
     if (translate_lines(m, spm, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
         return STATUS_ERR;
     BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
@@ -312,7 +313,7 @@ float train_ema_decay(const Config *cfg, long n) {
 /* The model's GradReady hook with dist.overlap: the buckets within grad[lo..) start. */
 static void on_grad_ready(void *ctx, size_t lo) { dist_buckets_ready(ctx, lo); }
 
-StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+StepResult train_step_accum(Model *m, const Config *cfg, int n, MicroBatchFn batch, void *ctx,
                             long global_tgt_tokens, TrainState *st,
                             const NonfiniteInjection *inject, StepSync *sync) {
     ParamSet *ps = &m->ps;
@@ -326,15 +327,25 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
                           ? buckets_for(ps, cfg) : NULL;
     char what[96];
     snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
-    if (bk) {
-        dist_buckets_begin(bk, what);
-        model_set_grad_ready(m, (GradReady){on_grad_ready, bk});
+    long tgt = 0, src = 0;
+    for (int j = 0; j < n; j++) {
+        const TokenBatch *tb = batch(ctx, j);
+        int last = j == n - 1; /* its backward completes the gradient: the buckets start there */
+        if (bk && last) {
+            dist_buckets_begin(bk, what);
+            model_set_grad_ready(m, (GradReady){on_grad_ready, bk});
+        }
+        /* batch 0 keeps the step's dropout key; each later one takes a key of its own */
+        uint64_t kj = j ? rng_hash(key, (uint64_t)j) : key;
+        if (tb->B > 0) /* an empty shard adds zeros to the sums */
+            r.loss += model_loss(m, tb, cfg->label_smoothing, 1, kj,
+                                 1.0f / (float)global_tgt_tokens);
+        if (bk && last) model_set_grad_ready(m, (GradReady){NULL, NULL});
+        tgt += tb->tgt_tokens, src += tb->src_tokens;
     }
-    if (tb->B > 0) /* an empty shard adds zeros to the sums */
-        r.loss = model_loss(m, tb, cfg->label_smoothing, 1, key, 1.0f / (float)global_tgt_tokens);
-    if (bk) model_set_grad_ready(m, (GradReady){NULL, NULL});
     if (sync) {
-        sync->tgt_tokens = tb->tgt_tokens;
+        sync->tgt_tokens = tgt;
+        sync->src_tokens = src;
         double t1 = now_seconds();
         sync->t_compute = t1 - t0;
         if (shared) {
@@ -344,8 +355,7 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
                 dist_nccl_sum_float(ps->grad, ps->total, what);
             else
                 dist_sum_float(ps->grad, ps->total, what);
-            double v[5] = {r.loss, (double)tb->tgt_tokens, (double)sync->src_tokens,
-                           sync->flags[0], sync->flags[1]};
+            double v[5] = {r.loss, (double)tgt, (double)src, sync->flags[0], sync->flags[1]};
             dist_sum_double(v, 5, what);
             r.loss = v[0];
             sync->tgt_tokens = (long)v[1];
@@ -371,6 +381,19 @@ StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
     }
     st->step++;
     return r;
+}
+
+/* MicroBatchFn of a step on one batch: the batch itself. */
+static const TokenBatch *one_batch(void *ctx, int j) {
+    (void)j;
+    return ctx;
+}
+
+StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+                            long global_tgt_tokens, TrainState *st,
+                            const NonfiniteInjection *inject, StepSync *sync) {
+    return train_step_accum(m, cfg, 1, one_batch, (void *)tb, global_tgt_tokens, st, inject,
+                            sync);
 }
 
 StepResult train_step(Model *m, const Config *cfg, const TokenBatch *tb, TrainState *st,
@@ -402,7 +425,29 @@ typedef struct {
     double loss, t;      /* summed loss of the finite steps (nats); when the interval began */
     long tok, tokens_all, steps; /* their target tokens; every step's source + target tokens */
     double t_compute, t_sum; /* seconds of rank 0's forward + backward, and of the sums */
+    long batches;        /* the steps' batches (train.accum_steps a step) */
 } LogWindow;
+
+/* Batch bi of the epoch's plan: this rank's shard [*lo, *hi) of its sentences (lo, hi may be
+ * NULL) and the whole batch's target tokens. */
+static long shard_of(Run *r, long bi, int *lo, int *hi) {
+    int l, h;
+    const long *bidx = r->plan.idx + r->plan.start[bi];
+    int nb = (int)(r->plan.start[bi + 1] - r->plan.start[bi]);
+    long tokens = batch_shard(&r->tenc, bidx, nb, r->rank, r->world, &l, &h);
+    if (lo) *lo = l, *hi = h;
+    return tokens;
+}
+
+/* MicroBatchFn of the loop (ctx: the Run): this rank's shard of batch batch_in_epoch + j. */
+static const TokenBatch *fill_batch(void *ctx, int j) {
+    Run *r = ctx;
+    long bi = r->st.batch_in_epoch + j;
+    int lo, hi;
+    shard_of(r, bi, &lo, &hi);
+    batch_fill(&r->tb, &r->tenc, r->plan.idx + r->plan.start[bi] + lo, hi - lo);
+    return &r->tb;
+}
 
 /* Rank 0's part of opening the run: save_dir and its lock, the corpora, and the model (new, or
  * from last.ckpt with resume) with its SentencePiece model. The other ranks load the corpora
@@ -414,6 +459,9 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         if (make_dirs(r->dir, err)) return err_prefix(err, "train.save_dir");
         if ((r->lock_fd = lock_run_dir(r->dir, err)) < 0) return STATUS_ERR;
         remove_stale_temps(r->dir);
+        if (resume && access(r->last, F_OK) != 0) /* before the corpora: fail fast */
+            return err_set(err, "--resume: there is no checkpoint %s to resume from; run "
+                           "without --resume to start training", r->last);
     }
 
     if (corpus_load(&r->train, cfg->train_src, cfg->train_tgt, cfg->max_line_bytes, err))
@@ -425,9 +473,6 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
     if (!lead) return STATUS_OK;
 
     if (resume) {
-        if (access(r->last, F_OK) != 0)
-            return err_set(err, "--resume: there is no checkpoint %s to resume from; run "
-                           "without --resume to start training", r->last);
         Config c; /* the checkpoint's config */
         if (checkpoint_load(r->last, &r->model, &c, &r->spm, &r->st, (int)cfg->device, err))
             return STATUS_ERR;
@@ -440,6 +485,9 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         c.dist_overlap = cfg->dist_overlap, c.dist_bucket_mb = cfg->dist_bucket_mb;
         c.keep_checkpoints = cfg->keep_checkpoints, c.average_last = cfg->average_last;
         snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
+        /* train.init_from was read at the run's start: the CRC it recorded stays the run's */
+        if (!cfg->init_from_crc[0])
+            memcpy(cfg->init_from_crc, c.init_from_crc, sizeof c.init_from_crc);
         char diff[2048];
         if (config_diff(&c, cfg, diff, sizeof diff))
             return err_set(err, "--resume: the config differs from the one %s was trained with "
@@ -448,6 +496,10 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         if (trim_metrics(r->mpath, r->st.step, err)) return STATUS_ERR;
         printf("resumed from %s: epoch %d, step %ld, batch %ld of the epoch\n", r->last,
                r->st.epoch, r->st.step, r->st.batch_in_epoch);
+    } else if (cfg->init_from[0]) { /* fine-tuning: the checkpoint's weights and SentencePiece */
+        if (init_from_checkpoint(cfg, r->dir, be, &r->model, &r->spm, err)) return STATUS_ERR;
+        rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
+        unlink(r->mpath);
     } else {
         if (cfg->spm_model[0] ? load_spm_model(cfg, r->dir, &r->spm, err)
                               : train_spm(cfg, &r->train, r->dir, &r->spm, err))
@@ -562,7 +614,7 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     *cfg = *cfg_in;
     r->lock_fd = -1;
     r->rank = dist_rank(), r->world = dist_size();
-    r->st = (TrainState){.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    r->st = (TrainState){.step = 0, .epoch = 1, .lr_scale = 1.0, .best_score = -1.0};
     config_save_dir(cfg, r->dir, sizeof r->dir);
     snprintf(r->last, sizeof r->last, "%s/last.ckpt", r->dir);
     snprintf(r->best, sizeof r->best, "%s/best.ckpt", r->dir);
@@ -703,24 +755,24 @@ static void log_nonfinite(const Run *r, const StepResult *s, int in_a_row) {
             r->cfg.max_nonfinite);
 }
 
-/* Writes the progress line (stdout) and the "train" metrics line of the window, and opens a new
- * window. */
-static void log_progress(Run *r, LogWindow *w) {
+/* Writes the progress line (stdout) and the "train" metrics line of the window, whose last step
+ * ended at batch `done` of the epoch, and opens a new window. */
+static void log_progress(Run *r, LogWindow *w, long done) {
     const Config *cfg = &r->cfg;
     const TrainState *st = &r->st;
     double now = now_seconds(), el = now - r->t_start;
     double tps = w->tokens_all / (now - w->t);
-    double spb = (now - w->t) / w->steps;
+    double spb = (now - w->t) / w->batches; /* seconds a batch */
     char e1[32], e2[32];
     fmt_time(e1, sizeof e1, el);
-    fmt_time(e2, sizeof e2, spb * (r->plan.nbatches - st->batch_in_epoch - 1));
+    fmt_time(e2, sizeof e2, spb * (r->plan.nbatches - done));
     double l = w->loss / w->tok, lr = optim_lr(cfg, st->step + 1, st->lr_scale);
     char ranks[128] = "";
     if (r->world > 1) /* rank 0's times per step: its forward + backward, the sums (allreduce) */
         snprintf(ranks, sizeof ranks, " | %d ranks: compute %.1f ms, allreduce %.1f ms per step",
                  r->world, 1e3 * w->t_compute / w->steps, 1e3 * w->t_sum / w->steps);
     printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
-           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, st->batch_in_epoch + 1,
+           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, done,
            r->plan.nbatches, l, exp(l), lr, tps, e1, e2, ranks);
     fprintf(r->metrics, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
             "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f",
@@ -731,7 +783,7 @@ static void log_progress(Run *r, LogWindow *w) {
     fprintf(r->metrics, "}\n");
     fflush(r->metrics);
     fflush(stdout);
-    *w = (LogWindow){0, now, 0, 0, 0, 0, 0};
+    *w = (LogWindow){0, now, 0, 0, 0, 0, 0, 0};
 }
 
 /* The epochs N of the files epoch<N>.ckpt in dir (train.keep_checkpoints), ascending, into a new
@@ -779,16 +831,28 @@ static void prune_epoch_ckpts(const char *dir, int epoch, int keep) {
     free(e);
 }
 
-/* The end of an epoch whose shuffling RNG is now rng: validation, the plateau decay, the "val"
- * metrics line, best.ckpt (when improved) and last.ckpt at the start of the next epoch.
- * *early_stop = 1 when train.patience epochs passed without a better BLEU. */
-static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
+/* The score of train.early_stop_metric among a validation's, and whether it improves on best
+ * (-1: no validation yet). */
+static double stop_score(const Config *cfg, double ppl, double bleu, double chrf) {
+    return cfg->early_stop_metric == STOP_PPL ? ppl : cfg->early_stop_metric == STOP_CHRF ? chrf
+                                                                                         : bleu;
+}
+static int score_improves(const Config *cfg, double v, double best) {
+    return cfg->early_stop_metric == STOP_PPL ? best < 0 || v < best : v > best;
+}
+static const char *const stop_metric_text[] = {"BLEU", "chrF", "perplexity"};
+
+/* A validation (rank 0), at the end of an epoch or (train.valid_every) after step st->step:
+ * perplexity, BLEU and chrF, the best score of train.early_stop_metric and the validations
+ * without a better one (r->st and *pos, the state the checkpoints hold: where training goes on),
+ * the plateau decay, the printed line and the "val" metrics line, best.ckpt when improved.
+ * *early_stop = 1 when train.patience validations passed without a better score. */
+static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     const Config *cfg = &r->cfg;
     TrainState *st = &r->st;
-    batch_plan_free(&r->plan);
     double vppl, vbleu, vchrf, t0 = now_seconds();
     ParamSet *ps = &r->model.ps;
-    int ema = cfg->ema_decay > 0 && ps->ema;
+    int ema = cfg->ema_decay > 0 && ps->ema, by_step = cfg->valid_every > 0;
     if (ema) params_swap_ema(ps); /* validate (and save best.ckpt) with the EMA weights */
     Status vs = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl,
                          &vbleu, &vchrf, err);
@@ -796,15 +860,21 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
         if (ema) params_swap_ema(ps);
         return STATUS_ERR;
     }
-    int improved = vbleu > st->best_bleu;
-    if (improved) st->best_bleu = vbleu, st->bad_epochs = 0;
+    double v = stop_score(cfg, vppl, vbleu, vchrf);
+    int improved = score_improves(cfg, v, st->best_score);
+    if (improved) st->best_score = v, st->bad_epochs = 0;
     else st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
     st->elapsed = now_seconds() - r->t_start;
-    char e1[32];
+    pos->best_score = st->best_score, pos->bad_epochs = st->bad_epochs;
+    pos->lr_scale = st->lr_scale, pos->elapsed = st->elapsed;
+    char e1[32], best[48] = "";
     fmt_time(e1, sizeof e1, st->elapsed);
-    printf("epoch %d done | val ppl %.2f | val BLEU %.2f chrF %.2f (best %.2f)%s%s | "
-           "validation %.1f s | elapsed %s\n", st->epoch, vppl, vbleu, vchrf, st->best_bleu,
-           improved ? " new best" : "",
+    if (cfg->early_stop_metric != STOP_BLEU)
+        snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
+    if (by_step) printf("step %ld (epoch %d)", st->step, st->epoch);
+    else printf("epoch %d done", st->epoch);
+    printf(" | val ppl %.2f | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
+           "elapsed %s\n", vppl, vbleu, vchrf, best, st->best_score, improved ? " new best" : "",
            !ema ? "" : improved ? " | EMA weights (train.ema_decay), saved as best.ckpt"
                                 : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
@@ -814,21 +884,41 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
             optim_lr(cfg, st->step + 1, st->lr_scale), st->elapsed, peak_rss_mb());
     fflush(r->metrics);
     fflush(stdout);
-    TrainState next = *st;
-    next.epoch = st->epoch + 1;
-    next.batch_in_epoch = 0;
-    next.epoch_rng = rng;
     Status bs = STATUS_OK;
     if (improved) {
         /* with EMA, best.ckpt holds the EMA weights as its parameters and no "ema/" records
          * (the swapped-out buffer now holds the raw weights): a plain checkpoint to evaluate */
         float *held = ps->ema;
         if (ema) ps->ema = NULL;
-        bs = checkpoint_save(r->best, &r->model, cfg, r->spm, &next, err);
+        bs = checkpoint_save(r->best, &r->model, cfg, r->spm, pos, err);
         ps->ema = held;
     }
     if (ema) params_swap_ema(ps); /* back to the raw weights, bit for bit */
-    if (bs) return STATUS_ERR;
+    *early_stop = cfg->patience > 0 && st->bad_epochs >= cfg->patience;
+    if (*early_stop)
+        printf("early stopping: validation %s has not improved for %d %s\n",
+               stop_metric_text[cfg->early_stop_metric], st->bad_epochs,
+               by_step ? "validations" : "epochs");
+    return bs;
+}
+
+/* The end of an epoch whose shuffling RNG is now rng: the validation (validate_now) unless
+ * train.valid_every sets another rhythm, last.ckpt at the start of the next epoch, and with
+ * train.keep_checkpoints epoch<N>.ckpt. *early_stop as validate_now's (0 without one). */
+static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
+    const Config *cfg = &r->cfg;
+    TrainState *st = &r->st;
+    batch_plan_free(&r->plan);
+    TrainState next = *st;
+    next.epoch = st->epoch + 1;
+    next.batch_in_epoch = 0;
+    next.epoch_rng = rng;
+    *early_stop = 0;
+    if (cfg->valid_every == 0) {
+        if (validate_now(r, &next, early_stop, err)) return STATUS_ERR;
+    } else {
+        next.elapsed = st->elapsed = now_seconds() - r->t_start;
+    }
     if (checkpoint_save(r->last, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
     if (cfg->keep_checkpoints > 0) {
         char path[1200];
@@ -838,11 +928,16 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
     }
     st->epoch_rng = rng;
     st->batch_in_epoch = 0;
-    *early_stop = cfg->patience > 0 && st->bad_epochs >= cfg->patience;
-    if (*early_stop)
-        printf("early stopping: validation BLEU has not improved for %d epochs\n",
-               st->bad_epochs);
     return STATUS_OK;
+}
+
+/* train.valid_every = N after step st->step (a multiple of N), the step's batches ending at
+ * batch `done` of the epoch: validate_now, then last.ckpt at the next batch. */
+static Status validate_at_step(Run *r, long done, int *early_stop, Err *err) {
+    TrainState pos = r->st;
+    pos.batch_in_epoch = done;
+    if (validate_now(r, &pos, early_stop, err)) return STATUS_ERR;
+    return checkpoint_save(r->last, &r->model, &r->cfg, r->spm, &pos, err);
 }
 
 /* train.average_last = K at the end of a run (rank 0): avg.ckpt = checkpoint_average of the
@@ -902,8 +997,11 @@ static Status average_at_end(Run *r, Err *err) {
     rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl, &vbleu,
                   &vchrf, err);
     if (rc) return rc;
-    printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %.2f)\n", vppl, vbleu,
-           vchrf, r->st.best_bleu);
+    char best[48] = "";
+    if (cfg->early_stop_metric != STOP_BLEU)
+        snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
+    printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %s%.2f)\n", vppl, vbleu,
+           vchrf, best, r->st.best_score);
     fprintf(r->metrics, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d, "
             "\"val_ppl\": %.4f, \"val_bleu\": %.4f, \"val_chrf\": %.4f}\n", last, r->st.step,
             k, vppl, vbleu, vchrf);
@@ -914,9 +1012,9 @@ static Status average_at_end(Run *r, Err *err) {
 /* The closing line: the best checkpoint, or that no validation ran and which file holds the
  * last state (only files that exist are named). */
 static void print_done(const Run *r) {
-    if (r->st.best_bleu >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
-        printf("training done: %ld steps, best validation BLEU %.2f, %s in %s\n", r->st.step,
-               r->st.best_bleu, r->best, r->dir);
+    if (r->st.best_score >= 0) /* a validation ran (-1: none yet), so best.ckpt was written */
+        printf("training done: %ld steps, best validation %s %.2f, %s in %s\n", r->st.step,
+               stop_metric_text[r->cfg.early_stop_metric], r->st.best_score, r->best, r->dir);
     else if (access(r->last, F_OK) == 0)
         printf("training done: %ld steps; no validation ran (the run stopped before the end of "
                "its first epoch), so there is no best checkpoint; the last state is %s\n",
@@ -964,7 +1062,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     int lead = r->rank == 0, many = r->world > 1;
 
     r->t_start = now_seconds() - st->elapsed;
-    LogWindow win = {0, now_seconds(), 0, 0, 0, 0, 0};
+    LogWindow win = {0, now_seconds(), 0, 0, 0, 0, 0, 0};
     int nonfinite_run = 0, stop = 0;
     /* A resumed run that already reached one of its limits trains nothing more (max_epochs is
      * the loop's own condition): resuming a finished run is a no-op, as `trainer compare` relies
@@ -982,18 +1080,19 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         Rng rng = st->epoch_rng;
         if (batch_plan(&r->plan, &r->tenc, r->keep, r->nkeep, cfg->batch_tokens, &rng, err))
             goto cleanup;
-        for (; st->batch_in_epoch < r->plan.nbatches; st->batch_in_epoch++) {
-            long bi = st->batch_in_epoch;
-            const long *bidx = r->plan.idx + r->plan.start[bi];
-            int nb = (int)(r->plan.start[bi + 1] - r->plan.start[bi]), lo, hi;
-            long global_tgt = batch_shard(&r->tenc, bidx, nb, r->rank, r->world, &lo, &hi);
-            batch_fill(&r->tb, &r->tenc, bidx + lo, hi - lo);
+        long group = 1; /* the batches of this optimizer step (train.accum_steps) */
+        for (; st->batch_in_epoch < r->plan.nbatches; st->batch_in_epoch += group) {
+            group = r->plan.nbatches - st->batch_in_epoch;
+            if (group > cfg->accum_steps) group = cfg->accum_steps;
+            long global_tgt = 0, done = st->batch_in_epoch + group;
+            for (long j = 0; j < group; j++)
+                global_tgt += shard_of(r, st->batch_in_epoch + j, NULL, NULL);
             /* what the ranks agree on with the step's sums: a stop signal on any rank, and
              * rank 0's clock for train.max_hours */
             StepSync sync = {{g_stop_signal ? 1.0 : 0.0, lead ? now_seconds() - r->t_start : 0},
-                             r->tb.src_tokens, 0, 0, 0};
-            StepResult s = train_step_shard(&r->model, cfg, &r->tb, global_tgt, st, &r->inject,
-                                            &sync);
+                             0, 0, 0, 0};
+            StepResult s = train_step_accum(&r->model, cfg, (int)group, fill_batch, r,
+                                            global_tgt, st, &r->inject, &sync);
             CHECK(sync.tgt_tokens == global_tgt, "the ranks' shards do not add up to the global "
                   "batch: do all ranks plan the same batches?");
             int stop_signal = many ? sync.flags[0] > 0 : g_stop_signal != 0;
@@ -1010,17 +1109,29 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                 win.tok += global_tgt;
             }
             win.tokens_all += global_tgt + sync.src_tokens;
-            win.steps++;
+            win.steps++, win.batches += group;
             win.t_compute += sync.t_compute, win.t_sum += sync.t_sum;
-            int last_batch = st->batch_in_epoch + 1 == r->plan.nbatches;
-            if (lead && st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win);
+            int last_batch = done == r->plan.nbatches;
+            if (lead && st->step % cfg->log_every == 0 && win.tok > 0) log_progress(r, &win, done);
+            /* train.valid_every: a validation after every N steps (none while a signal stops
+             * the run: it saves at once) */
+            if (cfg->valid_every > 0 && st->step % cfg->valid_every == 0 && !stop_signal) {
+                Status vs = STATUS_OK; /* rank 0 validates and saves; the others wait */
+                if (lead) vs = validate_at_step(r, done, &stop, err);
+                if (agree(r, vs, "rank 0's validation and checkpoint", err)) goto cleanup;
+                if (many) {
+                    dist_bcast(st, sizeof *st, 0, "the state after rank 0's validation");
+                    dist_bcast(&stop, sizeof stop, 0, "the early-stopping decision");
+                }
+                if (stop) break; /* early stopping: last.ckpt is written */
+            }
             /* the limit that ends the run after this step, if any (named in the message) */
             const char *limit = limit_reached(cfg, st->step,
                                               many ? sync.flags[1] : now_seconds() - r->t_start);
             if (limit || stop_signal ||
                 (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
                 TrainState pos = *st; /* the position to resume at: the next batch */
-                pos.batch_in_epoch++;
+                pos.batch_in_epoch = done;
                 pos.elapsed = now_seconds() - r->t_start;
                 Status sv = STATUS_OK; /* rank 0 saves; the others wait for its verdict */
                 if (lead) sv = checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err);

@@ -1,13 +1,16 @@
 /* train/train.h — the training loop: label smoothing, the optimiser of train/optim.h (gradient-norm
- * clipping, Adam, warm-up + plateau decay or inverse_sqrt), per-epoch validation, early
- * stopping, checkpoints, metrics.
+ * clipping, Adam, warm-up + plateau decay or inverse_sqrt), gradient accumulation
+ * (train.accum_steps), validation at each epoch's end or every train.valid_every steps, early
+ * stopping, checkpoints, metrics; a run may start from a checkpoint's weights (train.init_from,
+ * train/finetune.h).
  *
- * lr_scale starts at 1 and is multiplied by lr_decay after every epoch whose validation BLEU did
- * not improve on the best (plateau; optim_decay, optim_lr). Training stops after max_epochs,
- * max_steps, max_hours, or patience epochs without improvement.
+ * lr_scale starts at 1 and is multiplied by lr_decay after every validation whose score
+ * (train.early_stop_metric: BLEU, chrF or perplexity) did not improve on the best (plateau;
+ * optim_decay, optim_lr). Training stops after max_epochs, max_steps, max_hours, or patience
+ * validations without improvement.
  *
- * Outputs in save_dir: last.ckpt (every save_every steps and each epoch end), best.ckpt (best
- * validation BLEU), config.ini (every key the model reads, as resolved), spm.model (trained, or
+ * Outputs in save_dir: last.ckpt (every save_every steps, each epoch end and each validation),
+ * best.ckpt (best validation score), config.ini (every key the model reads, as resolved), spm.model (trained, or
  * a copy of data.spm_model), metrics.jsonl: one JSON object a line, by "type":
  *   start  each start or resume of the run: epoch, step, time (UTC), revision (core/revision.h),
  *          cpu (core/machine.h), device, gpu (the GPU's name on cuda, else ""), threads, ranks,
@@ -15,7 +18,8 @@
  *   train  every train.log_every steps: epoch, step, loss (nats per target token), ppl, lr,
  *          tok_s (source + target tokens per second), elapsed (s); with ranks, compute_s and
  *          allreduce_s;
- *   val    each validation: epoch, step, val_ppl, val_bleu, val_chrf, lr, elapsed, peak_rss_mb;
+ *   val    each validation: epoch, step (the optimizer steps done), val_ppl, val_bleu, val_chrf,
+ *          lr, elapsed, peak_rss_mb;
  *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
  *          many epoch checkpoints), val_ppl, val_bleu, val_chrf;
  * with train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once
@@ -78,7 +82,7 @@ float train_ema_decay(const Config *cfg, long n);
 typedef struct {
     double flags[2];   /* in: this rank's values to sum over the ranks with the step's loss (the
                         * trainer's stop signal and rank 0's elapsed time); out: their sums */
-    long src_tokens;   /* in: this rank's shard's source tokens; out: the global batch's */
+    long src_tokens;   /* out: the source tokens of all shards */
     long tgt_tokens;   /* out: the target tokens of all shards (global_tgt_tokens unless the
                         * ranks' shards do not make up the same batch) */
     double t_compute;  /* out: seconds of this rank's forward and backward (with dist.overlap
@@ -103,6 +107,24 @@ typedef struct {
  * and tb the whole batch) nothing is exchanged and the step is train_step's, bit for bit.
  * Faults of the exchange end the rank (dist/dist.h). */
 StepResult train_step_shard(Model *m, const Config *cfg, const TokenBatch *tb,
+                            long global_tgt_tokens, TrainState *st,
+                            const NonfiniteInjection *inject, StepSync *sync);
+
+/* The micro-batches of one optimizer step: the function fills batch j (0 <= j < n; host
+ * memory, this rank's shard) and returns it; ctx is the caller's. Each batch is filled after the
+ * previous one's backward pass, so one buffer serves them all. */
+typedef const TokenBatch *(*MicroBatchFn)(void *ctx, int j);
+
+/* One optimizer step over n >= 1 micro-batches (train.accum_steps; gradient accumulation as in
+ * Ott et al. 2018, "Scaling Neural Machine Translation"): train_step_shard's step with the
+ * gradients of every micro-batch summed before the exchange, clipping and Adam — each scaled by
+ * 1 / global_tgt_tokens, the target tokens of all n batches over all ranks, so the gradient is
+ * that of their summed loss over their tokens together — and one gradient sum over the ranks
+ * (with dist.overlap, started during the last batch's backward). Micro-batch 0 takes the step's
+ * dropout key, batch j > 0 rng_hash(that key, j). The returned loss is the sum over the n
+ * batches (and the ranks); sync (may be NULL) gets their tokens. With n = 1 it is
+ * train_step_shard, bit for bit. Faults: train_step_shard's. */
+StepResult train_step_accum(Model *m, const Config *cfg, int n, MicroBatchFn batch, void *ctx,
                             long global_tgt_tokens, TrainState *st,
                             const NonfiniteInjection *inject, StepSync *sync);
 

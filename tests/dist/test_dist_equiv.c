@@ -23,6 +23,12 @@
  * one process: the offsets never grow, the last is 0, and the region grad[lo..) reported final
  * is bit for bit the gradient at the end of the pass (nothing writes to it after its call).
  *
+ * train.accum_steps: every CPU comparison runs again with each step summing the gradients of
+ * two batches (train_step_accum: the shards of both, one sum over the ranks; with dist.overlap
+ * the buckets start during the second batch's backward), to the same tolerances. (The
+ * accumulation is the same host code on every backend; the CUDA run keeps to one batch a step,
+ * within its time limit under emulation.)
+ *
  * `--backend cuda`: both copies on the CUDA backend (each rank on the GPU of its local rank), so
  * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
  * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
@@ -203,8 +209,30 @@ static int check_grad_ready(const Backend *be, const ModelSpec *spec, const Conf
     return bad ? -1 : L.n;
 }
 
+/* The micro-batches of a step (train_step_accum): batch (first + j) of the plan, whole or this
+ * rank's shard (drop: the last rank's shard empty). */
+typedef struct {
+    TokenBatch *tb;
+    const Encoded *e;
+    const BatchPlan *plan;
+    long first;
+    int shard, drop;
+} Micro;
+
+static const TokenBatch *micro_at(void *ctx, int j) {
+    Micro *m = ctx;
+    long bi = (m->first + j) % m->plan->nbatches;
+    const long *idx = m->plan->idx + m->plan->start[bi];
+    int nb = (int)(m->plan->start[bi + 1] - m->plan->start[bi]), lo = 0, hi = nb;
+    if (m->shard) batch_shard(m->e, idx, nb, dist_rank(), dist_size(), &lo, &hi);
+    if (m->shard && m->drop && dist_rank() == dist_size() - 1) lo = hi;
+    batch_fill(m->tb, m->e, idx + lo, hi - lo);
+    return m->tb;
+}
+
 /* STEPS steps on the plan's batches: the reference (one process) against the shards (drop: the
- * last rank trains an empty shard), both on backend be. */
+ * last rank trains an empty shard), both on backend be; with cfg->accum_steps = K each step sums
+ * the gradients of K consecutive batches (train_step_accum, one sum over the ranks). */
 static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, const Encoded *e,
                   const BatchPlan *plan, int drop) {
     int rank = dist_rank(), world = dist_size();
@@ -225,20 +253,24 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
     Errors out = {0, 0, 0, 0, 1};
     size_t n = ref.ps.total;
     float *w0 = host_copy(be, ref.ps.data, n);
+    int K = cfg->accum_steps;
     for (int k = 0; k < STEPS; k++) {
-        long bi = k % plan->nbatches;
-        const long *idx = plan->idx + plan->start[bi];
-        int nb = (int)(plan->start[bi + 1] - plan->start[bi]), lo, hi;
-        batch_fill(&full, e, idx, nb);
-        long total = batch_shard(e, idx, nb, rank, world, &lo, &hi);
-        CHECK(total == full.tgt_tokens, "batch_shard's total is batch_fill's tgt_tokens");
-        if (drop && rank == world - 1) lo = hi;
-        batch_fill(&shard, e, idx + lo, hi - lo);
-        StepResult r1 = train_step(&ref, cfg, &full, &s1, NULL);
-        StepSync sync = {{0, 0}, shard.src_tokens, 0, 0, 0};
+        long total = 0, full_src = 0;
+        for (int j = 0; j < K; j++) {
+            long bi = ((long)k * K + j) % plan->nbatches;
+            const long *idx = plan->idx + plan->start[bi];
+            int nb = (int)(plan->start[bi + 1] - plan->start[bi]), lo, hi;
+            batch_fill(&full, e, idx, nb);
+            long t = batch_shard(e, idx, nb, rank, world, &lo, &hi);
+            CHECK(t == full.tgt_tokens, "batch_shard's total is batch_fill's tgt_tokens");
+            total += t, full_src += full.src_tokens;
+        }
+        Micro mf = {&full, e, plan, (long)k * K, 0, 0}, ms = {&shard, e, plan, (long)k * K, 1, drop};
+        StepResult r1 = train_step_accum(&ref, cfg, K, micro_at, &mf, total, &s1, NULL, NULL);
+        StepSync sync = {{0, 0}, 0, 0, 0, 0};
         /* the gradient after the sums is compared before clipping: clip_norm is off (0) here,
          * and Adam reads but does not change the gradient */
-        StepResult r2 = train_step_shard(&par, cfg, &shard, total, &s2, NULL, &sync);
+        StepResult r2 = train_step_accum(&par, cfg, K, micro_at, &ms, total, &s2, NULL, &sync);
         CHECK(r1.finite && r2.finite, "finite steps");
         out.loss = fmax(out.loss, fabs(r2.loss - r1.loss) / fabs(r1.loss));
         float *g1 = host_copy(be, ref.ps.grad, n), *g2 = host_copy(be, par.ps.grad, n);
@@ -246,7 +278,7 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
         free(g1);
         free(g2);
         if (!drop)
-            CHECK(sync.src_tokens == full.src_tokens && sync.tgt_tokens == total,
+            CHECK(sync.src_tokens == full_src && sync.tgt_tokens == total,
                   "the shards' tokens add up to the batch's");
         float *w2 = host_copy(be, par.ps.data, n);
         uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)w2, (uInt)(n * sizeof(float)));
@@ -343,18 +375,22 @@ int main(int argc, char **argv) {
     for (int c = 0; c < 3; c++) fails += check_grad_ready(be, &specs[c], &cfg, &e, &plan,
                                                           names[c]) < 0;
     for (int c = 0; c < 3; c++) {
+        for (int acc = 1; acc <= (be == backend_cpu() ? 2 : 1); acc++)
         for (int ov = 0; ov < (be == backend_cpu() ? 2 : 1); ov++)
         for (int drop = 0; drop < 2; drop++) {
             if (drop && world == 1) continue;
             cfg.dist_overlap = ov, cfg.dist_bucket_mb = 1.0f / 1024; /* 1 KiB: 256 floats */
+            cfg.accum_steps = acc;
             Errors x = run(be, &specs[c], &cfg, &e, &plan, drop);
             int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
             int ok = x.identical && (drop ? !within : within);
             if (rank == 0)
-                printf("%s on %s, %d ranks%s%s: relative differences: loss %.3g, gradient %.3g, "
+                printf("%s on %s, %d ranks%s%s%s: relative differences: loss %.3g, gradient "
+                       "%.3g, "
                        "updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: "
                        "%.3g lr); parameters %s on every rank: %s\n",
-                       names[c], be->name, world, ov ? ", dist.overlap (1 KiB buckets)" : "",
+                       names[c], be->name, world, acc > 1 ? ", accum_steps 2" : "",
+                       ov ? ", dist.overlap (1 KiB buckets)" : "",
                        drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad, x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
                        x.identical ? "identical" : "NOT identical",
                        ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")

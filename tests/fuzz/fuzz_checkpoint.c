@@ -69,10 +69,10 @@ static void check_state(const TrainState *st) {
                 "batch %ld adam_t %d bad_epochs %d",
                 st->step, st->epoch, st->batch_in_epoch, st->adam_t, st->bad_epochs);
     FUZZ_ASSERT(isfinite(st->lr_scale) && st->lr_scale > 0 && st->lr_scale <= 1 &&
-                    isfinite(st->best_bleu) && isfinite(st->elapsed) && st->elapsed >= 0,
+                    isfinite(st->best_score) && isfinite(st->elapsed) && st->elapsed >= 0,
                 "checkpoint_load accepted a training state out of range: lr_scale %.17g best %.17g "
                 "elapsed %.17g",
-                st->lr_scale, st->best_bleu, st->elapsed);
+                st->lr_scale, st->best_score, st->elapsed);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     st.epoch_rng.state == st2.epoch_rng.state &&
                     st.epoch_rng.inc == st2.epoch_rng.inc && st.adam_t == st2.adam_t &&
                     memcmp(&st.lr_scale, &st2.lr_scale, sizeof(double)) == 0 &&
-                    memcmp(&st.best_bleu, &st2.best_bleu, sizeof(double)) == 0 &&
+                    memcmp(&st.best_score, &st2.best_score, sizeof(double)) == 0 &&
                     st.bad_epochs == st2.bad_epochs &&
                     memcmp(&st.elapsed, &st2.elapsed, sizeof(double)) == 0,
                 "the training state changed on re-save");

@@ -265,7 +265,7 @@ static void tiny_checkpoint(Spm *s, const char *name, const char *const *sets, i
         die("model_create", err.msg);
     model_init_params(&m, cfg.seed);
     TrainState st = {.step = 3, .epoch = 1, .batch_in_epoch = 3, .adam_t = 3, .lr_scale = 1.0,
-                     .best_bleu = -1.0, .bad_epochs = 0, .elapsed = 1.5};
+                     .best_score = -1.0, .bad_epochs = 0, .elapsed = 1.5};
     rng_seed(&st.epoch_rng, cfg.seed, 0x5eed);
     char file[64];
     snprintf(file, sizeof file, "%s.ckpt", name);

@@ -524,7 +524,7 @@ static uint64_t dbits(double d) {
 
 static void wrong_train_state(void) {
     /* field order of checkpoint.c: step, epoch, batch, rng state, rng inc, adam_t, lr_scale,
-     * best_bleu, bad_epochs, elapsed; the good file has step 123456789012, epoch 7, batch 41,
+     * best_score, bad_epochs, elapsed; the good file has step 123456789012, epoch 7, batch 41,
      * inc odd, adam_t 98765, lr_scale 0.125, best 23.45, bad 2, elapsed 514.3 */
     state_variant("step 2^63", 0, (uint64_t)1 << 63, "step = 9223372036854775808 is beyond");
     state_variant("epoch 0", 1, 0, "epoch = 0 is not in [1,");
@@ -535,9 +535,10 @@ static void wrong_train_state(void) {
     state_variant("adam_t past the step", 5, 123456789013ull, "adam_t = 123456789013 exceeds");
     state_variant("lr_scale NaN", 6, dbits(NAN), "lr_scale = nan is not in [0, 1]");
     state_variant("lr_scale 2", 6, dbits(2.0), "lr_scale = 2 is not in [0, 1]");
-    state_variant("best BLEU 150", 7, dbits(150.0), "best_bleu = 150 is neither");
-    state_variant("best BLEU -Inf", 7, dbits(-INFINITY), "best_bleu = -inf is neither");
-    state_variant("bad epochs = epoch", 8, 7, "bad_epochs = 7 is not below epoch = 7");
+    state_variant("best BLEU 150", 7, dbits(150.0), "best_score = 150 is neither");
+    state_variant("best BLEU -Inf", 7, dbits(-INFINITY), "best_score = -inf is neither");
+    state_variant("bad epochs = epoch", 8, 7,
+                  "bad_epochs = 7 is more than the 6 validations so far");
     state_variant("elapsed -1 s", 9, dbits(-1.0), "elapsed = -1 seconds");
     state_variant("elapsed Inf", 9, dbits(INFINITY), "elapsed = inf seconds");
 }
@@ -566,7 +567,7 @@ int main(void) {
     printf("model: %zu parameters in %d tensors\n", a.ps.total, a.ps.n);
     TrainState st = {.step = 123456789012L, .epoch = 7, .batch_in_epoch = 41,
                      .epoch_rng = {0x0123456789ABCDEFull, 0xFEDCBA9876543211ull},
-                     .adam_t = 98765, .lr_scale = 0.125, .best_bleu = 23.456789012345678,
+                     .adam_t = 98765, .lr_scale = 0.125, .best_score = 23.456789012345678,
                      .bad_epochs = 2, .elapsed = 3600.0 / 7.0};
     const char *ck = saved_path("model.ckpt");
     Status rc = checkpoint_save(ck, &a, &acfg, aspm, &st, &err);
@@ -612,9 +613,9 @@ int main(void) {
     EXPECT(st2.epoch_rng.state == st.epoch_rng.state && st2.epoch_rng.inc == st.epoch_rng.inc,
            "TrainState rng differs");
     EXPECT(st2.adam_t == st.adam_t && st2.bad_epochs == st.bad_epochs, "adam_t / bad_epochs");
-    EXPECT(!memcmp(&st2.lr_scale, &st.lr_scale, 8) && !memcmp(&st2.best_bleu, &st.best_bleu, 8) &&
+    EXPECT(!memcmp(&st2.lr_scale, &st.lr_scale, 8) && !memcmp(&st2.best_score, &st.best_score, 8) &&
                !memcmp(&st2.elapsed, &st.elapsed, 8),
-           "TrainState doubles: %.17g %.17g %.17g", st2.lr_scale, st2.best_bleu, st2.elapsed);
+           "TrainState doubles: %.17g %.17g %.17g", st2.lr_scale, st2.best_score, st2.elapsed);
     char diff[1024] = "";
     EXPECT(config_diff(&acfg, &bcfg, diff, sizeof diff) == 0, "configs differ: %s", diff);
 

@@ -78,7 +78,7 @@ int main(void) {
 
     /* 1. the recurrence, step by step: first with the constant decay, then (1b) with
      * train.ema_warmup from a fresh EMA, d = min(0.9, (1 + n) / (10 + n)) after n updates */
-    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_score = -1.0};
     for (int warm = 0; warm < 2; warm++) {
         cfg.ema_warmup = warm;
         if (warm) { /* a fresh EMA: ema = θ now */
@@ -199,7 +199,7 @@ int main(void) {
     char p1[1300], p2[1300];
     snprintf(p1, sizeof p1, "%s/ema.ckpt", dir);
     snprintf(p2, sizeof p2, "%s/noema.ckpt", dir);
-    TrainState s0 = {.step = 1, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0,
+    TrainState s0 = {.step = 1, .epoch = 1, .lr_scale = 1.0, .best_score = -1.0,
                      .epoch_rng = {1, 1}};
     EXPECT(!checkpoint_save(p1, &m2, &cfg, spm, &s0, &err), "save with ema: %s", err.msg);
     Model l;

@@ -224,7 +224,7 @@ static void run(const Case *c, const Encoded *e, const BatchPlan *p) {
     cfg.warmup_steps = 0, cfg.adam_beta2 = 0.98f, cfg.adam_eps = 1e-9f;
     cfg.ema_decay = 0.999f; /* the EMA update is part of the step; its buffer is made here */
     params_allocate_ema(&m.ps);
-    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_bleu = -1.0};
+    TrainState st = {.step = 0, .epoch = 1, .lr_scale = 1.0, .best_score = -1.0};
     for (int t = 1; t <= STEPS; t++) {
         counting = t >= 2;
         double l = step(&m, &cfg, &st, &tb, e, p, t - 1);

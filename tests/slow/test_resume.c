@@ -150,11 +150,11 @@ static void expect_same_checkpoint(const char *pa, const char *pb, const char *w
                sa.epoch_rng.state == sb.epoch_rng.state && sa.epoch_rng.inc == sb.epoch_rng.inc &&
                sa.adam_t == sb.adam_t && sa.bad_epochs == sb.bad_epochs &&
                memcmp(&sa.lr_scale, &sb.lr_scale, sizeof(double)) == 0 &&
-               memcmp(&sa.best_bleu, &sb.best_bleu, sizeof(double)) == 0,
+               memcmp(&sa.best_score, &sb.best_score, sizeof(double)) == 0,
            "%s: train states differ: step %ld/%ld epoch %d/%d batch %ld/%ld adam_t %d/%d "
            "lr_scale %.17g/%.17g best %.17g/%.17g bad %d/%d", what, sa.step, sb.step, sa.epoch,
            sb.epoch, sa.batch_in_epoch, sb.batch_in_epoch, sa.adam_t, sb.adam_t, sa.lr_scale,
-           sb.lr_scale, sa.best_bleu, sb.best_bleu, sa.bad_epochs, sb.bad_epochs);
+           sb.lr_scale, sa.best_score, sb.best_score, sa.bad_epochs, sb.bad_epochs);
     printf("%s: %s and %s: %zu parameters, step %ld, epoch %d compared\n", what, pa, pb,
            a.ps.total, sb.step, sb.epoch);
     model_free(&a), spm_free(spa);
