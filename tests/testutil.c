@@ -13,6 +13,18 @@
 int test_failures = 0;
 int test_checks = 0;
 
+void test_failed_now(void) {
+    static int fast = -1;
+    if (fast < 0) {
+        const char *e = getenv("TEST_FAIL_FAST");
+        fast = e && strcmp(e, "1") == 0;
+    }
+    if (fast) {
+        fprintf(stderr, "TEST_FAIL_FAST: stopping at the first failed check\n");
+        exit(1);
+    }
+}
+
 int test_report(const char *name) {
     printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
     return test_failures ? 1 : 0;

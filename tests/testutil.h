@@ -1,5 +1,7 @@
 /* testutil.h — minimal test harness: a test's exit code is its verdict (DESIGN.md §9).
  * EXPECT records a failure and goes on; test_main_end() returns 1 if anything failed.
+ * With TEST_FAIL_FAST=1 in the environment the first failed EXPECT exits 1 at once (for a caller
+ * that needs only the verdict: scripts/mutate.sh).
  * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
 #ifndef TRAINER_TESTUTIL_H
 #define TRAINER_TESTUTIL_H
@@ -21,8 +23,12 @@ extern int test_checks;
             fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
             fprintf(stderr, __VA_ARGS__);                                      \
             fprintf(stderr, "\n");                                             \
+            test_failed_now();                                                 \
         }                                                                      \
     } while (0)
+
+/* Called by EXPECT after a failure: exits 1 when TEST_FAIL_FAST is set to 1, else returns. */
+void test_failed_now(void);
 
 /* Prints "<name>: N checks, M failed" and returns the exit code (0 or 1). */
 int test_report(const char *name);
