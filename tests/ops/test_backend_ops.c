@@ -8,7 +8,9 @@
  *                                      then OpKind/supports_op/backend_require_ops.
  *   test_backend_ops --backend cuda    every op the CUDA backend implements against the CPU on
  *                                      the same random inputs; exit 77 (skipped) when
- *                                      backend_cuda() returns NULL (no CUDA build or no device).
+ *                                      backend_cuda() returns NULL (no CUDA build or no device),
+ *                                      but in the emulated build, where the backend always
+ *                                      exists, a backend that does not start is a failure.
  *   ... --ops NAME[,NAME...]           only the cases of the named OpKinds (op_name's names; a
  *                                      case that serves several rows runs when any of them is
  *                                      named), without the memory and table-wide checks: for
@@ -1335,6 +1337,56 @@ static void test_adam(void) {
 /* another backend against the CPU                                                            */
 
 static const Backend *cpu, *gpu; /* reference and backend under test (--backend) */
+
+/* The backend under test runs with guarded memory: its alloc places every buffer between two
+ * guards of GUARD_BYTES (256: cudaMalloc's alignment is kept) filled with GUARD_BYTE, and its free
+ * checks them, so that an op writing before the start or past the end of any buffer it is given
+ * fails ("wrote outside a buffer") although the memory it hits belongs to no other buffer (a loop
+ * bound one too far, a grid-stride loop that runs one element over). The buffers of one test
+ * are few at a time: a plain list. */
+enum { GUARD_BYTES = 256, GUARD_BYTE = 0xA5, GUARD_MAX = 4096 };
+static Backend guarded;
+static const Backend *unguarded; /* backend_cuda()'s own table */
+static struct {
+    char *base;
+    size_t bytes;
+} g_live[GUARD_MAX];
+static int g_nlive;
+
+static void *guarded_alloc(size_t bytes) {
+    char *base = unguarded->alloc(bytes + 2 * GUARD_BYTES);
+    if (!base) return NULL;
+    unsigned char pat[GUARD_BYTES];
+    memset(pat, GUARD_BYTE, sizeof pat);
+    unguarded->upload(base, pat, GUARD_BYTES);
+    unguarded->upload(base + GUARD_BYTES + bytes, pat, GUARD_BYTES);
+    if (g_nlive == GUARD_MAX) {
+        fprintf(stderr, "test_backend_ops: more than %d buffers at once\n", GUARD_MAX);
+        exit(2);
+    }
+    g_live[g_nlive].base = base, g_live[g_nlive].bytes = bytes, g_nlive++;
+    return base + GUARD_BYTES;
+}
+
+static void guarded_free(void *p) {
+    if (!p) return;
+    char *base = (char *)p - GUARD_BYTES;
+    int i = 0;
+    while (i < g_nlive && g_live[i].base != base) i++;
+    EXPECT(i < g_nlive, "free of %p, which the backend's alloc did not return", p);
+    if (i == g_nlive) return;
+    size_t bytes = g_live[i].bytes;
+    unsigned char lo[GUARD_BYTES], hi[GUARD_BYTES];
+    unguarded->download(lo, base, GUARD_BYTES);
+    unguarded->download(hi, base + GUARD_BYTES + bytes, GUARD_BYTES);
+    int before = 0, after = 0;
+    for (int k = 0; k < GUARD_BYTES; k++) before += lo[k] != GUARD_BYTE, after += hi[k] != GUARD_BYTE;
+    EXPECT(before == 0 && after == 0, "an op wrote outside a buffer of %zu bytes: %d of the %d "
+           "bytes before it and %d of the %d after it changed", bytes, before, GUARD_BYTES, after,
+           GUARD_BYTES);
+    unguarded->free(base);
+    g_live[i] = g_live[--g_nlive];
+}
 
 /* n floats uniform in [-1, 1). */
 static float *frand_pm1(size_t n) { return frand(n, -1, 1); }
@@ -3166,10 +3218,22 @@ static int run_vs_cpu(const char *backend) {
     }
     gpu = backend_cuda(msg, sizeof msg);
     if (!gpu) {
+#ifdef TRAINER_SIMT
+        fprintf(stderr, "test_backend_ops --backend cuda: FAIL: the emulated CUDA backend did not "
+                        "start: %s\n", msg);
+        return 1;
+#else
         printf("test_backend_ops --backend cuda: skipped: %s\n", msg);
         return 77;
+#endif
     }
     cpu = backend_cpu();
+    if (gpu->alloc && gpu->free && gpu->upload && gpu->download) { /* guarded memory (above) */
+        unguarded = gpu;
+        guarded = *gpu;
+        guarded.alloc = guarded_alloc, guarded.free = guarded_free;
+        gpu = &guarded;
+    }
     EXPECT(strcmp(gpu->name, "cuda") == 0, "backend name is \"%s\", not \"cuda\"", gpu->name);
     /* the memory entries are not optional: without them nothing else can run */
     int mem_ok = gpu->alloc && gpu->free && gpu->upload && gpu->download && gpu->copy &&
