@@ -31,7 +31,8 @@
  * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
  * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
  * simt or gpu). Same tolerances and the same dropped-shard check. Exit 77 (skipped) without a
- * CUDA device or without NCCL in the build.
+ * CUDA device or without NCCL in the build; in the emulated build, where both always exist, that
+ * is a failure (exit 1).
  */
 #include <math.h>
 #include <string.h>
@@ -312,15 +313,22 @@ int main(int argc, char **argv) {
         char why[512] = "";
         backend_cuda_use_device(dist_local_rank());
         be = backend_cuda(why, sizeof why);
-        if (!be && rank == 0) printf("SKIP: %s\n", why);
+#ifdef TRAINER_SIMT /* the emulated backend and NCCL stand-in always exist: a failure, not a skip */
+        const char *verdict = "FAIL";
+        const int absent = 1;
+#else
+        const char *verdict = "SKIP";
+        const int absent = 77;
+#endif
+        if (!be && rank == 0) printf("%s: %s\n", verdict, why);
         if (dist_first_failed(be != NULL, "the CUDA backend") >= 0) {
             dist_finalize();
-            return 77;
+            return absent;
         }
         if (!dist_nccl_available()) {
-            if (rank == 0) printf("SKIP: this build has no NCCL\n");
+            if (rank == 0) printf("%s: this build has no NCCL\n", verdict);
             dist_finalize();
-            return 77;
+            return absent;
         }
 #ifdef TRAINER_SIMT
         fails += check_nccl_stand_in();
