@@ -14,7 +14,8 @@
  * reverse, random 1–3); the results must be equal bit for bit.
  * Maxima: a large value in an odd lane (the case a tree over even lanes misses), all lanes
  * negative, −inf in all lanes but one (masked keys), all lanes equal. Argmax: ties go to the
- * smallest index; an all-equal row gives 0, as ops/ops.h's argmax (first on ties) and the CPU.
+ * smallest index; an all-equal row gives 0, as ops/ops.h's argmax (first on ties) and the CPU,
+ * and so does a row with NaN in column 0.
  * Exit 0 when every check passes, 1 otherwise; with TEST_FAIL_FAST=1 the first failure exits 1.
  */
 #include <cmath>
@@ -248,7 +249,8 @@ static void test_col() {
 
 /* k_argmax over rows of V values: row p (p < V) has its maximum 100 at column p, the rest in
  * [−4, 4]; then rows with a tie (the maximum at two columns: the smaller wins), an all-equal
- * row (0), a row of −inf but one, and a row whose maximum is in the last column. */
+ * row (0), a row of −inf but one, a row whose maximum is in the last column, and a row with NaN
+ * in column 0 (0, as the CPU's argmax: its running maximum is then NaN, equal to nothing). */
 static void test_argmax(int V) {
     std::vector<float> x;
     std::vector<int> want;
@@ -273,6 +275,8 @@ static void test_argmax(int V) {
     want.push_back(V / 2);
     for (int c = 0; c < V; c++) x.push_back(c == V - 1 ? 5.0f : noise());
     want.push_back(V - 1);
+    for (int c = 0; c < V; c++) x.push_back(c == 0 ? NAN : c == V / 2 ? 7.0f : noise());
+    want.push_back(0);
     const int N = (int)want.size();
     char what[64];
     snprintf(what, sizeof what, "k_argmax V=%d", V);
