@@ -39,16 +39,5 @@ int fixture_set_params(const Fixture *fx, ParamSet *ps, const char *path);
  * line per tensor and returns the worst relative error. */
 double fixture_check_grads(const Fixture *fx, const ParamSet *ps, const char *path,
                            double rel_tol, double abs_tol);
-/* A host copy of ps's whole gradient buffer (ps->total floats; the caller frees it). */
-float *fixture_grad_copy(const ParamSet *ps);
-/* The contract that a training pass accumulates its gradients scaled by grad_scale (model.h,
- * rnn.h, transformer.h): before, a copy of ps's gradients after one pass from zero with
- * grad_scale 1, and ps now after a second, identical pass without zeroing with grad_scale =
- * scale, must hold (1 + scale)·before (a backward that overwrote a gradient instead of adding to
- * it leaves scale·before, one that ignored grad_scale 2·before). EXPECT per tensor:
- * max |g − (1 + scale)·before| <= 1e-5 · max |(1 + scale)·before| (the second pass adds each
- * term again, so the sums round in another order), naming the tensor. */
-void fixture_check_accumulated(const float *before, const ParamSet *ps, const char *path,
-                               double scale);
 
 #endif

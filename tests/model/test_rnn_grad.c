@@ -9,6 +9,8 @@
  * elements of bigger ones — and the analytic gradient must match (loss in float32, so the
  * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|). Dropout is on (p = 0.2): masks are a pure function of
  * the key, so the perturbed passes see the same masks.
+ * Before the finite differences, a second training pass with grad_scale 0.5 and no zeroing must
+ * add half of every gradient again (the gradients accumulate, scaled; testutil.h).
  * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
  * the same loss and gradients up to float32 reordering (|a − b| ≤ 1e-5 + 1e-4·|b|).
  * Padding: a source token past a sentence's length, changed, must not change the loss.
@@ -194,6 +196,8 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 1.0f);
     float *grad = xmalloc(sizeof(float) * ps.total);
     memcpy(grad, ps.grad, sizeof(float) * ps.total);
+    rnn_forward_backward(m, &batch, 0.1f, 1, key, 0.5f); /* the gradients accumulate, scaled */
+    test_check_accumulated(grad, &ps, describe(kind, gru, feed, Le, Ld), 0.5);
     const FdOptions opt = {1e-2f, 2e-3, 2e-2, 1e-3, {0, 0}}; /* ε, |a − n| ≤ 2e-3 + 2e-2·|n| */
     LossCtx ctx = {m, &batch, key};
     long bad = 0;
