@@ -240,20 +240,24 @@ static void test_bias(void) {
     stat_end(&st);
     free(X0), free(bias), free(out), free(r), free(g0), free(pre), free(acc);
 
-    /* more rows than the 65536 ones of bias.c: two sgemv calls; against the double sums, within
-     * 1e-6 of Σ|dout| (float rounding over 70001 terms) */
-    const int NL = 70001, CL = 3;
-    float *rl = frand((size_t)NL * CL, -1, 1), *gl = fnew(CL);
-    be->bias_backward(gl, rl, NL, CL);
-    stat_begin(&st, "bias_backward N=%d C=%d vs ref", NL, CL);
-    for (int c = 0; c < CL; c++) {
-        double ref = 0, mag = 0;
-        for (int n = 0; n < NL; n++)
-            ref += rl[(size_t)n * CL + c], mag += fabs(rl[(size_t)n * CL + c]);
-        stat_add(&st, gl[c], ref, 1e-6 * mag, 0, "dbias", c);
+    /* one row; and more rows than the 65536 ones of bias.c: two sgemv calls, the second of one
+     * row (65537) or several (70001); against the double sums, within 1e-6 of Σ|dout| (float
+     * rounding over up to 70001 terms) */
+    static const int NLS[] = {1, 65537, 70001};
+    for (int k = 0; k < 3; k++) {
+        const int NL = NLS[k], CL = 3;
+        float *rl = frand((size_t)NL * CL, -1, 1), *gl = fnew(CL);
+        be->bias_backward(gl, rl, NL, CL);
+        stat_begin(&st, "bias_backward N=%d C=%d vs ref", NL, CL);
+        for (int c = 0; c < CL; c++) {
+            double ref = 0, mag = 0;
+            for (int n = 0; n < NL; n++)
+                ref += rl[(size_t)n * CL + c], mag += fabs(rl[(size_t)n * CL + c]);
+            stat_add(&st, gl[c], ref, 1e-6 * mag, 0, "dbias", c);
+        }
+        stat_end(&st);
+        free(rl), free(gl);
     }
-    stat_end(&st);
-    free(rl), free(gl);
 }
 
 static void test_axpy_scale(void) {
