@@ -156,7 +156,12 @@ def show(m):
 # ---------------------------------------------------------------------------------------------
 # test plans
 
+BUILDS = {"cpu": "build", "simt": "build-simt", "asan": "build-asan",
+          "simt-asan": "build-simt-asan"}
+
+
 def read_plans():
+    """[(pattern, build, env, target, args)] of tests/mutation/plans.txt."""
     plans = []
     path = os.path.join(MUT_DIR, "plans.txt")
     with open(path, encoding="utf-8") as f:
@@ -165,18 +170,29 @@ def read_plans():
             if not line:
                 continue
             parts = shlex.split(line)
-            if len(parts) < 3 or parts[1] not in ("cpu", "simt"):
-                die(f"{path}:{n}: want PATTERN cpu|simt TARGET [ARGS...]")
-            plans.append((parts[0], parts[1], parts[2], parts[3:]))
+            env = {}
+            while len(parts) > 2 and "=" in parts[2]:
+                k, v = parts.pop(2).split("=", 1)
+                env[k] = v
+            if len(parts) < 3 or parts[1] not in BUILDS:
+                die(f"{path}:{n}: want PATTERN BUILD [VAR=VALUE...] TARGET [ARGS...], BUILD one "
+                    f"of {', '.join(BUILDS)}")
+            plans.append((parts[0], parts[1], env, parts[2], parts[3:]))
     return plans
 
 
 def plan_for(path, plans):
-    return [(b, t, a) for pat, b, t, a in plans if fnmatch.fnmatch(path, pat)]
+    return [(b, e, t, a) for pat, b, e, t, a in plans if fnmatch.fnmatch(path, pat)]
 
 
 # ---------------------------------------------------------------------------------------------
 # builds: recompiling the objects that depend on one file, linking one test program
+
+CONFIGURE = {"cpu": "cmake -S . -B build && cmake --build build",
+             "simt": "SIMT_PHASES=plain bash scripts/simt.sh",
+             "asan": "bash scripts/sanitize.sh",
+             "simt-asan": "SIMT_PHASES=asan bash scripts/simt.sh"}
+
 
 class Build:
     def __init__(self, kind, d):
@@ -184,7 +200,12 @@ class Build:
         cc = os.path.join(self.dir, "compile_commands.json")
         if not os.path.isfile(cc):
             die(f"{self.dir}: no compile_commands.json; configure and build it first "
-                f"({'cmake -S . -B build && cmake --build build' if kind == 'cpu' else 'SIMT_PHASES=plain bash scripts/simt.sh'})")
+                f"({CONFIGURE[kind]})")
+        try:
+            with open(os.path.join(self.dir, "CMakeCache.txt")) as f:
+                self.sanitized = "TRAINER_SANITIZE:BOOL=ON" in f.read()
+        except OSError:
+            self.sanitized = False
         with open(cc) as f:
             self.cmds = {}
             for e in json.load(f):
@@ -275,7 +296,13 @@ class Runner:
         self.out = os.path.abspath(args.out)
         self.tree = os.path.join(self.out, "tree")
         self.builds = {}
-        self.dirs = {"cpu": args.cpu_build, "simt": args.simt_build}
+        self.dirs = dict(BUILDS)
+        self.dirs["cpu"], self.dirs["simt"] = args.cpu_build, args.simt_build
+        for spec in args.build or []:
+            name, _, d = spec.partition("=")
+            if name not in BUILDS or not d:
+                die(f"--build {spec}: want NAME=DIR, NAME one of {', '.join(BUILDS)}")
+            self.dirs[name] = d
         self.plans = read_plans()
         self.baseline = {}  # (file, build, target, args) -> seconds
         self.base_objs = {}  # (file, build, target) -> {obj: bytes of the unmutated object}
@@ -331,12 +358,16 @@ class Runner:
             return "build-failed", msg[-2000:], repl
         return "ok", exe, repl
 
-    def run_test(self, bk, exe, args, timeout):
+    def run_test(self, bk, exe, args, timeout, extra_env=None):
         """(passed, how, seconds) of one run of exe args from the repository root."""
         b = self.build(bk)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TEST_FAIL_FAST="1",
                    TRAINER_BIN=os.path.join(b.dir, "trainer"), TRAINER_BUILD_DIR=b.dir,
                    TMPDIR=os.path.join(self.out, "tmp"))
+        if b.sanitized:  # as CTest runs the sanitizer builds' tests, leaks aside
+            env.update(TRAINER_SANITIZE="1", ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
+                       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        env.update(extra_env or {})
         os.makedirs(env["TMPDIR"], exist_ok=True)
         t0 = time.time()
         p = subprocess.Popen([exe] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -354,12 +385,12 @@ class Runner:
         text = out.decode("utf-8", "replace")
         first = next((l for l in text.split("\n")
                       if l.startswith(("FAIL ", "simt:", "CUDA_CHECK", "CHECK failed"))
-                      or "error" in l.lower()), "")
+                      or "error" in l.lower() or "Sanitizer" in l), "")
         how = (f"signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}")
         return False, (how + (": " + first.strip()[:160] if first else "")), dt
 
-    def baseline_for(self, file, bk, target, args):
-        key = (file, bk, target, tuple(args))
+    def baseline_for(self, file, bk, env, target, args):
+        key = (file, bk, tuple(sorted(env.items())), target, tuple(args))
         if key in self.baseline:
             return self.baseline[key]
         if (file, bk, target) not in self.base_objs:
@@ -373,11 +404,11 @@ class Runner:
                                                   for o, n in repl.items()}
             self.base_exe[(file, bk, target)] = exe
         exe = self.base_exe[(file, bk, target)]
-        ok, how, dt = self.run_test(bk, exe, args, 3600)
+        ok, how, dt = self.run_test(bk, exe, args, 3600, env)
         if not ok:
             die(f"{file}: {target} {' '.join(args)} fails unmutated ({how}); a mutant cannot be "
                 f"killed by a failing test")
-        print(f"  unmutated: {target} {' '.join(args)}: passed in {dt:.1f} s", flush=True)
+        print(f"  unmutated: {bk} {target} {' '.join(args)}: passed in {dt:.1f} s", flush=True)
         self.baseline[key] = dt
         return dt
 
@@ -394,8 +425,8 @@ class Runner:
         t0 = time.time()
         same_code = True
         made = {}
-        for bk, target, args in plan:
-            base = self.baseline_for(m["file"], bk, target, args)
+        for bk, env, target, args in plan:
+            base = self.baseline_for(m["file"], bk, env, target, args)
             if (bk, target) not in made:
                 made[(bk, target)] = self.make_binary(m["file"], mutated, bk, target,
                                                       f"mutant{len(made)}")
@@ -407,9 +438,10 @@ class Runner:
                 same_code = False
             else:
                 continue  # the same code as unmutated: this test cannot tell
-            ok, how, _ = self.run_test(bk, exe, args, 10 * base + 30)
+            ok, how, _ = self.run_test(bk, exe, args, 10 * base + 30, env)
             if not ok:
-                return "killed", f"{target} {' '.join(args)}: {how}", time.time() - t0
+                desc = " ".join([f"{k}={v}" for k, v in env.items()] + [target] + args)
+                return "killed", f"{bk} {desc}: {how}", time.time() - t0
         return ("same-code" if same_code else "survived"), "", time.time() - t0
 
 
@@ -458,6 +490,8 @@ def main():
     ap.add_argument("--results", help="results file (default OUT/results.tsv), appended")
     ap.add_argument("--cpu-build", default="build")
     ap.add_argument("--simt-build", default="build-simt")
+    ap.add_argument("--build", action="append", metavar="NAME=DIR",
+                    help="the folder of a build of plans.txt (cpu, simt, asan, simt-asan)")
     ap.add_argument("--out", default=os.path.join(ROOT, "build-mutate"))
     ap.add_argument("--show", metavar="ID")
     ap.add_argument("--add", nargs=5, metavar=("FILE", "LINE", "KIND", "FROM", "TO"))
@@ -523,8 +557,11 @@ def main():
         die("no mutant selected")
 
     runner = Runner(args)
-    res_path = args.results or os.path.join(runner.out, "results.tsv")
+    res_path = args.results or os.path.join(runner.out,
+                                            "sample.tsv" if args.sample else "results.tsv")
     os.makedirs(os.path.dirname(os.path.abspath(res_path)), exist_ok=True)
+    if args.sample and not args.results and os.path.exists(res_path):
+        os.remove(res_path)  # the sample's results are this run's alone
     new = not os.path.exists(res_path)
     counts, stale, t_all = {}, 0, time.time()
     with open(res_path, "a", encoding="utf-8") as res:
