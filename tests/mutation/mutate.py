@@ -17,7 +17,11 @@ of src/ and tests/ (OUT/tree), recompiles, with the build folder's own flags
 (compile_commands.json), only the objects of the test program whose dependency files name the
 mutated file, links the program again with those objects placed before the libraries (so that
 they replace the library's members of the same source; OUT/bin), and runs the tests the plan
-(tests/mutation/plans.txt) names for that file, in order, until one fails:
+(tests/mutation/plans.txt: a build, a test program, its arguments) names for that file, in
+order, until one fails. The builds: cpu (build/), simt (build-simt/), asan (build-asan/) and
+simt-asan (build-simt-asan/), each configured and built beforehand as scripts/test.sh,
+scripts/simt.sh and scripts/sanitize.sh do (--build NAME=DIR names another folder; only the
+builds a plan reaches are needed). Verdicts:
 
     killed         a test failed: a failed check, a crash, an emulation error (a barrier not
                    reached, a bad shuffle) or a time-out (10 x the unmutated run + 30 s)
@@ -30,20 +34,22 @@ they replace the library's members of the same source; OUT/bin), and runs the te
 Before the first mutant of a file, each planned test is run once through the same pipeline with
 the file unmutated (a mutant with no edit); it must pass, else the run stops: a test that fails
 unmutated cannot kill anything. Tests run with TEST_FAIL_FAST=1 (tests/testutil.h), from the
-repository root, with OPENBLAS_NUM_THREADS=1 as under CTest.
+repository root, with OPENBLAS_NUM_THREADS=1 as under CTest (and in a sanitizer build with
+TRAINER_SANITIZE=1 and the sanitizers' options, leak checking off).
 
 Usage (from anywhere; paths are relative to the repository root):
   mutate.py [--ids ID,...] [--files GLOB,...] [--sample] [--list FILE] [--results FILE]
-            [--cpu-build DIR] [--simt-build DIR] [--out DIR]
+            [--cpu-build DIR] [--simt-build DIR] [--build NAME=DIR] [--out DIR]
   mutate.py --show ID            print the mutant's file, line and edit as a diff
   mutate.py --add FILE LINE KIND FROM TO [--occ N] [--id ID]    append a mutant to the list
   mutate.py --report RESULTS     the per-file table of a results file (markdown)
 
 --sample runs the ids of tests/mutation/ci_sample.txt and exits 1 unless every one is killed
-(scripts/test.sh's mutate step). Otherwise the exit code is 0 when every mutant ran (killed,
-survived or not), 2 on a usage error, a stale mutant or a test that fails unmutated. Results go
-to RESULTS (default OUT/results.tsv; one row per mutant: id, file, line, kind, status, the test
-that killed it, seconds), appended as each mutant finishes, and a summary to stdout.
+(scripts/test.sh's mutate step; its results in a fresh OUT/sample.tsv). Otherwise the exit code
+is 0 when every mutant ran (killed, survived or not), 2 on a usage error, a stale mutant or a
+test that fails unmutated. Results go to RESULTS (default OUT/results.tsv; one row per mutant:
+id, file, line, kind, status, the test that killed it, seconds), appended as each mutant
+finishes, and a summary to stdout. OUT is build-mutate/ unless --out says otherwise.
 """
 import argparse
 import fnmatch
