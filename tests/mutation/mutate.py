@@ -167,7 +167,8 @@ BUILDS = {"cpu": "build", "simt": "build-simt", "asan": "build-asan",
 
 
 def read_plans():
-    """[(pattern, build, env, target, args)] of tests/mutation/plans.txt."""
+    """[(pattern, build, env, target, args)] of tests/mutation/plans.txt; env may hold "exit",
+    the status the unmutated test exits with (default 0)."""
     plans = []
     path = os.path.join(MUT_DIR, "plans.txt")
     with open(path, encoding="utf-8") as f:
@@ -180,9 +181,9 @@ def read_plans():
             while len(parts) > 2 and "=" in parts[2]:
                 k, v = parts.pop(2).split("=", 1)
                 env[k] = v
-            if len(parts) < 3 or parts[1] not in BUILDS:
-                die(f"{path}:{n}: want PATTERN BUILD [VAR=VALUE...] TARGET [ARGS...], BUILD one "
-                    f"of {', '.join(BUILDS)}")
+            if len(parts) < 3 or parts[1] not in BUILDS or not env.get("exit", "0").isdigit():
+                die(f"{path}:{n}: want PATTERN BUILD [VAR=VALUE...] [exit=N] TARGET [ARGS...], "
+                    f"BUILD one of {', '.join(BUILDS)}")
             plans.append((parts[0], parts[1], env, parts[2], parts[3:]))
     return plans
 
@@ -365,7 +366,10 @@ class Runner:
         return "ok", exe, repl
 
     def run_test(self, bk, exe, args, timeout, extra_env=None):
-        """(passed, how, seconds) of one run of exe args from the repository root."""
+        """(passed, how, seconds) of one run of exe args from the repository root; it passes
+        when it exits with extra_env's "exit" (default 0)."""
+        extra_env = dict(extra_env or {})
+        want = int(extra_env.pop("exit", "0"))
         b = self.build(bk)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TEST_FAIL_FAST="1",
                    TRAINER_BIN=os.path.join(b.dir, "trainer"), TRAINER_BUILD_DIR=b.dir,
@@ -373,7 +377,7 @@ class Runner:
         if b.sanitized:  # as CTest runs the sanitizer builds' tests, leaks aside
             env.update(TRAINER_SANITIZE="1", ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
                        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-        env.update(extra_env or {})
+        env.update(extra_env)
         os.makedirs(env["TMPDIR"], exist_ok=True)
         t0 = time.time()
         p = subprocess.Popen([exe] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -386,7 +390,7 @@ class Runner:
             return False, f"timed out after {timeout:.0f} s", time.time() - t0
         shutil.rmtree(env["TMPDIR"], ignore_errors=True)
         dt = time.time() - t0
-        if p.returncode == 0:
+        if p.returncode == want:
             return True, "passed", dt
         text = out.decode("utf-8", "replace")
         first = next((l for l in text.split("\n")

@@ -141,7 +141,28 @@ static void test_memory(void) {
 /* ------------------------------------------------------------------------------------------ */
 /* dense algebra                                                                               */
 
+/* matmul's output may lie right next to a range held by matmul_hold (ops.h forbids only an
+ * overlap): C = buf[10..25) between held buf[0..10) and buf[25..35) is accepted and computed. */
+static void test_matmul_next_to_held(void) {
+    Stat st;
+    stat_begin(&st, "matmul next to held ranges");
+    float *buf = frand(35, -1, 1), *A = frand(3 * 4, -1, 1), *B = frand(4 * 5, -1, 1);
+    be->matmul_hold(buf, 10);
+    be->matmul_keep(buf + 25, 10);
+    be->matmul(buf + 10, A, B, 3, 5, 4, 0, 0, 1.0f, 0.0f);
+    be->matmul_hold(NULL, 0);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            double s = 0;
+            for (int k = 0; k < 4; k++) s += (double)A[i * 4 + k] * B[k * 5 + j];
+            stat_add(&st, buf[10 + i * 5 + j], s, FWD_ATOL, FWD_RTOL, "C", i * 5 + j);
+        }
+    stat_end(&st);
+    free(buf), free(A), free(B);
+}
+
 static void test_matmul(void) {
+    test_matmul_next_to_held();
     const int M = 3, Nc = 5, K = 4;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
