@@ -1921,6 +1921,9 @@ static void vs_cpu_reductions(void) {
         if (HAVE(all_finite)) {
             int g = gpu->all_finite(gx, n), c = cpu->all_finite(cx, n);
             EXPECT(g == 1 && c == 1, "all_finite n=%zu on finite data: gpu %d cpu %d", n, g, c);
+            g = gpu->all_finite(gx, n); /* again: a verdict must not depend on the one before */
+            EXPECT(g == 1, "all_finite n=%zu on finite data, the second time in a row: gpu %d", n,
+                   g);
             const float bad_values[] = {NAN, INFINITY, -INFINITY};
             const size_t where[] = {0, n / 2, n - 1};
             for (int v = 0; v < 3; v++)
