@@ -414,7 +414,7 @@ int main(int argc, char **argv) {
             int clipped = !clip || x.clipped == STEPS; /* clipping ran in every step */
             int ok = x.identical && clipped && (drop ? !within : within);
             if (rank == 0)
-                printf("%s on %s, %d ranks%s%s%s: relative differences: loss %.3g, gradient "
+                printf("%s on %s, %d ranks%s%s%s%s: relative differences: loss %.3g, gradient "
                        "%.3g, updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one "
                        "parameter: %.3g lr); gradient norms >= %.3g%s; parameters %s on every "
                        "rank: %s\n",
