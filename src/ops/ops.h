@@ -88,6 +88,9 @@ enum { LINEAR_PHI_ELU1 = 0, LINEAR_PHI_IDENTITY = 1 };
 
 struct Backend {
     const char *name; /* "cpu" or "cuda" */
+    int host_memory;  /* 1: tensors are host memory, which the host may read and write and MPI
+                       * may send as they are (cpu); 0: device memory, reached through upload and
+                       * download only (cuda, the SIMT emulation included) */
 
     /* ---- memory ---- */
     /* Sizes in bytes; *_host pointers are host memory, the others backend memory. alloc aborts on

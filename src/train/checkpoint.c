@@ -103,10 +103,10 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
                                 f2u(st->lr_scale), f2u(st->best_score), (uint64_t)st->bad_epochs,
                                 f2u(st->elapsed)};
     if (spm_serialize(spm, &spm_bytes, &spm_n, err)) goto cleanup;
-    /* the CPU backend's buffers are host memory: the records point into them; another backend's
-     * are copied to the host first (for configs/luong.ini that copy is 145 MiB) */
+    /* a backend's host memory (the CPU's): the records point into it; device memory is copied to
+     * the host first (for configs/luong.ini that copy is 145 MiB) */
     const float *src[4] = {ps->data, ps->m, ps->v, ps->ema};
-    if (be != backend_cpu()) {
+    if (!be->host_memory) {
         host = xmalloc(sizeof(float) * ps->total * nbuf);
         for (int k = 0; k < nbuf; k++) {
             be->download(host + k * ps->total, src[k], sizeof(float) * ps->total);

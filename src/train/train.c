@@ -322,8 +322,9 @@ StepResult train_step_accum(Model *m, const Config *cfg, int n, MicroBatchFn bat
     uint64_t key = rng_hash(cfg->seed, (uint64_t)st->step);
     double t0 = sync ? now_seconds() : 0;
     int shared = sync && dist_size() > 1;
-    /* dist.overlap (CPU): buckets of the gradient start summing as backward finishes them */
-    DistBuckets *bk = shared && cfg->dist_overlap && m->be == backend_cpu()
+    /* dist.overlap (host memory: the CPU): buckets of the gradient start summing as backward
+     * finishes them */
+    DistBuckets *bk = shared && cfg->dist_overlap && m->be->host_memory
                           ? buckets_for(ps, cfg) : NULL;
     char what[96];
     snprintf(what, sizeof what, "the gradient sum of step %ld", st->step + 1);
@@ -351,7 +352,7 @@ StepResult train_step_accum(Model *m, const Config *cfg, int n, MicroBatchFn bat
         if (shared) {
             if (bk) /* the buckets backward did not start, then the wait for all */
                 dist_buckets_finish(bk);
-            else if (m->be != backend_cpu()) /* device memory: NCCL between the GPUs */
+            else if (!m->be->host_memory) /* device memory: NCCL between the GPUs */
                 dist_nccl_sum_float(ps->grad, ps->total, what);
             else
                 dist_sum_float(ps->grad, ps->total, what);
@@ -530,9 +531,10 @@ static Status agree(const Run *r, Status s, const char *what, Err *err) {
 }
 
 /* Rank 0's buffer of bytes in backend memory (be's: device memory on cuda) to every rank: through
- * a host copy (MPI_Bcast of host memory; the MPI need not be CUDA-aware) unless be is the CPU. */
+ * a host copy (MPI_Bcast of host memory; the MPI need not be CUDA-aware) unless it is host
+ * memory. */
 static void bcast_backend(const Backend *be, void *p, size_t bytes, const char *what) {
-    if (be == backend_cpu()) {
+    if (be->host_memory) {
         dist_bcast(p, bytes, 0, what);
         return;
     }
@@ -687,7 +689,7 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
         printf("world: %s; rank 0 validates, logs and saves; each batch of train.batch_tokens = "
                "%d is split into %d shards of about equal target tokens; gradient sum: ",
                dist_layout(layout, sizeof layout, 1), cfg->batch_tokens, r->world);
-        int ov = cfg->dist_overlap && r->model.be == backend_cpu();
+        int ov = cfg->dist_overlap && r->model.be->host_memory;
         size_t bf = (size_t)((double)cfg->dist_bucket_mb * 1048576.0 / sizeof(float));
         if (bf < 1) bf = 1; /* as buckets_for */
         if (dist_nccl_ready())
