@@ -75,6 +75,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "eval/plot.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "train/train.h"
 

@@ -15,6 +15,7 @@
 
 #include "data/corpus.h"
 #include "eval/translate.h"
+#include "ops/cpu/cpu.h"
 #include "train/checkpoint.h"
 #include "train/train.h"
 

@@ -15,6 +15,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "train/train.h"
 

@@ -60,6 +60,7 @@
 #include "data/spm.h"
 #include "op_profile.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "train/config.h"
 #include "train/train.h"
 

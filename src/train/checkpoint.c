@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "train/ckptfile.h"
 
 enum { ST_STEP, ST_EPOCH, ST_BATCH, ST_RNG_STATE, ST_RNG_INC, ST_ADAM_T, ST_LR_SCALE, ST_BEST,

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
+
 const char *const model_type_names[2] = {"rnn", "transformer"};
 const char *const cell_type_names[2] = {"lstm", "gru"};
 const char *const device_type_names[2] = {"cpu", "cuda"};

@@ -92,9 +92,10 @@ typedef struct Config {
     /* [train] */
     DeviceType device;       /* train.device = cpu | cuda (cpu) */
     Precision precision;     /* train.precision = fp32 | tf32 | bf16 (fp32): the matmuls'
-                                input rounding (ops.h backend_cuda_set_precision,
-                                backend_cpu_set_precision); weights, Adam state and accumulation
-                                stay fp32; cpu: fp32, or bf16 on CPUs with AVX512_BF16 */
+                                input rounding (backend_cuda_set_precision, ops/cuda/cuda.h;
+                                backend_cpu_set_precision, ops/cpu/cpu.h); weights, Adam state
+                                and accumulation stay fp32; cpu: fp32, or bf16 on CPUs with
+                                AVX512_BF16 */
     uint64_t seed;           /* train.seed: any 64-bit value (1) */
     int max_epochs;          /* train.max_epochs (30, 1..1000000) */
     long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */

@@ -27,6 +27,8 @@
 #include "dist/dist_nccl.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "train/checkpoint.h"
 #include "train/dist_check.h"
 #include "train/finetune.h"
