@@ -34,7 +34,8 @@
  * supports_op(be, op) whether a backend implements it (its entry is non-NULL), and
  * backend_require_ops(be, ops, n, err) refuses a backend that lacks any of a list, naming each
  * missing op; every model lists the ops it calls (rnn_ops_used, transformer_ops_used), so a
- * backend is refused before training starts. Backend-independent code: ops/ops.c.
+ * backend is refused before training starts. Backend-independent code: ops/ops.c, and
+ * ops/backend.c: backend_open, the one way to open a backend (below).
  *
  * The tree: ops/cpu/ holds the CPU backend (its controls: ops/cpu/cpu.h), one file per op
  * family (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c,
@@ -616,10 +617,51 @@ static inline int backend_matmul_transb_slower(const Backend *be) {
     return be->matmul_transb_slower && be->matmul_transb_slower();
 }
 
+/* ---- Opening a backend ----
+ * The trainer and every command open their backend through backend_open: it sets the threads,
+ * starts the CPU backend (ops/cpu/cpu.h) or the CUDA one (ops/cuda/cuda.h) and sets the precision
+ * of its products; those headers hold each backend's own controls. */
+
+enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 }; /* train.device: cpu, cuda */
+
 /* Precision of the matrix products (train.precision): only matmul's A and B inputs are rounded;
  * storage, accumulation, weights and Adam state stay fp32. fp32: not at all; tf32 (cuda only):
- * to 10 mantissa bits; bf16: to 7, nearest even (cuda; cpu on AVX512_BF16 with oneDNN). Set by
- * backend_cpu_set_precision (ops/cpu/cpu.h) and backend_cuda_set_precision (ops/cuda/cuda.h). */
+ * to 10 mantissa bits; bf16: to 7, nearest even (cuda; cpu on AVX512_BF16 with oneDNN). */
 enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION_BF16 = 2 };
+
+enum { BACKEND_KEEP = -1 }; /* a BackendOptions field that leaves the process's setting alone */
+
+/* What backend_open opens. A checkpoint loaded during a run opens its device with precision and
+ * threads BACKEND_KEEP, so that it changes nothing the run set. */
+typedef struct {
+    int device;    /* BACKEND_DEVICE_* */
+    int precision; /* BACKEND_PRECISION_* from now on, for every product of the backend (a
+                    * process-wide setting), or BACKEND_KEEP (fp32 until one is set) */
+    int threads;   /* OpenMP and OpenBLAS threads (process-wide): > 0 that many, 0 one per
+                    * online core, or BACKEND_KEEP */
+    int ordinal;   /* cuda: the GPU, modulo the number of devices (one GPU per rank: the local
+                    * rank), or BACKEND_KEEP (the one chosen before, 0 by default); only the
+                    * process's first start of the CUDA backend uses it; cpu: unused */
+} BackendOptions;
+
+/* Whether device can run products at precision here, without starting anything: 1 when it
+ * can; else 0 with the reason and what to do in why (n bytes; why may be NULL): "train.precision
+ * = tf32 needs train.device = cuda (TF32 is a tensor-core format); on the cpu set
+ * train.precision = fp32 or bf16", or "train.precision = bf16 on train.device = cpu, but <this
+ * build has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32".
+ * Values out of range abort (programmer error). */
+int backend_precision_runs(int device, int precision, char *why, size_t n);
+
+/* Opens o->device's backend into *be: sets the threads, starts the backend (cuda: once per
+ * process, on o->ordinal; later calls return the same table), sets the precision, and, when
+ * line is not NULL (then o->precision must not be BACKEND_KEEP), writes the one-line
+ * description for the log into line (n bytes): "device: cpu, precision bf16, matmul: onednn
+ * matmul (bf16 inputs, fp32 accumulation)" (backend_cpu_gemm_name) or "device: cuda, <GPU name>,
+ * precision tf32, kernels: own, matmul: cublas (bias: cublasLt epilogue)". Errors (*be NULL,
+ * nothing changed but the threads where the CUDA start failed): backend_precision_runs's
+ * refusal; "train.device = cuda: <why>" when this build has no CUDA backend or no device is
+ * usable (backend_cuda's message, which says to set train.device = cpu). Out-of-range options
+ * abort (programmer error). Call it from the main thread. */
+Status backend_open(const BackendOptions *o, const Backend **be, char *line, size_t n, Err *err);
 
 #endif

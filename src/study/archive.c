@@ -17,7 +17,6 @@
 #include "data/corpus.h"
 #include "eval/metrics.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 
 #define FORMAT 1
 
@@ -385,7 +384,13 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     snprintf(p, sizeof p, "%s/%s", run_dir, ckpt);
     fprintf(stderr, "archiving %s (%s) into %s\n", run_dir, ckpt, out_dir);
     if (checkpoint_load_weights(p, &m, &cfg, &spm, o->device, err)) goto done;
-    set_threads(o->threads > 0 ? o->threads : cfg.threads);
+    /* the checkpoint's backend with the archive's threads; the products keep the process's
+     * precision (a run trained in this process left its own) */
+    BackendOptions bo = config_backend_options(&cfg);
+    bo.precision = BACKEND_KEEP;
+    if (o->threads > 0) bo.threads = o->threads;
+    const Backend *be;
+    if (backend_open(&bo, &be, NULL, 0, err)) goto done;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_dir, (long)getpid());
     snprintf(p, sizeof p, "%s/test", tmp);
     if (make_dirs(p, err)) goto done;

@@ -1,10 +1,9 @@
 /* train.c — train_run, the training loop (train.h): data, SentencePiece and batches, the step
  * (model_loss, then optim.c's clipping, Adam and schedule), validation, early stopping,
- * checkpoints, metrics.jsonl and signals; set_threads. With N ranks (dist/dist.h) every rank runs
+ * checkpoints, metrics.jsonl and signals. With N ranks (dist/dist.h) every rank runs
  * it on its shard of each batch, and rank 0 alone validates, logs and saves. */
 #include "train/train.h"
 
-#include <cblas.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,23 +26,12 @@
 #include "dist/dist_nccl.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
-#include "ops/cpu/cpu.h"
 #include "ops/cuda/cuda.h"
 #include "train/checkpoint.h"
 #include "train/dist_check.h"
 #include "train/finetune.h"
 #include "train/inject.h"
 #include "train/optim.h"
-
-/* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
-void openblas_set_num_threads(int num_threads);
-
-void set_threads(int threads) {
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads <= 0) threads = 1;
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
-}
 
 /* SIGINT/SIGTERM: the loop finishes its step, saves last.ckpt and returns. A second signal
  * while that is pending stops the process at once (the default action; nothing is saved, the
@@ -623,37 +611,26 @@ static Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
     snprintf(r->last, sizeof r->last, "%s/last.ckpt", r->dir);
     snprintf(r->best, sizeof r->best, "%s/best.ckpt", r->dir);
     snprintf(r->mpath, sizeof r->mpath, "%s/metrics.jsonl", r->dir);
-    set_threads(cfg->threads);
     const Backend *be;
+    char line[512];
     int nccl = r->world > 1 && cfg->device == DEVICE_CUDA; /* the gradient sum on NCCL */
+    BackendOptions bo = config_backend_options(cfg);
     if (nccl && !dist_nccl_available()) /* no CUDA in the build, or no NCCL: say which */
-        return config_backend(cfg->device, &be, err) ? STATUS_ERR : dist_nccl_init(err);
-    if (nccl) backend_cuda_use_device(dist_local_rank()); /* one GPU per rank, by local rank */
-    if (agree(r, config_backend(cfg->device, &be, err), "start-up (the backend)", err))
+        return backend_open(&bo, &be, line, sizeof line, err) ? STATUS_ERR : dist_nccl_init(err);
+    if (nccl) bo.ordinal = dist_local_rank(); /* one GPU per rank, by local rank */
+    if (agree(r, backend_open(&bo, &be, line, sizeof line, err), "start-up (the backend)", err))
         return STATUS_ERR; /* before any data work */
     if (nccl && agree(r, dist_nccl_init(err), "start-up (NCCL)", err)) return STATUS_ERR;
-    if (cfg->device == DEVICE_CPU) { /* config_validate refused bf16 where it cannot run */
-        backend_cpu_set_precision((int)cfg->precision);
-        if (r->rank == 0)
-            printf("device: cpu, precision %s, matmul: %s\n", precision_names[cfg->precision],
-                   backend_cpu_gemm_name());
-    }
-    if (cfg->device == DEVICE_CUDA) {
-        backend_cuda_set_precision((int)cfg->precision);
-        /* the implementation of each hot op: our kernels, cuBLAS for products, and the RNN
-         * layers' (model.rnn_impl; cudnn covers the decoder only without input feeding and
-         * without bahdanau, rnn.h rnn_set_impl) */
-        const ModelSpec *ms = &cfg->model;
-        const char *rnn = ms->type != MODEL_RNN ? ""
-                          : ms->rnn_impl == RNN_IMPL_OWN ? ", rnn: own"
-                          : ms->input_feeding ? ", rnn: cudnn (encoder; decoder own: input feeding)"
-                          : ms->attention == ATTN_BAHDANAU
-                              ? ", rnn: cudnn (encoder; decoder own: bahdanau)"
-                              : ", rnn: cudnn (encoder and decoder)";
-        printf("device: cuda, %s, precision %s, kernels: own, matmul: cublas (bias: cublasLt "
-               "epilogue)%s\n",
-               backend_cuda_device_name(), precision_names[cfg->precision], rnn);
-    }
+    /* the backend's line; on cuda with the RNN layers' implementation (model.rnn_impl; cudnn
+     * covers the decoder only without input feeding and without bahdanau, rnn.h rnn_set_impl) */
+    const ModelSpec *ms = &cfg->model;
+    const char *rnn = cfg->device != DEVICE_CUDA || ms->type != MODEL_RNN ? ""
+                      : ms->rnn_impl == RNN_IMPL_OWN ? ", rnn: own"
+                      : ms->input_feeding ? ", rnn: cudnn (encoder; decoder own: input feeding)"
+                      : ms->attention == ATTN_BAHDANAU
+                          ? ", rnn: cudnn (encoder; decoder own: bahdanau)"
+                          : ", rnn: cudnn (encoder and decoder)";
+    printf("%s%s\n", line, rnn); /* rank 0's: the other ranks' stdout is /dev/null */
     if (inject_parse(&r->inject, getenv(INJECT_ENV), err)) return STATUS_ERR;
     if (agree(r, open_local(r, resume, be, err), resume ? "start-up (loading the checkpoint)"
                                                         : "start-up (data and SentencePiece)", err))

@@ -148,7 +148,4 @@ Status train_spm_model(const Config *cfg, const char *dir, Err *err);
  * errors. */
 int train_dir_busy(const char *dir);
 
-/* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). No errors. */
-void set_threads(int threads);
-
 #endif
