@@ -156,19 +156,24 @@ def loss_targets(tgt, nonpad):
 def to_device(model, batches, device):
     """--device cuda: the model's parameters and every tensor of every batch moved to the device
     before timing (the trainer's batcher hands the device its token ids before a step starts too).
-    Float32 products stay float32 (PyTorch leaves TF32 off for them by default, as the trainer's
-    train.precision = fp32 uses CUBLAS_COMPUTE_32F)."""
+    Float32 products stay float32, as the trainer's train.precision = fp32 (CUBLAS_COMPUTE_32F):
+    TF32 is turned off both for cuBLAS's products (torch.backends.cuda.matmul.allow_tf32, off by
+    default) and for cuDNN (torch.backends.cudnn.allow_tf32, ON by default: nn.LSTM runs on
+    cuDNN), and both settings are printed."""
     if device == "cpu":
         return
     if not torch.cuda.is_available():
         sys.exit(f"--device {device}: PyTorch sees no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     model.to(device)
     for b in batches:
         for k, v in b.items():
             if torch.is_tensor(v):
                 b[k] = v.to(device)
-    print(f"pytorch: device {torch.cuda.get_device_name()}, TF32 for float32 products "
-          f"{torch.backends.cuda.matmul.allow_tf32}")
+    print(f"pytorch: device {torch.cuda.get_device_name()}, TF32 for float32 products: "
+          f"torch.backends.cuda.matmul.allow_tf32 = {torch.backends.cuda.matmul.allow_tf32}, "
+          f"torch.backends.cudnn.allow_tf32 = {torch.backends.cudnn.allow_tf32}")
 
 
 def time_training(model, batches, hdr, threads, loss_of, warm_every_shape=False, device="cpu"):

@@ -12,9 +12,12 @@
 # OUT_DIR: one log per step and summary.txt (the table printed last).
 # SPM_MODEL (optional; e.g. save_dir/spm.model of any run of the configs): runs the benchmarks.
 #   The trainer's first run of each batch size dumps its batches (bench_train --dump), and
-#   PyTorch trains the same batches on the GPU (bench/bench_*_torch.py --device cuda, python3
-#   with torch; eager only: torch.compile's compile time would dominate a short run), rounds
-#   interleaved (GPU_CHECK_ROUNDS, default 5), at each train.batch_tokens of
+#   PyTorch trains the same batches on the GPU (bench/bench_*_torch.py --device cuda --nonpad,
+#   python3 with torch; eager only: torch.compile's compile time would dominate a short run):
+#   the output layer and loss on the non-padding target positions only, as the trainer computes
+#   them (and as the CPU comparisons run PyTorch), TF32 off for cuBLAS and cuDNN (both printed in
+#   the torch_* logs), rounds interleaved (GPU_CHECK_ROUNDS, at least 5, default 5), at each
+#   train.batch_tokens of
 #   GPU_CHECK_BATCH_TOKENS (default "4096 8192": the configs' and twice it; Multi30k's epoch
 #   holds 64 batches of 16384). Timings vary with the host: read the spread.
 # GPU_CHECK_NO_CONFIGS=1 leaves out the cfg_* steps, GPU_CHECK_NO_TESTS=1 every test step,
@@ -52,6 +55,11 @@ set -uo pipefail
 build=$1 out=$2 spm=${3:-}
 [ -z "${GPU_CHECK_NO_BENCH:-}" ] || spm=
 rounds=${GPU_CHECK_ROUNDS:-5} sizes=${GPU_CHECK_BATCH_TOKENS:-4096 8192}
+if ! [ "$rounds" -ge 5 ] 2>/dev/null; then
+    echo "gpu_check.sh: GPU_CHECK_ROUNDS=$rounds: at least 5 interleaved rounds (the spread of" \
+         "fewer says nothing)" >&2
+    exit 2
+fi
 precisions=${GPU_CHECK_PRECISIONS-tf32 bf16} models=${GPU_CHECK_MODELS:-transformer luong}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/gpu_check.XXXXXX) # dumps and the encoded-corpus cache
@@ -116,7 +124,7 @@ if [ -n "$spm" ]; then
         # build found (on one GPU host a cuDNN 9.14 made torch 2.11, built against 9.19, refuse
         # nn.LSTM)
         step "$1" env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 python3 "bench/bench_${2/luong/rnn}_torch.py" \
-            "$work/$2_$3.dump" --device cuda --threads 1 || true
+            "$work/$2_$3.dump" --device cuda --nonpad --threads 1 || true
     }
     for bt in $sizes; do
         for m in $models; do

@@ -5,16 +5,19 @@
 #   3. simt      the emulated CUDA build: ctest -L simt plain (every CUDA op    scripts/simt.sh
 #                against the CPU under five thread schedules), under ASan+UBSan, and under
 #                gcc's TSan (the emulation's tests, then every CUDA op once)
-#   4. ptxas     nvcc/ptxas static check of the kernels (spills, local memory,  scripts/ptxas_check.sh
+#   4. mutate    the sample of 10 mutants in tests/mutation/ci_sample.txt, each  scripts/mutate.sh
+#                compiled into a copy of its test program (build/, build-simt/)  --sample
+#                and killed by its tests (docs/mutation.md)
+#   5. ptxas     nvcc/ptxas static check of the kernels (spills, local memory,  scripts/ptxas_check.sh
 #                launch bounds, shared memory) and that docs/cuda_kernels.md     --self-test, --check
 #                is current; skipped with a message when nvcc is absent
-#   5. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
-#   6. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
+#   6. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
+#   7. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
 # Extra arguments go to the ctest runs. TEST_STEPS="prepare tests" (a subset, in this order)
 # runs only those steps. Stops at the first step that fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${TEST_STEPS:-prepare tests simt ptxas sanitize fuzz}
+steps=${TEST_STEPS:-prepare tests simt mutate ptxas sanitize fuzz}
 times=()
 run_step() {
   local name=$1
@@ -29,6 +32,7 @@ run_step() {
 run_step prepare bash scripts/prepare.sh
 run_step tests ctest --test-dir build --output-on-failure -j2 "$@"
 run_step simt bash scripts/simt.sh "$@"
+run_step mutate bash scripts/mutate.sh --sample
 ptxas_step() { bash scripts/ptxas_check.sh --self-test && bash scripts/ptxas_check.sh --check; }
 run_step ptxas ptxas_step
 run_step sanitize bash scripts/sanitize.sh "$@"

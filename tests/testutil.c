@@ -13,6 +13,18 @@
 int test_failures = 0;
 int test_checks = 0;
 
+void test_failed_now(void) {
+    static int fast = -1;
+    if (fast < 0) {
+        const char *e = getenv("TEST_FAIL_FAST");
+        fast = e && strcmp(e, "1") == 0;
+    }
+    if (fast) {
+        fprintf(stderr, "TEST_FAIL_FAST: stopping at the first failed check\n");
+        exit(1);
+    }
+}
+
 int test_report(const char *name) {
     printf("%s: %d checks, %d failed\n", name, test_checks, test_failures);
     return test_failures ? 1 : 0;
@@ -210,4 +222,33 @@ void test_random_encoded(Encoded *e, Rng *rng, long n, int maxlen, int V) {
         e->src_off[i + 1] = e->src_off[i] + s;
         e->tgt_off[i + 1] = e->tgt_off[i] + t;
     }
+}
+
+float *test_grad_copy(const ParamSet *ps) {
+    float *g = xmalloc(sizeof(float) * (ps->total ? ps->total : 1));
+    ps->be->download(g, ps->grad, sizeof(float) * ps->total);
+    return g;
+}
+
+void test_check_accumulated(const float *before, const ParamSet *ps, const char *path,
+                            double scale) {
+    float *g = test_grad_copy(ps);
+    int bad = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const ParamSpec *s = &ps->specs[i];
+        double dmax = 0, ref = 0;
+        for (size_t k = s->offset; k < s->offset + s->size; k++) {
+            double want = (1.0 + scale) * before[k];
+            dmax = fmax(dmax, fabs(g[k] - want));
+            ref = fmax(ref, fabs(want));
+        }
+        EXPECT(dmax <= 1e-5 * ref, "%s: after a second training pass with grad_scale %g and no "
+               "zeroing, the gradient of %s is not %g times the first's (max |g - want| %.3g, "
+               "max |want| %.3g): a backward that overwrites, or ignores grad_scale", path, scale,
+               s->name, 1.0 + scale, dmax, ref);
+        bad += !(dmax <= 1e-5 * ref);
+    }
+    printf("  a second pass (grad_scale %g) without zeroing adds %g times every gradient: %s\n",
+           scale, scale, bad ? "FAIL" : "ok");
+    free(g);
 }

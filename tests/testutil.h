@@ -1,5 +1,7 @@
 /* testutil.h — minimal test harness: a test's exit code is its verdict (docs/design.md §11).
  * EXPECT records a failure and goes on; test_main_end() returns 1 if anything failed.
+ * With TEST_FAIL_FAST=1 in the environment the first failed EXPECT exits 1 at once (for a caller
+ * that needs only the verdict: scripts/mutate.sh).
  * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
 #ifndef TRAINER_TESTUTIL_H
 #define TRAINER_TESTUTIL_H
@@ -9,6 +11,7 @@
 #include "core/rng.h"
 #include "core/tokens.h"
 #include "data/encoded.h"
+#include "ops/params.h"
 
 extern int test_failures;
 extern int test_checks;
@@ -21,8 +24,12 @@ extern int test_checks;
             fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
             fprintf(stderr, __VA_ARGS__);                                      \
             fprintf(stderr, "\n");                                             \
+            test_failed_now();                                                 \
         }                                                                      \
     } while (0)
+
+/* Called by EXPECT after a failure: exits 1 when TEST_FAIL_FAST is set to 1, else returns. */
+void test_failed_now(void);
 
 /* Prints "<name>: N checks, M failed" and returns the exit code (0 or 1). */
 int test_report(const char *name);
@@ -51,6 +58,18 @@ int test_sanitized(void);
  * the rows where tgt_out is not PAD, and the counts. Free with batch_free. */
 void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
                       const int *tgt_in, const int *tgt_out);
+
+/* A host copy of ps's whole gradient buffer (ps->total floats; the caller frees it). */
+float *test_grad_copy(const ParamSet *ps);
+/* The contract that a training pass accumulates its gradients scaled by grad_scale (model.h,
+ * rnn.h, transformer.h): before, a copy of ps's gradients after one pass from zero with
+ * grad_scale 1, and ps now after a second, identical pass without zeroing with grad_scale =
+ * scale, must hold (1 + scale)·before (a backward that overwrote a gradient instead of adding to
+ * it leaves scale·before, one that ignored grad_scale 2·before). EXPECT per tensor:
+ * max |g − (1 + scale)·before| <= 1e-5 · max |(1 + scale)·before| (the second pass adds each
+ * term again, so the sums round in another order), naming the tensor. */
+void test_check_accumulated(const float *before, const ParamSet *ps, const char *path,
+                            double scale);
 
 /* ---- central finite differences (the one harness; docs/design.md §11) ----
  * For i = 0, stride, 2·stride, … < n: num_i = (L(x + ε e_i) − L(x − ε e_i)) / ((x_i + ε) −

@@ -6,14 +6,18 @@
  *     same synthetic batches (sentences of varied lengths, as the batcher cuts them);
  *   - steps the reference copy as one process does (train_step on the whole batch), and the other
  *     copy on its own shard (batch_shard, train_step_shard: gradient sum over the ranks);
- *   - compares after every step: the loss, the summed gradient and the parameters after clipping
- *     and Adam, to the stated tolerances (float sums in another order);
+ *   - compares after every step: the loss, the global gradient norm, the summed gradient after
+ *     clipping and the parameters after Adam, to the stated tolerances (float sums in another
+ *     order), once without clipping (train.clip_norm = 0) and once with a clip_norm of CLIP_NORM,
+ *     below every step's gradient norm, so that each step's gradient is scaled by its own factor
+ *     (checked: the test fails if a step's norm does not exceed it);
  *   - checks that every rank holds bit-identical parameters (CRC32 of the flat buffer, gathered);
  *   - runs the same comparison with the last rank's shard dropped (an empty shard) and requires
  *     that it FAILS the tolerances: they are tight enough to see one rank's missing gradient.
- * Both model families are covered (RNN with input feeding, Transformer). With one rank the test
- * still runs (the shards are the whole batch) but is not a data-parallel test; ctest runs it
- * with 2. Exit 0 = pass on this rank.
+ * Both model families are covered (RNN with input feeding, Transformer). With one rank the shards
+ * would be the whole batch and nothing would be tested: the test refuses to run (exit 1, "needs
+ * 2 or more ranks"); ctest runs it with 2, and test_dist_equiv_one_rank checks the refusal.
+ * Exit 0 = pass on this rank.
  *
  * dist.overlap: the CPU comparison runs twice, without and with the overlapped sum (buckets of
  * 1 KiB, so that every model is cut into several; MPI_Iallreduce started from the models'
@@ -33,7 +37,8 @@
  * that the gradient sum is dist_nccl.h's ncclAllReduce — on a GPU with NCCL, and in the emulated
  * build (-DTRAINER_SIMT=ON) on the NCCL stand-in (ctest: test_dist_equiv_cuda, labels dist and
  * simt or gpu). Same tolerances and the same dropped-shard check. Exit 77 (skipped) without a
- * CUDA device or without NCCL in the build.
+ * CUDA device or without NCCL in the build; in the emulated build, where both always exist, that
+ * is a failure (exit 1).
  */
 #include <math.h>
 #include <string.h>
@@ -68,6 +73,10 @@
 #define TOL_LOSS 1e-6
 #define TOL_GRAD 1e-5
 #define TOL_PARAM 1e-4
+/* train.clip_norm of the clipped runs: below the global gradient norm of every step of these
+ * models and batches (0.13 and more measured; the loss is a sum over tokens scaled by 1 / tokens),
+ * so that clipping scales every step's gradient (optim_clip); the test checks it does. */
+#define CLIP_NORM 0.05f
 
 enum { NSENT = 23, V = 40, STEPS = 3 };
 
@@ -103,9 +112,11 @@ static double max_abs(const float *a, size_t n) {
 
 typedef struct {
     double loss, grad, param; /* the worst relative errors over the steps (param: of the
-                               * updates over all steps) */
+                               * updates over all steps); grad also holds the norm's */
     double max_param;         /* the largest difference of one update, in units of lr */
     int identical;            /* parameters bit-identical on every rank after every step */
+    int clipped;              /* steps whose gradient norm (both runs) exceeded clip_norm */
+    double min_norm;          /* the smallest gradient norm of the reference's steps */
 } Errors;
 
 /* A host copy of n floats of backend memory (the caller frees it). */
@@ -252,7 +263,7 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
     model_reserve(&ref, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
     model_reserve(&par, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
     TrainState s1 = {.step = 0, .epoch = 1, .lr_scale = 1}, s2 = s1;
-    Errors out = {0, 0, 0, 0, 1};
+    Errors out = {0, 0, 0, 0, 1, 0, INFINITY};
     size_t n = ref.ps.total;
     float *w0 = host_copy(be, ref.ps.data, n);
     int K = cfg->accum_steps;
@@ -270,11 +281,14 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
         Micro mf = {&full, e, plan, (long)k * K, 0, 0}, ms = {&shard, e, plan, (long)k * K, 1, drop};
         StepResult r1 = train_step_accum(&ref, cfg, K, micro_at, &mf, total, &s1, NULL, NULL);
         StepSync sync = {{0, 0}, 0, 0, 0, 0};
-        /* the gradient after the sums is compared before clipping: clip_norm is off (0) here,
-         * and Adam reads but does not change the gradient */
+        /* the gradients compared below are the summed ones after clipping (optim_clip scales
+         * them in place; Adam reads but does not change them) */
         StepResult r2 = train_step_accum(&par, cfg, K, micro_at, &ms, total, &s2, NULL, &sync);
         CHECK(r1.finite && r2.finite, "finite steps");
         out.loss = fmax(out.loss, fabs(r2.loss - r1.loss) / fabs(r1.loss));
+        out.grad = fmax(out.grad, fabs(r2.norm - r1.norm) / r1.norm);
+        out.clipped += r1.norm > cfg->clip_norm && r2.norm > cfg->clip_norm;
+        out.min_norm = fmin(out.min_norm, r1.norm);
         float *g1 = host_copy(be, ref.ps.grad, n), *g2 = host_copy(be, par.ps.grad, n);
         out.grad = fmax(out.grad, max_abs_diff(g2, g1, n) / max_abs(g1, n));
         free(g1);
@@ -321,21 +335,34 @@ int main(int argc, char **argv) {
     }
     dist_set_timeout(60);
     int rank = dist_rank(), world = dist_size(), fails = 0;
+    if (world < 2) { /* one rank: shards = the batch, the comparison would prove nothing */
+        fprintf(stderr, "FAIL: test_dist_equiv needs 2 or more ranks (run it under mpiexec -n 2); "
+                        "with one rank it would compare a process with itself\n");
+        dist_finalize();
+        return 1;
+    }
     const Backend *be = backend_cpu();
     if (argc > 2 && !strcmp(argv[1], "--backend") && !strcmp(argv[2], "cuda")) {
         /* every rank decides alike (a skip on one rank and a run on the other would hang) */
         char why[512] = "";
         backend_cuda_use_device(dist_local_rank());
         be = backend_cuda(why, sizeof why);
-        if (!be && rank == 0) printf("SKIP: %s\n", why);
+#ifdef TRAINER_SIMT /* the emulated backend and NCCL stand-in always exist: a failure, not a skip */
+        const char *verdict = "FAIL";
+        const int absent = 1;
+#else
+        const char *verdict = "SKIP";
+        const int absent = 77;
+#endif
+        if (!be && rank == 0) printf("%s: %s\n", verdict, why);
         if (dist_first_failed(be != NULL, "the CUDA backend") >= 0) {
             dist_finalize();
-            return 77;
+            return absent;
         }
         if (!dist_nccl_available()) {
-            if (rank == 0) printf("SKIP: this build has no NCCL\n");
+            if (rank == 0) printf("%s: this build has no NCCL\n", verdict);
             dist_finalize();
-            return 77;
+            return absent;
         }
 #ifdef TRAINER_SIMT
         fails += check_nccl_stand_in();
@@ -351,7 +378,7 @@ int main(int argc, char **argv) {
     }
     Config cfg;
     config_defaults(&cfg);
-    cfg.lr = 1e-3f, cfg.warmup_steps = 0, cfg.clip_norm = 0, cfg.label_smoothing = 0.1f;
+    cfg.lr = 1e-3f, cfg.warmup_steps = 0, cfg.label_smoothing = 0.1f;
     cfg.batch_tokens = 120, cfg.max_len = 12;
     Encoded e;
     make_corpus(&e);
@@ -378,25 +405,32 @@ int main(int argc, char **argv) {
                                                           names[c]) < 0;
     for (int c = 0; c < 3; c++) {
         for (int acc = 1; acc <= (be == backend_cpu() ? 2 : 1); acc++)
+        for (int clip = 0; clip < 2; clip++)
         for (int ov = 0; ov < (be == backend_cpu() ? 2 : 1); ov++)
         for (int drop = 0; drop < 2; drop++) {
-            if (drop && world == 1) continue;
+            cfg.clip_norm = clip ? CLIP_NORM : 0.0f;
             cfg.dist_overlap = ov, cfg.dist_bucket_mb = 1.0f / 1024; /* 1 KiB: 256 floats */
             cfg.accum_steps = acc;
             Errors x = run(be, &specs[c], &cfg, &e, &plan, drop);
             int within = x.loss <= TOL_LOSS && x.grad <= TOL_GRAD && x.param <= TOL_PARAM;
-            int ok = x.identical && (drop ? !within : within);
+            int clipped = !clip || x.clipped == STEPS; /* clipping ran in every step */
+            int ok = x.identical && clipped && (drop ? !within : within);
             if (rank == 0)
-                printf("%s on %s, %d ranks%s%s%s: relative differences: loss %.3g, gradient "
-                       "%.3g, "
-                       "updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one parameter: "
-                       "%.3g lr); parameters %s on every rank: %s\n",
+                printf("%s on %s, %d ranks%s%s%s%s: relative differences: loss %.3g, gradient "
+                       "%.3g, updates %.3g [tolerances %.0e, %.0e, %.0e] (largest in one "
+                       "parameter: %.3g lr); gradient norms >= %.3g%s; parameters %s on every "
+                       "rank: %s\n",
                        names[c], be->name, world, acc > 1 ? ", accum_steps 2" : "",
+                       clip ? ", clip_norm 0.05" : ", no clipping",
                        ov ? ", dist.overlap (1 KiB buckets)" : "",
-                       drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad, x.param, TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param,
+                       drop ? ", last rank's shard DROPPED" : "", x.loss, x.grad, x.param,
+                       TOL_LOSS, TOL_GRAD, TOL_PARAM, x.max_param, x.min_norm,
+                       clip ? (clipped ? ", every step clipped" : ", NOT every step clipped")
+                            : "",
                        x.identical ? "identical" : "NOT identical",
-                       ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
-                          : (drop ? "FAIL: the tolerances do not see a dropped shard" : "FAIL"));
+                       !clipped ? "FAIL: clip_norm did not clip every step"
+                       : ok ? (drop ? "ok (fails the tolerances, as it must)" : "ok")
+                            : (drop ? "FAIL: the tolerances do not see a dropped shard" : "FAIL"));
             fails += !ok;
         }
     }

@@ -1,7 +1,8 @@
 /* test_model_cuda.c — every model and attention kind on the CUDA backend against the CPU backend
  * (docs/design.md §11). In the emulated build (-DTRAINER_SIMT=ON) the CUDA backend's kernels
  * run under the SIMT emulation and its cuBLAS calls on a host stand-in, so this runs in CI; in a
- * native CUDA build it runs on the GPU; without either it exits 77 (skipped).
+ * native CUDA build it runs on the GPU; without either it exits 77 (skipped). In the emulated
+ * build a backend that does not start is a failure (exit 1), never a skip.
  *
  * For each case (the cases of test_model_ops.c: RNN cells × attention kinds, Transformer kinds per
  * slot), the same tiny model is built on both backends from the same seed, and:
@@ -261,8 +262,14 @@ int main(void) {
     char msg[512] = "";
     const Backend *real = backend_cuda(msg, sizeof msg);
     if (!real) {
+#ifdef TRAINER_SIMT /* the emulated backend always exists: not starting is a failure */
+        fprintf(stderr, "test_model_cuda: FAIL: the emulated CUDA backend did not start: %s\n",
+                msg);
+        return 1;
+#else
         printf("test_model_cuda: skipped: %s\n", msg);
         return 77;
+#endif
     }
     g_counted = *real, g_cuda_alloc = real->alloc, g_counted.alloc = counted_alloc;
     const Backend *gpu = &g_counted;

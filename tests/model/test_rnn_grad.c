@@ -5,10 +5,12 @@
  * Tq = T) against the step-by-step one (Tq = 1).
  *
  * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
- * padding) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
+ * padding; twice also a batch of sequences of at most two steps, S = T = 2) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
  * elements of bigger ones — and the analytic gradient must match (loss in float32, so the
  * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|). Dropout is on (p = 0.2): masks are a pure function of
  * the key, so the perturbed passes see the same masks.
+ * Before the finite differences, a second training pass with grad_scale 0.5 and no zeroing must
+ * add half of every gradient again (the gradients accumulate, scaled; testutil.h).
  * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
  * the same loss and gradients up to float32 reordering (|a − b| ≤ 1e-5 + 1e-4·|b|).
  * Padding: a source token past a sentence's length, changed, must not change the loss.
@@ -44,6 +46,10 @@ static AttentionOptions attn_opt = {.linformer_k = 3, .linformer_max_len = 6,
 /* rnn_set_loss_rows for the next fixture (0: one block) */
 static int loss_rows = 0;
 
+/* 1: the next fixture's batch has sequences of two steps at most (S = T = 2), where the
+ * recurrent weights' gradient sums a single step past the first */
+static int short_seq = 0;
+
 static const char *describe(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     static char buf[128];
     snprintf(buf, sizeof buf, "%s %s feed=%d Le=%d Ld=%d", attention_kind_names[kind],
@@ -58,7 +64,7 @@ static const char *describe(AttentionKind kind, int gru, int feed, int Le, int L
 static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, int Ld) {
     const Backend *be = backend_cpu();
     Err err;
-    int V = 13, E = 4, H = 6, B = 3, S = 5, T = 4;
+    int V = 13, E = 4, H = 6, B = 3, S = short_seq ? 2 : 5, T = short_seq ? 2 : 4;
     params_init_set(&f->ps, be);
     /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
     if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &attn_opt, &err)) {
@@ -72,6 +78,8 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     rnn_set_loss_rows(f->m, loss_rows);
     rnn_reserve(f->m, B, S, T, (long)B * S, (long)B * T);
     int src_len[3] = {5, 3, 1}, tgt_len[3] = {4, 2, 3};
+    if (short_seq) src_len[0] = 2, src_len[1] = 1, src_len[2] = 2, tgt_len[0] = 2,
+                   tgt_len[1] = 1, tgt_len[2] = 2;
     memcpy(f->src_len, src_len, sizeof src_len);
     for (int t = 0; t < S; t++)
         for (int b = 0; b < B; b++) {
@@ -189,6 +197,8 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 1.0f);
     float *grad = xmalloc(sizeof(float) * ps.total);
     memcpy(grad, ps.grad, sizeof(float) * ps.total);
+    rnn_forward_backward(m, &batch, 0.1f, 1, key, 0.5f); /* the gradients accumulate, scaled */
+    test_check_accumulated(grad, &ps, describe(kind, gru, feed, Le, Ld), 0.5);
     const FdOptions opt = {1e-2f, 2e-3, 2e-2, 1e-3, {0, 0}}; /* ε, |a − n| ≤ 2e-3 + 2e-2·|n| */
     LossCtx ctx = {m, &batch, key};
     long bad = 0;
@@ -228,6 +238,10 @@ int main(void) {
     loss_rows = 2; /* the finite differences of a model run in blocks */
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 1);
     loss_rows = 0;
+    short_seq = 1; /* S = T = 2: one recurrent step in the encoder and the decoder */
+    run(ATTN_LUONG_GENERAL, 0, 1, 1, 1);
+    run(ATTN_BAHDANAU, 1, 0, 2, 2);
+    short_seq = 0;
     /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
     const AttentionKind multi[] = {ATTN_SDP,       ATTN_FLASH,  ATTN_LINEAR,
                                    ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};

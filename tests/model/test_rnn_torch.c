@@ -10,6 +10,8 @@
  *   loss (train and eval pass)  |ours − ref| ≤ 1e-5·|ref|
  *   each gradient tensor        ‖ours − ref‖₂ / ‖ref‖₂ ≤ 1e-4, and elementwise
  *                               |ours − ref| ≤ 1e-4 + 1e-3·|ref|
+ * then a second training pass with grad_scale 0.5 and without zeroing must add half of every
+ * gradient again (they accumulate, scaled: test_check_accumulated).
  * The logits in the fixture are not compared (the model keeps them private); the out.W / out.b
  * gradients depend on them directly. Ours runs in float32, so these are float32 tolerances.
  * The fixture reader is tests/torch_fixture.c. */
@@ -71,6 +73,10 @@ static void run(const char *path) {
     EXPECT(lrel_eval <= 1e-5, "%s: eval loss %.9f vs %.9f (rel %.2e)", path, loss_eval, fx.loss,
            lrel_eval);
     fixture_check_grads(&fx, &ps, path, 1e-4, 1e-4);
+    float *g1 = test_grad_copy(&ps); /* the gradients accumulate (rnn.h) */
+    rnn_forward_backward(m, &batch, (float)smoothing, 1, 99, 0.5f);
+    test_check_accumulated(g1, &ps, path, 0.5);
+    free(g1);
     batch_free(&batch);
     rnn_free(m);
     params_free(&ps);

@@ -4,7 +4,9 @@
  *     ε = 1e-3 on float32, |a − n| ≤ 3e-3 + 3e-2·|n|, see check_grad for kinks), dropout on
  *     (p = 0.2; masks are a pure
  *     function of the key), for every attention kind in every slot where it is allowed, pre-LN
- *     and post-LN, tied and untied embeddings. Tiny model: V 13, D 8, 2 heads, F 12, 2 + 2
+ *     and post-LN, tied and untied embeddings; before them, a second training pass with
+ *     grad_scale 0.5 and no zeroing must add half of every gradient again (they accumulate,
+ *     scaled; testutil.h). Tiny model: V 13, D 8, 2 heads, F 12, 2 + 2
  *     layers, 3 sentences with source lengths 5, 3, 1 and target lengths 4, 2, 3.
  *  2. flash = sdp at model level: the same parameters give the same loss (|Δ| ≤ 1e-5·|loss|)
  *     and gradients (|a − b| ≤ 1e-5 + 1e-4·|b|).
@@ -145,6 +147,8 @@ static void check_grad(Case c) {
     model_loss(&m, &hb, 0.1f, 1, key, 1.0f);
     float *grad = xmalloc(sizeof(float) * ps->total);
     memcpy(grad, ps->grad, sizeof(float) * ps->total);
+    model_loss(&m, &hb, 0.1f, 1, key, 0.5f); /* the gradients accumulate, scaled */
+    test_check_accumulated(grad, ps, name(c), 0.5);
     const FdOptions opt = {1e-3f, 3e-3, 3e-2, 1e-2, {3e-4f, 3e-3f}};
     LossCtx ctx = {&m, &hb, key};
     long bad = 0, n = 0, retried = 0;

@@ -14,6 +14,8 @@
  *   loss (train and eval pass)  |ours − ref| ≤ 1e-5·|ref|
  *   each gradient tensor        ‖ours − ref‖₂ / ‖ref‖₂ ≤ 1e-4, elementwise
  *                               |ours − ref| ≤ 1e-4 + 1e-3·|ref|
+ * then a second training pass with grad_scale 0.5 and without zeroing must add half of every
+ * gradient again (they accumulate, scaled: test_check_accumulated).
  * Ours runs in float32, so these are float32 tolerances. */
 #include <math.h>
 #include <stdlib.h>
@@ -95,6 +97,10 @@ static void run(const char *path) {
     EXPECT(lrel_eval <= 1e-5, "%s: eval loss %.9f vs %.9f (rel %.2e)", path, loss_eval, fx.loss,
            lrel_eval);
     fixture_check_grads(&fx, &ps, path, 1e-4, 1e-4);
+    float *g1 = test_grad_copy(&ps); /* the gradients accumulate (transformer.h) */
+    transformer_loss(m, &hb, (float)smoothing, 1, 99, 0.5f);
+    test_check_accumulated(g1, &ps, path, 0.5);
+    free(g1);
     batch_free(&hb);
     transformer_free(m);
     params_free(&ps);

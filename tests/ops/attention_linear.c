@@ -117,6 +117,14 @@ static void prob_init(Prob *p, int kind, int causal, int B, int NH, int Tq, int 
     p->no = (size_t)B * NH * Tq * Dv;
     /* q, k in [−2, 2]: both branches of elu (and of φ') are exercised */
     p->q = frand(p->nq, -2, 2);
+    if (kind == EFFICIENT) /* softmax over each query row: its maximum (100) in the last lane on
+                            * every third row, in lane 0 of the row after the next, so that a
+                            * maximum that misses the last lane or reads the next row's first
+                            * overflows or underflows exp */
+        for (size_t row = 0; row < p->nq / (size_t)D; row++) {
+            if (row % 3 == 0) p->q[row * D + D - 1] = 100.0f;
+            if (row % 3 == 2) p->q[row * D] = 100.0f;
+        }
     p->k = frand(p->nk, -2, 2);
     p->v = frand(p->nv, -1, 1);
     p->r = frand(p->no, -1, 1);

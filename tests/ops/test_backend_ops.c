@@ -8,7 +8,14 @@
  *                                      then OpKind/supports_op/backend_require_ops.
  *   test_backend_ops --backend cuda    every op the CUDA backend implements against the CPU on
  *                                      the same random inputs; exit 77 (skipped) when
- *                                      backend_cuda() returns NULL (no CUDA build or no device).
+ *                                      backend_cuda() returns NULL (no CUDA build or no device),
+ *                                      but in the emulated build, where the backend always
+ *                                      exists, a backend that does not start is a failure.
+ *   ... --ops NAME[,NAME...]           only the cases of the named OpKinds (op_name's names; a
+ *                                      case that serves several rows runs when any of them is
+ *                                      named), without the memory and table-wide checks: for
+ *                                      running one op family quickly (scripts/mutate.sh). An
+ *                                      unknown name is a usage error (exit 2).
  *
  * The program fails when an OpKind has no case. The attention cases live in attention_softmax.c
  * (attn_* = sdp, additive_attn_*, flash_attn_*), attention_linear.c (linear_attn_*,
@@ -80,6 +87,10 @@
 
 static const Backend *be; /* the CPU backend (the CPU cases) */
 
+/* --ops: the OpKinds whose cases run (all when no --ops was given) */
+static int op_selected[OP_COUNT];
+static int ops_filtered;
+
 /* ========================================================================================== */
 /* the CPU against double-precision references                                               */
 
@@ -132,7 +143,28 @@ static void test_memory(void) {
 /* ------------------------------------------------------------------------------------------ */
 /* dense algebra                                                                               */
 
+/* matmul's output may lie right next to a range held by matmul_hold (ops.h forbids only an
+ * overlap): C = buf[10..25) between held buf[0..10) and buf[25..35) is accepted and computed. */
+static void test_matmul_next_to_held(void) {
+    Stat st;
+    stat_begin(&st, "matmul next to held ranges");
+    float *buf = frand(35, -1, 1), *A = frand(3 * 4, -1, 1), *B = frand(4 * 5, -1, 1);
+    be->matmul_hold(buf, 10);
+    be->matmul_keep(buf + 25, 10);
+    be->matmul(buf + 10, A, B, 3, 5, 4, 0, 0, 1.0f, 0.0f);
+    be->matmul_hold(NULL, 0);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            double s = 0;
+            for (int k = 0; k < 4; k++) s += (double)A[i * 4 + k] * B[k * 5 + j];
+            stat_add(&st, buf[10 + i * 5 + j], s, FWD_ATOL, FWD_RTOL, "C", i * 5 + j);
+        }
+    stat_end(&st);
+    free(buf), free(A), free(B);
+}
+
 static void test_matmul(void) {
+    test_matmul_next_to_held();
     const int M = 3, Nc = 5, K = 4;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++)
@@ -231,20 +263,24 @@ static void test_bias(void) {
     stat_end(&st);
     free(X0), free(bias), free(out), free(r), free(g0), free(pre), free(acc);
 
-    /* more rows than the 65536 ones of bias.c: two sgemv calls; against the double sums, within
-     * 1e-6 of Σ|dout| (float rounding over 70001 terms) */
-    const int NL = 70001, CL = 3;
-    float *rl = frand((size_t)NL * CL, -1, 1), *gl = fnew(CL);
-    be->bias_backward(gl, rl, NL, CL);
-    stat_begin(&st, "bias_backward N=%d C=%d vs ref", NL, CL);
-    for (int c = 0; c < CL; c++) {
-        double ref = 0, mag = 0;
-        for (int n = 0; n < NL; n++)
-            ref += rl[(size_t)n * CL + c], mag += fabs(rl[(size_t)n * CL + c]);
-        stat_add(&st, gl[c], ref, 1e-6 * mag, 0, "dbias", c);
+    /* one row; and more rows than the 65536 ones of bias.c: two sgemv calls, the second of one
+     * row (65537) or several (70001); against the double sums, within 1e-6 of Σ|dout| (float
+     * rounding over up to 70001 terms) */
+    static const int NLS[] = {1, 65537, 70001};
+    for (int k = 0; k < 3; k++) {
+        const int NL = NLS[k], CL = 3;
+        float *rl = frand((size_t)NL * CL, -1, 1), *gl = fnew(CL);
+        be->bias_backward(gl, rl, NL, CL);
+        stat_begin(&st, "bias_backward N=%d C=%d vs ref", NL, CL);
+        for (int c = 0; c < CL; c++) {
+            double ref = 0, mag = 0;
+            for (int n = 0; n < NL; n++)
+                ref += rl[(size_t)n * CL + c], mag += fabs(rl[(size_t)n * CL + c]);
+            stat_add(&st, gl[c], ref, 1e-6 * mag, 0, "dbias", c);
+        }
+        stat_end(&st);
+        free(rl), free(gl);
     }
-    stat_end(&st);
-    free(rl), free(gl);
 }
 
 static void test_axpy_scale(void) {
@@ -1329,6 +1365,57 @@ static void test_adam(void) {
 
 static const Backend *cpu, *gpu; /* reference and backend under test (--backend) */
 
+/* The backend under test runs with guarded memory: its alloc places every buffer between two
+ * guards of GUARD_BYTES (256: cudaMalloc's alignment is kept) filled with GUARD_BYTE, and its free
+ * checks them, so that an op writing before the start or past the end of any buffer it is given
+ * fails ("wrote outside a buffer") although the memory it hits belongs to no other buffer (a loop
+ * bound one too far, a grid-stride loop that runs one element over). Not in the sanitizer build:
+ * there ASan sees every access outside a buffer, reads too, which the guards would hide. The
+ * buffers of one test are few at a time: a plain list. */
+enum { GUARD_BYTES = 256, GUARD_BYTE = 0xA5, GUARD_MAX = 4096 };
+static Backend guarded;
+static const Backend *unguarded; /* backend_cuda()'s own table */
+static struct {
+    char *base;
+    size_t bytes;
+} g_live[GUARD_MAX];
+static int g_nlive;
+
+static void *guarded_alloc(size_t bytes) {
+    char *base = unguarded->alloc(bytes + 2 * GUARD_BYTES);
+    if (!base) return NULL;
+    unsigned char pat[GUARD_BYTES];
+    memset(pat, GUARD_BYTE, sizeof pat);
+    unguarded->upload(base, pat, GUARD_BYTES);
+    unguarded->upload(base + GUARD_BYTES + bytes, pat, GUARD_BYTES);
+    if (g_nlive == GUARD_MAX) {
+        fprintf(stderr, "test_backend_ops: more than %d buffers at once\n", GUARD_MAX);
+        exit(2);
+    }
+    g_live[g_nlive].base = base, g_live[g_nlive].bytes = bytes, g_nlive++;
+    return base + GUARD_BYTES;
+}
+
+static void guarded_free(void *p) {
+    if (!p) return;
+    char *base = (char *)p - GUARD_BYTES;
+    int i = 0;
+    while (i < g_nlive && g_live[i].base != base) i++;
+    EXPECT(i < g_nlive, "free of %p, which the backend's alloc did not return", p);
+    if (i == g_nlive) return;
+    size_t bytes = g_live[i].bytes;
+    unsigned char lo[GUARD_BYTES], hi[GUARD_BYTES];
+    unguarded->download(lo, base, GUARD_BYTES);
+    unguarded->download(hi, base + GUARD_BYTES + bytes, GUARD_BYTES);
+    int before = 0, after = 0;
+    for (int k = 0; k < GUARD_BYTES; k++) before += lo[k] != GUARD_BYTE, after += hi[k] != GUARD_BYTE;
+    EXPECT(before == 0 && after == 0, "an op wrote outside a buffer of %zu bytes: %d of the %d "
+           "bytes before it and %d of the %d after it changed", bytes, before, GUARD_BYTES, after,
+           GUARD_BYTES);
+    unguarded->free(base);
+    g_live[i] = g_live[--g_nlive];
+}
+
 /* n floats uniform in [-1, 1). */
 static float *frand_pm1(size_t n) { return frand(n, -1, 1); }
 
@@ -1341,8 +1428,39 @@ static float *to_backend(const Backend *be, const float *host, size_t n) {
 
 static void record_output(const char *what, const float *g, size_t n);
 
+/* The schedule pass of run_vs_cpu (0: the first, and the only one outside the emulated build), and
+ * whether the downloads from the backend under test are left out of the schedule check (the
+ * cases past the element-wise grid below run in the first pass only). */
+static int g_pass, g_quiet;
+
+/* Element-wise kernels launch at most CUDA_EW_MAX_BLOCKS × CUDA_EW_THREADS = 4096 × 256 threads
+ * (src/ops/cuda/cuda_internal.h); their grid-stride loops take a second turn only past EW_GRID
+ * elements, so each such family has one case past it, where a wrong stride or bound of that loop
+ * shows. No thread of those kernels reads what another wrote, so the thread order cannot change
+ * their result: they run in the first schedule pass only, unrecorded for the schedule check, and
+ * not under the sanitizers (ASan, TSan: each of a million emulated threads costs there). */
+#define EW_GRID ((size_t)4096 * 256)
+#ifdef __SANITIZE_THREAD__
+#define TSAN_BUILD 1
+#else
+#define TSAN_BUILD 0
+#endif
+/* 1 when a case over n elements runs in this pass (always when n <= EW_GRID); sets g_quiet for
+ * it. The inputs a case past the grid draws are drawn again by the next case (optest_rng is
+ * put back to where it was, at the next call or the end of the case function), so that every
+ * other case draws the same inputs in every pass. */
+static Rng g_rng_before;
+static int g_rng_saved;
+static int size_runs(size_t n) {
+    if (g_rng_saved) optest_rng = g_rng_before, g_rng_saved = 0;
+    g_quiet = n > EW_GRID;
+    int runs = !g_quiet || (g_pass == 0 && !test_sanitized() && !TSAN_BUILD);
+    if (runs && g_quiet) g_rng_before = optest_rng, g_rng_saved = 1;
+    return runs;
+}
+
 /* Downloads n floats from be's memory into a fresh host buffer; every download from the backend
- * under test is recorded (hashed) for the schedule check of run_vs_cpu. */
+ * under test is recorded (hashed) for the schedule check of run_vs_cpu, unless g_quiet. */
 static float *from_backend(const Backend *be, const float *p, size_t n) {
     float *h = malloc(n * sizeof *h + 1);
     if (!h) {
@@ -1350,7 +1468,7 @@ static float *from_backend(const Backend *be, const float *p, size_t n) {
         exit(2);
     }
     be->download(h, p, n * sizeof(float));
-    if (be == gpu) record_output("download", h, n);
+    if (be == gpu && !g_quiet) record_output("download", h, n);
     return h;
 }
 
@@ -1392,10 +1510,11 @@ static void record_output(const char *what, const float *g, size_t n) {
  * error, printed with its tolerance when TEST_PRINT_ERRORS is set. */
 static double compare(const char *what, const float *g_dev, const float *c_dev, size_t n,
                       double tol) {
+    size_t seen = n_seen;
     float *g = from_backend(gpu, g_dev, n);
     float *c = from_backend(cpu, c_dev, n);
     /* from_backend recorded g for the schedule check: label it */
-    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
+    if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
     double e = rel_err(g, c, n);
     EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
     if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
@@ -1688,11 +1807,12 @@ static void vs_cpu_matmul_bias_forward(void) {
 
 /* bias_forward adds a row vector; bias_backward accumulates column sums into dbias. */
 static void vs_cpu_bias(void) {
-    static const int shapes[][2] = {{129, 67}, {1, 5}, {1000, 1}, {3, 1031}};
+    static const int shapes[][2] = {{129, 67}, {1, 5}, {1000, 1}, {3, 1031}, {4099, 257}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int N = shapes[s][0], C = shapes[s][1];
         size_t n = (size_t)N * C;
         char what[96];
+        if (!size_runs(n)) continue; /* the last: past the element-wise grid */
         if (HAVE(bias_forward)) {
             float *hout = frand_pm1(n), *hb = frand_pm1((size_t)C);
             float *go = to_backend(gpu, hout, n), *gbias = to_backend(gpu, hb, (size_t)C);
@@ -1716,21 +1836,17 @@ static void vs_cpu_bias(void) {
             free(hd), free(hdb);
         }
     }
+    g_quiet = 0;
 }
 
-/* axpy and scale over sizes that are not multiples of any block size; the largest (more than one
- * element per thread of the capped grid) is left out under TSan, where each of its million
- * emulated threads is a TSan fiber (minutes). */
+/* axpy and scale over sizes that are not multiples of any block size; the largest is past the
+ * element-wise grid (EW_GRID, size_runs). */
 static void vs_cpu_axpy_scale(void) {
     static const size_t sizes[] = {1, 255, 100003, 3000017};
-#ifdef __SANITIZE_THREAD__
-    const size_t nsizes = 3;
-#else
-    const size_t nsizes = 4;
-#endif
-    for (size_t s = 0; s < nsizes; s++) {
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         char what[64];
+        if (!size_runs(n)) continue;
         if (HAVE(axpy)) {
             float *hy = frand_pm1(n), *hx = frand_pm1(n);
             float *gy = to_backend(gpu, hy, n), *gx = to_backend(gpu, hx, n);
@@ -1753,16 +1869,19 @@ static void vs_cpu_axpy_scale(void) {
             free(hx);
         }
     }
+    g_quiet = 0;
 }
 
 /* tanh_forward and, from its output, tanh_backward (accumulating into dinp), over sizes that are
- * not multiples of any block size; inputs in [-4, 4) cover the saturating range. */
+ * not multiples of any block size, the last past the element-wise grid (size_runs); inputs in
+ * [-4, 4) cover the saturating range. */
 static void vs_cpu_tanh(void) {
-    static const size_t sizes[] = {1, 257, 100003};
+    static const size_t sizes[] = {1, 257, 100003, EW_GRID + 7};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         char what[64];
         if (!HAVE(tanh_forward)) return;
+        if (!size_runs(n)) continue;
         float *hx = frand(n, -4, 4), *hdy = frand_pm1(n), *hdx = frand_pm1(n);
         float *gx = to_backend(gpu, hx, n), *cx = to_backend(cpu, hx, n);
         float *gy = gpu->alloc(n * sizeof(float)), *cy = cpu->alloc(n * sizeof(float));
@@ -1782,10 +1901,13 @@ static void vs_cpu_tanh(void) {
         gpu->free(gx), gpu->free(gy), cpu->free(cx), cpu->free(cy);
         free(hx), free(hdy), free(hdx);
     }
+    g_quiet = 0;
 }
 
 /* sumsq (double accumulation on both sides) and all_finite (same verdicts, incl. NaN/Inf at the
- * first, a middle and the last position). */
+ * first, a middle and the last position; past the first pass's 1024 blocks of 256 threads
+ * (n = 262145), also a NaN in the share of the partials 255, 256, 511, 512, 767, 768 and 1023,
+ * at each turn of the second pass's strided loop, and in the first pass's second turn). */
 static void vs_cpu_reductions(void) {
     static const size_t sizes[] = {1, 1000, 262145, 5000011};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -1801,6 +1923,9 @@ static void vs_cpu_reductions(void) {
         if (HAVE(all_finite)) {
             int g = gpu->all_finite(gx, n), c = cpu->all_finite(cx, n);
             EXPECT(g == 1 && c == 1, "all_finite n=%zu on finite data: gpu %d cpu %d", n, g, c);
+            g = gpu->all_finite(gx, n); /* again: a verdict must not depend on the one before */
+            EXPECT(g == 1, "all_finite n=%zu on finite data, the second time in a row: gpu %d", n,
+                   g);
             const float bad_values[] = {NAN, INFINITY, -INFINITY};
             const size_t where[] = {0, n / 2, n - 1};
             for (int v = 0; v < 3; v++)
@@ -1815,6 +1940,21 @@ static void vs_cpu_reductions(void) {
                     gpu->upload(gx + i, &hx[i], sizeof(float));
                     cpu->upload(cx + i, &hx[i], sizeof(float));
                 }
+            if (n == 262145) {
+                static const size_t part[] = {255, 256, 511, 512, 767, 768, 1023};
+                const float nan = NAN;
+                for (size_t w = 0; w <= sizeof part / sizeof part[0]; w++) {
+                    size_t i = w < sizeof part / sizeof part[0] ? part[w] * 256 + 3 : 262144;
+                    gpu->upload(gx + i, &nan, sizeof(float));
+                    cpu->upload(cx + i, &nan, sizeof(float));
+                    g = gpu->all_finite(gx, n);
+                    c = cpu->all_finite(cx, n);
+                    EXPECT(g == 0 && c == 0, "all_finite n=%zu with NaN at %zu: gpu %d cpu %d", n,
+                           i, g, c);
+                    gpu->upload(gx + i, &hx[i], sizeof(float));
+                    cpu->upload(cx + i, &hx[i], sizeof(float));
+                }
+            }
         }
         gpu->free(gx), cpu->free(cx);
         free(hx);
@@ -1841,10 +1981,11 @@ static int *ints_to_backend(const Backend *be, const int *host, size_t n) {
 /* Downloads n floats from both backends; EXPECTs them bit-identical (memcmp per float, so
  * -0/+0 and NaN payloads count), naming the first difference. */
 static void compare_exact(const char *what, const float *g_dev, const float *c_dev, size_t n) {
+    size_t seen = n_seen;
     float *g = from_backend(gpu, g_dev, n);
     float *c = from_backend(cpu, c_dev, n);
     /* from_backend recorded g for the schedule check: label it */
-    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
+    if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; i++)
         if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
@@ -1880,14 +2021,17 @@ static void pair_free(Pair p) {
 
 /* concat2, transpose01, permute0213, write_step, gather_rows, gather_rows_strided: tolerance 0
  * (copies; backward one float add onto a random prefill, the CPU's add). Shapes include 1s,
- * sizes that are not multiples of the 256-thread block, and more than one block. */
+ * sizes that are not multiples of the 256-thread block, more than one block, and (the last of
+ * each) more elements than the element-wise grid (size_runs). */
 static void vs_cpu_shape(void) {
     char what[128];
     long checks0 = kp_checks, fails0 = kp_fails;
-    static const int cshapes[][3] = {{3, 4, 5}, {1, 1, 1}, {37, 130, 3}, {2, 1, 257}};
+    static const int cshapes[][3] = {{3, 4, 5}, {1, 1, 1}, {37, 130, 3}, {2, 1, 257},
+                                     {1021, 500, 531}};
     for (size_t s = 0; s < sizeof cshapes / sizeof cshapes[0]; s++) {
         int N = cshapes[s][0], Ca = cshapes[s][1], Cb = cshapes[s][2], C = Ca + Cb;
         size_t na = (size_t)N * Ca, nb = (size_t)N * Cb, no = (size_t)N * C;
+        if (!size_runs(no)) continue;
         float *ha = frand_pm1(na), *hb = frand_pm1(nb), *ho = frand_pm1(no);
         Pair a = pair_of(ha, na), b = pair_of(hb, nb), o = pair_of(ho, no);
         if (HAVE(concat2_forward)) {
@@ -1916,10 +2060,11 @@ static void vs_cpu_shape(void) {
         free(ha), free(hb), free(ho);
     }
 
-    static const int tshapes[][3] = {{3, 4, 5}, {1, 7, 1}, {13, 9, 33}};
+    static const int tshapes[][3] = {{3, 4, 5}, {1, 7, 1}, {13, 9, 33}, {1021, 33, 32}};
     for (size_t s = 0; s < sizeof tshapes / sizeof tshapes[0]; s++) {
         int D0 = tshapes[s][0], D1 = tshapes[s][1], C = tshapes[s][2];
         size_t n = (size_t)D0 * D1 * C;
+        if (!size_runs(n)) continue;
         float *hi = frand_pm1(n), *ho = frand_pm1(n), *hd = frand_pm1(n), *hg = frand_pm1(n);
         Pair in = pair_of(hi, n), o = pair_of(ho, n), d = pair_of(hd, n), g = pair_of(hg, n);
         if (HAVE(transpose01_forward)) {
@@ -1938,10 +2083,12 @@ static void vs_cpu_shape(void) {
         free(hi), free(ho), free(hd), free(hg);
     }
 
-    static const int pshapes[][4] = {{2, 3, 4, 5}, {3, 4, 1, 6}, {1, 1, 1, 1}, {3, 33, 8, 16}};
+    static const int pshapes[][4] = {{2, 3, 4, 5}, {3, 4, 1, 6}, {1, 1, 1, 1}, {3, 33, 8, 16},
+                                     {2, 33, 16, 1000}};
     for (size_t s = 0; s < sizeof pshapes / sizeof pshapes[0]; s++) {
         int A = pshapes[s][0], D0 = pshapes[s][1], D1 = pshapes[s][2], C = pshapes[s][3];
         size_t n = (size_t)A * D0 * D1 * C;
+        if (!size_runs(n)) continue;
         float *hi = frand_pm1(n), *ho = frand_pm1(n), *hd = frand_pm1(n), *hg = frand_pm1(n);
         Pair in = pair_of(hi, n), o = pair_of(ho, n), d = pair_of(hd, n), g = pair_of(hg, n);
         if (HAVE(permute0213_forward)) {
@@ -1963,10 +2110,11 @@ static void vs_cpu_shape(void) {
     }
 
     if (HAVE(write_step)) { /* the cache has one row more than written (must stay untouched) */
-        static const int wshapes[][3] = {{3, 6, 5}, {1, 1, 1}, {7, 4, 65}};
+        static const int wshapes[][3] = {{3, 6, 5}, {1, 1, 1}, {7, 4, 65}, {1031, 2, 1021}};
         for (size_t s = 0; s < sizeof wshapes / sizeof wshapes[0]; s++) {
             int N = wshapes[s][0], Tcap = wshapes[s][1], C = wshapes[s][2];
             size_t nc = (size_t)(N + 1) * Tcap * C, nx = (size_t)N * C;
+            if (!size_runs(nx)) continue;
             float *hc = frand_pm1(nc);
             Pair cache = pair_of(hc, nc);
             const int ts[3] = {0, Tcap / 2, Tcap - 1};
@@ -1993,9 +2141,11 @@ static void vs_cpu_shape(void) {
     static const int gshapes[][4] = {/* R, n, D, stride */
                                      {4, 7, 5, 5},   {4, 6, 5, 7},    {4, 6, 7, 7},
                                      {4, 6, 1, 7},   {1, 1, 1, 1},    {50, 100, 37, 37},
-                                     {50, 100, 60, 64}, {9, 3, 300, 301}};
+                                     {50, 100, 60, 64}, {9, 3, 300, 301},
+                                     {1100, 1025, 1025, 1030}};
     for (size_t s = 0; s < sizeof gshapes / sizeof gshapes[0]; s++) {
         int R = gshapes[s][0], n = gshapes[s][1], D = gshapes[s][2], S = gshapes[s][3];
+        if (!size_runs((size_t)n * D)) continue;
         int *hidx = malloc(sizeof(int) * (size_t)n);
         for (int i = 0; i < n; i++) hidx[i] = (int)rng_below(&optest_rng, (uint32_t)R);
         size_t nsrc = (size_t)R * S, ndst = (size_t)(n + 1) * S;
@@ -2024,13 +2174,15 @@ static void vs_cpu_shape(void) {
         gpu->free(gi), cpu->free(ci);
         free(hidx), free(hs), free(hd);
     }
+    g_quiet = 0;
     printf("  vs_cpu_shape: %ld exact comparisons, %ld differ from the cpu\n", kp_checks - checks0,
            kp_fails - fails0);
 }
 
 /* dropout_forward: mask and out bit-identical to the CPU's (the same rng_hash, the same keep
  * value), p = 0, 0.3, 0.5, keys with the high bit set, n = 1, 255 (under one block), 70001
- * (several blocks, not a multiple of 256). dropout_backward: onto zeros bit-identical; onto a
+ * (several blocks, not a multiple of 256), and p = 0.3 past the element-wise grid (size_runs;
+ * also bias_relu_dropout, N·C = 1031·1021). dropout_backward: onto zeros bit-identical; onto a
  * random prefill < 1e-6 normwise (dinp + dout·mask may be one fused multiply-add on one side and
  * two roundings on the other: 1 ulp). bias_relu_dropout_forward (also in place, out == inp, and
  * with pre-activations planted at exactly 0 and ±1e-30) and relu_dropout_backward (overwrites a
@@ -2039,13 +2191,14 @@ static void vs_cpu_dropout(void) {
     char what[128];
     long checks0 = kp_checks, fails0 = kp_fails;
     double worst_acc = 0.0;
-    static const size_t sizes[] = {1, 255, 70001};
+    static const size_t sizes[] = {1, 255, 70001, EW_GRID + 9};
     static const float ps[] = {0.0f, 0.3f, 0.5f};
     static const uint64_t keys[] = {0x1234567ull, 0x8000000000000abcull, 0xffffffffffffffffull};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int k = 0; k < 3; k++) {
             size_t n = sizes[s];
             float p = ps[k];
+            if ((n > EW_GRID && k != 1) || !size_runs(n)) continue;
             uint64_t key = keys[(s + k) % 3];
             float *hi = frand_pm1(n), *hm = frand_pm1(n), *ho = frand_pm1(n);
             Pair in = pair_of(hi, n), mask = pair_of(hm, n), out = pair_of(ho, n);
@@ -2079,12 +2232,13 @@ static void vs_cpu_dropout(void) {
             free(hi), free(hm), free(ho);
         }
 
-    static const int rshapes[][2] = {{7, 9}, {1, 1}, {70, 101}};
+    static const int rshapes[][2] = {{7, 9}, {1, 1}, {70, 101}, {1031, 1021}};
     for (size_t s = 0; s < sizeof rshapes / sizeof rshapes[0]; s++)
         for (int k = 0; k < 3; k++) {
             int N = rshapes[s][0], C = rshapes[s][1];
             size_t n = (size_t)N * C;
             float p = ps[k];
+            if ((n > EW_GRID && k != 1) || !size_runs(n)) continue;
             uint64_t key = keys[(s + 1 + k) % 3];
             float *hi = frand(n, -3, 3), *hb = frand_pm1((size_t)C), *ho = frand_pm1(n);
             hi[0] = -hb[0]; /* pre-activation exactly 0 */
@@ -2119,6 +2273,7 @@ static void vs_cpu_dropout(void) {
             pair_free(in), pair_free(bias), pair_free(out);
             free(hi), free(hb), free(ho);
         }
+    g_quiet = 0;
     printf("  vs_cpu_dropout: %ld comparisons (masks bit for bit), %ld fail; dropout_backward "
            "onto a prefill: max relative error %.3g (tolerance 1e-6)\n",
            kp_checks - checks0, kp_fails - fails0, worst_acc);
@@ -2130,14 +2285,16 @@ static void vs_cpu_dropout(void) {
  * heavily (a padding-like id 0 on a third of the tokens); the CUDA kernel's id groups (8 to 512,
  * about N / 8) are fewer than the rows V, so ids share a warp (V = 1100 over N = 700's 128
  * groups: 8 or 9 each); N = 300 and 700 span two and three 256-token rounds, 700 ending inside
- * a 32-token ballot; E = 70 spans three 32-column tiles, E = 1 one column. */
+ * a 32-token ballot; E = 70 spans three 32-column tiles, E = 1 one column; N·E = 1021·1031 is
+ * past the forward's element-wise grid (size_runs). */
 static void vs_cpu_embedding(void) {
     char what[128];
     long checks0 = kp_checks, fails0 = kp_fails;
     static const int shapes[][3] = {/* V, E, N */ {7, 5, 9},      {1, 1, 1},      {150, 70, 300},
-                                    {200, 1, 600}, {1100, 40, 700}};
+                                    {200, 1, 600}, {1100, 40, 700}, {50, 1031, 1021}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int V = shapes[s][0], E = shapes[s][1], N = shapes[s][2];
+        if (!size_runs((size_t)N * E)) continue;
         int *hids = malloc(sizeof(int) * (size_t)N);
         for (int i = 0; i < N; i++)
             hids[i] = rng_below(&optest_rng, 3) == 0 ? 0 : (int)rng_below(&optest_rng, (uint32_t)V);
@@ -2165,11 +2322,13 @@ static void vs_cpu_embedding(void) {
         gpu->free(gi), cpu->free(ci);
         free(hids), free(ht), free(ho), free(hd), free(hg);
     }
+    g_quiet = 0;
     printf("  vs_cpu_embedding: %ld exact comparisons, %ld differ from the cpu\n",
            kp_checks - checks0, kp_fails - fails0);
 }
 
-/* adam_update, t = 1..4 (a zero gradient, a tiny one, a spike at t = 2), n = 1, 257, 10007:
+/* adam_update, t = 1..4 (a zero gradient, a tiny one, a spike at t = 2), n = 1, 257, 10007 and
+ * one past the element-wise grid (size_runs):
  * param, m and v normwise relative error < 1e-6. Not exact: the host compiler and nvcc may
  * contract b·m + (1-b)·g into fused multiply-adds differently (a few ulps per step); the bias
  * corrections themselves are computed the same way (powf on the host) on both. */
@@ -2179,9 +2338,10 @@ static void vs_cpu_adam(void) {
     long checks0 = kp_checks, fails0 = kp_fails;
     double worst = 0.0;
     const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
-    static const size_t sizes[] = {1, 257, 10007};
+    static const size_t sizes[] = {1, 257, 10007, EW_GRID + 3};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
+        if (!size_runs(n)) continue;
         float *hp = frand_pm1(n), *hm = fnew(n), *hv = fnew(n);
         Pair p = pair_of(hp, n), m = pair_of(hm, n), v = pair_of(hv, n);
         for (int t = 1; t <= 4; t++) {
@@ -2206,6 +2366,7 @@ static void vs_cpu_adam(void) {
         pair_free(p), pair_free(m), pair_free(v);
         free(hp), free(hm), free(hv);
     }
+    g_quiet = 0;
     printf("  vs_cpu_adam: %ld comparisons, %ld fail; max relative error %.3g (tolerance 1e-6)\n",
            kp_checks - checks0, kp_fails - fails0, worst);
 }
@@ -2280,7 +2441,8 @@ static const int LIN_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {2, 2, 5, 7, 4, 3},
                                     {3, 1, 6, 6, 8, 8},
                                     {1, 3, 1, 9, 5, 6},
-                                    {2, 2, 9, 4, 16, 150}};
+                                    {2, 2, 9, 4, 16, 150},
+                                    {1, 1, 3, 4, 130, 131}}; /* D, Dv past the 128-thread block */
 
 /* linear_attn_*: forward (causal and not), backward onto random prefills (accumulate), and a
  * decoding run of linear_attn_step over Tk steps, for both feature maps (elu + 1 on inputs in
@@ -2371,17 +2533,23 @@ static void vs_cpu_linear_attn(void) {
  * normwise (the same float sums in the same order; FMA contraction on a GPU). */
 static void vs_cpu_linformer_proj(void) {
     if (!HAVE(linformer_proj_forward)) return;
+    /* the last two past the element-wise grid (size_runs): B·NH·R·D and B·NH·Tk·D (the forward,
+     * dx), NP·R·Tk (dP) */
     static const int shapes[][6] = {/* B, NH, R, Tk, D, n */
                                     {3, 2, 4, 5, 3, 7},
                                     {2, 3, 3, 6, 4, 6},
-                                    {4, 4, 32, 37, 16, 128}};
+                                    {4, 4, 32, 37, 16, 128},
+                                    {1025, 1, 2, 2, 513, 2},
+                                    {1, 1, 1025, 1025, 1, 1025}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int shared = 0; shared < 2; shared++) {
             int B = shapes[si][0], NH = shapes[si][1], R = shapes[si][2], Tk = shapes[si][3],
                 D = shapes[si][4], n = shapes[si][5];
+            if (si >= 3 && (shared || !size_runs(EW_GRID + 1))) continue;
             size_t np = (size_t)(shared ? 1 : NH) * R * n, nx = (size_t)B * NH * Tk * D,
                    no = (size_t)B * NH * R * D;
-            int hl[4];
+            int *hl = malloc(sizeof(int) * (size_t)B);
+            if (!hl) exit(2);
             for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
             float *hP = frand_pm1(np), *hx = frand_pm1(nx), *hg = frand_pm1(no),
                   *ho = frand_pm1(no), *hdx = frand_pm1(nx), *hdP = frand_pm1(np);
@@ -2409,7 +2577,8 @@ static void vs_cpu_linformer_proj(void) {
             }
             gpu->free(len.g), cpu->free(len.c);
             pair_free(P), pair_free(x), pair_free(g), pair_free(o), pair_free(dx), pair_free(dP);
-            free(hP), free(hx), free(hg), free(ho), free(hdx), free(hdP);
+            free(hP), free(hx), free(hg), free(ho), free(hdx), free(hdP), free(hl);
+            g_quiet = 0;
         }
 }
 
@@ -2507,11 +2676,12 @@ static float *cell_mask(int B) {
  * cancellation measured 1.05e-6), and libm on a GPU differs by a few ulps. */
 static void vs_cpu_lstm(void) {
     if (!HAVE(lstm_cell_forward)) return;
-    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}};
-    for (size_t si = 0; si < 3; si++)
+    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}, {2, 524291}}; /* the last: B·H */
+    for (size_t si = 0; si < 4; si++)                       /* past the element-wise grid */
         for (int masked = 0; masked < 2; masked++) {
             int B = shapes[si][0], H = shapes[si][1];
             size_t n = (size_t)B * H, n4 = 4 * n;
+            if ((n > EW_GRID && !masked) || !size_runs(n)) continue;
             float *hg = frand(n4, -3, 3), *hhp = frand_pm1(n), *hcp = frand_pm1(n),
                   *hh = frand_pm1(n), *hc = frand_pm1(n), *hm = cell_mask(B);
             Pair gates = pair_of(hg, n4), hp = pair_of(hhp, n), cp = pair_of(hcp, n),
@@ -2546,6 +2716,7 @@ static void vs_cpu_lstm(void) {
             pair_free(gates), pair_free(hp), pair_free(cp), pair_free(h), pair_free(c), pair_free(m);
             free(hg), free(hhp), free(hcp), free(hh), free(hc), free(hm);
         }
+    g_quiet = 0;
 }
 
 /* gru_cell_*: forward (h and the activations written into gx) and backward (dgx, dgh
@@ -2553,11 +2724,12 @@ static void vs_cpu_lstm(void) {
  * as vs_cpu_lstm. */
 static void vs_cpu_gru(void) {
     if (!HAVE(gru_cell_forward)) return;
-    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}};
-    for (size_t si = 0; si < 3; si++)
+    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}, {2, 524291}}; /* as lstm's */
+    for (size_t si = 0; si < 4; si++)
         for (int masked = 0; masked < 2; masked++) {
             int B = shapes[si][0], H = shapes[si][1];
             size_t n = (size_t)B * H, n3 = 3 * n;
+            if ((n > EW_GRID && !masked) || !size_runs(n)) continue;
             float *hx = frand(n3, -2, 2), *hhg = frand(n3, -2, 2), *hhp = frand_pm1(n),
                   *hh = frand_pm1(n), *hm = cell_mask(B);
             Pair gx = pair_of(hx, n3), gh = pair_of(hhg, n3), hp = pair_of(hhp, n),
@@ -2590,6 +2762,7 @@ static void vs_cpu_gru(void) {
             pair_free(gx), pair_free(gh), pair_free(hp), pair_free(h), pair_free(m);
             free(hx), free(hhg), free(hhp), free(hh), free(hm);
         }
+    g_quiet = 0;
 }
 
 /* ---- layer norm and the output layer, the CUDA backend against the CPU ---- */
@@ -2598,7 +2771,11 @@ static void vs_cpu_gru(void) {
  * gradient also alone, the others NULL); rows include a constant row (σ² = 0) and a row with
  * |μ| ≫ σ; C wider than one block; N above the column sums' 64 row lanes, C not a multiple of
  * their 8 columns (block_reduce.cuh). Tolerance 1e-5 normwise: the same double sums in another
- * order (a tree instead of the CPU's SIMD lanes). */
+ * order (a tree instead of the CPU's SIMD lanes). dinp = rstd (g − mean(g) − x̂ mean(g x̂)) is
+ * compared per element, with 4 ε rstd |g| (ε = FLT_EPSILON) added to that bound: g − mean(g)
+ * cancels where the row is constant (C = 1, or σ² = 0), and what is left is the rounding of
+ * g = dout·w (0 without FMA contraction, up to half an ulp with it) times rstd = 1/√(0 + 1e-5)
+ * ≈ 316. */
 static void vs_cpu_layernorm(void) {
     if (!HAVE(layernorm_forward)) return;
     static const int shapes[][2] = {{5, 7}, {1, 1}, {9, 300}, {3, 1031}, {150, 37}};
@@ -2630,7 +2807,26 @@ static void vs_cpu_layernorm(void) {
                 cpu->layernorm_backward(ux ? dx.c : NULL, uw ? dw.c : NULL, ub ? db.c : NULL, d.c, x.c,
                                         w.c, m.c, r.c, N, C);
                 snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dinp", N, C, which);
-                compare_tol(what, dx.g, dx.c, n, 1e-5);
+                {   /* per element: 1e-5 of the largest |dinp|, plus 4 ε rstd |g| (above) */
+                    float *rc = from_backend(cpu, r.c, N), *dxc = from_backend(cpu, dx.c, n);
+                    float *dxg = from_backend(gpu, dx.g, n);
+                    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s",
+                             what);
+                    double mx = 0.0;
+                    for (size_t i = 0; i < n; i++)
+                        if (fabs((double)dxc[i]) > mx) mx = fabs((double)dxc[i]);
+                    size_t bad = 0;
+                    for (int row = 0; row < N; row++)
+                        for (int c = 0; c < C; c++) {
+                            size_t i = (size_t)row * C + c;
+                            double g = (double)hd[i] * hw[c];
+                            double tol = 1e-5 * mx + 4.0 * FLT_EPSILON * fabs((double)rc[row] * g);
+                            bad += !(fabs((double)dxg[i] - (double)dxc[i]) <= tol);
+                        }
+                    EXPECT(bad == 0, "%s: %zu of %zu values differ by more than 1e-5 of the "
+                           "largest plus 4 eps rstd |g|", what, bad, n);
+                    free(rc), free(dxc), free(dxg);
+                }
                 snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dweight", N, C, which);
                 compare_tol(what, dw.g, dw.c, C, 1e-5);
                 snprintf(what, sizeof what, "layernorm_backward N=%d C=%d set %d: dbias", N, C, which);
@@ -2644,13 +2840,16 @@ static void vs_cpu_layernorm(void) {
 }
 
 /* xent_forward_backward (loss and dlogits, with and without dlogits, smoothing 0 and 0.1, an
- * ignored row, V wider than a block), log_softmax and argmax (ties: a row of equal values and a
- * row with its maximum twice: the first index). Tolerance 1e-5: the CPU's exp is a polynomial
- * approximation (cpu_expf, relative error ~1e-7) and its sums run in another order; argmax
- * exactly. */
+ * ignored row, V wider than a block, N = 257 rows: one past the rows' sum's 256 threads),
+ * log_softmax and argmax (ties: a row of equal values and a row with its maximum twice: the
+ * first index). Adversarial rows: the first row's logit 1 (an odd lane) and the last row's last
+ * logit are 100, far above the others in [−4, 4] (a maximum that misses them overflows exp);
+ * then log_softmax and argmax over rows with −inf logits (a masked vocabulary: −inf stays −inf,
+ * compared exactly). Tolerance 1e-5: the CPU's exp is a polynomial approximation (cpu_expf,
+ * relative error ~1e-7) and its sums run in another order; argmax exactly. */
 static void vs_cpu_xent(void) {
-    static const int shapes[][2] = {{4, 7}, {1, 1}, {6, 1000}, {3, 8003}};
-    for (size_t si = 0; si < 4; si++) {
+    static const int shapes[][2] = {{4, 7}, {1, 1}, {6, 1000}, {3, 8003}, {257, 5}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int N = shapes[si][0], V = shapes[si][1];
         size_t n = (size_t)N * V;
         float *hx = frand(n, -4, 4);
@@ -2661,6 +2860,8 @@ static void vs_cpu_xent(void) {
             for (int v = 0; v < V; v++) hx[(size_t)2 * V + v] = 0.5f;
             hx[(size_t)3 * V + V / 3] = 9.0f, hx[(size_t)3 * V + V - 1] = 9.0f;
         }
+        if (V > 1) hx[1] = 100.0f;                         /* row 0, odd lane 1 */
+        if (N > 1 && (N <= 3 || N - 1 > 3)) hx[n - 1] = 100.0f; /* the last row's last lane */
         Pair x = pair_of(hx, n);
         IPair t = ipair_of(ht, N);
         char what[120];
@@ -2711,6 +2912,39 @@ static void vs_cpu_xent(void) {
         gpu->free(t.g), cpu->free(t.c);
         free(hx), free(ht);
     }
+    if (HAVE(log_softmax) && HAVE(argmax)) { /* −inf logits: every even column but row 2's 151 */
+        const int N = 3, V = 300;
+        size_t n = (size_t)N * V;
+        float *hx = frand(n, -4, 4), *hz = frand_pm1(n);
+        for (int r = 0; r < N; r++)
+            for (int v = 0; v < V; v += 2) hx[(size_t)r * V + v] = -INFINITY;
+        for (int v = 0; v < V; v++) hx[(size_t)2 * V + v] = v == 151 ? 1.0f : -INFINITY;
+        hx[V - 1] = 50.0f; /* row 0's maximum in its last lane */
+        Pair x = pair_of(hx, n), o = pair_of(hz, n);
+        gpu->log_softmax(o.g, x.g, N, V);
+        cpu->log_softmax(o.c, x.c, N, V);
+        float *og = from_backend(gpu, o.g, n), *oc = from_backend(cpu, o.c, n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += isinf(oc[i]) ? og[i] != oc[i]
+                                : !(fabs((double)og[i] - oc[i]) <= 1e-5 * (1.0 + fabs((double)oc[i])));
+        EXPECT(bad == 0, "log_softmax N=%d V=%d with -inf logits: %zu of %zu values differ", N, V,
+               bad, n);
+        IPair ids = ipair_of((int[3]){-1, -1, -1}, N);
+        gpu->argmax(ids.g, x.g, N, V);
+        cpu->argmax(ids.c, x.c, N, V);
+        int a[3], b[3];
+        gpu->download(a, ids.g, sizeof a);
+        cpu->download(b, ids.c, sizeof b);
+        record_output("argmax -inf", (const float *)a, (size_t)N);
+        EXPECT(a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && b[0] == V - 1 && b[2] == 151,
+               "argmax with -inf logits: %d %d %d on cuda, %d %d %d on cpu (want %d, ., 151)",
+               a[0], a[1], a[2], b[0], b[1], b[2], V - 1);
+        free(og), free(oc);
+        gpu->free(ids.g), cpu->free(ids.c);
+        pair_free(x), pair_free(o);
+        free(hx), free(hz);
+    }
 }
 
 /* ---- softmax attention kinds, the CUDA backend against the CPU ---- */
@@ -2718,7 +2952,10 @@ static void vs_cpu_xent(void) {
 /* Shapes of the softmax kinds: Tq != Tk, D != Dv, a batch row with key_len 0 and others padded,
  * Tq > Tk with causal (rows that see no key), Tk wider than one block; D and Dv above a warp's
  * 32 lanes and not multiples of it, with one query (Luong attention's decoder step), and Tk·D
- * large enough that attn_backward's inputs kernel splits a row over 2 and 4 blocks. */
+ * large enough that attn_backward's inputs kernel splits a row over 2 and 4 blocks; the last one
+ * past each block and tile: Tq 70 and Tk 150 over flash's 64-row tiles, Tk over the 128-thread
+ * blocks of the softmax kinds, D (A = D + 3) over the 128- and 64-thread blocks of local,
+ * additive and flash (and local's window, Tk > 128 with a half-width of 70, over 128 keys). */
 static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {2, 2, 5, 7, 4, 3},
                                     {3, 1, 6, 4, 8, 8},
@@ -2726,7 +2963,20 @@ static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
                                     {2, 1, 3, 140, 16, 24},
                                     {3, 1, 1, 13, 100, 70},
                                     {2, 2, 2, 40, 96, 33},
-                                    {2, 4, 14, 12, 64, 64}}; /* transformer.ini's heads */
+                                    {2, 4, 14, 12, 64, 64}, /* transformer.ini's heads */
+                                    {1, 1, 70, 150, 130, 5}};
+
+/* The keys of every (b, h) row at s = 1 (an odd lane) and s = Tk − 1 (the last) times 30, so
+ * that their scores lie far from the others' (a maximum taken over the even lanes only, or
+ * without the last key, then overflows exp). k [B, NH, Tk, D], or [B, Tk, NH, D] when merged. */
+static void spike_keys(float *k, int B, int NH, int Tk, int D, int merged) {
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int s = 1; s < Tk; s += Tk - 2 > 0 ? Tk - 2 : Tk) /* s = 1, then Tk − 1 */
+                for (int d = 0; d < D; d++)
+                    k[(merged ? ((size_t)b * Tk + s) * NH + h : ((size_t)b * NH + h) * Tk + s) * D +
+                      d] *= 30.0f;
+}
 
 /* attn_* (weights materialised): out and weights, causal and not, with key_len; backward onto
  * random prefills (and dv alone). Tolerance 1e-5 normwise: the same sums in another order
@@ -2758,6 +3008,7 @@ static void attn_sdp_vs_cpu(int merged) {
             float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
                   *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
                   *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
+            spike_keys(hk, B, NH, Tk, D, merged);
             Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
                  o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
                  dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
@@ -2870,7 +3121,7 @@ static void vs_cpu_local_attn(void) {
             int pred = mode & 1, add = mode >> 1;
             int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
                 Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
-            int W = 2 + (int)si, pos0 = si == 2 ? 4 : 0;
+            int W = Tk > 128 ? 70 : 2 + (int)si, pos0 = si == 2 ? 4 : 0;
             size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D, na = (size_t)NH * D,
                    nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
                    nw = (size_t)B * NH * Tq * Tk, nz = (size_t)B * Tq;
@@ -2880,6 +3131,7 @@ static void vs_cpu_local_attn(void) {
                   *hv = frand_pm1(nv), *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
                   *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdva = frand_pm1(na),
                   *hdv = frand_pm1(nv), *hz = frand_pm1(nz), *hdz = frand_pm1(nz);
+            spike_keys(hk, B, NH, Tk, D, 0);
             for (int b = 0; b < B; b++) /* p_t = len σ(z) = an integer + [0.25, 0.75] */
                 for (int t = 0; t < Tq; t++) {
                     float *z = &hz[(size_t)b * Tq + t];
@@ -2951,6 +3203,7 @@ static void vs_cpu_flash_attn(void) {
             float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
                   *hg = frand_pm1(no), *ho = frand_pm1(no), *hlse = frand_pm1(nl),
                   *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
+            spike_keys(hk, B, NH, Tk, D, 0);
             Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
                  o = pair_of(ho, no), lse = pair_of(hlse, nl), dq = pair_of(hdq, nq),
                  dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
@@ -3073,10 +3326,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, vs_cpu_efficient_attn},
 };
 
-/* 1 if fn already ran for an earlier row (a pair's second row). */
+/* 1 if fn already ran for an earlier selected row (a pair's second row). */
 static int ran_before(int op, void (*fn)(void), int cross) {
     for (int j = 0; j < op; j++)
-        if ((cross ? CASES[j].vs_cpu : CASES[j].cpu) == fn) return 1;
+        if (op_selected[j] && (cross ? CASES[j].vs_cpu : CASES[j].cpu) == fn) return 1;
     return 0;
 }
 
@@ -3094,14 +3347,16 @@ static int run_cpu(void) {
     be = backend_cpu();
     rng_seed(&optest_rng, 20240611, 3);
     check_table();
-    test_memory();
+    if (!ops_filtered) test_memory();
     int ncases = 0;
     for (int op = 0; op < OP_COUNT; op++) {
-        if (!CASES[op].cpu) continue;
+        if (!CASES[op].cpu || !op_selected[op]) continue;
         ncases++;
+        /* each case's inputs are its own: the same whether or not --ops left others out */
+        rng_seed(&optest_rng, 20240611, 100 + (uint64_t)op);
         if (!ran_before(op, CASES[op].cpu, 0)) CASES[op].cpu();
     }
-    test_require_ops();
+    if (!ops_filtered) test_require_ops();
     printf("%d op cases (%d OpKinds)\n", ncases, OP_COUNT);
     return test_report("test_backend_ops");
 }
@@ -3111,15 +3366,19 @@ static int run_cpu(void) {
 static void vs_cpu_suite(int verbose) {
     rng_seed(&optest_rng, 20240601u, 7u);
     check_table();
-    vs_cpu_memory();
+    if (!ops_filtered) vs_cpu_memory();
     for (int op = 0; op < OP_COUNT; op++) {
+        if (!op_selected[op]) continue;
         if (!supports_op(gpu, (OpKind)op)) {
             if (verbose) printf("  cuda backend has no %s yet: skipped\n", op_name((OpKind)op));
             continue;
         }
         EXPECT(CASES[op].vs_cpu != NULL, "cuda implements %s but its case has no check against "
                "the cpu", op_name((OpKind)op));
+        rng_seed(&optest_rng, 20240601u, 100 + (uint64_t)op); /* as in run_cpu */
+        g_quiet = 0, g_rng_saved = 0;
         if (CASES[op].vs_cpu && !ran_before(op, CASES[op].vs_cpu, 1)) CASES[op].vs_cpu();
+        g_quiet = 0, g_rng_saved = 0;
     }
     gpu->synchronize();
 }
@@ -3132,10 +3391,23 @@ static int run_vs_cpu(const char *backend) {
     }
     gpu = backend_cuda(msg, sizeof msg);
     if (!gpu) {
+#ifdef TRAINER_SIMT
+        fprintf(stderr, "test_backend_ops --backend cuda: FAIL: the emulated CUDA backend did not "
+                        "start: %s\n", msg);
+        return 1;
+#else
         printf("test_backend_ops --backend cuda: skipped: %s\n", msg);
         return 77;
+#endif
     }
     cpu = backend_cpu();
+    if (gpu->alloc && gpu->free && gpu->upload && gpu->download && !test_sanitized()) {
+        /* guarded memory (above) */
+        unguarded = gpu;
+        guarded = *gpu;
+        guarded.alloc = guarded_alloc, guarded.free = guarded_free;
+        gpu = &guarded;
+    }
     EXPECT(strcmp(gpu->name, "cuda") == 0, "backend name is \"%s\", not \"cuda\"", gpu->name);
     /* the memory entries are not optional: without them nothing else can run */
     int mem_ok = gpu->alloc && gpu->free && gpu->upload && gpu->download && gpu->copy &&
@@ -3161,6 +3433,7 @@ static int run_vs_cpu(const char *backend) {
     const char *lim = getenv("TEST_SIMT_SCHEDULES"); /* fewer, e.g. 1 for the TSan run */
     if (lim && atoi(lim) >= 1 && atoi(lim) < nsched) nsched = atoi(lim);
     for (int s = 0; s < nsched; s++) {
+        g_pass = s;
         simt_set_schedule(sched[s].kind, sched[s].seed);
         n_seen = 0;
         int failed_before = test_failures;
@@ -3191,11 +3464,39 @@ static int run_vs_cpu(const char *backend) {
     return test_report("test_backend_ops --backend cuda");
 }
 
-int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--backend") == 0) return run_vs_cpu(argv[2]);
-    if (argc != 1) {
-        fprintf(stderr, "usage: test_backend_ops [--backend cuda]\n");
-        return 2;
+/* Marks the OpKinds named in list (comma-separated op_name names); 0, or -1 naming the first
+ * unknown name on stderr. */
+static int select_ops(const char *list) {
+    ops_filtered = 1;
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int found = 0;
+        for (int op = 0; op < OP_COUNT; op++)
+            if (strlen(op_name((OpKind)op)) == n && strncmp(op_name((OpKind)op), p, n) == 0)
+                op_selected[op] = found = 1;
+        if (!found) {
+            fprintf(stderr, "test_backend_ops: --ops: no op named '%.*s'\n", (int)n, p);
+            return -1;
+        }
+        p += n + (p[n] == ',');
     }
-    return run_cpu();
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *backend = NULL;
+    for (int op = 0; op < OP_COUNT; op++) op_selected[op] = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc && !backend) {
+            backend = argv[++i];
+        } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc && !ops_filtered) {
+            memset(op_selected, 0, sizeof op_selected);
+            if (select_ops(argv[++i])) return 2;
+        } else {
+            fprintf(stderr, "usage: test_backend_ops [--backend cuda] [--ops NAME[,NAME...]]\n");
+            return 2;
+        }
+    }
+    return backend ? run_vs_cpu(backend) : run_cpu();
 }

@@ -113,6 +113,19 @@ __global__ void p_dyn_overrun(float *out) {
     out[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
 }
 
+/* BUG: static shared memory overrun next to dynamic shared memory: s holds 32 floats, but each
+ * of the block's 33 threads writes s[threadIdx.x]. On a GPU the 33rd float lands in the dynamic
+ * buffer placed after the static arrays, silently; the emulation must report it (ASan+UBSan
+ * build: asan_static_overrun.cc). */
+__global__ void p_static_overrun(float *out) {
+    __shared__ float s[32];
+    float *dyn = (float *)simt::dynamic_shared();
+    dyn[threadIdx.x] = -1.0f;
+    s[threadIdx.x] = (float)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x % 32] + dyn[threadIdx.x];
+}
+
 /* BUG: racy flag: every thread that sees a non-finite value sets *found = 1 with a plain store,
  * unsynchronised across threads and blocks (TSan build: tsan_race.cc). */
 __global__ void p_racy_flag(const float *x, int *found, int n) {

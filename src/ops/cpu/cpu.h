@@ -31,7 +31,9 @@ void backend_cpu_prefer_fast_blas(char **argv);
 void backend_cpu_set_precision(int precision);
 
 /* 1 when bf16 products run natively here: a build with oneDNN (TRAINER_DNNL) on a CPU with
- * AVX512_BF16. Else 0, with *why (when why is not NULL) saying which is missing and what to do. */
+ * AVX512_BF16. Else 0, with *why (when why is not NULL) saying which is missing and what to do.
+ * TRAINER_CPU_BF16=off in the environment makes the backend act as on a CPU without
+ * AVX512_BF16 (here 0, and backend_cpu_round_bf16's portable loop), for tests. */
 int backend_cpu_bf16_supported(const char **why);
 
 /* The library of the CPU's dense products, for logs: "openblas sgemm", "onednn sgemm" (fp32 on
@@ -40,7 +42,9 @@ int backend_cpu_bf16_supported(const char **why);
 const char *backend_cpu_gemm_name(void);
 
 /* dst[i] = src[i] rounded to bfloat16 (the high 16 bits after rounding to nearest, ties to
- * even; NaN stays NaN), for i < n. The rounding of the bf16 products above. No errors. */
+ * even; NaN stays NaN), for i < n. The rounding of the bf16 products above: AVX512_BF16's
+ * instruction where the CPU has it (TRAINER_CPU_BF16=off: never), else a portable loop with
+ * the same results but for subnormal inputs (the instruction flushes them to zero). No errors. */
 void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n);
 
 #endif

@@ -67,10 +67,23 @@ const char *backend_cpu_gemm_name(void) {
     return g_use_dnnl ? "onednn sgemm" : "openblas sgemm";
 }
 
+/* Whether the CPU has AVX512_BF16, unless TRAINER_CPU_BF16=off says to act as if it had not
+ * (ops.h: the refusal and the portable rounding, testable on any CPU). */
+static int g_bf16_cpu = -1;
+static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
+static void probe_bf16(void) {
+    const char *env = getenv("TRAINER_CPU_BF16");
+    __builtin_cpu_init();
+    g_bf16_cpu = __builtin_cpu_supports("avx512bf16") && !(env && strcmp(env, "off") == 0);
+}
+static int cpu_has_bf16(void) {
+    pthread_once(&g_bf16_once, probe_bf16);
+    return g_bf16_cpu;
+}
+
 int backend_cpu_bf16_supported(const char **why) {
 #ifdef TRAINER_DNNL
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512bf16")) return 1;
+    if (cpu_has_bf16()) return 1;
     if (why) *why = "this CPU has no AVX512_BF16 (bf16 products would run emulated, slower than fp32)";
     return 0;
 #else
@@ -115,7 +128,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_avx512(uint
 
 void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512bf16")) {
+    if (cpu_has_bf16()) {
         round_bf16_avx512(dst, src, n);
         return;
     }

@@ -3,7 +3,10 @@
 // synchronous on the calling thread, streams and events are tokens that order nothing. One device,
 // named "SIMT emulation (host)", reports H100-like limits (132 SMs, 227 KiB opt-in shared memory
 // per block, 65,536 registers per SM). Errors follow CUDA: a failing call returns its code and sets
-// the last error. Source: CUDA Runtime API reference (CUDA 13.0); docs/design.md §11.
+// the last error. With SIMT_NO_DEVICE=1 in the environment cudaGetDeviceCount reports no device,
+// as on a machine without a GPU: the tests of what the emulated build does when the backend
+// cannot start use it (a simt test must then fail, never skip). Source: CUDA Runtime API
+// reference (CUDA 13.0); docs/design.md §11.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +53,8 @@ extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *count) {
     if (!count) return fail(cudaErrorInvalidValue);
-    *count = 1;
+    const char *none = getenv("SIMT_NO_DEVICE");
+    *count = none && strcmp(none, "1") == 0 ? 0 : 1;
     return cudaSuccess;
 }
 
@@ -164,8 +168,11 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
     if (!devPtr) return fail(cudaErrorInvalidValue);
     *devPtr = nullptr;
     if (size == 0) return cudaSuccess; /* CUDA: a zero-byte request gives NULL and succeeds */
-    size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-    void *p = aligned_alloc(kAlign, rounded);
+    /* exactly size bytes at cudaMalloc's alignment: under ASan a kernel that reads or writes
+     * past the request is reported even inside the alignment's slack, as compute-sanitizer's
+     * memcheck reports it on a GPU */
+    void *p = nullptr;
+    if (posix_memalign(&p, kAlign, size) != 0) p = nullptr;
     if (!p) return fail(cudaErrorMemoryAllocation);
     memset(p, 0xFF, size); /* device memory is uninitialised: reads before writes show as NaN */
     {

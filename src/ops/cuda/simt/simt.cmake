@@ -56,8 +56,7 @@ foreach(lib ${SIMT_SWITCHES})
   add_executable(${name} ${CMAKE_SOURCE_DIR}/tests/simt/test_simt.cc)
   target_link_libraries(${name} PRIVATE ${lib})
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES LABELS simt SKIP_RETURN_CODE 77
-                       ENVIRONMENT "${SIMT_TEST_ENV}")
+  set_tests_properties(${name} PROPERTIES LABELS simt ENVIRONMENT "${SIMT_TEST_ENV}")
 endforeach()
 
 # The C API from C.
@@ -76,6 +75,13 @@ if(TRAINER_SANITIZE)
   set_tests_properties(test_simt_asan_overrun PROPERTIES LABELS simt WILL_FAIL FALSE
     PASS_REGULAR_EXPRESSION "AddressSanitizer: heap-buffer-overflow"
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0")
+  # a static __shared__ array overrun in a kernel with dynamic shared memory too
+  add_executable(test_simt_asan_static_overrun ${CMAKE_SOURCE_DIR}/tests/simt/asan_static_overrun.cc)
+  target_link_libraries(test_simt_asan_static_overrun PRIVATE simt)
+  add_test(NAME test_simt_asan_static_overrun COMMAND test_simt_asan_static_overrun)
+  set_tests_properties(test_simt_asan_static_overrun PROPERTIES LABELS simt
+    PASS_REGULAR_EXPRESSION "index 32 out of bounds for type 'float ?\\[32\\]'|AddressSanitizer: global-buffer-overflow"
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 endif()
 if(TRAINER_SIMT_TSAN)
   add_executable(test_simt_tsan_race ${CMAKE_SOURCE_DIR}/tests/simt/tsan_race.cc)
