@@ -230,14 +230,7 @@ static cJSON *trained_on(const RunLog *log) {
     for (int i = 0; i < log->nstarts; i++) {
         const RunStart *s = &log->starts[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "time", s->time);
-        cJSON_AddStringToObject(o, "revision", s->revision);
-        cJSON_AddStringToObject(o, "cpu", s->cpu);
-        cJSON_AddStringToObject(o, "device", s->device);
-        cJSON_AddStringToObject(o, "gpu", s->gpu);
-        cJSON_AddNumberToObject(o, "threads", s->threads);
-        cJSON_AddNumberToObject(o, "ranks", s->ranks);
-        cJSON_AddStringToObject(o, "precision", s->precision);
+        runlog_add_start_fields(o, s);
         cJSON_AddNumberToObject(o, "epoch", s->epoch);
         cJSON_AddNumberToObject(o, "step", (double)s->step);
         cJSON_AddItemToArray(a, o);
