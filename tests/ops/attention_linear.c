@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "attention_cases.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "testutil.h"

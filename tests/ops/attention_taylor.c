@@ -35,6 +35,7 @@
 
 #include "attention/attention.h"
 #include "attention_cases.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "testutil.h"
