@@ -75,6 +75,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "eval/plot.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "train/train.h"
 
@@ -509,7 +510,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_attention: cannot write %s\n", csv);
         return 1;
     }
-    set_threads(threads);
+    const Backend *cpu; /* the threads; the kinds run on backend_cpu() */
+    BackendOptions bo = {.device = BACKEND_DEVICE_CPU, .precision = BACKEND_KEEP,
+                         .threads = threads > 0 ? threads : 0, .ordinal = BACKEND_KEEP};
+    if (backend_open(&bo, &cpu, NULL, 0, &err)) {
+        fprintf(stderr, "bench_attention: %s\n", err.msg);
+        return 1;
+    }
     threads = omp_get_max_threads();
     int lens[32], nlen = 0;
     for (long T = min_len; T <= max_len && nlen < 32; T *= 2) lens[nlen++] = (int)T;

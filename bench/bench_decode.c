@@ -15,6 +15,7 @@
 
 #include "data/corpus.h"
 #include "eval/translate.h"
+#include "ops/cpu/cpu.h"
 #include "train/checkpoint.h"
 #include "train/train.h"
 
@@ -72,7 +73,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_decode: %s\n", err.msg);
         return 1;
     }
-    set_threads(threads ? threads : cfg.threads);
+    BackendOptions bo = config_backend_options(&cfg); /* the checkpoint's device */
+    bo.precision = BACKEND_KEEP;
+    if (threads > 0) bo.threads = threads;
+    const Backend *be;
+    if (backend_open(&bo, &be, NULL, 0, &err)) {
+        fprintf(stderr, "bench_decode: %s\n", err.msg);
+        return 1;
+    }
     char **lines = NULL;
     long nl = 0;
     CorpusStats st;

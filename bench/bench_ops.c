@@ -15,6 +15,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "train/train.h"
 
@@ -52,8 +53,15 @@ static float *randn(const Backend *be, size_t n, Rng *rng) {
 
 int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
-    set_threads(argc > 1 ? atoi(argv[1]) : 0);
-    const Backend *be = backend_cpu();
+    int threads = argc > 1 ? atoi(argv[1]) : 0;
+    BackendOptions bo = {.device = BACKEND_DEVICE_CPU, .precision = BACKEND_KEEP,
+                         .threads = threads > 0 ? threads : 0, .ordinal = BACKEND_KEEP};
+    const Backend *be;
+    Err err;
+    if (backend_open(&bo, &be, NULL, 0, &err)) {
+        fprintf(stderr, "bench_ops: %s\n", err.msg);
+        return 1;
+    }
     Rng rng;
     rng_seed(&rng, 1, 1);
     int B = 150, S = 14, T = 14, H = 512, V = 8000, E = 256;

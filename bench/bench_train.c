@@ -60,6 +60,7 @@
 #include "data/spm.h"
 #include "op_profile.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "train/config.h"
 #include "train/train.h"
 
@@ -209,8 +210,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nsets; i++)
         if (config_set(&cfg, sets[i], &err)) goto fail;
     if (config_validate(&cfg, &err)) goto fail;
-    if (threads < 0) threads = cfg.threads;
-    set_threads(threads);
+    BackendOptions bo = config_backend_options(&cfg);
+    if (threads >= 0) bo.threads = threads;
+    if (cfg.device != DEVICE_CPU) bo.precision = BACKEND_KEEP; /* cuda: fp32 products */
+    const Backend *be;
+    if (backend_open(&bo, &be, NULL, 0, &err)) goto fail;
+    if (cfg.device == DEVICE_CPU)
+        printf("bench_train: cpu, precision %s, matmul: %s\n", precision_names[cfg.precision],
+               backend_cpu_gemm_name());
     threads = omp_get_max_threads();
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, &err)) goto fail;
@@ -236,13 +243,6 @@ int main(int argc, char **argv) {
         goto fail;
     long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
 
-    const Backend *be;
-    if (config_backend(cfg.device, &be, &err)) goto fail;
-    if (cfg.device == DEVICE_CPU) {
-        backend_cpu_set_precision((int)cfg.precision);
-        printf("bench_train: cpu, precision %s, matmul: %s\n", precision_names[cfg.precision],
-               backend_cpu_gemm_name());
-    }
     if (profile) be = op_profile_wrap(be);
     if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err)) goto fail;
     model_init_params(&model, cfg.seed);

@@ -5,6 +5,7 @@
 #include "op_profile.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,9 @@ static double prof_now(void) {
 enum { PROF_OPS(PROF_INDEX) PI_COUNT };
 #define PROF_NAME(name) #name,
 static const char *const g_names[PI_COUNT] = {PROF_OPS(PROF_NAME)};
-/* every field of Backend after the 12 memory and control fields (name, alloc …
- * matmul_transb_slower, which pass through untimed) has a shim */
-static_assert(sizeof(Backend) == sizeof(void *) * (12 + PI_COUNT),
+/* every field of Backend after the memory and control fields (name, host_memory, and the 11
+ * pointers alloc … matmul_transb_slower, which pass through untimed) has a shim */
+static_assert(sizeof(Backend) == offsetof(Backend, alloc) + sizeof(void *) * (11 + PI_COUNT),
               "bench/op_profile.c: Backend has a field without a shim; add it to PROF_OPS and "
               "write its p_ function");
 

@@ -163,6 +163,16 @@ int cli_load_models(const char *list, int device, Model *models, int *n, Config 
         }
         (*n)++;
     }
+    /* the models' backend, with the run's train.threads; the products keep the process's
+     * precision (fp32: inference does not take the run's train.precision) */
+    BackendOptions bo = config_backend_options(cfg);
+    bo.precision = BACKEND_KEEP;
+    const Backend *be;
+    if (backend_open(&bo, &be, NULL, 0, &err)) {
+        fprintf(stderr, "trainer %s: %s\n", cmd, err.msg);
+        cli_free_models(models, *n, *spm);
+        return 1;
+    }
     return 0;
 }
 

@@ -71,7 +71,9 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd);
  * SentencePiece model. Returns 0, or 1 with a message naming cmd and the file on stderr (nothing
  * then to free): a checkpoint that does not load, more than CLI_MAX_MODELS, an empty name, a
  * SentencePiece model other than the first checkpoint's (an ensemble decodes one vocabulary),
- * or models on different devices. Free with cli_free_models. */
+ * or models on different devices. Then opens their backend (backend_open) with the first
+ * config's train.threads, leaving the precision of the products as it is. Free with
+ * cli_free_models. */
 int cli_load_models(const char *list, int device, Model *models, int *n, Config *cfg, Spm **spm,
                     const char *cmd);
 void cli_free_models(Model *models, int n, Spm *spm);

@@ -12,7 +12,6 @@
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 
 void cli_eval_usage(FILE *f) {
     fprintf(f,
@@ -65,7 +64,6 @@ int cmd_eval(int argc, char **argv) {
     double t0 = now_seconds(), ppl[CLI_MAX_MODELS] = {0};
     FILE *human = a.json ? stderr : stdout; /* --json: stdout holds the JSON alone */
     if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "eval")) return 1;
-    set_threads(cfg.threads);
     rc = 1;
     /* each reference with the source: a pair with an empty or unreadable side is skipped, so
      * every reference must keep the pairs the first keeps */

@@ -22,7 +22,8 @@
 #include "cli/cli.h"
 #include "core/revision.h"
 #include "dist/dist_nccl.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "train/config.h"
 
 /* trainer --version: the source revision and what this build and this machine can run (the

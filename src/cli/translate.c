@@ -13,7 +13,6 @@
 #include "eval/plot.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 
 void cli_translate_usage(FILE *f) {
     fprintf(f,
@@ -65,7 +64,6 @@ int cmd_translate(int argc, char **argv) {
     int nm;
     if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "translate")) return 1;
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
-    set_threads(cfg.threads);
     char **lines = NULL, **out = NULL;
     float *scores = NULL;
     AttnMap *maps = NULL;

@@ -1,7 +1,7 @@
 /* dist/dist_nccl.h — the gradient sum between GPUs (docs/distributed.md): one NCCL
  * communicator over the ranks of dist.h, each rank on its own GPU (the CUDA backend's device,
- * chosen by local rank: ops.h backend_cuda_use_device), and an in-place sum of a float buffer in
- * device memory.
+ * chosen by local rank: BackendOptions.ordinal, ops/ops.h), and an in-place sum of a float
+ * buffer in device memory.
  *
  * Built with NCCL (TRAINER_NCCL: CMake found nccl.h and libnccl next to the CUDA toolkit and
  * MPI; or the emulated build, -DTRAINER_SIMT=ON with MPI, where src/ops/cuda/simt/host_nccl.cc

@@ -33,7 +33,7 @@ typedef struct {
 } Model;
 
 /* Builds the model spec describes over a vocabulary of V pieces on backend be (the caller's
- * choice: train.device, config_backend): declares and allocates parameters (zero; call
+ * choice: train.device, backend_open): declares and allocates parameters (zero; call
  * model_init_params or load a checkpoint). Errors (STATUS_ERR, message in err): those of
  * rnn_create / transformer_create (attention kind or sizes the slot cannot take, input feeding
  * without a current-state attention, too many layers, odd model.hidden), and an op the backend

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "ops/cuda/cuda.h"
+
 static void declare_layer(ParamSet *ps, RnnLayer *L, const char *name, int gru, int in, int h) {
     char buf[96];
     L->gru = gru, L->in = in, L->h = h, L->G = gru ? 3 : 4;

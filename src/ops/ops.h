@@ -34,15 +34,16 @@
  * supports_op(be, op) whether a backend implements it (its entry is non-NULL), and
  * backend_require_ops(be, ops, n, err) refuses a backend that lacks any of a list, naming each
  * missing op; every model lists the ops it calls (rnn_ops_used, transformer_ops_used), so a
- * backend is refused before training starts. Backend-independent code: ops/ops.c.
+ * backend is refused before training starts. Backend-independent code: ops/ops.c, and
+ * ops/backend.c: backend_open, the one way to open a backend (below).
  *
- * The tree: ops/cpu/ holds the CPU backend, one file per op family (matmul.c, bias.c,
- * elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c,
- * shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c, linear.c (with the
- * taylor kind's l2feature_*), efficient.c, linformer.c, attn_local.c), declared in
- * cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the CUDA backend,
- * which fills the same table and is to mirror cpu/ file by file; ops/params.h carves parameters
- * from one table. Every op is tested by
+ * The tree: ops/cpu/ holds the CPU backend (its controls: ops/cpu/cpu.h), one file per op
+ * family (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c,
+ * lstm.c, gru.c, adam.c, shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c,
+ * linear.c (with the taylor kind's l2feature_*), efficient.c, linformer.c, attn_local.c),
+ * declared in cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the
+ * CUDA backend (its controls: ops/cuda/cuda.h), which fills the same table and is to mirror cpu/
+ * file by file; ops/params.h carves parameters from one table. Every op is tested by
  * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
  * tests/ops/attention_softmax.c, attention_linear.c, attention_taylor.c, attention_linformer.c and
  * attention_local.c).
@@ -88,6 +89,9 @@ enum { LINEAR_PHI_ELU1 = 0, LINEAR_PHI_IDENTITY = 1 };
 
 struct Backend {
     const char *name; /* "cpu" or "cuda" */
+    int host_memory;  /* 1: tensors are host memory, which the host may read and write and MPI
+                       * may send as they are (cpu); 0: device memory, reached through upload and
+                       * download only (cuda, the SIMT emulation included) */
 
     /* ---- memory ---- */
     /* Sizes in bytes; *_host pointers are host memory, the others backend memory. alloc aborts on
@@ -99,38 +103,11 @@ struct Backend {
     void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend */
     void (*zero)(void *p, size_t bytes);
     void (*synchronize)(void);
-    /* Optional (NULL where a backend gains nothing from it; call it through backend_matmul_run).
-     * begin = 1 opens, 0 closes a run of matmul and matmul_bias_forward calls on the calling
-     * thread, between which the caller writes nothing and calls no other op: an operand passed
-     * again within the run (the same pointer and element count, not overlapped since by a call's
-     * output) may reuse the work the backend did on it. The CPU at bf16 keeps the bfloat16
-     * rounding of the run's last 6 operands instead of rounding each operand once per product:
-     * the results are bit for bit those of the same calls outside a run. Runs do not nest. No
-     * errors. Source: — (ours: an operand-reuse hint, no paper). */
+    /* ---- operand-reuse hints (optional, NULL where a backend gains nothing from them; called
+     * through the helpers of "Operand-reuse hints" below, where their contracts are) ---- */
     void (*matmul_run)(int begin);
-    /* Optional likewise (call it through backend_matmul_hold): declares that p[0..n) (backend
-     * memory) is not written by anything until the next matmul_hold on this thread (p NULL,
-     * n 0: none), so that the backend may keep the work it did on matmul operands inside it
-     * across products: the CPU at bf16 rounds each weight to bfloat16 once per hold (model_loss
-     * holds the parameters: once per training step instead of once per product). The results
-     * are bit for bit those without it. The CPU CHECKs that no matmul writes into the held range
-     * ("matmul: its output overlaps a range held by matmul_hold or matmul_keep"). Source: —
-     * (ours). */
     void (*matmul_hold)(const float *p, size_t n);
-    /* Optional likewise (call it through backend_matmul_keep): adds p[0..n) (backend memory) to
-     * this thread's current hold: the caller declares that nothing writes it until the next
-     * matmul_hold. A model's activation that a later product reads again (a layer's input,
-     * multiplied by its weight in the forward and into the weight's gradient in the backward)
-     * is then rounded to bfloat16 once per pass by the CPU at bf16, not once per product. Where
-     * no hold is current (p of the last matmul_hold NULL), nothing. The results are bit for bit
-     * those without it; the CPU CHECKs that no matmul writes into a kept range. No errors.
-     * Source: — (ours). */
     void (*matmul_keep)(const float *p, size_t n);
-    /* Optional likewise (call it through backend_matmul_transb_slower): 1 when this backend's
-     * matmul, at its current precision, runs op(B) = Bᵀ of a weight stored [Nc,K] markedly slower
-     * than from a copy stored [K,Nc], so that a caller using the weight in several products may
-     * keep the transposed copy. The CPU: 1 at fp32 (sgemm), 0 at bf16 (oneDNN's bf16 matmul packs
-     * either layout alike; bench/bench_gemm measures both). NULL: 0. No errors. Source: —. */
     int (*matmul_transb_slower)(void);
 
     /* ---- dense algebra ---- */
@@ -581,23 +558,6 @@ typedef enum OpKind {
  * No errors. Source: ggml's GGML_OP_NAME (the idea). */
 const char *op_name(OpKind op);
 
-/* be->matmul_run(begin) where the backend has it, else nothing (ops.h, Backend.matmul_run). */
-static inline void backend_matmul_run(const Backend *be, int begin) {
-    if (be->matmul_run) be->matmul_run(begin);
-}
-/* be->matmul_hold(p, n) where the backend has it, else nothing (Backend.matmul_hold). */
-static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {
-    if (be->matmul_hold) be->matmul_hold(p, n);
-}
-/* be->matmul_keep(p, n) where the backend has it, else nothing (Backend.matmul_keep). */
-static inline void backend_matmul_keep(const Backend *be, const float *p, size_t n) {
-    if (be->matmul_keep) be->matmul_keep(p, n);
-}
-/* be->matmul_transb_slower() where the backend has it, else 0 (Backend.matmul_transb_slower). */
-static inline int backend_matmul_transb_slower(const Backend *be) {
-    return be->matmul_transb_slower && be->matmul_transb_slower();
-}
-
 /* The byte offset of op's function pointer in Backend (tests build tables that lack ops).
  * CHECKs that op is in range. */
 size_t op_offset(OpKind op);
@@ -615,86 +575,93 @@ int op_list_append(OpKind *ops, int n, const OpKind *more, int count);
  * lstm_cell_forward, flash_attn_backward; use train.device = cpu". Source: docs/design.md §2. */
 Status backend_require_ops(const Backend *be, const OpKind *ops, int n, Err *err);
 
-/* The CPU backend (OpenBLAS + OpenMP; memory is 64-byte aligned host memory): always present;
- * the reference. No errors. */
-const Backend *backend_cpu(void);
+/* ---- Operand-reuse hints ----
+ * Four optional entries of the table through which a caller tells the backend what it may keep
+ * between matrix products; the CPU at bf16 uses them to round an operand to bfloat16 once
+ * instead of once per product. Each helper calls its entry where the backend has one, else does
+ * nothing (matmul_transb_slower: returns 0). The results are bit for bit those without the hint
+ * (tests/unit/test_precision_cpu.c). No errors. Source: — (ours: no paper). */
 
-/* Debian's OpenBLAS 0.3.21 picks its Haswell (AVX2) kernels on AVX-512 machines; its SkylakeX
- * kernels are about twice as fast there. OpenBLAS reads OPENBLAS_CORETYPE when it is loaded,
- * before main(), so on an AVX-512 CPU this sets it and re-executes the program (argv) once.
- * A user's own OPENBLAS_CORETYPE wins. Returns only when no re-execution happened. */
-void backend_cpu_prefer_fast_blas(char **argv);
+/* begin = 1 opens, 0 closes a run of matmul and matmul_bias_forward calls on the calling
+ * thread, between which the caller writes nothing and calls no other op: an operand passed
+ * again within the run (the same pointer and element count, not overlapped since by a call's
+ * output) may reuse the work the backend did on it. The CPU at bf16 keeps the bfloat16
+ * rounding of the run's last 6 operands instead of rounding each operand once per product:
+ * the results are bit for bit those of the same calls outside a run. Runs do not nest. */
+static inline void backend_matmul_run(const Backend *be, int begin) {
+    if (be->matmul_run) be->matmul_run(begin);
+}
+/* Declares that p[0..n) (backend memory) is not written by anything until the next
+ * matmul_hold on this thread (p NULL, n 0: none), so that the backend may keep the work it did
+ * on matmul operands inside it across products: the CPU at bf16 rounds each weight to bfloat16
+ * once per hold (model_loss holds the parameters: once per training step instead of once per
+ * product). The CPU CHECKs that no matmul writes into the held range ("matmul: its output
+ * overlaps a range held by matmul_hold or matmul_keep"). */
+static inline void backend_matmul_hold(const Backend *be, const float *p, size_t n) {
+    if (be->matmul_hold) be->matmul_hold(p, n);
+}
+/* Adds p[0..n) (backend memory) to this thread's current hold: the caller declares that
+ * nothing writes it until the next matmul_hold. A model's activation that a later product
+ * reads again (a layer's input, multiplied by its weight in the forward and into the weight's
+ * gradient in the backward) is then rounded to bfloat16 once per pass by the CPU at bf16, not
+ * once per product. Where no hold is current (p of the last matmul_hold NULL), nothing. The CPU
+ * CHECKs that no matmul writes into a kept range. */
+static inline void backend_matmul_keep(const Backend *be, const float *p, size_t n) {
+    if (be->matmul_keep) be->matmul_keep(p, n);
+}
+/* 1 when this backend's matmul, at its current precision, runs op(B) = Bᵀ of a weight stored
+ * [Nc,K] markedly slower than from a copy stored [K,Nc], so that a caller using the weight in
+ * several products may keep the transposed copy. The CPU: 1 at fp32 (sgemm), 0 at bf16
+ * (oneDNN's bf16 matmul packs either layout alike; bench/bench_gemm measures both). No entry: 0. */
+static inline int backend_matmul_transb_slower(const Backend *be) {
+    return be->matmul_transb_slower && be->matmul_transb_slower();
+}
 
-/* The CUDA backend, or NULL with a message in err_msg (size err_len bytes, host) when the build
- * has no CUDA or no device is present (the message says which and to use train.device = cpu). */
-const Backend *backend_cuda(char *err_msg, size_t err_len);
+/* ---- Opening a backend ----
+ * The trainer and every command open their backend through backend_open: it sets the threads,
+ * starts the CPU backend (ops/cpu/cpu.h) or the CUDA one (ops/cuda/cuda.h) and sets the precision
+ * of its products; those headers hold each backend's own controls. */
 
-/* The device backend_cuda() will start on, for one GPU per rank (docs/distributed.md): ordinal
- * `index` modulo cudaGetDeviceCount() (the trainer passes its local rank, dist_local_rank()).
- * Call it before the first backend_cuda(); later it changes nothing. Default 0. index < 0 is
- * taken as 0. No errors (a build without CUDA ignores it). */
-void backend_cuda_use_device(int index);
+enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 }; /* train.device: cpu, cuda */
 
-/* The ordinal of the device backend_cuda() started on (-1 before it succeeded or without
- * CUDA). No errors. */
-int backend_cuda_device_index(void);
-
-/* Precision of the CUDA backend's matrix products (train.precision): storage, accumulation,
- * master weights and Adam state stay fp32; only matmul's A and B inputs are rounded for the tensor
- * cores — fp32: not at all (CUBLAS_COMPUTE_32F); tf32: to 10 mantissa bits (cuBLAS's
- * CUBLAS_COMPUTE_32F_FAST_TF32; NVIDIA A100 whitepaper, TF32); bf16: to 7, nearest even, by our
- * kernel before a CUDA_R_16BF product (cuBLAS's _FAST_16BF left fp32 inputs at TF32 on an H100:
- * ops/cuda/matmul.cu). */
+/* Precision of the matrix products (train.precision): only matmul's A and B inputs are rounded;
+ * storage, accumulation, weights and Adam state stay fp32. fp32: not at all; tf32 (cuda only):
+ * to 10 mantissa bits; bf16: to 7, nearest even (cuda; cpu on AVX512_BF16 with oneDNN). */
 enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION_BF16 = 2 };
 
-/* Sets the precision of every later cuda matmul (one of BACKEND_PRECISION_*; default fp32).
- * Call it at start-up, after backend_cuda(). An unknown value aborts (programmer error). In a
- * build without CUDA it does nothing. */
-void backend_cuda_set_precision(int precision);
+enum { BACKEND_KEEP = -1 }; /* a BackendOptions field that leaves the process's setting alone */
 
-/* Elements in each half of the bf16 staging buffer (ours, ops/cuda/matmul.cu): at precision bf16
- * the CUDA backend rounds a product's op(A) and op(B) into it, 2 bytes an element, and splits
- * larger products into blocks of rows and columns of the output (each with all of K). Default
- * 16 Mi (64 MiB in all). The buffer is allocated by backend_cuda_set_precision(bf16), or here when
- * it is allocated already. Returns the size before. A product of K above it aborts. elems < 1
- * aborts (programmer error). In a build without CUDA it does nothing and returns 0. */
-size_t backend_cuda_set_bf16_stage(size_t elems);
+/* What backend_open opens. A checkpoint loaded during a run opens its device with precision and
+ * threads BACKEND_KEEP, so that it changes nothing the run set. */
+typedef struct {
+    int device;    /* BACKEND_DEVICE_* */
+    int precision; /* BACKEND_PRECISION_* from now on, for every product of the backend (a
+                    * process-wide setting), or BACKEND_KEEP (fp32 until one is set) */
+    int threads;   /* OpenMP and OpenBLAS threads (process-wide): > 0 that many, 0 one per
+                    * online core, or BACKEND_KEEP */
+    int ordinal;   /* cuda: the GPU, modulo the number of devices (one GPU per rank: the local
+                    * rank), or BACKEND_KEEP (the one chosen before, 0 by default); only the
+                    * process's first start of the CUDA backend uses it; cpu: unused */
+} BackendOptions;
 
-/* Sets the precision of every later CPU matmul and matmul_bias_forward: BACKEND_PRECISION_FP32
- * (default) or _BF16, where both inputs are rounded to bfloat16 (nearest even) and the products
- * accumulated and stored in fp32 by oneDNN's matmul primitive; weights, gradients, Adam, layer
- * norm, softmax and the loss stay fp32 (train.precision = bf16 on the CPU; the rounding
- * of PyTorch's CPU autocast to bf16). Call it at start-up, after backend_cpu_bf16_supported said
- * yes. Another value, or bf16 in a build without oneDNN, aborts (programmer error). */
-void backend_cpu_set_precision(int precision);
+/* Whether device can run products at precision here, without starting anything: 1 when it
+ * can; else 0 with the reason and what to do in why (n bytes; why may be NULL): "train.precision
+ * = tf32 needs train.device = cuda (TF32 is a tensor-core format); on the cpu set
+ * train.precision = fp32 or bf16", or "train.precision = bf16 on train.device = cpu, but <this
+ * build has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32".
+ * Values out of range abort (programmer error). */
+int backend_precision_runs(int device, int precision, char *why, size_t n);
 
-/* 1 when bf16 products run natively here: a build with oneDNN (TRAINER_DNNL) on a CPU with
- * AVX512_BF16. Else 0, with *why (when why is not NULL) saying which is missing and what to do.
- * TRAINER_CPU_BF16=off in the environment makes the backend act as on a CPU without
- * AVX512_BF16 (here 0, and backend_cpu_round_bf16's portable loop), for tests. */
-int backend_cpu_bf16_supported(const char **why);
-
-/* The library of the CPU's dense products, for logs: "openblas sgemm", "onednn sgemm" (fp32 on
- * AVX-512 CPUs in a build with oneDNN; TRAINER_CPU_GEMM = openblas | onednn overrides), or
- * "onednn matmul (bf16 inputs, fp32 accumulation)" at precision bf16. */
-const char *backend_cpu_gemm_name(void);
-
-/* dst[i] = src[i] rounded to bfloat16 (the high 16 bits after rounding to nearest, ties to
- * even; NaN stays NaN), for i < n. The rounding of the bf16 products above: AVX512_BF16's
- * instruction where the CPU has it (TRAINER_CPU_BF16=off: never), else a portable loop with
- * the same results but for subnormal inputs (the instruction flushes them to zero). No errors. */
-void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n);
-
-/* The CUDA device's name ("" before backend_cuda() succeeded or without CUDA); "SIMT emulation
- * (host)" in the emulated build. */
-const char *backend_cuda_device_name(void);
-
-/* 1 if this build's CUDA backend was built with cuDNN (TRAINER_CUDNN: the rnn_seq_* entries can
- * exist), else 0 (no CUDA, the SIMT emulation, or cuDNN not found at build time). Whether the
- * handle started is told by backend_cuda()'s table (rnn_seq_forward non-NULL). No errors. */
-int backend_cuda_has_cudnn(void);
-
-/* 1 in the emulated build (-DTRAINER_SIMT=ON), else 0. No errors. */
-int backend_cuda_emulated(void);
+/* Opens o->device's backend into *be: sets the threads, starts the backend (cuda: once per
+ * process, on o->ordinal; later calls return the same table), sets the precision, and, when
+ * line is not NULL (then o->precision must not be BACKEND_KEEP), writes the one-line
+ * description for the log into line (n bytes): "device: cpu, precision bf16, matmul: onednn
+ * matmul (bf16 inputs, fp32 accumulation)" (backend_cpu_gemm_name) or "device: cuda, <GPU name>,
+ * precision tf32, kernels: own, matmul: cublas (bias: cublasLt epilogue)". Errors (*be NULL,
+ * nothing changed but the threads where the CUDA start failed): backend_precision_runs's
+ * refusal; "train.device = cuda: <why>" when this build has no CUDA backend or no device is
+ * usable (backend_cuda's message, which says to set train.device = cpu). Out-of-range options
+ * abort (programmer error). Call it from the main thread. */
+Status backend_open(const BackendOptions *o, const Backend **be, char *line, size_t n, Err *err);
 
 #endif

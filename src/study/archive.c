@@ -17,7 +17,6 @@
 #include "data/corpus.h"
 #include "eval/metrics.h"
 #include "train/checkpoint.h"
-#include "train/train.h"
 
 #define FORMAT 1
 
@@ -231,14 +230,7 @@ static cJSON *trained_on(const RunLog *log) {
     for (int i = 0; i < log->nstarts; i++) {
         const RunStart *s = &log->starts[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "time", s->time);
-        cJSON_AddStringToObject(o, "revision", s->revision);
-        cJSON_AddStringToObject(o, "cpu", s->cpu);
-        cJSON_AddStringToObject(o, "device", s->device);
-        cJSON_AddStringToObject(o, "gpu", s->gpu);
-        cJSON_AddNumberToObject(o, "threads", s->threads);
-        cJSON_AddNumberToObject(o, "ranks", s->ranks);
-        cJSON_AddStringToObject(o, "precision", s->precision);
+        runlog_add_start_fields(o, s);
         cJSON_AddNumberToObject(o, "epoch", s->epoch);
         cJSON_AddNumberToObject(o, "step", (double)s->step);
         cJSON_AddItemToArray(a, o);
@@ -385,7 +377,13 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     snprintf(p, sizeof p, "%s/%s", run_dir, ckpt);
     fprintf(stderr, "archiving %s (%s) into %s\n", run_dir, ckpt, out_dir);
     if (checkpoint_load_weights(p, &m, &cfg, &spm, o->device, err)) goto done;
-    set_threads(o->threads > 0 ? o->threads : cfg.threads);
+    /* the checkpoint's backend with the archive's threads; the products keep the process's
+     * precision (a run trained in this process left its own) */
+    BackendOptions bo = config_backend_options(&cfg);
+    bo.precision = BACKEND_KEEP;
+    if (o->threads > 0) bo.threads = o->threads;
+    const Backend *be;
+    if (backend_open(&bo, &be, NULL, 0, err)) goto done;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_dir, (long)getpid());
     snprintf(p, sizeof p, "%s/test", tmp);
     if (make_dirs(p, err)) goto done;

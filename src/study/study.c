@@ -15,6 +15,7 @@
 
 #include "study/report.h"
 #include "train/config.h"
+#include "train/rundir.h"
 #include "train/runlog.h"
 #include "train/train.h"
 
@@ -359,7 +360,7 @@ static void scan(StudyRun *runs, int n) {
         char last[PATH + 400];
         snprintf(last, sizeof last, "%s/last.ckpt", runs[i].dir);
         runs[i].state = archive_is(runs[i].archive) ? ARCHIVED
-                        : path_is_file(last) || train_dir_busy(runs[i].dir) ? RUNNING
+                        : path_is_file(last) || rundir_busy(runs[i].dir) ? RUNNING
                                                                        : MISSING;
     }
 }
@@ -526,7 +527,7 @@ static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
         while (!g_stop && active < jobs && next < n) {
             StudyRun *r = &runs[next++];
             if (archive_is(r->archive)) continue;
-            if (train_dir_busy(r->dir)) {
+            if (rundir_busy(r->dir)) {
                 printf("study: %s is being trained by another trainer; left to it\n", r->name);
                 continue;
             }

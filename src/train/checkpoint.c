@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/cuda/cuda.h"
 #include "train/ckptfile.h"
 
 enum { ST_STEP, ST_EPOCH, ST_BATCH, ST_RNG_STATE, ST_RNG_INC, ST_ADAM_T, ST_LR_SCALE, ST_BEST,
@@ -103,10 +104,10 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
                                 f2u(st->lr_scale), f2u(st->best_score), (uint64_t)st->bad_epochs,
                                 f2u(st->elapsed)};
     if (spm_serialize(spm, &spm_bytes, &spm_n, err)) goto cleanup;
-    /* the CPU backend's buffers are host memory: the records point into them; another backend's
-     * are copied to the host first (for configs/luong.ini that copy is 145 MiB) */
+    /* a backend's host memory (the CPU's): the records point into it; device memory is copied to
+     * the host first (for configs/luong.ini that copy is 145 MiB) */
     const float *src[4] = {ps->data, ps->m, ps->v, ps->ema};
-    if (be != backend_cpu()) {
+    if (!be->host_memory) {
         host = xmalloc(sizeof(float) * ps->total * nbuf);
         for (int k = 0; k < nbuf; k++) {
             be->download(host + k * ps->total, src[k], sizeof(float) * ps->total);
@@ -211,9 +212,7 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
     /* train.precision likewise says how the run's products were rounded, not what the (fp32)
      * parameters are: a checkpoint trained at tf32, or at bf16, loads at fp32 where that cannot
      * run (the averaging at the end of a tf32 run loads on the CPU) */
-    if (cfg.device != DEVICE_CUDA &&
-        (cfg.precision == PRECISION_TF32 ||
-         (cfg.precision == PRECISION_BF16 && !backend_cpu_bf16_supported(NULL))))
+    if (!backend_precision_runs((int)cfg.device, (int)cfg.precision, NULL, 0))
         cfg.precision = PRECISION_FP32;
     if (config_validate(&cfg, err)) {
         err_prefix(err, "checkpoint %s", path);
@@ -230,9 +229,13 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
         goto fail;
     }
     const Backend *be;
+    /* the device only: the threads and precision stay the process's (a run that loads a
+     * checkpoint keeps its own) */
+    BackendOptions bo = {.device = (int)cfg.device, .precision = BACKEND_KEEP,
+                         .threads = BACKEND_KEEP, .ordinal = BACKEND_KEEP};
     /* Declared, not yet allocated: the stored config may ask for any size, so every tensor is
      * checked against the file's records before anything of the model's size is allocated. */
-    if (config_backend(cfg.device, &be, err) ||
+    if (backend_open(&bo, &be, NULL, 0, err) ||
         model_declare(m, &cfg.model, spm_vocab_size(spm), be, err)) {
         err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
                    "corrupt or crafted file; use another checkpoint)", path);

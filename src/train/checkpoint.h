@@ -56,7 +56,7 @@ Status checkpoint_save(const char *path, const Model *m, const Config *cfg, cons
  * train_state record missing or of the wrong type or size, a training state out of range (step,
  * epoch, batch, Adam step, RNG increment, lr scale, best BLEU, bad epochs, elapsed time), a
  * stored config that does not parse or validate (or holds a NUL byte), a SentencePiece model that
- * does not load, a device without a backend (config_backend), a tensor missing, extra (named), of
+ * does not load, a device without a backend (backend_open), a tensor missing, extra (named), of
  * another shape or type, or holding a non-finite value. Every tensor's name and shape is checked
  * against the model declared from the stored config before its buffers are allocated, so a
  * config asking for a huge model is an error, not an allocation. */

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ops/cuda/cuda.h"
+
 const char *const model_type_names[2] = {"rnn", "transformer"};
 const char *const cell_type_names[2] = {"lstm", "gru"};
 const char *const device_type_names[2] = {"cpu", "cuda"};
@@ -25,6 +27,9 @@ _Static_assert((int)PRECISION_FP32 == (int)BACKEND_PRECISION_FP32 &&
                    (int)PRECISION_TF32 == (int)BACKEND_PRECISION_TF32 &&
                    (int)PRECISION_BF16 == (int)BACKEND_PRECISION_BF16,
                "Precision and ops.h's BACKEND_PRECISION_* must agree");
+_Static_assert((int)DEVICE_CPU == (int)BACKEND_DEVICE_CPU &&
+                   (int)DEVICE_CUDA == (int)BACKEND_DEVICE_CUDA,
+               "DeviceType and ops.h's BACKEND_DEVICE_* must agree");
 const char *const dec_self_attention_names[ATTN_KIND_COUNT] = {
     "same", "bahdanau", "luong_dot", "luong_general", "luong_concat",
     "sdp",  "flash",    "linear",    "efficient",     "taylor",
@@ -895,14 +900,9 @@ Status config_validate(const Config *c, Err *err) {
          backend_cuda_emulated() ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
                                  : "cudnn.h and libcudnn were not found when it was built: "
                                    "install cuDNN and rebuild");
-    RULE(c->device == DEVICE_CUDA || c->precision != PRECISION_TF32,
-         "config %s: train.precision = tf32 needs train.device = cuda (TF32 is a tensor-core "
-         "format); on the cpu set train.precision = fp32 or bf16", nm);
-    const char *no_bf16 = "";
-    RULE(c->device == DEVICE_CUDA || c->precision != PRECISION_BF16 ||
-             backend_cpu_bf16_supported(&no_bf16),
-         "config %s: train.precision = bf16 on train.device = cpu, but %s; set train.precision "
-         "= fp32", nm, no_bf16);
+    /* tf32 on the cpu; bf16 on a cpu or build without it (backend_open's own check) */
+    RULE(backend_precision_runs((int)c->device, (int)c->precision, why, sizeof why),
+         "config %s: %s", nm, why);
     RULE(c->average_last <= c->keep_checkpoints,
          "config %s: train.average_last = %d averages the last %d epoch checkpoints, but "
          "train.keep_checkpoints = %d keeps fewer; set train.keep_checkpoints >= %d or lower "
@@ -1083,10 +1083,7 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
     return count;
 }
 
-Status config_backend(DeviceType device, const Backend **be, Err *err) {
-    *be = backend_cpu();
-    if (device != DEVICE_CUDA) return STATUS_OK;
-    char why[512];
-    *be = backend_cuda(why, sizeof why);
-    return *be ? STATUS_OK : err_set(err, "train.device = cuda: %s", why);
+BackendOptions config_backend_options(const Config *c) {
+    return (BackendOptions){.device = (int)c->device, .precision = (int)c->precision,
+                            .threads = c->threads, .ordinal = BACKEND_KEEP};
 }

@@ -51,7 +51,8 @@
 #define CONFIG_MAX_FILE (1 << 20)     /* bytes per config file */
 #define CONFIG_MAX_KEYS 96            /* room for a flag per key (Config.given) */
 
-typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;       /* names: cpu, cuda */
+/* names: cpu, cuda; the values are ops.h's BACKEND_DEVICE_* */
+typedef enum { DEVICE_CPU, DEVICE_CUDA } DeviceType;
 typedef enum { LR_PLATEAU, LR_INVERSE_SQRT } LrSchedule;   /* names: plateau, inverse_sqrt */
 /* names: bleu, chrf, ppl */
 typedef enum { STOP_BLEU, STOP_CHRF, STOP_PPL } EarlyStopMetric;
@@ -92,9 +93,9 @@ typedef struct Config {
     /* [train] */
     DeviceType device;       /* train.device = cpu | cuda (cpu) */
     Precision precision;     /* train.precision = fp32 | tf32 | bf16 (fp32): the matmuls'
-                                input rounding (ops.h backend_cuda_set_precision,
-                                backend_cpu_set_precision); weights, Adam state and accumulation
-                                stay fp32; cpu: fp32, or bf16 on CPUs with AVX512_BF16 */
+                                input rounding (ops.h BACKEND_PRECISION_*, set by backend_open);
+                                weights, Adam state and accumulation stay fp32; cpu: fp32, or
+                                bf16 on CPUs with AVX512_BF16 */
     uint64_t seed;           /* train.seed: any 64-bit value (1) */
     int max_epochs;          /* train.max_epochs (30, 1..1000000) */
     long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */
@@ -164,9 +165,9 @@ typedef struct Config {
     unsigned char given[CONFIG_MAX_KEYS];
 } Config;
 
-/* The backend of train.device into *be: backend_cpu(), or backend_cuda(). Errors: "train.device =
- * cuda: <why>" when this build or machine has no CUDA backend (*be is then NULL). */
-Status config_backend(DeviceType device, const Backend **be, Err *err);
+/* backend_open's options for c (ops.h): train.device, train.precision and train.threads;
+ * ordinal BACKEND_KEEP (the caller picks the GPU of a rank). No errors. */
+BackendOptions config_backend_options(const Config *c);
 
 /* No errors. The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
  * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder

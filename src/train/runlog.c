@@ -1,9 +1,11 @@
-/* runlog.c — metrics.jsonl read into a RunLog (runlog.h). */
+/* runlog.c — metrics.jsonl (runlog.h): read into a RunLog, trimmed on resume, and its lines
+ * written. */
 #include "train/runlog.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -116,4 +118,82 @@ void runlog_free(RunLog *log) {
     free(log->val);
     free(log->starts);
     memset(log, 0, sizeof *log);
+}
+
+Status runlog_trim(const char *path, long step, Err *err) {
+    FILE *in = fopen(path, "r");
+    if (!in) return STATUS_OK; /* nothing logged yet */
+    char *line = NULL, *kept = NULL;
+    size_t cap = 0, n = 0, kcap = 0;
+    long dropped = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, in)) > 0) {
+        const char *k = strstr(line, "\"step\": ");
+        if (line[len - 1] != '\n' || (k && strtol(k + 8, NULL, 10) > step)) {
+            /* a line cut short by the crash, or one the resumed run will write again */
+            dropped++;
+            continue;
+        }
+        if (n + (size_t)len > kcap) kcap = 2 * (n + (size_t)len), kept = xrealloc(kept, kcap);
+        memcpy(kept + n, line, (size_t)len);
+        n += (size_t)len;
+    }
+    free(line);
+    fclose(in);
+    Status s = write_file_atomic(path, kept ? kept : "", n, err);
+    free(kept);
+    if (!s && dropped)
+        printf("metrics: dropped %ld lines logged after step %ld by the interrupted run\n",
+               dropped, step);
+    return s;
+}
+
+void runlog_add_start_fields(cJSON *o, const RunStart *s) {
+    cJSON_AddStringToObject(o, "time", s->time);
+    cJSON_AddStringToObject(o, "revision", s->revision);
+    cJSON_AddStringToObject(o, "cpu", s->cpu);
+    cJSON_AddStringToObject(o, "device", s->device);
+    cJSON_AddStringToObject(o, "gpu", s->gpu);
+    cJSON_AddNumberToObject(o, "threads", s->threads);
+    cJSON_AddNumberToObject(o, "ranks", s->ranks);
+    cJSON_AddStringToObject(o, "precision", s->precision);
+}
+
+void runlog_write_start(FILE *f, const RunStart *s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "start");
+    cJSON_AddNumberToObject(o, "epoch", s->epoch);
+    cJSON_AddNumberToObject(o, "step", (double)s->step);
+    runlog_add_start_fields(o, s);
+    char *line = cJSON_PrintUnformatted(o);
+    fprintf(f, "%s\n", line);
+    fflush(f);
+    cJSON_free(line);
+    cJSON_Delete(o);
+}
+
+void runlog_write_train(FILE *f, const RunTrain *t) {
+    fprintf(f, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
+            "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f", t->epoch, t->step,
+            t->loss, exp(t->loss), t->lr, t->tok_s, t->elapsed);
+    if (t->ranks > 1)
+        fprintf(f, ", \"ranks\": %d, \"compute_s\": %.6f, \"allreduce_s\": %.6f", t->ranks,
+                t->compute_s, t->allreduce_s);
+    fprintf(f, "}\n");
+    fflush(f);
+}
+
+void runlog_write_val(FILE *f, const RunVal *v, double lr) {
+    fprintf(f, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
+            "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
+            "\"peak_rss_mb\": %.1f}\n", v->epoch, v->step, v->val_ppl, v->val_bleu, v->val_chrf,
+            lr, v->elapsed, v->peak_mib);
+    fflush(f);
+}
+
+void runlog_write_avg(FILE *f, const RunVal *v, int averaged) {
+    fprintf(f, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d, "
+            "\"val_ppl\": %.4f, \"val_bleu\": %.4f, \"val_chrf\": %.4f}\n", v->epoch, v->step,
+            averaged, v->val_ppl, v->val_bleu, v->val_chrf);
+    fflush(f);
 }

@@ -1,18 +1,33 @@
-/* train/runlog.h — reading a run's metrics.jsonl (the line types train.h lists: start, train,
- * val, avg) into one summary, for archives, reports and compare. The trainer writes the file
- * (train.c); this is its one reader.
+/* train/runlog.h — a run's metrics.jsonl: its format, its one writer (rank 0 of train_run) and
+ * its one reader, which sums a file up for archives, reports and compare.
  *
- * Lines are JSON objects (cJSON). A line that is not an object with a "type" string, or a
- * train/val/avg line without its numbers, is counted in bad and skipped; unknown types are
- * skipped silently (a later trainer may add some). A file that a resumed run trimmed and
- * continued reads as one history: train_run trims the lines past the resumed step first.
- * Units: seconds, tokens per second, MiB, BLEU and chrF in points. Host memory. Source: —. */
+ * One JSON object a line, by "type":
+ *   start  each start or resume of the run: epoch, step, time (UTC), revision (core/revision.h),
+ *          cpu (core/machine.h), device, gpu (the GPU's name on cuda, else ""), threads, ranks,
+ *          precision;
+ *   train  every train.log_every steps: epoch, step, loss (nats per target token), ppl, lr,
+ *          tok_s (source + target tokens per second), elapsed (s); with ranks, compute_s and
+ *          allreduce_s;
+ *   val    each validation: epoch, step (the optimizer steps done), val_ppl, val_bleu, val_chrf,
+ *          lr, elapsed, peak_rss_mb;
+ *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
+ *          many epoch checkpoints), val_ppl, val_bleu, val_chrf.
+ * The writer appends to a FILE the trainer opened, one flushed line a call; a resumed run first
+ * trims the lines past its checkpoint's step (runlog_trim), so that a file that was trimmed and
+ * continued reads as one history. The reader parses lines with cJSON: a line that is not an
+ * object with a "type" string, or a train/val/avg line without its numbers, is counted in bad and
+ * skipped; unknown types are skipped silently (a later trainer may add some).
+ * Units: seconds, tokens per second, MiB, nats, BLEU and chrF in points. Host memory. Source: —. */
 #ifndef TRAINER_TRAIN_RUNLOG_H
 #define TRAINER_TRAIN_RUNLOG_H
 
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
 #include "core/common.h"
 
-/* One "val" line (or the "avg" line): the validation after an epoch. */
+/* One "val" line (or the "avg" line): a validation, after an epoch or train.valid_every steps. */
 typedef struct {
     int epoch;
     long step;
@@ -43,6 +58,8 @@ typedef struct {
     long lines, bad;    /* lines read, and lines skipped as malformed */
 } RunLog;
 
+/* ---- reading ---- */
+
 /* Reads path into *log (zeroed first). Errors: the file cannot be opened or read (named, with
  * strerror and what writes it). Malformed lines are not errors (log->bad). */
 Status runlog_read(const char *path, RunLog *log, Err *err);
@@ -52,5 +69,48 @@ Status runlog_read(const char *path, RunLog *log, Err *err);
 double runlog_best_bleu(const RunLog *log, int *epoch);
 
 void runlog_free(RunLog *log); /* frees and zeroes; NULL-safe; no errors */
+
+/* ---- writing ---- */
+
+/* One "train" line: the steps since the previous one. */
+typedef struct {
+    int epoch;
+    long step;
+    double loss;        /* mean over their target tokens (nats); ppl is written as exp(loss) */
+    double lr;          /* the learning rate of the next step */
+    double tok_s;       /* source + target tokens per second, all ranks together */
+    double elapsed;     /* seconds of training so far */
+    int ranks;          /* > 1: ranks, compute_s and allreduce_s are written too */
+    double compute_s;   /* rank 0's seconds of forward + backward per step */
+    double allreduce_s; /* rank 0's seconds of the sums over the ranks per step */
+} RunTrain;
+
+/* On resume: drops the lines of path that a killed run wrote after `step` (a "step" larger than
+ * it), so that every step appears once, and a last line the kill cut short (no newline); the
+ * file is rewritten atomically (write_file_atomic) and the count dropped printed on stdout. A
+ * missing file is no error (nothing logged yet). Errors: write_file_atomic's. */
+Status runlog_trim(const char *path, long step, Err *err);
+
+/* s's time, revision, cpu, device, gpu, threads, ranks and precision added to the JSON object o,
+ * in that order: the fields of a "start" line after its epoch and step (an archive's card lists
+ * them too). No errors. */
+void runlog_add_start_fields(cJSON *o, const RunStart *s);
+
+/* The writers below append one line to f (metrics.jsonl, opened for appending) and flush it.
+ * No errors: a failed write shows at the file's close. */
+
+/* A "start" line from s. */
+void runlog_write_start(FILE *f, const RunStart *s);
+
+/* A "train" line from t; ranks, compute_s and allreduce_s only when t->ranks > 1. */
+void runlog_write_train(FILE *f, const RunTrain *t);
+
+/* A "val" line from v (peak_mib written as peak_rss_mb) with lr, the learning rate of the next
+ * step. */
+void runlog_write_val(FILE *f, const RunVal *v, double lr);
+
+/* The "avg" line: v's epoch (the last averaged), step and scores, and `averaged`, the number of
+ * epoch checkpoints averaged into avg.ckpt. */
+void runlog_write_avg(FILE *f, const RunVal *v, int averaged);
 
 #endif

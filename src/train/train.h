@@ -9,22 +9,14 @@
  * optim_decay, optim_lr). Training stops after max_epochs, max_steps, max_hours, or patience
  * validations without improvement.
  *
- * Outputs in save_dir: last.ckpt (every save_every steps, each epoch end and each validation),
- * best.ckpt (best validation score), config.ini (every key the model reads, as resolved), spm.model (trained, or
- * a copy of data.spm_model), metrics.jsonl: one JSON object a line, by "type":
- *   start  each start or resume of the run: epoch, step, time (UTC), revision (core/revision.h),
- *          cpu (core/machine.h), device, gpu (the GPU's name on cuda, else ""), threads, ranks,
- *          precision;
- *   train  every train.log_every steps: epoch, step, loss (nats per target token), ppl, lr,
- *          tok_s (source + target tokens per second), elapsed (s); with ranks, compute_s and
- *          allreduce_s;
- *   val    each validation: epoch, step (the optimizer steps done), val_ppl, val_bleu, val_chrf,
- *          lr, elapsed, peak_rss_mb;
- *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
- *          many epoch checkpoints), val_ppl, val_bleu, val_chrf;
- * with train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once
- * the new one is committed); with train.average_last = K, avg.ckpt at the end of a run that was
- * not stopped by a signal: the mean parameters of the last K epoch checkpoints (checkpoint_average;
+ * Outputs in save_dir (the run folder, train/rundir.h): last.ckpt (every save_every steps, each
+ * epoch end and each validation), best.ckpt (best validation score), config.ini (every key the
+ * model reads, as resolved), spm.model (trained, or a copy of data.spm_model; data/prepare.h),
+ * metrics.jsonl (a "start" line at each start or resume, a "train" line every train.log_every
+ * steps, a "val" line each validation, an "avg" line for avg.ckpt: train/runlog.h); with
+ * train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once the new
+ * one is committed); with train.average_last = K, avg.ckpt at the end of a run that was not
+ * stopped by a signal: the mean parameters of the last K epoch checkpoints (checkpoint_average;
  * Vaswani et al. 2017 §6.1), validated (the "avg" line) and its BLEU printed next to best's.
  *
  * train.ema_decay = d > 0: ema = d·ema + (1 − d)·θ after every applied optimizer step
@@ -91,6 +83,9 @@ typedef struct {
                         * with dist.overlap the wait for the buckets after backward) */
 } StepSync;
 
+/* The floats of one dist.overlap bucket: dist.bucket_mb MiB of floats, at least 1. No errors. */
+size_t train_bucket_floats(const Config *cfg);
+
 /* One optimizer step on this rank's shard tb (B = 0: an empty shard, no forward) of a global
  * batch of global_tgt_tokens target tokens: gradients scaled by 1 / global_tgt_tokens, summed
  * over the ranks (on the CPU dist_sum_float over the flat gradient buffer, one MPI_Allreduce,
@@ -143,12 +138,5 @@ Status train_run(const Config *cfg, int resume, Err *err);
  * dir/spm.model (and spm.vocab); dir is created. For runs that share one model (data.spm_model).
  * Errors: the corpus's (corpus_load), SentencePiece's, the folder's. */
 Status train_spm_model(const Config *cfg, const char *dir, Err *err);
-
-/* 1 when a trainer is training in the run folder dir now (it holds dir/train.lock), else 0. No
- * errors. */
-int train_dir_busy(const char *dir);
-
-/* Sets OpenMP and OpenBLAS thread counts (threads <= 0: all cores). No errors. */
-void set_threads(int threads);
 
 #endif

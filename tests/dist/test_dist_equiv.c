@@ -51,6 +51,8 @@
 #include <nccl.h> /* the emulated build's stand-in (src/ops/cuda/simt/include/nccl.h) */
 #endif
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/train.h"

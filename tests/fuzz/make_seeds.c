@@ -23,6 +23,7 @@
 #include "data/encoded.h"
 #include "data/spm.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "train/checkpoint.h"
 #include "train/ckptfile.h"
 #include "train/config.h"

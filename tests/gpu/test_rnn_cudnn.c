@@ -31,6 +31,7 @@
 #include "eval/decode.h"
 #include "model/model.h"
 #include "model/model_cases.h"
+#include "ops/cuda/cuda.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/optim.h"

@@ -22,6 +22,7 @@
 
 #include "data/batch.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/train.h"

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "data/spm.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "train/ckptfile.h"

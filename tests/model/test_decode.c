@@ -30,6 +30,7 @@
 #include "data/batch.h"
 #include "eval/decode.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 
 enum { V = 13, E = 4, H = 6, B = 2, S = 5, T = 4 };

@@ -20,6 +20,7 @@
 #include "data/batch.h"
 #include "data/spm.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "train/config.h"

@@ -37,6 +37,8 @@
 #include "data/batch.h"
 #include "eval/decode.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/optim.h"

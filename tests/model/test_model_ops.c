@@ -16,6 +16,7 @@
 #include "data/batch.h"
 #include "eval/decode.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/optim.h"

@@ -26,6 +26,7 @@
 #include "core/tokens.h"
 #include "data/batch.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/config.h"
 #include "train/train.h"

@@ -26,6 +26,7 @@
 #include "core/tokens.h"
 #include "data/batch.h"
 #include "model/rnn.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 
 typedef struct {

@@ -21,6 +21,7 @@
 
 #include "model/rnn.h"
 #include "data/batch.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "torch_fixture.h"
 

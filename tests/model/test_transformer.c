@@ -39,6 +39,7 @@
 #include "eval/decode.h"
 #include "eval/translate.h"
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 
 enum { V = 13, D = 8, NH = 2, F = 12, B = 3, S = 5, T = 4 };

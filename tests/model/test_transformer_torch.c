@@ -23,6 +23,7 @@
 
 #include "model/transformer.h"
 #include "data/batch.h"
+#include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "torch_fixture.h"
 

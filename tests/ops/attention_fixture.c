@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 
 void attn_prob_init(AttnProb *p, float qk) {

@@ -39,6 +39,7 @@
 
 #include "attention_cases.h"
 #include "attention_fixture.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "testutil.h"

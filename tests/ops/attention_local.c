@@ -37,6 +37,7 @@
 
 #include "attention/attention.h"
 #include "attention_cases.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "ops/params.h"
 #include "optest.h"

@@ -36,6 +36,7 @@
 #include "attention/attention.h"
 #include "attention_cases.h"
 #include "attention_fixture.h"
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "testutil.h"

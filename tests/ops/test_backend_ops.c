@@ -75,6 +75,8 @@
 #include <string.h>
 
 #include "attention_cases.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "ops/ops.h"
 #include "optest.h"
 #include "core/rng.h"
@@ -1616,8 +1618,8 @@ static double bf16_value(float x) {
  * matmul, C[M,Nc] = op(A) op(B) + beta C for each transA, transB and beta 0 and 1; bias = 1:
  * matmul_bias_forward, out[M,Nc] = inp[M,K] w[Nc,K]ᵀ + b (+ ReLU). Each twice: with the default
  * staging buffer, and with one of 500 elements a half (blocks of 7 rows and 7 columns at K = 71:
- * ops.h backend_cuda_set_bf16_stage), which must give the same. Its inputs come from a stream of
- * their own, so the checks after it draw what they drew before it existed. */
+ * ops/cuda/cuda.h backend_cuda_set_bf16_stage), which must give the same. Its inputs come from a
+ * stream of their own, so the checks after it draw what they drew before it existed. */
 static void bf16_against_reference(int bias) {
     Rng outer = optest_rng;
     rng_seed(&optest_rng, 20261127, 16 + bias);

@@ -224,7 +224,7 @@ int main(void) {
            "cannot write %s or %s", planted, user);
     long max_steps = prev_step + 20;
     /* And in metrics.jsonl, as a run killed after its last save could leave them: a step past
-     * the checkpoint's and a line cut short. The resumed run must drop both (trim_metrics). */
+     * the checkpoint's and a line cut short. The resumed run must drop both (runlog_trim). */
     const char *mpath = tr_fmt("%s/metrics.jsonl", g_dir);
     FILE *mf = resume ? fopen(mpath, "a") : NULL;
     if (mf) {

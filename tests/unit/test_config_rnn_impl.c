@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
 #include "testutil.h"
 #include "train/config.h"
 

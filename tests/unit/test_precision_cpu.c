@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "testutil.h"
 #include "train/config.h"

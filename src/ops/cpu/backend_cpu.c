@@ -39,6 +39,7 @@ static void cpu_sync(void) {}
 
 static const Backend CPU_BACKEND = {
     .name = "cpu",
+    .host_memory = 1,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,

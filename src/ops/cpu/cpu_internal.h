@@ -8,6 +8,7 @@
 #define TRAINER_CPU_INTERNAL_H
 #include <stdint.h>
 
+#include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 
 /* e^x with no branch and no call, so that the loops using it vectorise (glibc's expf does not

@@ -96,6 +96,7 @@ static void cu_synchronize(void) {
 static Backend make_table(void) {
     Backend b = {}; /* every op no family registers stays NULL (not yet on the GPU) */
     b.name = "cuda";
+    b.host_memory = 0; /* device memory, also under the SIMT emulation */
     b.alloc = cu_alloc;
     b.free = cu_free;
     b.upload = cu_upload;

@@ -1,7 +1,7 @@
 /* backend_cuda_none.c — compiled when the build has no CUDA compiler: device = cuda is refused. */
 #include <stdio.h>
 
-#include "ops/ops.h"
+#include "ops/cuda/cuda.h"
 
 const Backend *backend_cuda(char *err_msg, size_t err_len) {
     snprintf(err_msg, err_len,

@@ -24,6 +24,7 @@
 
 extern "C" {
 #include "core/common.h"
+#include "ops/cuda/cuda.h"
 #include "ops/ops.h"
 }
 

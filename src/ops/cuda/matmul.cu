@@ -1,6 +1,6 @@
 /* ops/cuda/matmul.cu — the dense matrix product on the GPU through cuBLAS (and the dense layer's
  * product + bias (+ ReLU) through one cuBLASLt call with an epilogue), at the precision the
- * trainer chose (backend_cuda_set_precision, ops.h): fp32 (CUBLAS_COMPUTE_32F: no tensor-core
+ * trainer chose (backend_cuda_set_precision, cuda.h): fp32 (CUBLAS_COMPUTE_32F: no tensor-core
  * rounding), tf32 (CUBLAS_COMPUTE_32F_FAST_TF32: A and B rounded to 10 mantissa bits) or bf16 (A
  * and B rounded to 7 mantissa bits here, then multiplied as CUDA_R_16BF with CUBLAS_COMPUTE_32F:
  * see "bf16" below); always fp32 output and fp32 accumulation. Semantics and shapes: ops.h

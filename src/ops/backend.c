@@ -1,0 +1,82 @@
+/* ops/backend.c — backend_open and backend_precision_runs (ops.h): the one place where a process
+ * sets its OpenMP and OpenBLAS threads, starts the CPU or CUDA backend (ops/cpu/cpu.h,
+ * ops/cuda/cuda.h) and sets the precision of its products, and the line that tells the log which
+ * library runs them. Errors: the messages of ops.h; host memory only. Source: —. */
+#include "ops/ops.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
+
+/* OpenBLAS's own thread-count setter (declared by its cblas.h in most builds). */
+void openblas_set_num_threads(int num_threads);
+
+/* BACKEND_PRECISION_* as train.precision spells them. */
+static const char *const precision_text[3] = {"fp32", "tf32", "bf16"};
+
+int backend_precision_runs(int device, int precision, char *why, size_t n) {
+    CHECK(device == BACKEND_DEVICE_CPU || device == BACKEND_DEVICE_CUDA,
+          "backend_precision_runs: device is BACKEND_DEVICE_CPU or BACKEND_DEVICE_CUDA");
+    CHECK(precision >= BACKEND_PRECISION_FP32 && precision <= BACKEND_PRECISION_BF16,
+          "backend_precision_runs: precision is one of BACKEND_PRECISION_*");
+    const char *no_bf16 = "";
+    if (device == BACKEND_DEVICE_CUDA) return 1;
+    if (precision == BACKEND_PRECISION_TF32) {
+        if (why && n)
+            snprintf(why, n, "train.precision = tf32 needs train.device = cuda (TF32 is a "
+                     "tensor-core format); on the cpu set train.precision = fp32 or bf16");
+        return 0;
+    }
+    if (precision == BACKEND_PRECISION_BF16 && !backend_cpu_bf16_supported(&no_bf16)) {
+        if (why && n)
+            snprintf(why, n, "train.precision = bf16 on train.device = cpu, but %s; set "
+                     "train.precision = fp32", no_bf16);
+        return 0;
+    }
+    return 1;
+}
+
+Status backend_open(const BackendOptions *o, const Backend **be, char *line, size_t n,
+                    Err *err) {
+    CHECK(o->device == BACKEND_DEVICE_CPU || o->device == BACKEND_DEVICE_CUDA,
+          "backend_open: device is BACKEND_DEVICE_CPU or BACKEND_DEVICE_CUDA");
+    CHECK(o->precision == BACKEND_KEEP ||
+              (o->precision >= BACKEND_PRECISION_FP32 && o->precision <= BACKEND_PRECISION_BF16),
+          "backend_open: precision is one of BACKEND_PRECISION_* or BACKEND_KEEP");
+    CHECK(o->threads >= 0 || o->threads == BACKEND_KEEP,
+          "backend_open: threads is >= 0 or BACKEND_KEEP");
+    CHECK(!line || o->precision != BACKEND_KEEP,
+          "backend_open: the line names the precision, so it needs one given");
+    char why[512];
+    *be = NULL;
+    if (line && n) line[0] = 0;
+    if (o->precision != BACKEND_KEEP &&
+        !backend_precision_runs(o->device, o->precision, why, sizeof why))
+        return err_set(err, "%s", why);
+    if (o->threads != BACKEND_KEEP) {
+        int t = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        if (t <= 0) t = 1;
+        omp_set_num_threads(t);
+        openblas_set_num_threads(t);
+    }
+    if (o->device == BACKEND_DEVICE_CUDA) {
+        if (o->ordinal != BACKEND_KEEP) backend_cuda_use_device(o->ordinal);
+        *be = backend_cuda(why, sizeof why);
+        if (!*be) return err_set(err, "train.device = cuda: %s", why);
+        if (o->precision != BACKEND_KEEP) backend_cuda_set_precision(o->precision);
+        if (line && n)
+            snprintf(line, n, "device: cuda, %s, precision %s, kernels: own, matmul: cublas "
+                     "(bias: cublasLt epilogue)", backend_cuda_device_name(),
+                     precision_text[o->precision]);
+        return STATUS_OK;
+    }
+    *be = backend_cpu();
+    if (o->precision != BACKEND_KEEP) backend_cpu_set_precision(o->precision);
+    if (line && n)
+        snprintf(line, n, "device: cpu, precision %s, matmul: %s", precision_text[o->precision],
+                 backend_cpu_gemm_name());
+    return STATUS_OK;
+}
