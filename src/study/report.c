@@ -68,9 +68,9 @@ static double mean_of(const double *v, int n) {
     return n ? m / n : NAN;
 }
 
-/* sample standard deviation; 0 for one value */
+/* sample standard deviation; NAN for fewer than two values (not measured) */
 static double sd_of(const double *v, int n) {
-    if (n < 2) return 0;
+    if (n < 2) return NAN;
     double m = mean_of(v, n), q = 0;
     for (int i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
     return sqrt(q / (n - 1));
@@ -82,6 +82,13 @@ static void fmt_ms(char *buf, size_t n, const double *v, int k) {
     if (k == 0 || !isfinite(m)) snprintf(buf, n, DASH);
     else if (k == 1) snprintf(buf, n, "%.2f", m);
     else snprintf(buf, n, "%.2f ± %.2f", m, sd_of(v, k));
+}
+
+/* a standard deviation for a table: "0.45", or "—" where it is not measured (one seed) */
+static const char *fmt_sd(char *buf, size_t n, double sd) {
+    if (isfinite(sd)) snprintf(buf, n, "%.2f", sd);
+    else snprintf(buf, n, DASH);
+    return buf;
 }
 
 static void fmt_duration(char *buf, size_t n, double s) {
@@ -392,12 +399,12 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
         for (int gi = 0; gi < t->ng; gi++) {
             if (gi == t->base) continue;
             const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-            char v[64];
+            char v[64], sd1[16], sd2[16];
             verdict(s, v, sizeof v);
-            fprintf(f, "| %s | %s | %d | %.2f | %+.2f | [%+.2f, %+.2f] | %.4f | %.2f | %.2f | %s "
+            fprintf(f, "| %s | %s | %d | %.2f | %+.2f | [%+.2f, %+.2f] | %.4f | %s | %s | %s "
                        "|\n", o->tests[k], t->g[gi].name, t->g[gi].n, s->pb.sys_bleu,
-                    s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, s->sd_sys, s->sd_base,
-                    v);
+                    s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
+                    fmt_sd(sd1, sizeof sd1, s->sd_sys), fmt_sd(sd2, sizeof sd2, s->sd_base), v);
         }
     fprintf(f, "\nIn words, at 0.05:\n\n");
     for (int k = 0; k < o->ntests; k++)
@@ -411,6 +418,13 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
             else if (fabs(s->pb.delta) < 0.005)
                 fprintf(f, "- %s: %s and %s score the same (%+.2f BLEU).\n", o->tests[k], g,
                         b->name, s->pb.delta);
+            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)))
+                fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
+                           "interval [%+.2f, %+.2f], p = %.4f); with one seed of %s the spread "
+                           "across seeds is not measured, so this may be a seed's luck.\n",
+                        o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
+                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
+                        isfinite(s->sd_base) ? g : isfinite(s->sd_sys) ? b->name : "each");
             else if (s->pb.p < 0.05)
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
                            "interval [%+.2f, %+.2f], p = %.4f); %s the seeds' standard deviations "
@@ -711,9 +725,14 @@ static Status write_sig_csv(const ReportOpts *o, const Table *tables, int nt, Er
                 csv_text(f, t->g[gi].name);
                 fputc(',', f);
                 csv_text(f, t->g[t->base].name);
-                fprintf(f, ",%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", t->g[gi].n,
-                        t->g[t->base].n, s->pb.sys_bleu, s->pb.base_bleu, s->pb.delta,
-                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p, s->sd_sys, s->sd_base, v);
+                fprintf(f, ",%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,", t->g[gi].n, t->g[t->base].n,
+                        s->pb.sys_bleu, s->pb.base_bleu, s->pb.delta, s->pb.delta_lo,
+                        s->pb.delta_hi, s->pb.p);
+                /* a standard deviation of one seed is not measured: an empty field */
+                if (isfinite(s->sd_sys)) fprintf(f, "%.4f", s->sd_sys);
+                fputc(',', f);
+                if (isfinite(s->sd_base)) fprintf(f, "%.4f", s->sd_base);
+                fprintf(f, ",%s\n", v);
             }
     }
     return close_checked(f, path, err);

@@ -16,9 +16,10 @@
  * config against the table's baseline on every test set (paired bootstrap over the test
  * sentences scoring every seed's beam translations in each resample, Clark et al. 2011 §4 with
  * Koehn 2004; eval/significance.h, 1000 resamples, seed 12345): Δ of the seed-averaged BLEU, its
- * 95% interval, p, the seeds' standard deviations, and a sentence in words per config (significant
- * at 0.05 or not; a Δ that rounds to 0.00 is never better or worse; identical translations are
- * called identical), the validation curves (mean over seeds per epoch: curves[_TAG].png), test
+ * 95% interval, p, the seeds' standard deviations ("—" for one seed), and a sentence in words
+ * per config (significant at 0.05 or not; a Δ that rounds to 0.00 is never better or worse;
+ * identical translations are called identical), the validation curves (mean over seeds per
+ * epoch: curves[_TAG].png), test
  * BLEU against parameters and training time (tradeoff[_TAG].png) and the attention heatmaps of
  * the first run of each config (attention_<config>_<i>.png). Then one table of every run (the
  * checkpoint scored, where and by which revision it trained, its archive), the line naming the

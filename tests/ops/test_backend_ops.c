@@ -165,31 +165,35 @@ static void test_matmul_next_to_held(void) {
 
 static void test_matmul(void) {
     test_matmul_next_to_held();
-    const int M = 3, Nc = 5, K = 4;
-    for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++)
-            for (int betacase = 0; betacase < 2; betacase++) {
-                float alpha = 0.7f, beta = betacase ? 0.0f : -0.3f;
-                Stat st;
-                stat_begin(&st, "matmul transA=%d transB=%d alpha=%.1f beta=%.1f", ta, tb,
-                           alpha, beta);
-                float *A = frand((size_t)M * K, -1, 1), *Bm = frand((size_t)K * Nc, -1, 1);
-                float *C0 = frand((size_t)M * Nc, -2, 2), *C = fdup(C0, (size_t)M * Nc);
-                be->matmul(C, A, Bm, M, Nc, K, ta, tb, alpha, beta);
-                for (int i = 0; i < M; i++)
-                    for (int j = 0; j < Nc; j++) {
-                        double s = 0;
-                        for (int k = 0; k < K; k++) {
-                            double a = ta ? A[k * M + i] : A[i * K + k];
-                            double b = tb ? Bm[j * K + k] : Bm[k * Nc + j];
-                            s += a * b;
+    static const int shapes[][3] = {{3, 5, 4}, {3, 1, 4}}; /* the second: a matrix · a vector */
+    for (int sh = 0; sh < 2; sh++) {
+        const int M = shapes[sh][0], Nc = shapes[sh][1], K = shapes[sh][2];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int betacase = 0; betacase < 2; betacase++) {
+                    float alpha = 0.7f, beta = betacase ? 0.0f : -0.3f;
+                    Stat st;
+                    stat_begin(&st, "matmul %dx%dx%d transA=%d transB=%d alpha=%.1f beta=%.1f",
+                               M, Nc, K, ta, tb, alpha, beta);
+                    float *A = frand((size_t)M * K, -1, 1), *Bm = frand((size_t)K * Nc, -1, 1);
+                    float *C0 = frand((size_t)M * Nc, -2, 2), *C = fdup(C0, (size_t)M * Nc);
+                    be->matmul(C, A, Bm, M, Nc, K, ta, tb, alpha, beta);
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < Nc; j++) {
+                            double s = 0;
+                            for (int k = 0; k < K; k++) {
+                                double a = ta ? A[k * M + i] : A[i * K + k];
+                                double b = tb ? Bm[j * K + k] : Bm[k * Nc + j];
+                                s += a * b;
+                            }
+                            double ref = alpha * s + beta * (double)C0[i * Nc + j];
+                            stat_add(&st, C[i * Nc + j], ref, FWD_ATOL, FWD_RTOL, "C",
+                                     i * Nc + j);
                         }
-                        double ref = alpha * s + beta * (double)C0[i * Nc + j];
-                        stat_add(&st, C[i * Nc + j], ref, FWD_ATOL, FWD_RTOL, "C", i * Nc + j);
-                    }
-                stat_end(&st);
-                free(A), free(Bm), free(C0), free(C);
-            }
+                    stat_end(&st);
+                    free(A), free(Bm), free(C0), free(C);
+                }
+    }
 }
 
 /* matmul_bias_forward against the double-precision product + bias (+ ReLU), and bit for bit
@@ -437,6 +441,19 @@ static void test_transpose01(void) {
     stat_begin(&st, "transpose01_backward accumulates");
     accum_check(&st, "dinp", acc, pre, g0, n);
     stat_end(&st);
+    /* C = 1 (a matrix: ids, W2ᵀ) goes through 32 x 32 tiles: 37 x 70 spans two tile rows and
+     * three tile columns, the last of each partial (5 rows, 6 columns) */
+    {
+        const int M0 = 37, M1 = 70;
+        float *a = frand((size_t)M0 * M1, -1, 1), *at = fnew((size_t)M0 * M1);
+        stat_begin(&st, "transpose01_forward C=1 (tiles)");
+        be->transpose01_forward(at, a, M0, M1, 1);
+        for (int j = 0; j < M1; j++)
+            for (int i = 0; i < M0; i++)
+                stat_add(&st, at[j * M0 + i], a[i * M1 + j], 0, 0, "out", j * M0 + i);
+        stat_end(&st);
+        free(a), free(at);
+    }
     free(inp), free(out), free(r), free(g0), free(pre), free(acc);
 }
 
@@ -1295,7 +1312,7 @@ static void test_log_softmax(void) {
 }
 
 static void test_argmax(void) {
-    enum { N = 6, V = 5 };
+    enum { N = 8, V = 5 };
     const float x[N][V] = {
         {0.1f, 3.0f, 3.0f, 2.0f, -1.0f},          /* tie: first (1) */
         {-5.0f, -1.0f, -1.0f, -3.0f, -2.0f},      /* negative tie: 1 */
@@ -1303,8 +1320,10 @@ static void test_argmax(void) {
         {7.0f, 7.0f, 7.0f, 7.0f, 7.0f},           /* all equal: 0 */
         {0.0f, 1.0f, 2.0f, 3.0f, 4.0f},           /* last: 4 */
         {9.0f, 1.0f, 2.0f, 8.99f, 4.0f},          /* first: 0 */
+        {NAN, 1.0f, 2.0f, 3.0f, 4.0f},            /* NaN in column 0: 0, as k_argmax */
+        {NAN, NAN, NAN, NAN, NAN},                /* a row of NaN: 0, an index in the row */
     };
-    const int want[N] = {1, 1, 2, 0, 4, 0};
+    const int want[N] = {1, 1, 2, 0, 4, 0, 0, 0};
     int ids[N];
     Stat st;
     stat_begin(&st, "argmax (first on ties)");

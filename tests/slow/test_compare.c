@@ -196,6 +196,9 @@ static void check_sig(const char *path) {
         EXPECT(num(f[8], &d) && num(f[9], &lo) && num(f[10], &hi) && num(f[11], &p),
                "%s: delta '%s', interval '%s' '%s', p '%s' are not numbers", path, f[8], f[9],
                f[10], f[11]);
+        EXPECT(!*f[12] && !*f[13],
+               "%s: one seed a side, so the seeds' standard deviations are not measured and "
+               "must be empty, not '%s' and '%s'", path, f[12], f[13]);
         char *end = strchr(f[14], '\n');
         if (end) *end = 0;
         printf("dot vs general: %+.2f BLEU, 95%% interval [%+.2f, %+.2f], p = %.4f (%s)\n", d, lo,

@@ -194,8 +194,8 @@ static void test_reuse(void) {
     memcpy(Y0, Y, sizeof(float) * M * K);
     backend_cpu_set_precision(BACKEND_PRECISION_BF16);
     /* the sequence: A against 12 weights (more operands than a run keeps), then A's transpose
-     * (dW = Aᵀ C: the same memory, another shape), then Y, its first half overwritten by a
-     * product of the run, then Y again */
+     * (dW = Aᵀ C: the same memory, another shape), then Y, its middle rows overwritten by a
+     * product of the run (an output that begins inside Y), then Y again */
     for (int pass = 0; pass < 2; pass++) { /* 0: outside a run (the reference), 1: inside */
         float *C = pass ? out : ref;
         memcpy(Y, Y0, sizeof(float) * M * K);
@@ -204,10 +204,11 @@ static void test_reuse(void) {
             be->matmul(C + (size_t)w * SLOT, A, W + (size_t)w * N * K, M, N, K, 0, 1, 1.0f, 0.0f);
         be->matmul(C + 9 * SLOT, A, C, K, N, M, 1, 0, 1.0f, 1.0f); /* [K,N] += Aᵀ C0 */
         be->matmul(C + 10 * SLOT, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
-        /* the first M/2 rows of Y ← Ynew's rows · I (a product whose output is half of Y) */
+        /* rows M/4 .. 3M/4 of Y ← Ynew's first M/2 rows · I (a product whose output is the
+         * middle half of Y) */
         float *I = calloc((size_t)K * K, sizeof(float));
         for (int i = 0; i < K; i++) I[(size_t)i * K + i] = 1.0f;
-        be->matmul(Y, Ynew, I, M / 2, K, K, 0, 0, 1.0f, 0.0f);
+        be->matmul(Y + (size_t)(M / 4) * K, Ynew, I, M / 2, K, K, 0, 0, 1.0f, 0.0f);
         free(I);
         be->matmul(C + 11 * SLOT, Y, W, M, N, K, 0, 1, 1.0f, 0.0f);
         if (pass) be->matmul_run(0);

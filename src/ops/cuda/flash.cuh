@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(FL_THREADS)
     const float L = lse[row], Di = Dt[row];
     for (int d = threadIdx.x; d < D; d += FL_THREADS) qs[d] = q[row * D + d], acc[d] = 0.0f;
     for (int e = threadIdx.x; e < Dv; e += FL_THREADS) gs[e] = dout[row * Dv + e];
-    __syncthreads();
+    /* no barrier here: the tile loop runs (lim > 0), and its first barrier comes before any
+     * thread reads another's qs or gs (acc[d] is only ever its owner's) */
     for (int j0 = 0; j0 < lim; j0 += tile) {
         int nj = lim - j0 < tile ? lim - j0 : tile;
         for (int i = threadIdx.x; i < nj * D; i += FL_THREADS) Kt[i] = kb[(size_t)j0 * D + i];
@@ -152,7 +153,8 @@ __global__ void __launch_bounds__(FL_THREADS)
     const size_t krow = (size_t)r * Tk + s;
     for (int d = threadIdx.x; d < D; d += FL_THREADS) ks[d] = k[krow * D + d], ak[d] = 0.0f;
     for (int e = threadIdx.x; e < Dv; e += FL_THREADS) vs[e] = v[krow * Dv + e], av[e] = 0.0f;
-    __syncthreads();
+    /* no barrier here: the tile loop's first barrier comes before any thread reads another's
+     * ks or vs (t0 < Tq since s < Tk; ak[d], av[e] are only ever their owners') */
     for (int i0 = t0; i0 < Tq; i0 += tile) {
         int ni = Tq - i0 < tile ? Tq - i0 : tile;
         const size_t qrow0 = (size_t)r * Tq + i0;

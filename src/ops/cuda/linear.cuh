@@ -52,7 +52,8 @@ __device__ inline int lin_visible(int t, int len, int causal, int Tq, int Tk) {
 }
 
 /* S += φ(k_s) v_sᵀ, z += φ(k_s) for one key (K: scratch [D]). Called by every thread of the
- * block; ends with a barrier. */
+ * block; a barrier before it first reads S or z (a caller's writes to them need none of their
+ * own), and one at the end. */
 __device__ inline void lin_add_key(float *S, float *z, float *K, const float *kr, const float *vr,
                                    int m, int D, int Dv) {
     for (int d = threadIdx.x; d < D; d += blockDim.x) K[d] = lin_phi(kr[d], m);
@@ -64,7 +65,8 @@ __device__ inline void lin_add_key(float *S, float *z, float *K, const float *kr
 
 /* One output row: Q = φ(q_t), den = Q·z + eps (thread 0, in order d = 0..D−1), o = Sᵀ Q / den
  * (thread per e, in order of d). Returns den to every thread (read from *den_sh after the last
- * barrier). Every thread of the block calls it; ends with a barrier. */
+ * barrier). Every thread of the block calls it; a barrier before it first reads S or z, and one
+ * at the end. */
 __device__ inline float lin_row(float *o, float *Q, float *den_sh, const float *qr, const float *S,
                                 const float *z, int m, int D, int Dv) {
     for (int d = threadIdx.x; d < D; d += blockDim.x) Q[d] = lin_phi(qr[d], m);
@@ -100,8 +102,8 @@ __global__ void __launch_bounds__(LIN_THREADS)
     const float *qb = q + (size_t)bh * Tq * D, *kb = k + (size_t)bh * Tk * D,
                 *vb = v + (size_t)bh * Tk * Dv;
     float *ob = out + (size_t)bh * Tq * Dv;
-    for (int i = threadIdx.x; i < D * Dv + D; i += blockDim.x) S[i] = 0.0f; /* S and z */
-    __syncthreads();
+    /* S and z; no barrier: lin_add_key and lin_row have one before they read them */
+    for (int i = threadIdx.x; i < D * Dv + D; i += blockDim.x) S[i] = 0.0f;
     int sp = 0;
     for (int t = 0; t < Tq; t++) {
         int vis = lin_visible(t, len, causal, Tq, Tk);
@@ -157,9 +159,9 @@ __global__ void __launch_bounds__(LIN_THREADS)
     const float *qb = q + (size_t)bh * Tq * D, *kb = k + (size_t)bh * Tk * D,
                 *vb = v + (size_t)bh * Tk * Dv, *gb = dout + (size_t)bh * Tq * Dv;
 
-    /* pass 1 */
+    /* pass 1 (no barrier after the zeroing: lin_add_key and lin_row have one before they read
+     * S or z) */
     for (int i = threadIdx.x; i < D * Dv + D; i += blockDim.x) S[i] = 0.0f;
-    __syncthreads();
     int sp = 0;
     for (int t = 0; t < Tq; t++) {
         int vis = lin_visible(t, len, causal, Tq, Tk);
