@@ -9,14 +9,7 @@
 
 Rng optest_rng;
 
-float *fnew(size_t n) {
-    float *p = calloc(n ? n : 1, sizeof(float));
-    if (!p) {
-        perror("calloc");
-        exit(2);
-    }
-    return p;
-}
+float *fnew(size_t n) { return test_calloc(n, sizeof(float)); }
 float *frand(size_t n, float lo, float hi) {
     float *p = fnew(n);
     for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * rng_uniform(&optest_rng);

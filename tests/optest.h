@@ -27,8 +27,8 @@
 /* The generator behind frand; each test program seeds it once in main. */
 extern Rng optest_rng;
 
-/* n floats: zeroed (fnew), uniform in [lo, hi) (frand), a copy of x (fdup); exit 2 when out of
- * memory. */
+/* n floats: zeroed (fnew, test_calloc), uniform in [lo, hi) (frand), a copy of x (fdup); exit 2
+ * when out of memory. */
 float *fnew(size_t n);
 float *frand(size_t n, float lo, float hi);
 float *fdup(const float *x, size_t n);

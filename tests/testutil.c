@@ -1,6 +1,7 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
@@ -98,6 +99,39 @@ char *test_read_file(const char *path, size_t *n) {
     return buf;
 }
 
+void test_write_text(const char *path, const char *text) {
+    if (test_write_file(path, text, strlen(text)) != 0) {
+        fprintf(stderr, "FAIL: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+int test_files_equal(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
+    int same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+int test_count_temp_files(const char *dir, int unlink_them) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strstr(e->d_name, ".tmp.")) {
+            n++;
+            if (unlink_them) {
+                char path[4096];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                unlink(path);
+            }
+        }
+    if (d) closedir(d);
+    return n;
+}
+
 long test_grad_mismatches(const float *a, const float *ref, size_t n, double atol, double rtol,
                           double *worst) {
     long bad = 0;
@@ -110,14 +144,16 @@ long test_grad_mismatches(const float *a, const float *ref, size_t n, double ato
     return bad;
 }
 
-double *test_dnew(size_t n) {
-    double *p = calloc(n ? n : 1, sizeof(double));
+void *test_calloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size);
     if (!p) {
         perror("calloc");
         exit(2);
     }
     return p;
 }
+
+double *test_dnew(size_t n) { return test_calloc(n, sizeof(double)); }
 
 const char *test_strdup(const char *s) {
     static char **kept;
@@ -224,10 +260,40 @@ void test_random_encoded(Encoded *e, Rng *rng, long n, int maxlen, int V) {
     }
 }
 
-float *test_grad_copy(const ParamSet *ps) {
-    float *g = xmalloc(sizeof(float) * (ps->total ? ps->total : 1));
-    ps->be->download(g, ps->grad, sizeof(float) * ps->total);
-    return g;
+float *test_to_host(const Backend *be, const float *p, size_t n) {
+    float *h = xmalloc(sizeof(float) * (n ? n : 1));
+    be->download(h, p, sizeof(float) * n);
+    return h;
+}
+
+float *test_grad_copy(const ParamSet *ps) { return test_to_host(ps->be, ps->grad, ps->total); }
+
+double test_rel_err(const float *a, const float *b, size_t n, double *bmax_out) {
+    double dmax = 0.0, bmax = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= dmax)) dmax = d; /* NaN propagates */
+        if (fabs((double)b[i]) > bmax) bmax = fabs((double)b[i]);
+    }
+    if (bmax_out) *bmax_out = bmax;
+    return bmax > 0.0 ? dmax / bmax : dmax;
+}
+
+static Backend hooked_be;
+static void *(*hooked_alloc_of)(size_t bytes);
+static void (*alloc_hook)(void *caller);
+
+static void *hooked_alloc(size_t bytes) {
+    alloc_hook(__builtin_return_address(0));
+    return hooked_alloc_of(bytes);
+}
+
+const Backend *test_alloc_hooked(const Backend *be, void (*hook)(void *caller)) {
+    hooked_be = *be;
+    hooked_alloc_of = be->alloc;
+    alloc_hook = hook;
+    hooked_be.alloc = hooked_alloc;
+    return &hooked_be;
 }
 
 void test_check_accumulated(const float *before, const ParamSet *ps, const char *path,
@@ -251,4 +317,42 @@ void test_check_accumulated(const float *before, const ParamSet *ps, const char 
     printf("  a second pass (grad_scale %g) without zeroing adds %g times every gradient: %s\n",
            scale, scale, bad ? "FAIL" : "ok");
     free(g);
+}
+
+int test_random_corpus(TestCorpus *c, Rng *rng, long n, int maxlen, int V, int budget) {
+    memset(c, 0, sizeof *c);
+    test_random_encoded(&c->e, rng, n, maxlen, V);
+    c->nkeep = batch_filter(&c->e, maxlen, &c->keep);
+    Err err;
+    if (batch_plan(&c->plan, &c->e, c->keep, c->nkeep, budget, rng, &err)) {
+        EXPECT(0, "batch_plan: %s", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+void test_random_corpus_free(TestCorpus *c) {
+    batch_plan_free(&c->plan);
+    free(c->keep);
+    encoded_free(&c->e);
+    memset(c, 0, sizeof *c);
+}
+
+void test_random_src(int *ids, int T, int B, const int *len, int V, Rng *rng) {
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            ids[t * B + b] = t < len[b] ? 4 + (int)rng_below(rng, V - 4) : TOKEN_PAD;
+}
+
+void test_random_tgt(int *tin, int *tout, int T, int B, const int *len, int V, Rng *rng) {
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            tin[t * B + b] = t == 0         ? TOKEN_BOS
+                             : t < len[b]   ? 4 + (int)rng_below(rng, V - 4)
+                                            : TOKEN_PAD;
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++)
+            tout[t * B + b] = t + 1 < len[b]    ? tin[(t + 1) * B + b]
+                              : t + 1 == len[b] ? TOKEN_EOS
+                                                : TOKEN_PAD;
 }

@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "core/tokens.h"
+#include "data/batch.h"
 #include "data/encoded.h"
 #include "ops/params.h"
 
@@ -41,10 +42,22 @@ const char *test_tmpdir(void);
 int test_write_file(const char *path, const void *data, size_t n);
 /* Reads a whole file (malloc'd, NUL-terminated); returns NULL on failure. */
 char *test_read_file(const char *path, size_t *n);
+/* Writes the string text (without its NUL) to path; when that fails it prints "FAIL: cannot
+ * write PATH" and exits 1 (a test cannot go on without its input file). */
+void test_write_text(const char *path, const char *text);
+/* 1 when files a and b both read and hold the same bytes, else 0. */
+int test_files_equal(const char *a, const char *b);
+/* The entries of folder dir whose name holds ".tmp." (what an interrupted atomic write leaves:
+ * NAME.tmp.PID); with unlink_them != 0 each one is also removed. Returns how many there were
+ * (0 when dir cannot be opened). */
+int test_count_temp_files(const char *dir, int unlink_them);
 /* A copy of s that lives until the program exits: for paths a test keeps all along. The copies
  * stay reachable from a global list, so LeakSanitizer (sanitizer build) does not report them. */
 const char *test_strdup(const char *s);
-/* n zeroed doubles (at least one), exit(2) when out of memory; the caller frees. */
+/* n zeroed elements of size bytes each (room for at least one), exit(2) when out of memory; the
+ * caller frees. */
+void *test_calloc(size_t n, size_t size);
+/* n zeroed doubles (test_calloc). */
 double *test_dnew(size_t n);
 /* 1 in the sanitizer build (CTest sets TRAINER_SANITIZE=1; docs/robustness.md), else 0: for a
  * test that must allow for the slower program there, or that cannot run under ASan at all (it
@@ -59,8 +72,20 @@ int test_sanitized(void);
 void test_token_batch(TokenBatch *tb, int B, int S, int T, const int *src, const int *src_len,
                       const int *tgt_in, const int *tgt_out);
 
+/* ---- backend memory ---- */
+/* A host copy of n floats of be's memory at p (a fresh buffer of at least one float; the caller
+ * frees it). Exits as xmalloc does when out of memory. */
+float *test_to_host(const Backend *be, const float *p, size_t n);
 /* A host copy of ps's whole gradient buffer (ps->total floats; the caller frees it). */
 float *test_grad_copy(const ParamSet *ps);
+/* The normwise relative error of a against b, n floats each: max|a − b| / max|b| (the absolute
+ * max|a − b| when b is all zero); a NaN in a − b gives NaN. *bmax_out, unless NULL, gets max|b|. */
+double test_rel_err(const float *a, const float *b, size_t n, double *bmax_out);
+/* A copy of backend be whose alloc first calls hook(caller), caller being the return address of
+ * that alloc call (inside the code that allocates), and then be's own alloc. The copy and the
+ * hook are kept in statics of testutil.c: one such backend per program (a second call replaces
+ * the first's). No errors. */
+const Backend *test_alloc_hooked(const Backend *be, void (*hook)(void *caller));
 /* The contract that a training pass accumulates its gradients scaled by grad_scale (model.h,
  * rnn.h, transformer.h): before, a copy of ps's gradients after one pass from zero with
  * grad_scale 1, and ps now after a second, identical pass without zeroing with grad_scale =
@@ -104,4 +129,24 @@ long test_grad_mismatches(const float *a, const float *ref, size_t n, double ato
  * target length, source ids, target ids). Fills e's n, offsets and ids (xmalloc'ed; free with
  * encoded_free). No errors. */
 void test_random_encoded(Encoded *e, Rng *rng, long n, int maxlen, int V);
+/* A random corpus and one epoch of batches over it: c->e from test_random_encoded(n, maxlen, V),
+ * c->keep[0..c->nkeep) the pairs batch_filter keeps at maxlen, c->plan batch_plan's batches of at
+ * most budget tokens, rng drawn for the corpus first and then the plan's shuffle. Returns 0, or 1
+ * after a failed EXPECT naming batch_plan's error. Free with test_random_corpus_free. */
+typedef struct {
+    Encoded e;
+    long *keep, nkeep;
+    BatchPlan plan;
+} TestCorpus;
+int test_random_corpus(TestCorpus *c, Rng *rng, long n, int maxlen, int V, int budget);
+void test_random_corpus_free(TestCorpus *c);
+/* Time-major token ids of B sentences, T positions: for sentence b, ids[t·B + b] is drawn from
+ * rng (uniform in 4..V-1, above the special tokens) for t < len[b] and TOKEN_PAD after; draws in
+ * (t, b) order. No errors. */
+void test_random_src(int *ids, int T, int B, const int *len, int V, Rng *rng);
+/* Decoder input and output of B targets, time-major, T positions, target b being len[b]
+ * positions long: tin[0] = TOKEN_BOS, tin[t] for 0 < t < len[b] drawn as in test_random_src,
+ * TOKEN_PAD after; tout[t] = tin[t + 1] for t + 1 < len[b], TOKEN_EOS at t = len[b] − 1,
+ * TOKEN_PAD after. No errors. */
+void test_random_tgt(int *tin, int *tout, int T, int B, const int *len, int V, Rng *rng);
 #endif

@@ -1,7 +1,8 @@
 /* trainer_run.h — helpers for the tests that run the trainer binary (tests/slow/test_*.c): slices of
  * Multi30k in a temporary folder, the command line of a tiny training run
  * (tests/fixtures/tiny.ini), starting / waiting for / killing the trainer with its output in a
- * log file, and reading metrics.jsonl. Header-only: every function is static.
+ * log file, a whole `trainer train` run (tr_train), reading metrics.jsonl and the step of a
+ * checkpoint. Header-only: every function is static.
  *
  * The binary is $TRAINER_BIN (CTest sets it), else $TRAINER_BUILD_DIR/trainer, else
  * build/trainer. Tests run with the repository root as working directory.
@@ -27,6 +28,7 @@
 #include <zlib.h>
 
 #include "testutil.h"
+#include "train/checkpoint.h"
 
 /* every helper is static; unused ones must not warn */
 #define TR_FN static __attribute__((unused))
@@ -215,6 +217,19 @@ TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) {
     a->v[a->n] = NULL;
 }
 
+/* Appends "--set" and the formatted KEY=VALUE (at most 4095 bytes) to a, as tr_arg does: exits
+ * 1 past 127 arguments. */
+TR_FN void tr_set(TrArgv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TR_FN void tr_set(TrArgv *a, const char *fmt, ...) {
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    tr_arg(a, "--set");
+    tr_arg(a, "%s", buf);
+}
+
 TR_FN void tr_argv_free(TrArgv *a) {
     for (int i = 0; i < a->n; i++) free(a->v[i]);
     a->n = 0;
@@ -222,8 +237,8 @@ TR_FN void tr_argv_free(TrArgv *a) {
 }
 
 /* `trainer train --config CONFIG` (a fixture of tiny.ini's form) with the data slices of work/,
- * save_dir and its own cache folder save_dir/cache, one thread. Append more --set options (and
- * --resume) with tr_arg. */
+ * save_dir and its own cache folder save_dir/cache, one thread. Append more --set options with
+ * tr_set (and --resume with tr_arg). */
 TR_FN void tr_train_argv_config(TrArgv *a, const char *config, const char *work,
                                 const char *save_dir) {
     a->n = 0;
@@ -231,20 +246,13 @@ TR_FN void tr_train_argv_config(TrArgv *a, const char *config, const char *work,
     tr_arg(a, "train");
     tr_arg(a, "--config");
     tr_arg(a, "%s", config);
-    tr_arg(a, "--set");
-    tr_arg(a, "data.train_src=%s/train.de", work);
-    tr_arg(a, "--set");
-    tr_arg(a, "data.train_tgt=%s/train.en", work);
-    tr_arg(a, "--set");
-    tr_arg(a, "data.val_src=%s/val.de", work);
-    tr_arg(a, "--set");
-    tr_arg(a, "data.val_tgt=%s/val.en", work);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.save_dir=%s", save_dir);
-    tr_arg(a, "--set");
-    tr_arg(a, "data.cache_dir=%s/cache", save_dir);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.threads=1");
+    tr_set(a, "data.train_src=%s/train.de", work);
+    tr_set(a, "data.train_tgt=%s/train.en", work);
+    tr_set(a, "data.val_src=%s/val.de", work);
+    tr_set(a, "data.val_tgt=%s/val.en", work);
+    tr_set(a, "train.save_dir=%s", save_dir);
+    tr_set(a, "data.cache_dir=%s/cache", save_dir);
+    tr_set(a, "train.threads=1");
 }
 
 /* tr_train_argv_config with tests/fixtures/tiny.ini (TR_CONFIG). */
@@ -323,6 +331,52 @@ TR_FN int tr_wait(pid_t pid, double timeout_s) {
 /* Runs argv to completion (see tr_spawn, tr_wait). */
 TR_FN int tr_run(char *const argv[], const char *log, const char *stdin_path, double timeout_s) {
     return tr_wait(tr_spawn(argv, log, 0, stdin_path), timeout_s);
+}
+
+/* Runs `trainer train` (tr_train_argv: tiny.ini on the slices of work, save_dir, one thread) with
+ * the extra arguments that follow log_out (const char *, ended by NULL) and waits for it at most
+ * timeout_s seconds. The log (stdout and stderr) is work/runNN.log, NN counting this program's
+ * calls from 01; *log_out, unless log_out is NULL, gets its path (test_strdup: valid until the
+ * program exits). Prints the command line as "run NN:", then the exit code and the seconds it
+ * took, and the log's last 15 lines (stderr) when the exit code is not 0. Returns the exit code
+ * (tr_wait's: -1 on timeout). */
+TR_FN int tr_train(const char *work, const char *save_dir, double timeout_s,
+                   const char **log_out, ...) {
+    static int run_no = 0;
+    TrArgv a;
+    tr_train_argv(&a, work, save_dir);
+    va_list ap;
+    va_start(ap, log_out);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
+    va_end(ap);
+    const char *log = test_strdup(tr_fmt("%s/run%02d.log", work, ++run_no));
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "run %d", run_no);
+    tr_print_argv(cmd, a.v);
+    double t0 = tr_now();
+    int rc = tr_run(a.v, log, NULL, timeout_s);
+    printf("  -> exit %d in %.1f s (log %s)\n", rc, tr_now() - t0, log);
+    if (rc != 0) tr_print_tail(log, 15);
+    tr_argv_free(&a);
+    if (log_out) *log_out = log;
+    return rc;
+}
+
+/* The step a checkpoint holds (checkpoint_load on the CPU), or -1 when it does not load: then
+ * checkpoint_load's message goes into msg[0..n) if msg is not NULL, else to stderr. */
+TR_FN long tr_ckpt_step(const char *path, char *msg, size_t n) {
+    Model m;
+    Config cfg;
+    Spm *spm;
+    TrainState st;
+    Err err;
+    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
+        if (msg) snprintf(msg, n, "%s", err.msg);
+        else fprintf(stderr, "  %s\n", err.msg);
+        return -1;
+    }
+    model_free(&m), spm_free(spm);
+    return st.step;
 }
 
 /* ---- metrics.jsonl ---- */
@@ -520,16 +574,21 @@ TR_FN void tr_eval_argv(TrArgv *a, const char *ckpt, const char *src, const char
 
 
 /* Start of a slow test: line-buffered stdout, skip (exit 77) without data/multi30k, a fresh
- * work folder holding the 2000-pair training and 100-pair validation slices. Returns the folder
- * (malloc'd) and the start time in *t_start. */
-TR_FN char *tr_begin(const char *test, double *t_start) {
+ * work folder (test_tmpdir) holding the first ntrain training and nval validation pairs
+ * (tr_make_slices). Returns the folder (malloc'd) and the start time in *t_start. */
+TR_FN char *tr_begin_slices(const char *test, double *t_start, long ntrain, long nval) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     *t_start = tr_now();
     tr_require_data(test);
     char *work = strdup(test_tmpdir());
     printf("%s: working in %s (threads = 1)\n", test, work);
-    tr_make_slices(work, 2000, 100);
+    tr_make_slices(work, ntrain, nval);
     return work;
+}
+
+/* tr_begin_slices with the 2000-pair training and 100-pair validation slices. */
+TR_FN char *tr_begin(const char *test, double *t_start) {
+    return tr_begin_slices(test, t_start, 2000, 100);
 }
 
 /* End of a slow test: prints the time and the verdict, and returns the exit code. The folder from

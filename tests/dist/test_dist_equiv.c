@@ -119,13 +119,6 @@ typedef struct {
     double min_norm;          /* the smallest gradient norm of the reference's steps */
 } Errors;
 
-/* A host copy of n floats of backend memory (the caller frees it). */
-static float *host_copy(const Backend *be, const float *p, size_t n) {
-    float *h = xmalloc(sizeof(float) * (n ? n : 1));
-    be->download(h, p, sizeof(float) * n);
-    return h;
-}
-
 #ifdef TRAINER_SIMT
 /* The NCCL stand-in's refusals (emulated build, 2+ ranks): ncclCommInitRank with another id on
  * each rank, or with two ranks claiming the same rank, is ncclInvalidUsage on every rank; a
@@ -179,7 +172,7 @@ static void log_ready(void *ctx, size_t lo) {
     ReadyLog *L = ctx;
     CHECK(L->n < MAX_READY, "more GradReady calls than this test keeps");
     L->lo[L->n] = lo;
-    L->snap[L->n] = host_copy(L->be, L->grad + lo, L->total - lo);
+    L->snap[L->n] = test_to_host(L->be, L->grad + lo, L->total - lo);
     L->n++;
 }
 
@@ -200,7 +193,7 @@ static int check_grad_ready(const Backend *be, const ModelSpec *spec, const Conf
     model_set_grad_ready(&m, (GradReady){log_ready, &L});
     model_loss(&m, &tb, cfg->label_smoothing, 1, 7, 1.0f / (float)tb.tgt_tokens);
     model_set_grad_ready(&m, (GradReady){NULL, NULL});
-    float *g = host_copy(be, m.ps.grad, m.ps.total);
+    float *g = test_to_host(be, m.ps.grad, m.ps.total);
     int bad = L.n == 0 || L.lo[L.n - 1] != 0;
     for (int k = 0; k < L.n; k++) {
         if (k && L.lo[k] > L.lo[k - 1]) bad = 1;
@@ -265,7 +258,7 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
     TrainState s1 = {.step = 0, .epoch = 1, .lr_scale = 1}, s2 = s1;
     Errors out = {0, 0, 0, 0, 1, 0, INFINITY};
     size_t n = ref.ps.total;
-    float *w0 = host_copy(be, ref.ps.data, n);
+    float *w0 = test_to_host(be, ref.ps.data, n);
     int K = cfg->accum_steps;
     for (int k = 0; k < STEPS; k++) {
         long total = 0, full_src = 0;
@@ -289,14 +282,14 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
         out.grad = fmax(out.grad, fabs(r2.norm - r1.norm) / r1.norm);
         out.clipped += r1.norm > cfg->clip_norm && r2.norm > cfg->clip_norm;
         out.min_norm = fmin(out.min_norm, r1.norm);
-        float *g1 = host_copy(be, ref.ps.grad, n), *g2 = host_copy(be, par.ps.grad, n);
+        float *g1 = test_to_host(be, ref.ps.grad, n), *g2 = test_to_host(be, par.ps.grad, n);
         out.grad = fmax(out.grad, max_abs_diff(g2, g1, n) / max_abs(g1, n));
         free(g1);
         free(g2);
         if (!drop)
             CHECK(sync.src_tokens == full_src && sync.tgt_tokens == total,
                   "the shards' tokens add up to the batch's");
-        float *w2 = host_copy(be, par.ps.data, n);
+        float *w2 = test_to_host(be, par.ps.data, n);
         uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)w2, (uInt)(n * sizeof(float)));
         free(w2);
         uint32_t all[64];
@@ -305,7 +298,7 @@ static Errors run(const Backend *be, const ModelSpec *spec, const Config *cfg, c
         for (int q = 0; q < world; q++) out.identical &= all[q] == all[0];
     }
     double du = 0, u = 0;
-    float *w1 = host_copy(be, ref.ps.data, n), *w2 = host_copy(be, par.ps.data, n);
+    float *w1 = test_to_host(be, ref.ps.data, n), *w2 = test_to_host(be, par.ps.data, n);
     for (int q = 0; q < ref.ps.n; q++) {
         const ParamSpec *ps = &ref.ps.specs[q];
         size_t len = strlen(ps->name);

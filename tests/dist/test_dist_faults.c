@@ -67,12 +67,9 @@ static pid_t start_and_signal(TrArgv *a, const char *dir, const char *log, long 
 
 int main(void) {
     const char *test = "test_dist_faults";
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t0 = tr_now();
-    tr_require_data(test);
-    char *work = strdup(test_tmpdir());
+    double t0;
+    char *work = tr_begin_slices(test, &t0, 1000, 30);
     if (test_sanitized()) g_slow = 5;
-    tr_make_slices(work, 1000, 30);
     double t_sig = 0;
     int rc;
 
@@ -81,8 +78,7 @@ int main(void) {
     DR_PATH(log, "%s/a.log", work);
     TrArgv a;
     dr_train_argv(&a, 2, NULL, work, dir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=5");
+    tr_set(&a, "train.save_every=5");
     pid_t pid = start_and_signal(&a, dir, log, 12, SIGKILL, &t_sig);
     if (pid > 0) {
         rc = tr_wait(pid, 30 * g_slow);
@@ -128,10 +124,8 @@ int main(void) {
     /* B: mpirun keeps the job; rank 0's watchdog ends it */
     const char *rec[] = {"--enable-recovery", NULL};
     dr_train_argv(&a, 2, rec, work, dirb);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=5");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "dist.timeout=20");
+    tr_set(&a, "train.save_every=5");
+    tr_set(&a, "dist.timeout=20");
     tr_arg(&a, "--set"); /* A's (the checkpoint's config names it) */
     tr_arg(&a, "data.cache_dir=%s/cache", dir);
     tr_arg(&a, "--resume");
@@ -152,12 +146,9 @@ int main(void) {
 
     /* C: a hung rank (SIGSTOP): the timeout */
     dr_train_argv(&a, 2, NULL, work, dirc);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=5");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "dist.timeout=4");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "data.cache_dir=%s/cache", dir);
+    tr_set(&a, "train.save_every=5");
+    tr_set(&a, "dist.timeout=4");
+    tr_set(&a, "data.cache_dir=%s/cache", dir);
     tr_arg(&a, "--resume");
     pid = start_and_signal(&a, dirc, logc, S + 3, SIGSTOP, &t_sig);
     if (pid > 0) {
@@ -178,8 +169,7 @@ int main(void) {
     /* D: resume A's run on one process, then on 2 ranks */
     if (S > 0) {
         tr_train_argv(&a, work, dir);
-        tr_arg(&a, "--set");
-        tr_arg(&a, "train.max_steps=%ld", S + 4);
+        tr_set(&a, "train.max_steps=%ld", S + 4);
         tr_arg(&a, "--resume");
         tr_print_argv("run", a.v);
         DR_PATH(log1, "%s/d1.log", work);
@@ -188,8 +178,7 @@ int main(void) {
         if (rc) tr_print_tail(log1, 20);
         tr_argv_free(&a);
         dr_train_argv(&a, 2, NULL, work, dir);
-        tr_arg(&a, "--set");
-        tr_arg(&a, "train.max_steps=%ld", S + 8);
+        tr_set(&a, "train.max_steps=%ld", S + 8);
         tr_arg(&a, "--resume");
         tr_print_argv("run", a.v);
         DR_PATH(log2, "%s/d2.log", work);

@@ -33,11 +33,8 @@ static int run_mpmd(const char *work, const char *dir, const char *log, const ch
 
 int main(void) {
     const char *test = "test_dist_mismatch";
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t0 = tr_now();
-    tr_require_data(test);
-    char *work = strdup(test_tmpdir());
-    tr_make_slices(work, 300, 20);
+    double t0;
+    char *work = tr_begin_slices(test, &t0, 300, 20);
 
     DR_PATH(dir, "%s/run1", work);
     DR_PATH(log, "%s/lr.log", work);

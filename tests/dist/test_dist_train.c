@@ -12,19 +12,14 @@
 
 int main(void) {
     const char *test = "test_dist_train";
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    double t0 = tr_now();
-    tr_require_data(test);
-    char *work = strdup(test_tmpdir());
-    tr_make_slices(work, 600, 30);
+    double t0;
+    char *work = tr_begin_slices(test, &t0, 600, 30);
     DR_PATH(dir, "%s/run", work);
     DR_PATH(log, "%s/train.log", work);
     TrArgv a;
     dr_train_argv(&a, 2, NULL, work, dir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_epochs=1");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=10");
+    tr_set(&a, "train.max_epochs=1");
+    tr_set(&a, "train.save_every=10");
     tr_print_argv("run", a.v);
     int rc = tr_run(a.v, log, NULL, test_sanitized() ? 900 : 240);
     EXPECT(rc == 0, "2 ranks: exit %d (0 expected)", rc);

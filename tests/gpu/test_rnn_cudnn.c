@@ -39,12 +39,6 @@
 enum { STEPS = 5 };
 static const double REL_LOSS = 1e-5, REL_GRAD = 1e-4, REL_LOSS_STEPS = 1e-4, NULL_REL = 1e-6;
 
-static float *to_host(const Backend *be, const float *p, size_t n) {
-    float *h = xmalloc(sizeof(float) * (n ? n : 1));
-    be->download(h, p, sizeof(float) * n);
-    return h;
-}
-
 static double loss_step(Model *m, const TokenBatch *tb, const Config *cfg, int t, int train,
                         int update) {
     params_zero_grad(&m->ps);
@@ -86,7 +80,7 @@ static void check_case(const char *name, ModelSpec spec, const Backend *gpu, con
     double el = fabs(lc - lo) / fabs(lo);
     EXPECT(isfinite(lc) && el < REL_LOSS, "%s: training loss %.9g cudnn, %.9g own (rel %.3g)",
            name, lc, lo, el);
-    float *go = to_host(gpu, own.ps.grad, total), *gc = to_host(gpu, cud.ps.grad, total);
+    float *go = test_to_host(gpu, own.ps.grad, total), *gc = test_to_host(gpu, cud.ps.grad, total);
     double gmax = 0.0, worst = 0.0;
     for (size_t j = 0; j < total; j++)
         if (fabs((double)go[j]) > gmax) gmax = fabs((double)go[j]);

@@ -27,7 +27,6 @@
  *   - a NaN or Inf in a parameter or Adam moment: checkpoint_save refuses, leaves the existing file
  *     byte-identical and no temporary file.
  */
-#include <dirent.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -175,15 +174,6 @@ static int reloads_on_cpu(const char *what, const Model *a, const Config *c, Spm
     model_free(&m);
     spm_free(mspm);
     return 1;
-}
-
-static int count_temp_files(void) {
-    DIR *d = opendir(g_dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d) closedir(d);
-    return n;
 }
 
 static int is_all_zero(const void *p, size_t n) {
@@ -573,7 +563,8 @@ int main(void) {
     const char *ck = saved_path("model.ckpt");
     Status rc = checkpoint_save(ck, &a, &acfg, aspm, &st, &err);
     EXPECT(rc == STATUS_OK, "checkpoint_save: %s", err.msg);
-    EXPECT(count_temp_files() == 0, "a temporary file was left after a successful save");
+    EXPECT(test_count_temp_files(g_dir, 0) == 0,
+           "a temporary file was left after a successful save");
     size_t ck_n = 0;
     char *ck_bytes = test_read_file(ck, &ck_n);
     EXPECT(ck_bytes && ck_n > 0, "cannot read back %s", ck);
@@ -919,7 +910,8 @@ int main(void) {
             EXPECT(now && nn == ck_n && !memcmp(now, ck_bytes, ck_n),
                    "%s: the refused save changed %s", cases[c].what, ck);
             free(now);
-            EXPECT(count_temp_files() == 0, "%s: a temporary file was left", cases[c].what);
+            EXPECT(test_count_temp_files(g_dir, 0) == 0, "%s: a temporary file was left",
+                   cases[c].what);
             const char *fresh = path_in("fresh.ckpt");
             EXPECT(checkpoint_save(fresh, &a, &acfg, aspm, &st, &err) != STATUS_OK &&
                        access(fresh, F_OK) != 0,

@@ -263,11 +263,7 @@ int main(void) {
     omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
     Rng rng;
     rng_seed(&rng, 3, 3);
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++) {
-            int real = t < src_len[b];
-            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-        }
+    test_random_src(src, S, B, src_len, V, &rng);
     const Case cases[] = {
         {ATTN_NONE, 0, 0, {0}},           {ATTN_BAHDANAU, 0, 0, {0}},
         {ATTN_LUONG_DOT, 0, 0, {0}},      {ATTN_LUONG_DOT, 0, 1, {0}},

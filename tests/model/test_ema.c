@@ -28,12 +28,6 @@
 
 enum { V = 40, MAXLEN = 10, BUDGET = 100, NPAIRS = 200, STEPS = 12 };
 
-static float *host_copy(const ParamSet *ps, const float *buf) {
-    float *h = xmalloc(sizeof(float) * ps->total);
-    ps->be->download(h, buf, sizeof(float) * ps->total);
-    return h;
-}
-
 static size_t count_diff_bits(const float *a, const float *b, size_t n) {
     size_t d = 0;
     for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
@@ -44,17 +38,13 @@ int main(void) {
     /* random pairs of 1..MAXLEN tokens a side, ids 4..V-1 */
     Rng rng;
     rng_seed(&rng, 3, 3);
-    Encoded e;
-    test_random_encoded(&e, &rng, NPAIRS, MAXLEN, V);
-    long *keep;
-    long nk = batch_filter(&e, MAXLEN, &keep);
-    BatchPlan plan;
-    Err err;
-    if (batch_plan(&plan, &e, keep, nk, BUDGET, &rng, &err)) {
-        EXPECT(0, "batch_plan: %s", err.msg);
+    TestCorpus corpus;
+    if (test_random_corpus(&corpus, &rng, NPAIRS, MAXLEN, V, BUDGET))
         return test_report("test_ema");
-    }
-    CHECK(plan.nbatches >= STEPS + 1, "too few batches");
+    const Encoded *e = &corpus.e;
+    const BatchPlan *plan = &corpus.plan;
+    Err err;
+    CHECK(plan->nbatches >= STEPS + 1, "too few batches");
 
     Config cfg;
     config_defaults(&cfg);
@@ -83,16 +73,17 @@ int main(void) {
     for (int warm = 0; warm < 2; warm++) {
         cfg.ema_warmup = warm;
         if (warm) { /* a fresh EMA: ema = θ now */
-            float *th0 = host_copy(ps, ps->data);
+            float *th0 = test_to_host(ps->be, ps->data, n);
             ps->be->upload(ps->ema, th0, sizeof(float) * n);
             free(th0);
         }
-        float *ref = host_copy(ps, ps->data); /* ema_0 = θ_0 */
+        float *ref = test_to_host(ps->be, ps->data, n); /* ema_0 = θ_0 */
         double worst = 0, dmin = 1, dmax = 0;
         size_t step_bad = 0;
-        float *prev = host_copy(ps, ps->ema);
+        float *prev = test_to_host(ps->be, ps->ema, n);
         for (int t = 0; t < STEPS; t++) {
-            batch_fill(&tb, &e, plan.idx + plan.start[t], (int)(plan.start[t + 1] - plan.start[t]));
+            batch_fill(&tb, e, plan->idx + plan->start[t],
+                       (int)(plan->start[t + 1] - plan->start[t]));
             StepResult r = train_step(&m, &cfg, &tb, &st, NULL);
             EXPECT(r.finite, "step %d: non-finite", t + 1);
             double nu = st.adam_t - 1; /* updates before this one */
@@ -100,7 +91,7 @@ int main(void) {
                                                                   : 0.9f;
             if (d < dmin) dmin = d;
             if (d > dmax) dmax = d;
-            float *th = host_copy(ps, ps->data), *em = host_copy(ps, ps->ema);
+            float *th = test_to_host(ps->be, ps->data, n), *em = test_to_host(ps->be, ps->ema, n);
             for (size_t i = 0; i < n; i++) {
                 /* this step exactly, from the device's previous EMA: scale, then the axpy (with
                  * or without a fused multiply-add, as the compiler chose for the backend's loop) */
@@ -114,7 +105,7 @@ int main(void) {
             memcpy(prev, em, sizeof(float) * n);
             free(th), free(em);
         }
-        float *th = host_copy(ps, ps->data);
+        float *th = test_to_host(ps->be, ps->data, n);
         size_t moved = 0;
         for (size_t i = 0; i < n; i++) moved += ref[i] != th[i];
         printf("EMA after %d steps (ema_warmup %d: d from %.4f to %.4f) against the host "
@@ -143,25 +134,25 @@ int main(void) {
            (double)train_ema_decay(&cfg, 0));
 
     /* 2. ema_decay = 0: the buffer is left alone */
-    float *before = host_copy(ps, ps->ema);
+    float *before = test_to_host(ps->be, ps->ema, n);
     Config off = cfg;
     off.ema_decay = 0;
-    batch_fill(&tb, &e, plan.idx + plan.start[STEPS],
-               (int)(plan.start[STEPS + 1] - plan.start[STEPS]));
+    batch_fill(&tb, e, plan->idx + plan->start[STEPS],
+               (int)(plan->start[STEPS + 1] - plan->start[STEPS]));
     train_step(&m, &off, &tb, &st, NULL);
-    float *after = host_copy(ps, ps->ema);
+    float *after = test_to_host(ps->be, ps->ema, n);
     EXPECT(count_diff_bits(before, after, n) == 0, "ema_decay = 0 changed the EMA buffer");
     free(after);
 
     /* 3. swap twice: bit for bit */
-    float *data0 = host_copy(ps, ps->data);
+    float *data0 = test_to_host(ps->be, ps->data, n);
     params_swap_ema(ps);
-    float *sd = host_copy(ps, ps->data), *se = host_copy(ps, ps->ema);
+    float *sd = test_to_host(ps->be, ps->data, n), *se = test_to_host(ps->be, ps->ema, n);
     EXPECT(count_diff_bits(sd, before, n) == 0 && count_diff_bits(se, data0, n) == 0,
            "params_swap_ema does not exchange data and ema");
     params_swap_ema(ps);
     free(sd), free(se);
-    sd = host_copy(ps, ps->data), se = host_copy(ps, ps->ema);
+    sd = test_to_host(ps->be, ps->data, n), se = test_to_host(ps->be, ps->ema, n);
     EXPECT(count_diff_bits(sd, data0, n) == 0 && count_diff_bits(se, before, n) == 0,
            "params_swap_ema twice does not restore both buffers");
     free(sd), free(se);
@@ -190,7 +181,7 @@ int main(void) {
     CHECK(!model_create(&m2, &cfg.model, V2, backend_cpu(), &err), "model_create");
     model_init_params(&m2, 11);
     params_allocate_ema(&m2.ps);
-    float *h = host_copy(&m2.ps, m2.ps.ema);
+    float *h = test_to_host(m2.ps.be, m2.ps.ema, m2.ps.total);
     for (int t = 0; t < m2.ps.n; t++) /* tensors only: the alignment gaps load as zeros */
         for (size_t j = 0; j < m2.ps.specs[t].size; j++) {
             float *x = &h[m2.ps.specs[t].offset + j];
@@ -209,7 +200,7 @@ int main(void) {
     if (!checkpoint_load(p1, &l, &lc, &lspm, NULL, -1, &err)) {
         EXPECT(l.ps.ema != NULL, "a checkpoint with ema/ records loads without the EMA buffer");
         if (l.ps.ema) {
-            float *g = host_copy(&l.ps, l.ps.ema);
+            float *g = test_to_host(l.ps.be, l.ps.ema, l.ps.total);
             EXPECT(count_diff_bits(g, h, m2.ps.total) == 0, "EMA not restored bit for bit");
             free(g);
         }
@@ -235,8 +226,6 @@ int main(void) {
     model_free(&m2);
     batch_free(&tb);
     model_free(&m);
-    batch_plan_free(&plan);
-    free(keep);
-    encoded_free(&e);
+    test_random_corpus_free(&corpus);
     return test_report("test_ema");
 }

@@ -50,13 +50,11 @@ unsigned long long cuda_host_malloc_calls(void); /* the runtime stand-in (cuda_r
 #define MALLOC_CALLS() 0ULL /* a real device: not counted */
 #endif
 
-/* The CUDA backend with its alloc counted (part 4). */
-static Backend g_counted;
-static void *(*g_cuda_alloc)(size_t);
+/* The CUDA backend with its alloc counted (part 4; test_alloc_hooked). */
 static unsigned long long g_alloc_calls;
-static void *counted_alloc(size_t bytes) {
+static void count_alloc(void *caller) {
+    (void)caller;
     g_alloc_calls++;
-    return g_cuda_alloc(bytes);
 }
 
 enum { STEPS = 20, K_BEAM = 3, LOSS_ROWS = 4 };
@@ -64,25 +62,6 @@ enum { STEPS = 20, K_BEAM = 3, LOSS_ROWS = 4 };
 static const double REL_LOSS = 1e-5, REL_GRAD = 1e-4, ABS_ZERO = 1e-7;
 static const double REL_LOSS_STEPS = 1e-4, REL_PARAM = 1e-3, NULL_REL = 1e-6;
 
-
-/* n floats of backend memory p, copied to a fresh host buffer. */
-static float *to_host(const Backend *be, const float *p, size_t n) {
-    float *h = xmalloc(sizeof(float) * (n ? n : 1));
-    be->download(h, p, sizeof(float) * n);
-    return h;
-}
-
-/* Normwise relative error max|a − b| / max|b| (absolute when b is all zero); NaN propagates. */
-static double rel_err(const float *a, const float *b, size_t n, double *bmax_out) {
-    double dmax = 0.0, bmax = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (!(d <= dmax)) dmax = d;
-        if (fabs((double)b[i]) > bmax) bmax = fabs((double)b[i]);
-    }
-    if (bmax_out) *bmax_out = bmax;
-    return bmax > 0.0 ? dmax / bmax : dmax;
-}
 
 /* Every parameter tensor of buffers a (cuda) and b (cpu), laid out by the ParamSet ps, compared
  * normwise per tensor; returns the worst relative error. A tensor flagged in skip[] (its gradient
@@ -94,7 +73,7 @@ static double compare_tensors(const char *what, const char *name, const ParamSet
         if (skip && skip[i]) continue;
         const ParamSpec *sp = &ps->specs[i];
         double bmax = 0.0;
-        double e = rel_err(a + sp->offset, b + sp->offset, sp->size, &bmax);
+        double e = test_rel_err(a + sp->offset, b + sp->offset, sp->size, &bmax);
         int ok = bmax > 0.0 ? e < tol : e < ABS_ZERO;
         EXPECT(ok, "%s: %s of %s: error %.3g (max |cpu| %.3g, tolerance %.1g)", name, what,
                sp->name, e, bmax, tol);
@@ -122,7 +101,7 @@ static int null_tensors(const ParamSet *ps, const float *a, const float *b, char
             if (fabs((double)a[j]) > am) am = fabs((double)a[j]);
             if (fabs((double)b[j]) > bm) bm = fabs((double)b[j]);
         }
-        double e = rel_err(a + sp->offset, b + sp->offset, sp->size, NULL);
+        double e = test_rel_err(a + sp->offset, b + sp->offset, sp->size, NULL);
         /* noise: tiny on the cpu and not reproduced by cuda (a real small gradient agrees) */
         null[i] = bm <= NULL_REL * gmax && !(e < REL_GRAD);
         if (null[i]) {
@@ -183,7 +162,8 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
            cu.m.ps.total, total);
 
     /* the same initial parameters (initialised on the host, uploaded) */
-    float *wa = to_host(gpu, cu.m.ps.data, total), *wb = to_host(backend_cpu(), cp.m.ps.data, total);
+    float *wa = test_to_host(gpu, cu.m.ps.data, total);
+    float *wb = test_to_host(backend_cpu(), cp.m.ps.data, total);
     EXPECT(memcmp(wa, wb, sizeof(float) * total) == 0, "%s: initial parameters differ", c->name);
     free(wa), free(wb);
 
@@ -193,7 +173,8 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     double el = fabs(la - lb) / fabs(lb);
     EXPECT(isfinite(la) && el < REL_LOSS, "%s: loss %.9g on cuda, %.9g on cpu (rel %.3g)", c->name,
            la, lb, el);
-    float *ga = to_host(gpu, cu.m.ps.grad, total), *gb = to_host(backend_cpu(), cp.m.ps.grad, total);
+    float *ga = test_to_host(gpu, cu.m.ps.grad, total);
+    float *gb = test_to_host(backend_cpu(), cp.m.ps.grad, total);
     char *null = xcalloc((size_t)cp.m.ps.n + 1, 1);
     int nnull = null_tensors(&cp.m.ps, ga, gb, null, c->name);
     double eg = compare_tensors("gradient", c->name, &cp.m.ps, ga, gb, REL_GRAD, null);
@@ -213,7 +194,8 @@ static void check_case(const Case *c, const Backend *gpu, const TokenBatch *tb,
     EXPECT(mc1 == mc0 && ac1 == ac0, "%s: %llu cudaMalloc calls (%llu through the backend's "
            "alloc) in %d training steps after model_reserve; an op allocates (docs/design.md §2)",
            c->name, mc1 - mc0, ac1 - ac0, STEPS + 1);
-    wa = to_host(gpu, cu.m.ps.data, total), wb = to_host(backend_cpu(), cp.m.ps.data, total);
+    wa = test_to_host(gpu, cu.m.ps.data, total);
+    wb = test_to_host(backend_cpu(), cp.m.ps.data, total);
     double ep =
         compare_tensors("parameters after training", c->name, &cp.m.ps, wa, wb, REL_PARAM, null);
     free(null);
@@ -271,8 +253,7 @@ int main(void) {
         return 77;
 #endif
     }
-    g_counted = *real, g_cuda_alloc = real->alloc, g_counted.alloc = counted_alloc;
-    const Backend *gpu = &g_counted;
+    const Backend *gpu = test_alloc_hooked(real, count_alloc);
     TokenBatch tb, sb;
     model_case_batches(&tb, &sb);
 

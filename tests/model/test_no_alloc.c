@@ -133,13 +133,9 @@ void *memalign(size_t align, size_t n) {
 }
 #endif
 
-/* The CPU backend with its alloc counted too (it may not go through malloc). */
-static Backend counted_be;
-static void *(*cpu_alloc)(size_t bytes);
-static void *counted_alloc(size_t bytes) {
-    note(__builtin_return_address(0));
-    return cpu_alloc(bytes);
-}
+/* The CPU backend with its alloc counted too (it may not go through malloc): test_alloc_hooked
+ * calls note with the caller of alloc. */
+static const Backend *counted_be;
 
 /* The name of the function holding address a ("?" if none is exported; the test is linked with
  * -rdynamic so that the core's functions are). */
@@ -175,7 +171,7 @@ static const AttentionOptions attn_opt = {
 static int build(Model *m, const Case *c) {
     Err err;
     memset(m, 0, sizeof *m);
-    m->be = &counted_be;
+    m->be = counted_be;
     m->V = V;
     params_init_set(&m->ps, m->be);
     Status rc;
@@ -266,24 +262,16 @@ int main(void) {
     EXPECT(lib_hi[0] && lib_hi[1], "libgomp or libopenblas not found among the loaded objects");
     void *prime[2];
     backtrace(prime, 2); /* loads libgcc's unwinder now, not while counting */
-    counted_be = *backend_cpu();
-    cpu_alloc = counted_be.alloc;
-    counted_be.alloc = counted_alloc;
+    counted_be = test_alloc_hooked(backend_cpu(), note);
 
     /* random pairs of 1..MAXLEN tokens a side, ids 4..V-1 */
     Rng rng;
     rng_seed(&rng, 11, 11);
-    Encoded e;
-    test_random_encoded(&e, &rng, NPAIRS, MAXLEN, V);
-    long *keep;
-    long nk = batch_filter(&e, MAXLEN, &keep);
-    BatchPlan plan;
-    Err err;
-    if (batch_plan(&plan, &e, keep, nk, BUDGET, &rng, &err)) {
-        EXPECT(0, "batch_plan: %s", err.msg);
+    TestCorpus corpus;
+    if (test_random_corpus(&corpus, &rng, NPAIRS, MAXLEN, V, BUDGET))
         return test_report("test_no_alloc");
-    }
-    EXPECT(plan.nbatches >= STEPS, "only %ld batches", plan.nbatches);
+    long nbatches = corpus.plan.nbatches;
+    EXPECT(nbatches >= STEPS, "only %ld batches", nbatches);
     const Case cases[] = {
         {"rnn luong_general, input feeding, lstm, 2+2 layers", 0, ATTN_LUONG_GENERAL, 0, 1, 2},
         {"rnn bahdanau, lstm", 0, ATTN_BAHDANAU, 0, 0, 1},
@@ -293,10 +281,8 @@ int main(void) {
         {"transformer flash", 1, ATTN_FLASH, 0, 0, 0},
         {"transformer linear", 1, ATTN_LINEAR, 0, 0, 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && plan.nbatches >= STEPS; i++)
-        run(&cases[i], &e, &plan);
-    batch_plan_free(&plan);
-    free(keep);
-    encoded_free(&e);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && nbatches >= STEPS; i++)
+        run(&cases[i], &corpus.e, &corpus.plan);
+    test_random_corpus_free(&corpus);
     return test_report("test_no_alloc");
 }

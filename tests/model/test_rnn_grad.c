@@ -81,17 +81,8 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     if (short_seq) src_len[0] = 2, src_len[1] = 1, src_len[2] = 2, tgt_len[0] = 2,
                    tgt_len[1] = 1, tgt_len[2] = 2;
     memcpy(f->src_len, src_len, sizeof src_len);
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++) {
-            int real = t < src_len[b];
-            f->src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-        }
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++)
-            f->tin[t * B + b] = t == 0 ? TOKEN_BOS : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++)
-            f->tout[t * B + b] = t + 1 < tgt_len[b] ? f->tin[(t + 1) * B + b] : t + 1 == tgt_len[b] ? TOKEN_EOS : TOKEN_PAD;
+    test_random_src(f->src, S, B, src_len, V, &rng);
+    test_random_tgt(f->tin, f->tout, T, B, tgt_len, V, &rng);
     test_token_batch(&f->batch, B, S, T, f->src, f->src_len, f->tin, f->tout);
     return 0;
 }

@@ -356,9 +356,7 @@ static void plan_batch(TokenBatch *hb, int i) {
     Rng rng;
     rng_seed(&rng, 31, (uint64_t)i);
     for (int b = 0; b < plan_B[i]; b++) lb[b] = plan_S[i] - b; /* the first one unpadded */
-    for (int t = 0; t < plan_S[i]; t++)
-        for (int b = 0; b < plan_B[i]; b++)
-            sb[t * plan_B[i] + b] = t < lb[b] ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
+    test_random_src(sb, plan_S[i], plan_B[i], lb, V, &rng);
     test_token_batch(hb, plan_B[i], plan_S[i], 0, sb, lb, NULL, NULL);
 }
 
@@ -457,20 +455,8 @@ int main(void) {
     omp_set_num_threads(1); /* tiny shapes; ctest -j2 on 2 cores must not oversubscribe */
     Rng rng;
     rng_seed(&rng, 3, 3);
-    for (int t = 0; t < S; t++)
-        for (int b = 0; b < B; b++) {
-            int real = t < src_len[b];
-            src[t * B + b] = real ? 4 + (int)rng_below(&rng, V - 4) : TOKEN_PAD;
-        }
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++)
-            tin[t * B + b] = t == 0 ? TOKEN_BOS : t < tgt_len[b] ? 4 + (int)rng_below(&rng, V - 4)
-                                                                  : TOKEN_PAD;
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++)
-            tout[t * B + b] = t + 1 < tgt_len[b]    ? tin[(t + 1) * B + b]
-                              : t + 1 == tgt_len[b] ? TOKEN_EOS
-                                                    : TOKEN_PAD;
+    test_random_src(src, S, B, src_len, V, &rng);
+    test_random_tgt(tin, tout, T, B, tgt_len, V, &rng);
     /* every kind in every slot it may take; pre- and post-LN; tied and untied */
     const AttentionKind selfk[] = {ATTN_SDP,           ATTN_FLASH,    ATTN_LINEAR,
                                    ATTN_LUONG_DOT,     ATTN_LUONG_GENERAL, ATTN_BAHDANAU,

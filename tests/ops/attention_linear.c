@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "attention_cases.h"
+#include "attention_fixture.h"
 #include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
@@ -84,60 +85,17 @@ static void stat_arr(Stat *s, const float *got, const double *ref, size_t n, dou
 
 enum { LINEAR, EFFICIENT };
 
-typedef struct {
-    int kind, causal;
-    int B, NH, Tq, Tk, D, Dv;
-    const int *key_len; /* [B] */
-    float *q, *k, *v;   /* [B,NH,Tq,D], [B,NH,Tk,D], [B,NH,Tk,Dv] */
-    float *r;           /* [B,NH,Tq,Dv]: dout = dL/dout for L = Σ r ⊙ out */
-    float *out;         /* [B,NH,Tq,Dv] scratch for the loss */
-    float *work;        /* the op's workspace (linear_ / efficient_attn_workspace floats) */
-    size_t nq, nk, nv, no;
-} Prob;
-
-static const char *kind_name(const Prob *p) {
+static const char *kind_name(const AttnProb *p) {
     return p->kind == LINEAR ? (p->causal ? "linear causal" : "linear") : "efficient";
 }
 
-/* (Re)allocates the op's workspace for the current OpenMP thread count. */
-static void prob_work(Prob *p) {
-    free(p->work);
-    p->work = fnew((p->kind == LINEAR ? be->linear_attn_workspace : be->efficient_attn_workspace)(
-                       p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv) + 1);
+/* The op's workspace (linear_ / efficient_attn_workspace floats). */
+static size_t op_workspace(const AttnProb *p) {
+    return (p->kind == LINEAR ? be->linear_attn_workspace : be->efficient_attn_workspace)(
+        p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
 }
 
-static void prob_init(Prob *p, int kind, int causal, int B, int NH, int Tq, int Tk, int D, int Dv,
-                      const int *key_len) {
-    p->kind = kind, p->causal = causal;
-    p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->D = D, p->Dv = Dv;
-    p->key_len = key_len;
-    p->nq = (size_t)B * NH * Tq * D;
-    p->nk = (size_t)B * NH * Tk * D;
-    p->nv = (size_t)B * NH * Tk * Dv;
-    p->no = (size_t)B * NH * Tq * Dv;
-    /* q, k in [−2, 2]: both branches of elu (and of φ') are exercised */
-    p->q = frand(p->nq, -2, 2);
-    if (kind == EFFICIENT) /* softmax over each query row: its maximum (100) in the last lane on
-                            * every third row, in lane 0 of the row after the next, so that a
-                            * maximum that misses the last lane or reads the next row's first
-                            * overflows or underflows exp */
-        for (size_t row = 0; row < p->nq / (size_t)D; row++) {
-            if (row % 3 == 0) p->q[row * D + D - 1] = 100.0f;
-            if (row % 3 == 2) p->q[row * D] = 100.0f;
-        }
-    p->k = frand(p->nk, -2, 2);
-    p->v = frand(p->nv, -1, 1);
-    p->r = frand(p->no, -1, 1);
-    p->out = fnew(p->no);
-    p->work = NULL;
-    prob_work(p);
-}
-
-static void prob_free(Prob *p) {
-    free(p->q), free(p->k), free(p->v), free(p->r), free(p->out), free(p->work);
-}
-
-static void op_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v) {
+static void op_fwd(const AttnProb *p, float *out, const float *q, const float *k, const float *v) {
     if (p->kind == LINEAR)
         be->linear_attn_forward(out, q, k, v, p->key_len, p->causal, LINEAR_PHI_ELU1, p->B, p->NH,
                                 p->Tq, p->Tk, p->D, p->Dv, p->work);
@@ -146,26 +104,33 @@ static void op_fwd(const Prob *p, float *out, const float *q, const float *k, co
                                    p->Dv, p->work);
 }
 
-static void op_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *dout,
-                   const float *q, const float *k, const float *v) {
+/* dq, dk, dv += the gradient of L = Σ r ⊙ out (dout = p->r) */
+static void op_bwd(AttnProb *p, float *dq, float *dk, float *dv, const float *q, const float *k,
+                   const float *v) {
     if (p->kind == LINEAR)
-        be->linear_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->causal, LINEAR_PHI_ELU1,
+        be->linear_attn_backward(dq, dk, dv, p->r, q, k, v, p->key_len, p->causal, LINEAR_PHI_ELU1,
                                  p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
     else
-        be->efficient_attn_backward(dq, dk, dv, dout, q, k, v, p->key_len, p->B, p->NH, p->Tq,
+        be->efficient_attn_backward(dq, dk, dv, p->r, q, k, v, p->key_len, p->B, p->NH, p->Tq,
                                     p->Tk, p->D, p->Dv, p->work);
 }
 
-static int klen(const Prob *p, int b) {
-    int len = p->key_len[b];
-    return len < p->Tk ? len : p->Tk;
-}
-
-/* Key s visible to query row t of batch b (written out independently of the op). */
-static int visible(const Prob *p, int b, int t, int s) {
-    if (s >= klen(p, b)) return 0;
-    if (p->causal && s > t + (p->Tk - p->Tq)) return 0;
-    return 1;
+/* One problem (attention_fixture.h) of op kind (LINEAR or EFFICIENT): q and k uniform in
+ * [−2, 2), so that both branches of elu (and of φ') are exercised. */
+static void op_prob(AttnProb *p, int kind, int causal, int B, int NH, int Tq, int Tk, int D,
+                    int Dv, const int *key_len) {
+    *p = (AttnProb){.B = B, .NH = NH, .Tq = Tq, .Tk = Tk, .D = D, .Dv = Dv, .causal = causal,
+                    .kind = kind, .key_len = key_len, .workspace = op_workspace, .fwd = op_fwd,
+                    .bwd = op_bwd};
+    attn_prob_init(p, 2.0f);
+    if (kind == EFFICIENT) /* softmax over each query row: its maximum (100) in the last lane on
+                            * every third row, in lane 0 of the row after the next, so that a
+                            * maximum that misses the last lane or reads the next row's first
+                            * overflows or underflows exp */
+        for (size_t row = 0; row < p->nq / (size_t)D; row++) {
+            if (row % 3 == 0) p->q[row * D + D - 1] = 100.0f;
+            if (row % 3 == 2) p->q[row * D] = 100.0f;
+        }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -175,7 +140,7 @@ static double phi_d(double x) { return x > 0 ? x + 1 : exp(x); }
 static double dphi_d(double x) { return x > 0 ? 1 : exp(x); }
 
 /* Linear attention, quadratic masked form; gradients added into dq, dk, dv when non-NULL. */
-static void ref_linear(const Prob *p, double *out, double *dq, double *dk, double *dv,
+static void ref_linear(const AttnProb *p, double *out, double *dq, double *dk, double *dv,
                        const double *q, const double *k, const double *v, const double *g) {
     int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
     double *w = test_dnew((size_t)Tk), *o = test_dnew((size_t)Dv);
@@ -188,7 +153,7 @@ static void ref_linear(const Prob *p, double *out, double *dq, double *dk, doubl
                 int any = 0;
                 for (int s = 0; s < Tk; s++) {
                     w[s] = 0;
-                    if (!visible(p, b, t, s)) continue;
+                    if (!attn_prob_visible(p, b, t, s)) continue;
                     any = 1;
                     for (int d = 0; d < D; d++)
                         w[s] += phi_d(qb[(size_t)t * D + d]) * phi_d(kb[(size_t)s * D + d]);
@@ -206,7 +171,7 @@ static void ref_linear(const Prob *p, double *out, double *dq, double *dk, doubl
                 double go = 0;
                 for (int e = 0; e < Dv; e++) go += gt[e] * o[e];
                 for (int s = 0; s < Tk; s++) {
-                    if (!visible(p, b, t, s)) continue;
+                    if (!attn_prob_visible(p, b, t, s)) continue;
                     double gv = 0;
                     for (int e = 0; e < Dv; e++) gv += gt[e] * vb[(size_t)s * Dv + e];
                     double dw = (gv - go) / den; /* dL/dw_ts */
@@ -225,7 +190,7 @@ static void ref_linear(const Prob *p, double *out, double *dq, double *dk, doubl
 }
 
 /* Efficient attention; gradients added into dq, dk, dv when non-NULL. */
-static void ref_efficient(const Prob *p, double *out, double *dq, double *dk, double *dv,
+static void ref_efficient(const AttnProb *p, double *out, double *dq, double *dk, double *dv,
                           const double *q, const double *k, const double *v, const double *g) {
     int Tq = p->Tq, Tk = p->Tk, D = p->D, Dv = p->Dv;
     double *K = test_dnew((size_t)Tk * D), *C = test_dnew((size_t)D * Dv), *P = test_dnew((size_t)Tq * D);
@@ -235,7 +200,7 @@ static void ref_efficient(const Prob *p, double *out, double *dq, double *dk, do
     for (int b = 0; b < p->B; b++)
         for (int h = 0; h < p->NH; h++) {
             size_t bh = (size_t)b * p->NH + h;
-            int L = klen(p, b);
+            int L = attn_prob_klen(p, b);
             const double *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * Dv;
             /* ρ_q: softmax of each row of q */
             for (int t = 0; t < Tq; t++) {
@@ -308,7 +273,7 @@ static void ref_efficient(const Prob *p, double *out, double *dq, double *dk, do
     free(K), free(C), free(P), free(dC), free(dK), free(dP);
 }
 
-static void ref_op(const Prob *p, double *out, double *dq, double *dk, double *dv,
+static void ref_op(const AttnProb *p, double *out, double *dq, double *dk, double *dv,
                    const double *q, const double *k, const double *v, const double *g) {
     if (p->kind == LINEAR)
         ref_linear(p, out, dq, dk, dv, q, k, v, g);
@@ -317,22 +282,12 @@ static void ref_op(const Prob *p, double *out, double *dq, double *dk, double *d
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* finite differences                                                                          */
-
-/* L = Σ r ⊙ op(q, k, v), in double from the float32 output (an FdLoss over a Prob). */
-static double loss_op(void *ctx) {
-    const Prob *p = ctx;
-    op_fwd(p, p->out, p->q, p->k, p->v);
-    return dot_rd(p->r, p->out, p->no);
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* the checks of one case                                                                      */
 
 static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D, int Dv,
                       const int *key_len, const char *tag, int do_fd) {
-    Prob P, *p = &P;
-    prob_init(p, kind, causal, B, NH, Tq, Tk, D, Dv, key_len);
+    AttnProb P, *p = &P;
+    op_prob(p, kind, causal, B, NH, Tq, Tk, D, Dv, key_len);
     const char *kn = kind_name(p);
     Stat st;
 
@@ -351,7 +306,7 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < Tq; t++) {
                 int any = 0;
-                for (int s = 0; s < Tk; s++) any |= visible(p, b, t, s);
+                for (int s = 0; s < Tk; s++) any |= attn_prob_visible(p, b, t, s);
                 if (any) continue;
                 const float *o = out + (((size_t)b * NH + h) * Tq + t) * Dv;
                 int zero = 1;
@@ -362,7 +317,7 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
 
     /* backward (into zeroed buffers) vs the double reference gradient */
     float *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
-    op_bwd(p, gq, gk, gv, p->r, p->q, p->k, p->v);
+    op_bwd(p, gq, gk, gv, p->q, p->k, p->v);
     stat_begin(&st, "%s backward vs double ref grad %s", kn, tag);
     stat_arr(&st, gq, rq, p->nq, GRAD_ATOL, GRAD_RTOL, "dq");
     stat_arr(&st, gk, rk, p->nk, GRAD_ATOL, GRAD_RTOL, "dk");
@@ -375,7 +330,7 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t bh = (size_t)b * NH + h;
-            for (int s = klen(p, b); s < Tk; s++) {
+            for (int s = attn_prob_klen(p, b); s < Tk; s++) {
                 int zero = 1;
                 for (int d = 0; d < D; d++) zero &= gk[(bh * Tk + s) * D + d] == 0.0f;
                 for (int e = 0; e < Dv; e++) zero &= gv[(bh * Tk + s) * Dv + e] == 0.0f;
@@ -383,7 +338,7 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
             }
             for (int t = 0; t < Tq; t++) {
                 int any = 0;
-                for (int s = 0; s < Tk; s++) any |= visible(p, b, t, s);
+                for (int s = 0; s < Tk; s++) any |= attn_prob_visible(p, b, t, s);
                 if (any) continue;
                 int zero = 1;
                 for (int d = 0; d < D; d++) zero &= gq[(bh * Tq + t) * D + d] == 0.0f;
@@ -395,14 +350,14 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t bh = (size_t)b * NH + h;
-                for (int s = klen(p, b); s < Tk; s++) {
+                for (int s = attn_prob_klen(p, b); s < Tk; s++) {
                     for (int d = 0; d < D; d++) kn2[(bh * Tk + s) * D + d] = NAN;
                     for (int e = 0; e < Dv; e++) vn2[(bh * Tk + s) * Dv + e] = NAN;
                 }
             }
         float *o2 = fnew(p->no), *q2 = fnew(p->nq), *k2 = fnew(p->nk), *v2 = fnew(p->nv);
         op_fwd(p, o2, p->q, kn2, vn2);
-        op_bwd(p, q2, k2, v2, p->r, p->q, kn2, vn2);
+        op_bwd(p, q2, k2, v2, p->q, kn2, vn2);
         stat_same(&st, "out with NaN padding", o2, out, p->no);
         stat_same(&st, "dq with NaN padding", q2, gq, p->nq);
         stat_same(&st, "dk with NaN padding", k2, gk, p->nk);
@@ -414,38 +369,30 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
     /* backward vs central finite differences of the float op */
     if (do_fd) {
         stat_begin(&st, "%s backward vs FD (eps %.0e) %s", kn, (double)FD_EPS, tag);
-        fd_check(&st, "dq", p->q, p->nq, gq, loss_op, p);
-        fd_check(&st, "dk", p->k, p->nk, gk, loss_op, p);
-        fd_check(&st, "dv", p->v, p->nv, gv, loss_op, p);
+        fd_check(&st, "dq", p->q, p->nq, gq, attn_prob_loss, p);
+        fd_check(&st, "dk", p->k, p->nk, gk, attn_prob_loss, p);
+        fd_check(&st, "dv", p->v, p->nv, gv, attn_prob_loss, p);
         stat_end(&st);
     }
 
     /* accumulate: prefilled buffers end as prefill + gradient */
     stat_begin(&st, "%s backward accumulates %s", kn, tag);
-    {
-        float *pq = frand(p->nq, -1, 1), *pk = frand(p->nk, -1, 1), *pv = frand(p->nv, -1, 1);
-        float *aq = fdup(pq, p->nq), *ak = fdup(pk, p->nk), *av = fdup(pv, p->nv);
-        op_bwd(p, aq, ak, av, p->r, p->q, p->k, p->v);
-        accum_check(&st, "dq", aq, pq, gq, p->nq);
-        accum_check(&st, "dk", ak, pk, gk, p->nk);
-        accum_check(&st, "dv", av, pv, gv, p->nv);
-        free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
-    }
+    attn_check_accumulate(&st, p, gq, gk, gv);
     stat_end(&st);
 
     /* NULL gradients: each one alone equals the full run, bit for bit; all NULL is a no-op */
     stat_begin(&st, "%s backward with NULL gradients %s", kn, tag);
     {
         float *aq = fnew(p->nq), *ak = fnew(p->nk), *av = fnew(p->nv);
-        op_bwd(p, aq, NULL, NULL, p->r, p->q, p->k, p->v);
-        op_bwd(p, NULL, ak, NULL, p->r, p->q, p->k, p->v);
-        op_bwd(p, NULL, NULL, av, p->r, p->q, p->k, p->v);
-        op_bwd(p, NULL, NULL, NULL, p->r, p->q, p->k, p->v);
+        op_bwd(p, aq, NULL, NULL, p->q, p->k, p->v);
+        op_bwd(p, NULL, ak, NULL, p->q, p->k, p->v);
+        op_bwd(p, NULL, NULL, av, p->q, p->k, p->v);
+        op_bwd(p, NULL, NULL, NULL, p->q, p->k, p->v);
         stat_same(&st, "dq alone", aq, gq, p->nq);
         stat_same(&st, "dk alone", ak, gk, p->nk);
         stat_same(&st, "dv alone", av, gv, p->nv);
         memset(ak, 0, sizeof(float) * p->nk), memset(av, 0, sizeof(float) * p->nv);
-        op_bwd(p, NULL, ak, av, p->r, p->q, p->k, p->v);
+        op_bwd(p, NULL, ak, av, p->q, p->k, p->v);
         stat_same(&st, "dk with dq NULL", ak, gk, p->nk);
         stat_same(&st, "dv with dq NULL", av, gv, p->nv);
         free(aq), free(ak), free(av);
@@ -454,15 +401,15 @@ static void test_case(int kind, int causal, int B, int NH, int Tq, int Tk, int D
 
     free(q64), free(k64), free(v64), free(g64), free(ro), free(rq), free(rk), free(rv);
     free(out), free(gq), free(gk), free(gv);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* The double references' own gradients against double central differences (so that the
  * reference gradient is trustworthy as a tight check of the op). */
 static void test_ref_gradients(int kind, int causal, const char *tag) {
     const int len[2] = {5, 3};
-    Prob P, *p = &P;
-    prob_init(p, kind, causal, 2, 2, kind == LINEAR && causal ? 5 : 4, 5, 3, 4, len);
+    AttnProb P, *p = &P;
+    op_prob(p, kind, causal, 2, 2, kind == LINEAR && causal ? 5 : 4, 5, 3, 4, len);
     double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
     double *g = d_of(p->r, p->no), *o = test_dnew(p->no);
     double *dq = test_dnew(p->nq), *dk = test_dnew(p->nk), *dv = test_dnew(p->nv);
@@ -488,7 +435,7 @@ static void test_ref_gradients(int kind, int causal, const char *tag) {
         }
     stat_end(&st);
     free(q), free(k), free(v), free(g), free(o), free(dq), free(dk), free(dv);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* docs/design.md §11: causal linear attention (prefix sums, memory-light backward) equals its
@@ -496,15 +443,15 @@ static void test_ref_gradients(int kind, int causal, const char *tag) {
 static void test_causal_equals_quadratic(void) {
     const int B = 2, NH = 2, T = 40, D = 8, Dv = 5;
     const int len[2] = {40, 23};
-    Prob P, *p = &P;
-    prob_init(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
+    AttnProb P, *p = &P;
+    op_prob(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
     double *q = d_of(p->q, p->nq), *k = d_of(p->k, p->nk), *v = d_of(p->v, p->nv);
     double *g = d_of(p->r, p->no), *ro = test_dnew(p->no);
     double *rq = test_dnew(p->nq), *rk = test_dnew(p->nk), *rv = test_dnew(p->nv);
     ref_linear(p, ro, rq, rk, rv, q, k, v, g);
     float *out = fnew(p->no), *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
     op_fwd(p, out, p->q, p->k, p->v);
-    op_bwd(p, gq, gk, gv, p->r, p->q, p->k, p->v);
+    op_bwd(p, gq, gk, gv, p->q, p->k, p->v);
     Stat st;
     stat_begin(&st, "causal linear equals its quadratic masked form (T %d)", T);
     stat_arr(&st, out, ro, p->no, FWD_ATOL, FWD_RTOL, "out");
@@ -532,7 +479,7 @@ static void test_causal_equals_quadratic(void) {
     stat_end(&st);
     free(q), free(k), free(v), free(g), free(ro), free(rq), free(rk), free(rv);
     free(out), free(gq), free(gk), free(gv);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* The recurrent form (ops.h linear_attn_step, Katharopoulos et al. 2020 §3.4): stepping
@@ -543,8 +490,8 @@ static void test_causal_equals_quadratic(void) {
 static void test_step_equals_causal(void) {
     const int B = 2, NH = 3, D = 5, Dv = 4, T = 7, BH = B * NH;
     const int len[2] = {T, T};
-    Prob P, *p = &P;
-    prob_init(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
+    AttnProb P, *p = &P;
+    op_prob(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
     float *out = fnew(p->no);
     op_fwd(p, out, p->q, p->k, p->v);
     float *state = fnew((size_t)BH * D * Dv), *zsum = fnew((size_t)BH * D); /* zero */
@@ -585,7 +532,7 @@ static void test_step_equals_causal(void) {
         }
     stat_end(&st);
     free(out), free(state), free(zsum), free(qt), free(kt), free(vt), free(ot);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* Efficient attention normalisations: with k ≡ 0 (ρ_k uniform 1/L), out_t = (Σ_d ρ_q(q_t)_d) ·
@@ -595,8 +542,8 @@ static void test_step_equals_causal(void) {
 static void test_efficient_normalisation(void) {
     const int B = 3, NH = 2, Tq = 4, Tk = 6, D = 5, Dv = 3;
     const int len[3] = {6, 2, 0};
-    Prob P, *p = &P;
-    prob_init(p, EFFICIENT, 0, B, NH, Tq, Tk, D, Dv, len);
+    AttnProb P, *p = &P;
+    op_prob(p, EFFICIENT, 0, B, NH, Tq, Tk, D, Dv, len);
     for (size_t i = 0; i < p->nq; i++) p->q[i] *= 30.0f; /* q in [−60, 60] */
     Stat st;
     stat_begin(&st, "efficient: rows of rho_q sum to 1 (k = 0, |q| <= 60)");
@@ -606,7 +553,7 @@ static void test_efficient_normalisation(void) {
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 size_t bh = (size_t)b * NH + h;
-                int L = klen(p, b);
+                int L = attn_prob_klen(p, b);
                 for (int e = 0; e < Dv; e++) {
                     double mean = 0;
                     for (int s = 0; s < L; s++) mean += p->v[(bh * Tk + s) * Dv + e];
@@ -630,13 +577,13 @@ static void test_efficient_normalisation(void) {
                 for (int t = 0; t < Tq; t++)
                     for (int e = 0; e < Dv; e++) {
                         size_t i = (((size_t)b * NH + h) * Tq + t) * Dv + e;
-                        stat_add(&st, out[i], klen(p, b) ? 1.0 : 0.0, FWD_ATOL, FWD_RTOL, "out",
-                                 (long)i);
+                        stat_add(&st, out[i], attn_prob_klen(p, b) ? 1.0 : 0.0, FWD_ATOL,
+                                 FWD_RTOL, "out", (long)i);
                     }
         free(v1), free(out);
     }
     stat_end(&st);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* Results bit-identical for 1 and 2 OpenMP threads, on a shape large enough for the ops'
@@ -644,26 +591,13 @@ static void test_efficient_normalisation(void) {
 static void test_threads(int kind, int causal) {
     const int B = 2, NH = 3, T = 48, D = 16, Dv = 12;
     const int len[2] = {48, 29};
-    Prob P, *p = &P;
-    prob_init(p, kind, causal, B, NH, T, T, D, Dv, len);
-    float *o[2], *gq[2], *gk[2], *gv[2];
-    for (int i = 0; i < 2; i++) {
-        omp_set_num_threads(i + 1);
-        prob_work(p);
-        o[i] = fnew(p->no), gq[i] = fnew(p->nq), gk[i] = fnew(p->nk), gv[i] = fnew(p->nv);
-        op_fwd(p, o[i], p->q, p->k, p->v);
-        op_bwd(p, gq[i], gk[i], gv[i], p->r, p->q, p->k, p->v);
-    }
-    omp_set_num_threads(1);
+    AttnProb P, *p = &P;
+    op_prob(p, kind, causal, B, NH, T, T, D, Dv, len);
     Stat st;
     stat_begin(&st, "%s bit-identical for 1 and 2 threads", kind_name(p));
-    stat_same(&st, "out", o[0], o[1], p->no);
-    stat_same(&st, "dq", gq[0], gq[1], p->nq);
-    stat_same(&st, "dk", gk[0], gk[1], p->nk);
-    stat_same(&st, "dv", gv[0], gv[1], p->nv);
+    attn_check_threads(&st, p);
     stat_end(&st);
-    for (int i = 0; i < 2; i++) free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -35,6 +35,7 @@
 
 #include "attention/attention.h"
 #include "attention_cases.h"
+#include "attention_fixture.h"
 #include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "ops/params.h"
@@ -191,68 +192,56 @@ static void test_proj_threads(void) {
 /* ------------------------------------------------------------------------------------------ */
 /* the linformer kind                                                                          */
 
-typedef struct {
-    ParamSet ps;
-    Attention at;
-    int B, NH, Tq, Tk, HS, r, n;
-    const int *key_len;    /* [B] */
-    float *q, *k, *v;      /* [B,NH,Tq,HS], [B,NH,Tk,HS], [B,NH,Tk,HS] */
-    float *g, *out, *work; /* g = dL/dout [B,NH,Tq,HS]; out scratch; attention_workspace */
-    size_t nq, nk, no, nE; /* nE: floats of E (and of F) */
-} Prob;
-
-static void prob_work(Prob *p) {
-    free(p->work);
-    p->work = fnew(attention_workspace(&p->at, be, p->B, p->Tq, p->Tk) + 1);
+/* floats of E (and of F): [NH·r, n] (share none) or [r, n] */
+static size_t lf_size(const AttnProb *p) {
+    return (size_t)(p->at.lf_share == LINFORMER_SHARE_NONE ? p->NH : 1) * p->at.lf_r * p->at.lf_n;
 }
 
-static void prob_init(Prob *p, LinformerShare share, int B, int NH, int Tq, int Tk, int HS,
+static float *E_w(const AttnProb *p) { return p->at.lf_E.w; }
+static float *F_w(const AttnProb *p) { /* kv: F = E */
+    return p->at.lf_share == LINFORMER_SHARE_KV ? p->at.lf_E.w : p->at.lf_F.w;
+}
+
+static void kind_fwd(const AttnProb *p, float *out, const float *q, const float *k, const float *v,
+                     int Tq) {
+    attention_forward(&p->at, be, out, NULL, q, k, v, p->key_len, 0, p->B, Tq, p->Tk, p->work);
+}
+/* dq, dk, dv accumulate; the parameter gradients start from zero */
+static void kind_bwd(AttnProb *p, float *dq, float *dk, float *dv, const float *q, const float *k,
+                     const float *v) {
+    params_zero_grad(&p->ps);
+    attention_backward(&p->at, be, dq, dk, dv, p->r, NULL, NULL, q, k, v, p->key_len, 0, p->B,
+                       p->Tq, p->Tk, p->work);
+}
+
+/* kind_fwd on all Tq queries (the fixture's fwd) */
+static void kind_fwd_all(const AttnProb *p, float *out, const float *q, const float *k,
+                         const float *v) {
+    kind_fwd(p, out, q, k, v, p->Tq);
+}
+
+/* One problem (attention_fixture.h) of the kind: sharing mode share, head size HS, E (and F)
+ * [·, r, n] uniform in [−0.8, 0.8) (drawn first), q and k uniform in [−1, 1). */
+static void kind_prob(AttnProb *p, LinformerShare share, int B, int NH, int Tq, int Tk, int HS,
                       int r, int n, const int *key_len) {
-    memset(p, 0, sizeof *p);
+    *p = (AttnProb){.B = B, .NH = NH, .Tq = Tq, .Tk = Tk, .D = HS, .Dv = HS, .key_len = key_len,
+                    .workspace = attn_kind_workspace, .fwd = kind_fwd_all, .bwd = kind_bwd};
     AttentionOptions opt = {.linformer_k = r, .linformer_max_len = n, .linformer_share = share};
     params_init_set(&p->ps, be);
     attention_declare(&p->at, &p->ps, "t", ATTN_LINFORMER, NH * HS, NH * HS, NH, 0, INIT_XAVIER,
                       &opt);
     params_allocate(&p->ps);
-    p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->HS = HS, p->r = r, p->n = n;
-    p->key_len = key_len;
-    p->nq = (size_t)B * NH * Tq * HS, p->nk = (size_t)B * NH * Tk * HS, p->no = p->nq;
-    p->nE = (size_t)(share == LINFORMER_SHARE_NONE ? NH : 1) * r * n;
     for (size_t i = 0; i < p->ps.total; i++)
         p->ps.data[i] = 0.8f * (2 * rng_uniform(&optest_rng) - 1);
-    p->q = frand(p->nq, -1, 1), p->k = frand(p->nk, -1, 1), p->v = frand(p->nk, -1, 1);
-    p->g = frand(p->no, -1, 1), p->out = fnew(p->no);
-    prob_work(p);
-}
-
-static void prob_free(Prob *p) {
-    free(p->q), free(p->k), free(p->v), free(p->g), free(p->out), free(p->work);
-    params_free(&p->ps);
-}
-
-static float *E_w(const Prob *p) { return p->at.lf_E.w; }
-static float *F_w(const Prob *p) { /* kv: F = E */
-    return p->at.lf_share == LINFORMER_SHARE_KV ? p->at.lf_E.w : p->at.lf_F.w;
-}
-
-static void kind_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v,
-                     int Tq) {
-    attention_forward(&p->at, be, out, NULL, q, k, v, p->key_len, 0, p->B, Tq, p->Tk, p->work);
-}
-/* dq, dk, dv accumulate; the parameter gradients start from zero */
-static void kind_bwd(Prob *p, float *dq, float *dk, float *dv, const float *q, const float *k,
-                     const float *v) {
-    params_zero_grad(&p->ps);
-    attention_backward(&p->at, be, dq, dk, dv, p->g, NULL, NULL, q, k, v, p->key_len, 0, p->B,
-                       p->Tq, p->Tk, p->work);
+    attn_prob_init(p, 1.0f);
 }
 
 /* Wang et al. 2020 eq. 7, literally, in double: per (b, h): K̄ = E_h K, V̄ = F_h V over the
  * visible keys (padded rows of K, V zeroed), then for each query t
  * out_t = softmax(q_t K̄ᵀ / √HS) V̄. E, F [NP, r, n] (F may be E: kv). */
-static void ref_linformer(const Prob *p, double *out, const double *q, const double *k,
+static void ref_linformer(const AttnProb *p, double *out, const double *q, const double *k,
                           const double *v, const double *E, const double *F, int shared) {
-    int NH = p->NH, Tq = p->Tq, Tk = p->Tk, HS = p->HS, r = p->r, n = p->n;
+    int NH = p->NH, Tq = p->Tq, Tk = p->Tk, HS = p->D, r = p->at.lf_r, n = p->at.lf_n;
     double *Kb = test_dnew((size_t)r * HS), *Vb = test_dnew((size_t)r * HS), *e = test_dnew(r);
     double *Kz = test_dnew((size_t)Tk * HS), *Vz = test_dnew((size_t)Tk * HS);
     for (int b = 0; b < p->B; b++)
@@ -300,31 +289,31 @@ static double *to_double(const float *x, size_t n) {
     return d;
 }
 
-static void ref_out(const Prob *p, double *out) {
+static void ref_out(const AttnProb *p, double *out) {
     int kv = p->at.lf_share == LINFORMER_SHARE_KV;
     double *q = to_double(p->q, p->nq), *k = to_double(p->k, p->nk), *v = to_double(p->v, p->nk);
-    double *E = to_double(E_w(p), p->nE), *F = kv ? E : to_double(F_w(p), p->nE);
+    double *E = to_double(E_w(p), lf_size(p)), *F = kv ? E : to_double(F_w(p), lf_size(p));
     ref_linformer(p, out, q, k, v, E, F, p->at.lf_share != LINFORMER_SHARE_NONE);
     free(q), free(k), free(v), free(E);
     if (!kv) free(F);
 }
 
-/* d/dx of Σ g ⊙ ref for x = q, k, v, E, F (which = 0..4; kv: E = F, one tensor) by double
+/* d/dx of Σ r ⊙ ref for x = q, k, v, E, F (which = 0..4; kv: E = F, one tensor) by double
  * central differences */
-static void ref_grad(const Prob *p, double *grad, int which) {
+static void ref_grad(const AttnProb *p, double *grad, int which) {
     int kv = p->at.lf_share == LINFORMER_SHARE_KV;
     double *q = to_double(p->q, p->nq), *k = to_double(p->k, p->nk), *v = to_double(p->v, p->nk);
-    double *E = to_double(E_w(p), p->nE), *F = kv ? E : to_double(F_w(p), p->nE);
+    double *E = to_double(E_w(p), lf_size(p)), *F = kv ? E : to_double(F_w(p), lf_size(p));
     double *o = test_dnew(p->no);
     double *x = which == 0 ? q : which == 1 ? k : which == 2 ? v : which == 3 ? E : F;
-    size_t n = which == 0 ? p->nq : which <= 2 ? p->nk : p->nE;
+    size_t n = which == 0 ? p->nq : which <= 2 ? p->nk : lf_size(p);
     for (size_t i = 0; i < n; i++) {
         double x0 = x[i], l[2];
         for (int sg = 0; sg < 2; sg++) {
             x[i] = x0 + (sg ? -REF_FD_EPS : REF_FD_EPS);
             ref_linformer(p, o, q, k, v, E, F, p->at.lf_share != LINFORMER_SHARE_NONE);
             l[sg] = 0;
-            for (size_t j = 0; j < p->no; j++) l[sg] += p->g[j] * o[j];
+            for (size_t j = 0; j < p->no; j++) l[sg] += p->r[j] * o[j];
         }
         x[i] = x0;
         grad[i] = (l[0] - l[1]) / (2 * REF_FD_EPS);
@@ -333,22 +322,17 @@ static void ref_grad(const Prob *p, double *grad, int which) {
     if (!kv) free(F);
 }
 
-static double kind_loss(void *ctx) {
-    Prob *p = ctx;
-    kind_fwd(p, p->out, p->q, p->k, p->v, p->Tq);
-    return dot_rd(p->g, p->out, p->no);
-}
-
 static void test_kind(LinformerShare share, int B, int NH, int Tq, int Tk, int HS, int r, int n,
                       const int *len, const char *tag0) {
-    Prob P, *p = &P;
-    prob_init(p, share, B, NH, Tq, Tk, HS, r, n, len);
+    AttnProb P, *p = &P;
+    kind_prob(p, share, B, NH, Tq, Tk, HS, r, n, len);
     int kv = share == LINFORMER_SHARE_KV;
+    size_t nE = lf_size(p);
     char tag[160];
     snprintf(tag, sizeof tag, "share %s %s", linformer_share_names[share], tag0);
     Stat st;
     stat_begin(&st, "linformer parameters declared for share %s", linformer_share_names[share]);
-    stat_true(&st, p->ps.n == (kv ? 1 : 2) && p->ps.total >= (kv ? 1 : 2) * p->nE &&
+    stat_true(&st, p->ps.n == (kv ? 1 : 2) && p->ps.total >= (kv ? 1 : 2) * nE &&
                        p->ps.specs[0].shape[0] == (share == LINFORMER_SHARE_NONE ? NH * r : r) &&
                        p->ps.specs[0].shape[1] == n,
               "%d tensors, E [%d, %d]", p->ps.n, p->ps.specs[0].shape[0], p->ps.specs[0].shape[1]);
@@ -368,101 +352,54 @@ static void test_kind(LinformerShare share, int B, int NH, int Tq, int Tk, int H
     /* backward vs double central differences of the reference */
     float *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nk);
     kind_bwd(p, gq, gk, gv, p->q, p->k, p->v);
-    float *gE = fdup(p->at.lf_E.g, p->nE), *gF = kv ? NULL : fdup(p->at.lf_F.g, p->nE);
+    float *gE = fdup(p->at.lf_E.g, nE), *gF = kv ? NULL : fdup(p->at.lf_F.g, nE);
     stat_begin(&st, "linformer backward vs double FD of eq. 7 %s", tag);
     {
         float *gs[5] = {gq, gk, gv, gE, gF};
-        size_t ns[5] = {p->nq, p->nk, p->nk, p->nE, p->nE};
+        size_t ns[5] = {p->nq, p->nk, p->nk, nE, nE};
         const char *names[5] = {"dq", "dk", "dv", "dE", "dF"};
-        for (int w = 0; w < (kv ? 4 : 5); w++) {
-            double *rg = test_dnew(ns[w]);
-            ref_grad(p, rg, w);
-            for (size_t i = 0; i < ns[w]; i++)
-                stat_add(&st, gs[w][i], rg[i], GRAD_ATOL, GRAD_RTOL, names[w], (long)i);
-            free(rg);
-        }
+        attn_check_ref_grads(&st, p, ref_grad, kv ? 4 : 5, gs, ns, names, GRAD_ATOL, GRAD_RTOL);
     }
     stat_end(&st);
 
     /* finite differences through the float kind */
     stat_begin(&st, "linformer backward vs FD (eps %.0e) %s", (double)FD_EPS, tag);
-    fd_check(&st, "dq", p->q, p->nq, gq, kind_loss, p);
-    fd_check(&st, "dk", p->k, p->nk, gk, kind_loss, p);
-    fd_check(&st, "dv", p->v, p->nk, gv, kind_loss, p);
-    fd_check(&st, "dE", E_w(p), p->nE, gE, kind_loss, p);
-    if (!kv) fd_check(&st, "dF", F_w(p), p->nE, gF, kind_loss, p);
+    fd_check(&st, "dq", p->q, p->nq, gq, attn_prob_loss, p);
+    fd_check(&st, "dk", p->k, p->nk, gk, attn_prob_loss, p);
+    fd_check(&st, "dv", p->v, p->nk, gv, attn_prob_loss, p);
+    fd_check(&st, "dE", E_w(p), nE, gE, attn_prob_loss, p);
+    if (!kv) fd_check(&st, "dF", F_w(p), nE, gF, attn_prob_loss, p);
     stat_end(&st);
 
     /* padding never receives weight */
     stat_begin(&st, "linformer padding: other padded keys / values change no bit, padded dk/dv "
                "and dE/dF columns >= Tk are 0 %s", tag);
-    {
-        float *k2 = fdup(p->k, p->nk), *v2 = fdup(p->v, p->nk), *o2 = fnew(p->no);
-        float *q2 = fnew(p->nq), *dk2 = fnew(p->nk), *dv2 = fnew(p->nk);
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++)
-                for (int s = vlen(len, b, Tk); s < Tk; s++) {
-                    size_t i = (((size_t)b * NH + h) * Tk + s) * HS;
-                    for (int d = 0; d < HS; d++) {
-                        stat_true(&st, gk[i + d] == 0.0f && gv[i + d] == 0.0f,
-                                  "padded key b%d h%d s%d has a nonzero dk/dv", b, h, s);
-                        k2[i + d] = 50.0f * (d % 2 ? 1 : -1), v2[i + d] = 1e3f;
-                    }
-                }
-        for (size_t i = 0; i < p->nE; i++)
-            if ((int)(i % n) >= Tk)
-                stat_true(&st, gE[i] == 0.0f && (kv || gF[i] == 0.0f),
-                          "dE/dF column %d >= Tk is nonzero", (int)(i % n));
-        kind_fwd(p, o2, p->q, k2, v2, Tq);
-        kind_bwd(p, q2, dk2, dv2, p->q, k2, v2);
-        stat_same(&st, "out with other padded keys", o2, out, p->no);
-        stat_same(&st, "dq with other padded keys", q2, gq, p->nq);
-        stat_same(&st, "dk with other padded keys", dk2, gk, p->nk);
-        stat_same(&st, "dv with other padded keys", dv2, gv, p->nk);
-        stat_same(&st, "dE with other padded keys", p->at.lf_E.g, gE, p->nE);
-        if (!kv) stat_same(&st, "dF with other padded keys", p->at.lf_F.g, gF, p->nE);
-        for (int b = 0; b < B; b++) { /* a sentence with no key: out = +0, dq = 0 */
-            if (vlen(len, b, Tk)) continue;
-            size_t i = (size_t)b * NH * Tq * HS, m = (size_t)NH * Tq * HS;
-            int zero = 1;
-            for (size_t j = 0; j < m; j++) zero &= out[i + j] == 0.0f && gq[i + j] == 0.0f;
-            stat_true(&st, zero, "sentence %d sees no key: out or dq nonzero", b);
-        }
-        free(k2), free(v2), free(o2), free(q2), free(dk2), free(dv2);
-    }
+    attn_check_padding(&st, p, out, gq, gk, gv);
+    for (size_t i = 0; i < nE; i++)
+        if ((int)(i % n) >= Tk)
+            stat_true(&st, gE[i] == 0.0f && (kv || gF[i] == 0.0f),
+                      "dE/dF column %d >= Tk is nonzero", (int)(i % n));
+    stat_same(&st, "dE with other padded keys", p->at.lf_E.g, gE, nE);
+    if (!kv) stat_same(&st, "dF with other padded keys", p->at.lf_F.g, gF, nE);
     stat_end(&st);
 
     /* accumulate */
     stat_begin(&st, "linformer backward accumulates %s", tag);
+    attn_check_accumulate(&st, p, gq, gk, gv);
+    /* the parameter gradient too: onto a prefill (drawn after the three above) */
     {
-        float *pq = frand(p->nq, -1, 1), *pk = frand(p->nk, -1, 1), *pv = frand(p->nk, -1, 1);
-        float *aq = fdup(pq, p->nq), *ak = fdup(pk, p->nk), *av = fdup(pv, p->nk);
-        float *pE = frand(p->nE, -1, 1);
-        kind_bwd(p, aq, ak, av, p->q, p->k, p->v);
-        accum_check(&st, "dq", aq, pq, gq, p->nq);
-        accum_check(&st, "dk", ak, pk, gk, p->nk);
-        accum_check(&st, "dv", av, pv, gv, p->nk);
-        /* the parameter gradient too: onto a prefill */
-        memcpy(p->at.lf_E.g, pE, sizeof(float) * p->nE);
-        attention_backward(&p->at, be, NULL, NULL, NULL, p->g, NULL, NULL, p->q, p->k, p->v,
+        float *pE = frand(nE, -1, 1);
+        memcpy(p->at.lf_E.g, pE, sizeof(float) * nE);
+        attention_backward(&p->at, be, NULL, NULL, NULL, p->r, NULL, NULL, p->q, p->k, p->v,
                            p->key_len, 0, B, Tq, Tk, p->work);
-        accum_check(&st, "dE", p->at.lf_E.g, pE, gE, p->nE);
-        free(pq), free(pk), free(pv), free(aq), free(ak), free(av), free(pE);
+        accum_check(&st, "dE", p->at.lf_E.g, pE, gE, nE);
+        free(pE);
     }
     stat_end(&st);
 
     /* keys = values (the RNN: one buffer) with dk = dv (one buffer): dk + dv of separate runs */
     stat_begin(&st, "linformer keys = values, dk = dv in one buffer %s", tag);
-    {
-        float *sq = fnew(p->nq), *sk = fnew(p->nk), *sv = fnew(p->nk), *sq2 = fnew(p->nq);
-        float *dkv = fnew(p->nk);
-        kind_bwd(p, sq, sk, sv, p->q, p->k, p->k);
-        kind_bwd(p, sq2, dkv, dkv, p->q, p->k, p->k);
-        stat_same(&st, "dq", sq2, sq, p->nq);
-        for (size_t i = 0; i < p->nk; i++)
-            stat_add(&st, dkv[i], (double)sk[i] + sv[i], 1e-6, 1e-6, "dk+dv", (long)i);
-        free(sq), free(sk), free(sv), free(sq2), free(dkv);
-    }
+    attn_check_kv_one_buffer(&st, p);
     stat_end(&st);
 
     /* decoding: one query at a time against the same keys = the batched forward, bit for bit */
@@ -483,22 +420,23 @@ static void test_kind(LinformerShare share, int B, int NH, int Tq, int Tk, int H
     }
     stat_end(&st);
     free(ro), free(out), free(gq), free(gk), free(gv), free(gE), free(gF);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* 1 and 2 threads give the same bits (shapes above the ops' OpenMP thresholds). */
 static void test_kind_threads(void) {
     const int len[3] = {40, 23, 0};
-    Prob P, *p = &P;
-    prob_init(p, LINFORMER_SHARE_NONE, 3, 4, 30, 40, 16, 16, 48, len);
+    AttnProb P, *p = &P;
+    kind_prob(p, LINFORMER_SHARE_NONE, 3, 4, 30, 40, 16, 16, 48, len);
+    size_t nE = lf_size(p);
     float *o[2], *gq[2], *gk[2], *gv[2], *gE[2], *gF[2];
     for (int i = 0; i < 2; i++) {
         omp_set_num_threads(i + 1);
-        prob_work(p);
+        attn_prob_work(p);
         o[i] = fnew(p->no), gq[i] = fnew(p->nq), gk[i] = fnew(p->nk), gv[i] = fnew(p->nk);
         kind_fwd(p, o[i], p->q, p->k, p->v, p->Tq);
         kind_bwd(p, gq[i], gk[i], gv[i], p->q, p->k, p->v);
-        gE[i] = fdup(p->at.lf_E.g, p->nE), gF[i] = fdup(p->at.lf_F.g, p->nE);
+        gE[i] = fdup(p->at.lf_E.g, nE), gF[i] = fdup(p->at.lf_F.g, nE);
     }
     omp_set_num_threads(1);
     Stat st;
@@ -507,12 +445,12 @@ static void test_kind_threads(void) {
     stat_same(&st, "dq", gq[0], gq[1], p->nq);
     stat_same(&st, "dk", gk[0], gk[1], p->nk);
     stat_same(&st, "dv", gv[0], gv[1], p->nk);
-    stat_same(&st, "dE", gE[0], gE[1], p->nE);
-    stat_same(&st, "dF", gF[0], gF[1], p->nE);
+    stat_same(&st, "dE", gE[0], gE[1], nE);
+    stat_same(&st, "dF", gF[0], gF[1], nE);
     stat_end(&st);
     for (int i = 0; i < 2; i++)
         free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]), free(gE[i]), free(gF[i]);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* The table refuses the causal slot and accepts the others. */

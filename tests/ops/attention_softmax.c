@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "attention_cases.h"
+#include "attention_fixture.h"
 #include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
@@ -454,46 +455,28 @@ static int all_finite(const float *x, size_t n) {
 /* ------------------------------------------------------------------------------------------ */
 /* one problem: inputs, flash results and materialised results                                */
 
-typedef struct {
-    int B, NH, Tq, Tk, D, Dv, causal;
-    float scale;
-    const int *key_len; /* [B] */
-    float *q, *k, *v, *r; /* r: dout [B,NH,Tq,Dv] */
-    float *work;          /* the ops' workspace: flash_attn_workspace, attn_workspace floats */
-    size_t nq, nk, nv, no, nl, nw;
-} Prob;
-
-/* (Re)allocates the ops' workspace for the current OpenMP thread count. */
-static void prob_work(Prob *p) {
+/* The ops' workspace: the larger of flash_attn_workspace and attn_workspace. */
+static size_t flash_workspace(const AttnProb *p) {
     size_t wf = be->flash_attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
     size_t wa = be->attn_workspace(p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv);
-    free(p->work);
-    p->work = malloc(sizeof(float) * ((wf > wa ? wf : wa) + 1));
+    return wf > wa ? wf : wa;
 }
 
-static void prob_init(Prob *p, int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
-                      int causal, float scale) {
-    p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->D = D, p->Dv = Dv, p->causal = causal;
-    p->scale = scale;
-    p->key_len = key_len;
-    p->work = NULL;
-    prob_work(p);
-    size_t bh = (size_t)B * NH;
-    p->nq = bh * Tq * D, p->nk = bh * Tk * D, p->nv = bh * Tk * Dv, p->no = bh * Tq * Dv;
-    p->nl = bh * Tq, p->nw = bh * Tq * Tk;
-    p->q = frand(p->nq, -1.5f, 1.5f);
-    p->k = frand(p->nk, -1.5f, 1.5f);
-    p->v = frand(p->nv, -1, 1);
-    p->r = frand(p->no, -1, 1);
+/* One problem (attention_fixture.h), q and k uniform in [−1.5, 1.5). */
+static void flash_prob(AttnProb *p, int B, int NH, int Tq, int Tk, int D, int Dv,
+                       const int *key_len, int causal, float scale) {
+    *p = (AttnProb){.B = B, .NH = NH, .Tq = Tq, .Tk = Tk, .D = D, .Dv = Dv, .causal = causal,
+                    .scale = scale, .key_len = key_len, .workspace = flash_workspace};
+    attn_prob_init(p, 1.5f);
 }
-static void prob_free(Prob *p) {
-    free(p->work), free(p->q), free(p->k), free(p->v), free(p->r);
-}
-static void flash_fwd(const Prob *p, float *out, float *lse) {
+/* floats of lse [B,NH,Tq] and of the weights [B,NH,Tq,Tk] */
+static size_t n_lse(const AttnProb *p) { return (size_t)p->B * p->NH * p->Tq; }
+static size_t n_weights(const AttnProb *p) { return n_lse(p) * p->Tk; }
+static void flash_fwd(const AttnProb *p, float *out, float *lse) {
     be->flash_attn_forward(out, lse, p->q, p->k, p->v, p->key_len, p->scale, p->causal, p->B,
                            p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
 }
-static void flash_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *out,
+static void flash_bwd(const AttnProb *p, float *dq, float *dk, float *dv, const float *out,
                       const float *lse) {
     be->flash_attn_backward(dq, dk, dv, p->r, p->q, p->k, p->v, out, lse, p->key_len, p->scale,
                             p->causal, p->B, p->NH, p->Tq, p->Tk, p->D, p->Dv, p->work);
@@ -508,8 +491,8 @@ static void flash_bwd(const Prob *p, float *dq, float *dk, float *dv, const floa
  * scores are compared at the tolerances of ordinary ones elsewhere). */
 static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
                                  int causal, float scale, int spike) {
-    Prob p;
-    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
+    AttnProb p;
+    flash_prob(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
     for (int bh = 0; bh < B * NH && spike; bh++)
         for (int d = 0; d < D; d++) {
             if (Tk > 1) p.k[((size_t)bh * Tk + 1) * D + d] *= 300.0f;
@@ -523,8 +506,8 @@ static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, c
              Dv, causal, lens, spike ? " spiked keys" : "");
 
     /* forward; garbage in the outputs: the op must write every element */
-    float *out = ffill(p.no, 123.0f), *lse = ffill(p.nl, 123.0f);
-    float *mout = fnew(p.no), *mw = fnew(p.nw);
+    float *out = ffill(p.no, 123.0f), *lse = ffill(n_lse(&p), 123.0f);
+    float *mout = fnew(p.no), *mw = fnew(n_weights(&p));
     flash_fwd(&p, out, lse);
     be->attn_forward(mout, mw, p.q, p.k, p.v, p.key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
     Stat st;
@@ -565,7 +548,7 @@ static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, c
     stat_end(&st);
     if (spike) {
         free(out), free(lse), free(mout), free(mw);
-        prob_free(&p);
+        attn_prob_free(&p);
         return;
     }
 
@@ -604,14 +587,14 @@ static void test_vs_materialised(int B, int NH, int Tq, int Tk, int D, int Dv, c
     free(out), free(lse), free(mout), free(mw), free(gq), free(gk), free(gv), free(mq);
     free(mk), free(mv), free(pq), free(pk), free(pv), free(aq), free(ak), free(av), free(zq);
     free(zk), free(zv);
-    prob_free(&p);
+    attn_prob_free(&p);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* backward vs central finite differences of the flash forward                                */
 
 typedef struct {
-    const Prob *p;
+    const AttnProb *p;
     float *out, *lse;
 } FdCtx;
 /* L = Σ r ⊙ flash_attn_forward(q, k, v), in double from the float32 output. */
@@ -623,13 +606,13 @@ static double flash_loss(void *ctx) {
 
 static void test_fd(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len, int causal,
                     float scale) {
-    Prob p;
-    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
-    float *out = fnew(p.no), *lse = fnew(p.nl);
+    AttnProb p;
+    flash_prob(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, scale);
+    float *out = fnew(p.no), *lse = fnew(n_lse(&p));
     float *gq = fnew(p.nq), *gk = fnew(p.nk), *gv = fnew(p.nv);
     flash_fwd(&p, out, lse);
     flash_bwd(&p, gq, gk, gv, out, lse);
-    FdCtx c = {&p, fnew(p.no), fnew(p.nl)};
+    FdCtx c = {&p, fnew(p.no), fnew(n_lse(&p))};
     Stat st;
     stat_begin(&st, "flash backward vs FD  B%d NH%d Tq%d Tk%d D%d Dv%d causal=%d", B, NH, Tq, Tk, D, Dv,
                causal);
@@ -638,7 +621,7 @@ static void test_fd(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key
     fd_check(&st, "dv", p.v, p.nv, gv, flash_loss, &c);
     stat_end(&st);
     free(out), free(lse), free(gq), free(gk), free(gv), free(c.out), free(c.lse);
-    prob_free(&p);
+    attn_prob_free(&p);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -646,15 +629,15 @@ static void test_fd(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key
 
 static void test_threads(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
                          int causal) {
-    Prob p;
-    prob_init(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, 1.0f / sqrtf((float)D));
+    AttnProb p;
+    flash_prob(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, 1.0f / sqrtf((float)D));
     const int nthr[3] = {1, 2, 3};
     float *out[3], *lse[3], *gq[3], *gk[3], *gv[3];
     int saved = omp_get_max_threads();
     for (int i = 0; i < 3; i++) {
         omp_set_num_threads(nthr[i]);
-        prob_work(&p);
-        out[i] = fnew(p.no), lse[i] = fnew(p.nl);
+        attn_prob_work(&p);
+        out[i] = fnew(p.no), lse[i] = fnew(n_lse(&p));
         gq[i] = fnew(p.nq), gk[i] = fnew(p.nk), gv[i] = fnew(p.nv);
         flash_fwd(&p, out[i], lse[i]);
         flash_bwd(&p, gq[i], gk[i], gv[i], out[i], lse[i]);
@@ -665,14 +648,14 @@ static void test_threads(int B, int NH, int Tq, int Tk, int D, int Dv, const int
                Tk, causal);
     for (int i = 1; i < 3; i++) {
         stat_same(&st, "out", out[i], out[0], p.no);
-        stat_same(&st, "lse", lse[i], lse[0], p.nl);
+        stat_same(&st, "lse", lse[i], lse[0], n_lse(&p));
         stat_same(&st, "dq", gq[i], gq[0], p.nq);
         stat_same(&st, "dk", gk[i], gk[0], p.nk);
         stat_same(&st, "dv", gv[i], gv[0], p.nv);
     }
     stat_end(&st);
     for (int i = 0; i < 3; i++) free(out[i]), free(lse[i]), free(gq[i]), free(gk[i]), free(gv[i]);
-    prob_free(&p);
+    attn_prob_free(&p);
 }
 
 /* ------------------------------------------------------------------------------------------ */

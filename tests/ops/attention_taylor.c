@@ -35,6 +35,7 @@
 
 #include "attention/attention.h"
 #include "attention_cases.h"
+#include "attention_fixture.h"
 #include "ops/cpu/cpu.h"
 #include "ops/ops.h"
 #include "optest.h"
@@ -152,49 +153,25 @@ static void test_l2feature_threads(void) {
 /* ------------------------------------------------------------------------------------------ */
 /* the taylor kind                                                                            */
 
-typedef struct {
-    Attention at;
-    int causal, B, NH, Tq, Tk, HS;
-    const int *key_len;    /* [B] */
-    float *q, *k, *v;      /* [B,NH,Tq,HS], [B,NH,Tk,HS], [B,NH,Tk,HS] */
-    float *r, *out, *work; /* r = dL/dout [B,NH,Tq,HS]; out scratch; attention_workspace */
-    size_t nq, nk, no;
-} Prob;
-
-static void prob_work(Prob *p) {
-    free(p->work);
-    p->work = fnew(attention_workspace(&p->at, be, p->B, p->Tq, p->Tk) + 1);
-}
-
-static void prob_init(Prob *p, int causal, int B, int NH, int Tq, int Tk, int HS,
-                      const int *key_len) {
-    memset(p, 0, sizeof *p);
-    attention_declare(&p->at, NULL, "t", ATTN_TAYLOR, NH * HS, NH * HS, NH, 0, INIT_XAVIER, NULL);
-    p->causal = causal, p->B = B, p->NH = NH, p->Tq = Tq, p->Tk = Tk, p->HS = HS;
-    p->key_len = key_len;
-    p->nq = (size_t)B * NH * Tq * HS, p->nk = (size_t)B * NH * Tk * HS, p->no = p->nq;
-    p->q = frand(p->nq, -1, 1), p->k = frand(p->nk, -1, 1), p->v = frand(p->nk, -1, 1);
-    p->r = frand(p->no, -1, 1), p->out = fnew(p->no);
-    prob_work(p);
-}
-
-static void prob_free(Prob *p) {
-    free(p->q), free(p->k), free(p->v), free(p->r), free(p->out), free(p->work);
-}
-
-static void kind_fwd(const Prob *p, float *out, const float *q, const float *k, const float *v) {
+static void kind_fwd(const AttnProb *p, float *out, const float *q, const float *k,
+                     const float *v) {
     attention_forward(&p->at, be, out, NULL, q, k, v, p->key_len, p->causal, p->B, p->Tq, p->Tk,
                       p->work);
 }
-static void kind_bwd(const Prob *p, float *dq, float *dk, float *dv, const float *q,
+static void kind_bwd(AttnProb *p, float *dq, float *dk, float *dv, const float *q,
                      const float *k, const float *v) {
     attention_backward(&p->at, be, dq, dk, dv, p->r, NULL, NULL, q, k, v, p->key_len, p->causal,
                        p->B, p->Tq, p->Tk, p->work);
 }
 
-static int klen(const Prob *p, int b) { return p->key_len[b] < p->Tk ? p->key_len[b] : p->Tk; }
-static int visible(const Prob *p, int b, int t, int s) {
-    return s < klen(p, b) && !(p->causal && s > t + (p->Tk - p->Tq));
+/* One problem (attention_fixture.h) of the kind, head size HS; q and k uniform in [−1, 1). */
+static void kind_prob(AttnProb *p, int causal, int B, int NH, int Tq, int Tk, int HS,
+                      const int *key_len) {
+    *p = (AttnProb){.B = B, .NH = NH, .Tq = Tq, .Tk = Tk, .D = HS, .Dv = HS, .causal = causal,
+                    .key_len = key_len, .workspace = attn_kind_workspace, .fwd = kind_fwd,
+                    .bwd = kind_bwd};
+    attention_declare(&p->at, NULL, "t", ATTN_TAYLOR, NH * HS, NH * HS, NH, 0, INIT_XAVIER, NULL);
+    attn_prob_init(p, 1.0f);
 }
 
 /* The seed's formula (Method 3), literally, per (b, h) and row t over its visible keys, its
@@ -202,9 +179,9 @@ static int visible(const Prob *p, int b, int t, int s) {
  * attention's 1e-6 — Li et al.'s own code adds an eps there too); den [B,NH,Tq] (may be NULL)
  * receives N + q̂·K̂ᵀ1 without the guard. */
 #define TAYLOR_GUARD 1e-6
-static void ref_taylor(const Prob *p, double *out, double *den, const double *q, const double *k,
-                       const double *v, double guard) {
-    int Tq = p->Tq, Tk = p->Tk, HS = p->HS;
+static void ref_taylor(const AttnProb *p, double *out, double *den, const double *q,
+                       const double *k, const double *v, double guard) {
+    int Tq = p->Tq, Tk = p->Tk, HS = p->D;
     double *KtV = test_dnew((size_t)HS * HS), *Kt1 = test_dnew((size_t)HS), *qh = test_dnew((size_t)HS),
            *kh = test_dnew((size_t)HS);
     for (int b = 0; b < p->B; b++)
@@ -216,7 +193,7 @@ static void ref_taylor(const Prob *p, double *out, double *den, const double *q,
                 memset(KtV, 0, sizeof(double) * HS * HS), memset(Kt1, 0, sizeof(double) * HS);
                 memset(o, 0, sizeof(double) * HS); /* term1 = Vᵀ 1 (accumulated into o) */
                 for (int s = 0; s < Tk; s++) {
-                    if (!visible(p, b, t, s)) continue;
+                    if (!attn_prob_visible(p, b, t, s)) continue;
                     double nk = 0;
                     for (int d = 0; d < HS; d++) nk += kb[s * HS + d] * kb[s * HS + d];
                     for (int d = 0; d < HS; d++) kh[d] = kb[s * HS + d] / sqrt(nk); /* K' = K/‖K‖ */
@@ -244,15 +221,9 @@ static void ref_taylor(const Prob *p, double *out, double *den, const double *q,
     free(KtV), free(Kt1), free(qh), free(kh);
 }
 
-static double kind_loss(void *ctx) {
-    Prob *p = ctx;
-    kind_fwd(p, p->out, p->q, p->k, p->v);
-    return dot_rd(p->r, p->out, p->no);
-}
-
 /* d/dx of Σ r ⊙ ref_taylor (with the kind's guard) by double central differences, for x = q, k
  * or v (which = 0, 1, 2) */
-static void ref_grad(const Prob *p, double *grad, int which) {
+static void ref_grad(const AttnProb *p, double *grad, int which) {
     double *q = test_dnew(p->nq), *k = test_dnew(p->nk), *v = test_dnew(p->nk), *o = test_dnew(p->no);
     for (size_t i = 0; i < p->nq; i++) q[i] = p->q[i];
     for (size_t i = 0; i < p->nk; i++) k[i] = p->k[i], v[i] = p->v[i];
@@ -274,8 +245,8 @@ static void ref_grad(const Prob *p, double *grad, int which) {
 
 static void test_kind(int causal, int B, int NH, int Tq, int Tk, int HS, const int *len,
                       const char *tag) {
-    Prob P, *p = &P;
-    prob_init(p, causal, B, NH, Tq, Tk, HS, len);
+    AttnProb P, *p = &P;
+    kind_prob(p, causal, B, NH, Tq, Tk, HS, len);
     const char *kn = causal ? "taylor causal" : "taylor";
     Stat st;
     /* forward vs the seed's formula; out overwritten (NaN-prefilled). Against the formula itself
@@ -309,89 +280,35 @@ static void test_kind(int causal, int B, int NH, int Tq, int Tk, int HS, const i
         float *gs[3] = {gq, gk, gv};
         size_t ns[3] = {p->nq, p->nk, p->nk};
         const char *names[3] = {"dq", "dk", "dv"};
-        for (int w = 0; w < 3; w++) {
-            double *rg = test_dnew(ns[w]);
-            ref_grad(p, rg, w);
-            for (size_t i = 0; i < ns[w]; i++)
-                stat_add(&st, gs[w][i], rg[i], GRAD_ATOL, GRAD_RTOL, names[w], (long)i);
-            free(rg);
-        }
+        attn_check_ref_grads(&st, p, ref_grad, 3, gs, ns, names, GRAD_ATOL, GRAD_RTOL);
     }
     stat_end(&st);
 
     /* finite differences through the whole kind (float) */
     stat_begin(&st, "%s backward vs FD (eps %.0e) %s", kn, (double)FD_EPS, tag);
-    fd_check(&st, "dq", p->q, p->nq, gq, kind_loss, p);
-    fd_check(&st, "dk", p->k, p->nk, gk, kind_loss, p);
-    fd_check(&st, "dv", p->v, p->nk, gv, kind_loss, p);
+    fd_check(&st, "dq", p->q, p->nq, gq, attn_prob_loss, p);
+    fd_check(&st, "dk", p->k, p->nk, gk, attn_prob_loss, p);
+    fd_check(&st, "dv", p->v, p->nk, gv, attn_prob_loss, p);
     stat_end(&st);
 
     /* padding never receives weight: other padded keys / values change nothing; zero grads */
     stat_begin(&st, "%s padding: no weight, zero dk/dv, other padded keys change nothing %s", kn,
                tag);
-    {
-        float *k2 = fdup(p->k, p->nk), *v2 = fdup(p->v, p->nk), *o2 = fnew(p->no);
-        float *q2 = fnew(p->nq), *dk2 = fnew(p->nk), *dv2 = fnew(p->nk);
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++)
-                for (int s = klen(p, b); s < Tk; s++) {
-                    size_t i = (((size_t)b * NH + h) * Tk + s) * HS;
-                    for (int d = 0; d < HS; d++) {
-                        stat_true(&st, gk[i + d] == 0.0f && gv[i + d] == 0.0f,
-                                  "padded key b%d h%d s%d has a nonzero dk/dv", b, h, s);
-                        k2[i + d] = 50.0f * (d % 2 ? 1 : -1), v2[i + d] = 1e3f;
-                    }
-                }
-        kind_fwd(p, o2, p->q, k2, v2);
-        kind_bwd(p, q2, dk2, dv2, p->q, k2, v2);
-        stat_same(&st, "out with other padded keys", o2, out, p->no);
-        stat_same(&st, "dq with other padded keys", q2, gq, p->nq);
-        stat_same(&st, "dk with other padded keys", dk2, gk, p->nk);
-        stat_same(&st, "dv with other padded keys", dv2, gv, p->nk);
-        for (int b = 0; b < B; b++) /* rows that see no key: out = +0, dq = 0 */
-            for (int h = 0; h < NH; h++)
-                for (int t = 0; t < Tq; t++) {
-                    int any = 0;
-                    for (int s = 0; s < Tk; s++) any |= visible(p, b, t, s);
-                    if (any) continue;
-                    size_t i = (((size_t)b * NH + h) * Tq + t) * HS;
-                    int zero = 1;
-                    for (int d = 0; d < HS; d++) zero &= out[i + d] == 0.0f && gq[i + d] == 0.0f;
-                    stat_true(&st, zero, "row b%d h%d t%d sees no key: out or dq nonzero", b, h, t);
-                }
-        free(k2), free(v2), free(o2), free(q2), free(dk2), free(dv2);
-    }
+    attn_check_padding(&st, p, out, gq, gk, gv);
     stat_end(&st);
 
     /* accumulate */
     stat_begin(&st, "%s backward accumulates %s", kn, tag);
-    {
-        float *pq = frand(p->nq, -1, 1), *pk = frand(p->nk, -1, 1), *pv = frand(p->nk, -1, 1);
-        float *aq = fdup(pq, p->nq), *ak = fdup(pk, p->nk), *av = fdup(pv, p->nk);
-        kind_bwd(p, aq, ak, av, p->q, p->k, p->v);
-        accum_check(&st, "dq", aq, pq, gq, p->nq);
-        accum_check(&st, "dk", ak, pk, gk, p->nk);
-        accum_check(&st, "dv", av, pv, gv, p->nk);
-        free(pq), free(pk), free(pv), free(aq), free(ak), free(av);
-    }
+    attn_check_accumulate(&st, p, gq, gk, gv);
     stat_end(&st);
 
     /* keys = values (the RNN: one buffer) with dk = dv (one buffer): dk + dv of separate runs */
     stat_begin(&st, "%s keys = values, dk = dv in one buffer %s", kn, tag);
-    {
-        float *sq = fnew(p->nq), *sk = fnew(p->nk), *sv = fnew(p->nk), *sq2 = fnew(p->nq);
-        float *dkv = fnew(p->nk);
-        kind_bwd(p, sq, sk, sv, p->q, p->k, p->k);
-        kind_bwd(p, sq2, dkv, dkv, p->q, p->k, p->k);
-        stat_same(&st, "dq", sq2, sq, p->nq);
-        for (size_t i = 0; i < p->nk; i++)
-            stat_add(&st, dkv[i], (double)sk[i] + sv[i], 1e-6, 1e-6, "dk+dv", (long)i);
-        free(sq), free(sk), free(sv), free(sq2), free(dkv);
-    }
+    attn_check_kv_one_buffer(&st, p);
     stat_end(&st);
     free(q64), free(k64), free(v64), free(ro), free(rg), free(den), free(out);
     free(gq), free(gk), free(gv);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* attention_decode_step, t = 0 .. T−1 from a zero state (one new key and query per step, every
@@ -400,8 +317,8 @@ static void test_kind(int causal, int B, int NH, int Tq, int Tk, int HS, const i
 static void test_decode_equals_forward(void) {
     const int R = 2, NH = 3, HS = 5, T = 9;
     const int len[2] = {T, T};
-    Prob P, *p = &P;
-    prob_init(p, 1, R, NH, T, T, HS, len);
+    AttnProb P, *p = &P;
+    kind_prob(p, 1, R, NH, T, T, HS, len);
     float *out = fnew(p->no);
     kind_fwd(p, out, p->q, p->k, p->v);
     size_t nst = attention_state_floats(&p->at, R, T);
@@ -432,7 +349,7 @@ static void test_decode_equals_forward(void) {
     }
     stat_end(&st);
     free(out), free(state), free(qt), free(kt), free(vt), free(ot), free(work);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 /* weights_host (attention maps): w_s = (1 + q̂·k̂_s) / Σ, summing to 1 */
@@ -461,26 +378,13 @@ static void test_weights_host(void) {
 static void test_kind_threads(int causal) {
     const int B = 2, NH = 3, T = 48, HS = 16;
     const int len[2] = {48, 29};
-    Prob P, *p = &P;
-    prob_init(p, causal, B, NH, T, T, HS, len);
-    float *o[2], *gq[2], *gk[2], *gv[2];
-    for (int i = 0; i < 2; i++) {
-        omp_set_num_threads(i + 1);
-        prob_work(p);
-        o[i] = fnew(p->no), gq[i] = fnew(p->nq), gk[i] = fnew(p->nk), gv[i] = fnew(p->nk);
-        kind_fwd(p, o[i], p->q, p->k, p->v);
-        kind_bwd(p, gq[i], gk[i], gv[i], p->q, p->k, p->v);
-    }
-    omp_set_num_threads(1);
+    AttnProb P, *p = &P;
+    kind_prob(p, causal, B, NH, T, T, HS, len);
     Stat st;
     stat_begin(&st, "taylor%s bit-identical for 1 and 2 threads", causal ? " causal" : "");
-    stat_same(&st, "out", o[0], o[1], p->no);
-    stat_same(&st, "dq", gq[0], gq[1], p->nq);
-    stat_same(&st, "dk", gk[0], gk[1], p->nk);
-    stat_same(&st, "dv", gv[0], gv[1], p->nk);
+    attn_check_threads(&st, p);
     stat_end(&st);
-    for (int i = 0; i < 2; i++) free(o[i]), free(gq[i]), free(gk[i]), free(gv[i]);
-    prob_free(p);
+    attn_prob_free(p);
 }
 
 void case_taylor_attn(void) {

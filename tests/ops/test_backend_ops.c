@@ -1491,18 +1491,6 @@ static float *from_backend(const Backend *be, const float *p, size_t n) {
     return h;
 }
 
-/* Normwise relative error max|got - ref| / max|ref| (absolute if ref is all zero). */
-static double rel_err(const float *got, const float *ref, size_t n) {
-    double dmax = 0.0, rmax = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)ref[i]);
-        if (!(d <= dmax)) dmax = d; /* NaN propagates */
-        double r = fabs((double)ref[i]);
-        if (r > rmax) rmax = r;
-    }
-    return rmax > 0.0 ? dmax / rmax : dmax;
-}
-
 /* Every output downloaded from the backend under test (from_backend), in order: a 64-bit FNV-1a hash
  * of each one's bytes and its label (the schedule check of run_vs_cpu). */
 static struct { uint64_t hash; char what[120]; } *out_seen;
@@ -1534,7 +1522,7 @@ static double compare(const char *what, const float *g_dev, const float *c_dev, 
     float *c = from_backend(cpu, c_dev, n);
     /* from_backend recorded g for the schedule check: label it */
     if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
-    double e = rel_err(g, c, n);
+    double e = test_rel_err(g, c, n, NULL);
     EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
     if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
     free(g);
@@ -1689,7 +1677,7 @@ static void bf16_against_reference(int bias) {
             else
                 snprintf(what, sizeof what, "matmul at bf16 transA=%d transB=%d beta=%g%s", ta,
                          tb, (double)beta, stage ? " (500-element staging)" : "");
-            double e = rel_err(g, ref, nc);
+            double e = test_rel_err(g, ref, nc, NULL);
             EXPECT(e < 1e-5, "%s: relative error %.3g against the product of the bf16-rounded "
                    "inputs, want < 1e-05", what, e);
             if (v == 0)
@@ -1752,7 +1740,7 @@ static void vs_cpu_matmul(void) {
         char what[64];
         snprintf(what, sizeof what, "matmul at precision %s", precs[p].name);
         record_output(what, g, nc);
-        double e = rel_err(g, c, nc);
+        double e = test_rel_err(g, c, nc, NULL);
         EXPECT(e > precs[p].lo && e < precs[p].hi,
                "matmul at precision %s: relative error %.3g against fp32, want (%.0e, %.0e)",
                precs[p].name, e, precs[p].lo, precs[p].hi);
@@ -1777,7 +1765,7 @@ static void precision_shows(const float *gx, const float *gw, const float *gb, c
     float *g = from_backend(gpu, go, no), *c = from_backend(cpu, co, no);
     snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what,
              "matmul_bias_forward at precision tf32");
-    double e = rel_err(g, c, no);
+    double e = test_rel_err(g, c, no, NULL);
     EXPECT(e > 1e-6 && e < 3e-3,
            "matmul_bias_forward at precision tf32: relative error %.3g, want (1e-06, 3e-03)", e);
     printf("  matmul_bias_forward at precision tf32: relative error %.2e against the cpu's fp32\n",

@@ -15,51 +15,11 @@
 
 #include "kernels.cuh"
 #include "planted.cuh"
-
-static int g_fail = 0, g_checks = 0;
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        g_checks++;                                                                            \
-        if (!(cond)) {                                                                         \
-            g_fail++;                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-        }                                                                                      \
-    } while (0)
-
-struct Sched {
-    int kind;
-    unsigned long long seed;
-    const char *name;
-};
-static const Sched kScheds[] = {{SIMT_FORWARD, 0, "forward"},
-                                {SIMT_REVERSE, 0, "reverse"},
-                                {SIMT_RANDOM, 1, "random:1"},
-                                {SIMT_RANDOM, 2, "random:2"},
-                                {SIMT_RANDOM, 3, "random:3"}};
-static const int kNSched = (int)(sizeof kScheds / sizeof kScheds[0]);
-
-template <class T> static bool same_bits(const std::vector<T> &a, const std::vector<T> &b) {
-    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+#include "simt_check.h"
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return (float)((*s >> 8) & 0xFFFF) / 65536.0f - 0.5f;
-}
-
-/* Runs run(sched) under every schedule; the result must equal the forward one bit for bit. */
-template <class T, class F> static std::vector<T> under_all(const char *what, F run) {
-    std::vector<T> first;
-    for (int s = 0; s < kNSched; s++) {
-        simt_set_schedule(kScheds[s].kind, kScheds[s].seed);
-        std::vector<T> r = run();
-        if (s == 0) first = r;
-        else CHECK(same_bits(first, r), "%s: %s differs from forward", what, kScheds[s].name);
-    }
-    simt_set_schedule(SIMT_FORWARD, 0);
-    return first;
 }
 
 static void test_block_sum() {
@@ -456,6 +416,5 @@ int main() {
     test_planted_errors();
     test_abort_mode();
     bench_elementwise();
-    printf("%d checks, %d failed\n", g_checks, g_fail);
-    return g_fail ? 1 : 0;
+    return check_report("test_simt");
 }

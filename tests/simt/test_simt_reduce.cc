@@ -27,50 +27,7 @@
 #include "kernels.cuh"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/softmax_xent.cuh"
-
-static int g_fail = 0, g_checks = 0;
-static void failed_now() {
-    if (getenv("TEST_FAIL_FAST") && strcmp(getenv("TEST_FAIL_FAST"), "1") == 0) exit(1);
-}
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        g_checks++;                                                                            \
-        if (!(cond)) {                                                                         \
-            g_fail++;                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            failed_now();                                                                      \
-        }                                                                                      \
-    } while (0)
-
-struct Sched {
-    int kind;
-    unsigned long long seed;
-    const char *name;
-};
-static const Sched kScheds[] = {{SIMT_FORWARD, 0, "forward"},
-                                {SIMT_REVERSE, 0, "reverse"},
-                                {SIMT_RANDOM, 1, "random:1"},
-                                {SIMT_RANDOM, 2, "random:2"},
-                                {SIMT_RANDOM, 3, "random:3"}};
-static const int kNSched = (int)(sizeof kScheds / sizeof kScheds[0]);
-
-/* run() under every schedule; each result must equal the forward one bit for bit. */
-template <class T, class F> static std::vector<T> under_all(const char *what, F run) {
-    std::vector<T> first;
-    for (int s = 0; s < kNSched; s++) {
-        simt_set_schedule(kScheds[s].kind, kScheds[s].seed);
-        std::vector<T> r = run();
-        if (s == 0) first = r;
-        else
-            CHECK(r.size() == first.size() &&
-                      memcmp(r.data(), first.data(), r.size() * sizeof(T)) == 0,
-                  "%s: schedule %s differs from forward", what, kScheds[s].name);
-    }
-    simt_set_schedule(SIMT_FORWARD, 0);
-    return first;
-}
+#include "simt_check.h"
 
 /* ---- kernels: one block per lane position, NT values each ------------------------------- */
 
@@ -309,6 +266,5 @@ int main() {
     test_warp();
     test_col();
     for (int V : {1, 2, 31, 32, 33, 255, 256, 257, 600}) test_argmax(V);
-    printf("test_simt_reduce: %d checks, %d failed\n", g_checks, g_fail);
-    return g_fail ? 1 : 0;
+    return check_report("test_simt_reduce");
 }

@@ -24,27 +24,6 @@
 #define TIMEOUT 240.0
 
 static const char *g_work;
-static int g_run_no = 0;
-
-static int train(const char *save_dir, const char **log_out, ...) {
-    TrArgv a;
-    tr_train_argv(&a, g_work, save_dir);
-    va_list ap;
-    va_start(ap, log_out);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
-    va_end(ap);
-    const char *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, ++g_run_no));
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "run %d", g_run_no);
-    tr_print_argv(cmd, a.v);
-    double t0 = tr_now();
-    int rc = tr_run(a.v, log, NULL, TIMEOUT);
-    printf("  -> exit %d in %.1f s (log %s)\n", rc, tr_now() - t0, log);
-    if (rc != 0) tr_print_tail(log, 15);
-    tr_argv_free(&a);
-    if (log_out) *log_out = log;
-    return rc;
-}
 
 /* The flat buffers of a checkpoint on the host: k = 0 parameters, 1 Adam m, 2 Adam v, 3 EMA
  * (NULL when it has none). Returns 0 on success. */
@@ -110,8 +89,8 @@ int main(void) {
     /* ---- C: the config check, before any data work ---- */
     const char *log = NULL;
     const char *dC = test_strdup(tr_fmt("%s/C", g_work));
-    int rc = train(dC, &log, "--set", "train.keep_checkpoints=2", "--set",
-                   "train.average_last=3", NULL);
+    int rc = tr_train(g_work, dC, TIMEOUT, &log, "--set", "train.keep_checkpoints=2", "--set",
+                      "train.average_last=3", NULL);
     printf("average_last > keep_checkpoints: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 2, "average_last = 3 with keep_checkpoints = 2 should fail with status 2 (a "
            "config error), got %d", rc);
@@ -122,8 +101,8 @@ int main(void) {
     /* ---- A: uninterrupted ---- */
     const char *dA = test_strdup(tr_fmt("%s/A", g_work));
     const char *logA = NULL;
-    rc = train(dA, &logA, opts[0], opts[1], opts[2], opts[3], opts[4], opts[5], opts[6],
-               opts[7], NULL);
+    rc = tr_train(g_work, dA, TIMEOUT, &logA, opts[0], opts[1], opts[2], opts[3], opts[4], opts[5],
+                  opts[6], opts[7], NULL);
     EXPECT(rc == 0, "run A failed (exit %d)", rc);
     if (rc != 0) return test_report("test_avg_ema");
     EXPECT(!tr_exists(tr_fmt("%s/epoch1.ckpt", dA)), "A: epoch1.ckpt should have been deleted "
@@ -165,14 +144,14 @@ int main(void) {
 
     /* ---- B: interrupted mid-epoch 1, resumed to the end ---- */
     const char *dB = test_strdup(tr_fmt("%s/B", g_work));
-    rc = train(dB, &log, opts[0], opts[1], opts[2], opts[3], opts[4], opts[5], opts[6], opts[7],
-               "--set", "train.max_steps=20", NULL);
+    rc = tr_train(g_work, dB, TIMEOUT, &log, opts[0], opts[1], opts[2], opts[3], opts[4], opts[5],
+                  opts[6], opts[7], "--set", "train.max_steps=20", NULL);
     EXPECT(rc == 0, "B first part failed (exit %d)", rc);
     EXPECT(tr_file_contains(log, "no epoch checkpoint was written, so no avg.ckpt"),
            "B: stopped in epoch 1, the log should say there was nothing to average");
     EXPECT(!tr_exists(tr_fmt("%s/avg.ckpt", dB)), "B: avg.ckpt without an epoch checkpoint");
-    rc = train(dB, &log, "--resume", opts[0], opts[1], opts[2], opts[3], opts[4], opts[5],
-               opts[6], opts[7], NULL);
+    rc = tr_train(g_work, dB, TIMEOUT, &log, "--resume", opts[0], opts[1], opts[2], opts[3],
+                  opts[4], opts[5], opts[6], opts[7], NULL);
     EXPECT(rc == 0, "B resume failed (exit %d)", rc);
     EXPECT(tr_file_contains(log, "resumed from"), "B: the log does not say it resumed");
     expect_same_flat(tr_fmt("%s/last.ckpt", dA), tr_fmt("%s/last.ckpt", dB), 4,

@@ -47,15 +47,11 @@ static int train_on(const char *tsrc, const char *ttgt, const char *vsrc, const 
                                        "data.val_tgt"};
     const char *vals[] = {tsrc, ttgt, vsrc, vtgt};
     for (int i = 0; i < 4; i++) {
-        tr_arg(&a, "--set");
-        tr_arg(&a, "%s=%s", keys[i], vals[i]);
+        tr_set(&a, "%s=%s", keys[i], vals[i]);
     }
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_steps=2");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "data.max_len=200");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "data.max_line_bytes=5000");
+    tr_set(&a, "train.max_steps=2");
+    tr_set(&a, "data.max_len=200");
+    tr_set(&a, "data.max_line_bytes=5000");
     const char *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, g_run_no));
     int rc = tr_run(a.v, log, NULL, TIMEOUT);
     tr_argv_free(&a);

@@ -72,8 +72,7 @@ static int compare(const char *tag, ...) {
 /* A config .ini: tiny.ini with the work slices, test set = val slice (test != 0) or none,
  * save_dir, and extra
  * "section.key=value" overrides (NULL-terminated). */
-static void write_ini(const char *path, const char *name, const char *save_dir, int test,
-                      ...) {
+static void write_config(const char *path, const char *name, const char *save_dir, int test, ...) {
     Config c;
     Err err;
     int ok = config_load(&c, TR_CONFIG, &err) == 0;
@@ -102,10 +101,7 @@ static void write_ini(const char *path, const char *name, const char *save_dir, 
         exit(1);
     }
     char *text = config_to_ini(&c);
-    if (test_write_file(path, text, strlen(text)) != 0) {
-        fprintf(stderr, "FAIL: cannot write %s\n", path);
-        exit(1);
-    }
+    test_write_text(path, text);
     free(text);
 }
 
@@ -236,14 +232,6 @@ static int same_file(const char *a, const char *b, const char *skip) {
     return same;
 }
 
-static int same_bytes(const char *a, const char *b) {
-    size_t na = 0, nb = 0;
-    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
-    int same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x), free(y);
-    return same;
-}
-
 int main(void) {
     double t_start;
     g_work = tr_begin("test_compare", &t_start);
@@ -255,12 +243,9 @@ int main(void) {
     const char *general = test_strdup(tr_fmt("%s/general", g_work));
     TrArgv a;
     tr_train_argv(&a, g_work, general);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "model.attention=luong_general");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "data.test_src=%s/val.de", g_work);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "data.test_tgt=%s/val.en", g_work);
+    tr_set(&a, "model.attention=luong_general");
+    tr_set(&a, "data.test_src=%s/val.de", g_work);
+    tr_set(&a, "data.test_tgt=%s/val.en", g_work);
     tr_print_argv("train general", a.v);
     const char *log = tr_fmt("%s/train_general.log", g_work);
     double t0 = tr_now();
@@ -276,7 +261,7 @@ int main(void) {
     /* ---- run 2: a config whose folder is empty; compare trains it ---- */
     const char *dot_ini = test_strdup(tr_fmt("%s/dot.ini", g_work));
     const char *dot_dir = test_strdup(tr_fmt("%s/dot", g_work));
-    write_ini(dot_ini, "dot", dot_dir, 1, "model.attention=luong_dot", NULL);
+    write_config(dot_ini, "dot", dot_dir, 1, "model.attention=luong_dot", NULL);
 
     const char *out = test_strdup(tr_fmt("%s/cmp", g_work));
     rc = compare("compare", general, dot_ini, "--out", out, "--beam", "2", "--baseline",
@@ -356,7 +341,7 @@ int main(void) {
     static const char *const same[] = {"compare.csv", "significance.csv", "curves.png",
                                        "tradeoff.png", "attention_dot_1.png"};
     for (size_t k = 0; k < sizeof same / sizeof *same; k++)
-        EXPECT(same_bytes(tr_fmt("%s/%s", out, same[k]), tr_fmt("%s/%s", out2, same[k])),
+        EXPECT(test_files_equal(tr_fmt("%s/%s", out, same[k]), tr_fmt("%s/%s", out2, same[k])),
                "%s from the archives differs from the one from the run folders", same[k]);
     EXPECT(!tr_file_contains(tr_fmt("%s/archives.err", g_work), "archiving"),
            "compare of archives decoded again (it archived a run)");
@@ -484,7 +469,7 @@ int main(void) {
            "the message does not name %s", missing);
     const char *notest = test_strdup(tr_fmt("%s/notest.ini", g_work));
     /* same folder as "general" (has best.ckpt: no training), but the .ini has no test set */
-    write_ini(notest, "notest", general, 0, "model.attention=luong_general", NULL);
+    write_config(notest, "notest", general, 0, "model.attention=luong_general", NULL);
     rc = compare("bad_notest", notest, "--out", tr_fmt("%s/cmp_bad", g_work), NULL);
     EXPECT(rc == 1, "compare with a config without a test set exited %d, expected 1", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/bad_notest.err", g_work), "data.test_src"),

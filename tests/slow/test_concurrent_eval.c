@@ -30,12 +30,9 @@ int main(void) {
 
     TrArgv a;
     tr_train_argv(&a, work, dir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=2");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_steps=%d", MAX_STEPS);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_epochs=10");
+    tr_set(&a, "train.save_every=2");
+    tr_set(&a, "train.max_steps=%d", MAX_STEPS);
+    tr_set(&a, "train.max_epochs=10");
     const char *tlog = test_strdup(tr_fmt("%s/train.log", work));
     pid_t trainer = tr_spawn(a.v, tlog, 0, NULL);
     tr_argv_free(&a);

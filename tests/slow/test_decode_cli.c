@@ -44,27 +44,6 @@ static int run(const char *in, const char **out, const char **err, ...) {
     return rc;
 }
 
-static int train(const char *dir, ...) {
-    TrArgv a;
-    tr_train_argv(&a, g_work, dir);
-    va_list ap;
-    va_start(ap, dir);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
-    va_end(ap);
-    int rc = tr_run(a.v, tr_fmt("%s.log", dir), NULL, TIMEOUT);
-    tr_argv_free(&a);
-    return rc;
-}
-
-static int same_file(const char *a, const char *b) {
-    size_t na = 0, nb = 0;
-    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
-    int same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* Checks an n-best file of k hypotheses for each of n lines; its first hypotheses (the
  * translation of each line) into best (a file). Returns 1 if well-formed. */
 static int check_nbest(const char *path, long n, int k, const char *best) {
@@ -103,8 +82,10 @@ int main(void) {
            "translate --help: exit %d", rc);
 
     const char *dA = test_strdup(tr_fmt("%s/A", g_work)), *dD = test_strdup(tr_fmt("%s/D", g_work));
-    EXPECT(train(dA, "--set", "train.max_epochs=1", NULL) == 0, "training A failed");
-    EXPECT(train(dD, "--set", "train.max_epochs=1", "--set", "data.vocab_size=400", NULL) == 0,
+    EXPECT(tr_train(g_work, dA, TIMEOUT, NULL, "--set", "train.max_epochs=1", NULL) == 0,
+           "training A failed");
+    EXPECT(tr_train(g_work, dD, TIMEOUT, NULL, "--set", "train.max_epochs=1", "--set",
+                    "data.vocab_size=400", NULL) == 0,
            "training D failed");
     const char *A = test_strdup(tr_fmt("%s/best.ckpt", dA));
     const char *AA = test_strdup(tr_fmt("%s,%s", A, A));
@@ -115,12 +96,12 @@ int main(void) {
     /* ---- ensembles ---- */
     rc = run(src, &out, &err, "translate", "--checkpoint", A, NULL);
     rc |= run(src, &o2, &e2, "translate", "--checkpoint", AA, NULL);
-    EXPECT(rc == 0 && tr_count_lines(out) == 100 && same_file(out, o2),
+    EXPECT(rc == 0 && tr_count_lines(out) == 100 && test_files_equal(out, o2),
            "greedy: the ensemble of A with itself should translate as A (exit %d)", rc);
     const char *greedy = out;
     rc = run(src, &out, &err, "translate", "--checkpoint", A, "--beam", "3", NULL);
     rc |= run(src, &o2, &e2, "translate", "--checkpoint", AA, "--beam", "3", NULL);
-    EXPECT(rc == 0 && same_file(out, o2),
+    EXPECT(rc == 0 && test_files_equal(out, o2),
            "beam 3: the ensemble of A with itself should translate as A (exit %d)", rc);
     const char *beam3 = out;
     rc = run(src, &out, &err, "translate", "--checkpoint", AD, NULL);
@@ -132,21 +113,21 @@ int main(void) {
     const char *firsts = test_strdup(tr_fmt("%s/nbest_first.txt", g_work));
     EXPECT(rc == 0 && check_nbest(out, 100, 3, firsts), "--nbest 3: not 3 well-formed lines a "
            "sentence with non-increasing scores (exit %d)", rc);
-    EXPECT(same_file(firsts, beam3), "--nbest 3: the first hypotheses should be --beam 3's");
+    EXPECT(test_files_equal(firsts, beam3), "--nbest 3: the first hypotheses should be --beam 3's");
 
     /* ---- sampling ---- */
     rc = run(src, &out, &err, "translate", "--checkpoint", A, "--sample", "topk:5", "--seed", "1",
              NULL);
     rc |= run(src, &o2, &e2, "translate", "--checkpoint", A, "--sample", "topk:5", "--seed", "1",
               NULL);
-    EXPECT(rc == 0 && same_file(out, o2), "--sample topk:5 --seed 1 twice should agree");
+    EXPECT(rc == 0 && test_files_equal(out, o2), "--sample topk:5 --seed 1 twice should agree");
     rc = run(src, &o2, &e2, "translate", "--checkpoint", A, "--sample", "topk:5", "--seed", "2",
              NULL);
-    EXPECT(rc == 0 && !same_file(out, o2), "--seed 2 should draw other translations");
+    EXPECT(rc == 0 && !test_files_equal(out, o2), "--seed 2 should draw other translations");
     rc = run(src, &out, &err, "translate", "--checkpoint", A, "--sample", "topk:1", NULL);
-    EXPECT(rc == 0 && same_file(out, greedy), "--sample topk:1 should be greedy decoding");
+    EXPECT(rc == 0 && test_files_equal(out, greedy), "--sample topk:1 should be greedy decoding");
     rc = run(src, &out, &err, "translate", "--checkpoint", A, "--sample", "temp:1", NULL);
-    EXPECT(rc == 0 && !same_file(out, greedy) && tr_count_lines(out) == 100,
+    EXPECT(rc == 0 && !test_files_equal(out, greedy) && tr_count_lines(out) == 100,
            "--sample temp:1 should differ from greedy decoding");
     rc = run(src, &out, &err, "translate", "--checkpoint", A, "--sample", "temp:0", NULL);
     EXPECT(rc == 2, "--sample temp:0 should be refused (exit %d)", rc);
@@ -174,7 +155,8 @@ int main(void) {
     EXPECT(tr_file_contains(err, "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:") &&
                tr_file_contains(err, "chrF2|nrefs:1|"),
            "eval --json: the signature lines should be on stderr");
-    EXPECT(same_file(hyp, greedy), "eval --out should write translate's greedy translations");
+    EXPECT(test_files_equal(hyp, greedy),
+           "eval --out should write translate's greedy translations");
     rc = run(NULL, &out, &err, "eval", "--checkpoint", AA, "--src", src, "--ref", ref, "--json",
              NULL);
     double b2 = -2;

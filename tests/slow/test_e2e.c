@@ -184,8 +184,7 @@ int main(void) {
     const char *sdir = test_strdup(tr_fmt("%s/short", g_work));
     const char *slog = test_strdup(tr_fmt("%s/short.log", g_work));
     tr_train_argv(&a, g_work, sdir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_steps=5");
+    tr_set(&a, "train.max_steps=5");
     tr_print_argv("train (5 steps)", a.v);
     rc = tr_run(a.v, slog, NULL, TIMEOUT);
     tr_argv_free(&a);

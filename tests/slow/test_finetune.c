@@ -24,28 +24,6 @@
 #define TIMEOUT 240.0
 
 static const char *g_work;
-static int g_run_no = 0;
-
-/* trainer train with tiny.ini, the slices of g_work, save_dir and the extra arguments (NULL
- * ended); *log_out gets the log's path. Returns the exit code. */
-static int train(const char *save_dir, const char **log_out, ...) {
-    TrArgv a;
-    tr_train_argv(&a, g_work, save_dir);
-    va_list ap;
-    va_start(ap, log_out);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
-    va_end(ap);
-    const char *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, ++g_run_no));
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "run %d", g_run_no);
-    tr_print_argv(cmd, a.v);
-    double t0 = tr_now();
-    int rc = tr_run(a.v, log, NULL, TIMEOUT);
-    printf("  -> exit %d in %.1f s (log %s)\n", rc, tr_now() - t0, log);
-    tr_argv_free(&a);
-    if (log_out) *log_out = log;
-    return rc;
-}
 
 /* The parameters of a checkpoint (host), *n of them; NULL when it does not load. */
 static float *params_of(const char *path, size_t *n) {
@@ -81,22 +59,14 @@ static long params_differ(const char *a, const char *b) {
     return d;
 }
 
-static int files_equal(const char *a, const char *b) {
-    size_t na = 0, nb = 0;
-    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
-    int same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 int main(void) {
     double t_start;
     g_work = tr_begin("test_finetune", &t_start);
     const char *log = NULL;
 
     /* ---- D (config): init_from_crc without init_from, before any data work ---- */
-    int rc = train(tr_fmt("%s/D0", g_work), &log, "--set", "train.init_from_crc=0123abcd", NULL);
+    int rc = tr_train(g_work, tr_fmt("%s/D0", g_work), TIMEOUT, &log, "--set",
+                      "train.init_from_crc=0123abcd", NULL);
     printf("init_from_crc alone: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 2 && tr_file_contains(log, "train.init_from_crc") &&
                tr_file_contains(log, "without train.init_from"),
@@ -105,7 +75,7 @@ int main(void) {
 
     /* ---- A: the source run ---- */
     const char *dA = test_strdup(tr_fmt("%s/A", g_work));
-    rc = train(dA, &log, "--set", "train.max_epochs=1", NULL);
+    rc = tr_train(g_work, dA, TIMEOUT, &log, "--set", "train.max_epochs=1", NULL);
     EXPECT(rc == 0 && tr_exists(tr_fmt("%s/best.ckpt", dA)), "run A failed (exit %d)", rc);
     if (rc != 0) return tr_finish("test_finetune", t_start);
     const char *src = test_strdup(tr_fmt("%s/best.ckpt", dA));
@@ -116,8 +86,8 @@ int main(void) {
 
     /* ---- B: lr ~ 0 leaves every weight as it was ---- */
     const char *dB = test_strdup(tr_fmt("%s/B", g_work));
-    rc = train(dB, &log, "--set", init, "--set", "train.lr=1e-30", "--set", "train.min_lr=0",
-               "--set", "train.max_steps=6", NULL);
+    rc = tr_train(g_work, dB, TIMEOUT, &log, "--set", init, "--set", "train.lr=1e-30", "--set",
+                  "train.min_lr=0", "--set", "train.max_steps=6", NULL);
     EXPECT(rc == 0, "B failed (exit %d)", rc);
     EXPECT(tr_file_contains(log, "initialised from train.init_from"), "B: the log does not say "
            "where the weights came from");
@@ -135,10 +105,10 @@ int main(void) {
     EXPECT(tr_file_contains(tr_fmt("%s/config.ini", dB), want) &&
                tr_file_contains(tr_fmt("%s/config.ini", dB), tr_fmt("init_from = \"%s\"", src)),
            "B: config.ini should record init_from and %s", want);
-    EXPECT(files_equal(tr_fmt("%s/spm.model", dA), tr_fmt("%s/spm.model", dB)),
+    EXPECT(test_files_equal(tr_fmt("%s/spm.model", dA), tr_fmt("%s/spm.model", dB)),
            "B: spm.model should be the source run's");
-    rc = train(dB, &log, "--set", init, "--set", "train.lr=1e-30", "--set", "train.min_lr=0",
-               "--set", "train.max_steps=8", "--resume", NULL);
+    rc = tr_train(g_work, dB, TIMEOUT, &log, "--set", init, "--set", "train.lr=1e-30", "--set",
+                  "train.min_lr=0", "--set", "train.max_steps=8", "--resume", NULL);
     EXPECT(rc == 0 && tr_file_contains(log, "resumed from"), "B: --resume failed (exit %d)", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/config.ini", dB), want), "B: after --resume config.ini "
            "should still record %s", want);
@@ -146,17 +116,16 @@ int main(void) {
     const char *dB2 = test_strdup(tr_fmt("%s/B2", g_work));
     TrArgv a;
     tr_train_argv_config(&a, tr_fmt("%s/config.ini", dB), g_work, dB2);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_steps=2");
+    tr_set(&a, "train.max_steps=2");
     rc = tr_run(a.v, tr_fmt("%s/b2.log", g_work), NULL, TIMEOUT);
     tr_argv_free(&a);
     EXPECT(rc == 0, "B2: training from B's config.ini failed (exit %d)", rc);
 
     /* ---- C: new data moves the weights ---- */
     const char *dC = test_strdup(tr_fmt("%s/C", g_work));
-    rc = train(dC, &log, "--set", init, "--set", tr_fmt("data.train_src=%s/val.de", g_work),
-               "--set", tr_fmt("data.train_tgt=%s/val.en", g_work), "--set", "train.max_steps=6",
-               NULL);
+    rc = tr_train(g_work, dC, TIMEOUT, &log, "--set", init, "--set",
+                  tr_fmt("data.train_src=%s/val.de", g_work), "--set",
+                  tr_fmt("data.train_tgt=%s/val.en", g_work), "--set", "train.max_steps=6", NULL);
     EXPECT(rc == 0, "C failed (exit %d)", rc);
     size_t n = 0;
     free(params_of(src, &n));
@@ -165,24 +134,25 @@ int main(void) {
            "%zu moved)", moved, n);
 
     /* ---- D: refusals naming the key ---- */
-    rc = train(tr_fmt("%s/D1", g_work), &log, "--set", init, "--set", "model.hidden=128", NULL);
+    rc = tr_train(g_work, tr_fmt("%s/D1", g_work), TIMEOUT, &log, "--set", init, "--set",
+                  "model.hidden=128", NULL);
     printf("another model.hidden: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1 && tr_file_contains(log, "model.hidden: 64 -> 128"),
            "another architecture should be refused naming model.hidden (exit %d)", rc);
-    rc = train(tr_fmt("%s/D2", g_work), &log, "--set", init, "--set", "data.vocab_size=600",
-               NULL);
+    rc = tr_train(g_work, tr_fmt("%s/D2", g_work), TIMEOUT, &log, "--set", init, "--set",
+                  "data.vocab_size=600", NULL);
     printf("another data.vocab_size: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1 && tr_file_contains(log, "data.vocab_size = 600"),
            "another vocabulary size should be refused naming data.vocab_size (exit %d)", rc);
-    rc = train(tr_fmt("%s/D3", g_work), &log, "--set", init, "--set",
-               tr_fmt("train.init_from_crc=%08x", crc ^ 1u), NULL);
+    rc = tr_train(g_work, tr_fmt("%s/D3", g_work), TIMEOUT, &log, "--set", init, "--set",
+                  tr_fmt("train.init_from_crc=%08x", crc ^ 1u), NULL);
     printf("another CRC: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1 && tr_file_contains(log, "train.init_from_crc"),
            "a checkpoint of another CRC should be refused naming train.init_from_crc (exit %d)",
            rc);
     /* --resume without last.ckpt fails before reading the corpora (one that does not exist) */
-    rc = train(tr_fmt("%s/D4", g_work), &log, "--set", "data.train_src=/nonexistent/train.de",
-               "--resume", NULL);
+    rc = tr_train(g_work, tr_fmt("%s/D4", g_work), TIMEOUT, &log, "--set",
+                  "data.train_src=/nonexistent/train.de", "--resume", NULL);
     printf("--resume without last.ckpt: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1 && tr_file_contains(log, "--resume: there is no checkpoint") &&
                !tr_file_contains(log, "/nonexistent/train.de"),

@@ -52,20 +52,6 @@ static void restore(void) {
                            g_base_metrics_n) == 0, "cannot restore metrics.jsonl");
 }
 
-/* Number of files in the run folder whose name holds ".tmp."; removes them. */
-static int temp_files(void) {
-    DIR *d = opendir(g_dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        if (strstr(e->d_name, ".tmp.")) {
-            n++;
-            unlink(tr_fmt("%s/%s", g_dir, e->d_name));
-        }
-    if (d) closedir(d);
-    return n;
-}
-
 static void set_env(const char *k, const char *v) {
     if (v) setenv(k, v, 1);
     else unsetenv(k);
@@ -77,10 +63,8 @@ static int run(long fail_at, const char *errname, const char *mode, const char *
                int sticky, const char *call_log, const char **log_out) {
     TrArgv a;
     tr_train_argv(&a, g_work, g_dir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_steps=3");
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.max_epochs=5");
+    tr_set(&a, "train.max_steps=3");
+    tr_set(&a, "train.max_epochs=5");
     tr_arg(&a, "--resume");
     const char *log = tr_fmt("%s/run%03d.log", g_work, ++g_run_no);
     const char *old_asan = getenv("ASAN_OPTIONS");
@@ -111,21 +95,6 @@ static int run(long fail_at, const char *errname, const char *mode, const char *
     tr_argv_free(&a);
     if (log_out) *log_out = log;
     return rc;
-}
-
-/* Step of a checkpoint, or -1 when it does not load. */
-static long ckpt_step(const char *path) {
-    Model m;
-    Config cfg;
-    Spm *spm;
-    TrainState st;
-    Err err;
-    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        return -1;
-    }
-    model_free(&m), spm_free(spm);
-    return st.step;
 }
 
 static int same_as_base(void) {
@@ -174,7 +143,7 @@ static void inject(const Call *c, long rename_at, const char *errname, int err_v
     restore();
     const char *log = NULL;
     int rc = run(c->n, errname, "fail", calls, 0, NULL, &log);
-    int ntmp = temp_files();
+    int ntmp = test_count_temp_files(g_dir, 1);
     int may_ignore = !strcmp(c->kind, "close") && c->acc == 'r';
     int after_rename = c->n > rename_at;
     const char *last_line = tr_last_line(log);
@@ -199,7 +168,7 @@ static void inject(const Call *c, long rename_at, const char *errname, int err_v
         EXPECT(same, "%s: the previous checkpoint changed", what);
         ok &= same;
     } else {
-        long s = ckpt_step(g_last);
+        long s = tr_ckpt_step(g_last, NULL, 0);
         EXPECT(s == 3, "%s: the new checkpoint should load at step 3 (got %ld)", what, s);
         ok &= s == 3;
     }
@@ -227,8 +196,7 @@ int main(void) {
     {
         TrArgv a;
         tr_train_argv(&a, g_work, g_dir);
-        tr_arg(&a, "--set");
-        tr_arg(&a, "train.max_steps=2");
+        tr_set(&a, "train.max_steps=2");
         const char *log = tr_fmt("%s/base.log", g_work);
         int rc = tr_run(a.v, log, NULL, TIMEOUT);
         tr_argv_free(&a);
@@ -239,7 +207,8 @@ int main(void) {
         }
         g_base = test_read_file(g_last, &g_base_n);
         g_base_metrics = test_read_file(tr_fmt("%s/metrics.jsonl", g_dir), &g_base_metrics_n);
-        EXPECT(g_base && g_base_metrics && ckpt_step(g_last) == 2, "reference checkpoint");
+        EXPECT(g_base && g_base_metrics && tr_ckpt_step(g_last, NULL, 0) == 2,
+               "reference checkpoint");
         if (!g_base || !g_base_metrics) return tr_finish("test_iofail", t_start);
     }
 
@@ -250,7 +219,7 @@ int main(void) {
     int rc = run(0, "EIO", "fail", NULL, 0, census, NULL);
     long ncalls = read_calls(census, calls, MAX_CALLS);
     EXPECT(rc == 0 && ncalls > 5, "census run: exit %d, %ld calls", rc, ncalls);
-    EXPECT(ckpt_step(g_last) == 3, "the census run's checkpoint should be at step 3");
+    EXPECT(tr_ckpt_step(g_last, NULL, 0) == 3, "the census run's checkpoint should be at step 3");
     long rename_at = -1, nwrite = 0;
     for (long i = 0; i < ncalls; i++) {
         if (!strcmp(calls[i].kind, "rename")) rename_at = calls[i].n;
@@ -293,7 +262,7 @@ int main(void) {
         restore();
         const char *log = NULL;
         rc = run(reads[i].n, "EIO", "fail", "pread", 0, NULL, &log);
-        int ntmp = temp_files();
+        int ntmp = test_count_temp_files(g_dir, 1);
         const char *ll = tr_last_line(log);
         int ok = rc == 1 && ntmp == 0 && same_as_base() && strstr(ll, g_last) &&
                  strstr(ll, strerror(EIO)) && strstr(ll, "nothing was replaced");
@@ -312,14 +281,14 @@ int main(void) {
         restore();
         const char *log = NULL;
         rc = run(first_write, "ENOSPC", "fail", NULL, 1, NULL, &log);
-        int ntmp = temp_files();
+        int ntmp = test_count_temp_files(g_dir, 1);
         EXPECT(rc == 1 && ntmp == 0 && same_as_base() &&
                    strstr(tr_last_line(log), strerror(ENOSPC)),
                "disk full from call %ld on: exit %d, %d temporary files, %s", first_write, rc,
                ntmp, tr_last_line(log));
         printf("disk full from call %ld on: exit %d: %s\n", first_write, rc, tr_last_line(log));
         rc = run(-1, NULL, NULL, NULL, 0, NULL, &log);
-        EXPECT(rc == 0 && ckpt_step(g_last) == 3 &&
+        EXPECT(rc == 0 && tr_ckpt_step(g_last, NULL, 0) == 3 &&
                    tr_file_contains(log, tr_fmt("resumed from %s: epoch 1, step 2", g_last)),
                "--resume after the failed save: exit %d", rc);
     }
@@ -334,10 +303,10 @@ int main(void) {
             rc = run(0, "EIO", modes[k], "open,write,pwrite,pread,fsync,close,rename", 0, cl,
                      &log);
             long n = read_calls(cl, reads, MAX_CALLS);
-            long s = ckpt_step(g_last);
+            long s = tr_ckpt_step(g_last, NULL, 0);
             printf("%s: %ld calls, exit %d, checkpoint at step %ld\n", modes[k], n, rc, s);
-            EXPECT(rc == 0 && s == 3 && temp_files() == 0, "%s: exit %d, step %ld", modes[k], rc,
-                   s);
+            EXPECT(rc == 0 && s == 3 && test_count_temp_files(g_dir, 1) == 0,
+                   "%s: exit %d, step %ld", modes[k], rc, s);
             if (rc != 0) tr_print_tail(log, 6);
         }
     }

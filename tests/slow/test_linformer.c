@@ -30,12 +30,10 @@ static int train(const char **log, const char *const *extra) {
         "model.cross_attention=linformer", "model.linformer_k=8", "model.linformer_max_len=128",
         "train.max_steps=3"};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-        tr_arg(&a, "--set");
-        tr_arg(&a, "%s", sets[i]);
+        tr_set(&a, "%s", sets[i]);
     }
     for (int i = 0; extra && extra[i]; i++) {
-        tr_arg(&a, "--set");
-        tr_arg(&a, "%s", extra[i]);
+        tr_set(&a, "%s", extra[i]);
     }
     *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, g_run));
     int rc = tr_run(a.v, *log, NULL, TIMEOUT);

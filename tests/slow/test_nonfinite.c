@@ -38,8 +38,7 @@ static size_t g_base_n, g_base_metrics_n;
 static int train(const char *inject, const char **log_out, ...) {
     TrArgv a;
     tr_train_argv(&a, g_work, g_dir);
-    tr_arg(&a, "--set");
-    tr_arg(&a, "train.save_every=1");
+    tr_set(&a, "train.save_every=1");
     va_list ap;
     va_start(ap, log_out);
     for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);

@@ -27,29 +27,6 @@
 #define TIMEOUT 180.0
 
 static const char *g_work;
-static int g_run_no = 0;
-
-/* Runs `trainer train` on the tiny config into save_dir with extra arguments (NULL-terminated);
- * returns the exit code and the log path in *log_out. */
-static int train(const char *save_dir, const char **log_out, ...) {
-    TrArgv a;
-    tr_train_argv(&a, g_work, save_dir);
-    va_list ap;
-    va_start(ap, log_out);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
-    va_end(ap);
-    const char *log = tr_fmt("%s/run%02d.log", g_work, ++g_run_no);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "run %d", g_run_no);
-    tr_print_argv(cmd, a.v);
-    double t0 = tr_now();
-    int rc = tr_run(a.v, log, NULL, TIMEOUT);
-    printf("  -> exit %d in %.1f s (log %s)\n", rc, tr_now() - t0, log);
-    if (rc != 0) tr_print_tail(log, 15);
-    tr_argv_free(&a);
-    if (log_out) *log_out = log;
-    return rc;
-}
 
 static TrMetrics metrics_of(const char *dir) {
     TrMetrics m;
@@ -168,7 +145,7 @@ int main(void) {
     /* ---- A: the uninterrupted reference ---- */
     const char *dA = tr_fmt("%s/A", g_work);
     dA = test_strdup(dA);
-    int rc = train(dA, NULL, NULL);
+    int rc = tr_train(g_work, dA, TIMEOUT, NULL, NULL);
     EXPECT(rc == 0, "reference run failed (exit %d)", rc);
     if (rc != 0) return test_report("test_resume");
     TrMetrics mA = metrics_of(dA);
@@ -186,7 +163,7 @@ int main(void) {
 
     /* ---- B1: stop mid-epoch at K, resume to 2K, resume again to the end ---- */
     const char *dB1 = test_strdup(tr_fmt("%s/B1", g_work));
-    rc = train(dB1, NULL, "--set", tr_fmt("train.max_steps=%d", K), NULL);
+    rc = tr_train(g_work, dB1, TIMEOUT, NULL, "--set", tr_fmt("train.max_steps=%d", K), NULL);
     EXPECT(rc == 0, "B1 first part failed (exit %d)", rc);
     EXPECT(tr_exists(tr_fmt("%s/last.ckpt", dB1)), "B1: no last.ckpt after max_steps = %d", K);
     TrMetrics m = metrics_of(dB1);
@@ -199,7 +176,8 @@ int main(void) {
     size_t nc0 = 0, nc1 = 0, nm0 = 0, nm1 = 0;
     char *c0 = test_read_file(tr_fmt("%s/last.ckpt", dB1), &nc0);
     char *m0 = test_read_file(tr_fmt("%s/metrics.jsonl", dB1), &nm0);
-    rc = train(dB1, &log, "--resume", "--set", tr_fmt("train.max_steps=%d", K), NULL);
+    rc = tr_train(g_work, dB1, TIMEOUT, &log, "--resume", "--set", tr_fmt("train.max_steps=%d", K),
+                  NULL);
     EXPECT(rc == 0, "B0: resuming a finished run failed (exit %d)", rc);
     EXPECT(tr_file_contains(log, "nothing left to train"),
            "B0: the log does not say that the run had reached train.max_steps");
@@ -211,7 +189,8 @@ int main(void) {
            "B0: resuming a finished run changed metrics.jsonl");
     free(c0), free(c1), free(m0), free(m1);
 
-    rc = train(dB1, &log, "--resume", "--set", tr_fmt("train.max_steps=%d", 2 * K), NULL);
+    rc = tr_train(g_work, dB1, TIMEOUT, &log, "--resume", "--set",
+                  tr_fmt("train.max_steps=%d", 2 * K), NULL);
     EXPECT(rc == 0, "B1 resume to %d failed (exit %d)", 2 * K, rc);
     EXPECT(tr_file_contains(log, "resumed from"), "B1: the log does not say it resumed");
     EXPECT(tr_exists(tr_fmt("%s/last.ckpt", dB1)), "B1: no last.ckpt after the resume");
@@ -220,7 +199,7 @@ int main(void) {
     expect_same_steps(&mA, &m, K + 1, 2 * K, "B1 resume at step K (mid-epoch)");
     tr_metrics_free(&m);
 
-    rc = train(dB1, NULL, "--resume", NULL);
+    rc = tr_train(g_work, dB1, TIMEOUT, NULL, "--resume", NULL);
     EXPECT(rc == 0, "B1 resume to the end failed (exit %d)", rc);
     m = metrics_of(dB1);
     expect_steps_once(&m, total, "B1 part 3");
@@ -235,13 +214,14 @@ int main(void) {
 
     /* ---- B2: stop on the last batch of epoch 1 (before its validation), resume ---- */
     const char *dB2 = test_strdup(tr_fmt("%s/B2", g_work));
-    rc = train(dB2, NULL, "--set", tr_fmt("train.max_steps=%ld", nb), NULL);
+    rc = tr_train(g_work, dB2, TIMEOUT, NULL, "--set", tr_fmt("train.max_steps=%ld", nb), NULL);
     EXPECT(rc == 0, "B2 first part failed (exit %d)", rc);
     m = metrics_of(dB2);
     EXPECT(m.nval == 0, "B2: stopped at max_steps = %ld before the validation, yet has %ld "
            "validation lines", nb, m.nval);
     tr_metrics_free(&m);
-    rc = train(dB2, NULL, "--resume", "--set", tr_fmt("train.max_steps=%ld", nb + 10), NULL);
+    rc = tr_train(g_work, dB2, TIMEOUT, NULL, "--resume", "--set",
+                  tr_fmt("train.max_steps=%ld", nb + 10), NULL);
     EXPECT(rc == 0, "B2 resume failed (exit %d)", rc);
     m = metrics_of(dB2);
     expect_steps_once(&m, nb + 10, "B2");
@@ -254,10 +234,10 @@ int main(void) {
 
     /* ---- B3: one whole epoch, then resume from the epoch-end checkpoint ---- */
     const char *dB3 = test_strdup(tr_fmt("%s/B3", g_work));
-    rc = train(dB3, NULL, "--set", "train.max_epochs=1", NULL);
+    rc = tr_train(g_work, dB3, TIMEOUT, NULL, "--set", "train.max_epochs=1", NULL);
     EXPECT(rc == 0, "B3 first part failed (exit %d)", rc);
-    rc = train(dB3, NULL, "--resume", "--set", "train.max_epochs=2", "--set",
-               tr_fmt("train.max_steps=%ld", nb + 10), NULL);
+    rc = tr_train(g_work, dB3, TIMEOUT, NULL, "--resume", "--set", "train.max_epochs=2", "--set",
+                  tr_fmt("train.max_steps=%ld", nb + 10), NULL);
     EXPECT(rc == 0, "B3 resume failed (exit %d)", rc);
     m = metrics_of(dB3);
     expect_steps_once(&m, nb + 10, "B3");
@@ -271,7 +251,7 @@ int main(void) {
     size_t n_before = 0, n_after = 0, met_before = 0, met_after = 0;
     char *before = test_read_file(ck, &n_before);
     char *mbefore = test_read_file(tr_fmt("%s/metrics.jsonl", dB2), &met_before);
-    rc = train(dB2, &log, "--resume", "--set", "model.hidden=96", NULL);
+    rc = tr_train(g_work, dB2, TIMEOUT, &log, "--resume", "--set", "model.hidden=96", NULL);
     printf("resume with model.hidden changed: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1, "--resume with a changed model.hidden should fail with status 1, got %d", rc);
     EXPECT(tr_file_contains(log, "model.hidden"), "the refusal should name model.hidden");
@@ -283,7 +263,7 @@ int main(void) {
            "a refused --resume changed metrics.jsonl");
     free(before), free(after), free(mbefore), free(mafter);
 
-    rc = train(dB2, &log, "--resume", "--set", "data.vocab_size=400", NULL);
+    rc = tr_train(g_work, dB2, TIMEOUT, &log, "--resume", "--set", "data.vocab_size=400", NULL);
     printf("resume with data.vocab_size changed: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1, "--resume with a changed data.vocab_size should fail with status 1, got %d",
            rc);
@@ -291,7 +271,7 @@ int main(void) {
 
     const char *dE = test_strdup(tr_fmt("%s/empty", g_work));
     mkdir(dE, 0755);
-    rc = train(dE, &log, "--resume", NULL);
+    rc = tr_train(g_work, dE, TIMEOUT, &log, "--resume", NULL);
     printf("resume in an empty folder: exit %d, says: %s\n", rc, tr_last_line(log));
     EXPECT(rc == 1, "--resume in an empty folder should fail with status 1, got %d", rc);
     EXPECT(tr_file_contains(log, "last.ckpt"), "the refusal should name the missing last.ckpt");

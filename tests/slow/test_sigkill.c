@@ -47,28 +47,10 @@ static double uniform01(void) { /* xorshift64* */
 
 static void train_argv(TrArgv *a, int resume, long max_steps) {
     tr_train_argv(a, g_work, g_dir);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.save_every=1");
-    tr_arg(a, "--set");
-    tr_arg(a, "train.max_epochs=%d", max_steps ? 1000 : 50);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.max_steps=%ld", max_steps);
+    tr_set(a, "train.save_every=1");
+    tr_set(a, "train.max_epochs=%d", max_steps ? 1000 : 50);
+    tr_set(a, "train.max_steps=%ld", max_steps);
     if (resume) tr_arg(a, "--resume");
-}
-
-/* Step stored in a checkpoint, or -1 (message printed) if it does not load. */
-static long checkpoint_step(const char *path, char *msg, size_t n) {
-    Model m;
-    Config cfg;
-    Spm *spm;
-    TrainState st;
-    Err err;
-    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
-        snprintf(msg, n, "%s", err.msg);
-        return -1;
-    }
-    model_free(&m), spm_free(spm);
-    return st.step;
 }
 
 static char g_seen[256][256]; /* temporary files already reported */
@@ -95,7 +77,7 @@ static int check_folder(int kill_no) {
             }
         } else if (len > 5 && !strcmp(nm + len - 5, ".ckpt")) {
             char msg[2048] = "";
-            long s = checkpoint_step(path, msg, sizeof msg);
+            long s = tr_ckpt_step(path, msg, sizeof msg);
             EXPECT(s >= 0, "kill %d: %s bears a checkpoint's name but does not load: %s", kill_no,
                    nm, msg);
         }
@@ -192,7 +174,7 @@ int main(void) {
         int fails_before = test_failures;
         if (tr_exists(last)) {
             char msg[2048] = "";
-            long s = checkpoint_step(last, msg, sizeof msg);
+            long s = tr_ckpt_step(last, msg, sizeof msg);
             printf("kill %d after %.2f s (%s): last.ckpt at step %ld, %d temporary file(s)\n", k,
                    at, resume ? "resumed run" : "fresh run", s, ntmp);
             EXPECT(s >= 0, "kill %d: last.ckpt does not load: %s", k, msg);
@@ -275,7 +257,7 @@ int main(void) {
     if (tr_file_contains(log, "left by an interrupted write")) stale_removed++;
     printf("%d runs removed leftover temporary files at start\n", stale_removed);
     char msg[2048] = "";
-    long s = checkpoint_step(last, msg, sizeof msg);
+    long s = tr_ckpt_step(last, msg, sizeof msg);
     EXPECT(s == max_steps, "last.ckpt is at step %ld, expected %ld (%s)", s, max_steps, msg);
     if (tr_exists(tr_fmt("%s/best.ckpt", g_dir)))
         expect_eval_ok(tr_fmt("%s/best.ckpt", g_dir), N_KILLS + 1);

@@ -28,27 +28,10 @@ static const char *g_work;
 
 static void train_argv(TrArgv *a, const char *dir, int save_every, long max_steps, int resume) {
     tr_train_argv(a, g_work, dir);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.save_every=%d", save_every);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.max_steps=%ld", max_steps);
-    tr_arg(a, "--set");
-    tr_arg(a, "train.max_epochs=10");
+    tr_set(a, "train.save_every=%d", save_every);
+    tr_set(a, "train.max_steps=%ld", max_steps);
+    tr_set(a, "train.max_epochs=10");
     if (resume) tr_arg(a, "--resume");
-}
-
-static long ckpt_step(const char *path) {
-    Model m;
-    Config cfg;
-    Spm *spm;
-    TrainState st;
-    Err err;
-    if (checkpoint_load(path, &m, &cfg, &spm, &st, -1, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        return -1;
-    }
-    model_free(&m), spm_free(spm);
-    return st.step;
 }
 
 /* The highest step in metrics.jsonl (0 if none). */
@@ -61,15 +44,6 @@ static long last_logged_step(const char *dir) {
         tr_metrics_free(&m);
     }
     return top;
-}
-
-static int count_temp_files(const char *dir) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
-    if (d) closedir(d);
-    return n;
 }
 
 /* Starts a run and returns its pid once metrics.jsonl shows at least step `at` (-1 if the run
@@ -123,7 +97,7 @@ int main(void) {
         double t0 = tr_now();
         kill(pid, sigs[k]);
         rc = tr_wait(pid, 60);
-        long n = ckpt_step(last);
+        long n = tr_ckpt_step(last, NULL, 0);
         long logged = last_logged_step(dir);
         const char *want = tr_fmt("%s: finished step %ld, saved %s; continue with --resume",
                                   names[k], n, last);
@@ -134,7 +108,7 @@ int main(void) {
                names[k], n, logged);
         EXPECT(!strcmp(tr_last_line(log), want), "%s: last line '%s', expected '%s'", names[k],
                tr_last_line(log), want);
-        EXPECT(count_temp_files(dir) == 0, "%s: a temporary file was left", names[k]);
+        EXPECT(test_count_temp_files(dir, 0) == 0, "%s: a temporary file was left", names[k]);
         if (rc != 0 || n < 5) {
             tr_print_tail(log, 10);
             continue;
@@ -153,8 +127,8 @@ int main(void) {
         EXPECT(rc == 0 && tr_file_contains(rlog, tr_fmt("resumed from %s: epoch 1, step %ld",
                                                          last, n)),
                "%s: --resume: exit %d", names[k], rc);
-        EXPECT(ckpt_step(last) == target, "%s: after --resume last.ckpt should be at step %ld",
-               names[k], target);
+        EXPECT(tr_ckpt_step(last, NULL, 0) == target,
+               "%s: after --resume last.ckpt should be at step %ld", names[k], target);
         TrMetrics m;
         EXPECT(tr_metrics_read(tr_fmt("%s/metrics.jsonl", dir), &m) == 0 && m.bad_lines == 0,
                "%s: metrics.jsonl", names[k]);
@@ -186,15 +160,16 @@ int main(void) {
             tr_sleep(0.003); /* two signals sent at once would merge into one */
             kill(pid, SIGINT);
             rc = tr_wait(pid, 60);
-            long n = ckpt_step(last);
-            printf("two SIGINTs: exit %d, last.ckpt at step %ld, %d temporary file(s): %s\n", rc,
-                   n, count_temp_files(dir), tr_last_line(log));
+            long n = tr_ckpt_step(last, NULL, 0);
+            printf("two SIGINTs: exit %d, last.ckpt at step %ld, %d temporary file(s): %s\n", rc, n,
+                   test_count_temp_files(dir, 0), tr_last_line(log));
             EXPECT(rc == 128 + SIGINT || rc == 0, "two SIGINTs: exit %d", rc);
             EXPECT(n >= 10, "two SIGINTs: last.ckpt at step %ld", n);
             train_argv(&a, dir, 5, 25, 1);
             rc = tr_run(a.v, tr_fmt("%s/twice_resume.log", g_work), NULL, TIMEOUT);
             tr_argv_free(&a);
-            EXPECT(rc == 0 && ckpt_step(last) == 25 && count_temp_files(dir) == 0,
+            EXPECT(rc == 0 && tr_ckpt_step(last, NULL, 0) == 25 &&
+                       test_count_temp_files(dir, 0) == 0,
                    "two SIGINTs: --resume to 25: exit %d", rc);
         }
     }
@@ -220,7 +195,7 @@ int main(void) {
             while (!tr_file_contains(log, end_line) && tr_now() < t_end) tr_sleep(0.002);
             kill(pid, SIGTERM);
             rc = tr_wait(pid, 60);
-            long n = ckpt_step(last);
+            long n = tr_ckpt_step(last, NULL, 0);
             const char *ll = tr_last_line(log);
             int in_val = strstr(ll, tr_fmt("SIGTERM: finished epoch 1 (step %ld), saved %s", nb,
                                            last)) != NULL;
@@ -234,7 +209,7 @@ int main(void) {
             const char *rlog = tr_fmt("%s/val_resume.log", g_work);
             rc = tr_run(a.v, rlog, NULL, TIMEOUT);
             tr_argv_free(&a);
-            EXPECT(rc == 0 && ckpt_step(last) == nb + 5 &&
+            EXPECT(rc == 0 && tr_ckpt_step(last, NULL, 0) == nb + 5 &&
                        (!in_val || tr_file_contains(rlog, tr_fmt("epoch 2, step %ld, batch 0",
                                                                  nb))),
                    "--resume after a stop at the epoch's end: exit %d", rc);

@@ -39,28 +39,22 @@ static int study(const char *tag, const char *plan, const char *a1, const char *
     return rc;
 }
 
-static void write_text(const char *path, const char *text) {
-    if (test_write_file(path, text, strlen(text)) != 0) {
-        fprintf(stderr, "FAIL: cannot write %s\n", path);
-        exit(1);
-    }
-}
-
 /* The plan, with extra lines in [study]. */
 static void write_plan(const char *path, const char *extra) {
-    write_text(path, tr_fmt("[study]\n"
-                            "title = tiny study\n"
-                            "epochs = 1\n"
-                            "precision = fp32\n"
-                            "seeds = 1 2\n"
-                            "test_src = ../val.de ../val2.de\n"
-                            "test_tgt = ../val.en ../val2.en\n"
-                            "beam = 2\n"
-                            "%s\n"
-                            "[table rnn]\n"
-                            "title = RNN\n"
-                            "baseline = general\n"
-                            "configs = configs/general.ini configs/dot.ini\n", extra));
+    test_write_text(path, tr_fmt("[study]\n"
+                                 "title = tiny study\n"
+                                 "epochs = 1\n"
+                                 "precision = fp32\n"
+                                 "seeds = 1 2\n"
+                                 "test_src = ../val.de ../val2.de\n"
+                                 "test_tgt = ../val.en ../val2.en\n"
+                                 "beam = 2\n"
+                                 "%s\n"
+                                 "[table rnn]\n"
+                                 "title = RNN\n"
+                                 "baseline = general\n"
+                                 "configs = configs/general.ini configs/dot.ini\n",
+                                 extra));
 }
 
 int main(void) {
@@ -81,15 +75,15 @@ int main(void) {
     if (!tiny) return tr_finish("test_study", t_start);
     char *name = strstr(tiny, "name = tiny\n");
     if (name) memset(name, ' ', strlen("name = tiny"));
-    write_text(tr_fmt("%s/base.ini", w), tiny);
+    test_write_text(tr_fmt("%s/base.ini", w), tiny);
     free(tiny);
     static const char *const kinds[2] = {"general", "dot"};
     for (int i = 0; i < 2; i++)
-        write_text(tr_fmt("%s/configs/%s.ini", dir, kinds[i]),
-                   tr_fmt("include = ../../base.ini\n[model]\nattention = luong_%s\n[data]\n"
-                          "train_src = %s/train.de\ntrain_tgt = %s/train.en\nval_src = %s/val.de\n"
-                          "val_tgt = %s/val.en\ncache_dir = %s/cache\n",
-                          kinds[i], w, w, w, w, w));
+        test_write_text(tr_fmt("%s/configs/%s.ini", dir, kinds[i]),
+                        tr_fmt("include = ../../base.ini\n[model]\nattention = luong_%s\n[data]\n"
+                               "train_src = %s/train.de\ntrain_tgt = %s/train.en\n"
+                               "val_src = %s/val.de\nval_tgt = %s/val.en\ncache_dir = %s/cache\n",
+                               kinds[i], w, w, w, w, w));
     write_plan(plan, "");
 
     /* 1. status and refusals */
@@ -103,9 +97,9 @@ int main(void) {
     EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_key.err", w), "bad.ini:9: unknown key "
                                                                     "'epoch' in [study]"),
            "a plan with an unknown key: exit %d, expected 2 naming the line", rc);
-    write_text(bad, tr_fmt("[study]\nepochs = 1\nprecision = tf32\nseeds = 1\n"
-                           "test_src = ../val.de\ntest_tgt = ../val.en\n[table t]\n"
-                           "configs = configs/general.ini\n"));
+    test_write_text(bad, tr_fmt("[study]\nepochs = 1\nprecision = tf32\nseeds = 1\n"
+                                "test_src = ../val.de\ntest_tgt = ../val.en\n[table t]\n"
+                                "configs = configs/general.ini\n"));
     rc = study("bad_precision", bad, NULL, NULL);
     EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_precision.err", w),
                                        "train.precision = tf32 needs train.device = cuda"),
@@ -158,7 +152,7 @@ int main(void) {
     EXPECT(sd != NULL, "the plan has no seeds line");
     if (sd) {
         memcpy(sd, "seeds = 1 3\n", 12); /* seed 2 stays archived: not in the plan now */
-        write_text(plan, p3);
+        test_write_text(plan, p3);
     }
     free(p3);
     const char *r3 = test_strdup(tr_fmt("%s/runs/general_s3", dir));
@@ -172,8 +166,7 @@ int main(void) {
                           "train.max_hours=0", "train.patience=0", "train.precision=fp32",
                           "train.threads=1", tr_fmt("data.spm_model=%s", spm)};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
-        tr_arg(&a, "--set");
-        tr_arg(&a, "%s", sets[i]);
+        tr_set(&a, "%s", sets[i]);
     }
     rc = tr_run(a.v, tr_fmt("%s/by_hand.log", w), NULL, TIMEOUT);
     tr_argv_free(&a);
@@ -208,10 +201,8 @@ int main(void) {
     /* 5. data.spm_model of another size */
     TrArgv t;
     tr_train_argv(&t, w, tr_fmt("%s/vocab", w));
-    tr_arg(&t, "--set");
-    tr_arg(&t, "data.spm_model=%s", spm);
-    tr_arg(&t, "--set");
-    tr_arg(&t, "data.vocab_size=400");
+    tr_set(&t, "data.spm_model=%s", spm);
+    tr_set(&t, "data.vocab_size=400");
     rc = tr_run(t.v, tr_fmt("%s/vocab.log", w), NULL, TIMEOUT);
     tr_argv_free(&t);
     EXPECT(rc == 1 && tr_file_contains(tr_fmt("%s/vocab.log", w), "has 500 pieces, but "

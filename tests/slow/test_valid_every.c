@@ -20,29 +20,6 @@
 #define TIMEOUT 240.0
 
 static const char *g_work;
-static int g_run_no = 0;
-
-/* trainer train with tiny.ini, the slices of g_work, save_dir and the extra arguments (NULL
- * ended); *log_out gets the log's path. Returns the exit code. */
-static int train(const char *save_dir, const char **log_out, ...) {
-    TrArgv a;
-    tr_train_argv(&a, g_work, save_dir);
-    va_list ap;
-    va_start(ap, log_out);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
-    va_end(ap);
-    const char *log = test_strdup(tr_fmt("%s/run%02d.log", g_work, ++g_run_no));
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "run %d", g_run_no);
-    tr_print_argv(cmd, a.v);
-    double t0 = tr_now();
-    int rc = tr_run(a.v, log, NULL, TIMEOUT);
-    printf("  -> exit %d in %.1f s (log %s)\n", rc, tr_now() - t0, log);
-    if (rc != 0) tr_print_tail(log, 15);
-    tr_argv_free(&a);
-    if (log_out) *log_out = log;
-    return rc;
-}
 
 /* The val lines' steps of run folder dir into steps[0..*n) (at most max); 0 on success. */
 static int val_steps(const char *dir, long *steps, int max, int *n, long *train_lines,
@@ -70,8 +47,9 @@ int main(void) {
 
     /* ---- V1: early stopping counts validations ---- */
     const char *d1 = test_strdup(tr_fmt("%s/V1", g_work));
-    int rc = train(d1, &log, "--set", "train.valid_every=10", "--set", "train.patience=1",
-                   "--set", "train.lr=1e-30", "--set", "train.min_lr=0", NULL);
+    int rc = tr_train(g_work, d1, TIMEOUT, &log, "--set", "train.valid_every=10", "--set",
+                      "train.patience=1", "--set", "train.lr=1e-30", "--set", "train.min_lr=0",
+                      NULL);
     EXPECT(rc == 0, "V1 failed (exit %d)", rc);
     if (!val_steps(d1, st, 64, &n, &lines, &consecutive))
         EXPECT(n == 2 && st[0] == 10 && st[1] == 20 && lines == 20,
@@ -84,8 +62,8 @@ int main(void) {
 
     /* ---- V2: the rhythm and the perplexity ---- */
     const char *d2 = test_strdup(tr_fmt("%s/V2", g_work));
-    rc = train(d2, &log, "--set", "train.valid_every=7", "--set", "train.max_steps=30", "--set",
-               "train.early_stop_metric=ppl", NULL);
+    rc = tr_train(g_work, d2, TIMEOUT, &log, "--set", "train.valid_every=7", "--set",
+                  "train.max_steps=30", "--set", "train.early_stop_metric=ppl", NULL);
     EXPECT(rc == 0, "V2 failed (exit %d)", rc);
     if (!val_steps(d2, st, 64, &n, &lines, &consecutive))
         EXPECT(n == 4 && st[0] == 7 && st[1] == 14 && st[2] == 21 && st[3] == 28 && lines == 30 &&
@@ -99,10 +77,11 @@ int main(void) {
     /* ---- V3: one epoch, accum_steps 1 and 2 ---- */
     const char *d3a = test_strdup(tr_fmt("%s/V3a", g_work));
     const char *d3b = test_strdup(tr_fmt("%s/V3b", g_work));
-    rc = train(d3a, &log, "--set", "train.max_epochs=1", NULL);
+    rc = tr_train(g_work, d3a, TIMEOUT, &log, "--set", "train.max_epochs=1", NULL);
     long n1 = 0, n2 = 0;
     if (!rc && !val_steps(d3a, st, 64, &n, &lines, &consecutive)) n1 = lines;
-    rc |= train(d3b, &log, "--set", "train.max_epochs=1", "--set", "train.accum_steps=2", NULL);
+    rc |= tr_train(g_work, d3b, TIMEOUT, &log, "--set", "train.max_epochs=1", "--set",
+                   "train.accum_steps=2", NULL);
     EXPECT(rc == 0, "V3 failed");
     if (!rc && !val_steps(d3b, st, 64, &n, &lines, &consecutive)) {
         n2 = lines;
@@ -115,10 +94,10 @@ int main(void) {
 
     /* ---- V4: an interrupted accumulating run resumes exactly ---- */
     const char *d4 = test_strdup(tr_fmt("%s/V4", g_work));
-    rc = train(d4, &log, "--set", "train.max_epochs=1", "--set", "train.accum_steps=2", "--set",
-               "train.max_steps=5", NULL);
-    rc |= train(d4, &log, "--set", "train.max_epochs=1", "--set", "train.accum_steps=2", "--resume",
-                NULL);
+    rc = tr_train(g_work, d4, TIMEOUT, &log, "--set", "train.max_epochs=1", "--set",
+                  "train.accum_steps=2", "--set", "train.max_steps=5", NULL);
+    rc |= tr_train(g_work, d4, TIMEOUT, &log, "--set", "train.max_epochs=1", "--set",
+                   "train.accum_steps=2", "--resume", NULL);
     EXPECT(rc == 0 && tr_file_contains(log, "batch 10 of the epoch"),
            "V4: the stopped run should resume at batch 10 (5 steps of 2)");
     /* the parameters, the moments and the step (the files differ in save_dir and time) */
