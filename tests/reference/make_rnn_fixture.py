@@ -167,6 +167,27 @@ def write_tensor(f, values, fmt, row):
         f.write(" ".join(fmt(v) for v in flat[i:i + row]) + "\n")
 
 
+def write_body(f, dims, batch, loss, logits, specs, P):
+    """The part of a fixture file after its config line, shared by both models' generators:
+    dims = (B, S, T, V); batch = (src, src_len, tgt_in, tgt_out); logits [T, B, V]; the
+    parameters P[name] (after backward, so that .grad holds the gradients) in specs' order."""
+    B, S, T, V = dims
+    f.write("batch %d %d %d\n" % (B, S, T))
+    for key, t in zip(("src", "src_len", "tgt_in", "tgt_out"), batch):
+        f.write(key + " " + " ".join(str(int(v)) for v in t.reshape(-1).tolist()) + "\n")
+    f.write("loss %.17g\n" % loss.item())
+    f.write("logits %d %d %d\n" % (T, B, V))
+    write_tensor(f, logits, fmt64, V)
+    f.write("nparams %d\n" % len(specs))
+    for name, shape in specs:
+        f.write("param %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
+        write_tensor(f, P[name].detach(), fmt32, shape[-1])
+    for name, shape in specs:
+        f.write("grad %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
+        write_tensor(f, P[name].grad, fmt64, shape[-1])
+    f.write("end\n")
+
+
 def make_case(fname, seed, V, E, H, Le, Ld, attention, src_lens, tgt_lens, eps=0.1):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
@@ -186,20 +207,8 @@ def make_case(fname, seed, V, E, H, Le, Ld, attention, src_lens, tgt_lens, eps=0
                 % (torch.__version__, seed))
         f.write("rnn_fixture 1\n")
         f.write("config %d %d %d %d %d %s %s\n" % (V, E, H, Le, Ld, attention, repr(eps)))
-        f.write("batch %d %d %d\n" % (B, S, T))
-        for key, t in (("src", src), ("src_len", src_len), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
-            f.write(key + " " + " ".join(str(int(v)) for v in t.reshape(-1).tolist()) + "\n")
-        f.write("loss %.17g\n" % loss.item())
-        f.write("logits %d %d %d\n" % (T, B, V))
-        write_tensor(f, logits.detach(), fmt64, V)
-        f.write("nparams %d\n" % len(specs))
-        for name, shape in specs:
-            f.write("param %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
-            write_tensor(f, P[name].detach(), fmt32, shape[-1])
-        for name, shape in specs:
-            f.write("grad %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
-            write_tensor(f, P[name].grad, fmt64, shape[-1])
-        f.write("end\n")
+        write_body(f, (B, S, T, V), (src, src_len, tgt_in, tgt_out), loss, logits.detach(), specs,
+                   P)
     print("%s: loss %.10f, %d parameters" % (fname, loss.item(), sum(p.numel() for p in P.values())))
 
 

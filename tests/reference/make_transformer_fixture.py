@@ -45,7 +45,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_rnn_fixture import PAD, fmt32, fmt64, make_batch, write_tensor  # noqa: E402
+from make_rnn_fixture import PAD, make_batch, write_body  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "fixtures", "transformer_tiny")
@@ -274,20 +274,8 @@ def make_case(fname, seed, cfg, src_lens, tgt_lens, eps=0.1):
         f.write("transformer_fixture 1\n")
         f.write("config %d %d %d %d %d %d %s %d %s %s %s %s\n"
                 % (V, D, NH, F, Le, Ld, norm, tie, es, ds, cr, repr(eps)))
-        f.write("batch %d %d %d\n" % (B, S, T))
-        for key, t in (("src", src), ("src_len", src_len), ("tgt_in", tgt_in), ("tgt_out", tgt_out)):
-            f.write(key + " " + " ".join(str(int(v)) for v in t.reshape(-1).tolist()) + "\n")
-        f.write("loss %.17g\n" % loss.item())
-        f.write("logits %d %d %d\n" % (T, B, V))
-        write_tensor(f, logits.detach().transpose(0, 1), fmt64, V)
-        f.write("nparams %d\n" % len(specs))
-        for name, shape in specs:
-            f.write("param %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
-            write_tensor(f, P[name].detach(), fmt32, shape[-1])
-        for name, shape in specs:
-            f.write("grad %s %d %s\n" % (name, len(shape), " ".join(map(str, shape))))
-            write_tensor(f, P[name].grad, fmt64, shape[-1])
-        f.write("end\n")
+        write_body(f, (B, S, T, V), (src, src_len, tgt_in, tgt_out), loss,
+                   logits.detach().transpose(0, 1), specs, P)
     print("%s: loss %.10f, %d parameters" % (fname, loss.item(), sum(p.numel() for p in P.values())))
 
 
