@@ -169,10 +169,7 @@ static void alloc_extra(Bufs *b, int kind, const Setup *su) {
     int NH = su->NH, HS = su->HS, r = su->lf_r, T = b->T;
     size_t nw = (size_t)NH * T * T, nwork = 0;
     switch (kind) {
-    case K_SDP:
-        nwork = be->attn_workspace(1, NH, T, T, HS, HS);
-        b->w = xmalloc(sizeof(float) * nw);
-        break;
+    case K_SDP: nwork = be->attn_workspace(1, NH, T, T, HS, HS); break;
     case K_FLASH:
         nwork = be->flash_attn_workspace(1, NH, T, T, HS, HS);
         b->lse = xmalloc(sizeof(float) * (size_t)NH * T);
@@ -186,15 +183,11 @@ static void alloc_extra(Bufs *b, int kind, const Setup *su) {
                        * [NH, T, r]; the backward's output scratch [NH, T, HS]; attn_backward's */
         nwork = 4 * b->nkv + (size_t)NH * T * r + b->n + be->attn_workspace(1, NH, T, r, HS, HS);
         break;
-    case K_ADDITIVE:
-        nwork = be->additive_attn_workspace(1, NH, T, T, HS, HS);
-        b->w = xmalloc(sizeof(float) * nw);
-        break;
-    case K_LOCAL:
-        nwork = be->local_attn_workspace(1, NH, T, T, HS, HS);
-        b->w = xmalloc(sizeof(float) * nw);
-        break;
+    case K_ADDITIVE: nwork = be->additive_attn_workspace(1, NH, T, T, HS, HS); break;
+    case K_LOCAL: nwork = be->local_attn_workspace(1, NH, T, T, HS, HS); break;
     }
+    /* the kinds that keep their attention weights [NH, T, T] for the backward */
+    if (kind == K_SDP || kind == K_ADDITIVE || kind == K_LOCAL) b->w = xmalloc(sizeof(float) * nw);
     b->work = xmalloc(sizeof(float) * (nwork + 1));
 }
 

@@ -202,13 +202,10 @@ typedef struct {
     int n;
 } TrArgv;
 
-TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) {
+/* Appends the text of fmt and ap (at most 4095 bytes) to a; exits 1 past 127 arguments. */
+TR_FN void tr_varg(TrArgv *a, const char *fmt, va_list ap) {
     char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     if (a->n >= 127) {
         fprintf(stderr, "FAIL: too many arguments\n");
         exit(1);
@@ -217,17 +214,23 @@ TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) {
     a->v[a->n] = NULL;
 }
 
+TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TR_FN void tr_arg(TrArgv *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tr_varg(a, fmt, ap);
+    va_end(ap);
+}
+
 /* Appends "--set" and the formatted KEY=VALUE (at most 4095 bytes) to a, as tr_arg does: exits
  * 1 past 127 arguments. */
 TR_FN void tr_set(TrArgv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TR_FN void tr_set(TrArgv *a, const char *fmt, ...) {
-    char buf[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     tr_arg(a, "--set");
-    tr_arg(a, "%s", buf);
+    tr_varg(a, fmt, ap);
+    va_end(ap);
 }
 
 TR_FN void tr_argv_free(TrArgv *a) {
