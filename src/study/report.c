@@ -369,14 +369,27 @@ static void write_cost(FILE *f, const Table *t) {
     }
 }
 
+/* Whether the 95% interval of Δ holds 0: p (a test of |Δ| against the resampled differences
+ * shifted to zero mean) and the percentile interval are two statistics, and near p = 0.05 they
+ * can disagree; the words then say that the call is marginal. */
+static int interval_has_zero(const Sig *s) {
+    return s->pb.delta_lo <= 0 && s->pb.delta_hi >= 0;
+}
+
+static const char *marginal(const Sig *s) {
+    return interval_has_zero(s) ? ", but the interval includes 0, so the call is marginal" : "";
+}
+
 /* The verdict of sig s in words into buf. */
 static void verdict(const Sig *s, char *buf, size_t n) {
     if (s->identical) snprintf(buf, n, "identical translations");
     else if (fabs(s->pb.delta) < 0.005) snprintf(buf, n, "no difference");
-    else if (s->pb.p < 0.05) snprintf(buf, n, "significantly %s", s->pb.delta > 0 ? "better"
-                                                                                  : "worse");
+    else if (s->pb.p < 0.05)
+        snprintf(buf, n, "significantly %s%s", s->pb.delta > 0 ? "better" : "worse",
+                 interval_has_zero(s) ? " (interval includes 0)" : "");
     else snprintf(buf, n, "not significant");
 }
+
 
 static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
     const Group *b = &t->g[t->base];
@@ -389,7 +402,9 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                "scores every seed's translations and averages the seeds' BLEU (Clark et al. 2011, "
                "§4). Δ is the difference of the seed-averaged BLEU, with its 95%% interval "
                "(2.5th–97.5th percentile of the resampled differences) and p, sacreBLEU's "
-               "paired-bs p-value; sd is the standard deviation of the BLEU across seeds, to "
+               "paired-bs p-value, which the verdict follows (p and the interval are two "
+               "statistics, and near 0.05 they can disagree: such a call is marked marginal); "
+               "sd is the standard deviation of the BLEU across seeds, to "
                "read Δ against the seeds' own spread.\n\n",
             b->name, K, RESAMPLES, BOOT_SEED);
     fprintf(f, "| test set | config | seeds | BLEU | Δ vs %s | 95%% interval of Δ | p | sd | "
@@ -420,17 +435,17 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                         b->name, s->pb.delta);
             else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)))
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f); with one seed of %s the spread "
+                           "interval [%+.2f, %+.2f], p = %.4f)%s; with one seed of %s the spread "
                            "across seeds is not measured, so this may be a seed's luck.\n",
                         o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
-                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
+                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s),
                         isfinite(s->sd_base) ? g : isfinite(s->sd_sys) ? b->name : "each");
             else if (s->pb.p < 0.05)
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f); %s the seeds' standard deviations "
+                           "interval [%+.2f, %+.2f], p = %.4f)%s; %s the seeds' standard deviations "
                            "(%.2f and %.2f).\n", o->tests[k], g,
                         s->pb.delta > 0 ? "better" : "worse", b->name, s->pb.delta,
-                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
+                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s),
                         fabs(s->pb.delta) > fmax(s->sd_sys, s->sd_base) ? "larger than"
                                                                         : "within",
                         s->sd_sys, s->sd_base);

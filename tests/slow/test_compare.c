@@ -203,6 +203,10 @@ static void check_sig(const char *path) {
         if (end) *end = 0;
         printf("dot vs general: %+.2f BLEU, 95%% interval [%+.2f, %+.2f], p = %.4f (%s)\n", d, lo,
                hi, p, f[14]);
+        int marginal = p < 0.05 && lo <= 0 && hi >= 0;
+        EXPECT(marginal == (strstr(f[14], "interval includes 0") != NULL),
+               "%s: verdict '%s' with p %g and interval [%g, %g]: a call at p < 0.05 whose "
+               "interval holds 0, and only such a call, is marked", path, f[14], p, lo, hi);
     }
     EXPECT(lo <= d && d <= hi && p > 0 && p <= 1, "delta %g, interval [%g, %g], p %g", d, lo, hi,
            p);
