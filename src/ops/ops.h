@@ -100,7 +100,9 @@ struct Backend {
     void (*free)(void *p);
     void (*upload)(void *dst, const void *src_host, size_t bytes);
     void (*download)(void *dst_host, const void *src, size_t bytes);
-    void (*copy)(void *dst, const void *src, size_t bytes); /* within the backend */
+    /* within the backend; dst and src must not overlap (CUDA: cudaMemcpy device to device,
+     * undefined on overlap, although the CPU's memmove would forgive it) */
+    void (*copy)(void *dst, const void *src, size_t bytes);
     void (*zero)(void *p, size_t bytes);
     void (*synchronize)(void);
     /* ---- operand-reuse hints (optional, NULL where a backend gains nothing from them; called
