@@ -190,6 +190,26 @@ struct AttentionOps {
      * luong_local (its weights need W_p, v_p and p_t): the models read its saved weights. */
     void (*weights_host)(float *w, const float *q, const float *k, const float *v_a, int len,
                          int HS);
+    /* Keys summarised once (NULL for the kinds without): where the keys and values stay the same
+     * over many calls (the RNN decoder, one call per target step over the same encoder states),
+     * the kind computes its summary of them once, sum[summary_floats(B)], and each call reads it,
+     * as forward would with those keys and values (no causal form, no save). summary_forward
+     * writes sum from k, v, key_len [B, NH, Tk, HS]; forward_summary writes o [B,NH,Tq,HS] from
+     * q and sum; backward_summary accumulates dq and dsum (same layout as sum) from dout; then
+     * summary_backward, once, accumulates dk and dv (may be the same buffer) and the kind's
+     * parameter gradients from the summed dsum. work: workspace(B, Tq, Tk) floats.
+     * linformer: sum = [E K, F V], O(r·HS) a query instead of O(Tk·r·HS). */
+    size_t (*summary_floats)(const Attention *a, int B);
+    void (*summary_forward)(const Attention *a, const Backend *be, float *sum, const float *k,
+                            const float *v, const int *key_len, int B, int Tk);
+    void (*forward_summary)(const Attention *a, const Backend *be, float *o, const float *q,
+                            const float *sum, int B, int Tq, float *work);
+    void (*backward_summary)(const Attention *a, const Backend *be, float *dq, float *dsum,
+                             const float *dout, const float *q, const float *sum, int B, int Tq,
+                             float *work);
+    void (*summary_backward)(const Attention *a, const Backend *be, float *dk, float *dv,
+                             const float *dsum, const float *k, const float *v,
+                             const int *key_len, int B, int Tk);
 };
 
 /* The row of kind (NULL for ATTN_NONE). CHECKs kind is in range ("attention_row: kind out of

@@ -22,6 +22,10 @@
  * the weights, runs attn_backward into dKp, dVp, then linformer_proj_backward into dk, dE and dv,
  * dF (nothing is saved between the passes: save = none).
  *
+ * In the RNN decoder, whose keys are the same encoder states at every step, Kp and Vp are
+ * computed once per batch (the summary hooks of attention.h): a step then costs attn_forward over
+ * r keys, and the steps' dKp, dVp are summed before one linformer_proj_backward.
+ *
  * Workspace (floats): Kp, Vp [B,NH,r,HS]; weights [B,NH,Tq,r]; out scratch [B,NH,Tq,HS] and
  * dKp, dVp [B,NH,r,HS] (backward); attn_workspace(B, NH, Tq, r, HS, HS). */
 #include <math.h>
@@ -112,6 +116,54 @@ static void linformer_backward(const Attention *a, const Backend *be, float *dq,
                                 n, sh);
 }
 
+/* The RNN's keys summarised once per batch: sum = [Kp, Vp], each [B,NH,r,HS]. */
+static size_t linformer_summary_floats(const Attention *a, int B) {
+    return 2 * (size_t)B * a->NH * a->lf_r * a->HS;
+}
+
+static void linformer_summary_forward(const Attention *a, const Backend *be, float *sum,
+                                      const float *k, const float *v, const int *key_len, int B,
+                                      int Tk) {
+    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
+    CHECK(Tk <= n, "linformer: Tk > model.linformer_max_len; longer sources must be refused "
+                   "before the model (model_max_source_len)");
+    float *Kp = sum, *Vp = sum + (size_t)B * NH * r * HS;
+    be->linformer_proj_forward(Kp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n, sh);
+    be->linformer_proj_forward(Vp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS, n, sh);
+}
+
+static void linformer_forward_summary(const Attention *a, const Backend *be, float *o,
+                                      const float *q, const float *sum, int B, int Tq,
+                                      float *work) {
+    int NH = a->NH, HS = a->HS, r = a->lf_r;
+    LfWork w = lf_carve(a, work, B, Tq);
+    be->attn_forward(o, w.W, q, sum, sum + (size_t)B * NH * r * HS, NULL,
+                     1.0f / sqrtf((float)HS), 0, B, NH, Tq, r, HS, HS);
+}
+
+static void linformer_backward_summary(const Attention *a, const Backend *be, float *dq,
+                                       float *dsum, const float *dout, const float *q,
+                                       const float *sum, int B, int Tq, float *work) {
+    int NH = a->NH, HS = a->HS, r = a->lf_r;
+    size_t nkv = (size_t)B * NH * r * HS;
+    LfWork w = lf_carve(a, work, B, Tq); /* the weights are recomputed into w.W */
+    be->attn_forward(w.o, w.W, q, sum, sum + nkv, NULL, 1.0f / sqrtf((float)HS), 0, B, NH, Tq,
+                     r, HS, HS);
+    be->attn_backward(dq, dsum, dsum + nkv, dout, q, sum, sum + nkv, w.W,
+                      1.0f / sqrtf((float)HS), B, NH, Tq, r, HS, HS, w.attn);
+}
+
+static void linformer_summary_backward(const Attention *a, const Backend *be, float *dk,
+                                       float *dv, const float *dsum, const float *k,
+                                       const float *v, const int *key_len, int B, int Tk) {
+    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
+    const float *dKp = dsum, *dVp = dsum + (size_t)B * NH * r * HS;
+    be->linformer_proj_backward(dk, a->lf_E.g, dKp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n,
+                                sh);
+    be->linformer_proj_backward(dv, lf_F(a)->g, dVp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS, n,
+                                sh);
+}
+
 static const OpKind linformer_ops[] = {OP_LINFORMER_PROJ_FORWARD, OP_LINFORMER_PROJ_BACKWARD,
                                        OP_ATTN_FORWARD, OP_ATTN_BACKWARD, OP_ATTN_WORKSPACE};
 
@@ -123,4 +175,7 @@ const AttentionOps attention_linformer = {
                  "projected key and value (E K, F V over the whole sequence)",
     .multi_head = 1, .scaled = 1, .save = ATTN_SAVE_NONE, .ops = linformer_ops, .nops = 5,
     .declare = linformer_declare, .forward = linformer_forward, .backward = linformer_backward,
-    .workspace = linformer_workspace};
+    .workspace = linformer_workspace, .summary_floats = linformer_summary_floats,
+    .summary_forward = linformer_summary_forward, .forward_summary = linformer_forward_summary,
+    .backward_summary = linformer_backward_summary,
+    .summary_backward = linformer_summary_backward};

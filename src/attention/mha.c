@@ -220,12 +220,24 @@ void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKin
     attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM, opt);
 }
 
-/* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1). */
+/* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1); then
+ * the kind's summary of them where it has one (linformer). */
 static int kbuf_width(const RnnAttn *r) {
     return r->at.k_transform ? r->at.A : r->at.NH > 1 ? r->at.Dk : 0;
 }
 
-size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK) { return (size_t)NK * kbuf_width(r); }
+static size_t summary_floats(const RnnAttn *r, int B) {
+    return r->at.ops->summary_floats ? r->at.ops->summary_floats(&r->at, B) : 0;
+}
+
+size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK, int B) {
+    return (size_t)NK * kbuf_width(r) + summary_floats(r, B);
+}
+
+/* The summary in kbuf (and its gradient in dkbuf): after the B·Tk prepared keys; NULL without. */
+static float *summary_of(const RnnAttn *r, float *buf, int B, int Tk) {
+    return summary_floats(r, B) ? buf + (size_t)B * Tk * kbuf_width(r) : NULL;
+}
 
 size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk) {
     return attention_save_floats(&r->at, NQ, Tk);
@@ -243,18 +255,24 @@ size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, in
            attention_workspace(&r->at, be, B, Tq, Tk);
 }
 
-void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, int B, int Tk) {
-    const Attention *a = &r->at;
-    if (!kbuf_width(r)) return;
-    if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* kp = h̄ Uᵀ */
-    else be->permute0213_forward(r->kbuf, enc, B, Tk, a->NH, a->HS);      /* key heads */
-    be->zero(r->dkbuf, sizeof(float) * rnn_attn_kbuf_floats(r, (long)B * Tk));
+/* The keys and values of the core call: k = kbuf (U h̄ or key heads) or h̄; v = key heads or
+ * h̄. */
+static const float *core_k(const RnnAttn *r, const float *enc) {
+    return kbuf_width(r) ? r->kbuf : enc;
 }
-
-/* The keys and values of the core call: k = kbuf (U h̄ or key heads) or h̄; v = key heads or h̄. */
-static const float *core_k(const RnnAttn *r, const float *enc) { return r->kbuf ? r->kbuf : enc; }
 static const float *core_v(const RnnAttn *r, const float *enc) {
     return r->at.NH > 1 ? r->kbuf : enc;
+}
+
+void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const int *key_len,
+                    int B, int Tk) {
+    const Attention *a = &r->at;
+    if (!rnn_attn_kbuf_floats(r, (long)B * Tk, B)) return;
+    if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* kp = h̄ Uᵀ */
+    else if (kbuf_width(r)) be->permute0213_forward(r->kbuf, enc, B, Tk, a->NH, a->HS); /* heads */
+    float *sum = summary_of(r, r->kbuf, B, Tk);
+    if (sum) a->ops->summary_forward(a, be, sum, core_k(r, enc), core_v(r, enc), key_len, B, Tk);
+    be->zero(r->dkbuf, sizeof(float) * rnn_attn_kbuf_floats(r, (long)B * Tk, B));
 }
 
 void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *save, float *qsave,
@@ -270,8 +288,10 @@ void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *sa
         be->permute0213_forward(qs, qsave, B, Tq, a->NH, a->HS);
         qh = qs, oh = os, work += 2 * n;
     }
-    attention_forward(a, be, oh, save, qh, core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq, Tk,
-                      work);
+    const float *sum = summary_of(r, r->kbuf, B, Tk);
+    if (sum) a->ops->forward_summary(a, be, oh, qh, sum, B, Tq, work);
+    else attention_forward(a, be, oh, save, qh, core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq,
+                           Tk, work);
     if (oh != ctx) be->permute0213_forward(ctx, oh, B, a->NH, Tq, a->HS); /* merge the heads */
 }
 
@@ -295,16 +315,26 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
         be->zero(dqs, sizeof(float) * n);
         qh = qs, oh = os, doh = ds, dqh = dqs, work += 4 * n;
     }
-    float *dk = r->kbuf ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
-    attention_backward(a, be, dqh, dk, dv, doh, oh, save, qh, core_k(r, enc), core_v(r, enc),
-                       key_len, 0, B, Tq, Tk, work);
+    float *dk = kbuf_width(r) ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
+    const float *sum = summary_of(r, r->kbuf, B, Tk);
+    if (sum) /* dk, dv at rnn_attn_end_backward, from the summed summary gradient */
+        a->ops->backward_summary(a, be, dqh, summary_of(r, r->dkbuf, B, Tk), doh, qh, sum, B, Tq,
+                                 work);
+    else attention_backward(a, be, dqh, dk, dv, doh, oh, save, qh, core_k(r, enc),
+                            core_v(r, enc), key_len, 0, B, Tq, Tk, work);
     if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
     attention_query_backward(a, be, dq, dqp, q, B * Tq);
 }
 
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
-                           int B, int Tk) {
+                           const int *key_len, int B, int Tk) {
     const Attention *a = &r->at;
+    const float *dsum = summary_of(r, r->dkbuf, B, Tk);
+    if (dsum) { /* into the key heads' gradient (dkbuf), or denc for one head */
+        float *dk = kbuf_width(r) ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
+        a->ops->summary_backward(a, be, dk, dv, dsum, core_k(r, enc), core_v(r, enc), key_len, B,
+                                 Tk);
+    }
     if (!kbuf_width(r)) return;
     if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
     else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);
@@ -314,12 +344,12 @@ void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float
                       const float *enc, const int *key_len, int B, int Tk) {
     const Attention *a = &r->at;
     size_t nq = (size_t)B * rnn_attn_qsave_width(r);
-    size_t nk = r->kbuf ? rnn_attn_kbuf_floats(r, (long)B * Tk) : (size_t)B * Tk * a->Dk;
+    size_t nk = kbuf_width(r) ? (size_t)B * Tk * kbuf_width(r) : (size_t)B * Tk * a->Dk;
     float *hq = xmalloc(sizeof(float) * nq), *hk = xmalloc(sizeof(float) * nk);
     float *hw = xmalloc(sizeof(float) * ((size_t)B * Tk + 1)), *hv = NULL;
     int *hl = xmalloc(sizeof(int) * B);
     be->download(hq, qsave, sizeof(float) * nq);
-    be->download(hk, r->kbuf ? r->kbuf : enc, sizeof(float) * nk);
+    be->download(hk, core_k(r, enc), sizeof(float) * nk);
     be->download(hl, key_len, sizeof(int) * B);
     if (a->v_a.w) {
         size_t nv = (size_t)a->NH * (a->k_transform ? a->A : a->HS);

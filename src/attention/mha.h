@@ -142,11 +142,14 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
  * linformer), else
  * 1.
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄ and/or the key heads) in kbuf,
- * and zeroes dkbuf; after every backward call of the batch, rnn_attn_end_backward turns dkbuf
- * into denc and parameter gradients. */
+ * then, for a kind with a summary of its keys (attention.h; linformer: E K, F V), that summary,
+ * which every step reads instead of the keys, and zeroes dkbuf; after every backward call of the
+ * batch, rnn_attn_end_backward turns dkbuf (the summary's summed gradient, then the keys') into
+ * denc and parameter gradients. */
 typedef struct {
     Attention at;
-    float *kbuf, *dkbuf; /* [B,Tk,max(A,Dk)] backend memory (rnn_attn_kbuf_floats), or NULL */
+    float *kbuf, *dkbuf; /* [B·Tk·max(A,Dk) + summary] backend memory (rnn_attn_kbuf_floats),
+                          * or NULL */
 } RnnAttn;
 
 /* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN; opt: the
@@ -156,8 +159,9 @@ typedef struct {
  * 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation for the score. */
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
                       int Dk, int heads, const AttentionOptions *opt);
-/* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows (0: not needed). */
-size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK);
+/* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows of B sentences (0: not
+ * needed); a buffer sized for NK, B serves every call with B'·Tk' <= NK and B' <= B. */
+size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK, int B);
 /* Floats of forward's save for NQ = B·Tq queries against Tk keys. */
 size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk);
 /* Floats of qsave per query row (the query after the kind's transform). */
@@ -165,9 +169,11 @@ int rnn_attn_qsave_width(const RnnAttn *r);
 /* Floats of work for forward and backward with B, Tq, Tk. */
 size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, int Tk);
 /* Once per batch, before the first forward: kbuf = the keys the kind attends over, from
- * enc [B,Tk,Dk] (additive own_proj: enc Uᵀ [B,Tk,A]; multi-head: key heads [B,NH,Tk,HS]); zeroes
- * dkbuf. Nothing when kbuf is not needed. No errors. */
-void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, int B, int Tk);
+ * enc [B,Tk,Dk] (additive own_proj: enc Uᵀ [B,Tk,A]; multi-head: key heads [B,NH,Tk,HS]), and
+ * the kind's summary of them (key_len [B], backend memory); zeroes dkbuf. Nothing when kbuf is
+ * not needed. No errors. */
+void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const int *key_len,
+                    int B, int Tk);
 /* ctx[B,Tq,Dk] and save from q[B,Tq,Dq]; qsave [B,Tq,qsave width] keeps the transformed query;
  * key_len [B] backend memory; work: rnn_attn_workspace floats. Luong et al. 2015 eq. 7 (weights)
  * with the kind's score; c_t = Σ_s a_t(s) h̄_s. No errors. */
@@ -181,11 +187,11 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
                        const float *dctx, const float *ctx, const float *save, const float *q,
                        const float *qsave, const float *enc, const int *key_len, int B, int Tq,
                        int Tk, float *work);
-/* Once per batch, after the last backward: denc [B,Tk,Dk] += dkbuf carried back through the key
- * transform (additive: dU += dkpᵀ enc, denc += dkp U; multi-head: merged key heads). No
- * errors. */
+/* Once per batch, after the last backward: denc [B,Tk,Dk] += dkbuf carried back through the
+ * kind's summary (key_len [B] as rnn_attn_begin's) and the key transform (additive: dU += dkpᵀ
+ * enc, denc += dkp U; multi-head: merged key heads). No errors. */
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
-                           int B, int Tk);
+                           const int *key_len, int B, int Tk);
 /* The attention map of one decoding step (Tq = 1), averaged over heads: w [B,Tk] (backend
  * memory) from qsave [B, qsave width] as rnn_attn_forward left it, the keys as rnn_attn_begin
  * left them (enc [B,Tk,Dk]) and key_len [B]; computed on the host by the kind's weights_host

@@ -232,7 +232,7 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
         m->attn_work_cap = w1 > wT ? w1 : wT;
         m->attn_work = rnn_act(m, m->attn_work_cap);
         m->attn_map = rnn_act(m, (size_t)B * S);
-        size_t nk = rnn_attn_kbuf_floats(&m->attn, NS);
+        size_t nk = rnn_attn_kbuf_floats(&m->attn, NS, B);
         if (nk) m->attn.kbuf = rnn_act(m, nk), m->attn.dkbuf = rnn_act(m, nk);
     }
     m->tmp_rows = rnn_act(m, (size_t)B * H);
@@ -386,7 +386,7 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
           "attention workspace too small: rnn_reserve after setting the thread count");
     m->ring = 0; /* every step's states at its own slot: the backward reads them */
     rnn_encoder_forward(m, b, train, key);
-    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->enc_out, B, S);
+    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->enc_out, b->src_len, B, S);
     DecSrc src = {B, S, m->enc_out, b->src_len};
     rnn_time_major(be, m->tin_tm, b->tgt_in, B, T);
     /* the loss's targets: b's non-padding rows (tgt_row_id), or all T·B positions time-major */
@@ -476,7 +476,8 @@ double rnn_forward_backward(RnnModel *m, const TokenBatch *b, float smoothing, i
                               rnn_step_save(m, t, B, S), prev_top(m, t, B), m->qsave + (size_t)t * BH,
                               m->enc_out, b->src_len, B, 1, S, m->attn_work);
     }
-    if (m->style != DEC_NONE) rnn_attn_end_backward(&m->attn, be, m->d_enc_out, m->enc_out, B, S);
+    if (m->style != DEC_NONE)
+        rnn_attn_end_backward(&m->attn, be, m->d_enc_out, m->enc_out, b->src_len, B, S);
     for (int l = 0; l < (dec_cud ? 0 : m->Ld); l++) { /* batched weight gradients of the decoder layers */
         RnnLayer *L = &m->dec[l];
         float *dgh = m->d_dec_gh[l];

@@ -36,7 +36,7 @@ void rnn_decode_begin(RnnModel *m, const TokenBatch *b, int K) {
         m->dsrc = (DecSrc){R, S, m->enc_out_beam, m->beam_len};
         free(len), free(rl), free(idx);
     }
-    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->dsrc.enc_out, R, S);
+    if (m->style != DEC_NONE) rnn_attn_begin(&m->attn, be, m->dsrc.enc_out, m->dsrc.src_len, R, S);
 }
 
 const float *rnn_decode_step(RnnModel *m, int t, const int *ids, int log_probs) {
