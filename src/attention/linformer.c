@@ -71,52 +71,8 @@ static void linformer_declare(Attention *a, ParamSet *ps, const char *prefix, Pa
     params_declare(ps, &a->lf_F, name, mat, 2, rows, a->lf_n);
 }
 
-/* Kp = E K, Vp = F V over the visible keys (padding zeroed), then the weights W and
- * o = softmax(q Kpᵀ / √HS) Vp. */
-static void lf_core(const Attention *a, const Backend *be, float *o, const LfWork *w,
-                    const float *q, const float *k, const float *v, const int *key_len, int B,
-                    int Tq, int Tk) {
-    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
-    CHECK(Tk <= n, "linformer: Tk > model.linformer_max_len; longer sources must be refused "
-                   "before the model (model_max_source_len)");
-    be->linformer_proj_forward(w->Kp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n, sh);
-    be->linformer_proj_forward(w->Vp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS, n, sh);
-    be->attn_forward(o, w->W, q, w->Kp, w->Vp, NULL, 1.0f / sqrtf((float)HS), 0, B, NH, Tq, r,
-                     HS, HS);
-}
-
-static void linformer_forward(const Attention *a, const Backend *be, float *o, float *save,
-                              const float *q, const float *k, const float *v, const int *key_len,
-                              int causal, int B, int Tq, int Tk, float *work) {
-    (void)save;
-    CHECK(!causal, "linformer attention has no causal form (attention_supports refuses it)");
-    LfWork w = lf_carve(a, work, B, Tq);
-    lf_core(a, be, o, &w, q, k, v, key_len, B, Tq, Tk);
-}
-
-static void linformer_backward(const Attention *a, const Backend *be, float *dq, float *dk,
-                               float *dv, const float *dout, const float *o, const float *save,
-                               const float *q, const float *k, const float *v,
-                               const int *key_len, int causal, int B, int Tq, int Tk,
-                               float *work) {
-    (void)o, (void)save, (void)causal; /* Kp, Vp and the weights are recomputed */
-    int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
-    LfWork w = lf_carve(a, work, B, Tq);
-    size_t nkv = (size_t)B * NH * r * HS;
-    lf_core(a, be, w.o, &w, q, k, v, key_len, B, Tq, Tk);
-    be->zero(w.dKp, sizeof(float) * nkv);
-    be->zero(w.dVp, sizeof(float) * nkv);
-    /* o = softmax(q Kpᵀ / √HS) Vp: dq, dKp, dVp */
-    be->attn_backward(dq, w.dKp, w.dVp, dout, q, w.Kp, w.Vp, w.W, 1.0f / sqrtf((float)HS), B, NH,
-                      Tq, r, HS, HS, w.attn);
-    /* Kp = E K (visible keys): dk, dE; Vp = F V: dv, dF (kv: F = E, both add into E's grad) */
-    be->linformer_proj_backward(dk, a->lf_E.g, w.dKp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n,
-                                sh);
-    be->linformer_proj_backward(dv, lf_F(a)->g, w.dVp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS,
-                                n, sh);
-}
-
-/* The RNN's keys summarised once per batch: sum = [Kp, Vp], each [B,NH,r,HS]. */
+/* The keys' summary (attention.h): sum = [Kp, Vp], each [B,NH,r,HS]. The Transformer's forward
+ * and backward below build it in their workspace at every call; the RNN once per batch. */
 static size_t linformer_summary_floats(const Attention *a, int B) {
     return 2 * (size_t)B * a->NH * a->lf_r * a->HS;
 }
@@ -162,6 +118,33 @@ static void linformer_summary_backward(const Attention *a, const Backend *be, fl
                                 sh);
     be->linformer_proj_backward(dv, lf_F(a)->g, dVp, lf_F(a)->w, v, key_len, B, NH, r, Tk, HS, n,
                                 sh);
+}
+
+/* Kp = E K, Vp = F V over the visible keys (padding zeroed) into the workspace, then
+ * o = softmax(q Kpᵀ / √HS) Vp. */
+static void linformer_forward(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v, const int *key_len,
+                              int causal, int B, int Tq, int Tk, float *work) {
+    (void)save;
+    CHECK(!causal, "linformer attention has no causal form (attention_supports refuses it)");
+    LfWork w = lf_carve(a, work, B, Tq); /* Kp, Vp: one summary */
+    linformer_summary_forward(a, be, w.Kp, k, v, key_len, B, Tk);
+    linformer_forward_summary(a, be, o, q, w.Kp, B, Tq, work);
+}
+
+/* Kp, Vp and the weights recomputed; dKp, dVp; then dk, dE and dv, dF (kv: F = E, both add
+ * into E's gradient). */
+static void linformer_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *o, const float *save,
+                               const float *q, const float *k, const float *v,
+                               const int *key_len, int causal, int B, int Tq, int Tk,
+                               float *work) {
+    (void)o, (void)save, (void)causal;
+    LfWork w = lf_carve(a, work, B, Tq);
+    linformer_summary_forward(a, be, w.Kp, k, v, key_len, B, Tk);
+    be->zero(w.dKp, sizeof(float) * linformer_summary_floats(a, B)); /* dKp, dVp */
+    linformer_backward_summary(a, be, dq, w.dKp, dout, q, w.Kp, B, Tq, work);
+    linformer_summary_backward(a, be, dk, dv, w.dKp, k, v, key_len, B, Tk);
 }
 
 static const OpKind linformer_ops[] = {OP_LINFORMER_PROJ_FORWARD, OP_LINFORMER_PROJ_BACKWARD,
