@@ -310,8 +310,11 @@ static void curve_panel(FILE *f, const char *prefix, int nruns, const char *cons
     int first = 1;
     for (int i = 0; i < nruns; i++) {
         if (rows[i] == 0) continue;
-        fprintf(f, "%s$%s%d using 1:2 with linespoints lw 2 pt 7 ps 0.8 title ", first ? "" : ", ",
-                prefix, i);
+        /* the terminal's 8 colours, then again dashed with squares: series i looks the same in
+         * every panel and no two of up to 16 look alike */
+        int again = (i / 8) % 2;
+        fprintf(f, "%s$%s%d using 1:2 with linespoints lw 2 lt %d dt %d pt %d ps 0.8 title ",
+                first ? "" : ", ", prefix, i, i % 8 + 1, again ? 2 : 1, again ? 5 : 7);
         gp_str(f, names[i]);
         first = 0;
     }
