@@ -624,6 +624,10 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
         if (t->base >= 0) {
             fprintf(f, "### Significance against %s\n\n", t->g[t->base].name);
             write_significance(f, o, t, K);
+        } else if (t->t->baseline_due) {
+            fprintf(f, "### Significance against %s\n\n%s, the baseline, has no archived run "
+                       "yet: the configs are tested against it once it has.\n\n",
+                    t->t->baseline_due, t->t->baseline_due);
         }
         file_name(png, sizeof png, "curves", t->t->tag);
         fprintf(f, "### Validation curves\n\n![validation BLEU and perplexity by epoch](%s)\n\n",

@@ -40,6 +40,8 @@ typedef struct {
     const char *title;          /* the section's heading */
     const char *tag;            /* "" or a name for its figures' files (curves_TAG.png) */
     const char *baseline;       /* the config (group) every other is tested against, or NULL */
+    const char *baseline_due;   /* baseline NULL: the plan's baseline, which has no run yet (the
+                                 * report says so where the significance will be), or NULL */
     const Archive *const *runs; /* nruns archives (not owned) */
     const char *const *groups;  /* the config of each run, or NULL: derived (above) */
     int nruns;

@@ -605,8 +605,9 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
         int has_base = 0;
         for (int i = first; i < na; i++) has_base |= base[0] && !strcmp(groups[i], base);
         tables[nt++] = (ReportTable){s->tables[t].title, s->tables[t].name,
-                                     has_base ? base : NULL, ptr + first, groups + first,
-                                     na - first};
+                                     has_base ? base : NULL,
+                                     !has_base && base[0] ? base : NULL, ptr + first,
+                                     groups + first, na - first};
     }
     if (!rc && !nt) rc = err_set(err, "%s: no run is archived yet; nothing to report", s->file);
     if (!rc) {

@@ -140,6 +140,22 @@ int main(void) {
                tr_file_contains(md, "In words, at 0.05:") &&
                tr_file_contains(md, "| val2 | dot | 2 |"),
            "%s lacks the rows, the significance or the progress line", md);
+    /* the baseline's runs set aside: the report says the significance waits for them */
+    for (int i = 0; i < 4; i += 2)
+        EXPECT(rename(tr_fmt("%s/archive/%s", dir, runs[i]), tr_fmt("%s/%s.aside", w, runs[i])) ==
+                   0, "cannot set %s aside", runs[i]);
+    rc = study("no_baseline", plan, "--report", NULL);
+    EXPECT(rc == 0 && tr_file_contains(md, "### Significance against general") &&
+               tr_file_contains(md, "general, the baseline, has no archived run yet") &&
+               !tr_file_contains(md, "In words, at 0.05:"),
+           "a report without the baseline's runs (exit %d) must say that the significance "
+           "waits for them", rc);
+    for (int i = 0; i < 4; i += 2)
+        EXPECT(rename(tr_fmt("%s/%s.aside", w, runs[i]), tr_fmt("%s/archive/%s", dir, runs[i])) ==
+                   0, "cannot put %s back", runs[i]);
+    rc = study("report_again", plan, "--report", NULL);
+    EXPECT(rc == 0 && tr_file_contains(md, "In words, at 0.05:"), "the report with the "
+           "baseline back failed (exit %d)", rc);
     EXPECT(tr_count_lines(tr_fmt("%s/results.csv", dir)) == 5 &&
                tr_count_lines(tr_fmt("%s/significance.csv", dir)) == 3,
            "results.csv should have 4 rows and significance.csv 2 (one a test set)");
