@@ -263,6 +263,9 @@ static const float *core_k(const RnnAttn *r, const float *enc) {
 static const float *core_v(const RnnAttn *r, const float *enc) {
     return r->at.NH > 1 ? r->kbuf : enc;
 }
+/* Where their gradients go: dkbuf (prepared keys, key heads) or denc. */
+static float *core_dk(const RnnAttn *r, float *denc) { return kbuf_width(r) ? r->dkbuf : denc; }
+static float *core_dv(const RnnAttn *r, float *denc) { return r->at.NH > 1 ? r->dkbuf : denc; }
 
 void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const int *key_len,
                     int B, int Tk) {
@@ -315,13 +318,12 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
         be->zero(dqs, sizeof(float) * n);
         qh = qs, oh = os, doh = ds, dqh = dqs, work += 4 * n;
     }
-    float *dk = kbuf_width(r) ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
     const float *sum = summary_of(r, r->kbuf, B, Tk);
     if (sum) /* dk, dv at rnn_attn_end_backward, from the summed summary gradient */
         a->ops->backward_summary(a, be, dqh, summary_of(r, r->dkbuf, B, Tk), doh, qh, sum, B, Tq,
                                  work);
-    else attention_backward(a, be, dqh, dk, dv, doh, oh, save, qh, core_k(r, enc),
-                            core_v(r, enc), key_len, 0, B, Tq, Tk, work);
+    else attention_backward(a, be, dqh, core_dk(r, denc), core_dv(r, denc), doh, oh, save, qh,
+                            core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq, Tk, work);
     if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
     attention_query_backward(a, be, dq, dqp, q, B * Tq);
 }
@@ -330,11 +332,9 @@ void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, con
                            const int *key_len, int B, int Tk) {
     const Attention *a = &r->at;
     const float *dsum = summary_of(r, r->dkbuf, B, Tk);
-    if (dsum) { /* into the key heads' gradient (dkbuf), or denc for one head */
-        float *dk = kbuf_width(r) ? r->dkbuf : denc, *dv = a->NH > 1 ? r->dkbuf : denc;
-        a->ops->summary_backward(a, be, dk, dv, dsum, core_k(r, enc), core_v(r, enc), key_len, B,
-                                 Tk);
-    }
+    if (dsum) /* into the key heads' gradient (dkbuf), or denc for one head */
+        a->ops->summary_backward(a, be, core_dk(r, denc), core_dv(r, denc), dsum, core_k(r, enc),
+                                 core_v(r, enc), key_len, B, Tk);
     if (!kbuf_width(r)) return;
     if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
     else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);
