@@ -24,10 +24,14 @@
     X(lstm_cell_backward) X(gru_cell_forward) X(gru_cell_backward) X(additive_attn_forward) \
     X(additive_attn_backward) X(additive_attn_workspace) X(flash_attn_forward) \
     X(flash_attn_backward) X(flash_attn_workspace) X(linear_attn_forward) \
-    X(linear_attn_backward) X(linear_attn_workspace) X(linear_attn_step) X(l2feature_forward) \
-    X(l2feature_backward) X(linformer_proj_forward) X(linformer_proj_backward) \
+    X(linear_attn_backward) X(linear_attn_workspace) X(linear_attn_step) \
+    X(linear_attn_summary) X(linear_attn_read) X(linear_attn_read_backward) \
+    X(linear_attn_summary_backward) X(l2feature_forward) X(l2feature_backward) \
+    X(linformer_proj_forward) X(linformer_proj_backward) \
     X(local_attn_forward) X(local_attn_backward) X(local_attn_workspace) \
     X(efficient_attn_forward) X(efficient_attn_backward) X(efficient_attn_workspace) \
+    X(efficient_attn_summary) X(efficient_attn_read) X(efficient_attn_read_backward) \
+    X(efficient_attn_summary_backward) \
     X(gather_rows) X(attn_forward) X(attn_backward) X(attn_workspace) X(attn_forward_merged) \
     X(attn_backward_merged) X(xent_forward_backward) \
     X(xent_workspace) X(log_softmax) X(argmax) X(adam_update) X(rnn_seq_sizes) \
@@ -339,6 +343,36 @@ static void p_linear_attn_step(float *out, float *state, float *zsum, const floa
     g_in->linear_attn_step(out, state, zsum, q, k, v, phi, B, NH, D, Dv);
     t_ = prof_end(PI_linear_attn_step, t_, 0);
 }
+static void p_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
+                                  const int *key_len, int phi, int B, int NH, int Tk, int D,
+                                  int Dv) {
+    double t_ = prof_begin();
+    g_in->linear_attn_summary(state, zsum, k, v, key_len, phi, B, NH, Tk, D, Dv);
+    t_ = prof_end(PI_linear_attn_summary, t_, 0);
+}
+static void p_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
+                               int phi, int B, int NH, int Tq, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->linear_attn_read(out, q, state, zsum, phi, B, NH, Tq, D, Dv);
+    t_ = prof_end(PI_linear_attn_read, t_, 0);
+}
+static void p_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
+                                        const float *q, const float *state, const float *zsum,
+                                        int phi, int B, int NH, int Tq, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->linear_attn_read_backward(dq, dstate, dzsum, dout, q, state, zsum, phi, B, NH, Tq, D,
+                                    Dv);
+    t_ = prof_end(PI_linear_attn_read_backward, t_, 0);
+}
+static void p_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
+                                           const float *dzsum, const float *k, const float *v,
+                                           const int *key_len, int phi, int B, int NH, int Tk,
+                                           int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->linear_attn_summary_backward(dk, dv, dstate, dzsum, k, v, key_len, phi, B, NH, Tk, D,
+                                       Dv);
+    t_ = prof_end(PI_linear_attn_summary_backward, t_, 0);
+}
 static void p_l2feature_forward(float *out, const float *inp, int N, int D) {
     double t_ = prof_begin();
     g_in->l2feature_forward(out, inp, N, D);
@@ -408,6 +442,33 @@ static void p_efficient_attn_backward(float *dq, float *dk, float *dv, const flo
     double t_ = prof_begin();
     g_in->efficient_attn_backward(dq, dk, dv, dout, q, k, v, key_len, B, NH, Tq, Tk, D, Dv, work);
     t_ = prof_end(PI_efficient_attn_backward, t_, 0);
+}
+static void p_efficient_attn_summary(float *ctx, const float *k, const float *v,
+                                     const int *key_len, int B, int NH, int Tk, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->efficient_attn_summary(ctx, k, v, key_len, B, NH, Tk, D, Dv);
+    t_ = prof_end(PI_efficient_attn_summary, t_, 0);
+}
+static void p_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH,
+                                  int Tq, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->efficient_attn_read(out, q, ctx, B, NH, Tq, D, Dv);
+    t_ = prof_end(PI_efficient_attn_read, t_, 0);
+}
+static void p_efficient_attn_read_backward(float *dq, float *dctx, const float *dout,
+                                           const float *q, const float *ctx, int B, int NH,
+                                           int Tq, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->efficient_attn_read_backward(dq, dctx, dout, q, ctx, B, NH, Tq, D, Dv);
+    t_ = prof_end(PI_efficient_attn_read_backward, t_, 0);
+}
+static void p_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
+                                              const float *ctx, const float *k, const float *v,
+                                              const int *key_len, int B, int NH, int Tk, int D,
+                                              int Dv) {
+    double t_ = prof_begin();
+    g_in->efficient_attn_summary_backward(dk, dv, dctx, ctx, k, v, key_len, B, NH, Tk, D, Dv);
+    t_ = prof_end(PI_efficient_attn_summary_backward, t_, 0);
 }
 static size_t p_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     double t_ = prof_begin();

@@ -192,14 +192,19 @@ struct AttentionOps {
                          int HS);
     /* Keys summarised once (NULL for the kinds without): where the keys and values stay the same
      * over many calls (the RNN decoder, one call per target step over the same encoder states),
-     * the kind computes its summary of them once, sum[summary_floats(B)], and each call reads it,
-     * as forward would with those keys and values (no causal form, no save). summary_forward
-     * writes sum from k, v, key_len [B, NH, Tk, HS]; forward_summary writes o [B,NH,Tq,HS] from
-     * q and sum; backward_summary accumulates dq and dsum (same layout as sum) from dout; then
-     * summary_backward, once, accumulates dk and dv (may be the same buffer) and the kind's
-     * parameter gradients from the summed dsum. work: workspace(B, Tq, Tk) floats.
-     * linformer: sum = [E K, F V], O(r·HS) a query instead of O(Tk·r·HS). */
-    size_t (*summary_floats)(const Attention *a, int B);
+     * the kind computes its summary of them once, sum[summary_floats(B, Tk)] (α·B + β·B·Tk
+     * floats), and each call reads it, as forward would with those keys and values (no causal
+     * form, no save).
+     * summary_forward writes sum from k, v, key_len [B, NH, Tk, HS]; forward_summary writes
+     * o [B,NH,Tq,HS] from q and sum; backward_summary accumulates dq and dsum (same layout as
+     * sum, zero before the first call) from dout; then summary_backward, once, accumulates dk
+     * and dv (may be the same buffer) and the kind's parameter gradients from the summed dsum
+     * and sum, and may write dsum's own scratch parts. work: workspace(B, Tq, Tk) floats.
+     * linformer: sum = [E K, F V], O(r·HS) a query instead of O(Tk·r·HS); linear: [Σ φ(k) vᵀ,
+     * Σ φ(k)] (Katharopoulos et al. 2020 eq. 6) and taylor the same over its features, with
+     * the features of k kept for the backward; efficient: ρ_k(k)ᵀ v (Shen et al. 2021 eq. 2):
+     * O(HS²) a query instead of O(Tk·HS²). */
+    size_t (*summary_floats)(const Attention *a, int B, int Tk);
     void (*summary_forward)(const Attention *a, const Backend *be, float *sum, const float *k,
                             const float *v, const int *key_len, int B, int Tk);
     void (*forward_summary)(const Attention *a, const Backend *be, float *o, const float *q,
@@ -208,7 +213,7 @@ struct AttentionOps {
                              const float *dout, const float *q, const float *sum, int B, int Tq,
                              float *work);
     void (*summary_backward)(const Attention *a, const Backend *be, float *dk, float *dv,
-                             const float *dsum, const float *k, const float *v,
+                             float *dsum, const float *sum, const float *k, const float *v,
                              const int *key_len, int B, int Tk);
 };
 

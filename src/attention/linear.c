@@ -2,7 +2,10 @@
  * out_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / φ(q_t)ᵀ Σ_s φ(k_s); causal by prefix sums; nothing of size
  * Tq × Tk is stored (ops: linear_attn_forward, linear_attn_backward). Its decoding state is the
  * running sums of the recurrent form (§3.4): S [R, NH, HS, HS] and z [R, NH, HS], constant in t
- * (op: linear_attn_step). */
+ * (op: linear_attn_step). In the RNN decoder, whose keys are the same encoder states at every
+ * step, S and z are built once per batch (the summary hooks of attention.h; ops
+ * linear_attn_summary, _read, _read_backward, _summary_backward): a step reads them in
+ * O(HS²) instead of rebuilding them from the Tk keys. */
 #include <math.h>
 
 #include "attention/kinds.h"
@@ -28,8 +31,50 @@ static size_t linear_workspace(const Attention *a, const Backend *be, int B, int
     return be->linear_attn_workspace(B, a->NH, Tq, Tk, a->HS, a->HS);
 }
 
+/* The keys' summary (attention.h): sum = [S [B,NH,HS,HS], z [B,NH,HS]]. */
+static size_t linear_summary_floats(const Attention *a, int B, int Tk) {
+    (void)Tk;
+    return (size_t)B * a->NH * a->HS * (a->HS + 1);
+}
+
+static void linear_summary_forward(const Attention *a, const Backend *be, float *sum,
+                                   const float *k, const float *v, const int *key_len, int B,
+                                   int Tk) {
+    be->linear_attn_summary(sum, sum + (size_t)B * a->NH * a->HS * a->HS, k, v, key_len,
+                            LINEAR_PHI_ELU1, B, a->NH, Tk, a->HS, a->HS);
+}
+
+static void linear_forward_summary(const Attention *a, const Backend *be, float *o,
+                                   const float *q, const float *sum, int B, int Tq,
+                                   float *work) {
+    (void)work;
+    be->linear_attn_read(o, q, sum, sum + (size_t)B * a->NH * a->HS * a->HS, LINEAR_PHI_ELU1, B,
+                         a->NH, Tq, a->HS, a->HS);
+}
+
+static void linear_backward_summary(const Attention *a, const Backend *be, float *dq,
+                                    float *dsum, const float *dout, const float *q,
+                                    const float *sum, int B, int Tq, float *work) {
+    (void)work;
+    size_t nS = (size_t)B * a->NH * a->HS * a->HS;
+    be->linear_attn_read_backward(dq, dsum, dsum + nS, dout, q, sum, sum + nS, LINEAR_PHI_ELU1, B,
+                                  a->NH, Tq, a->HS, a->HS);
+}
+
+static void linear_summary_backward(const Attention *a, const Backend *be, float *dk, float *dv,
+                                    float *dsum, const float *sum, const float *k,
+                                    const float *v, const int *key_len, int B, int Tk) {
+    (void)sum;
+    size_t nS = (size_t)B * a->NH * a->HS * a->HS;
+    be->linear_attn_summary_backward(dk, dv, dsum, dsum + nS, k, v, key_len, LINEAR_PHI_ELU1, B,
+                                     a->NH, Tk, a->HS, a->HS);
+}
+
 static const OpKind linear_ops[] = {OP_LINEAR_ATTN_FORWARD, OP_LINEAR_ATTN_BACKWARD,
-                                    OP_LINEAR_ATTN_WORKSPACE, OP_LINEAR_ATTN_STEP};
+                                    OP_LINEAR_ATTN_WORKSPACE, OP_LINEAR_ATTN_STEP,
+                                    OP_LINEAR_ATTN_SUMMARY, OP_LINEAR_ATTN_READ,
+                                    OP_LINEAR_ATTN_READ_BACKWARD,
+                                    OP_LINEAR_ATTN_SUMMARY_BACKWARD};
 
 /* S [R, NH, HS, HS] then z [R, NH, HS] */
 static size_t linear_state_floats(const Attention *a, int R, int Tcap) {
@@ -73,7 +118,10 @@ static void linear_weights_host(float *w, const float *q, const float *k, const 
 
 const AttentionOps attention_linear = {
     .kind = ATTN_LINEAR, .causal_ok = 1, .multi_head = 1, .save = ATTN_SAVE_NONE,
-    .ops = linear_ops, .nops = 4, .forward = linear_forward,
+    .ops = linear_ops, .nops = 8, .forward = linear_forward,
     .backward = linear_backward, .workspace = linear_workspace,
     .state_floats = linear_state_floats, .decode_step = linear_decode_step,
-    .decode_reorder = linear_decode_reorder, .weights_host = linear_weights_host};
+    .decode_reorder = linear_decode_reorder, .weights_host = linear_weights_host,
+    .summary_floats = linear_summary_floats, .summary_forward = linear_summary_forward,
+    .forward_summary = linear_forward_summary, .backward_summary = linear_backward_summary,
+    .summary_backward = linear_summary_backward};

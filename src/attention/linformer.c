@@ -73,7 +73,8 @@ static void linformer_declare(Attention *a, ParamSet *ps, const char *prefix, Pa
 
 /* The keys' summary (attention.h): sum = [Kp, Vp], each [B,NH,r,HS]. The Transformer's forward
  * and backward below build it in their workspace at every call; the RNN once per batch. */
-static size_t linformer_summary_floats(const Attention *a, int B) {
+static size_t linformer_summary_floats(const Attention *a, int B, int Tk) {
+    (void)Tk;
     return 2 * (size_t)B * a->NH * a->lf_r * a->HS;
 }
 
@@ -110,8 +111,10 @@ static void linformer_backward_summary(const Attention *a, const Backend *be, fl
 }
 
 static void linformer_summary_backward(const Attention *a, const Backend *be, float *dk,
-                                       float *dv, const float *dsum, const float *k,
-                                       const float *v, const int *key_len, int B, int Tk) {
+                                       float *dv, float *dsum, const float *sum,
+                                       const float *k, const float *v, const int *key_len, int B,
+                                       int Tk) {
+    (void)sum;
     int NH = a->NH, HS = a->HS, r = a->lf_r, n = a->lf_n, sh = lf_shared(a);
     const float *dKp = dsum, *dVp = dsum + (size_t)B * NH * r * HS;
     be->linformer_proj_backward(dk, a->lf_E.g, dKp, a->lf_E.w, k, key_len, B, NH, r, Tk, HS, n,
@@ -142,9 +145,9 @@ static void linformer_backward(const Attention *a, const Backend *be, float *dq,
     (void)o, (void)save, (void)causal;
     LfWork w = lf_carve(a, work, B, Tq);
     linformer_summary_forward(a, be, w.Kp, k, v, key_len, B, Tk);
-    be->zero(w.dKp, sizeof(float) * linformer_summary_floats(a, B)); /* dKp, dVp */
+    be->zero(w.dKp, sizeof(float) * linformer_summary_floats(a, B, Tk)); /* dKp, dVp */
     linformer_backward_summary(a, be, dq, w.dKp, dout, q, w.Kp, B, Tq, work);
-    linformer_summary_backward(a, be, dk, dv, w.dKp, k, v, key_len, B, Tk);
+    linformer_summary_backward(a, be, dk, dv, w.dKp, w.Kp, k, v, key_len, B, Tk);
 }
 
 static const OpKind linformer_ops[] = {OP_LINFORMER_PROJ_FORWARD, OP_LINFORMER_PROJ_BACKWARD,

@@ -221,22 +221,24 @@ void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKin
 }
 
 /* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1); then
- * the kind's summary of them where it has one (linformer). */
+ * the kind's summary of them where it has one (attention.h). */
 static int kbuf_width(const RnnAttn *r) {
     return r->at.k_transform ? r->at.A : r->at.NH > 1 ? r->at.Dk : 0;
 }
 
-static size_t summary_floats(const RnnAttn *r, int B) {
-    return r->at.ops->summary_floats ? r->at.ops->summary_floats(&r->at, B) : 0;
+static size_t summary_floats(const RnnAttn *r, int B, int Tk) {
+    return r->at.ops->summary_floats ? r->at.ops->summary_floats(&r->at, B, Tk) : 0;
 }
 
+/* The kinds' summaries take α·B + β·B·Tk floats, so B and ⌈NK / B⌉ bound every smaller call. */
 size_t rnn_attn_kbuf_floats(const RnnAttn *r, long NK, int B) {
-    return (size_t)NK * kbuf_width(r) + summary_floats(r, B);
+    int Tk = B > 0 ? (int)((NK + B - 1) / B) : 0;
+    return (size_t)NK * kbuf_width(r) + summary_floats(r, B, Tk);
 }
 
 /* The summary in kbuf (and its gradient in dkbuf): after the B·Tk prepared keys; NULL without. */
 static float *summary_of(const RnnAttn *r, float *buf, int B, int Tk) {
-    return summary_floats(r, B) ? buf + (size_t)B * Tk * kbuf_width(r) : NULL;
+    return summary_floats(r, B, Tk) ? buf + (size_t)B * Tk * kbuf_width(r) : NULL;
 }
 
 size_t rnn_attn_save_floats(const RnnAttn *r, long NQ, int Tk) {
@@ -331,10 +333,11 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
                            const int *key_len, int B, int Tk) {
     const Attention *a = &r->at;
-    const float *dsum = summary_of(r, r->dkbuf, B, Tk);
+    float *dsum = summary_of(r, r->dkbuf, B, Tk);
     if (dsum) /* into the key heads' gradient (dkbuf), or denc for one head */
-        a->ops->summary_backward(a, be, core_dk(r, denc), core_dv(r, denc), dsum, core_k(r, enc),
-                                 core_v(r, enc), key_len, B, Tk);
+        a->ops->summary_backward(a, be, core_dk(r, denc), core_dv(r, denc), dsum,
+                                 summary_of(r, r->kbuf, B, Tk), core_k(r, enc), core_v(r, enc),
+                                 key_len, B, Tk);
     if (!kbuf_width(r)) return;
     if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
     else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);

@@ -14,6 +14,11 @@
  * recomputes the features, runs linear_attn_backward into their gradients and carries those
  * through the normalisation by hand (l2feature_backward: dx += r (dx̂ − x̂ (x̂·dx̂))).
  *
+ * In the RNN decoder, whose keys are the same encoder states at every step, the running sums
+ * over the keys' features are built once per batch (the summary hooks of attention.h, with
+ * linear attention's summary ops over the features): a step costs O(HS²) instead of
+ * O(Tk·HS²).
+ *
  * Workspace (floats): the features of q [B,NH,Tq,HS+1] and of k [B,NH,Tk,HS+1], their gradients
  * (the same sizes, backward only), then linear attention's own. */
 #include <math.h>
@@ -68,9 +73,72 @@ static size_t taylor_workspace(const Attention *a, const Backend *be, int B, int
     return 2 * (nq + nk) + be->linear_attn_workspace(B, a->NH, Tq, Tk, a->HS + 1, a->HS);
 }
 
+/* The keys' summary (attention.h): S [B,NH,HS+1,HS] and z [B,NH,HS+1] over the keys' features,
+ * then the features themselves, fk [B,NH,Tk,HS+1], which the summary's backward reads (and, in
+ * dsum, the slot where it gathers their gradient before l2feature_backward). */
+typedef struct {
+    float *S, *z, *fk;
+} TaylorSum;
+
+static TaylorSum taylor_sum(const Attention *a, float *sum, int B) {
+    size_t nS = (size_t)B * a->NH * (a->HS + 1) * a->HS, nz = (size_t)B * a->NH * (a->HS + 1);
+    TaylorSum t = {sum, sum + nS, sum + nS + nz};
+    return t;
+}
+
+static size_t taylor_summary_floats(const Attention *a, int B, int Tk) {
+    return (size_t)B * a->NH * (a->HS + 1) * ((size_t)a->HS + 1 + Tk);
+}
+
+static void taylor_summary_forward(const Attention *a, const Backend *be, float *sum,
+                                   const float *k, const float *v, const int *key_len, int B,
+                                   int Tk) {
+    TaylorSum t = taylor_sum(a, sum, B);
+    be->l2feature_forward(t.fk, k, B * a->NH * Tk, a->HS); /* φ(k) = [1; k̂] */
+    be->linear_attn_summary(t.S, t.z, t.fk, v, key_len, LINEAR_PHI_IDENTITY, B, a->NH, Tk,
+                            a->HS + 1, a->HS);
+}
+
+/* work: the query features fq, then their gradient dfq (backward), [B,NH,Tq,HS+1] each: within
+ * taylor_workspace(B, Tq, Tk). */
+static void taylor_forward_summary(const Attention *a, const Backend *be, float *o,
+                                   const float *q, const float *sum, int B, int Tq,
+                                   float *work) {
+    TaylorSum t = taylor_sum(a, (float *)sum, B);
+    be->l2feature_forward(work, q, B * a->NH * Tq, a->HS);
+    be->linear_attn_read(o, work, t.S, t.z, LINEAR_PHI_IDENTITY, B, a->NH, Tq, a->HS + 1, a->HS);
+}
+
+static void taylor_backward_summary(const Attention *a, const Backend *be, float *dq,
+                                    float *dsum, const float *dout, const float *q,
+                                    const float *sum, int B, int Tq, float *work) {
+    int Nq = B * a->NH * Tq;
+    TaylorSum t = taylor_sum(a, (float *)sum, B), dt = taylor_sum(a, dsum, B);
+    float *fq = work, *dfq = work + (size_t)Nq * (a->HS + 1);
+    be->l2feature_forward(fq, q, Nq, a->HS);
+    be->zero(dfq, sizeof(float) * Nq * (a->HS + 1));
+    be->linear_attn_read_backward(dq ? dfq : NULL, dt.S, dt.z, dout, fq, t.S, t.z,
+                                  LINEAR_PHI_IDENTITY, B, a->NH, Tq, a->HS + 1, a->HS);
+    if (dq) be->l2feature_backward(dq, dfq, q, Nq, a->HS);
+}
+
+/* dφ(k) into dsum's fk slot (zero until now), then dk through the normalisation. */
+static void taylor_summary_backward(const Attention *a, const Backend *be, float *dk, float *dv,
+                                    float *dsum, const float *sum, const float *k,
+                                    const float *v, const int *key_len, int B, int Tk) {
+    TaylorSum t = taylor_sum(a, (float *)sum, B), dt = taylor_sum(a, dsum, B);
+    int Nk = B * a->NH * Tk;
+    be->linear_attn_summary_backward(dk ? dt.fk : NULL, dv, dt.S, dt.z, t.fk, v, key_len,
+                                     LINEAR_PHI_IDENTITY, B, a->NH, Tk, a->HS + 1, a->HS);
+    if (dk) be->l2feature_backward(dk, dt.fk, k, Nk, a->HS);
+}
+
 static const OpKind taylor_ops[] = {OP_L2FEATURE_FORWARD, OP_L2FEATURE_BACKWARD,
                                     OP_LINEAR_ATTN_FORWARD, OP_LINEAR_ATTN_BACKWARD,
-                                    OP_LINEAR_ATTN_WORKSPACE, OP_LINEAR_ATTN_STEP};
+                                    OP_LINEAR_ATTN_WORKSPACE, OP_LINEAR_ATTN_STEP,
+                                    OP_LINEAR_ATTN_SUMMARY, OP_LINEAR_ATTN_READ,
+                                    OP_LINEAR_ATTN_READ_BACKWARD,
+                                    OP_LINEAR_ATTN_SUMMARY_BACKWARD};
 
 /* S [R, NH, HS+1, HS] then z [R, NH, HS+1]: the running sums over the features, constant in t */
 static size_t taylor_state_floats(const Attention *a, int R, int Tcap) {
@@ -121,7 +189,10 @@ static void taylor_weights_host(float *w, const float *q, const float *k, const 
 
 const AttentionOps attention_taylor = {
     .kind = ATTN_TAYLOR, .causal_ok = 1, .multi_head = 1, .save = ATTN_SAVE_NONE,
-    .ops = taylor_ops, .nops = 6, .forward = taylor_forward,
+    .ops = taylor_ops, .nops = 10, .forward = taylor_forward,
     .backward = taylor_backward, .workspace = taylor_workspace,
     .state_floats = taylor_state_floats, .decode_step = taylor_decode_step,
-    .decode_reorder = taylor_decode_reorder, .weights_host = taylor_weights_host};
+    .decode_reorder = taylor_decode_reorder, .weights_host = taylor_weights_host,
+    .summary_floats = taylor_summary_floats, .summary_forward = taylor_summary_forward,
+    .forward_summary = taylor_forward_summary, .backward_summary = taylor_backward_summary,
+    .summary_backward = taylor_summary_backward};

@@ -308,6 +308,36 @@ struct Backend {
     void (*linear_attn_step)(float *out, float *state, float *zsum, const float *q,
                              const float *k, const float *v, int phi, int B, int NH, int D,
                              int Dv);
+    /* Non-causal linear attention split at its summary, for keys and values read by many calls
+     * (the RNN decoder: one query per target step over the same encoder states). Per (b, h),
+     * over the L = min(key_len[b], Tk) visible keys (key_len NULL: all Tk):
+     * linear_attn_summary overwrites state[B,NH,D,Dv] = Σ_{s<L} φ(k_s) v_sᵀ and
+     * zsum[B,NH,D] = Σ_{s<L} φ(k_s) (Katharopoulos et al. 2020 eq. 6), the keys added in order
+     * s = 0 .. L−1; then linear_attn_read overwrites out[B,NH,Tq,Dv] with
+     * out_t = stateᵀ φ(q_t) / (φ(q_t)·zsum + 1e-6) for q [B,NH,Tq,D]. The two equal one
+     * linear_attn_forward with causal = 0 over the same keys, bit for bit (a pair with L = 0 has
+     * state = zsum = 0 and out = 0). phi as linear_attn_forward. No workspace. */
+    void (*linear_attn_summary)(float *state, float *zsum, const float *k, const float *v,
+                                const int *key_len, int phi, int B, int NH, int Tk, int D,
+                                int Dv);
+    void (*linear_attn_read)(float *out, const float *q, const float *state, const float *zsum,
+                             int phi, int B, int NH, int Tq, int D, int Dv);
+    /* The read's backward, with g_t = dout_t, den_t = φ(q_t)·zsum + 1e-6, out_t recomputed and
+     * c_t = (g_t·out_t) / den_t: accumulates (+=) dq_t += ((state g_t − zsum (g_t·out_t)) / den_t)
+     * ⊙ φ'(q_t) (dq may be NULL), dstate[B,NH,D,Dv] += Σ_t φ(q_t) g_tᵀ / den_t and
+     * dzsum[B,NH,D] −= Σ_t φ(q_t) c_t (the sums over t in order t = 0 .. Tq−1). */
+    void (*linear_attn_read_backward)(float *dq, float *dstate, float *dzsum, const float *dout,
+                                      const float *q, const float *state, const float *zsum,
+                                      int phi, int B, int NH, int Tq, int D, int Dv);
+    /* The summary's backward: for the visible keys s < L, accumulates
+     * dk_s += (dstate v_s + dzsum) ⊙ φ'(k_s) and dv_s += dstateᵀ φ(k_s) (dk [B,NH,Tk,D],
+     * dv [B,NH,Tk,Dv]; either may be NULL; dk may be the same buffer as dv when k is v and
+     * D = Dv); padded keys get nothing. Read_backward's sums over every call, then this once,
+     * give linear_attn_backward's dk, dv of the calls taken together (up to rounding). */
+    void (*linear_attn_summary_backward)(float *dk, float *dv, const float *dstate,
+                                         const float *dzsum, const float *k, const float *v,
+                                         const int *key_len, int phi, int B, int NH, int Tk,
+                                         int D, int Dv);
     /* The features of first-order Taylor linear attention (Li et al. 2020, "Linear Attention
      * Mechanism: An Efficient Attention for Semantic Segmentation"; the taylor kind): per row n,
      * r = 1/√(‖inp[n]‖² + 1e-12) (the squared norm summed in double), x̂ = inp[n]·r and
@@ -376,6 +406,30 @@ struct Backend {
                                     int Dv, float *work);
     /* Floats of work for efficient_attn_forward and _backward (as flash_attn_workspace). */
     size_t (*efficient_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* Efficient attention split at its context, as linear_attn_summary and _read (the RNN
+     * decoder's keys read by many calls): efficient_attn_summary overwrites
+     * ctx[B,NH,D,Dv] = ρ_k(k)ᵀ v over the L = min(key_len[b], Tk) visible keys (key_len NULL:
+     * all Tk; 0 where L = 0); efficient_attn_read overwrites out[B,NH,Tq,Dv] = ρ_q(q) ctx for
+     * q [B,NH,Tq,D]. The two equal one efficient_attn_forward over the same keys, bit for bit.
+     * No workspace. */
+    void (*efficient_attn_summary)(float *ctx, const float *k, const float *v,
+                                   const int *key_len, int B, int NH, int Tk, int D, int Dv);
+    void (*efficient_attn_read)(float *out, const float *q, const float *ctx, int B, int NH,
+                                int Tq, int D, int Dv);
+    /* The read's backward: with P_t = ρ_q(q_t) and g_t = dout_t, accumulates (+=)
+     * dq_t += P_t ⊙ (ctx g_t − P_t·(ctx g_t)) (dq may be NULL) and
+     * dctx[B,NH,D,Dv] += Σ_t P_t g_tᵀ (over t in order 0 .. Tq−1). */
+    void (*efficient_attn_read_backward)(float *dq, float *dctx, const float *dout,
+                                         const float *q, const float *ctx, int B, int NH, int Tq,
+                                         int D, int Dv);
+    /* The context's backward, from dctx and the context itself: for the visible keys s < L,
+     * with K = ρ_k(k) recomputed, accumulates dk_sd += K_sd ((dctx v_s)_d − Σ_e dctx_de ctx_de)
+     * and dv_s += dctxᵀ K_s (dk, dv as efficient_attn_backward's; either may be NULL; dk may be
+     * the same buffer as dv when k is v and D = Dv); padded keys get nothing. */
+    void (*efficient_attn_summary_backward)(float *dk, float *dv, const float *dctx,
+                                            const float *ctx, const float *k, const float *v,
+                                            const int *key_len, int B, int NH, int Tk, int D,
+                                            int Dv);
 
     /* ---- rows (—) ----
      * dst[i, :] = src[idx[i], :] for i < n, rows of D floats (beam search: expand and reorder
@@ -490,7 +544,9 @@ struct Backend {
 
 /* Every computational op of the Backend table (not the memory functions), one per field and named
  * as the field: OP_MATMUL is Backend.matmul. op_name() gives the field's name ("matmul"); the
- * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c). */
+ * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c).
+ * A new op is appended before OP_COUNT: test_backend_ops seeds each op's inputs from its
+ * number, so inserting one would redraw the inputs of every op after it. */
 typedef enum OpKind {
     OP_MATMUL,
     OP_MATMUL_BIAS_FORWARD,
@@ -553,6 +609,14 @@ typedef enum OpKind {
     OP_LOG_SOFTMAX,
     OP_ARGMAX,
     OP_ADAM_UPDATE,
+    OP_LINEAR_ATTN_SUMMARY,
+    OP_LINEAR_ATTN_READ,
+    OP_LINEAR_ATTN_READ_BACKWARD,
+    OP_LINEAR_ATTN_SUMMARY_BACKWARD,
+    OP_EFFICIENT_ATTN_SUMMARY,
+    OP_EFFICIENT_ATTN_READ,
+    OP_EFFICIENT_ATTN_READ_BACKWARD,
+    OP_EFFICIENT_ATTN_SUMMARY_BACKWARD,
     OP_COUNT
 } OpKind;
 

@@ -27,7 +27,9 @@
  * threads. The double references' own gradients are checked against double finite differences.
  * The recurrent step (linear_attn_step, §3.4), run for t = 0 .. T−1 from a zero state, equals
  * the causal forward (Tq = Tk = T, no padding) row by row, bit for bit (memcmp), and leaves
- * state = Σ_s φ(k_s) v_sᵀ, zsum = Σ_s φ(k_s).
+ * state = Σ_s φ(k_s) v_sᵀ, zsum = Σ_s φ(k_s). The summary split (linear_attn_summary, _read,
+ * _read_backward, _summary_backward) equals the non-causal forward and backward
+ * (test_summary_split), and so does efficient attention's context split (test_efficient_split).
  * Each case seeds optest_rng itself and runs on one OpenMP thread (tiny shapes; ctest -j2 on two
  * cores must not oversubscribe), restoring the thread count afterwards. */
 #include <math.h>
@@ -535,6 +537,209 @@ static void test_step_equals_causal(void) {
     attn_prob_free(p);
 }
 
+/* The summary split (ops.h linear_attn_summary, _read, _read_backward, _summary_backward), as
+ * the RNN decoder uses it: one summary, then one read per query row (Tq calls of Tq = 1).
+ * Forward: every row's out equals linear_attn_forward's (causal = 0) bit for bit (a pair with
+ * key_len 0 included: out = 0), and one read of all Tq rows equals it too. Backward: the rows'
+ * read_backward into one dstate, dzsum, then summary_backward once, give linear_attn_backward's
+ * dq, dk and dv (GRAD tolerances: the sums over rows are taken in another order, and the
+ * compiler may contract the same source differently), dk and dv accumulated into prefilled
+ * buffers; padded keys get nothing;
+ * dq = NULL leaves dstate, dzsum bit-identical; with k = v (D = Dv) and dk = dv one buffer, the
+ * result is the sum of the separate dk and dv. Both feature maps (identity on inputs made
+ * positive, as the taylor kind's features). */
+static void test_summary_split(int phi_m) {
+    const int B = 3, NH = 2, Tq = 4, Tk = 6, D = 5, Dv = 5, BH = B * NH;
+    const int len[3] = {6, 0, 3};
+    AttnProb P, *p = &P;
+    op_prob(p, LINEAR, 0, B, NH, Tq, Tk, D, Dv, len);
+    if (phi_m == LINEAR_PHI_IDENTITY) {
+        for (size_t i = 0; i < p->nq; i++) p->q[i] = fabsf(p->q[i]) + 0.1f;
+        for (size_t i = 0; i < p->nk; i++) p->k[i] = fabsf(p->k[i]) + 0.1f;
+    }
+    size_t nS = (size_t)BH * D * Dv, nz = (size_t)BH * D;
+    float *out = fnew(p->no), *S = fnew(nS), *z = fnew(nz);
+    float *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
+    be->linear_attn_forward(out, p->q, p->k, p->v, p->key_len, 0, phi_m, B, NH, Tq, Tk, D, Dv,
+                            p->work);
+    be->linear_attn_backward(gq, gk, gv, p->r, p->q, p->k, p->v, p->key_len, 0, phi_m, B, NH, Tq,
+                             Tk, D, Dv, p->work);
+    for (size_t i = 0; i < nS; i++) S[i] = 7.0f; /* must be overwritten */
+    for (size_t i = 0; i < nz; i++) z[i] = 7.0f;
+    be->linear_attn_summary(S, z, p->k, p->v, p->key_len, phi_m, B, NH, Tk, D, Dv);
+
+    Stat st;
+    stat_begin(&st, "linear_attn_summary + _read (phi %d) equal the non-causal forward", phi_m);
+    float *o1 = fnew(p->no);
+    for (size_t i = 0; i < p->no; i++) o1[i] = 123.0f;
+    be->linear_attn_read(o1, p->q, S, z, phi_m, B, NH, Tq, D, Dv);
+    stat_true(&st, memcmp(o1, out, sizeof(float) * p->no) == 0, "one read of %d rows", Tq);
+    /* row t alone: q_t [B,NH,1,D] */
+    float *qt = fnew((size_t)BH * D), *ot = fnew((size_t)BH * Dv), *gt = fnew((size_t)BH * Dv);
+    for (int t = 0; t < Tq; t++) {
+        for (int bh = 0; bh < BH; bh++)
+            memcpy(qt + (size_t)bh * D, p->q + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+        be->linear_attn_read(ot, qt, S, z, phi_m, B, NH, 1, D, Dv);
+        for (int bh = 0; bh < BH; bh++)
+            stat_true(&st,
+                      memcmp(ot + (size_t)bh * Dv, out + ((size_t)bh * Tq + t) * Dv,
+                             sizeof(float) * Dv) == 0,
+                      "row %d of pair %d read alone", t, bh);
+    }
+    stat_end(&st);
+
+    stat_begin(&st, "linear_attn_read_backward + _summary_backward (phi %d) equal the backward",
+               phi_m);
+    float *pk = frand(p->nk, -1, 1), *pv = frand(p->nv, -1, 1);
+    float *dq = fnew(p->nq), *dk = fdup(pk, p->nk), *dv = fdup(pv, p->nv);
+    float *dS = fnew(nS), *dz = fnew(nz), *dS0 = fnew(nS), *dz0 = fnew(nz);
+    float *dqt = fnew((size_t)BH * D);
+    for (int t = 0; t < Tq; t++) {
+        for (int bh = 0; bh < BH; bh++) {
+            memcpy(qt + (size_t)bh * D, p->q + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+            memcpy(gt + (size_t)bh * Dv, p->r + ((size_t)bh * Tq + t) * Dv, sizeof(float) * Dv);
+            memcpy(dqt + (size_t)bh * D, dq + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+        }
+        be->linear_attn_read_backward(dqt, dS, dz, gt, qt, S, z, phi_m, B, NH, 1, D, Dv);
+        be->linear_attn_read_backward(NULL, dS0, dz0, gt, qt, S, z, phi_m, B, NH, 1, D, Dv);
+        for (int bh = 0; bh < BH; bh++)
+            memcpy(dq + ((size_t)bh * Tq + t) * D, dqt + (size_t)bh * D, sizeof(float) * D);
+    }
+    stat_true(&st, memcmp(dS, dS0, sizeof(float) * nS) == 0 && memcmp(dz, dz0, sizeof(float) *
+              nz) == 0, "dq = NULL changes dstate or dzsum");
+    be->linear_attn_summary_backward(dk, dv, dS, dz, p->k, p->v, p->key_len, phi_m, B, NH, Tk, D,
+                                     Dv);
+    for (size_t i = 0; i < p->nq; i++)
+        stat_add(&st, dq[i], gq[i], GRAD_ATOL, GRAD_RTOL, "dq", (long)i);
+    for (size_t i = 0; i < p->nk; i++)
+        stat_add(&st, dk[i] - pk[i], gk[i], GRAD_ATOL, GRAD_RTOL, "dk", (long)i);
+    for (size_t i = 0; i < p->nv; i++)
+        stat_add(&st, dv[i] - pv[i], gv[i], GRAD_ATOL, GRAD_RTOL, "dv", (long)i);
+    for (int bh = 0; bh < BH; bh++) /* padded keys: the prefill, exactly */
+        for (int s = attn_prob_klen(p, bh / NH); s < Tk; s++) {
+            for (int d = 0; d < D; d++) {
+                size_t i = ((size_t)bh * Tk + s) * D + d;
+                stat_true(&st, dk[i] == pk[i], "padded key (pair %d, s %d) got dk", bh, s);
+            }
+            for (int e = 0; e < Dv; e++) {
+                size_t i = ((size_t)bh * Tk + s) * Dv + e;
+                stat_true(&st, dv[i] == pv[i], "padded key (pair %d, s %d) got dv", bh, s);
+            }
+        }
+    /* k = v, one gradient buffer: the separate dk and dv of that input, summed */
+    {
+        float *kv = p->k, *S2 = fnew(nS), *z2 = fnew(nz), *dS2 = fnew(nS), *dz2 = fnew(nz);
+        float *ga = fnew(p->nk), *gb = fnew(p->nk), *gab = fnew(p->nk);
+        be->linear_attn_summary(S2, z2, kv, kv, p->key_len, phi_m, B, NH, Tk, D, Dv);
+        be->linear_attn_read_backward(NULL, dS2, dz2, p->r, p->q, S2, z2, phi_m, B, NH, Tq, D,
+                                      Dv);
+        be->linear_attn_summary_backward(ga, NULL, dS2, dz2, kv, kv, p->key_len, phi_m, B, NH,
+                                         Tk, D, Dv);
+        be->linear_attn_summary_backward(NULL, gb, dS2, dz2, kv, kv, p->key_len, phi_m, B, NH,
+                                         Tk, D, Dv);
+        be->linear_attn_summary_backward(gab, gab, dS2, dz2, kv, kv, p->key_len, phi_m, B, NH,
+                                         Tk, D, Dv);
+        for (size_t i = 0; i < p->nk; i++)
+            stat_true(&st, gab[i] == ga[i] + gb[i], "dk = dv aliased: [%zu] %g, not %g + %g", i,
+                      gab[i], ga[i], gb[i]);
+        free(S2), free(z2), free(dS2), free(dz2), free(ga), free(gb), free(gab);
+    }
+    stat_end(&st);
+    free(out), free(S), free(z), free(gq), free(gk), free(gv), free(o1), free(qt), free(ot);
+    free(gt), free(pk), free(pv), free(dq), free(dk), free(dv), free(dS), free(dz);
+    free(dS0), free(dz0), free(dqt);
+    attn_prob_free(p);
+}
+
+/* Efficient attention's context split (ops.h efficient_attn_summary, _read, _read_backward,
+ * _summary_backward), checked as test_summary_split: reads of every row alone and of all rows
+ * equal efficient_attn_forward bit for bit; the rows' read_backward into one dctx, then
+ * summary_backward once, give efficient_attn_backward's dq, dk, dv within GRAD tolerances (dk,
+ * dv into prefilled buffers); padded keys get nothing; dk = dv aliased sums. */
+static void test_efficient_split(void) {
+    const int B = 3, NH = 2, Tq = 4, Tk = 6, D = 5, Dv = 5, BH = B * NH;
+    const int len[3] = {6, 0, 3};
+    AttnProb P, *p = &P;
+    op_prob(p, EFFICIENT, 0, B, NH, Tq, Tk, D, Dv, len);
+    size_t nC = (size_t)BH * D * Dv;
+    float *out = fnew(p->no), *C = fnew(nC);
+    float *gq = fnew(p->nq), *gk = fnew(p->nk), *gv = fnew(p->nv);
+    op_fwd(p, out, p->q, p->k, p->v);
+    op_bwd(p, gq, gk, gv, p->q, p->k, p->v);
+    for (size_t i = 0; i < nC; i++) C[i] = 7.0f; /* must be overwritten */
+    be->efficient_attn_summary(C, p->k, p->v, p->key_len, B, NH, Tk, D, Dv);
+
+    Stat st;
+    stat_begin(&st, "efficient_attn_summary + _read equal the forward");
+    float *o1 = fnew(p->no);
+    for (size_t i = 0; i < p->no; i++) o1[i] = 123.0f;
+    be->efficient_attn_read(o1, p->q, C, B, NH, Tq, D, Dv);
+    stat_true(&st, memcmp(o1, out, sizeof(float) * p->no) == 0, "one read of %d rows", Tq);
+    float *qt = fnew((size_t)BH * D), *ot = fnew((size_t)BH * Dv), *gt = fnew((size_t)BH * Dv);
+    for (int t = 0; t < Tq; t++) {
+        for (int bh = 0; bh < BH; bh++)
+            memcpy(qt + (size_t)bh * D, p->q + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+        be->efficient_attn_read(ot, qt, C, B, NH, 1, D, Dv);
+        for (int bh = 0; bh < BH; bh++)
+            stat_true(&st,
+                      memcmp(ot + (size_t)bh * Dv, out + ((size_t)bh * Tq + t) * Dv,
+                             sizeof(float) * Dv) == 0,
+                      "row %d of pair %d read alone", t, bh);
+    }
+    stat_end(&st);
+
+    stat_begin(&st, "efficient_attn_read_backward + _summary_backward equal the backward");
+    float *pk = frand(p->nk, -1, 1), *pv = frand(p->nv, -1, 1);
+    float *dq = fnew(p->nq), *dk = fdup(pk, p->nk), *dv = fdup(pv, p->nv);
+    float *dC = fnew(nC), *dC0 = fnew(nC), *dqt = fnew((size_t)BH * D);
+    for (int t = 0; t < Tq; t++) {
+        for (int bh = 0; bh < BH; bh++) {
+            memcpy(qt + (size_t)bh * D, p->q + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+            memcpy(gt + (size_t)bh * Dv, p->r + ((size_t)bh * Tq + t) * Dv, sizeof(float) * Dv);
+            memcpy(dqt + (size_t)bh * D, dq + ((size_t)bh * Tq + t) * D, sizeof(float) * D);
+        }
+        be->efficient_attn_read_backward(dqt, dC, gt, qt, C, B, NH, 1, D, Dv);
+        be->efficient_attn_read_backward(NULL, dC0, gt, qt, C, B, NH, 1, D, Dv);
+        for (int bh = 0; bh < BH; bh++)
+            memcpy(dq + ((size_t)bh * Tq + t) * D, dqt + (size_t)bh * D, sizeof(float) * D);
+    }
+    stat_true(&st, memcmp(dC, dC0, sizeof(float) * nC) == 0, "dq = NULL changes dctx");
+    be->efficient_attn_summary_backward(dk, dv, dC, C, p->k, p->v, p->key_len, B, NH, Tk, D, Dv);
+    for (size_t i = 0; i < p->nq; i++)
+        stat_add(&st, dq[i], gq[i], GRAD_ATOL, GRAD_RTOL, "dq", (long)i);
+    for (size_t i = 0; i < p->nk; i++)
+        stat_add(&st, dk[i] - pk[i], gk[i], GRAD_ATOL, GRAD_RTOL, "dk", (long)i);
+    for (size_t i = 0; i < p->nv; i++)
+        stat_add(&st, dv[i] - pv[i], gv[i], GRAD_ATOL, GRAD_RTOL, "dv", (long)i);
+    for (int bh = 0; bh < BH; bh++)
+        for (int s = attn_prob_klen(p, bh / NH); s < Tk; s++)
+            for (int d = 0; d < D; d++) {
+                size_t i = ((size_t)bh * Tk + s) * D + d;
+                stat_true(&st, dk[i] == pk[i] && dv[i] == pv[i],
+                          "padded key (pair %d, s %d) got a gradient", bh, s);
+            }
+    {
+        float *kv = p->k, *C2 = fnew(nC), *dC2 = fnew(nC);
+        float *ga = fnew(p->nk), *gb = fnew(p->nk), *gab = fnew(p->nk);
+        be->efficient_attn_summary(C2, kv, kv, p->key_len, B, NH, Tk, D, Dv);
+        be->efficient_attn_read_backward(NULL, dC2, p->r, p->q, C2, B, NH, Tq, D, Dv);
+        be->efficient_attn_summary_backward(ga, NULL, dC2, C2, kv, kv, p->key_len, B, NH, Tk, D,
+                                            Dv);
+        be->efficient_attn_summary_backward(NULL, gb, dC2, C2, kv, kv, p->key_len, B, NH, Tk, D,
+                                            Dv);
+        be->efficient_attn_summary_backward(gab, gab, dC2, C2, kv, kv, p->key_len, B, NH, Tk, D,
+                                            Dv);
+        for (size_t i = 0; i < p->nk; i++)
+            stat_true(&st, gab[i] == ga[i] + gb[i], "dk = dv aliased: [%zu] %g, not %g + %g", i,
+                      gab[i], ga[i], gb[i]);
+        free(C2), free(dC2), free(ga), free(gb), free(gab);
+    }
+    stat_end(&st);
+    free(out), free(C), free(gq), free(gk), free(gv), free(o1), free(qt), free(ot), free(gt);
+    free(pk), free(pv), free(dq), free(dk), free(dv), free(dC), free(dC0), free(dqt);
+    attn_prob_free(p);
+}
+
 /* Efficient attention normalisations: with k ≡ 0 (ρ_k uniform 1/L), out_t = (Σ_d ρ_q(q_t)_d) ·
  * mean_{s<L} v_s, so the rows of ρ_q sum to 1 iff out_t = mean v; with v ≡ 1, out_t = Σ_d
  * ρ_q(q_t)_d · Σ_s ρ_k(k)_sd = 1 (columns of ρ_k sum to 1 too). Large |q|, |k| (±60) check the
@@ -637,6 +842,8 @@ void case_linear_attn(void) {
     test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
     test_causal_equals_quadratic();
     test_step_equals_causal();
+    test_summary_split(LINEAR_PHI_ELU1);
+    test_summary_split(LINEAR_PHI_IDENTITY);
     test_threads(LINEAR, 0);
     test_threads(LINEAR, 1);
     omp_set_num_threads(threads0);
@@ -645,6 +852,7 @@ void case_linear_attn(void) {
 void case_efficient_attn(void) {
     int threads0 = common_cases(EFFICIENT, 8);
     test_efficient_normalisation();
+    test_efficient_split();
     test_threads(EFFICIENT, 0);
     omp_set_num_threads(threads0);
 }

@@ -64,7 +64,8 @@
  * Workspaces: an op with a size function (xent_workspace, additive_attn_workspace, …; ops.h) is
  * given exactly that many floats (work_new: at an odd float offset, NaN-filled, followed by a
  * guard that must stay untouched, so an op that writes past its declared size, counts on zeros
- * or on 8-byte alignment fails); linear_attn_step takes none (its scratch is shared memory).
+ * or on 8-byte alignment fails); linear_attn_step and linear_attn_summary, _read,
+ * _read_backward and _summary_backward take none (their scratch is shared memory).
  */
 #include <float.h>
 #include <math.h>
@@ -2533,6 +2534,188 @@ static void vs_cpu_linear_attn(void) {
     }
 }
 
+/* EXPECTs the n floats at a and b (both the backend under test's) identical bit for bit. */
+static void expect_same_bits(const char *what, const float *a_dev, const float *b_dev, size_t n) {
+    float *a = from_backend(gpu, a_dev, n), *b = from_backend(gpu, b_dev, n);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && !bad++) first = i;
+    EXPECT(bad == 0, "%s: %zu of %zu floats differ (first at %zu: %.9g against %.9g)", what, bad,
+           n, first, bad ? (double)a[first] : 0.0, bad ? (double)b[first] : 0.0);
+    free(a), free(b);
+}
+
+/* linear_attn_summary, _read, _read_backward, _summary_backward (the non-causal form split at its
+ * key summary), for both feature maps over LIN_SHAPES (Tq > 1, D != Dv, D and Dv past one block):
+ *   summary with key_len (a full row, short rows, row 1 with no key) and with NULL, onto random
+ *     prefills (it overwrites); the read of each onto a random prefill; on the backend under
+ *     test, summary then read equals its linear_attn_forward with causal = 0, bit for bit;
+ *   read_backward onto random prefills of dq, dstate, dzsum (accumulate), then again with
+ *     dq NULL (dq must stay as it was), over the summary of all keys (a pair with no key has
+ *     den = 1e-6 and a dstate a million times larger, which would hide the other pairs' errors
+ *     in the normwise measure; that pair's dq and dzsum are 0 and are checked with key_len);
+ *   summary_backward of random dstate, dzsum with key_len onto random prefills of dk, dv (padded
+ *     keys must keep theirs: whole buffers compared), then with dv NULL, then with dk NULL; and
+ *     where D = Dv, with k = v and dk = dv the same buffers (the RNN's one-head case), and on a
+ *     one-head shape with D = Dv = 130, past one block of threads.
+ * Tolerance 1e-5 normwise: the same float operations in the same order (linear.cuh); 1e-5 leaves
+ * room for FMA contraction and the CPU's vectorised dot products. */
+static void vs_cpu_linear_attn_split(void) {
+    if (!HAVE(linear_attn_summary) || !HAVE(linear_attn_read) ||
+        !HAVE(linear_attn_read_backward) || !HAVE(linear_attn_summary_backward))
+        return;
+    static const int alias_shape[6] = {3, 1, 3, 5, 130, 130}; /* B, NH, Tq, Tk, D = Dv */
+    size_t nshapes = sizeof LIN_SHAPES / sizeof LIN_SHAPES[0];
+    char what[200];
+    for (int phi = LINEAR_PHI_ELU1; phi <= LINEAR_PHI_IDENTITY; phi++)
+    for (size_t si = 0; si <= nshapes; si++) {
+        const int *sh = si < nshapes ? LIN_SHAPES[si] : alias_shape;
+        int B = sh[0], NH = sh[1], Tq = sh[2], Tk = sh[3], D = sh[4], Dv = sh[5];
+        float lo = phi == LINEAR_PHI_IDENTITY ? 0.0f : -1.0f; /* q, k in [lo, 1) */
+        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+               nst = (size_t)B * NH * D * Dv, nz = (size_t)B * NH * D;
+        int hl[4];
+        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
+        float *hq = frand(nq, lo, 1), *hk = frand(nk, lo, 1), *hv = frand_pm1(nv),
+              *hg = frand_pm1(no), *hst = frand_pm1(nst), *hz = frand_pm1(nz),
+              *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv),
+              *ho = frand_pm1(no), *hds = frand_pm1(nst), *hdz = frand_pm1(nz);
+        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+             st = pair_of(hst, nst), zs = pair_of(hz, nz), stf = pair_of(hst, nst),
+             zsf = pair_of(hz, nz), o = pair_of(ho, no), of = pair_of(ho, no),
+             dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv),
+             ds = pair_of(hds, nst), dz = pair_of(hdz, nz);
+        IPair len = ipair_of(hl, B);
+
+        if (si < nshapes) {
+            /* the summaries: with key_len into st, zs; of every key into stf, zsf */
+            gpu->linear_attn_summary(st.g, zs.g, k.g, v.g, len.g, phi, B, NH, Tk, D, Dv);
+            cpu->linear_attn_summary(st.c, zs.c, k.c, v.c, len.c, phi, B, NH, Tk, D, Dv);
+            gpu->linear_attn_summary(stf.g, zsf.g, k.g, v.g, NULL, phi, B, NH, Tk, D, Dv);
+            cpu->linear_attn_summary(stf.c, zsf.c, k.c, v.c, NULL, phi, B, NH, Tk, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_summary B=%d NH=%d Tk=%d D=%d Dv=%d phi=%d: "
+                     "state", B, NH, Tk, D, Dv, phi);
+            compare_tol(what, st.g, st.c, nst, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d: zsum", si, phi);
+            compare_tol(what, zs.g, zs.c, nz, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d key_len NULL: "
+                     "state", si, phi);
+            compare_tol(what, stf.g, stf.c, nst, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d key_len NULL: "
+                     "zsum", si, phi);
+            compare_tol(what, zsf.g, zsf.c, nz, 1e-5);
+
+            /* the reads, and summary + read = the non-causal forward on the backend under test */
+            gpu->linear_attn_read(o.g, q.g, st.g, zs.g, phi, B, NH, Tq, D, Dv);
+            cpu->linear_attn_read(o.c, q.c, st.c, zs.c, phi, B, NH, Tq, D, Dv);
+            gpu->linear_attn_read(of.g, q.g, stf.g, zsf.g, phi, B, NH, Tq, D, Dv);
+            cpu->linear_attn_read(of.c, q.c, stf.c, zsf.c, phi, B, NH, Tq, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_read shape %zu phi=%d: out", si, phi);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_read shape %zu phi=%d key_len NULL: out", si,
+                     phi);
+            compare_tol(what, of.g, of.c, no, 1e-5);
+            if (HAVE(linear_attn_forward)) {
+                size_t nw = gpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv);
+                float *work = gpu->alloc(sizeof(float) * (nw + 1));
+                float *fwd = gpu->alloc(sizeof(float) * no);
+                gpu->linear_attn_forward(fwd, q.g, k.g, v.g, len.g, 0, phi, B, NH, Tq, Tk, D, Dv,
+                                         work);
+                snprintf(what, sizeof what, "linear_attn_summary + _read shape %zu phi=%d against "
+                         "linear_attn_forward causal=0 (cuda)", si, phi);
+                expect_same_bits(what, o.g, fwd, no);
+                gpu->linear_attn_forward(fwd, q.g, k.g, v.g, NULL, 0, phi, B, NH, Tq, Tk, D, Dv,
+                                         work);
+                snprintf(what, sizeof what, "linear_attn_summary + _read shape %zu phi=%d key_len "
+                         "NULL against linear_attn_forward causal=0 (cuda)", si, phi);
+                expect_same_bits(what, of.g, fwd, no);
+                gpu->free(fwd), gpu->free(work);
+            }
+
+            /* read_backward over the summary of every key, onto the prefills; then dq NULL */
+            gpu->linear_attn_read_backward(dq.g, ds.g, dz.g, g.g, q.g, stf.g, zsf.g, phi, B, NH,
+                                           Tq, D, Dv);
+            cpu->linear_attn_read_backward(dq.c, ds.c, dz.c, g.c, q.c, stf.c, zsf.c, phi, B, NH,
+                                           Tq, D, Dv);
+            gpu->linear_attn_read_backward(NULL, ds.g, dz.g, g.g, q.g, stf.g, zsf.g, phi, B, NH,
+                                           Tq, D, Dv);
+            cpu->linear_attn_read_backward(NULL, ds.c, dz.c, g.c, q.c, stf.c, zsf.c, phi, B, NH,
+                                           Tq, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dq "
+                     "(accumulated, then dq NULL)", si, phi);
+            compare_tol(what, dq.g, dq.c, nq, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dstate "
+                     "(accumulated twice)", si, phi);
+            compare_tol(what, ds.g, ds.c, nst, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dzsum "
+                     "(accumulated twice)", si, phi);
+            compare_tol(what, dz.g, dz.c, nz, 1e-5);
+            /* over the summary with key_len (a pair with no key): dq and dzsum only */
+            gpu->linear_attn_read_backward(dq.g, ds.g, dz.g, g.g, q.g, st.g, zs.g, phi, B, NH,
+                                           Tq, D, Dv);
+            cpu->linear_attn_read_backward(dq.c, ds.c, dz.c, g.c, q.c, st.c, zs.c, phi, B, NH,
+                                           Tq, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d key_len: dq",
+                     si, phi);
+            compare_tol(what, dq.g, dq.c, nq, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d key_len: "
+                     "dzsum", si, phi);
+            compare_tol(what, dz.g, dz.c, nz, 1e-5);
+
+            /* summary_backward of random dstate, dzsum (hds, hdz in st, zs) with key_len:
+             * both, then dv NULL, then dk NULL */
+            gpu->upload(st.g, hds, sizeof(float) * nst);
+            cpu->upload(st.c, hds, sizeof(float) * nst);
+            gpu->upload(zs.g, hdz, sizeof(float) * nz);
+            cpu->upload(zs.c, hdz, sizeof(float) * nz);
+            gpu->linear_attn_summary_backward(dk.g, dv.g, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
+                                              Tk, D, Dv);
+            cpu->linear_attn_summary_backward(dk.c, dv.c, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
+                                              Tk, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dk "
+                     "(accumulated)", si, phi);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dv "
+                     "(accumulated)", si, phi);
+            compare_tol(what, dv.g, dv.c, nv, 1e-5);
+            gpu->linear_attn_summary_backward(dk.g, NULL, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
+                                              Tk, D, Dv);
+            cpu->linear_attn_summary_backward(dk.c, NULL, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
+                                              Tk, D, Dv);
+            gpu->linear_attn_summary_backward(NULL, dv.g, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
+                                              Tk, D, Dv);
+            cpu->linear_attn_summary_backward(NULL, dv.c, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
+                                              Tk, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dk "
+                     "(then dv NULL)", si, phi);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dv "
+                     "(then dk NULL)", si, phi);
+            compare_tol(what, dv.g, dv.c, nv, 1e-5);
+        }
+        if (D == Dv) { /* k = v, dk = dv: one buffer each, as the RNN with one head passes */
+            gpu->upload(st.g, hds, sizeof(float) * nst);
+            cpu->upload(st.c, hds, sizeof(float) * nst);
+            gpu->upload(zs.g, hdz, sizeof(float) * nz);
+            cpu->upload(zs.c, hdz, sizeof(float) * nz);
+            gpu->linear_attn_summary_backward(dk.g, dk.g, st.g, zs.g, k.g, k.g, len.g, phi, B, NH,
+                                              Tk, D, Dv);
+            cpu->linear_attn_summary_backward(dk.c, dk.c, st.c, zs.c, k.c, k.c, len.c, phi, B, NH,
+                                              Tk, D, Dv);
+            snprintf(what, sizeof what, "linear_attn_summary_backward B=%d NH=%d Tk=%d D=Dv=%d "
+                     "phi=%d: dk = dv, k = v (accumulated)", B, NH, Tk, D, phi);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+        }
+        gpu->free(len.g), cpu->free(len.c);
+        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(st), pair_free(zs);
+        pair_free(stf), pair_free(zsf), pair_free(o), pair_free(of), pair_free(dq);
+        pair_free(dk), pair_free(dv), pair_free(ds), pair_free(dz);
+        free(hq), free(hk), free(hv), free(hg), free(hst), free(hz), free(hdq), free(hdk);
+        free(hdv), free(ho), free(hds), free(hdz);
+    }
+}
+
 /* linformer_proj_forward / _backward (the linformer kind's projections over the key axis): per-head
  * and shared P, n > Tk and n = Tk, key_len with a full, an empty and a partial row, and NULL; a
  * shape wider than one block of threads; the backward onto random prefills (padded rows of dx and
@@ -2664,6 +2847,127 @@ static void vs_cpu_efficient_attn(void) {
         pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o);
         pair_free(dq), pair_free(dk), pair_free(dv);
         free(hq), free(hk), free(hv), free(hg), free(hdq), free(hdk), free(hdv), free(ho);
+    }
+}
+
+/* efficient_attn_summary, _read, _read_backward, _summary_backward (the context split) over
+ * LIN_SHAPES and, with k = v and dk = dv one buffer, a one-head shape with D = Dv = 130 (past one
+ * block of threads):
+ *   summary with key_len (row 1 with no key: ctx = 0) and with NULL onto random prefills (it
+ *     overwrites); the read onto a random prefill; on the backend under test, summary then read
+ *     equals its efficient_attn_forward bit for bit;
+ *   read_backward onto random prefills of dq, dctx (accumulate), then with dq NULL;
+ *   summary_backward of a random dctx with key_len onto random prefills of dk, dv (padded keys
+ *     keep theirs: whole buffers compared), then with dv NULL, then with dk NULL; where D = Dv,
+ *     with k = v and dk = dv.
+ * Tolerance 1e-5 normwise, as vs_cpu_efficient_attn. */
+static void vs_cpu_efficient_attn_split(void) {
+    if (!HAVE(efficient_attn_summary) || !HAVE(efficient_attn_read) ||
+        !HAVE(efficient_attn_read_backward) || !HAVE(efficient_attn_summary_backward))
+        return;
+    static const int alias_shape[6] = {3, 1, 3, 5, 130, 130}; /* B, NH, Tq, Tk, D = Dv */
+    size_t nshapes = sizeof LIN_SHAPES / sizeof LIN_SHAPES[0];
+    char what[200];
+    for (size_t si = 0; si <= nshapes; si++) {
+        const int *sh = si < nshapes ? LIN_SHAPES[si] : alias_shape;
+        int B = sh[0], NH = sh[1], Tq = sh[2], Tk = sh[3], D = sh[4], Dv = sh[5];
+        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
+               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
+               nc = (size_t)B * NH * D * Dv;
+        int hl[4];
+        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
+        float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv), *hg = frand_pm1(no),
+              *hc = frand_pm1(nc), *hdq = frand_pm1(nq), *hdk = frand_pm1(nk),
+              *hdv = frand_pm1(nv), *ho = frand_pm1(no), *hdc = frand_pm1(nc);
+        for (size_t i = 0; i < nk; i++) hk[i] *= 3.0f; /* sharper column softmax */
+        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
+             c = pair_of(hc, nc), cf = pair_of(hc, nc), o = pair_of(ho, no),
+             dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv),
+             dc = pair_of(hdc, nc);
+        IPair len = ipair_of(hl, B);
+        if (si < nshapes) {
+            gpu->efficient_attn_summary(c.g, k.g, v.g, len.g, B, NH, Tk, D, Dv);
+            cpu->efficient_attn_summary(c.c, k.c, v.c, len.c, B, NH, Tk, D, Dv);
+            gpu->efficient_attn_summary(cf.g, k.g, v.g, NULL, B, NH, Tk, D, Dv);
+            cpu->efficient_attn_summary(cf.c, k.c, v.c, NULL, B, NH, Tk, D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_summary B=%d NH=%d Tk=%d D=%d Dv=%d: ctx",
+                     B, NH, Tk, D, Dv);
+            compare_tol(what, c.g, c.c, nc, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_summary shape %zu key_len NULL: ctx", si);
+            compare_tol(what, cf.g, cf.c, nc, 1e-5);
+
+            gpu->efficient_attn_read(o.g, q.g, c.g, B, NH, Tq, D, Dv);
+            cpu->efficient_attn_read(o.c, q.c, c.c, B, NH, Tq, D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_read shape %zu: out", si);
+            compare_tol(what, o.g, o.c, no, 1e-5);
+            if (HAVE(efficient_attn_forward)) {
+                size_t nw = gpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv);
+                float *work = gpu->alloc(sizeof(float) * (nw + 1));
+                float *fwd = gpu->alloc(sizeof(float) * no);
+                gpu->efficient_attn_forward(fwd, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D, Dv, work);
+                snprintf(what, sizeof what, "efficient_attn_summary + _read shape %zu against "
+                         "efficient_attn_forward (cuda)", si);
+                expect_same_bits(what, o.g, fwd, no);
+                gpu->free(fwd), gpu->free(work);
+            }
+
+            gpu->efficient_attn_read_backward(dq.g, dc.g, g.g, q.g, c.g, B, NH, Tq, D, Dv);
+            cpu->efficient_attn_read_backward(dq.c, dc.c, g.c, q.c, c.c, B, NH, Tq, D, Dv);
+            gpu->efficient_attn_read_backward(NULL, dc.g, g.g, q.g, c.g, B, NH, Tq, D, Dv);
+            cpu->efficient_attn_read_backward(NULL, dc.c, g.c, q.c, c.c, B, NH, Tq, D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_read_backward shape %zu: dq "
+                     "(accumulated, then dq NULL)", si);
+            compare_tol(what, dq.g, dq.c, nq, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_read_backward shape %zu: dctx "
+                     "(accumulated twice)", si);
+            compare_tol(what, dc.g, dc.c, nc, 1e-5);
+
+            /* summary_backward of a random dctx (hdc) against the context with key_len */
+            gpu->upload(dc.g, hdc, sizeof(float) * nc);
+            cpu->upload(dc.c, hdc, sizeof(float) * nc);
+            gpu->efficient_attn_summary_backward(dk.g, dv.g, dc.g, c.g, k.g, v.g, len.g, B, NH, Tk,
+                                                 D, Dv);
+            cpu->efficient_attn_summary_backward(dk.c, dv.c, dc.c, c.c, k.c, v.c, len.c, B, NH, Tk,
+                                                 D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dk "
+                     "(accumulated)", si);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dv "
+                     "(accumulated)", si);
+            compare_tol(what, dv.g, dv.c, nv, 1e-5);
+            gpu->efficient_attn_summary_backward(dk.g, NULL, dc.g, c.g, k.g, v.g, len.g, B, NH,
+                                                 Tk, D, Dv);
+            cpu->efficient_attn_summary_backward(dk.c, NULL, dc.c, c.c, k.c, v.c, len.c, B, NH,
+                                                 Tk, D, Dv);
+            gpu->efficient_attn_summary_backward(NULL, dv.g, dc.g, c.g, k.g, v.g, len.g, B, NH,
+                                                 Tk, D, Dv);
+            cpu->efficient_attn_summary_backward(NULL, dv.c, dc.c, c.c, k.c, v.c, len.c, B, NH,
+                                                 Tk, D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dk (then dv "
+                     "NULL)", si);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dv (then dk "
+                     "NULL)", si);
+            compare_tol(what, dv.g, dv.c, nv, 1e-5);
+        }
+        if (D == Dv) { /* k = v, dk = dv: one buffer each, as the RNN with one head passes */
+            gpu->efficient_attn_summary(c.g, k.g, k.g, len.g, B, NH, Tk, D, Dv);
+            cpu->efficient_attn_summary(c.c, k.c, k.c, len.c, B, NH, Tk, D, Dv);
+            gpu->upload(dc.g, hdc, sizeof(float) * nc);
+            cpu->upload(dc.c, hdc, sizeof(float) * nc);
+            gpu->efficient_attn_summary_backward(dk.g, dk.g, dc.g, c.g, k.g, k.g, len.g, B, NH,
+                                                 Tk, D, Dv);
+            cpu->efficient_attn_summary_backward(dk.c, dk.c, dc.c, c.c, k.c, k.c, len.c, B, NH,
+                                                 Tk, D, Dv);
+            snprintf(what, sizeof what, "efficient_attn_summary_backward B=%d NH=%d Tk=%d "
+                     "D=Dv=%d: dk = dv, k = v (accumulated)", B, NH, Tk, D);
+            compare_tol(what, dk.g, dk.c, nk, 1e-5);
+        }
+        gpu->free(len.g), cpu->free(len.c);
+        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(c), pair_free(cf);
+        pair_free(o), pair_free(dq), pair_free(dk), pair_free(dv), pair_free(dc);
+        free(hq), free(hk), free(hv), free(hg), free(hc), free(hdq), free(hdk), free(hdv);
+        free(ho), free(hdc);
     }
 }
 
@@ -3321,6 +3625,12 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", case_linear_attn, vs_cpu_linear_attn},
     [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", case_linear_attn, vs_cpu_linear_attn},
+    [OP_LINEAR_ATTN_SUMMARY] = {"linear_attn_summary", case_linear_attn, vs_cpu_linear_attn_split},
+    [OP_LINEAR_ATTN_READ] = {"linear_attn_read", case_linear_attn, vs_cpu_linear_attn_split},
+    [OP_LINEAR_ATTN_READ_BACKWARD] = {"linear_attn_read_backward", case_linear_attn,
+                                      vs_cpu_linear_attn_split},
+    [OP_LINEAR_ATTN_SUMMARY_BACKWARD] = {"linear_attn_summary_backward", case_linear_attn,
+                                         vs_cpu_linear_attn_split},
     [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", case_linear_attn, vs_cpu_linear_attn},
     [OP_L2FEATURE_FORWARD] = {"l2feature_forward", case_taylor_attn, vs_cpu_l2feature},
     [OP_L2FEATURE_BACKWARD] = {"l2feature_backward", case_taylor_attn, vs_cpu_l2feature},
@@ -3331,6 +3641,14 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", case_efficient_attn, vs_cpu_efficient_attn},
     [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", case_efficient_attn, vs_cpu_efficient_attn},
+    [OP_EFFICIENT_ATTN_SUMMARY] = {"efficient_attn_summary", case_efficient_attn,
+                                   vs_cpu_efficient_attn_split},
+    [OP_EFFICIENT_ATTN_READ] = {"efficient_attn_read", case_efficient_attn,
+                                vs_cpu_efficient_attn_split},
+    [OP_EFFICIENT_ATTN_READ_BACKWARD] = {"efficient_attn_read_backward", case_efficient_attn,
+                                         vs_cpu_efficient_attn_split},
+    [OP_EFFICIENT_ATTN_SUMMARY_BACKWARD] = {"efficient_attn_summary_backward",
+                                            case_efficient_attn, vs_cpu_efficient_attn_split},
 };
 
 /* 1 if fn already ran for an earlier selected row (a pair's second row). */

@@ -126,6 +126,27 @@ void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int
 void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C);
 void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
                           const float *v, int phi, int B, int NH, int D, int Dv);
+void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
+                             const int *key_len, int phi, int B, int NH, int Tk, int D, int Dv);
+void cpu_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
+                          int phi, int B, int NH, int Tq, int D, int Dv);
+void cpu_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
+                                   const float *q, const float *state, const float *zsum, int phi,
+                                   int B, int NH, int Tq, int D, int Dv);
+void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
+                                      const float *dzsum, const float *k, const float *v,
+                                      const int *key_len, int phi, int B, int NH, int Tk, int D,
+                                      int Dv);
+void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v, const int *key_len,
+                                int B, int NH, int Tk, int D, int Dv);
+void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH, int Tq,
+                             int D, int Dv);
+void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout, const float *q,
+                                      const float *ctx, int B, int NH, int Tq, int D, int Dv);
+void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
+                                         const float *ctx, const float *k, const float *v,
+                                         const int *key_len, int B, int NH, int Tk, int D,
+                                         int Dv);
 void cpu_l2feature_forward(float *out, const float *inp, int N, int D);
 void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D);
 void cpu_linformer_proj_forward(float *out, const float *P, const float *x, const int *key_len,

@@ -119,6 +119,118 @@ void cpu_efficient_attn_forward(float *out, const float *q, const float *k, cons
     }
 }
 
+/* The context of the visible keys (ops.h efficient_attn_summary): colsoftmax_stats and
+ * efficient_context, as the forward builds it; 0 for a pair with no visible key. */
+void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v, const int *key_len,
+                                int B, int NH, int Tk, int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
+    {
+        float mx[D > 0 ? D : 1], inv[D > 0 ? D : 1], K[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            float *C = ctx + (size_t)bh * D * Dv;
+            if (len == 0) {
+                memset(C, 0, sizeof(float) * (size_t)D * Dv);
+                continue;
+            }
+            const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
+            colsoftmax_stats(mx, inv, kb, len, D);
+            efficient_context(C, K, kb, vb, mx, inv, len, D, Dv);
+        }
+    }
+}
+
+/* out_t = ctxᵀ ρ_q(q_t), as the forward's rows (ops.h efficient_attn_read). */
+void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH, int Tq,
+                             int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
+    {
+        float P[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            const float *C = ctx + (size_t)bh * D * Dv;
+            for (int t = 0; t < Tq; t++) {
+                row_softmax(P, q + ((size_t)bh * Tq + t) * D, D);
+                float *o = out + ((size_t)bh * Tq + t) * Dv;
+                for (int e = 0; e < Dv; e++) o[e] = 0.0f;
+                for (int d = 0; d < D; d++) cpu_axpyf(o, P[d], C + (size_t)d * Dv, Dv);
+            }
+        }
+    }
+}
+
+/* dq and dC = Σ_t P_t g_tᵀ as the backward's loop over rows (ops.h
+ * efficient_attn_read_backward). */
+void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout, const float *q,
+                                      const float *ctx, int B, int NH, int Tq, int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
+    {
+        float P[D > 0 ? D : 1], gP[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            const float *C = ctx + (size_t)bh * D * Dv;
+            float *dC = dctx + (size_t)bh * D * Dv;
+            for (int t = 0; t < Tq; t++) {
+                const float *qr = q + ((size_t)bh * Tq + t) * D;
+                const float *g = dout + ((size_t)bh * Tq + t) * Dv;
+                row_softmax(P, qr, D);
+                if (dq) { /* dP = C g; dq = P ⊙ (dP − P·dP) */
+                    float pdp = 0.0f;
+                    for (int d = 0; d < D; d++) {
+                        gP[d] = cpu_dotf(C + (size_t)d * Dv, g, Dv);
+                        pdp += P[d] * gP[d];
+                    }
+                    float *dqr = dq + ((size_t)bh * Tq + t) * D;
+                    for (int d = 0; d < D; d++) dqr[d] += P[d] * (gP[d] - pdp);
+                }
+                for (int d = 0; d < D; d++) cpu_axpyf(dC + (size_t)d * Dv, P[d], g, Dv);
+            }
+        }
+    }
+}
+
+/* dk and dv from dC and C (ops.h efficient_attn_summary_backward): the column sums
+ * Σ_e dC_de C_de, then per visible key both contributions computed before either is added, so
+ * dk may be dv. */
+void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
+                                         const float *ctx, const float *k, const float *v,
+                                         const int *key_len, int B, int NH, int Tk, int D,
+                                         int Dv) {
+    if (!dk && !dv) return;
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
+    {
+        float mx[D > 0 ? D : 1], inv[D > 0 ? D : 1], K[D > 0 ? D : 1], cs[D > 0 ? D : 1];
+        float gk[D > 0 ? D : 1], gv[Dv > 0 ? Dv : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            if (len == 0) continue;
+            const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
+            const float *C = ctx + (size_t)bh * D * Dv, *dC = dctx + (size_t)bh * D * Dv;
+            colsoftmax_stats(mx, inv, kb, len, D);
+            for (int d = 0; d < D; d++) /* Σ_e dC_de C_de */
+                cs[d] = cpu_dotf(dC + (size_t)d * Dv, C + (size_t)d * Dv, Dv);
+            for (int s = 0; s < len; s++) {
+                const float *vr = vb + (size_t)s * Dv;
+                colsoftmax_row(K, kb + (size_t)s * D, mx, inv, D);
+                for (int d = 0; d < D; d++) /* dk_sd = K_sd ((dC v_s)_d − cs_d) */
+                    gk[d] = K[d] * (cpu_dotf(dC + (size_t)d * Dv, vr, Dv) - cs[d]);
+                for (int e = 0; e < Dv; e++) gv[e] = 0.0f;
+                for (int d = 0; d < D; d++) cpu_axpyf(gv, K[d], dC + (size_t)d * Dv, Dv);
+                if (dk)
+                    for (int d = 0; d < D; d++) dk[((size_t)bh * Tk + s) * D + d] += gk[d];
+                if (dv)
+                    for (int e = 0; e < Dv; e++) dv[((size_t)bh * Tk + s) * Dv + e] += gv[e];
+            }
+        }
+    }
+}
+
 /* Efficient attention backward: recomputes C, then dq (row-softmax backward), dC = Σ_t P_t g_tᵀ,
  * dv_s = dCᵀ K_s and dk (column-softmax backward, column sums Σ_e dC_de C_de). Accumulates (+=)
  * into dq, dk, dv, each may be NULL; padded keys (s ≥ key_len[b]) get no gradient. */

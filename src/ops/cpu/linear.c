@@ -160,6 +160,112 @@ void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
     }
 }
 
+/* The summary of the visible keys (ops.h linear_attn_summary): state = Σ φ(k_s) v_sᵀ,
+ * zsum = Σ φ(k_s) over s < L in order, by linear_add_key as the forward builds them. Parallel
+ * over the B·NH pairs, each owning its state. */
+void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
+                             const int *key_len, int phi_m, int B, int NH, int Tk, int D,
+                             int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
+    {
+        float Kbuf[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
+            memset(S, 0, sizeof(float) * (size_t)D * Dv);
+            memset(z, 0, sizeof(float) * (size_t)D);
+            for (int s = 0; s < len; s++)
+                linear_add_key(S, z, Kbuf, k + ((size_t)bh * Tk + s) * D,
+                               v + ((size_t)bh * Tk + s) * Dv, phi_m, D, Dv);
+        }
+    }
+}
+
+/* Each query reads the summary by linear_row, as the forward's rows do (ops.h
+ * linear_attn_read). */
+void cpu_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
+                          int phi_m, int B, int NH, int Tq, int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
+    {
+        float Qbuf[D > 0 ? D : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++)
+            for (int t = 0; t < Tq; t++)
+                linear_row(out + ((size_t)bh * Tq + t) * Dv, Qbuf, q + ((size_t)bh * Tq + t) * D,
+                           state + (size_t)bh * D * Dv, zsum + (size_t)bh * D, phi_m, D, Dv);
+    }
+}
+
+/* The read's backward (ops.h linear_attn_read_backward): per row, out_t and den_t recomputed
+ * by linear_row; dq_t as pass 1 of the backward below; dstate, dzsum take the row's part of
+ * R_s, r_s (dL/dφ(k_s) = R v_s − r, so dzsum holds −r). Parallel over the pairs. */
+void cpu_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
+                                   const float *q, const float *state, const float *zsum,
+                                   int phi_m, int B, int NH, int Tq, int D, int Dv) {
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
+    {
+        float Qbuf[D > 0 ? D : 1], o[Dv > 0 ? Dv : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            const float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
+            float *dS = dstate + (size_t)bh * D * Dv, *dz = dzsum + (size_t)bh * D;
+            for (int t = 0; t < Tq; t++) {
+                const float *qr = q + ((size_t)bh * Tq + t) * D;
+                const float *g = dout + ((size_t)bh * Tq + t) * Dv;
+                float dn = linear_row(o, Qbuf, qr, S, z, phi_m, D, Dv);
+                float gdo = cpu_dotf(g, o, Dv); /* g_t · out_t */
+                float w = 1.0f / dn, c = gdo / dn;
+                if (dq) { /* dL/dQ = (S g − z (g·out)) / den; dq = dL/dQ ⊙ φ'(q) */
+                    float *dqr = dq + ((size_t)bh * Tq + t) * D;
+                    for (int d = 0; d < D; d++)
+                        dqr[d] += (cpu_dotf(S + (size_t)d * Dv, g, Dv) - z[d] * gdo) / dn *
+                                  dphi(qr[d], phi_m);
+                }
+                for (int d = 0; d < D; d++) { /* dS += φ(q) gᵀ / den, dz −= φ(q) c */
+                    cpu_axpyf(dS + (size_t)d * Dv, Qbuf[d] * w, g, Dv);
+                    dz[d] -= Qbuf[d] * c;
+                }
+            }
+        }
+    }
+}
+
+/* The summary's backward (ops.h linear_attn_summary_backward): per visible key, both
+ * contributions are computed from the inputs before either is added, so dk may be dv. */
+void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
+                                      const float *dzsum, const float *k, const float *v,
+                                      const int *key_len, int phi_m, int B, int NH, int Tk, int D,
+                                      int Dv) {
+    if (!dk && !dv) return;
+    int BH = B * NH;
+#pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
+    {
+        float gk[D > 0 ? D : 1], gv[Dv > 0 ? Dv : 1];
+#pragma omp for
+        for (int bh = 0; bh < BH; bh++) {
+            int len = cpu_key_count(key_len, bh / NH, Tk);
+            const float *dS = dstate + (size_t)bh * D * Dv, *dz = dzsum + (size_t)bh * D;
+            for (int s = 0; s < len; s++) {
+                const float *kr = k + ((size_t)bh * Tk + s) * D;
+                const float *vr = v + ((size_t)bh * Tk + s) * Dv;
+                for (int d = 0; d < D; d++) /* dL/dφ(k_s) = dS v_s + dz, times φ'(k_s) */
+                    gk[d] = (cpu_dotf(dS + (size_t)d * Dv, vr, Dv) + dz[d]) * dphi(kr[d], phi_m);
+                for (int e = 0; e < Dv; e++) gv[e] = 0.0f;
+                for (int d = 0; d < D; d++) /* dv_s = dSᵀ φ(k_s) */
+                    cpu_axpyf(gv, phi(kr[d], phi_m), dS + (size_t)d * Dv, Dv);
+                if (dk)
+                    for (int d = 0; d < D; d++) dk[((size_t)bh * Tk + s) * D + d] += gk[d];
+                if (dv)
+                    for (int e = 0; e < Dv; e++) dv[((size_t)bh * Tk + s) * Dv + e] += gv[e];
+            }
+        }
+    }
+}
+
 /* Linear attention backward (memory-light, Katharopoulos et al. 2020 §3.3.1 with the normaliser):
  * pass 1 walks forward in time rebuilding S_t, z_t to give dq and the per-row den_t, c_t;
  * pass 2 walks backward in time accumulating R_s, r_s to give dk, dv. Accumulates (+=) into

@@ -26,13 +26,9 @@ __host__ __device__ inline size_t eff_work(int Tq, int D, int Dv) {
     return 3 * (size_t)D + 2 * (size_t)D * Dv + 2 * (size_t)Tq * D;
 }
 
-/* Shared phases of forward and backward: the column softmax of k over the len visible keys
- * (mx, inv per column d, one thread per d, s ascending), the context C = ρ_k(k)ᵀ v (one thread
- * per (d, e), s ascending) and P_t = softmax_d(q_t) (one thread per row t, d ascending). Every
- * thread of the block calls it; ends with a barrier. */
-__device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, const float *qb,
-                                   const float *kb, const float *vb, int len, int Tq, int D,
-                                   int Dv) {
+/* The column softmax of k over the len visible keys: mx[d] = max_s k_sd and
+ * inv[d] = 1 / Σ_s exp(k_sd − mx[d]), one thread per column d, s ascending. No barrier. */
+__device__ inline void eff_colstats(float *mx, float *inv, const float *kb, int len, int D) {
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float m = -INFINITY;
         for (int s = 0; s < len; s++) {
@@ -44,18 +40,23 @@ __device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, co
         mx[d] = m;
         inv[d] = 1.0f / sum;
     }
-    for (int t = threadIdx.x; t < Tq; t += blockDim.x) {
-        const float *qr = qb + (size_t)t * D;
-        float *Pr = P + (size_t)t * D;
-        float m = -INFINITY;
-        for (int d = 0; d < D; d++)
-            if (qr[d] > m) m = qr[d];
-        float sum = 0.0f;
-        for (int d = 0; d < D; d++) sum += (Pr[d] = expf(qr[d] - m));
-        float is = 1.0f / sum;
-        for (int d = 0; d < D; d++) Pr[d] *= is;
-    }
-    __syncthreads();
+}
+
+/* P = softmax_d(q_t) of one row, by the calling thread alone, d ascending. */
+__device__ inline void eff_row_softmax(float *Pr, const float *qr, int D) {
+    float m = -INFINITY;
+    for (int d = 0; d < D; d++)
+        if (qr[d] > m) m = qr[d];
+    float sum = 0.0f;
+    for (int d = 0; d < D; d++) sum += (Pr[d] = expf(qr[d] - m));
+    float is = 1.0f / sum;
+    for (int d = 0; d < D; d++) Pr[d] *= is;
+}
+
+/* The context C = ρ_k(k)ᵀ v [D,Dv] from eff_colstats' mx, inv: one thread per (d, e), s
+ * ascending. No barrier. */
+__device__ inline void eff_context(float *C, const float *mx, const float *inv, const float *kb,
+                                   const float *vb, int len, int D, int Dv) {
     for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) {
         int d = i / Dv, e = i % Dv;
         float acc = 0.0f;
@@ -63,6 +64,19 @@ __device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, co
             acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * vb[(size_t)s * Dv + e];
         C[i] = acc;
     }
+}
+
+/* Shared phases of forward and backward: the column softmax of k (eff_colstats), the rows'
+ * P_t = softmax_d(q_t) (one thread per row t), then the context C (eff_context). Every thread of
+ * the block calls it; ends with a barrier. */
+__device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, const float *qb,
+                                   const float *kb, const float *vb, int len, int Tq, int D,
+                                   int Dv) {
+    eff_colstats(mx, inv, kb, len, D);
+    for (int t = threadIdx.x; t < Tq; t += blockDim.x)
+        eff_row_softmax(P + (size_t)t * D, qb + (size_t)t * D, D);
+    __syncthreads();
+    eff_context(C, mx, inv, kb, vb, len, D, Dv);
     __syncthreads();
 }
 
@@ -130,6 +144,144 @@ __global__ void __launch_bounds__(EFF_THREADS)
             for (int d = 0; d < D; d++) pdp += P[(size_t)t * D + d] * gP[(size_t)t * D + d];
             dq[(size_t)bh * Tq * D + i] += P[i] * (gP[i] - pdp);
         }
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];
+        cs[d] = acc;
+    }
+    __syncthreads();
+    if (dk)
+        for (int i = threadIdx.x; i < len * D; i += blockDim.x) {
+            int s = i / D, d = i % D;
+            float Ksd = expf(kb[i] - mx[d]) * inv[d];
+            float acc = 0.0f;
+            for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * vb[(size_t)s * Dv + e];
+            dk[(size_t)bh * Tk * D + i] += Ksd * (acc - cs[d]);
+        }
+    if (dv)
+        for (int i = threadIdx.x; i < len * Dv; i += blockDim.x) {
+            int s = i / Dv, e = i % Dv;
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++)
+                acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * dC[(size_t)d * Dv + e];
+            dv[(size_t)bh * Tk * Dv + i] += acc;
+        }
+}
+
+/* ---- the context split (ops.h efficient_attn_summary, _read, _read_backward,
+ * _summary_backward): the phases above, with the context kept by the caller between calls.
+ * summary then read give k_efficient_forward's out bit for bit (the same helpers, the same
+ * per-thread order). The most dynamic shared memory of these kernels, in bytes: the default
+ * limit, no opt-in (they have no static shared memory); the host CHECKs each launch. ---- */
+constexpr size_t EFF_SMEM_MAX = 49152;
+
+/* Bytes of dynamic shared memory: k_efficient_summary's mx, inv [D]; k_efficient_read's P [D];
+ * k_efficient_read_backward's P, gP [D]; k_efficient_summary_backward's mx, inv, cs [D]. */
+__host__ __device__ inline size_t eff_smem(int nvec, int D) {
+    return (size_t)nvec * D * sizeof(float);
+}
+
+/* ctx [B·NH, D, Dv] = ρ_k(k)ᵀ v over the L = min(key_len[b], Tk) visible keys (all Tk when
+ * key_len is NULL), overwritten; 0 for a pair with L = 0. mx, inv in dynamic shared memory,
+ * eff_smem(2, D) bytes. Launch: B·NH blocks of EFF_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_summary(float *ctx, const float *k, const float *v, const int *key_len, int NH,
+                        int Tk, int D, int Dv) {
+    DYN_SHARED(float, sm);
+    const int bh = blockIdx.x;
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    float *C = ctx + (size_t)bh * D * Dv;
+    if (len == 0) { /* uniform in the block, before any barrier */
+        for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) C[i] = 0.0f;
+        return;
+    }
+    float *mx = sm, *inv = sm + D;
+    const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
+    eff_colstats(mx, inv, kb, len, D);
+    __syncthreads();
+    eff_context(C, mx, inv, kb, vb, len, D, Dv);
+}
+
+/* out[bh, t] = ctxᵀ P_t for one row t per block: thread 0 forms P_t in dynamic shared memory
+ * (eff_smem(1, D) bytes), then a thread per e sums over d ascending, as k_efficient_forward.
+ * Launch: grid (Tq, B·NH) of EFF_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_read(float *out, const float *q, const float *ctx, int Tq, int D, int Dv) {
+    DYN_SHARED(float, P);
+    const int t = blockIdx.x, bh = blockIdx.y;
+    const size_t row = (size_t)bh * Tq + t;
+    if (threadIdx.x == 0) eff_row_softmax(P, q + row * D, D);
+    __syncthreads();
+    const float *C = ctx + (size_t)bh * D * Dv;
+    for (int e = threadIdx.x; e < Dv; e += blockDim.x) {
+        float acc = 0.0f;
+        for (int d = 0; d < D; d++) acc += P[d] * C[(size_t)d * Dv + e];
+        out[row * Dv + e] = acc;
+    }
+}
+
+/* The read's backward, per (b, h) block over the rows t = 0 .. Tq−1 in order: thread 0 forms
+ * P_t; a thread per d, dP_t[d] = Σ_e ctx[d,e] g_t[e]; then dq_t[d] += P_t[d] (dP_t[d] − P_t·dP_t)
+ * (each thread sums P_t·dP_t over d ascending; dq may be NULL) and
+ * dctx[d,e] += P_t[d] g_t[e] (a thread per (d, e), the same thread for every row, so each
+ * float's sum runs over t in order). P, dP in dynamic shared memory, eff_smem(2, D) bytes.
+ * Launch: B·NH blocks of EFF_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_read_backward(float *dq, float *dctx, const float *dout, const float *q,
+                              const float *ctx, int Tq, int D, int Dv) {
+    DYN_SHARED(float, sm);
+    const int bh = blockIdx.x;
+    float *P = sm, *gP = sm + D;
+    const float *C = ctx + (size_t)bh * D * Dv;
+    float *dC = dctx + (size_t)bh * D * Dv;
+    for (int t = 0; t < Tq; t++) {
+        const size_t row = (size_t)bh * Tq + t;
+        const float *g = dout + row * Dv;
+        if (threadIdx.x == 0) eff_row_softmax(P, q + row * D, D);
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            float acc = 0.0f;
+            for (int e = 0; e < Dv; e++) acc += C[(size_t)d * Dv + e] * g[e];
+            gP[d] = acc;
+        }
+        __syncthreads();
+        if (dq)
+            for (int d = threadIdx.x; d < D; d += blockDim.x) {
+                float pdp = 0.0f;
+                for (int j = 0; j < D; j++) pdp += P[j] * gP[j];
+                dq[row * D + d] += P[d] * (gP[d] - pdp);
+            }
+        for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) dC[i] += P[i / Dv] * g[i % Dv];
+        __syncthreads(); /* P and dP are rewritten by the next row */
+    }
+}
+
+/* The context's backward, per (b, h) block (pairs with L = 0 return before any barrier):
+ * mx, inv by eff_colstats and cs[d] = Σ_e dctx[d,e] ctx[d,e] (a thread per d, e ascending) in
+ * dynamic shared memory (eff_smem(3, D) bytes); then, for the visible keys,
+ *   dk_sd += K_sd ((dctx v_s)_d − cs_d)   (a thread per (s, d), e ascending)
+ *   dv_se += Σ_d K_sd dctx[d,e]           (a thread per (s, e), d ascending)
+ * with K_sd = exp(k_sd − mx_d) inv_d. dk may be dv (k is v, D = Dv): flat index i = s·D + d of
+ * the first loop and s·Dv + e of the second name the same float, and both loops give index i to
+ * the same thread (stride blockDim.x from threadIdx.x), dk's term first, so the adds never race.
+ * Either may be NULL. Launch: B·NH blocks of EFF_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(EFF_THREADS)
+    k_efficient_summary_backward(float *dk, float *dv, const float *dctx, const float *ctx,
+                                 const float *k, const float *v, const int *key_len, int NH,
+                                 int Tk, int D, int Dv) {
+    DYN_SHARED(float, sm);
+    const int bh = blockIdx.x;
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    if (len == 0) return; /* uniform, before any barrier */
+    float *mx = sm, *inv = sm + D, *cs = sm + 2 * D;
+    const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
+    const float *C = ctx + (size_t)bh * D * Dv, *dC = dctx + (size_t)bh * D * Dv;
+    eff_colstats(mx, inv, kb, len, D);
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float acc = 0.0f;
         for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];

@@ -15,7 +15,10 @@
  * is the same bits under every thread and block schedule and equals the CPU's up to FMA
  * contraction. The loop bounds (visible keys, the suffix of rows) are the same in every thread:
  * every thread reaches every barrier. Causal decoding (linear_attn_step) runs the same
- * add-key and row code, so a step equals the causal forward's row.
+ * add-key and row code, so a step equals the causal forward's row. The non-causal form split at
+ * its key summary (linear_attn_summary, _read and their backwards, below) spreads what is
+ * independent further: the summary one thread per state float, the read one block per query row,
+ * the summary's backward one block per key; only the read's backward walks a pair's rows in order.
  */
 #ifndef TRAINER_CUDA_LINEAR_CUH
 #define TRAINER_CUDA_LINEAR_CUH
@@ -119,6 +122,12 @@ __global__ void __launch_bounds__(LIN_THREADS)
     }
 }
 
+/* The most dynamic shared memory of the kernels that keep their row scratch there instead of in
+ * a workspace (k_linear_step, k_linear_read, k_linear_read_backward,
+ * k_linear_summary_backward), in bytes: the default limit, no opt-in needed (those kernels have
+ * no static shared memory). Their host code CHECKs each launch against it. */
+constexpr size_t LIN_SMEM_MAX = 49152;
+
 /* One decoding step (§3.4): per (b, h) block, the key joins the state, the query reads it.
  * state [B·NH, D, Dv], zsum [B·NH, D] (the caller's); the block's scratch K, Q [D], o [Dv] and
  * the normaliser den [1] is dynamic shared memory, lin_step_smem(D, Dv) bytes (no workspace; the
@@ -127,7 +136,6 @@ __global__ void __launch_bounds__(LIN_THREADS)
 __host__ __device__ inline size_t lin_step_smem(int D, int Dv) {
     return (2 * (size_t)D + (size_t)Dv + 1) * sizeof(float);
 }
-constexpr size_t LIN_STEP_SMEM_MAX = 49152; /* bytes: the default limit, no opt-in needed */
 // smem-max: 49152
 __global__ void __launch_bounds__(LIN_THREADS)
     k_linear_step(float *out, float *state, float *zsum, const float *q, const float *k,
@@ -223,6 +231,157 @@ __global__ void __launch_bounds__(LIN_THREADS)
             }
         __syncthreads(); /* R, r change for the next key */
     }
+}
+
+/* ---- non-causal linear attention split at its key summary (linear_attn_summary, _read,
+ * _read_backward, _summary_backward; ops.h has the contract) ----
+ * The summary and the read run the forward's arithmetic: each state element's sum over the keys
+ * in order s = 0 .. L−1 as lin_add_key adds them, and each row through lin_row itself, so
+ * summary then read gives k_linear_forward's non-causal out bit for bit. The backwards keep
+ * ops/cpu/linear.c's order: the read's sums dstate and dzsum over the rows t = 0 .. Tq−1, each
+ * float by the one thread that owns it; the summary's adds dk's term before dv's. Every output
+ * float has one writer at a time; no float atomics. */
+
+/* Bytes of dynamic shared memory: k_linear_read's Q [D] and den [1]; k_linear_read_backward's
+ * Q [D], o [Dv], den [1] and g·out [1]; k_linear_summary_backward's φ(k_s) [D]. */
+__host__ __device__ inline size_t lin_read_smem(int D) {
+    return ((size_t)D + 1) * sizeof(float);
+}
+__host__ __device__ inline size_t lin_read_backward_smem(int D, int Dv) {
+    return ((size_t)D + (size_t)Dv + 2) * sizeof(float);
+}
+__host__ __device__ inline size_t lin_summary_backward_smem(int D) {
+    return (size_t)D * sizeof(float);
+}
+
+/* state [B·NH, D, Dv] = Σ_{s<L} φ(k_s) v_sᵀ, zsum [B·NH, D] = Σ_{s<L} φ(k_s) (eq. 6), both
+ * overwritten, L = min(key_len[b], Tk) (all Tk when key_len is NULL). One thread per output
+ * float: flat index i over the pair's D·Dv state floats, then its D zsum floats; it sums its
+ * keys in order s = 0 .. L−1 in a register, the products as lin_add_key forms them, so each
+ * float is the forward's S or z after its L-th key, bit for bit. No barrier, no shared memory.
+ * Launch: grid (⌈(D·Dv + D) / LIN_THREADS⌉, B·NH) of LIN_THREADS. */
+__global__ void __launch_bounds__(LIN_THREADS)
+    k_linear_summary(float *state, float *zsum, const float *k, const float *v,
+                     const int *key_len, int m, int NH, int Tk, int D, int Dv) {
+    const int bh = blockIdx.y;
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nst = (size_t)D * Dv;
+    if (i >= nst + D) return; /* no barrier in this kernel */
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
+    float acc = 0.0f;
+    if (i < nst) {
+        const int d = (int)(i / Dv), e = (int)(i % Dv);
+        for (int s = 0; s < len; s++) /* S += φ(k_s) v_sᵀ */
+            acc += lin_phi(kb[(size_t)s * D + d], m) * vb[(size_t)s * Dv + e];
+        state[(size_t)bh * nst + i] = acc;
+    } else {
+        const int d = (int)(i - nst);
+        for (int s = 0; s < len; s++) acc += lin_phi(kb[(size_t)s * D + d], m); /* z += φ(k_s) */
+        zsum[(size_t)bh * D + d] = acc;
+    }
+}
+
+/* out[bh, t] = stateᵀ φ(q_t) / (φ(q_t)·zsum + 1e-6) (eq. 6) for one row t per block: lin_row,
+ * the forward's row code, writing straight into out. The rows are independent. Scratch: Q [D]
+ * and den [1] in dynamic shared memory, lin_read_smem(D) bytes. Launch: grid (Tq, B·NH) of
+ * LIN_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(LIN_THREADS)
+    k_linear_read(float *out, const float *q, const float *state, const float *zsum, int m,
+                  int Tq, int D, int Dv) {
+    DYN_SHARED(float, sm);
+    float *Q = sm, *den_sh = Q + D;
+    /* row t = blockIdx.x of pair bh (size_t offsets from the start: with int ones, ptxas for
+     * sm_90 spilled 8 bytes) */
+    const size_t bh = blockIdx.y, row = bh * Tq + blockIdx.x;
+    lin_row(out + row * Dv, Q, den_sh, q + row * D, state + bh * D * Dv, zsum + bh * D, m, D, Dv);
+}
+
+/* The read's backward (ops/cpu/linear.c's derivation with S = state, z = zsum for every row):
+ * per (b, h) block, rows t = 0 .. Tq−1 in order; each row recomputes out_t and den_t by lin_row,
+ * g·out_t by thread 0 in order e = 0 .. Dv−1, then
+ *   dq_t[d]     += ((S g_t)[d] − z[d] (g_t·out_t)) / den_t · φ'(q_t[d])   (a thread per d; dq
+ *                  may be NULL)
+ *   dstate[d,e] += (φ(q_t[d]) / den_t) g_t[e]                             (a thread per (d, e))
+ *   dzsum[d]    −= φ(q_t[d]) c_t,  c_t = (g_t·out_t) / den_t              (a thread per d)
+ * Each dstate and dzsum float is owned by the same thread for every row, so its sum runs over t
+ * in order. Scratch: Q [D], o [Dv], den and g·out in dynamic shared memory,
+ * lin_read_backward_smem(D, Dv) bytes. Launch: B·NH blocks of LIN_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(LIN_THREADS)
+    k_linear_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
+                           const float *q, const float *state, const float *zsum, int m, int Tq,
+                           int D, int Dv) {
+    DYN_SHARED(float, sm);
+    const int bh = blockIdx.x;
+    float *Q = sm, *o = Q + D, *den_sh = o + Dv, *gdo_sh = den_sh + 1;
+    const float *S = state + (size_t)bh * D * Dv, *z = zsum + (size_t)bh * D;
+    float *dS = dstate + (size_t)bh * D * Dv, *dz = dzsum + (size_t)bh * D;
+    for (int t = 0; t < Tq; t++) {
+        const size_t row = (size_t)bh * Tq + t;
+        const float *qr = q + row * D, *g = dout + row * Dv;
+        float dn = lin_row(o, Q, den_sh, qr, S, z, m, D, Dv); /* ends with a barrier: o is whole */
+        if (threadIdx.x == 0) {
+            float gdo = 0.0f;
+            for (int e = 0; e < Dv; e++) gdo += g[e] * o[e]; /* g_t · out_t */
+            *gdo_sh = gdo;
+        }
+        __syncthreads();
+        float gdo = *gdo_sh, w = 1.0f / dn, c = gdo / dn;
+        if (dq)
+            for (int d = threadIdx.x; d < D; d += blockDim.x) {
+                float sg = 0.0f;
+                for (int e = 0; e < Dv; e++) sg += S[(size_t)d * Dv + e] * g[e];
+                dq[row * D + d] += (sg - z[d] * gdo) / dn * lin_dphi(qr[d], m);
+            }
+        for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) {
+            float qw = Q[i / Dv] * w;
+            dS[i] += qw * g[i % Dv]; /* dstate += φ(q_t) g_tᵀ / den_t */
+        }
+        for (int d = threadIdx.x; d < D; d += blockDim.x) dz[d] -= Q[d] * c; /* −φ(q_t) c_t */
+        __syncthreads(); /* Q, o, den and g·out are rewritten by the next row */
+    }
+}
+
+/* The summary's backward: one block per visible key s of pair bh (blocks of padded keys,
+ * s >= L, return before any barrier and write nothing), with φ(k_s) in dynamic shared memory
+ * (lin_summary_backward_smem(D) bytes, when dv is written):
+ *   dk_s[d] += (Σ_e dstate[d,e] v_s[e] + dzsum[d]) · φ'(k_s[d])   (a thread per d, e in order)
+ *   dv_s[e] += Σ_d φ(k_s[d]) dstate[d,e]                           (a thread per e, d in order)
+ * dk may be dv (k is v, D = Dv): the thread that adds to dk_s[j] is the one that adds to dv_s[j]
+ * (both loops stride by blockDim.x from threadIdx.x), dk's term first, and no thread reads
+ * another's element, so the two adds never race. Either may be NULL. Launch: grid (Tk, B·NH) of
+ * LIN_THREADS. */
+// smem-max: 49152
+__global__ void __launch_bounds__(LIN_THREADS)
+    k_linear_summary_backward(float *dk, float *dv, const float *dstate, const float *dzsum,
+                              const float *k, const float *v, const int *key_len, int m, int NH,
+                              int Tk, int D, int Dv) {
+    DYN_SHARED(float, K);
+    const int s = blockIdx.x, bh = blockIdx.y;
+    int len = key_len ? key_len[bh / NH] : Tk;
+    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    if (s >= len) return; /* uniform in the block, before any barrier: a padded key */
+    const size_t row = (size_t)bh * Tk + s;
+    const float *kr = k + row * D, *vr = v + row * Dv;
+    const float *dS = dstate + (size_t)bh * D * Dv, *dz = dzsum + (size_t)bh * D;
+    if (dv) { /* uniform */
+        for (int d = threadIdx.x; d < D; d += blockDim.x) K[d] = lin_phi(kr[d], m);
+        __syncthreads();
+    }
+    if (dk)
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            float rv = 0.0f;
+            for (int e = 0; e < Dv; e++) rv += dS[(size_t)d * Dv + e] * vr[e];
+            dk[row * D + d] += (rv + dz[d]) * lin_dphi(kr[d], m);
+        }
+    if (dv)
+        for (int e = threadIdx.x; e < Dv; e += blockDim.x) {
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++) acc += K[d] * dS[(size_t)d * Dv + e];
+            dv[row * Dv + e] += acc;
+        }
 }
 
 /* ---- the taylor kind's features (l2feature_*; ops/cpu/linear.c has the derivation) ----
