@@ -6,6 +6,7 @@
 #
 #   bash scripts/gpu_pack.sh pack BUILD_DIR BUNDLE [BASELINE_BUILD_DIR]     (on the build machine)
 #   bash scripts/gpu_pack.sh run BUNDLE OUT_DIR                             (on the GPU host)
+#   bash scripts/gpu_pack.sh study BUNDLE PLAN OUT_DIR                      (on the GPU host)
 #
 # pack: BUILD_DIR is a native CUDA build (cmake -DCMAKE_CUDA_ARCHITECTURES=90
 #   -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DTRAINER_NO_NCCL=ON when the GPU host has no MPI).
@@ -21,6 +22,15 @@
 #   GPU_CHECK_* variables of the environment (GPU_CHECK_BASELINE defaults to BUNDLE/base when it
 #   exists). The checkout, BUNDLE and data/multi30k must be on the GPU host. Exit status:
 #   gpu_check's.
+# study: unpacks the libraries as run does, then trains the missing runs of the study plan PLAN
+#   (docs/study.md) on the GPU: `BUNDLE/bin/trainer study PLAN --device cuda --jobs J`
+#   (GPU_STUDY_JOBS, default 4: runs at a time on the one GPU), sent SIGTERM after
+#   GPU_STUDY_MINUTES (default 8) so that it ends inside a time limit (the runs in progress save
+#   their last.ckpt and stop; the finished ones are archived). OUT_DIR gets study.log (the
+#   runner's output) and archives.tar.gz: the archive folders this call wrote, relative to the
+#   plan's archive/ folder (unpack there, `trainer study PLAN --report`, commit). Exit status:
+#   1 when no archive was written, else 0. GPU_STUDY_DEVICE=cpu runs the same on the CPU (a
+#   check of this script on a machine without a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
@@ -71,8 +81,31 @@ run() {
     bash scripts/gpu_check.sh "$bundle/bin" "$out" "$bundle/spm.model"
 }
 
+study() {
+    local bundle=$1 plan=$2 out=$3 cu dn archive marker new=()
+    local minutes=${GPU_STUDY_MINUTES:-8} jobs=${GPU_STUDY_JOBS:-4} dev=${GPU_STUDY_DEVICE:-cuda}
+    [ -f "$plan" ] || { echo "gpu_pack: no study plan $plan" >&2; exit 1; }
+    archive=$(dirname "$plan")/archive
+    mkdir -p "$out" "$archive" && marker=$(mktemp /tmp/gpu_study.XXXXXX) || exit 1
+    mkdir -p /tmp/gpu_pack_lib && tar xJf "$bundle/libs.tar.xz" -C /tmp/gpu_pack_lib || exit 1
+    cu=$(dirname "$(find /usr/local /usr/lib /opt -name 'libcublas.so.13' 2>/dev/null | head -1)")
+    dn=$(dirname "$(find /usr/local /usr/lib /opt -name 'libcudnn.so.9' 2>/dev/null | head -1)")
+    echo "gpu_pack: cuBLAS from $cu, cuDNN from $dn; $jobs runs at a time for $minutes min"
+    export LD_LIBRARY_PATH=/tmp/gpu_pack_lib/lib:$cu:$dn:${LD_LIBRARY_PATH:-}
+    timeout -s TERM -k 60 "${minutes}m" "$bundle/bin/trainer" study "$plan" --device "$dev" \
+        --jobs "$jobs" > "$out/study.log" 2>&1
+    echo "gpu_pack: trainer study ended with status $?"
+    while read -r f; do new+=("$(basename "$(dirname "$f")")"); done < <(
+        find "$archive" -mindepth 2 -maxdepth 2 -name run.json -newer "$marker" | sort)
+    rm -f "$marker"
+    [ ${#new[@]} -gt 0 ] || { echo "gpu_pack: no run was archived (study.log)" >&2; exit 1; }
+    tar czf "$out/archives.tar.gz" -C "$archive" "${new[@]}" || exit 1
+    echo "gpu_pack: ${#new[@]} archives in $out/archives.tar.gz: ${new[*]}"
+}
+
 case $1 in
     pack) shift; pack "$@" ;;
     run) shift; run "$@" ;;
+    study) shift; [ $# -ge 3 ] || usage; study "$@" ;;
     *) usage ;;
 esac
