@@ -80,6 +80,42 @@ __device__ inline void eff_prepare(float *mx, float *inv, float *C, float *P, co
     __syncthreads();
 }
 
+/* The keys' gradients from dC (the backward's, or the caller's dctx) and the context C, after
+ * eff_colstats' mx, inv (the barrier here makes them visible): cs[d] = Σ_e dC_de C_de (a thread
+ * per d, e ascending), a barrier, then for the len visible keys
+ *   dk_sd += K_sd ((dC v_s)_d − cs_d)   (a thread per (s, d), e ascending)
+ *   dv_se += Σ_d K_sd dC_de            (a thread per (s, e), d ascending)
+ * with K_sd = exp(k_sd − mx_d) inv_d; dkb, dvb the pair's [Tk, D] and [Tk, Dv] (either NULL).
+ * dkb may be dvb (k is v, D = Dv): flat index i = s·D + d of the first loop and s·Dv + e of the
+ * second name the same float, and both loops give index i to the same thread (stride blockDim.x
+ * from threadIdx.x), dk's term first, so the adds never race. Every thread of the block calls. */
+__device__ inline void eff_key_grads(float *dkb, float *dvb, float *cs, const float *C,
+                                     const float *dC, const float *mx, const float *inv,
+                                     const float *kb, const float *vb, int len, int D, int Dv) {
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];
+        cs[d] = acc;
+    }
+    __syncthreads();
+    if (dkb)
+        for (int i = threadIdx.x; i < len * D; i += blockDim.x) {
+            int s = i / D, d = i % D;
+            float Ksd = expf(kb[i] - mx[d]) * inv[d];
+            float acc = 0.0f;
+            for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * vb[(size_t)s * Dv + e];
+            dkb[i] += Ksd * (acc - cs[d]);
+        }
+    if (dvb)
+        for (int i = threadIdx.x; i < len * Dv; i += blockDim.x) {
+            int s = i / Dv, e = i % Dv;
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++)
+                acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * dC[(size_t)d * Dv + e];
+            dvb[i] += acc;
+        }
+}
+
 /* Forward: out_t = Cᵀ P_t (one thread per (t, e), d ascending); a pair with no visible key gets
  * out = 0. Launch: B·NH blocks of EFF_THREADS; work: eff_work floats per block. */
 __global__ void __launch_bounds__(EFF_THREADS)
@@ -144,28 +180,8 @@ __global__ void __launch_bounds__(EFF_THREADS)
             for (int d = 0; d < D; d++) pdp += P[(size_t)t * D + d] * gP[(size_t)t * D + d];
             dq[(size_t)bh * Tq * D + i] += P[i] * (gP[i] - pdp);
         }
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];
-        cs[d] = acc;
-    }
-    __syncthreads();
-    if (dk)
-        for (int i = threadIdx.x; i < len * D; i += blockDim.x) {
-            int s = i / D, d = i % D;
-            float Ksd = expf(kb[i] - mx[d]) * inv[d];
-            float acc = 0.0f;
-            for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * vb[(size_t)s * Dv + e];
-            dk[(size_t)bh * Tk * D + i] += Ksd * (acc - cs[d]);
-        }
-    if (dv)
-        for (int i = threadIdx.x; i < len * Dv; i += blockDim.x) {
-            int s = i / Dv, e = i % Dv;
-            float acc = 0.0f;
-            for (int d = 0; d < D; d++)
-                acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * dC[(size_t)d * Dv + e];
-            dv[(size_t)bh * Tk * Dv + i] += acc;
-        }
+    eff_key_grads(dk ? dk + (size_t)bh * Tk * D : NULL, dv ? dv + (size_t)bh * Tk * Dv : NULL,
+                  cs, C, dC, mx, inv, kb, vb, len, D, Dv);
 }
 
 /* ---- the context split (ops.h efficient_attn_summary, _read, _read_backward,
@@ -260,14 +276,9 @@ __global__ void __launch_bounds__(EFF_THREADS)
 }
 
 /* The context's backward, per (b, h) block (pairs with L = 0 return before any barrier):
- * mx, inv by eff_colstats and cs[d] = Σ_e dctx[d,e] ctx[d,e] (a thread per d, e ascending) in
- * dynamic shared memory (eff_smem(3, D) bytes); then, for the visible keys,
- *   dk_sd += K_sd ((dctx v_s)_d − cs_d)   (a thread per (s, d), e ascending)
- *   dv_se += Σ_d K_sd dctx[d,e]           (a thread per (s, e), d ascending)
- * with K_sd = exp(k_sd − mx_d) inv_d. dk may be dv (k is v, D = Dv): flat index i = s·D + d of
- * the first loop and s·Dv + e of the second name the same float, and both loops give index i to
- * the same thread (stride blockDim.x from threadIdx.x), dk's term first, so the adds never race.
- * Either may be NULL. Launch: B·NH blocks of EFF_THREADS. */
+ * eff_colstats, then eff_key_grads from dctx and ctx, with mx, inv and cs in dynamic shared
+ * memory (eff_smem(3, D) bytes). dk may be dv (eff_key_grads); either may be NULL. Launch: B·NH
+ * blocks of EFF_THREADS. */
 // smem-max: 49152
 __global__ void __launch_bounds__(EFF_THREADS)
     k_efficient_summary_backward(float *dk, float *dv, const float *dctx, const float *ctx,
@@ -282,28 +293,8 @@ __global__ void __launch_bounds__(EFF_THREADS)
     const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
     const float *C = ctx + (size_t)bh * D * Dv, *dC = dctx + (size_t)bh * D * Dv;
     eff_colstats(mx, inv, kb, len, D);
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * C[(size_t)d * Dv + e];
-        cs[d] = acc;
-    }
-    __syncthreads();
-    if (dk)
-        for (int i = threadIdx.x; i < len * D; i += blockDim.x) {
-            int s = i / D, d = i % D;
-            float Ksd = expf(kb[i] - mx[d]) * inv[d];
-            float acc = 0.0f;
-            for (int e = 0; e < Dv; e++) acc += dC[(size_t)d * Dv + e] * vb[(size_t)s * Dv + e];
-            dk[(size_t)bh * Tk * D + i] += Ksd * (acc - cs[d]);
-        }
-    if (dv)
-        for (int i = threadIdx.x; i < len * Dv; i += blockDim.x) {
-            int s = i / Dv, e = i % Dv;
-            float acc = 0.0f;
-            for (int d = 0; d < D; d++)
-                acc += expf(kb[(size_t)s * D + d] - mx[d]) * inv[d] * dC[(size_t)d * Dv + e];
-            dv[(size_t)bh * Tk * Dv + i] += acc;
-        }
+    eff_key_grads(dk ? dk + (size_t)bh * Tk * D : NULL, dv ? dv + (size_t)bh * Tk * Dv : NULL,
+                  cs, C, dC, mx, inv, kb, vb, len, D, Dv);
 }
 
 #endif
