@@ -371,13 +371,18 @@ static void write_cost(FILE *f, const Table *t) {
 
 /* Whether the 95% interval of Δ holds 0: p (a test of |Δ| against the resampled differences
  * shifted to zero mean) and the percentile interval are two statistics, and near p = 0.05 they
- * can disagree; the words then say that the call is marginal. */
+ * can disagree (a call at p < 0.05 whose interval holds 0, or one at p >= 0.05 whose interval
+ * leaves 0 out); the words then say that the call is marginal. */
 static int interval_has_zero(const Sig *s) {
     return s->pb.delta_lo <= 0 && s->pb.delta_hi >= 0;
 }
 
+static int disagree(const Sig *s) { return (s->pb.p < 0.05) == interval_has_zero(s); }
+
 static const char *marginal(const Sig *s) {
-    return interval_has_zero(s) ? ", but the interval includes 0, so the call is marginal" : "";
+    if (!disagree(s)) return "";
+    return s->pb.p < 0.05 ? ", but the interval includes 0, so the call is marginal"
+                          : ", but the interval leaves 0 out, so the call is marginal";
 }
 
 /* The verdict of sig s in words into buf. */
@@ -386,10 +391,9 @@ static void verdict(const Sig *s, char *buf, size_t n) {
     else if (fabs(s->pb.delta) < 0.005) snprintf(buf, n, "no difference");
     else if (s->pb.p < 0.05)
         snprintf(buf, n, "significantly %s%s", s->pb.delta > 0 ? "better" : "worse",
-                 interval_has_zero(s) ? " (interval includes 0)" : "");
-    else snprintf(buf, n, "not significant");
+                 disagree(s) ? " (interval includes 0)" : "");
+    else snprintf(buf, n, "not significant%s", disagree(s) ? " (interval excludes 0)" : "");
 }
-
 
 static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
     const Group *b = &t->g[t->base];
@@ -450,8 +454,9 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                                                                         : "within",
                         s->sd_sys, s->sd_base);
             else
-                fprintf(f, "- %s: %s and %s do not differ significantly (%+.2f BLEU, p = %.4f)."
-                           "\n", o->tests[k], g, b->name, s->pb.delta, s->pb.p);
+                fprintf(f, "- %s: %s and %s do not differ significantly (%+.2f BLEU, 95%% "
+                           "interval [%+.2f, %+.2f], p = %.4f)%s.\n", o->tests[k], g, b->name,
+                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
         }
     fprintf(f, "\n");
 }

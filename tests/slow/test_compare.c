@@ -207,6 +207,10 @@ static void check_sig(const char *path) {
         EXPECT(marginal == (strstr(f[14], "interval includes 0") != NULL),
                "%s: verdict '%s' with p %g and interval [%g, %g]: a call at p < 0.05 whose "
                "interval holds 0, and only such a call, is marked", path, f[14], p, lo, hi);
+        int excludes = !(p < 0.05) && (lo > 0 || hi < 0) && fabs(d) >= 0.005;
+        EXPECT(excludes == (strstr(f[14], "interval excludes 0") != NULL),
+               "%s: verdict '%s' with p %g and interval [%g, %g]: a call at p >= 0.05 whose "
+               "interval leaves 0 out, and only such a call, is marked", path, f[14], p, lo, hi);
     }
     EXPECT(lo <= d && d <= hi && p > 0 && p <= 1, "delta %g, interval [%g, %g], p %g", d, lo, hi,
            p);
