@@ -316,7 +316,9 @@ struct Backend {
      * s = 0 .. L−1; then linear_attn_read overwrites out[B,NH,Tq,Dv] with
      * out_t = stateᵀ φ(q_t) / (φ(q_t)·zsum + 1e-6) for q [B,NH,Tq,D]. The two equal one
      * linear_attn_forward with causal = 0 over the same keys, bit for bit (a pair with L = 0 has
-     * state = zsum = 0 and out = 0). phi as linear_attn_forward. No workspace. */
+     * state = zsum = 0 and out = 0). phi as linear_attn_forward. No workspace; errors: the
+     * CUDA backend keeps a block's row scratch (read: D + 1 floats, read_backward: D + Dv + 2,
+     * summary_backward: D) in shared memory and CHECKs it against 48 KiB. */
     void (*linear_attn_summary)(float *state, float *zsum, const float *k, const float *v,
                                 const int *key_len, int phi, int B, int NH, int Tk, int D,
                                 int Dv);
@@ -411,7 +413,8 @@ struct Backend {
      * ctx[B,NH,D,Dv] = ρ_k(k)ᵀ v over the L = min(key_len[b], Tk) visible keys (key_len NULL:
      * all Tk; 0 where L = 0); efficient_attn_read overwrites out[B,NH,Tq,Dv] = ρ_q(q) ctx for
      * q [B,NH,Tq,D]. The two equal one efficient_attn_forward over the same keys, bit for bit.
-     * No workspace. */
+     * No workspace; errors: the CUDA backend keeps up to 3·D floats of a block's scratch in
+     * shared memory and CHECKs them against 48 KiB. */
     void (*efficient_attn_summary)(float *ctx, const float *k, const float *v,
                                    const int *key_len, int B, int NH, int Tk, int D, int Dv);
     void (*efficient_attn_read)(float *out, const float *q, const float *ctx, int B, int NH,

@@ -1,5 +1,5 @@
 /* ops/cuda/attn_common.cuh — what the attention kernels share (attn_sdp.cuh, attn_additive.cuh,
- * flash.cuh). Written against ops/cuda/kernel_api.h.
+ * flash.cuh, linear.cuh, efficient.cuh). Written against ops/cuda/kernel_api.h.
  */
 #ifndef TRAINER_CUDA_ATTN_COMMON_CUH
 #define TRAINER_CUDA_ATTN_COMMON_CUH

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "ops/cuda/attn_common.cuh"
 #include "ops/cuda/kernel_api.h"
 
 constexpr int EFF_THREADS = 128; /* threads per (b, h) block */
@@ -122,8 +123,7 @@ __global__ void __launch_bounds__(EFF_THREADS)
     k_efficient_forward(float *out, const float *q, const float *k, const float *v,
                         const int *key_len, int NH, int Tq, int Tk, int D, int Dv, float *work) {
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     float *ob = out + (size_t)bh * Tq * Dv;
     if (len == 0) { /* uniform in the block, before any barrier */
         for (int i = threadIdx.x; i < Tq * Dv; i += blockDim.x) ob[i] = 0.0f;
@@ -151,8 +151,7 @@ __global__ void __launch_bounds__(EFF_THREADS)
                          const float *k, const float *v, const int *key_len, int NH, int Tq,
                          int Tk, int D, int Dv, float *work) {
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     if (len == 0) return; /* uniform: out = 0 whatever q, k, v */
     float *mx = work + (size_t)bh * eff_work(Tq, D, Dv), *inv = mx + D, *cs = inv + D;
     float *C = cs + D, *dC = C + (size_t)D * Dv, *P = dC + (size_t)D * Dv, *gP = P + (size_t)Tq * D;
@@ -206,8 +205,7 @@ __global__ void __launch_bounds__(EFF_THREADS)
                         int Tk, int D, int Dv) {
     DYN_SHARED(float, sm);
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     float *C = ctx + (size_t)bh * D * Dv;
     if (len == 0) { /* uniform in the block, before any barrier */
         for (int i = threadIdx.x; i < D * Dv; i += blockDim.x) C[i] = 0.0f;
@@ -286,8 +284,7 @@ __global__ void __launch_bounds__(EFF_THREADS)
                                  int Tk, int D, int Dv) {
     DYN_SHARED(float, sm);
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     if (len == 0) return; /* uniform, before any barrier */
     float *mx = sm, *inv = sm + D, *cs = sm + 2 * D;
     const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;

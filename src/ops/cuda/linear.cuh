@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/attn_common.cuh"
 #include "ops/cuda/kernel_api.h"
 
 constexpr int LIN_THREADS = 128;     /* threads per (b, h) block */
@@ -98,8 +99,7 @@ __global__ void __launch_bounds__(LIN_THREADS)
                      float *work) {
     __shared__ float den_sh;
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     float *S = work + (size_t)bh * lin_work(Tq, D, Dv), *z = S + (size_t)D * Dv, *K = z + D,
           *Q = K + D, *o = Q + D;
     const float *qb = q + (size_t)bh * Tq * D, *kb = k + (size_t)bh * Tk * D,
@@ -159,8 +159,7 @@ __global__ void __launch_bounds__(LIN_THREADS)
                       int NH, int Tq, int Tk, int D, int Dv, float *work) {
     __shared__ float den_sh, gdo_sh;
     const int bh = blockIdx.x;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     if (len == 0) return; /* uniform in the block, before any barrier: no row sees a key */
     float *S = work + (size_t)bh * lin_work(Tq, D, Dv), *z = S + (size_t)D * Dv, *K = z + D,
           *Q = K + D, *o = Q + D, *den = o + Dv, *cc = den + Tq;
@@ -266,8 +265,7 @@ __global__ void __launch_bounds__(LIN_THREADS)
     const int bh = blockIdx.y;
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nst = (size_t)D * Dv;
     if (i >= nst + D) return; /* no barrier in this kernel */
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
     float acc = 0.0f;
     if (i < nst) {
@@ -360,8 +358,7 @@ __global__ void __launch_bounds__(LIN_THREADS)
                               int Tk, int D, int Dv) {
     DYN_SHARED(float, K);
     const int s = blockIdx.x, bh = blockIdx.y;
-    int len = key_len ? key_len[bh / NH] : Tk;
-    len = len > Tk ? Tk : (len < 0 ? 0 : len);
+    const int len = attn_key_limit(key_len, bh / NH, 0, 0, 0, Tk); /* L = min(key_len[b], Tk) */
     if (s >= len) return; /* uniform in the block, before any barrier: a padded key */
     const size_t row = (size_t)bh * Tk + s;
     const float *kr = k + row * D, *vr = v + row * Dv;
