@@ -425,6 +425,13 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                     s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
                     fmt_sd(sd1, sizeof sd1, s->sd_sys), fmt_sd(sd2, sizeof sd2, s->sd_base), v);
         }
+    int one_seed = 0; /* a significant call with one seed on a side */
+    for (int k = 0; k < o->ntests; k++)
+        for (int gi = 0; gi < t->ng; gi++) {
+            const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+            one_seed |= gi != t->base && !s->identical && fabs(s->pb.delta) >= 0.005 &&
+                        s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base));
+        }
     fprintf(f, "\nIn words, at 0.05:\n\n");
     for (int k = 0; k < o->ntests; k++)
         for (int gi = 0; gi < t->ng; gi++) {
@@ -439,11 +446,9 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                         b->name, s->pb.delta);
             else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)))
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f)%s; with one seed of %s the spread "
-                           "across seeds is not measured, so this may be a seed's luck.\n",
+                           "interval [%+.2f, %+.2f], p = %.4f)%s. †\n",
                         o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
-                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s),
-                        isfinite(s->sd_base) ? g : isfinite(s->sd_sys) ? b->name : "each");
+                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
             else if (s->pb.p < 0.05)
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
                            "interval [%+.2f, %+.2f], p = %.4f)%s; %s the seeds' standard deviations "
@@ -458,6 +463,10 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                            "interval [%+.2f, %+.2f], p = %.4f)%s.\n", o->tests[k], g, b->name,
                         s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
         }
+    if (one_seed)
+        fprintf(f, "\n† One seed on a side: the spread across seeds is not measured, so the call "
+                   "says that the test sentences support the difference, not that another seed "
+                   "would repeat it.\n");
     fprintf(f, "\n");
 }
 
