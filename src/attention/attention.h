@@ -9,8 +9,8 @@
  * flag (key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq); output
  * o [B, NH, Tq, HS]; what the kind saves for backward (weights [B, NH, Tq, Tk], lse [B, NH, Tq]
  * or nothing). The Transformer calls it through mha.c (projections and heads); the RNN decoder
- * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys = values
- * = the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
+ * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys and
+ * values from the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
  * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),

@@ -218,12 +218,19 @@ void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKin
     memset(r, 0, sizeof *r);
     int NH = attention_row(kind)->multi_head ? heads : 1;
     attention_declare(&r->at, ps, prefix, kind, Dq, Dk, NH, 1, INIT_UNIFORM, opt);
+    if (!attention_row(kind)->multi_head) return;
+    char name[128];
+    r->proj = 1;
+    snprintf(name, sizeof name, "%s.W_q", prefix);
+    params_declare(ps, &r->W_q, name, INIT_UNIFORM, 2, Dq, Dk);
+    snprintf(name, sizeof name, "%s.W_k", prefix);
+    params_declare(ps, &r->W_k, name, INIT_UNIFORM, 2, Dk, Dk);
 }
 
-/* Keys prepared once per batch: U h̄ (additive), or the keys split into heads (NH > 1); then
- * the kind's summary of them where it has one (attention.h). */
+/* Keys prepared once per batch: U h̄ (additive), or the key heads of h̄ W_k and the value heads
+ * of h̄ (multi-head); then the kind's summary of them where it has one (attention.h). */
 static int kbuf_width(const RnnAttn *r) {
-    return r->at.k_transform ? r->at.A : r->at.NH > 1 ? r->at.Dk : 0;
+    return r->proj ? 2 * r->at.Dk : r->at.k_transform ? r->at.A : 0;
 }
 
 static size_t summary_floats(const RnnAttn *r, int B, int Tk) {
@@ -257,26 +264,34 @@ size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, in
            attention_workspace(&r->at, be, B, Tq, Tk);
 }
 
-/* The keys and values of the core call: k = kbuf (U h̄ or key heads) or h̄; v = key heads or
- * h̄. */
+/* The keys and values of the core call: k = kbuf (U h̄ or key heads) or h̄; v = the value heads
+ * after the B·Tk·Dk floats of key heads, or h̄. */
 static const float *core_k(const RnnAttn *r, const float *enc) {
     return kbuf_width(r) ? r->kbuf : enc;
 }
-static const float *core_v(const RnnAttn *r, const float *enc) {
-    return r->at.NH > 1 ? r->kbuf : enc;
+static const float *core_v(const RnnAttn *r, const float *enc, int B, int Tk) {
+    return r->proj ? r->kbuf + (size_t)B * Tk * r->at.Dk : enc;
 }
-/* Where their gradients go: dkbuf (prepared keys, key heads) or denc. */
+/* Where their gradients go: dkbuf (prepared keys, key and value heads) or denc. */
 static float *core_dk(const RnnAttn *r, float *denc) { return kbuf_width(r) ? r->dkbuf : denc; }
-static float *core_dv(const RnnAttn *r, float *denc) { return r->at.NH > 1 ? r->dkbuf : denc; }
+static float *core_dv(const RnnAttn *r, float *denc, int B, int Tk) {
+    return r->proj ? r->dkbuf + (size_t)B * Tk * r->at.Dk : denc;
+}
 
 void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const int *key_len,
                     int B, int Tk) {
     const Attention *a = &r->at;
     if (!rnn_attn_kbuf_floats(r, (long)B * Tk, B)) return;
-    if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* kp = h̄ Uᵀ */
-    else if (kbuf_width(r)) be->permute0213_forward(r->kbuf, enc, B, Tk, a->NH, a->HS); /* heads */
+    if (r->proj) {
+        float *vh = r->kbuf + (size_t)B * Tk * a->Dk;
+        be->matmul(vh, enc, r->W_k.w, B * Tk, a->Dk, a->Dk, 0, 0, 1.0f, 0.0f); /* k' = h̄ W_k */
+        be->permute0213_forward(r->kbuf, vh, B, Tk, a->NH, a->HS);              /* key heads */
+        be->permute0213_forward(vh, enc, B, Tk, a->NH, a->HS);                  /* value heads */
+    } else if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* h̄ Uᵀ */
     float *sum = summary_of(r, r->kbuf, B, Tk);
-    if (sum) a->ops->summary_forward(a, be, sum, core_k(r, enc), core_v(r, enc), key_len, B, Tk);
+    if (sum)
+        a->ops->summary_forward(a, be, sum, core_k(r, enc), core_v(r, enc, B, Tk), key_len, B,
+                                Tk);
     be->zero(r->dkbuf, sizeof(float) * rnn_attn_kbuf_floats(r, (long)B * Tk, B));
 }
 
@@ -284,7 +299,8 @@ void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *sa
                       const float *q, const float *enc, const int *key_len, int B, int Tq,
                       int Tk, float *work) {
     const Attention *a = &r->at;
-    attention_query_forward(a, be, qsave, q, B * Tq); /* q' (general: h W_a; additive: W_q h) */
+    if (r->proj) be->matmul(qsave, q, r->W_q.w, B * Tq, a->Dk, a->Dq, 0, 0, 1.0f, 0.0f); /* q W_q */
+    else attention_query_forward(a, be, qsave, q, B * Tq); /* general: h W_a; additive: W_q h */
     const float *qh = qsave;
     float *oh = ctx;
     if (split(r, Tq)) { /* [B,Tq,NH,HS] → [B,NH,Tq,HS] */
@@ -295,8 +311,8 @@ void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *sa
     }
     const float *sum = summary_of(r, r->kbuf, B, Tk);
     if (sum) a->ops->forward_summary(a, be, oh, qh, sum, B, Tq, work);
-    else attention_forward(a, be, oh, save, qh, core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq,
-                           Tk, work);
+    else attention_forward(a, be, oh, save, qh, core_k(r, enc), core_v(r, enc, B, Tk), key_len, 0,
+                           B, Tq, Tk, work);
     if (oh != ctx) be->permute0213_forward(ctx, oh, B, a->NH, Tq, a->HS); /* merge the heads */
 }
 
@@ -324,10 +340,14 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
     if (sum) /* dk, dv at rnn_attn_end_backward, from the summed summary gradient */
         a->ops->backward_summary(a, be, dqh, summary_of(r, r->dkbuf, B, Tk), doh, qh, sum, B, Tq,
                                  work);
-    else attention_backward(a, be, dqh, core_dk(r, denc), core_dv(r, denc), doh, oh, save, qh,
-                            core_k(r, enc), core_v(r, enc), key_len, 0, B, Tq, Tk, work);
+    else attention_backward(a, be, dqh, core_dk(r, denc), core_dv(r, denc, B, Tk), doh, oh, save,
+                            qh, core_k(r, enc), core_v(r, enc, B, Tk), key_len, 0, B, Tq, Tk,
+                            work);
     if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
-    attention_query_backward(a, be, dq, dqp, q, B * Tq);
+    if (r->proj) { /* q' = q W_q → dW_q += qᵀ dq', dq += dq' W_qᵀ */
+        be->matmul(r->W_q.g, q, dqp, a->Dq, a->Dk, B * Tq, 1, 0, 1.0f, 1.0f);
+        be->matmul(dq, dqp, r->W_q.w, B * Tq, a->Dq, a->Dk, 0, 1, 1.0f, 1.0f);
+    } else attention_query_backward(a, be, dq, dqp, q, B * Tq);
 }
 
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
@@ -335,19 +355,25 @@ void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, con
     const Attention *a = &r->at;
     float *dsum = summary_of(r, r->dkbuf, B, Tk);
     if (dsum) /* into the key heads' gradient (dkbuf), or denc for one head */
-        a->ops->summary_backward(a, be, core_dk(r, denc), core_dv(r, denc), dsum,
-                                 summary_of(r, r->kbuf, B, Tk), core_k(r, enc), core_v(r, enc),
-                                 key_len, B, Tk);
-    if (!kbuf_width(r)) return;
-    if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
-    else be->permute0213_backward(denc, r->dkbuf, B, Tk, a->NH, a->HS);
+        a->ops->summary_backward(a, be, core_dk(r, denc), core_dv(r, denc, B, Tk), dsum,
+                                 summary_of(r, r->kbuf, B, Tk), core_k(r, enc),
+                                 core_v(r, enc, B, Tk), key_len, B, Tk);
+    if (r->proj) {
+        size_t n = (size_t)B * Tk * a->Dk;
+        float *dvh = r->dkbuf + n, *dkp = dvh; /* the value heads' gradient, then dk' merged */
+        be->permute0213_backward(denc, dvh, B, Tk, a->NH, a->HS); /* values: denc += merged */
+        be->zero(dkp, sizeof(float) * n);
+        be->permute0213_backward(dkp, r->dkbuf, B, Tk, a->NH, a->HS); /* dk' [B·Tk, Dk] */
+        be->matmul(r->W_k.g, enc, dkp, a->Dk, a->Dk, B * Tk, 1, 0, 1.0f, 1.0f); /* += h̄ᵀ dk' */
+        be->matmul(denc, dkp, r->W_k.w, B * Tk, a->Dk, a->Dk, 0, 1, 1.0f, 1.0f); /* += dk' W_kᵀ */
+    } else if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
 }
 
 void rnn_attn_weights(const RnnAttn *r, const Backend *be, float *w, const float *qsave,
                       const float *enc, const int *key_len, int B, int Tk) {
     const Attention *a = &r->at;
     size_t nq = (size_t)B * rnn_attn_qsave_width(r);
-    size_t nk = kbuf_width(r) ? (size_t)B * Tk * kbuf_width(r) : (size_t)B * Tk * a->Dk;
+    size_t nk = (size_t)B * Tk * (a->k_transform ? a->A : a->Dk); /* the keys alone */
     float *hq = xmalloc(sizeof(float) * nq), *hk = xmalloc(sizeof(float) * nk);
     float *hw = xmalloc(sizeof(float) * ((size_t)B * Tk + 1)), *hv = NULL;
     int *hl = xmalloc(sizeof(int) * B);

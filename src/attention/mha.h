@@ -32,9 +32,11 @@
  * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
  * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
  *
- * The RNN decoder uses the same table without projections (RnnAttn below, Luong et al. 2015
- * §3.1): queries are decoder states, keys = values = encoder states, heads split from the width
- * for the multi-head kinds.
+ * The RNN decoder uses the same table (RnnAttn below, Luong et al. 2015 §3.1): queries are
+ * decoder states, keys and values the encoder states. Luong's and Bahdanau's kinds bring their
+ * own transforms (W_a; W, U); the multi-head kinds get the query and key projections of
+ * eq. MultiHead, q' = h_t W_q and k' = h̄ W_k, split into heads, with the encoder states
+ * themselves, split the same way, as values (h̃_t = tanh(W_c [c_t; h_t]) takes W_o's place).
  *
  * Memory: every tensor here is backend memory unless a comment says host. Sizes are floats.
  * Errors: none of these functions returns a Status; kinds and sizes were accepted by
@@ -136,27 +138,30 @@ void mha_attend(const Mha *a, const Backend *be, float *o, float *save, const fl
 void mha_weights_host(const Attention *a, float *w, const float *q, const float *k,
                       const float *v_a, const int *key_len, int R, int Tk);
 
-/* ---- the RNN decoder's attention (no projections around it) ----
- * q [B,Tq,Dq] decoder states, keys = values = enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
+/* ---- the RNN decoder's attention (no W_v, W_o around it) ----
+ * q [B,Tq,Dq] decoder states, enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
  * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor,
- * linformer), else
- * 1.
- * Per batch, rnn_attn_begin prepares the keys (the additive U h̄ and/or the key heads) in kbuf,
- * then, for a kind with a summary of its keys (attention.h; linformer: E K, F V), that summary,
- * which every step reads instead of the keys, and zeroes dkbuf; after every backward call of the
- * batch, rnn_attn_end_backward turns dkbuf (the summary's summed gradient, then the keys') into
- * denc and parameter gradients. */
+ * linformer), else 1. The multi-head kinds: q' = q W_q, k' = enc W_k, values = enc (Vaswani et
+ * al. 2017 §3.2.2, W^Q and W^K; the kind's score on q', k' as in the Transformer).
+ * Per batch, rnn_attn_begin prepares the keys (the additive U h̄, or the multi-head kinds' key
+ * and value heads) in kbuf, then, for a kind with a summary of its keys (attention.h; linformer:
+ * E K, F V), that summary, which every step reads instead of the keys, and zeroes dkbuf; after
+ * every backward call of the batch, rnn_attn_end_backward turns dkbuf (the summary's summed
+ * gradient, then the keys' and values') into denc and parameter gradients. */
 typedef struct {
     Attention at;
-    float *kbuf, *dkbuf; /* [B·Tk·max(A,Dk) + summary] backend memory (rnn_attn_kbuf_floats),
-                          * or NULL */
+    Param W_q, W_k;      /* the multi-head kinds: W_q [Dq, Dk], W_k [Dk, Dk]; else unused */
+    int proj;            /* 1 for the multi-head kinds (W_q, W_k declared) */
+    float *kbuf, *dkbuf; /* [B·Tk·(A, or 2·Dk: key heads, then value heads) + summary] backend
+                          * memory (rnn_attn_kbuf_floats), or NULL */
 } RnnAttn;
 
 /* Declares the kind's parameters under prefix (INIT_UNIFORM, as the rest of the RNN; opt: the
- * kinds' options, NULL for defaults). Dq decoder
- * width, Dk encoder output width; heads used by the multi-head kinds only. kind != none, accepted
- * by attention_supports for ATTN_SLOT_RNN (else attention_declare's CHECK). Source: Luong et al.
- * 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation for the score. */
+ * kinds' options, NULL for defaults), then, for a multi-head kind, prefix.W_q and prefix.W_k.
+ * Dq decoder width, Dk encoder output width; heads used by the multi-head kinds only. kind !=
+ * none, accepted by attention_supports for ATTN_SLOT_RNN (else attention_declare's CHECK).
+ * Source: Luong et al. 2015 §3.1 / Bahdanau et al. 2015 §3.1 (the query), the kind's equation
+ * for the score, Vaswani et al. 2017 §3.2.2 (the multi-head kinds' projections). */
 void rnn_attn_declare(RnnAttn *r, ParamSet *ps, const char *prefix, AttentionKind kind, int Dq,
                       int Dk, int heads, const AttentionOptions *opt);
 /* Sizes (no errors): floats of kbuf (and of dkbuf) for NK = B·Tk key rows of B sentences (0: not
@@ -169,9 +174,9 @@ int rnn_attn_qsave_width(const RnnAttn *r);
 /* Floats of work for forward and backward with B, Tq, Tk. */
 size_t rnn_attn_workspace(const RnnAttn *r, const Backend *be, int B, int Tq, int Tk);
 /* Once per batch, before the first forward: kbuf = the keys the kind attends over, from
- * enc [B,Tk,Dk] (additive own_proj: enc Uᵀ [B,Tk,A]; multi-head: key heads [B,NH,Tk,HS]), and
- * the kind's summary of them (key_len [B], backend memory); zeroes dkbuf. Nothing when kbuf is
- * not needed. No errors. */
+ * enc [B,Tk,Dk] (additive own_proj: enc Uᵀ [B,Tk,A]; multi-head: the heads [B,NH,Tk,HS] of
+ * enc W_k, then those of enc, the values), and the kind's summary of them (key_len [B], backend
+ * memory); zeroes dkbuf. Nothing when kbuf is not needed. No errors. */
 void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const int *key_len,
                     int B, int Tk);
 /* ctx[B,Tq,Dk] and save from q[B,Tq,Dq]; qsave [B,Tq,qsave width] keeps the transformed query;
@@ -189,7 +194,8 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
                        int Tk, float *work);
 /* Once per batch, after the last backward: denc [B,Tk,Dk] += dkbuf carried back through the
  * kind's summary (key_len [B] as rnn_attn_begin's) and the key transform (additive: dU += dkpᵀ
- * enc, denc += dkp U; multi-head: merged key heads). No errors. */
+ * enc, denc += dkp U; multi-head: the merged value heads' gradient, and dk' the merged key
+ * heads': dW_k += encᵀ dk', denc += dk' W_kᵀ). Leaves dkbuf spent. No errors. */
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
                            const int *key_len, int B, int Tk);
 /* The attention map of one decoding step (Tq = 1), averaged over heads: w [B,Tk] (backend

@@ -12,8 +12,9 @@
  * Decoder: embedding → L layers initialised from the encoder's final states (layer l gets
  * [→h_final; ←h_final] (and c) of encoder layer l when the layer counts match, zeros otherwise).
  * Attention (model.attention; any kind of the attention table, attention.h, through mha.h's
- * RnnAttn: keys = values = h̄, the kind's own query/key transforms, model.heads heads for the
- * multi-head kinds sdp, flash, linear, efficient and taylor, one head for the others):
+ * RnnAttn: keys and values h̄, the kind's own query/key transforms; the multi-head kinds sdp,
+ * flash, linear, efficient, taylor and linformer score h_t W_q against h̄ W_k in model.heads
+ * heads, values h̄; one head for the others):
  *  - luong_dot | luong_general | luong_concat (Luong et al. 2015), sdp, flash, linear, efficient,
  *    taylor:
  *    attention on the current top state h_t gives c_t; h̃_t = tanh(W_c [c_t; h_t]) (eq. 5). With input feeding (§3.3) layer 0

@@ -36,7 +36,7 @@ struct RnnModel {
     Param emb_src, emb_tgt; /* [V,E] */
     RnnLayer enc[2 * MAXL]; /* layer l, direction d at [2l+d]; in → G·Hd */
     RnnLayer dec[MAXL];
-    RnnAttn attn;                /* the attention (style != DEC_NONE), keys = values = h̄ */
+    RnnAttn attn;                /* the attention (style != DEC_NONE) over h̄ */
     Param W_c;                   /* [H, 2H] (none: [H, H]): h̃ = tanh(W_c [c; h]) */
     float *W_cT;                 /* W_cᵀ, backend memory (transpose_weights) */
     Param W_out, b_out;          /* [V, H], [V] */
