@@ -529,8 +529,57 @@ static Status write_tradeoff(const ReportOpts *o, const Table *t, const char *pn
     return rc;
 }
 
-/* The heatmaps of the first run of each group that has them; their Markdown into f. */
+/* 1 if map m of an archive is one the report draws: a chosen sentence of the first test set. */
+static int drawn_map(const ReportOpts *o, const ArchiveMap *m) {
+    if (strcmp(m->test, o->tests[0])) return 0;
+    for (int k = 0; k < o->nsentences; k++)
+        if (m->sentence == o->sentences[k]) return 1;
+    return 0;
+}
+
+/* How peaked a group's weights are, over the rows of every drawn map of its runs: sums of each
+ * row's entropy −Σ_s w_s ln w_s (nats; the row renormalised, its weights being rounded), of
+ * the entropy ln S of a uniform row over the same S source pieces, and of the largest weight;
+ * *rows counts the rows. */
+static void map_sharpness(const ReportOpts *o, const Group *g, double *h, double *u, double *mx,
+                          int *rows) {
+    *h = *u = *mx = 0, *rows = 0;
+    for (int i = 0; i < g->n; i++)
+        for (int m = 0; m < g->runs[i]->nmaps; m++) {
+            const ArchiveMap *am = &g->runs[i]->maps[m];
+            if (!drawn_map(o, am) || am->map.S < 1) continue;
+            for (int t = 0; t < am->map.T; t++) {
+                const float *w = am->map.w + (size_t)t * am->map.S;
+                double z = 0, top = 0, e = 0;
+                for (int j = 0; j < am->map.S; j++) z += w[j], top = fmax(top, w[j]);
+                if (!(z > 0)) continue;
+                for (int j = 0; j < am->map.S; j++)
+                    if (w[j] > 0) e -= w[j] / z * log(w[j] / z);
+                *h += e, *u += log((double)am->map.S), *mx += top / z, (*rows)++;
+            }
+        }
+}
+
+/* The heatmaps of the first run of each group that has them, after a table of how peaked every
+ * group's weights are (map_sharpness); their Markdown into f. */
 static Status write_maps(FILE *f, const ReportOpts *o, const Table *t, Err *err) {
+    int any = 0;
+    for (int gi = 0; gi < t->ng; gi++) {
+        double h, u, mx;
+        int rows;
+        map_sharpness(o, &t->g[gi], &h, &u, &mx, &rows);
+        if (!rows) continue;
+        if (!any++)
+            fprintf(f, "How peaked the weights are, over every row of the maps below (the "
+                       "sentences chosen, every seed's greedy translation; the weights the maps "
+                       "draw: a Transformer's last cross-attention layer, heads averaged): the mean "
+                       "entropy of a row, that of a uniform row over the same source pieces, "
+                       "and the mean largest weight of a row.\n\n| config | rows | entropy "
+                       "(nats) | uniform (nats) | largest weight |\n|---|--:|--:|--:|--:|\n");
+        fprintf(f, "| %s | %d | %.2f | %.2f | %.2f |\n", t->g[gi].name, rows, h / rows, u / rows,
+                mx / rows);
+    }
+    if (any) fprintf(f, "\n");
     for (int gi = 0; gi < t->ng; gi++) {
         const Group *g = &t->g[gi];
         const Archive *a = NULL;

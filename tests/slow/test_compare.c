@@ -321,6 +321,21 @@ int main(void) {
         EXPECT(strstr(mdt, "Report written ") && strstr(mdt, " by trainer "),
                "%s: no line naming the date and machine", md);
         EXPECT(strstr(mdt, "K = 2"), "%s: the decoding settings (beam 2) are not named", md);
+        for (int r = 0; r < 2; r++) { /* how peaked the weights are: a row per config */
+            const char *row = strstr(mdt, tr_fmt("\n| %s | ", runs[r]));
+            const char *sharp = strstr(mdt, "| config | rows | entropy (nats) | uniform (nats) |");
+            while (row && sharp && row < sharp) row = strstr(row + 1, tr_fmt("\n| %s | ", runs[r]));
+            int rows = 0;
+            double h = NAN, u = NAN, mx = NAN;
+            int nf = row ? sscanf(row + strlen(runs[r]) + 5, "%d | %lf | %lf | %lf |", &rows, &h,
+                                  &u, &mx)
+                         : 0;
+            EXPECT(sharp && nf == 4 && rows > 0 && h >= 0 && h <= u + 1e-9 && u > 0 &&
+                       mx > 0 && mx <= 1 && mx >= exp(-u) - 0.01,
+                   "%s: the table of how peaked the weights are lacks a plausible row for %s "
+                   "(rows %d, entropy %g, uniform %g, largest weight %g)", md, runs[r], rows, h,
+                   u, mx);
+        }
         EXPECT(strstr(mdt, "](curves.png)") && strstr(mdt, "](tradeoff.png)") &&
                    strstr(mdt, "](attention_general_0.png)") &&
                    strstr(mdt, "](attention_dot_2.png)"),
