@@ -13,6 +13,7 @@
  * and prints
  *
  *   trainer: X tokens/s (N steps, T threads)
+ *   bench_train: peak resident memory M MiB (the whole process)
  *
  * where tokens are the non-padding source + target tokens of the timed batches (targets count
  * EOS), as in the trainer's own tok/s. Host-side batch building is done before timing (the
@@ -54,6 +55,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/machine.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/encoded.h"
@@ -306,6 +308,8 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
     printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
+    printf("bench_train: peak resident memory %.1f MiB (the whole process)\n",
+           machine_peak_rss_mb());
     if (profile)
         print_profile(nsteps, dt, profile, threads,
                       cfg.device == DEVICE_CPU ? backend_cpu_gemm_name() : "cublas");

@@ -26,7 +26,8 @@
 # Prints and writes, for each table of the plan: config, attention kinds (as bench_train names
 # them: the Transformer's encoder self / decoder self / cross, the RNN's one), parameters, the
 # median tokens/s over the R rounds, min–max, and the ratio of the median to the table's
-# baseline config's median (the table's `baseline =`; "—" where it has none); above the tables
+# baseline config's median (the table's `baseline =`; "—" where it has none), and the peak
+# memory (bench_train's "peak resident memory", the largest over the rounds); above the tables
 # a header with the date (UTC), the machine (/proc/cpuinfo model name, cpu family, model; CPUs),
 # threads, batches, rounds, precision, /proc/loadavg before and after, the commit (git describe)
 # and the exact command. It warns where the 1-minute load was above 0.5 before it started
@@ -163,7 +164,7 @@ load0=$(cat /proc/loadavg)
 echo "study_speed: $n configs of $plan, $rounds rounds interleaved, $warmup warm-up + $batches timed batches, $threads thread(s), precision $precision"
 echo "machine: $machine; load average before: $load0"
 echo "round,position,table,config,tokens_per_s,utc" >"$runs_csv"
-declare -A tps_list=() params=() attn=()
+declare -A tps_list=() params=() attn=() mem=()
 for ((r = 1; r <= rounds; r++)); do
   for ((j = 0; j < n; j++)); do
     i=${pick[$(((j + r - 1) % n))]}
@@ -180,6 +181,8 @@ for ((r = 1; r <= rounds; r++)); do
     tps=$(sed -n 's/^trainer: \([0-9.]*\) tokens\/s.*/\1/p' "$log" | tail -1)
     [ -n "$tps" ] || { cat "$log" >&2; die "no 'trainer: X tokens/s' line from bench_train on ${cpaths[$i]}"; }
     tps_list[$name]+="$tps "
+    m=$(sed -n 's/^bench_train: peak resident memory \([0-9.]*\) MiB.*/\1/p' "$log" | tail -1)
+    [ -z "$m" ] || mem[$name]=$(awk -v a="${mem[$name]:-0}" -v b="$m" 'BEGIN { printf "%.0f", (a + 0 > b + 0 ? a : b) }')
     params[$name]=$(sed -n 's/.*; \([0-9]*\) parameters;.*/\1/p' "$log" | tail -1)
     attn[$name]=$(sed -n 's/.* attention \([a-z_/]*\)[ ,].*/\1/p' "$log" | tail -1)
     echo "$r,$((j + 1)),${ctable[$i]},$name,$tps,$(date -u '+%Y-%m-%dT%H:%M:%SZ')" >>"$runs_csv"
@@ -211,7 +214,7 @@ done
   echo "- commit: $commit"
   echo "- command: \`$cmdline\`"
   echo
-  echo "Tokens/s: non-padding source + target tokens of the timed steps over their wall time (bench/README.md). Ratio: the config's median over the table's baseline's median."
+  echo "Tokens/s: non-padding source + target tokens of the timed steps over their wall time (bench/README.md). Ratio: the config's median over the table's baseline's median. Peak memory: the largest resident set of bench_train's process over the rounds (model, optimizer state, buffers sized for the largest batch the config admits, the corpus)."
   for t in "${tnames[@]}"; do
     b=${tbase[$t]}
     rows=0
@@ -220,26 +223,26 @@ done
     echo
     echo "## ${ttitle[$t]} (table $t${b:+, baseline $b})"
     echo
-    echo "| config | attention | parameters | median tokens/s | min–max | ratio to ${b:-baseline} |"
-    echo "|---|---|---:|---:|---:|---:|"
+    echo "| config | attention | parameters | median tokens/s | min–max | ratio to ${b:-baseline} | peak memory (MiB) |"
+    echo "|---|---|---:|---:|---:|---:|---:|"
     for i in "${pick[@]}"; do
       [ "${ctable[$i]}" = "$t" ] || continue
       c=${cnames[$i]}
       ratio="—"
       [ -z "$b" ] || [ -z "${med[$b]:-}" ] || ratio=$(awk -v a="${med[$c]}" -v b="${med[$b]}" 'BEGIN { printf "%.3f", a / b }')
       mark=""; [ "$c" != "$b" ] || mark=" (baseline)"
-      echo "| $c$mark | ${attn[$c]:-?} | ${params[$c]:-?} | ${med[$c]} | ${lo[$c]}–${hi[$c]} | $ratio |"
+      echo "| $c$mark | ${attn[$c]:-?} | ${params[$c]:-?} | ${med[$c]} | ${lo[$c]}–${hi[$c]} | $ratio | ${mem[$c]:-?} |"
     done
   done
 } >"$tmp/table.md"
 cp "$tmp/table.md" "$out"
 {
-  echo "table,config,attention,parameters,precision,threads,warmup,batches,rounds,median_tokens_per_s,min_tokens_per_s,max_tokens_per_s,ratio_to_baseline"
+  echo "table,config,attention,parameters,precision,threads,warmup,batches,rounds,median_tokens_per_s,min_tokens_per_s,max_tokens_per_s,ratio_to_baseline,peak_rss_mib"
   for i in "${pick[@]}"; do
     c=${cnames[$i]} t=${ctable[$i]} b=${tbase[${ctable[$i]}]}
     ratio=""
     [ -z "$b" ] || [ -z "${med[$b]:-}" ] || ratio=$(awk -v a="${med[$c]}" -v b="${med[$b]}" 'BEGIN { printf "%.4f", a / b }')
-    echo "$t,$c,${attn[$c]:-},${params[$c]:-},$precision,$threads,$warmup,$batches,$rounds,${med[$c]},${lo[$c]},${hi[$c]},$ratio"
+    echo "$t,$c,${attn[$c]:-},${params[$c]:-},$precision,$threads,$warmup,$batches,$rounds,${med[$c]},${lo[$c]},${hi[$c]},$ratio,${mem[$c]:-}"
   done
 } >"$csv"
 echo

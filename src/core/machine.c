@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -48,4 +49,10 @@ const char *machine_utc_now(char *buf, size_t n) {
     gmtime_r(&now, &tm);
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return buf;
+}
+
+double machine_peak_rss_mb(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return ru.ru_maxrss / 1024.0;
 }

@@ -11,6 +11,10 @@
  * model 2)"; returns buf. */
 const char *machine_cpu(char *buf, size_t n);
 
+/* Peak resident set size of this process so far, in MiB (getrusage's ru_maxrss, KiB on
+ * Linux); 0 where getrusage fails. */
+double machine_peak_rss_mb(void);
+
 /* The current UTC time as ISO 8601 ("2026-11-27T23:25:19Z") into buf (n >= 21); returns buf. */
 const char *machine_utc_now(char *buf, size_t n);
 

@@ -46,6 +46,23 @@ static inline int bounds_grow(BatchBounds *cap, BatchBounds want) {
     return 1;
 }
 
+/* The largest f(ctx, b, tq, tk) of the batches within bounds, for a call over tq query and tk
+ * key positions per sentence: b <= B sentences, tq <= min(Tq, NQ / b), tk <= min(Tk, NK / b)
+ * (a batch's padded positions are within NQ and NK). f must not decrease in any of its sizes;
+ * the largest over b = 1..B is then the exact bound, where f(B, Tq, Tk) counts positions no
+ * batch holds. No errors. */
+static inline size_t bounds_max(size_t (*f)(const void *ctx, int b, int tq, int tk),
+                                const void *ctx, int B, int Tq, int Tk, long NQ, long NK) {
+    size_t w = 0;
+    for (int b = 1; b <= B; b++) {
+        long tq = NQ / b < Tq ? NQ / b : Tq, tk = NK / b < Tk ? NK / b : Tk;
+        if (tq < 1 || tk < 1) break;
+        size_t x = f(ctx, b, (int)tq, (int)tk);
+        w = x > w ? x : w;
+    }
+    return w;
+}
+
 /* 1 if a batch of B sentences, S source and T target positions fits in cap. No errors. */
 static inline int bounds_fit(const BatchBounds *cap, int B, int S, int T) {
     return B <= cap->B && S <= cap->S && T <= cap->T && (long)B * S <= cap->NS &&

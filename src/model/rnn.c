@@ -159,6 +159,12 @@ void rnn_release(RnnModel *m) {
     m->cap = (BatchBounds){0};
 }
 
+/* The batched attention call's workspace (bounds_max's f): ctx the model. */
+static size_t batched_attn_workspace(const void *ctx, int B, int T, int S) {
+    const RnnModel *m = ctx;
+    return rnn_attn_workspace(&m->attn, m->be, B, T, S);
+}
+
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
@@ -228,7 +234,7 @@ void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     if (m->style != DEC_NONE) { /* per step (Tq = 1) or batched (Tq = T) */
         m->attw = rnn_act(m, rnn_attn_save_floats(&m->attn, NT, S));
         size_t w1 = rnn_attn_workspace(&m->attn, m->be, B, 1, S);
-        size_t wT = rnn_attn_workspace(&m->attn, m->be, B, T, S);
+        size_t wT = bounds_max(batched_attn_workspace, m, B, T, S, NT, NS); /* Tq = T */
         m->attn_work_cap = w1 > wT ? w1 : wT;
         m->attn_work = rnn_act(m, m->attn_work_cap);
         m->attn_map = rnn_act(m, (size_t)B * S);

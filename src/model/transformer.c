@@ -141,6 +141,17 @@ void transformer_release(TfModel *m) {
     m->cap = (BatchBounds){0};
 }
 
+/* One attention on one backend, for bounds_max: its workspace for b sentences of tq queries and
+ * tk keys. */
+typedef struct {
+    const Mha *a;
+    const Backend *be;
+} MhaOn;
+static size_t mha_on_workspace(const void *ctx, int b, int tq, int tk) {
+    const MhaOn *o = ctx;
+    return mha_workspace_floats(o->a, o->be, b, tq, tk);
+}
+
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
@@ -166,12 +177,14 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->fh1 = act(m, NM * m->F), m->fh2 = act(m, NM * m->F);
     m->scr.work_cap = 0; /* the attention ops' workspace: the largest call of any layer */
     for (int l = 0; l < m->Le; l++) {
-        size_t a = mha_workspace_floats(&m->enc[l].self, m->be, B, S, S);
+        MhaOn e = {&m->enc[l].self, m->be};
+        size_t a = bounds_max(mha_on_workspace, &e, B, S, S, NS, NS);
         m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
     }
     for (int l = 0; l < m->Ld; l++) {
-        size_t a = mha_workspace_floats(&m->dec[l].self, m->be, B, T, T);
-        size_t b = mha_workspace_floats(&m->dec[l].cross, m->be, B, T, S);
+        MhaOn d = {&m->dec[l].self, m->be}, c = {&m->dec[l].cross, m->be};
+        size_t a = bounds_max(mha_on_workspace, &d, B, T, T, NT, NT);
+        size_t b = bounds_max(mha_on_workspace, &c, B, T, S, NT, NS);
         m->scr.work_cap = a > m->scr.work_cap ? a : m->scr.work_cap;
         m->scr.work_cap = b > m->scr.work_cap ? b : m->scr.work_cap;
     }

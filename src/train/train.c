@@ -12,7 +12,6 @@
 #include <omp.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/machine.h"
@@ -95,13 +94,6 @@ static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus
     printf("  e.g. src: %s\n       hyp: %s\n       ref: %s\n", val->src[0], hyp[0], val->tgt[0]);
     free_lines(hyp, n);
     return STATUS_OK;
-}
-
-/* Peak resident set size of this process so far, in MiB (getrusage ru_maxrss, KiB on Linux). */
-static double peak_rss_mb(void) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return ru.ru_maxrss / 1024.0;
 }
 
 /* Progress since the last log line. */
@@ -246,7 +238,7 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
                                 : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
     runlog_write_val(r->metrics, &(RunVal){st->epoch, st->step, vppl, vbleu, vchrf, st->elapsed,
-                                           peak_rss_mb()},
+                                           machine_peak_rss_mb()},
                      optim_lr(cfg, st->step + 1, st->lr_scale));
     fflush(stdout);
     Status bs = STATUS_OK;

@@ -6,13 +6,20 @@
  * batch_alloc sized once (never moved), also for a batch without targets (decoding). And
  * batch_shard (data parallelism): for 1..5 ranks on every batch, the shards are contiguous, in
  * rank order, cover the batch once, their target tokens (as batch_fill counts them) add up to
- * the returned total, and each is within one sentence of total / ranks (the nearest cut). */
+ * the returned total, and each is within one sentence of total / ranks (the nearest cut).
+ * bounds_max (core/tokens.h): no planned batch asks more of three workspace-like sizes than
+ * bounds_max of batch_bounds' bounds gives, and a case worked by hand. */
 #include <math.h>
 #include <string.h>
 
 #include "data/batch.h"
 #include "core/tokens.h"
 #include "testutil.h"
+
+/* Workspace-like sizes of a call over b sentences, tq queries and tk keys, for bounds_max. */
+static size_t ws_btt(const void *c, int b, int tq, int tk) { return (void)c, (size_t)b * tq * tk; }
+static size_t ws_b(const void *c, int b, int tq, int tk) { return (void)c, (void)tq, (void)tk, (size_t)b; }
+static size_t ws_tt(const void *c, int b, int tq, int tk) { return (void)c, (void)b, (size_t)tq * tk; }
 
 int main(void) {
     Rng r;
@@ -63,12 +70,18 @@ int main(void) {
     TokenBatch first = hb; /* the buffers batch_fill must keep using */
     long layout_bad = 0;
     BatchBounds pb = batch_plan_bounds(&p1, &e), seen_b = {1, 1, 1, 1, 1};
+    size_t (*const bound_fn[3])(const void *, int, int, int) = {ws_btt, ws_b, ws_tt};
+    size_t bound_max[3];
+    long beyond_max = 0;
+    for (int f = 0; f < 3; f++) bound_max[f] = bounds_max(bound_fn[f], NULL, bB, bT, bS, budget, budget);
     for (long k = 0; k < p1.nbatches; k++) {
         int B = (int)(p1.start[k + 1] - p1.start[k]);
         const long *ix = p1.idx + p1.start[k];
         batch_fill(&hb, &e, ix, B);
         bounds_grow(&seen_b, (BatchBounds){B, hb.S, hb.T, (long)B * hb.S, (long)B * hb.T});
         if ((long)B * (hb.S + hb.T) > budget) over++;
+        for (int f = 0; f < 3; f++) /* every batch within bounds_max of the reserve's bounds */
+            if (bound_fn[f](NULL, B, hb.T, hb.S) > bound_max[f]) beyond_max++;
         EXPECT(B <= bB && hb.S <= bS && hb.T <= bT, "batch %ld beyond batch_bounds", k);
         EXPECT(hb.src == first.src && hb.tgt_row_id == first.tgt_row_id,
                "batch_fill moved the buffers");
@@ -126,6 +139,14 @@ int main(void) {
     for (long k = 0; k < nk; k++) missing += seen[keep[k]] == 0, dup += seen[keep[k]] > 1;
     EXPECT(missing == 0 && dup == 0, "%ld kept pairs missing, %ld repeated", missing, dup);
     EXPECT(over == 0, "%d batches exceed %d tokens", over, budget);
+    EXPECT(beyond_max == 0, "%ld batch sizes beyond bounds_max of batch_bounds' bounds", beyond_max);
+    /* by hand: b·tq·tk with at most 10 sentences of 5 positions and 20 tokens a side is largest
+     * at b = 4 (4·5·5 = 100; b = 5 gives 5·4·4 = 80); b alone at b = 10 (tq = tk = 2) */
+    EXPECT(bounds_max(ws_btt, NULL, 10, 5, 5, 20, 20) == 100 &&
+               bounds_max(ws_b, NULL, 10, 5, 5, 20, 20) == 10 &&
+               bounds_max(ws_tt, NULL, 10, 5, 5, 20, 20) == 25,
+           "bounds_max: %zu %zu %zu, not 100 10 25", bounds_max(ws_btt, NULL, 10, 5, 5, 20, 20),
+           bounds_max(ws_b, NULL, 10, 5, 5, 20, 20), bounds_max(ws_tt, NULL, 10, 5, 5, 20, 20));
     EXPECT(spread_bad == 0, "%d batches mix source lengths more than 2 apart", spread_bad);
     printf("%ld pairs kept of %ld, %ld batches of <= %d tokens\n", nk, n, p1.nbatches, budget);
 
