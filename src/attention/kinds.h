@@ -11,6 +11,14 @@ extern const AttentionOps attention_sdp, attention_flash, attention_linear, atte
     attention_taylor, attention_linformer, attention_luong_dot, attention_luong_general,
     attention_luong_concat, attention_bahdanau, attention_luong_local;
 
+/* luong.c: y[N, Dout] = x[N, Din] W for W [Din, Dout], and its backward, accumulating
+ * dW += xᵀ dy and dx[N, Din] += dy Wᵀ: the general score's query transform and the RNN's
+ * multi-head projections (mha.c: W_q, W_k) are such products. */
+void attention_xw_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
+                          int Din, int Dout);
+void attention_xw_backward(const Backend *be, float *dx, const float *dy, const float *x,
+                           const Param *W, int N, int Din, int Dout);
+
 /* luong.c: the general score's query transform q' = q W_a (W_a [Dq, Dk]; Luong et al. 2015
  * eq. 8) and its backward (dW_a += qᵀ dq', dq += dq' W_aᵀ); luong_local reuses them. */
 void attention_general_query_forward(const Attention *a, const Backend *be, float *qp,

@@ -6,6 +6,7 @@
  * Nq = B·Tq and Nk = B·Tk rows of the merged [·, D] layout; RNN: Dq decoder width, Dk encoder
  * output width, A additive score size. */
 #include "attention/mha.h"
+#include "attention/kinds.h"
 
 #include <string.h>
 
@@ -284,7 +285,7 @@ void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const
     if (!rnn_attn_kbuf_floats(r, (long)B * Tk, B)) return;
     if (r->proj) {
         float *vh = r->kbuf + (size_t)B * Tk * a->Dk;
-        be->matmul(vh, enc, r->W_k.w, B * Tk, a->Dk, a->Dk, 0, 0, 1.0f, 0.0f); /* k' = h̄ W_k */
+        attention_xw_forward(be, vh, enc, &r->W_k, B * Tk, a->Dk, a->Dk);      /* k' = h̄ W_k */
         be->permute0213_forward(r->kbuf, vh, B, Tk, a->NH, a->HS);              /* key heads */
         be->permute0213_forward(vh, enc, B, Tk, a->NH, a->HS);                  /* value heads */
     } else if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* h̄ Uᵀ */
@@ -299,7 +300,7 @@ void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *sa
                       const float *q, const float *enc, const int *key_len, int B, int Tq,
                       int Tk, float *work) {
     const Attention *a = &r->at;
-    if (r->proj) be->matmul(qsave, q, r->W_q.w, B * Tq, a->Dk, a->Dq, 0, 0, 1.0f, 0.0f); /* q W_q */
+    if (r->proj) attention_xw_forward(be, qsave, q, &r->W_q, B * Tq, a->Dq, a->Dk); /* q W_q */
     else attention_query_forward(a, be, qsave, q, B * Tq); /* general: h W_a; additive: W_q h */
     const float *qh = qsave;
     float *oh = ctx;
@@ -344,10 +345,8 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
                             qh, core_k(r, enc), core_v(r, enc, B, Tk), key_len, 0, B, Tq, Tk,
                             work);
     if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
-    if (r->proj) { /* q' = q W_q → dW_q += qᵀ dq', dq += dq' W_qᵀ */
-        be->matmul(r->W_q.g, q, dqp, a->Dq, a->Dk, B * Tq, 1, 0, 1.0f, 1.0f);
-        be->matmul(dq, dqp, r->W_q.w, B * Tq, a->Dq, a->Dk, 0, 1, 1.0f, 1.0f);
-    } else attention_query_backward(a, be, dq, dqp, q, B * Tq);
+    if (r->proj) attention_xw_backward(be, dq, dqp, q, &r->W_q, B * Tq, a->Dq, a->Dk);
+    else attention_query_backward(a, be, dq, dqp, q, B * Tq);
 }
 
 void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, const float *enc,
@@ -364,8 +363,7 @@ void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, con
         be->permute0213_backward(denc, dvh, B, Tk, a->NH, a->HS); /* values: denc += merged */
         be->zero(dkp, sizeof(float) * n);
         be->permute0213_backward(dkp, r->dkbuf, B, Tk, a->NH, a->HS); /* dk' [B·Tk, Dk] */
-        be->matmul(r->W_k.g, enc, dkp, a->Dk, a->Dk, B * Tk, 1, 0, 1.0f, 1.0f); /* += h̄ᵀ dk' */
-        be->matmul(denc, dkp, r->W_k.w, B * Tk, a->Dk, a->Dk, 0, 1, 1.0f, 1.0f); /* += dk' W_kᵀ */
+        attention_xw_backward(be, denc, dkp, enc, &r->W_k, B * Tk, a->Dk, a->Dk);
     } else if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
 }
 

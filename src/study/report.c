@@ -425,13 +425,7 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                     s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
                     fmt_sd(sd1, sizeof sd1, s->sd_sys), fmt_sd(sd2, sizeof sd2, s->sd_base), v);
         }
-    int one_seed = 0; /* a significant call with one seed on a side */
-    for (int k = 0; k < o->ntests; k++)
-        for (int gi = 0; gi < t->ng; gi++) {
-            const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-            one_seed |= gi != t->base && !s->identical && fabs(s->pb.delta) >= 0.005 &&
-                        s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base));
-        }
+    int one_seed = 0; /* a significant call with one seed on a side was written (marked †) */
     fprintf(f, "\nIn words, at 0.05:\n\n");
     for (int k = 0; k < o->ntests; k++)
         for (int gi = 0; gi < t->ng; gi++) {
@@ -444,7 +438,8 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
             else if (fabs(s->pb.delta) < 0.005)
                 fprintf(f, "- %s: %s and %s score the same (%+.2f BLEU).\n", o->tests[k], g,
                         b->name, s->pb.delta);
-            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)))
+            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)) &&
+                     ++one_seed)
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
                            "interval [%+.2f, %+.2f], p = %.4f)%s. †\n",
                         o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
@@ -570,9 +565,9 @@ static Status write_maps(FILE *f, const ReportOpts *o, const Table *t, Err *err)
         map_sharpness(o, &t->g[gi], &h, &u, &mx, &rows);
         if (!rows) continue;
         if (!any++)
-            fprintf(f, "How peaked the weights are, over every row of the maps below (the "
-                       "sentences chosen, every seed's greedy translation; the weights the maps "
-                       "draw: a Transformer's last cross-attention layer, heads averaged): the mean "
+            fprintf(f, "How peaked the weights are, over every row of the chosen sentences' maps "
+                       "in every seed's greedy translation (the weights the maps below draw: a "
+                       "Transformer's last cross-attention layer, heads averaged): the mean "
                        "entropy of a row, that of a uniform row over the same source pieces, "
                        "and the mean largest weight of a row.\n\n| config | rows | entropy "
                        "(nats) | uniform (nats) | largest weight |\n|---|--:|--:|--:|--:|\n");
