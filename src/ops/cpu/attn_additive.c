@@ -30,9 +30,7 @@ void cpu_additive_attn_forward(float *out, float *weights, const float *qp, cons
             float mx = -INFINITY;
             for (int s = 0; s < lim; s++) {
                 const float *kr = kp + ((size_t)b * Tk + s) * A;
-                float acc = 0;
-                for (int a = 0; a < A; a++) acc += vh[a] * tanhf(qr[a] + kr[a]);
-                w[s] = acc; /* e_s = vᵀ tanh(qp_t + kp_s) */
+                w[s] = cpu_additive_score(qr, kr, vh, A); /* e_s = vᵀ tanh(qp_t + kp_s) */
                 if (w[s] > mx) mx = w[s];
             }
             double z = 0;
@@ -85,8 +83,9 @@ void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalue
                         continue;
                     }
                     const float *vr = values + ((size_t)b * Tk + s) * Dv;
-                    float acc = 0;
-                    for (int d = 0; d < Dv; d++) acc += go[d] * vr[d]; /* out = Σ a_s values_s */
+                    float acc = 0; /* out = Σ a_s values_s */
+#pragma omp simd reduction(+ : acc)
+                    for (int d = 0; d < Dv; d++) acc += go[d] * vr[d];
                     dw[s] = acc;
                     dot += w[s] * acc;
                     if (dvalues) {
@@ -101,13 +100,7 @@ void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalue
                     const float *kr = kp + ((size_t)b * Tk + s) * A;
                     float *dqr = dqp ? dqp + ((size_t)b * Tq + t) * A : NULL;
                     float *dkr = dkp ? dkp + ((size_t)b * Tk + s) * A : NULL;
-                    for (int a = 0; a < A; a++) { /* e = Σ_a v_a u_a, u = tanh(qp + kp) */
-                        float u = tanhf(qr[a] + kr[a]);
-                        float du = de * vh[a] * (1.0f - u * u);
-                        if (dqr) dqr[a] += du;
-                        if (dkr) dkr[a] += du;
-                        if (dv) dvb[a] += de * u;
-                    }
+                    cpu_additive_score_backward(dqr, dkr, dv ? dvb : NULL, qr, kr, vh, de, A);
                 }
             }
 #pragma omp ordered

@@ -22,14 +22,11 @@ void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int w
 
 /* e_s = scale·q·k (va NULL) or vaᵀ tanh(q + k) */
 static float local_score(const float *q, const float *k, const float *va, float scale, int D) {
+    if (va) return cpu_additive_score(q, k, va, D);
     float acc = 0.0f;
-    if (va)
-        for (int d = 0; d < D; d++) acc += va[d] * tanhf(q[d] + k[d]);
-    else {
-        for (int d = 0; d < D; d++) acc += q[d] * k[d];
-        acc *= scale;
-    }
-    return acc;
+#pragma omp simd reduction(+ : acc)
+    for (int d = 0; d < D; d++) acc += q[d] * k[d];
+    return acc * scale;
 }
 
 static int local_len(const int *key_len, int b, int Tk) {
@@ -146,13 +143,8 @@ void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float 
                             }
                             continue;
                         }
-                        for (int d = 0; d < D; d++) {
-                            float u = tanhf(qr[d] + kr[d]);
-                            float du = de * vh[d] * (1.0f - u * u);
-                            if (dqr) dqr[d] += du;
-                            if (dkr) dkr[d] += du;
-                            if (dva) dvb[h * D + d] += de * u;
-                        }
+                        cpu_additive_score_backward(dqr, dkr, dva ? dvb + h * D : NULL, qr, kr,
+                                                    vh, de, D);
                     }
                 }
                 if (z && dz && lo <= hi) /* p = len σ(z): dp/dz = p (1 − p/len) */

@@ -17,7 +17,8 @@
  * mantissa bits of 1.5·2^23 + x / ln 2 (no float-to-int conversion). Relative error against exp
  * in double over [−87, 1]: at most 8.6e-8 (about 1 ulp). Returns 0 below −87
  * (and for −∞), where expf gives < 1.7e-38; NaN gives NaN. The callers pass x ≲ 0 (a score
- * minus its row's maximum or log-sum-exp): flash attention, the softmax cross-entropy. */
+ * minus its row's maximum or log-sum-exp): flash and efficient attention, the softmax
+ * cross-entropy. */
 static inline float cpu_expf(float x) {
     const float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     union {
@@ -50,7 +51,7 @@ static inline float cpu_sigmoidf(float x) { return 1.0f / (1.0f + cpu_expf(-x));
  * odd Taylor series through x¹³ (the next term is below 2e-9 there), else
  * sign(x)·(1 − 2 / (e^{2|x|} + 1)) through cpu_expf (±1 from |x| ≈ 9 on). Relative error
  * ≤ 1.8e-7 against tanh in double over every float in [−20, 20] (glibc's tanhf: 1.7e-7); NaN
- * gives NaN. The LSTM and GRU cells and tanh_forward. */
+ * gives NaN. The LSTM and GRU cells, tanh_forward and the additive score below. */
 static inline float cpu_tanhf(float x) {
     const float x2 = x * x;
     float p = 21844.0f / 6081075.0f;
@@ -63,6 +64,30 @@ static inline float cpu_tanhf(float x) {
     const float ax = x < 0.0f ? -x : x;
     const float big = 1.0f - 2.0f / (cpu_expf(2.0f * ax) + 1.0f);
     return ax < 0.4f ? small : (x < 0.0f ? -big : big);
+}
+
+/* The additive score e = vᵀ tanh(q + k) over A features (Bahdanau et al. 2015 eq. 6; Luong et
+ * al. 2015 eq. 8 "concat"), q, k, v [A], through cpu_tanhf in one `omp simd` reduction (a fixed
+ * order: deterministic). attn_additive.c and attn_local.c. */
+static inline float cpu_additive_score(const float *q, const float *k, const float *v, int A) {
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int a = 0; a < A; a++) acc += v[a] * cpu_tanhf(q[a] + k[a]);
+    return acc;
+}
+
+/* The additive score's backward for one (query, key) pair given de = dL/de: with u = tanh(q + k),
+ * dq += de·v⊙(1 − u²), dk += the same, dv += de·u (each skipped where NULL); u is recomputed. */
+static inline void cpu_additive_score_backward(float *dq, float *dk, float *dv, const float *q,
+                                               const float *k, const float *v, float de, int A) {
+#pragma omp simd
+    for (int a = 0; a < A; a++) {
+        const float u = cpu_tanhf(q[a] + k[a]);
+        const float du = de * v[a] * (1.0f - u * u);
+        if (dq) dq[a] += du;
+        if (dk) dk[a] += du;
+        if (dv) dv[a] += de * u;
+    }
 }
 
 

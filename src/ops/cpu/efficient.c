@@ -45,7 +45,7 @@ static void colsoftmax_stats(float *mx, float *inv, const float *kb, int len, in
     for (int d = 0; d < D; d++) inv[d] = 0.0f;
     for (int s = 0; s < len; s++) {
         const float *kr = kb + (size_t)s * D;
-        for (int d = 0; d < D; d++) inv[d] += expf(kr[d] - mx[d]);
+        for (int d = 0; d < D; d++) inv[d] += cpu_expf(kr[d] - mx[d]);
     }
     for (int d = 0; d < D; d++) inv[d] = 1.0f / inv[d];
 }
@@ -53,7 +53,7 @@ static void colsoftmax_stats(float *mx, float *inv, const float *kb, int len, in
 /* K = ρ_k(k)_s: K_d = exp(k_sd − mx[d]) · inv[d]. */
 static inline void colsoftmax_row(float *K, const float *kr, const float *mx, const float *inv,
                                   int D) {
-    for (int d = 0; d < D; d++) K[d] = expf(kr[d] - mx[d]) * inv[d];
+    for (int d = 0; d < D; d++) K[d] = cpu_expf(kr[d] - mx[d]) * inv[d];
 }
 
 /* P = softmax over the D entries of one query row (ρ_q). */
@@ -62,7 +62,8 @@ static void row_softmax(float *P, const float *qr, int D) {
     for (int d = 0; d < D; d++)
         if (qr[d] > m) m = qr[d];
     float sum = 0.0f;
-    for (int d = 0; d < D; d++) sum += (P[d] = expf(qr[d] - m));
+#pragma omp simd reduction(+ : sum)
+    for (int d = 0; d < D; d++) sum += (P[d] = cpu_expf(qr[d] - m));
     float inv = 1.0f / sum;
     for (int d = 0; d < D; d++) P[d] *= inv;
 }
