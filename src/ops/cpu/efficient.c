@@ -24,9 +24,11 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-/* Floats of work per thread: the backward's C, dC and six [D] vectors cover the forward's C and
- * four [D] vectors. */
-static size_t efficient_per_thread(int D, int Dv) { return 2 * (size_t)D * Dv + 6 * (size_t)D + 1; }
+/* Floats of work per thread: the backward's C, dC, seven [D] vectors and one [Dv] cover the
+ * forward's C and four [D] vectors. */
+static size_t efficient_per_thread(int D, int Dv) {
+    return 2 * (size_t)D * Dv + 7 * (size_t)D + (size_t)Dv + 1;
+}
 
 size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH, (void)Tq, (void)Tk;
@@ -83,6 +85,55 @@ static void efficient_context(float *C, float *K, const float *kb, const float *
     }
 }
 
+/* One output row: P = ρ_q(q_t) (written), o = Cᵀ P [Dv]. The forward's rows and the read's. */
+static void efficient_row(float *o, float *P, const float *qr, const float *C, int D, int Dv) {
+    row_softmax(P, qr, D);
+    for (int e = 0; e < Dv; e++) o[e] = 0.0f;
+    for (int d = 0; d < D; d++) cpu_axpyf(o, P[d], C + (size_t)d * Dv, Dv); /* out_t = Cᵀ ρ_q(q_t) */
+}
+
+/* One query row's backward, g = dL/dout_t: P = ρ_q(q_t) (written); out_t = Cᵀ P gives dP = C g
+ * and, P being a softmax, dq_t += P ⊙ (dP − P·dP) (when dqr); dC += P gᵀ (when dC). gP: [D]
+ * scratch. The backward's rows and the read's. */
+static void efficient_row_backward(float *dqr, float *dC, float *P, float *gP, const float *qr,
+                                   const float *g, const float *C, int D, int Dv) {
+    row_softmax(P, qr, D);
+    if (dqr) {
+        float pdp = 0.0f;
+        for (int d = 0; d < D; d++) {
+            gP[d] = cpu_dotf(C + (size_t)d * Dv, g, Dv);
+            pdp += P[d] * gP[d];
+        }
+        for (int d = 0; d < D; d++) dqr[d] += P[d] * (gP[d] - pdp);
+    }
+    if (dC)
+        for (int d = 0; d < D; d++) cpu_axpyf(dC + (size_t)d * Dv, P[d], g, Dv);
+}
+
+/* The keys' backward from dC = dL/dC, C = Σ_s K_s v_sᵀ over the len visible keys of kb [len, D],
+ * vb [len, Dv], given the column-softmax statistics mx, inv: dK_s = dC v_s, and K being a
+ * softmax over each column, dk_sd += K_sd (dK_sd − cs_d) with cs_d = Σ_s K_sd dK_sd =
+ * Σ_e dC_de C_de; dv_s += dCᵀ K_s. Both are computed before either is added, so dkb may be dvb;
+ * either may be NULL. sc: scratch of 3·D + Dv floats. The backward's and the summary's. */
+static void efficient_keys_backward(float *dkb, float *dvb, const float *dC, const float *C,
+                                    const float *kb, const float *vb, const float *mx,
+                                    const float *inv, int len, int D, int Dv, float *sc) {
+    float *K = sc, *cs = K + D, *gk = cs + D, *gv = gk + D;
+    for (int d = 0; d < D; d++) cs[d] = cpu_dotf(dC + (size_t)d * Dv, C + (size_t)d * Dv, Dv);
+    for (int s = 0; s < len; s++) {
+        const float *vr = vb + (size_t)s * Dv;
+        colsoftmax_row(K, kb + (size_t)s * D, mx, inv, D);
+        for (int d = 0; d < D; d++)
+            gk[d] = K[d] * (cpu_dotf(dC + (size_t)d * Dv, vr, Dv) - cs[d]);
+        for (int e = 0; e < Dv; e++) gv[e] = 0.0f;
+        for (int d = 0; d < D; d++) cpu_axpyf(gv, K[d], dC + (size_t)d * Dv, Dv);
+        if (dkb)
+            for (int d = 0; d < D; d++) dkb[(size_t)s * D + d] += gk[d];
+        if (dvb)
+            for (int e = 0; e < Dv; e++) dvb[(size_t)s * Dv + e] += gv[e];
+    }
+}
+
 /* Efficient attention forward (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v), ρ_k over the
  * key_len[b] visible keys; out[B,NH,Tq,Dv] overwritten, 0 where key_len[b] = 0. */
 void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
@@ -106,16 +157,8 @@ void cpu_efficient_attn_forward(float *out, const float *q, const float *k, cons
             }
             colsoftmax_stats(mx, inv, kb, len, D);
             efficient_context(C, K, kb, vb, mx, inv, len, D, Dv);
-            for (int t = 0; t < Tq; t++) {
-                row_softmax(P, qb + (size_t)t * D, D);
-                float *o = ob + (size_t)t * Dv;
-                for (int e = 0; e < Dv; e++) o[e] = 0.0f;
-                for (int d = 0; d < D; d++) {
-                    float pd = P[d];
-                    const float *Cd = C + (size_t)d * Dv;
-                    cpu_axpyf(o, pd, Cd, Dv); /* out_t = Cᵀ ρ_q(q_t) */
-                }
-            }
+            for (int t = 0; t < Tq; t++)
+                efficient_row(ob + (size_t)t * Dv, P, qb + (size_t)t * D, C, D, Dv);
         }
     }
 }
@@ -151,20 +194,14 @@ void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B
     {
         float P[D > 0 ? D : 1];
 #pragma omp for
-        for (int bh = 0; bh < BH; bh++) {
-            const float *C = ctx + (size_t)bh * D * Dv;
-            for (int t = 0; t < Tq; t++) {
-                row_softmax(P, q + ((size_t)bh * Tq + t) * D, D);
-                float *o = out + ((size_t)bh * Tq + t) * Dv;
-                for (int e = 0; e < Dv; e++) o[e] = 0.0f;
-                for (int d = 0; d < D; d++) cpu_axpyf(o, P[d], C + (size_t)d * Dv, Dv);
-            }
-        }
+        for (int bh = 0; bh < BH; bh++)
+            for (int t = 0; t < Tq; t++)
+                efficient_row(out + ((size_t)bh * Tq + t) * Dv, P, q + ((size_t)bh * Tq + t) * D,
+                              ctx + (size_t)bh * D * Dv, D, Dv);
     }
 }
 
-/* dq and dC = Σ_t P_t g_tᵀ as the backward's loop over rows (ops.h
- * efficient_attn_read_backward). */
+/* dq and dC = Σ_t P_t g_tᵀ as the backward's rows (ops.h efficient_attn_read_backward). */
 void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout, const float *q,
                                       const float *ctx, int B, int NH, int Tq, int D, int Dv) {
     int BH = B * NH;
@@ -172,31 +209,18 @@ void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout,
     {
         float P[D > 0 ? D : 1], gP[D > 0 ? D : 1];
 #pragma omp for
-        for (int bh = 0; bh < BH; bh++) {
-            const float *C = ctx + (size_t)bh * D * Dv;
-            float *dC = dctx + (size_t)bh * D * Dv;
+        for (int bh = 0; bh < BH; bh++)
             for (int t = 0; t < Tq; t++) {
-                const float *qr = q + ((size_t)bh * Tq + t) * D;
-                const float *g = dout + ((size_t)bh * Tq + t) * Dv;
-                row_softmax(P, qr, D);
-                if (dq) { /* dP = C g; dq = P ⊙ (dP − P·dP) */
-                    float pdp = 0.0f;
-                    for (int d = 0; d < D; d++) {
-                        gP[d] = cpu_dotf(C + (size_t)d * Dv, g, Dv);
-                        pdp += P[d] * gP[d];
-                    }
-                    float *dqr = dq + ((size_t)bh * Tq + t) * D;
-                    for (int d = 0; d < D; d++) dqr[d] += P[d] * (gP[d] - pdp);
-                }
-                for (int d = 0; d < D; d++) cpu_axpyf(dC + (size_t)d * Dv, P[d], g, Dv);
+                size_t row = (size_t)bh * Tq + t;
+                efficient_row_backward(dq ? dq + row * D : NULL, dctx + (size_t)bh * D * Dv, P, gP,
+                                       q + row * D, dout + row * Dv, ctx + (size_t)bh * D * Dv, D,
+                                       Dv);
             }
-        }
     }
 }
 
-/* dk and dv from dC and C (ops.h efficient_attn_summary_backward): the column sums
- * Σ_e dC_de C_de, then per visible key both contributions computed before either is added, so
- * dk may be dv. */
+/* dk and dv from dC and C as the backward's keys (ops.h efficient_attn_summary_backward); dk
+ * may be dv. */
 void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
                                          const float *ctx, const float *k, const float *v,
                                          const int *key_len, int B, int NH, int Tk, int D,
@@ -205,36 +229,24 @@ void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
     {
-        float mx[D > 0 ? D : 1], inv[D > 0 ? D : 1], K[D > 0 ? D : 1], cs[D > 0 ? D : 1];
-        float gk[D > 0 ? D : 1], gv[Dv > 0 ? Dv : 1];
+        float mx[D > 0 ? D : 1], inv[D > 0 ? D : 1], sc[3 * D + Dv > 0 ? 3 * D + Dv : 1];
 #pragma omp for
         for (int bh = 0; bh < BH; bh++) {
             int len = cpu_key_count(key_len, bh / NH, Tk);
             if (len == 0) continue;
             const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * Dv;
-            const float *C = ctx + (size_t)bh * D * Dv, *dC = dctx + (size_t)bh * D * Dv;
             colsoftmax_stats(mx, inv, kb, len, D);
-            for (int d = 0; d < D; d++) /* Σ_e dC_de C_de */
-                cs[d] = cpu_dotf(dC + (size_t)d * Dv, C + (size_t)d * Dv, Dv);
-            for (int s = 0; s < len; s++) {
-                const float *vr = vb + (size_t)s * Dv;
-                colsoftmax_row(K, kb + (size_t)s * D, mx, inv, D);
-                for (int d = 0; d < D; d++) /* dk_sd = K_sd ((dC v_s)_d − cs_d) */
-                    gk[d] = K[d] * (cpu_dotf(dC + (size_t)d * Dv, vr, Dv) - cs[d]);
-                for (int e = 0; e < Dv; e++) gv[e] = 0.0f;
-                for (int d = 0; d < D; d++) cpu_axpyf(gv, K[d], dC + (size_t)d * Dv, Dv);
-                if (dk)
-                    for (int d = 0; d < D; d++) dk[((size_t)bh * Tk + s) * D + d] += gk[d];
-                if (dv)
-                    for (int e = 0; e < Dv; e++) dv[((size_t)bh * Tk + s) * Dv + e] += gv[e];
-            }
+            efficient_keys_backward(dk ? dk + (size_t)bh * Tk * D : NULL,
+                                    dv ? dv + (size_t)bh * Tk * Dv : NULL, dctx + (size_t)bh * D * Dv,
+                                    ctx + (size_t)bh * D * Dv, kb, vb, mx, inv, len, D, Dv, sc);
         }
     }
 }
 
-/* Efficient attention backward: recomputes C, then dq (row-softmax backward), dC = Σ_t P_t g_tᵀ,
- * dv_s = dCᵀ K_s and dk (column-softmax backward, column sums Σ_e dC_de C_de). Accumulates (+=)
- * into dq, dk, dv, each may be NULL; padded keys (s ≥ key_len[b]) get no gradient. */
+/* Efficient attention backward: recomputes C, then per row dq (row-softmax backward) and
+ * dC = Σ_t P_t g_tᵀ, then per visible key dv_s = dCᵀ K_s and dk (column-softmax backward).
+ * Accumulates (+=) into dq, dk, dv, each may be NULL; padded keys (s ≥ key_len[b]) get no
+ * gradient. */
 void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                                  const float *q, const float *k, const float *v,
                                  const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
@@ -245,9 +257,10 @@ void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *d
     {
         size_t ndd = (size_t)D * Dv;
         float *C = work + omp_get_thread_num() * efficient_per_thread(D, Dv);
-        float *dC = C + ndd;                                           /* [D,Dv] */
-        float *mx = dC + ndd, *inv = mx + D, *K = inv + D, *P = K + D; /* [D] */
-        float *gP = P + D, *cs = gP + D;                               /* [D] */
+        float *dC = C + ndd;                                 /* [D,Dv] */
+        float *mx = dC + ndd, *inv = mx + D, *P = inv + D;   /* [D] */
+        float *gP = P + D, *sc = gP + D;                     /* [D], [3·D + Dv] */
+        int want_dC = dk || dv;
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < BH; bh++) {
             int len = cpu_key_count(key_len, bh / NH, Tk);
@@ -257,55 +270,16 @@ void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *d
             const float *vb = v + (size_t)bh * Tk * Dv;
             const float *gb = dout + (size_t)bh * Tq * Dv;
             colsoftmax_stats(mx, inv, kb, len, D);
-            efficient_context(C, K, kb, vb, mx, inv, len, D, Dv);
+            efficient_context(C, sc, kb, vb, mx, inv, len, D, Dv);
             memset(dC, 0, sizeof(float) * ndd);
-            for (int t = 0; t < Tq; t++) {
-                const float *qr = qb + (size_t)t * D;
-                const float *g = gb + (size_t)t * Dv;
-                row_softmax(P, qr, D);
-                if (dq) {
-                    /* out_t = Cᵀ P: dP = C g; P = softmax(q_t): dq = P ⊙ (dP − P·dP) */
-                    float pdp = 0.0f;
-                    for (int d = 0; d < D; d++) {
-                        gP[d] = cpu_dotf(C + (size_t)d * Dv, g, Dv);
-                        pdp += P[d] * gP[d];
-                    }
-                    float *dqr = dq + ((size_t)bh * Tq + t) * D;
-                    for (int d = 0; d < D; d++) dqr[d] += P[d] * (gP[d] - pdp);
-                }
-                if (dk || dv) {
-                    /* out_t = Cᵀ P_t: dC += P_t g_tᵀ */
-                    for (int d = 0; d < D; d++) {
-                        float pd = P[d];
-                        float *dCd = dC + (size_t)d * Dv;
-                        cpu_axpyf(dCd, pd, g, Dv);
-                    }
-                }
-            }
-            if (!dk && !dv) continue;
-            /* Σ_s K_sd dK_sd = Σ_s K_sd Σ_e dC_de v_se = Σ_e dC_de C_de */
-            for (int d = 0; d < D; d++) cs[d] = cpu_dotf(dC + (size_t)d * Dv, C + (size_t)d * Dv, Dv);
-            for (int s = 0; s < len; s++) {
-                const float *kr = kb + (size_t)s * D;
-                const float *vr = vb + (size_t)s * Dv;
-                colsoftmax_row(K, kr, mx, inv, D);
-                if (dk) {
-                    /* C = Σ_s K_s v_sᵀ: dK_s = dC v_s; K = column softmax of k:
-                     * dk_sd = K_sd (dK_sd − Σ_s' K_s'd dK_s'd) */
-                    float *dkr = dk + ((size_t)bh * Tk + s) * D;
-                    for (int d = 0; d < D; d++)
-                        dkr[d] += K[d] * (cpu_dotf(dC + (size_t)d * Dv, vr, Dv) - cs[d]);
-                }
-                if (dv) {
-                    /* C = Σ_s K_s v_sᵀ: dv_s = dCᵀ K_s */
-                    float *dvr = dv + ((size_t)bh * Tk + s) * Dv;
-                    for (int d = 0; d < D; d++) {
-                        float kd = K[d];
-                        const float *dCd = dC + (size_t)d * Dv;
-                        cpu_axpyf(dvr, kd, dCd, Dv);
-                    }
-                }
-            }
+            for (int t = 0; t < Tq; t++)
+                efficient_row_backward(dq ? dq + ((size_t)bh * Tq + t) * D : NULL,
+                                       want_dC ? dC : NULL, P, gP, qb + (size_t)t * D,
+                                       gb + (size_t)t * Dv, C, D, Dv);
+            if (want_dC)
+                efficient_keys_backward(dk ? dk + (size_t)bh * Tk * D : NULL,
+                                        dv ? dv + (size_t)bh * Tk * Dv : NULL, dC, C, kb, vb, mx,
+                                        inv, len, D, Dv, sc);
         }
     }
 }
