@@ -391,8 +391,9 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     scan(runs, n);
     int count[3] = {0, 0, 0};
     for (int i = 0; i < n; i++) count[runs[i].state]++;
-    fprintf(f, "%s: %d runs (%d configs x %d seeds), %d epochs each, %s\n", s->file, n, s->nconfigs,
-           s->nseeds, s->epochs, precision_names[s->precision]);
+    fprintf(f, "%s: %d runs (%d configs x %d seed%s), %d epochs each, %s\n", s->file, n,
+            s->nconfigs, s->nseeds, s->nseeds == 1 ? "" : "s", s->epochs,
+            precision_names[s->precision]);
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
     /* seconds per run: the config's archived runs, else its table's, else from the epochs that
@@ -620,11 +621,11 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
         snprintf(intro, sizeof intro,
                  "Written by `trainer study %s` from the archives in `archive/`. Every run "
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
-                 "precision, once per seed (%d seeds), with the shared SentencePiece model `%s`; "
+                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`; "
                  "the configs of a table differ from their recipe in the attention alone. "
                  "**Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->spm, n - nmissing, n,
+                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, n - nmissing, n,
                  nmissing ? "; `trainer study … --status` lists the others and the time they "
                             "need" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
