@@ -22,11 +22,7 @@ void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int w
 
 /* e_s = scale·q·k (va NULL) or vaᵀ tanh(q + k) */
 static float local_score(const float *q, const float *k, const float *va, float scale, int D) {
-    if (va) return cpu_additive_score(q, k, va, D);
-    float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-    for (int d = 0; d < D; d++) acc += q[d] * k[d];
-    return acc * scale;
+    return va ? cpu_additive_score(q, k, va, D) : scale * cpu_dotf(q, k, D);
 }
 
 static int local_len(const int *key_len, int b, int Tk) {
