@@ -16,8 +16,8 @@
  *
  * Parallel over the (b, h) pairs for out and dx, over the elements (p, j, s) of dP with the sum
  * over b (and h) in ascending order inside one thread: race-free, no atomics, the same bits for
- * any thread count. Accumulation in float, in ascending s / j / (h, b, d) order (the CUDA kernels
- * use the same order). */
+ * any thread count. Accumulation in float, in ascending s / j / (h, b) order (the CUDA kernels
+ * use the same order), each (h, b)'s sum over d by cpu_dotf (`omp simd`, lanes then their sum). */
 #include <omp.h>
 #include <string.h>
 
@@ -37,13 +37,10 @@ void cpu_linformer_proj_forward(float *out, const float *P, const float *x, cons
         const float *Ph = P + (shared ? 0 : (size_t)h * R * n);
         const float *xb = x + (size_t)bh * Tk * D;
         float *ob = out + (size_t)bh * R * D;
-        for (int j = 0; j < R; j++) {
+        for (int j = 0; j < R; j++) { /* row j: Σ_s P_h[j,s] x_s, ascending s, along d */
             float *oj = ob + (size_t)j * D;
-            for (int d = 0; d < D; d++) {
-                float acc = 0.0f;
-                for (int s = 0; s < L; s++) acc += Ph[(size_t)j * n + s] * xb[(size_t)s * D + d];
-                oj[d] = acc;
-            }
+            memset(oj, 0, sizeof(float) * D);
+            for (int s = 0; s < L; s++) cpu_axpyf(oj, Ph[(size_t)j * n + s], xb + (size_t)s * D, D);
         }
     }
 }
@@ -53,19 +50,22 @@ void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const 
                                  int D, int n, int shared) {
     int BH = B * NH;
     if (dx) {
-#pragma omp parallel for schedule(static) if ((long)BH * R * Tk * D > 65536)
-        for (int bh = 0; bh < BH; bh++) {
-            int b = bh / NH, h = bh % NH, L = visible_len(key_len, b, Tk);
-            const float *Ph = P + (shared ? 0 : (size_t)h * R * n);
-            const float *gb = dout + (size_t)bh * R * D;
-            float *dxb = dx + (size_t)bh * Tk * D;
-            for (int s = 0; s < L; s++)
-                for (int d = 0; d < D; d++) {
-                    float acc = 0.0f;
+#pragma omp parallel if ((long)BH * R * Tk * D > 65536)
+        {
+            float acc[D > 0 ? D : 1]; /* one row's Σ_j, ascending j, before it is added */
+#pragma omp for schedule(static)
+            for (int bh = 0; bh < BH; bh++) {
+                int b = bh / NH, h = bh % NH, L = visible_len(key_len, b, Tk);
+                const float *Ph = P + (shared ? 0 : (size_t)h * R * n);
+                const float *gb = dout + (size_t)bh * R * D;
+                float *dxb = dx + (size_t)bh * Tk * D;
+                for (int s = 0; s < L; s++) {
+                    memset(acc, 0, sizeof(float) * D);
                     for (int j = 0; j < R; j++)
-                        acc += Ph[(size_t)j * n + s] * gb[(size_t)j * D + d];
-                    dxb[(size_t)s * D + d] += acc;
+                        cpu_axpyf(acc, Ph[(size_t)j * n + s], gb + (size_t)j * D, D);
+                    cpu_axpyf(dxb + (size_t)s * D, 1.0f, acc, D);
                 }
+            }
         }
     }
     if (dP) {
@@ -81,7 +81,7 @@ void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const 
                     if (s >= visible_len(key_len, b, Tk)) continue;
                     size_t bh = (size_t)b * NH + h;
                     const float *gj = dout + (bh * R + j) * D, *xs = x + (bh * Tk + s) * D;
-                    for (int d = 0; d < D; d++) acc += gj[d] * xs[d];
+                    acc += cpu_dotf(gj, xs, D);
                 }
             dP[((size_t)p * R + j) * n + s] += acc;
         }
