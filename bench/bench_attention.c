@@ -68,11 +68,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/machine.h"
 #include "core/rng.h"
 #include "eval/plot.h"
 #include "ops/cpu/cpu.h"
@@ -92,12 +92,6 @@ typedef struct {
     int reps;                              /* 0: the child failed; −1: not measured */
     double fwd_ms, bwd_ms, total_ms, extra_mib;
 } Result;
-
-static double peak_mib(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -298,7 +292,7 @@ static Result measure(int kind, int T, int causal, const Setup *su) {
     pass(&b, kind, causal, su, &f, &bw);
     free_bufs(&b);
     alloc_args(&b, kind, T, su);
-    double base = peak_mib();
+    double base = machine_peak_rss_mb();
     alloc_extra(&b, kind, su);
     int reps = reps_for(su, T);
     double *tf = xmalloc(sizeof(double) * reps), *tb = xmalloc(sizeof(double) * reps);
@@ -308,7 +302,7 @@ static Result measure(int kind, int T, int causal, const Setup *su) {
         if (rep >= 0) tf[rep] = f, tb[rep] = bw, tt[rep] = f + bw;
     }
     Result res = {reps, 1e3 * median(tf, reps), 1e3 * median(tb, reps), 1e3 * median(tt, reps),
-                  peak_mib() - base};
+                  machine_peak_rss_mb() - base};
     free(tf), free(tb), free(tt);
     free_bufs(&b);
     return res;

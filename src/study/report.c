@@ -438,13 +438,13 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
             else if (fabs(s->pb.delta) < 0.005)
                 fprintf(f, "- %s: %s and %s score the same (%+.2f BLEU).\n", o->tests[k], g,
                         b->name, s->pb.delta);
-            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base)) &&
-                     ++one_seed)
+            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base))) {
+                one_seed = 1;
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
                            "interval [%+.2f, %+.2f], p = %.4f)%s. †\n",
                         o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
                         s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
-            else if (s->pb.p < 0.05)
+            } else if (s->pb.p < 0.05)
                 fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
                            "interval [%+.2f, %+.2f], p = %.4f)%s; %s the seeds' standard deviations "
                            "(%.2f and %.2f).\n", o->tests[k], g,

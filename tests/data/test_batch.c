@@ -17,9 +17,15 @@
 #include "testutil.h"
 
 /* Workspace-like sizes of a call over b sentences, tq queries and tk keys, for bounds_max. */
-static size_t ws_btt(const void *c, int b, int tq, int tk) { return (void)c, (size_t)b * tq * tk; }
-static size_t ws_b(const void *c, int b, int tq, int tk) { return (void)c, (void)tq, (void)tk, (size_t)b; }
-static size_t ws_tt(const void *c, int b, int tq, int tk) { return (void)c, (void)b, (size_t)tq * tk; }
+static size_t ws_btt(const void *c, int b, int tq, int tk) {
+    return (void)c, (size_t)b * tq * tk;
+}
+static size_t ws_b(const void *c, int b, int tq, int tk) {
+    return (void)c, (void)tq, (void)tk, (size_t)b;
+}
+static size_t ws_tt(const void *c, int b, int tq, int tk) {
+    return (void)c, (void)b, (size_t)tq * tk;
+}
 
 int main(void) {
     Rng r;

@@ -14,9 +14,9 @@
  *      four times under AddressSanitizer, whose redzones cost more).
  */
 #include <string.h>
-#include <sys/resource.h>
 #include <zlib.h>
 
+#include "core/machine.h"
 #include "data/corpus.h"
 #include "testutil.h"
 
@@ -33,12 +33,6 @@
 #ifndef ALLOC_FACTOR
 #define ALLOC_FACTOR 2.0
 #endif
-
-static double peak_mib(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; /* KiB on Linux */
-}
 
 /* Writes `lines` lines of `len` bytes (repeated text, then '\n'; no '\n' at all when newline is
  * 0) to a gzip file at level 1, in pieces of at most 64 KiB (so that writing does not raise the
@@ -75,9 +69,9 @@ int main(void) {
     /* A: 140 000 lines of 1500 bytes = 210 MB uncompressed, all too long */
     long na = 140000;
     EXPECT(write_repeated_gz(a_path, na, 1500, 1) == 0, "cannot write %s", a_path);
-    double p0 = peak_mib();
+    double p0 = machine_peak_rss_mb();
     Status st = corpus_load(&c, a_path, a_path, 1000, &err);
-    double pa = peak_mib();
+    double pa = machine_peak_rss_mb();
     printf("A: %ld lines of 1500 bytes (%.0f MB) per side: %s; peak RSS %.1f -> %.1f MiB\n", na,
            na * 1501 / 1e6, st == STATUS_OK ? "loaded" : err.msg, p0, pa);
     char want[128];
@@ -90,14 +84,14 @@ int main(void) {
     /* B: one 200 MB line */
     EXPECT(write_repeated_gz(b_path, 1, 200u << 20, 0) == 0, "cannot write %s", b_path);
     EXPECT(test_write_file(one_path, "one\n", 4) == 0, "cannot write %s", one_path);
-    p0 = peak_mib();
+    p0 = machine_peak_rss_mb();
     st = corpus_load(&c, b_path, one_path, 1000, &err);
     EXPECT(st == STATUS_ERR && strstr(err.msg, "all 1 pairs were skipped") &&
                strstr(err.msg, "1 longer than 1000"), "B: %s", err.msg);
     char **lines = NULL;
     long n = 0;
     st = corpus_read_lines(b_path, 1000, &lines, &n, NULL, &err);
-    double pb = peak_mib();
+    double pb = machine_peak_rss_mb();
     EXPECT(st == STATUS_ERR && strstr(err.msg, b_path) && strstr(err.msg, "line 1") &&
                strstr(err.msg, "209715200 bytes"), "B, read_lines: %s", err.msg);
     printf("B: one 200 MiB line: %s; peak RSS %.1f -> %.1f MiB\n", err.msg, p0, pb);
@@ -106,9 +100,9 @@ int main(void) {
     /* C: kept lines */
     long nc = 200000;
     EXPECT(write_repeated_gz(c_path, nc, 100, 1) == 0, "cannot write %s", c_path);
-    p0 = peak_mib();
+    p0 = machine_peak_rss_mb();
     st = corpus_load(&c, c_path, c_path, 1000, &err);
-    double pc = peak_mib();
+    double pc = machine_peak_rss_mb();
     double kept = 2.0 * nc * 101 / MiB;
     printf("C: %ld pairs of 100-byte lines kept (%.1f MiB of text): peak RSS %.1f -> %.1f MiB "
            "(%.2f x the kept bytes)\n", c.n, kept, p0, pc, (pc - p0) / kept);
