@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -144,6 +145,35 @@ static Status remove_archive(const char *dir, Err *err) {
         return err_set(err, "%s: cannot replace this folder (%s): it holds files that are not an "
                        "archive's; choose another output folder", dir, strerror(errno));
     return STATUS_OK;
+}
+
+/* Removes the <out_dir>.tmp.<pid> folders that a killed archiving process left beside out_dir
+ * (archive_run's temporary name), sparing any whose pid still runs; one that holds files other
+ * than an archive's is left, with a warning. */
+static void remove_stale_temps(const char *out_dir) {
+    char parent[1100], base[256];
+    const char *slash = strrchr(out_dir, '/');
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - out_dir) : 1,
+             slash ? out_dir : ".");
+    if (!parent[0]) snprintf(parent, sizeof parent, "/");
+    snprintf(base, sizeof base, "%s.tmp.", slash ? slash + 1 : out_dir);
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, base, strlen(base))) continue;
+        char *end;
+        long pid = strtol(e->d_name + strlen(base), &end, 10);
+        if (pid <= 0 || *end || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue; /* its process still runs */
+        char p[1400];
+        Err err;
+        snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+        if (remove_archive(p, &err) == STATUS_OK)
+            fprintf(stderr, "removed %s, left by an interrupted archive\n", p);
+        else
+            fprintf(stderr, "warning: %s\n", err.msg);
+    }
+    if (d) closedir(d);
 }
 
 /* ---- writing ---- */
@@ -384,6 +414,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     if (o->threads > 0) bo.threads = o->threads;
     const Backend *be;
     if (backend_open(&bo, &be, NULL, 0, err)) goto done;
+    remove_stale_temps(out_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_dir, (long)getpid());
     snprintf(p, sizeof p, "%s/test", tmp);
     if (make_dirs(p, err)) goto done;

@@ -15,6 +15,8 @@
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running, and the study resumes it from its last.ckpt and trains dot_s3 alone;
+ *     the temporary folder of a killed archiving of dot_s3 (archive/dot_s3.tmp.<pid>, that pid
+ *     dead) is removed when dot_s3 is archived;
  *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
@@ -193,6 +195,11 @@ int main(void) {
                                                                    "missing 1"),
            "--status with an interrupted run (exit %d): not 2 archived, 1 running, 1 missing",
            rc);
+    /* an archive of dot_s3 whose archiving process was killed: its temporary folder goes */
+    const char *stale = test_strdup(tr_fmt("%s/archive/dot_s3.tmp.2147483646", dir));
+    EXPECT(system(tr_fmt("mkdir -p %s/test && echo x > %s/test/t.greedy && echo {} > %s/run.json",
+                         stale, stale, stale)) == 0,
+           "mkdir %s", stale);
     rc = study("study3", plan, "--jobs", "2");
     EXPECT(rc == 0, "trainer study with seed 3 failed (exit %d)", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/study3.out", w), "study: resuming general_s3") &&
@@ -202,6 +209,9 @@ int main(void) {
                tr_exists(tr_fmt("%s/archive/general_s3/run.json", dir)) &&
                !tr_file_contains(tr_fmt("%s/study3.out", w), "training general_s1"),
            "the third seed's runs are not archived, or an archived run was trained again");
+    EXPECT(!tr_exists(stale) &&
+               tr_file_contains(tr_fmt("%s/runs/dot_s3.log", dir), "left by an interrupted archive"),
+           "the temporary folder of a killed archiving (%s) is still there, or unannounced", stale);
 
     /* 4. nothing left */
     rc = study("status2", plan, "--status", NULL);
