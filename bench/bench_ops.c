@@ -7,7 +7,8 @@
  * Sizes: B 150 sentences, S = T = 14 subwords (a 4096-token batch), E 256, H 512, V 8000; then
  * attention at configs/transformer.ini's sizes (160 sentences, 4 heads of 64, 14 positions),
  * with the heads split and in their merged layout (attn_*_merged, as the Transformer calls
- * them).
+ * them), and linear attention at those sizes (GFLOP/s counts its state's 2·HS² multiply-adds a
+ * position forward, three times that backward).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,20 @@ int main(int argc, char **argv) {
             TIME(lab, 2.0 * fl,
                  be->attn_backward_merged(adq, adk, adv, ago, aq, ak, av, aw, sc, AB, NH, AT, AT,
                                           HS, HS, awork));
+            /* linear attention (φ = elu + 1), as the linear kind calls it: one D×Dv state per
+             * (sentence, head), 2·HS² multiply-adds a position forward (a key joins the state,
+             * a query reads it) */
+            float *lwork = randn(be, be->linear_attn_workspace(AB, NH, AT, AT, HS, HS), &rng);
+            double lf = 2.0 * 2.0 * AB * NH * AT * HS * HS;
+            snprintf(lab, sizeof lab, "linear attn fwd [160,4,14,64]%s", causal ? " causal" : "");
+            TIME(lab, lf,
+                 be->linear_attn_forward(ao, aq, ak, av, alen, causal, LINEAR_PHI_ELU1, AB, NH, AT,
+                                         AT, HS, HS, lwork));
+            snprintf(lab, sizeof lab, "linear attn bwd [160,4,14,64]%s", causal ? " causal" : "");
+            TIME(lab, 3.0 * lf,
+                 be->linear_attn_backward(adq, adk, adv, ago, aq, ak, av, alen, causal,
+                                          LINEAR_PHI_ELU1, AB, NH, AT, AT, HS, HS, lwork));
+            be->free(lwork);
         }
         free(alen);
     }

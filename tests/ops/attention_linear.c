@@ -442,8 +442,8 @@ static void test_ref_gradients(int kind, int causal, const char *tag) {
 
 /* docs/design.md §11: causal linear attention (prefix sums, memory-light backward) equals its
  * quadratic masked form, on a longer sequence with padding. */
-static void test_causal_equals_quadratic(void) {
-    const int B = 2, NH = 2, T = 40, D = 8, Dv = 5;
+static void test_causal_equals_quadratic(int Dv) {
+    const int B = 2, NH = 2, T = 40, D = 8;
     const int len[2] = {40, 23};
     AttnProb P, *p = &P;
     op_prob(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
@@ -455,10 +455,10 @@ static void test_causal_equals_quadratic(void) {
     op_fwd(p, out, p->q, p->k, p->v);
     op_bwd(p, gq, gk, gv, p->q, p->k, p->v);
     Stat st;
-    stat_begin(&st, "causal linear equals its quadratic masked form (T %d)", T);
+    stat_begin(&st, "causal linear equals its quadratic masked form (T %d, Dv %d)", T, Dv);
     stat_arr(&st, out, ro, p->no, FWD_ATOL, FWD_RTOL, "out");
     stat_end(&st);
-    stat_begin(&st, "causal linear grad equals quadratic masked grad (T %d)", T);
+    stat_begin(&st, "causal linear grad equals quadratic masked grad (T %d, Dv %d)", T, Dv);
     stat_arr(&st, gq, rq, p->nq, GRAD_ATOL, GRAD_RTOL, "dq");
     stat_arr(&st, gk, rk, p->nk, GRAD_ATOL, GRAD_RTOL, "dk");
     stat_arr(&st, gv, rv, p->nv, GRAD_ATOL, GRAD_RTOL, "dv");
@@ -489,8 +489,8 @@ static void test_causal_equals_quadratic(void) {
  * linear_attn_forward(causal = 1, Tq = Tk = T, no padding) bit for bit (one memcmp per row
  * (b, h, t)); after the last step the state is Σ_s φ(k_s) v_sᵀ and zsum is Σ_s φ(k_s) (vs
  * double sums, FWD tolerances). */
-static void test_step_equals_causal(void) {
-    const int B = 2, NH = 3, D = 5, Dv = 4, T = 7, BH = B * NH;
+static void test_step_equals_causal(int D, int Dv) {
+    const int B = 2, NH = 3, T = 7, BH = B * NH;
     const int len[2] = {T, T};
     AttnProb P, *p = &P;
     op_prob(p, LINEAR, 1, B, NH, T, T, D, Dv, len);
@@ -548,8 +548,8 @@ static void test_step_equals_causal(void) {
  * dq = NULL leaves dstate, dzsum bit-identical; with k = v (D = Dv) and dk = dv one buffer, the
  * result is the sum of the separate dk and dv. Both feature maps (identity on inputs made
  * positive, as the taylor kind's features). */
-static void test_summary_split(int phi_m) {
-    const int B = 3, NH = 2, Tq = 4, Tk = 6, D = 5, Dv = 5, BH = B * NH;
+static void test_summary_split(int phi_m, int Tq, int D, int Dv) {
+    const int B = 3, NH = 2, Tk = 6, BH = B * NH;
     const int len[3] = {6, 0, 3};
     AttnProb P, *p = &P;
     op_prob(p, LINEAR, 0, B, NH, Tq, Tk, D, Dv, len);
@@ -569,7 +569,8 @@ static void test_summary_split(int phi_m) {
     be->linear_attn_summary(S, z, p->k, p->v, p->key_len, phi_m, B, NH, Tk, D, Dv);
 
     Stat st;
-    stat_begin(&st, "linear_attn_summary + _read (phi %d) equal the non-causal forward", phi_m);
+    stat_begin(&st, "linear_attn_summary + _read (phi %d, Tq %d D %d Dv %d) equal the non-causal "
+               "forward", phi_m, Tq, D, Dv);
     float *o1 = fnew(p->no);
     for (size_t i = 0; i < p->no; i++) o1[i] = 123.0f;
     be->linear_attn_read(o1, p->q, S, z, phi_m, B, NH, Tq, D, Dv);
@@ -588,8 +589,8 @@ static void test_summary_split(int phi_m) {
     }
     stat_end(&st);
 
-    stat_begin(&st, "linear_attn_read_backward + _summary_backward (phi %d) equal the backward",
-               phi_m);
+    stat_begin(&st, "linear_attn_read_backward + _summary_backward (phi %d, Tq %d D %d Dv %d) "
+               "equal the backward", phi_m, Tq, D, Dv);
     float *pk = frand(p->nk, -1, 1), *pv = frand(p->nv, -1, 1);
     float *dq = fnew(p->nq), *dk = fdup(pk, p->nk), *dv = fdup(pv, p->nv);
     float *dS = fnew(nS), *dz = fnew(nz), *dS0 = fnew(nS), *dz0 = fnew(nz);
@@ -626,8 +627,8 @@ static void test_summary_split(int phi_m) {
                 stat_true(&st, dv[i] == pv[i], "padded key (pair %d, s %d) got dv", bh, s);
             }
         }
-    /* k = v, one gradient buffer: the separate dk and dv of that input, summed */
-    {
+    /* k = v, one gradient buffer: the separate dk and dv of that input, summed (D = Dv) */
+    if (D == Dv) {
         float *kv = p->k, *S2 = fnew(nS), *z2 = fnew(nz), *dS2 = fnew(nS), *dz2 = fnew(nz);
         float *ga = fnew(p->nk), *gb = fnew(p->nk), *gab = fnew(p->nk);
         be->linear_attn_summary(S2, z2, kv, kv, p->key_len, phi_m, B, NH, Tk, D, Dv);
@@ -840,10 +841,16 @@ void case_linear_attn(void) {
     /* causal, Tq > Tk: rows t < 2 see no key */
     const int len3[2] = {3, 2};
     test_case(LINEAR, 1, 2, 2, 5, 3, 4, 6, len3, "(Tq5 Tk3 D4 Dv6, len 3/2)", 1);
-    test_causal_equals_quadratic();
-    test_step_equals_causal();
-    test_summary_split(LINEAR_PHI_ELU1);
-    test_summary_split(LINEAR_PHI_IDENTITY);
+    /* Dv 37: two register blocks of the CPU kernels and 5 columns after them; Tq 9: two blocks
+     * of rows and one after them */
+    test_causal_equals_quadratic(5);
+    test_causal_equals_quadratic(37);
+    test_step_equals_causal(5, 4);
+    test_step_equals_causal(6, 37);
+    test_summary_split(LINEAR_PHI_ELU1, 4, 5, 5);
+    test_summary_split(LINEAR_PHI_IDENTITY, 4, 5, 5);
+    test_summary_split(LINEAR_PHI_ELU1, 9, 6, 37);
+    test_summary_split(LINEAR_PHI_IDENTITY, 9, 6, 37);
     test_threads(LINEAR, 0);
     test_threads(LINEAR, 1);
     omp_set_num_threads(threads0);

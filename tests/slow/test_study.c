@@ -210,7 +210,8 @@ int main(void) {
                !tr_file_contains(tr_fmt("%s/study3.out", w), "training general_s1"),
            "the third seed's runs are not archived, or an archived run was trained again");
     EXPECT(!tr_exists(stale) &&
-               tr_file_contains(tr_fmt("%s/runs/dot_s3.log", dir), "left by an interrupted archive"),
+               tr_file_contains(tr_fmt("%s/runs/dot_s3.log", dir),
+                                "left by an interrupted archive"),
            "the temporary folder of a killed archiving (%s) is still there, or unannounced", stale);
 
     /* 4. nothing left */
