@@ -5,7 +5,7 @@
  *   trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]
  *
  * --jobs N runs N at a time (default 1), one thread each; --status lists the runs archived,
- * running and missing, and the time left; --report writes the report from the archives there
+ * running and missing, and the time left with N at a time (default: this machine's CPUs); --report writes the report from the archives there
  * are, training nothing; --device cuda trains and decodes the missing runs on the GPU.
  * Exit codes: 2 for a bad command line or plan (a config that does not validate with the plan's
  * settings included), 1 when a run fails to train or archive or the report fails, 0 otherwise.
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "study/study.h"
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
                "  --jobs N           runs at a time (default 1)\n"
                "  --status           list the runs archived, running and missing, and the time "
                "left\n"
+               "                     at --jobs N (default: this machine's CPUs)\n"
                "  --report           write the report from the archives there are; train "
                "nothing\n"
                "  --device cpu|cuda  where the missing runs train (default: their configs')\n"
@@ -35,7 +37,7 @@ static void usage(FILE *f) {
 
 int cmd_study(int argc, char **argv) {
     const char *file = NULL;
-    int jobs = 1, only_status = 0, only_report = 0, device = -1;
+    int jobs = 0, only_status = 0, only_report = 0, device = -1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -73,12 +75,16 @@ int cmd_study(int argc, char **argv) {
     int rc = 2, failed = 0, stopped = 0;
     if (study_load(file, device, !only_status, &s, &err)) goto fail;
     if (only_status) {
+        if (!jobs) { /* the estimate for as many runs at a time as the machine has CPUs */
+            long n = sysconf(_SC_NPROCESSORS_ONLN);
+            jobs = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+        }
         study_status(s, jobs, stdout);
         rc = 0;
         goto done;
     }
     rc = 1;
-    if (!only_report && study_train(s, jobs, &failed, &stopped, &err)) goto fail;
+    if (!only_report && study_train(s, jobs ? jobs : 1, &failed, &stopped, &err)) goto fail;
     if (stopped) {
         fprintf(stderr, "trainer study: stopped by a signal; the runs resume from their "
                 "last.ckpt at the next start\n");

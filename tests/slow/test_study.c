@@ -14,7 +14,8 @@
  *     runs"), results.csv (4 rows) and significance.csv;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
- *     counts it running, and the study resumes it from its last.ckpt and trains dot_s3 alone;
+ *     counts it running (and estimates the time left at as many runs at a time as the machine
+ *     has CPUs), and the study resumes it from its last.ckpt and trains dot_s3 alone;
  *     the temporary folder of a killed archiving of dot_s3 (archive/dot_s3.tmp.<pid>, that pid
  *     dead) is removed when dot_s3 is archived;
  *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
@@ -195,6 +196,11 @@ int main(void) {
                                                                    "missing 1"),
            "--status with an interrupted run (exit %d): not 2 archived, 1 running, 1 missing",
            rc);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    EXPECT(tr_file_contains(tr_fmt("%s/status1.out", w),
+                            tr_fmt("with --jobs %ld)", ncpu < 1 ? 1 : ncpu > 64 ? 64 : ncpu)),
+           "--status without --jobs does not estimate the time left at the machine's %ld CPUs",
+           ncpu);
     /* an archive of dot_s3 whose archiving process was killed: its temporary folder goes */
     const char *stale = test_strdup(tr_fmt("%s/archive/dot_s3.tmp.2147483646", dir));
     EXPECT(system(tr_fmt("mkdir -p %s/test && echo x > %s/test/t.greedy && echo {} > %s/run.json",
