@@ -558,6 +558,13 @@ static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
         int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
         char last[PATH + 400];
         snprintf(last, sizeof last, "%s/last.ckpt", r->dir);
+        if (ok && !job[j].archiving && !g_stop && archive_is(r->archive)) {
+            /* another machine archived this run while it trained here: its archive stays */
+            printf("study: %s was archived meanwhile, elsewhere; that archive is kept, and this "
+                   "run's folder %s is left as it is\n", r->name, r->dir);
+            job[j] = job[--active];
+            continue;
+        }
         if (ok && !job[j].archiving && !g_stop) {
             job[j].pid = start_archive(s, r), job[j].archiving = 1;
             if (job[j].pid > 0) continue;

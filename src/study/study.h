@@ -62,7 +62,8 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
 void study_status(Study *s, int jobs, FILE *f);
 
 /* Trains the shared SentencePiece model when missing, then every run without an archive, jobs
- * at a time, archiving each. *failed: the runs that failed (each named on stderr with its log);
+ * at a time, archiving each; a run whose archive appeared while it trained (another machine
+ * archived it) keeps that archive and is not archived again. *failed: the runs that failed (each named on stderr with its log);
  * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's. */
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 

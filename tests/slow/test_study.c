@@ -19,6 +19,8 @@
  *     the temporary folder of a killed archiving of dot_s3 (archive/dot_s3.tmp.<pid>, that pid
  *     dead) is removed when dot_s3 is archived;
  *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
+ *     then seed 5 alone, one run at a time: an archive of general_s5 appears while it trains (as
+ *     another machine's would), and the study keeps it, says so, and goes on to dot_s5;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
 #include "trainer_run.h"
@@ -230,6 +232,46 @@ int main(void) {
            "a second start (exit %d) trained again or wrote no report", rc);
     rc = study("report", plan, "--report", NULL);
     EXPECT(rc == 0, "--report exited %d", rc);
+
+    /* 4b. a run that another machine archives while it trains here keeps that archive: seed 5
+     * alone, one run at a time; once general_s5 trains, an archive of it appears (general_s1's,
+     * renamed, moved in at once) */
+    {
+        char *p5 = test_read_file(plan, NULL), *sd5 = p5 ? strstr(p5, "seeds = 1 3\n") : NULL;
+        EXPECT(sd5 != NULL, "the plan has no seeds line");
+        if (sd5) {
+            memcpy(sd5, "seeds = 5  \n", 12);
+            test_write_text(plan, p5);
+        }
+        free(p5);
+        TrArgv s5 = {{0}, 0};
+        tr_arg(&s5, "%s", tr_bin());
+        tr_arg(&s5, "study");
+        tr_arg(&s5, "%s", plan);
+        tr_arg(&s5, "--jobs");
+        tr_arg(&s5, "1");
+        tr_print_argv("study5", s5.v);
+        const char *out5 = tr_fmt("%s/study5.out", w);
+        pid_t pid = tr_spawn2(s5.v, out5, tr_fmt("%s/study5.err", w), 0, NULL);
+        tr_argv_free(&s5);
+        for (int i = 0; i < 3000 && !tr_file_contains(out5, "training general_s5"); i++)
+            usleep(20000);
+        const char *a1 = test_strdup(tr_fmt("%s/archive/general_s1", dir));
+        const char *a5 = test_strdup(tr_fmt("%s/archive/general_s5", dir));
+        EXPECT(system(tr_fmt("cp -r %s %s.copy && sed -i 's/general_s1/general_s5/' "
+                             "%s.copy/run.json && mv %s.copy %s", a1, a5, a5, a5, a5)) == 0,
+               "copying an archive into %s", a5);
+        char *card5 = test_read_file(tr_fmt("%s/run.json", a5), NULL);
+        rc = tr_wait(pid, TIMEOUT);
+        printf("  -> exit %d\n", rc);
+        char *card5_after = test_read_file(tr_fmt("%s/run.json", a5), NULL);
+        EXPECT(rc == 0 && tr_file_contains(out5, "general_s5 was archived meanwhile") &&
+                   card5 && card5_after && !strcmp(card5, card5_after) &&
+                   tr_exists(tr_fmt("%s/archive/dot_s5/run.json", dir)),
+               "a run archived elsewhere while it trained (exit %d): its archive was replaced, "
+               "or unannounced, or the next run was not archived", rc);
+        free(card5), free(card5_after);
+    }
 
     /* 5. data.spm_model of another size */
     TrArgv t;
