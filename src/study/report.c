@@ -37,6 +37,8 @@ typedef struct {
     Group *g;
     int ng, base;             /* base: the baseline's group, or -1 */
     Sig *sig;                 /* [ng * ntests] */
+    char ref[1024];           /* the machine whose runs give the times the figures compare */
+    int ref_split;            /* 1: the runs trained on more than one machine */
 } Table;
 
 void report_stem(const char *name, char *buf, size_t n) {
@@ -173,6 +175,42 @@ static const char *seed_text(const Archive *a, char *buf, size_t n) {
 
 /* ---- groups and checks ---- */
 
+/* The machine whose runs the times of a table's figures come from, so that they compare: the
+ * one on which the most configs have a run (ties: the most runs, then the first seen). Times
+ * taken on different machines (a CPU thread and a GPU, say) are never averaged together. */
+static void reference_machine(Table *t) {
+    enum { MAXM = 32 };
+    char keys[MAXM][1024];
+    int nk = 0, nconf[MAXM] = {0}, nrun[MAXM] = {0};
+    for (int gi = 0; gi < t->ng; gi++) {
+        int seen[MAXM] = {0};
+        for (int i = 0; i < t->g[gi].n; i++) {
+            char key[1024];
+            trained_on(t->g[gi].runs[i], key, sizeof key);
+            int k = 0;
+            while (k < nk && strcmp(keys[k], key)) k++;
+            if (k == nk) {
+                if (nk == MAXM) continue;
+                snprintf(keys[nk++], sizeof keys[0], "%s", key);
+            }
+            nrun[k]++;
+            if (!seen[k]) seen[k] = 1, nconf[k]++;
+        }
+    }
+    int best = 0;
+    for (int k = 1; k < nk; k++)
+        if (nconf[k] > nconf[best] || (nconf[k] == nconf[best] && nrun[k] > nrun[best])) best = k;
+    snprintf(t->ref, sizeof t->ref, "%s", nk ? keys[best] : "");
+    t->ref_split = nk > 1;
+}
+
+/* 1 if run a trained on the table's reference machine. */
+static int on_ref(const Table *t, const Archive *a) {
+    char key[1024];
+    trained_on(a, key, sizeof key);
+    return !strcmp(key, t->ref);
+}
+
 static Status build_table(const ReportOpts *o, const ReportTable *rt, Table *t, Err *err) {
     memset(t, 0, sizeof *t);
     t->t = rt;
@@ -225,6 +263,7 @@ static Status build_table(const ReportOpts *o, const ReportTable *rt, Table *t, 
                                x->n);
         }
     }
+    reference_machine(t);
     if (rt->baseline) {
         for (int g = 0; g < t->ng; g++)
             if (!strcmp(t->g[g].name, rt->baseline)) t->base = g;
@@ -335,38 +374,50 @@ static void write_scores(FILE *f, const ReportOpts *o, const Table *t, int K) {
 }
 
 static void write_cost(FILE *f, const Table *t) {
-    fprintf(f, "| config | model | epochs | training time | tokens/s | peak memory (MiB) | "
-               "precision | trained on |\n|---|---|--:|--:|--:|--:|---|---|\n");
+    fprintf(f, "| config | model | epochs | runs | training time | tokens/s | peak memory (MiB) | "
+               "precision | trained on |\n|---|---|--:|--:|--:|--:|--:|---|---|\n");
     for (int gi = 0; gi < t->ng; gi++) {
         const Group *g = &t->g[gi];
-        double *secs = xcalloc((size_t)g->n, sizeof *secs), tok = 0, peak = NAN;
-        int ntok = 0, emin = 1 << 30, emax = 0;
-        char where[1024] = "", one[1024], dur[64], ep[32];
-        for (int i = 0; i < g->n; i++) {
-            const Archive *a = g->runs[i];
-            secs[i] = run_secs(a);
-            if (isfinite(a->log.tok_s)) tok += a->log.tok_s, ntok++;
-            if (isfinite(run_peak(a)) && !(run_peak(a) <= peak)) peak = run_peak(a);
-            int e = run_epochs(a);
-            if (e < emin) emin = e;
-            if (e > emax) emax = e;
-            trained_on(a, one, sizeof one);
-            if (!strstr(where, one))
-                str_appendf(where, sizeof where, "%s%s", where[0] ? "; " : "", one);
+        int *done = xcalloc((size_t)g->n, sizeof *done);
+        for (int i0 = 0; i0 < g->n; i0++) { /* one row per machine, in the order first seen */
+            if (done[i0]) continue;
+            char where[1024], one[1024], dur[64], ep[32];
+            trained_on(g->runs[i0], where, sizeof where);
+            double *secs = xcalloc((size_t)g->n, sizeof *secs), tok = 0, peak = NAN;
+            int n = 0, ntok = 0, emin = 1 << 30, emax = 0;
+            for (int i = i0; i < g->n; i++) {
+                const Archive *a = g->runs[i];
+                trained_on(a, one, sizeof one);
+                if (done[i] || strcmp(one, where)) continue;
+                done[i] = 1;
+                secs[n++] = run_secs(a);
+                if (isfinite(a->log.tok_s)) tok += a->log.tok_s, ntok++;
+                if (isfinite(run_peak(a)) && !(run_peak(a) <= peak)) peak = run_peak(a);
+                int e = run_epochs(a);
+                if (e < emin) emin = e;
+                if (e > emax) emax = e;
+            }
+            fmt_duration(dur, sizeof dur, mean_of(secs, n));
+            if (emin == emax) snprintf(ep, sizeof ep, "%d", emax);
+            else snprintf(ep, sizeof ep, "%d–%d", emin, emax);
+            fprintf(f, "| %s | %s | %s | %d | %s%s | ", g->name,
+                    model_type_names[g->runs[0]->cfg.model.type], ep, n, dur,
+                    n > 1 ? " (mean)" : "");
+            if (ntok) fprintf(f, "%.0f", tok / ntok);
+            else fprintf(f, DASH);
+            fprintf(f, " | ");
+            if (isfinite(peak)) fprintf(f, "%.0f", peak);
+            else fprintf(f, DASH);
+            fprintf(f, " | %s | %s |\n", precision_names[g->runs[0]->cfg.precision], where);
+            free(secs);
         }
-        fmt_duration(dur, sizeof dur, mean_of(secs, g->n));
-        if (emin == emax) snprintf(ep, sizeof ep, "%d", emax);
-        else snprintf(ep, sizeof ep, "%d–%d", emin, emax);
-        fprintf(f, "| %s | %s | %s | %s%s | ", g->name,
-                model_type_names[g->runs[0]->cfg.model.type], ep, dur, g->n > 1 ? " (mean)" : "");
-        if (ntok) fprintf(f, "%.0f", tok / ntok);
-        else fprintf(f, DASH);
-        fprintf(f, " | ");
-        if (isfinite(peak)) fprintf(f, "%.0f", peak);
-        else fprintf(f, DASH);
-        fprintf(f, " | %s | %s |\n", precision_names[g->runs[0]->cfg.precision], where);
-        free(secs);
+        free(done);
     }
+    if (t->ref_split)
+        fprintf(f, "\nThe runs trained on more than one machine: each row is one config's runs on "
+                   "one machine (a run resumed on another is its own), and a time, a speed or a "
+                   "peak memory is never averaged across machines. The figures' times are those "
+                   "of the runs on %s.\n", t->ref);
 }
 
 /* Whether the 95% interval of Δ holds 0: p (a test of |Δ| against the resampled differences
@@ -485,16 +536,17 @@ static Status write_curves(const ReportOpts *o, const Table *t, const char *png,
         pts[gi] = xcalloc((size_t)(emax > 0 ? emax : 1), sizeof **pts);
         for (int e = 1; e <= emax; e++) {
             double bl = 0, pp = 0, h = 0;
-            int have = 0;
+            int have = 0, nh = 0; /* nh: runs on the reference machine, whose times count */
             for (int i = 0; i < g->n; i++)
                 for (int j = 0; j < g->runs[i]->log.nval; j++) {
                     const RunVal *v = &g->runs[i]->log.val[j];
                     if (v->epoch != e) continue;
-                    bl += v->val_bleu, pp += v->val_ppl, h += v->elapsed / 3600.0, have++;
+                    bl += v->val_bleu, pp += v->val_ppl, have++;
+                    if (on_ref(t, g->runs[i])) h += v->elapsed / 3600.0, nh++;
                     break;
                 }
             if (have == g->n)
-                pts[gi][npts[gi]++] = (CurvePoint){e, bl / have, pp / have, h / have};
+                pts[gi][npts[gi]++] = (CurvePoint){e, bl / have, pp / have, nh ? h / nh : NAN};
         }
     }
     Status rc = plot_curves_png(path, "validation curves (mean over seeds)", t->ng, names,
@@ -513,12 +565,17 @@ static Status write_tradeoff(const ReportOpts *o, const Table *t, const char *pn
         const Group *g = &t->g[gi];
         double *v = xcalloc((size_t)g->n, sizeof *v), *h = xcalloc((size_t)g->n, sizeof *h);
         group_scores(g, o->tests[0], 2, v);
-        for (int i = 0; i < g->n; i++) h[i] = run_secs(g->runs[i]) / 3600.0;
+        int nh = 0; /* the times of the runs on the reference machine alone */
+        for (int i = 0; i < g->n; i++)
+            if (on_ref(t, g->runs[i])) h[nh++] = run_secs(g->runs[i]) / 3600.0;
         p[gi] = (RunPoint){g->name, mean_of(v, g->n), (double)g->runs[0]->params,
-                           mean_of(h, g->n)};
+                           nh ? mean_of(h, nh) : NAN};
         free(v), free(h);
     }
-    snprintf(title, sizeof title, "%s BLEU with beam %d (mean over seeds)", o->tests[0], K);
+    if (t->ref_split)
+        snprintf(title, sizeof title, "%s BLEU with beam %d (mean over seeds); hours on %s",
+                 o->tests[0], K, t->ref);
+    else snprintf(title, sizeof title, "%s BLEU with beam %d (mean over seeds)", o->tests[0], K);
     Status rc = plot_tradeoff_png(path, title, p, t->ng, err);
     free(p);
     return rc;

@@ -12,7 +12,8 @@
  *
  * Per table (a heading each): a scores table (per config: parameters, seeds, best validation
  * BLEU, and per test set the BLEU greedy, BLEU and chrF with beam K, mean ± sd), a cost table
- * (epochs, training time, tokens/s, peak memory, where it trained), the significance of every
+ * (epochs, runs, training time, tokens/s, peak memory, where it trained: a row per config and
+ * machine, so that no time is averaged across machines), the significance of every
  * config against the table's baseline on every test set (paired bootstrap over the test
  * sentences scoring every seed's beam translations in each resample, Clark et al. 2011 §4 with
  * Koehn 2004; eval/significance.h, 1000 resamples, seed 12345): Δ of the seed-averaged BLEU, its
@@ -20,7 +21,9 @@
  * per config (significant at 0.05 or not; a Δ that rounds to 0.00 is never better or worse;
  * identical translations are called identical), the validation curves (mean over seeds per
  * epoch: curves[_TAG].png), test
- * BLEU against parameters and training time (tradeoff[_TAG].png) and the attention heatmaps of
+ * BLEU against parameters and training time (tradeoff[_TAG].png; the times in both figures are
+ * those of the runs on the table's reference machine, the one on which most configs have a run)
+ * and the attention heatmaps of
  * the first run of each config (attention_<config>_<i>.png). Then one table of every run (the
  * checkpoint scored, where and by which revision it trained, its archive), the line naming the
  * date and machine, and the notes file, verbatim.

@@ -20,7 +20,9 @@
  *     dead) is removed when dot_s3 is archived;
  *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
  *     then seed 5 alone, one run at a time: an archive of general_s5 appears while it trains (as
- *     another machine's would), and the study keeps it, says so, and goes on to dot_s5;
+ *     another machine's would, on a GPU), and the study keeps it, says so, and goes on to
+ *     dot_s5; with seeds 1, 3 and 5 the report's cost table gives general a row for each
+ *     machine;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
 #include "trainer_run.h"
@@ -259,7 +261,9 @@ int main(void) {
         const char *a1 = test_strdup(tr_fmt("%s/archive/general_s1", dir));
         const char *a5 = test_strdup(tr_fmt("%s/archive/general_s5", dir));
         EXPECT(system(tr_fmt("cp -r %s %s.copy && sed -i 's/general_s1/general_s5/' "
-                             "%s.copy/run.json && mv %s.copy %s", a1, a5, a5, a5, a5)) == 0,
+                             "%s.copy/run.json && sed -i 's/\"gpu\":\"\"/\"gpu\":\"TestGPU 9\"/' "
+                             "%s.copy/metrics.jsonl && mv %s.copy %s",
+                             a1, a5, a5, a5, a5, a5)) == 0,
                "copying an archive into %s", a5);
         char *card5 = test_read_file(tr_fmt("%s/run.json", a5), NULL);
         rc = tr_wait(pid, TIMEOUT);
@@ -270,6 +274,23 @@ int main(void) {
                    tr_exists(tr_fmt("%s/archive/dot_s5/run.json", dir)),
                "a run archived elsewhere while it trained (exit %d): its archive was replaced, "
                "or unannounced, or the next run was not archived", rc);
+        /* that archive says it trained on a GPU: with seeds 1, 3 and 5, general's cost has a
+         * row for its two runs on the CPU and one for its run on the GPU */
+        char *p135 = test_read_file(plan, NULL);
+        char *sd135 = p135 ? strstr(p135, "seeds = 5  \n") : NULL;
+        if (sd135) {
+            memcpy(sd135, "seeds=1 3 5\n", 12);
+            test_write_text(plan, p135);
+        }
+        free(p135);
+        rc = study("report135", plan, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir);
+        EXPECT(rc == 0 && tr_file_contains(md, "| general | rnn | 1 | 2 | ") &&
+                   tr_file_contains(md, "| general | rnn | 1 | 1 | ") &&
+                   tr_file_contains(md, "| TestGPU 9 |") &&
+                   tr_file_contains(md, "never averaged across machines"),
+               "the cost table of general's runs on two machines (exit %d, %s) has not a row per "
+               "machine", rc, md);
         free(card5), free(card5_after);
     }
 
