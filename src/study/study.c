@@ -365,15 +365,18 @@ static void scan(StudyRun *runs, int n) {
     }
 }
 
-/* The training seconds (the last validation's elapsed; NaN if none or unreadable) and the epochs
- * validated of the run whose metrics.jsonl is in dir. */
-static double run_secs(const char *dir, int *epochs) {
+/* The training seconds (the last validation's elapsed; NaN if none or unreadable), the epochs
+ * validated and whether its last start was on a GPU (gpu may be NULL) of the run whose
+ * metrics.jsonl is in dir. */
+static double run_secs(const char *dir, int *epochs, int *gpu) {
     char p[PATH + 400];
     RunLog log;
     Err err;
     *epochs = 0;
+    if (gpu) *gpu = 0;
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     if (runlog_read(p, &log, &err)) return NAN;
+    if (gpu && log.nstarts) *gpu = log.starts[log.nstarts - 1].gpu[0] != 0;
     double s = log.nval ? log.val[log.nval - 1].elapsed : NAN;
     for (int i = 0; i < log.nval; i++)
         if (log.val[i].epoch > *epochs) *epochs = log.val[i].epoch;
@@ -397,14 +400,17 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
     /* seconds per run: the config's archived runs, else its table's, else from the epochs that
-     * running runs have validated */
+     * running runs have validated; archived runs only of the kind of device the missing ones
+     * train on (--device, else the CPU), since a GPU's minutes say nothing of a CPU's hours */
+    int want_gpu = s->device == DEVICE_CUDA;
     double *cfg_secs = xcalloc((size_t)s->nconfigs, sizeof *cfg_secs);
     double tab_sum[MAX_TABLES] = {0}, rate_sum = 0;
     int *cfg_n = xcalloc((size_t)s->nconfigs, sizeof *cfg_n), tab_n[MAX_TABLES] = {0}, rate_n = 0;
     for (int i = 0; i < n; i++) {
-        int e;
-        double sec = run_secs(runs[i].state == ARCHIVED ? runs[i].archive : runs[i].dir, &e);
-        if (runs[i].state == ARCHIVED && isfinite(sec)) {
+        int e, gpu;
+        const char *dir = runs[i].state == ARCHIVED ? runs[i].archive : runs[i].dir;
+        double sec = run_secs(dir, &e, &gpu);
+        if (runs[i].state == ARCHIVED && isfinite(sec) && gpu == want_gpu) {
             cfg_secs[runs[i].config] += sec, cfg_n[runs[i].config]++;
             tab_sum[s->configs[runs[i].config].table] += sec;
             tab_n[s->configs[runs[i].config].table]++;
@@ -430,7 +436,7 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                     fprintf(f, "  s%llu archived", runs[i].seed);
                     continue;
                 }
-                double done = runs[i].state == RUNNING ? run_secs(runs[i].dir, &e) : 0;
+                double done = runs[i].state == RUNNING ? run_secs(runs[i].dir, &e, NULL) : 0;
                 if (runs[i].state == RUNNING)
                     fprintf(f, "  s%llu running (epoch %d of %d done)", runs[i].seed, e, s->epochs);
                 else fprintf(f, "  s%llu missing", runs[i].seed);
@@ -445,8 +451,10 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     fmt_hours(h2, sizeof h2, left / (jobs > 0 ? jobs : 1));
     if (count[ARCHIVED] == n) fprintf(f, "\nevery run is archived\n");
     else
-        fprintf(f, "\ntime left: about %s of training on one thread each (%s with --jobs %d), from "
-               "the times of the runs archived or running so far%s\n", h1, h2, jobs,
+        fprintf(f, "\ntime left: about %s of training %s (%s with --jobs %d), from the times of "
+               "the runs archived %s or running so far%s\n", h1,
+               want_gpu ? "on a GPU, one run at a time" : "on one thread each", h2, jobs,
+               want_gpu ? "on a GPU" : "on a CPU",
                unknown ? "; runs without a measured config or table are not counted" : "");
     free(cfg_secs), free(cfg_n);
 }
@@ -490,7 +498,8 @@ static pid_t start_training(const Study *s, const StudyRun *r) {
     for (int k = 0; k < n; k++) argv[a++] = "--set", argv[a++] = sets[k];
     if (path_is_file(last)) argv[a++] = "--resume";
     argv[a] = NULL;
-    printf("study: %s %s (log %s)\n", path_is_file(last) ? "resuming" : "training", r->name, r->log);
+    printf("study: %s %s (log %s)\n", path_is_file(last) ? "resuming" : "training", r->name,
+           r->log);
     return spawn(argv, r->log);
 }
 

@@ -57,8 +57,9 @@ typedef struct Study Study;
  * error). check = 0 skips the configs' validation (for study_status). */
 Status study_load(const char *file, int device, int check, Study **out, Err *err);
 
-/* Prints the runs archived, running and missing, and the time left at jobs runs at a time, to f.
- * No errors. */
+/* Prints the runs archived, running and missing, and the time left at jobs runs at a time, to f:
+ * from the archived runs' times on the kind of device the missing runs train on (the study's
+ * device, else the CPU) and the running runs' epochs. No errors. */
 void study_status(Study *s, int jobs, FILE *f);
 
 /* Trains the shared SentencePiece model when missing, then every run without an archive, jobs

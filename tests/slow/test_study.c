@@ -22,7 +22,7 @@
  *     then seed 5 alone, one run at a time: an archive of general_s5 appears while it trains (as
  *     another machine's would, on a GPU), and the study keeps it, says so, and goes on to
  *     dot_s5; with seeds 1, 3 and 5 the report's cost table gives general a row for each
- *     machine;
+ *     machine; with a seed 7, --status estimates the CPU runs' time from the CPU's runs alone;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
 #include "trainer_run.h"
@@ -261,7 +261,9 @@ int main(void) {
         const char *a1 = test_strdup(tr_fmt("%s/archive/general_s1", dir));
         const char *a5 = test_strdup(tr_fmt("%s/archive/general_s5", dir));
         EXPECT(system(tr_fmt("cp -r %s %s.copy && sed -i 's/general_s1/general_s5/' "
-                             "%s.copy/run.json && sed -i 's/\"gpu\":\"\"/\"gpu\":\"TestGPU 9\"/' "
+                             "%s.copy/run.json && sed -i "
+                             "-e 's/\"gpu\":\"\"/\"gpu\":\"TestGPU 9\"/' "
+                             "-e 's/\"elapsed\": [0-9.]*/\"elapsed\": 360000/' "
                              "%s.copy/metrics.jsonl && mv %s.copy %s",
                              a1, a5, a5, a5, a5, a5)) == 0,
                "copying an archive into %s", a5);
@@ -291,6 +293,20 @@ int main(void) {
                    tr_file_contains(md, "never averaged across machines"),
                "the cost table of general's runs on two machines (exit %d, %s) has not a row per "
                "machine", rc, md);
+        /* a seed 7 to train on the CPU: its time is estimated from the CPU's runs alone, not
+         * from general_s5's 100 hours on the GPU */
+        char *p7 = test_read_file(plan, NULL), *sd7 = p7 ? strstr(p7, "seeds=1 3 5\n") : NULL;
+        if (sd7) {
+            *sd7 = 0;
+            test_write_text(plan, tr_fmt("%sseeds=1 3 5 7\n%s", p7, sd7 + 12));
+        }
+        free(p7);
+        rc = study("status7", plan, "--status", NULL);
+        EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status7.out", w), "missing 2") &&
+                   tr_file_contains(tr_fmt("%s/status7.out", w), "time left: about 0 min of "
+                                    "training on one thread each"),
+               "--status for runs to train on the CPU (exit %d) counts a GPU run's time or "
+               "misses the runs", rc);
         free(card5), free(card5_after);
     }
 
