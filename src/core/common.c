@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +108,22 @@ char *temp_path_for(const char *path) {
     char *tmp = xmalloc(n);
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     return tmp;
+}
+
+int temp_name_stale(const char *name, const char *stem) {
+    const char *t;
+    if (stem) {
+        size_t n = strlen(stem);
+        if (strncmp(name, stem, n) || strncmp(name + n, ".tmp.", 5)) return 0;
+        t = name + n;
+    } else if (!(t = strstr(name, ".tmp."))) {
+        return 0;
+    }
+    char *end;
+    long pid = strtol(t + 5, &end, 10);
+    if (pid <= 0 || *end) return 0; /* not <stem>.tmp.<pid>: not ours */
+    if (pid == (long)getpid()) return 1;
+    return !(kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
 Status write_file_atomic(const char *path, const void *data, size_t n, Err *err) {

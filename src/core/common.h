@@ -97,6 +97,11 @@ int fsync_parent_dir(const char *path);
  * the caller frees). Every atomic writer names its file so (write_file_atomic, checkpoints, the
  * encoded-corpus cache): a run's start-up removes such files whose pid is dead. No errors. */
 char *temp_path_for(const char *path);
+/* 1 if the directory entry name is "<stem>.tmp.<pid>", temp_path_for's name for a file or folder
+ * named stem (any stem when stem is NULL), and no process with that pid runs: what a killed
+ * writer left behind. A pid equal to the caller's counts as dead (a sweep runs before the
+ * caller writes a temporary of its own). No errors. Source: POSIX kill(2) with signal 0. */
+int temp_name_stale(const char *name, const char *stem);
 
 #ifdef __cplusplus
 }

@@ -5,8 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -148,23 +148,18 @@ static Status remove_archive(const char *dir, Err *err) {
 }
 
 /* Removes the <out_dir>.tmp.<pid> folders that a killed archiving process left beside out_dir
- * (archive_run's temporary name), sparing any whose pid still runs; one that holds files other
- * than an archive's is left, with a warning. */
+ * (temp_path_for's name, temp_name_stale); one that holds files other than an archive's is
+ * left, with a warning. */
 static void remove_stale_temps(const char *out_dir) {
-    char parent[1100], base[256];
-    const char *slash = strrchr(out_dir, '/');
+    char parent[1100];
+    const char *slash = strrchr(out_dir, '/'), *stem = slash ? slash + 1 : out_dir;
     snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - out_dir) : 1,
              slash ? out_dir : ".");
     if (!parent[0]) snprintf(parent, sizeof parent, "/");
-    snprintf(base, sizeof base, "%s.tmp.", slash ? slash + 1 : out_dir);
     DIR *d = opendir(parent);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (strncmp(e->d_name, base, strlen(base))) continue;
-        char *end;
-        long pid = strtol(e->d_name + strlen(base), &end, 10);
-        if (pid <= 0 || *end || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue; /* its process still runs */
+        if (!temp_name_stale(e->d_name, stem)) continue;
         char p[1400];
         Err err;
         snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
@@ -384,12 +379,13 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     Config cfg;
     Spm *spm = NULL;
     cJSON *c = NULL;
-    char p[1200], tmp[1100], ckpt[16];
+    char p[1200], ckpt[16];
     double ckpt_bleu;
     CHECK(o && o->beam.beam >= 1 && o->ntests >= 0 && o->ntests <= ARCHIVE_MAX_TESTS,
           "archive_run: bad options");
     snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
     if (runlog_read(p, &log, err)) return STATUS_ERR;
+    char *tmp = temp_path_for(out_dir); /* the archive is written here, then renamed */
     if (pick_checkpoint(run_dir, &log, ckpt, sizeof ckpt, &ckpt_bleu, err)) goto done;
     if (path_is_dir(out_dir) && !archive_is(out_dir)) {
         DIR *d = opendir(out_dir);
@@ -415,7 +411,6 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     const Backend *be;
     if (backend_open(&bo, &be, NULL, 0, err)) goto done;
     remove_stale_temps(out_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_dir, (long)getpid());
     snprintf(p, sizeof p, "%s/test", tmp);
     if (make_dirs(p, err)) goto done;
     ArchiveTestSpec own = {NULL, cfg.test_src, cfg.test_tgt};
@@ -469,6 +464,7 @@ done:
         Err e2;
         remove_archive(tmp, &e2);
     }
+    free(tmp);
     cJSON_Delete(c);
     runlog_free(&log);
     if (m.rnn || m.tf) model_free(&m);

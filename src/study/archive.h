@@ -29,8 +29,9 @@
  * Errors are input errors (Status): a run folder without metrics.jsonl or any checkpoint, a
  * checkpoint that does not load, a test set that does not load or translate, a write that fails
  * (the archive is written into DIR.tmp.<pid> and renamed over DIR, so a failure leaves DIR as it
- * was; a DIR.tmp.<pid> folder left by an archiving process that was killed, one whose pid no longer
- * runs, is removed first); an archive that does not read back (each message names the file and what to do).
+ * was; a DIR.tmp.<pid> folder left by an archiving process that was killed, one whose pid no
+ * longer runs, is removed first); an archive that does not read back (each message names the
+ * file and what to do).
  * Host memory. Source: — (plain engineering; Clark et al. 2011 §4 on why a comparison keeps
  * every seed's translations).
  */

@@ -720,8 +720,8 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
                "(Wu et al. 2016 eq. 14), at most 2·S + 10 target pieces. BLEU and chrF as "
                "sacreBLEU's defaults, in points; a config's figures are the mean ± the sample "
                "standard deviation over its seeds. Training time, tokens/s and peak memory are "
-               "each run's own (metrics.jsonl), on the machine it trained on, and are averaged only "
-               "over the runs of one machine.\n\n", K,
+               "each run's own (metrics.jsonl), on the machine it trained on, and are averaged "
+               "only over the runs of one machine.\n\n", K,
             (double)alpha);
     Status rc = STATUS_OK;
     for (int ti = 0; ti < nt && !rc; ti++) {

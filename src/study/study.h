@@ -64,8 +64,9 @@ void study_status(Study *s, int jobs, FILE *f);
 
 /* Trains the shared SentencePiece model when missing, then every run without an archive, jobs
  * at a time, archiving each; a run whose archive appeared while it trained (another machine
- * archived it) keeps that archive and is not archived again. *failed: the runs that failed (each named on stderr with its log);
- * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's. */
+ * archived it) keeps that archive and is not archived again. *failed: the runs that failed
+ * (each named on stderr with its log); *stopped: 1 when a signal stopped the study. Errors: the
+ * SentencePiece model's. */
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 
 /* Writes the report from the archives there are. Errors: no archive yet, and report_write's. */

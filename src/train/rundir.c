@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +21,7 @@ static void remove_stale_temps(const char *dir) {
     if (!d) return;
     struct dirent *ent;
     while ((ent = readdir(d))) {
-        const char *t = strstr(ent->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + strlen(".tmp."), &end, 10);
-        if (pid <= 0 || *end) continue; /* not <name>.tmp.<pid>: not ours */
-        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
-            continue; /* its process still runs */
+        if (!temp_name_stale(ent->d_name, NULL)) continue; /* not ours, or its writer runs */
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
         if (unlink(path) == 0) printf("removed %s, left by an interrupted write\n", path);

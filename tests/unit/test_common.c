@@ -1,11 +1,13 @@
 /* test_common.c — core/common.c's make_dirs (mkdir -p): nested folders are created, an existing
  * folder is accepted, and a path through or onto a regular file, or one too long, is refused with
  * a message that names the path. write_file_atomic: a second write replaces the first whole; one
- * that cannot create its file fails naming it, and no temporary file is left. */
+ * that cannot create its file fails naming it, and no temporary file is left. temp_name_stale
+ * tells a dead writer's temporary (<stem>.tmp.<pid>) from a running one's and from other names. */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "testutil.h"
@@ -61,5 +63,20 @@ int main(void) {
         leftovers += strstr(e->d_name, ".tmp.") != NULL;
     if (d) closedir(d);
     EXPECT(leftovers == 0, "%d temporary files left in %s", leftovers, tmp);
+
+    /* temp_name_stale: temp_path_for's names whose writer no longer runs (pid 2147483646 is
+     * above any pid_max; the parent process runs; the caller's own pid counts as dead) */
+    char nm[96];
+    EXPECT(temp_name_stale("w.txt.tmp.2147483646", "w.txt"), "a dead writer's temporary");
+    EXPECT(temp_name_stale("last.ckpt.tmp.2147483646", NULL), "any stem: a dead writer's");
+    snprintf(nm, sizeof nm, "w.txt.tmp.%ld", (long)getpid());
+    EXPECT(temp_name_stale(nm, "w.txt"), "the caller's own pid is not counted as running");
+    snprintf(nm, sizeof nm, "w.txt.tmp.%ld", (long)getppid());
+    EXPECT(!temp_name_stale(nm, "w.txt"), "a running writer's temporary counted as stale");
+    EXPECT(!temp_name_stale("w.txt.tmp.2147483646", "v.txt"), "another stem's temporary");
+    EXPECT(!temp_name_stale("xw.txt.tmp.2147483646", "w.txt"), "a longer name with the stem");
+    EXPECT(!temp_name_stale("w.txt.tmp.12ab", "w.txt"), "no pid after .tmp.");
+    EXPECT(!temp_name_stale("w.txt.tmp.", NULL), "nothing after .tmp.");
+    EXPECT(!temp_name_stale("w.txt", NULL), "a name without .tmp.");
     return test_report("test_common");
 }

@@ -174,15 +174,19 @@ static inline void add_rows(float *z, const float *a, float w, int n, int D) {
         for (int d = 0; d < D; d++) z[d] += a[(size_t)i * D + d] * w;
 }
 
-/* Normalises rows o_i = num_i / den_i, den_i = φ(q_i)·z + 1e-6 (the sum over d in order), for
- * the n rows of Q = φ(q) [n, D]; den [n] gets den_i when not NULL. */
+/* den_t = φ(q_t)·z_t + 1e-6, the sum over d in order, of one row Q = φ(q_t) [D]. */
+static inline float row_den(const float *Q, const float *z, int D) {
+    float dn = 0.0f;
+    for (int d = 0; d < D; d++) dn += Q[d] * z[d];
+    return dn + LINEAR_ATTN_EPS;
+}
+
+/* Normalises rows o_i = num_i / den_i (row_den) for the n rows of Q = φ(q) [n, D]; den [n] gets
+ * den_i when not NULL. */
 static void normalise_rows(float *o, float *den, const float *Q, const float *z, int n, int D,
                            int Dv) {
     for (int i = 0; i < n; i++) {
-        const float *Qi = Q + (size_t)i * D;
-        float dn = 0.0f;
-        for (int d = 0; d < D; d++) dn += Qi[d] * z[d];
-        dn += LINEAR_ATTN_EPS; /* den_t = φ(q_t)·z_t + 1e-6 */
+        float dn = row_den(Q + (size_t)i * D, z, D);
         float inv = 1.0f / dn, *oi = o + (size_t)i * Dv;
 #pragma omp simd
         for (int e = 0; e < Dv; e++) oi[e] *= inv; /* out_t = num_t / den_t */
@@ -460,9 +464,7 @@ void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout
                 read_rows(u, gb + (size_t)t * Dv, St, t1 - t, Dv, D); /* u_t = S_t g_t */
                 for (int i = 0; t < t1; t++, i++) {
                     const float *Qt = Q + (size_t)t * D, *ut = u + (size_t)i * D;
-                    float dn = 0.0f;
-                    for (int d = 0; d < D; d++) dn += Qt[d] * z[d];
-                    dn += LINEAR_ATTN_EPS;                /* den_t = φ(q_t)·z_t + 1e-6 */
+                    float dn = row_den(Qt, z, D);
                     float gdo = cpu_dotf(Qt, ut, D) / dn; /* g_t·out_t = φ(q_t)·u_t / den_t */
                     den[t] = dn;
                     cc[t] = gdo / dn;
