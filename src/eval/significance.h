@@ -1,6 +1,8 @@
-/* eval/significance.h — paired bootstrap resampling for corpus BLEU (Koehn 2004, "Statistical
- * Significance Tests for Machine Translation Evaluation"), with the statistics sacreBLEU 2.x's
- * `--paired-bs` reports, so that our figures read like sacreBLEU's.
+/* eval/significance.h — significance of BLEU differences: the paired bootstrap over test
+ * sentences of two trained models (Koehn 2004, "Statistical Significance Tests for Machine
+ * Translation Evaluation"), with the statistics sacreBLEU 2.x's `--paired-bs` reports; and the
+ * test of two configs over their training runs (seeds) and the test sentences together, with
+ * Holm's correction and the minimum detectable effect (below).
  *
  * Legend: n segments (test sentences), R resamples (sacreBLEU's default 1000).
  *
@@ -39,23 +41,104 @@ typedef struct {
  * base[n], sys[n] of the same test set: bleu_segment_stats). idx: R·n segment indices, resample r
  * at idx[r·n .. r·n+n), or NULL to draw them from a PCG32 stream seeded with seed (rng.h: one
  * seed, one answer). CHECKs n >= 1, R >= 1 and every idx in [0, n). Allocates R doubles per
- * score series (host memory; aborts when out of memory). paired_bootstrap_seeds with one seed
- * a side. */
+ * score series (host memory; aborts when out of memory). It answers whether these two models
+ * differ on these sentences, not whether their configs do (seed_test). */
 PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, long n,
                                  int resamples, const long *idx, uint64_t seed);
 
-/* The paired bootstrap of two configurations trained with several seeds each (Clark et al.
- * 2011, "Better Hypothesis Testing for Statistical Machine Translation: Controlling for
- * Optimizer Instability", §4, on Koehn 2004's resampling): base[i] (i < nb) and sys[j] (j < ns)
- * are the per-segment statistics of each seed's translations of the same n segments. Every
- * score above is then the mean over the seeds of each seed's corpus BLEU: base_bleu and sys_bleu
- * on the whole test set, and in resample r, drawn once for all seeds (the same indices for both
- * configurations), b_r = mean_i BLEU(base[i] on r) and s_r = mean_j BLEU(sys[j] on r); delta,
- * its interval, the means and half-widths and p follow from them as above. With nb = ns = 1 it
- * is paired_bootstrap, bit for bit. CHECKs nb, ns >= 1 and what paired_bootstrap CHECKs.
- * Allocates R doubles per series and a resample's statistics per seed (host memory). */
-PairedBootstrap paired_bootstrap_seeds(const BleuStats *const *base, int nb,
-                                       const BleuStats *const *sys, int ns, long n,
-                                       int resamples, const long *idx, uint64_t seed);
+/* ---- Configs compared over training runs (the unit of replication is the run) ----
+ *
+ * Legend: n test segments; R resamples; a config's seeds (runs) m (baseline) and k (system);
+ * x_i the corpus BLEU of run i on the whole test set (percent); G the configs of a table.
+ *
+ * Config A (k runs) against baseline B (m runs) on one test set: Δ = mean_A x − mean_B x. Its
+ * variance has two parts.
+ *  - Seeds: each run's score varies with its seed around its config's mean, with a variance s²
+ *    pooled over the table's configs (a one-way ANOVA's within-group mean square, df = Σ_g (m_g −
+ *    1)): V_seed = s² (1/k + 1/m). Pooling assumes one seed variance for every config of a table;
+ *    it gives a config with few seeds the table's degrees of freedom (Dror et al. 2018 §4 on the
+ *    choice of test; Bouthillier et al. 2021 on seed variance in ML benchmarks).
+ *  - Test sentences: the expected difference of the two configs on this test set is itself a
+ *    draw from the population of sentences (Koehn 2004). The paired bootstrap over sentences
+ *    (the same indices for every run) gives the variance V_boot of the resampled
+ *    seed-averaged difference; it also holds each run's own sentence noise, which s² already
+ *    counts (a run's score on a fixed test set is its model plus that noise). So
+ *    V_test = max(0, V_boot − w (1/k + 1/m)), where w is the bootstrap variance of a run's
+ *    deviation from its config's seed mean, pooled as s² (Σ_g Σ_i Var_r(x_ir − x̄_gr) / Σ_g
+ *    (m_g − 1)).
+ * Then se = √(V_seed + V_test), t = Δ/se, df by Welch–Satterthwaite with V_test taken as known
+ * (df = df_seed (V_seed + V_test)² / V_seed²), p two-sided from Student's t, and Δ's 95%
+ * interval Δ ± t_{0.975,df} se. The only Monte Carlo part is V_boot: its standard error from the
+ * resampled differences' fourth moment, √((μ₄ − V_boot²)/R), carried into p as p_mc, half the
+ * spread of p over V_test ± that error. With no seed variance in the table (one run per
+ * config) the test has no df: p is NAN, and p_sentences, the normal test of Δ against V_boot
+ * alone, says only whether these trained models differ on these sentences (Koehn 2004), not
+ * their configs.
+ * Clark et al. 2011 (optimizer instability: replicate and report the variance over runs),
+ * Dror et al. 2018 (the hitchhiker's guide to significance testing in NLP), Bouthillier et al.
+ * 2021 (accounting for variance in machine learning benchmarks), Holm 1979. */
+
+/* Every run's BLEU on R resamples of one test set, all runs on the same indices. */
+typedef struct {
+    int nruns, resamples;
+    long n;
+    double *full;     /* [nruns]: run i's BLEU on the whole test set */
+    double *boot;     /* [nruns * resamples]: run i's BLEU on resample r at boot[i·R + r] */
+} SeedBoot;
+
+/* Fills b from the per-segment statistics stats[i][0..n) of each run i < nruns (the same n
+ * segments in every run): R resamples of n segments drawn with replacement from a PCG32 stream
+ * seeded with seed (one seed, one answer). CHECKs nruns, n, R >= 1. Host memory, freed by
+ * seed_boot_free. */
+void seed_boot_init(SeedBoot *b, const BleuStats *const *stats, int nruns, long n,
+                    int resamples, uint64_t seed);
+void seed_boot_free(SeedBoot *b);
+
+/* The table's pooled seed variance (above), from its configs: group g's runs are the indices
+ * runs[first[g] .. first[g] + size[g]) into b. */
+typedef struct {
+    double seed_var;  /* s², BLEU², NAN when seed_df is 0 */
+    int seed_df;      /* Σ_g (m_g − 1) */
+    double noise_var; /* w, BLEU², NAN when seed_df is 0 */
+} SeedPool;
+
+SeedPool seed_pool(const SeedBoot *b, const int *runs, const int *first, const int *size,
+                   int ngroups);
+
+typedef struct {
+    int nb, ns;                  /* runs of the baseline and of the system */
+    double base_bleu, sys_bleu;  /* the seeds' means on the whole test set */
+    double delta;                /* sys_bleu − base_bleu */
+    double var_seed, var_test;   /* BLEU² (above) */
+    double var_boot, var_boot_mc;/* V_boot and its Monte Carlo standard error */
+    double se, df, t;
+    double p;                    /* two-sided; NAN without seed variance */
+    double p_mc;                 /* p's Monte Carlo standard error */
+    double lo, hi;               /* Δ's 95% interval; NAN without seed variance */
+    double p_sentences;          /* the sentences alone (two-sided normal test on V_boot) */
+} SeedTest;
+
+/* System runs sys[0..ns) against baseline runs base[0..nb) (indices into b), with the table's
+ * pool. CHECKs ns, nb >= 1 and the indices. No other errors. */
+SeedTest seed_test(const SeedBoot *b, const SeedPool *pool, const int *base, int nb,
+                   const int *sys, int ns);
+
+/* Holm's step-down adjustment (Holm 1979) of m p-values: adj[i] = max over the p's no larger
+ * than p[i] in ascending order j = 1.. of min(1, (m − j + 1) p_(j)). NAN p's are left out (their
+ * adj is NAN) and do not count in m. adj may alias p. */
+void holm_adjust(const double *p, int m, double *adj);
+
+/* The minimum detectable effect: the |Δ| a two-sided test at level alpha detects with
+ * probability power between configs of k and m runs, given the pool and a test-set variance
+ * var_test (BLEU²): (t_{1−α/2,df} + t_{power,df}) √(s² (1/k + 1/m) + var_test), the
+ * normal-approximation to the noncentral t (Cohen 1988). NAN without seed variance. */
+double seed_test_mde(const SeedPool *pool, int k, int m, double var_test, double alpha,
+                     double power);
+
+/* Student's t: the two-sided tail probability P(|T| >= |t|) with df > 0 degrees of freedom
+ * (real df allowed), through the regularised incomplete beta function I_{df/(df+t²)}(df/2, 1/2);
+ * and its quantile (0 < q < 1). Accurate to about 1e-10. */
+double student_t_p2(double t, double df);
+double student_t_quantile(double q, double df);
 
 #endif

@@ -15,8 +15,11 @@
 #include "eval/significance.h"
 
 #define DASH "\xe2\x80\x94" /* — */
-#define RESAMPLES 1000
+#define RESAMPLES 2000      /* the bootstrap's first size; ×4 while a verdict could flip */
+#define MAX_RESAMPLES 32000
 #define BOOT_SEED 12345
+#define ALPHA 0.05
+#define GALLERY "attention.md" /* the heatmaps' page, beside the report */
 
 /* A config: the runs of one group, in the order given. */
 typedef struct {
@@ -25,18 +28,32 @@ typedef struct {
     int n;
 } Group;
 
-/* A config against the baseline on one test set. */
+/* A config against the baseline on one test set (eval/significance.h, seed_test). */
 typedef struct {
-    PairedBootstrap pb;
+    SeedTest st;
+    double p_adj;             /* Holm-adjusted over the table's comparisons */
     int identical;            /* the same translations, seed for seed */
-    double sd_sys, sd_base;   /* the seeds' standard deviations of beam BLEU */
+    int unstable;             /* p's Monte Carlo error could flip the adjusted verdict */
 } Sig;
+
+/* A table's facts on one test set: the pooled seed variance, the seed control (each config's
+ * first ⌊m/2⌋ seeds against the others), the minimum detectable effect. */
+typedef struct {
+    SeedPool pool;
+    SeedTest *ctl;            /* [ng]; ctl[g].nb == 0 for a config of one seed */
+    int nctl, nctl_sig;       /* control comparisons, and those with p < ALPHA */
+    int mde_k;                /* the seeds of a typical config (the most common count) */
+    double mde, mde_strict;   /* at ALPHA, and at ALPHA over the table's comparisons */
+    double var_test;          /* the mean test-set variance of the table's comparisons */
+} TestFacts;
 
 typedef struct {
     const ReportTable *t;
     Group *g;
     int ng, base;             /* base: the baseline's group, or -1 */
     Sig *sig;                 /* [ng * ntests] */
+    TestFacts *facts;         /* [ntests] */
+    int resamples, ncmp;      /* the bootstrap's size; comparisons Holm's correction counts */
     char ref[1024];           /* the machine whose runs give the times the figures compare */
     int ref_split;            /* 1: the runs trained on more than one machine */
 } Table;
@@ -84,13 +101,6 @@ static void fmt_ms(char *buf, size_t n, const double *v, int k) {
     if (k == 0 || !isfinite(m)) snprintf(buf, n, DASH);
     else if (k == 1) snprintf(buf, n, "%.2f", m);
     else snprintf(buf, n, "%.2f ± %.2f", m, sd_of(v, k));
-}
-
-/* a standard deviation for a table: "0.45", or "—" where it is not measured (one seed) */
-static const char *fmt_sd(char *buf, size_t n, double sd) {
-    if (isfinite(sd)) snprintf(buf, n, "%.2f", sd);
-    else snprintf(buf, n, DASH);
-    return buf;
 }
 
 static void fmt_duration(char *buf, size_t n, double s) {
@@ -303,38 +313,113 @@ static BleuStats **group_stats(const Group *g, const char *test) {
     return s;
 }
 
-static void significance(const ReportOpts *o, Table *t) {
-    if (t->base < 0) return;
-    t->sig = xcalloc((size_t)t->ng * (size_t)o->ntests, sizeof *t->sig);
+/* Holm's verdicts of the table with every p moved by shift standard errors of its Monte Carlo
+ * error: 1 where the adjusted p is below ALPHA, into v[ng * ntests]. */
+static void holm_verdicts(const Table *t, int ntests, double shift, int *v) {
+    int m = t->ng * ntests;
+    double *p = xcalloc((size_t)m, sizeof *p);
+    for (int i = 0; i < m; i++) {
+        int gi = i / ntests;
+        const Sig *s = &t->sig[i];
+        p[i] = gi == t->base ? NAN : fmin(1, fmax(0, s->st.p + shift * s->st.p_mc));
+    }
+    holm_adjust(p, m, p);
+    for (int i = 0; i < m; i++) v[i] = p[i] < ALPHA;
+    free(p);
+}
+
+/* Every config against the baseline on every test set, with R resamples; the seed controls;
+ * the MDE. */
+static void significance_at(const ReportOpts *o, Table *t, int R) {
+    int nr = 0;
+    for (int gi = 0; gi < t->ng; gi++) nr += t->g[gi].n;
+    int *ix = xcalloc((size_t)nr, sizeof *ix), *first = xcalloc((size_t)t->ng, sizeof *first);
+    int *size = xcalloc((size_t)t->ng, sizeof *size);
+    for (int i = 0; i < nr; i++) ix[i] = i;
+    for (int gi = 0, k = 0; gi < t->ng; k += t->g[gi].n, gi++)
+        first[gi] = k, size[gi] = t->g[gi].n;
     const Group *b = &t->g[t->base];
+    t->resamples = R;
     for (int k = 0; k < o->ntests; k++) {
-        BleuStats **bs = group_stats(b, o->tests[k]);
         long n = archive_test(b->runs[0], o->tests[k])->n;
-        double *vb = xcalloc((size_t)b->n, sizeof *vb);
-        group_scores(b, o->tests[k], 2, vb);
+        TestFacts *f = &t->facts[k];
+        free(f->ctl);
+        memset(f, 0, sizeof *f);
+        f->ctl = xcalloc((size_t)t->ng, sizeof *f->ctl);
+        if (n < 1) continue;
+        const BleuStats **all = xcalloc((size_t)nr, sizeof *all);
+        BleuStats ***per = xcalloc((size_t)t->ng, sizeof *per);
         for (int gi = 0; gi < t->ng; gi++) {
-            if (gi == t->base || n < 1) continue;
+            per[gi] = group_stats(&t->g[gi], o->tests[k]);
+            for (int i = 0; i < t->g[gi].n; i++) all[first[gi] + i] = per[gi][i];
+        }
+        SeedBoot bo;
+        seed_boot_init(&bo, all, nr, n, R, BOOT_SEED);
+        f->pool = seed_pool(&bo, ix, first, size, t->ng);
+        int nvt = 0;
+        for (int gi = 0; gi < t->ng; gi++) {
             const Group *g = &t->g[gi];
+            if (g->n >= 2) { /* the seed control: the first half of its seeds against the rest */
+                int h = g->n / 2;
+                f->ctl[gi] = seed_test(&bo, &f->pool, ix + first[gi], h, ix + first[gi] + h,
+                                       g->n - h);
+                f->nctl++;
+                f->nctl_sig += f->ctl[gi].p < ALPHA;
+            }
+            if (gi == t->base) continue;
             Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-            BleuStats **ss = group_stats(g, o->tests[k]);
-            s->pb = paired_bootstrap_seeds((const BleuStats *const *)bs, b->n,
-                                           (const BleuStats *const *)ss, g->n, n, RESAMPLES,
-                                           NULL, BOOT_SEED);
-            double *vg = xcalloc((size_t)g->n, sizeof *vg);
-            group_scores(g, o->tests[k], 2, vg);
-            s->sd_sys = sd_of(vg, g->n), s->sd_base = sd_of(vb, b->n);
+            s->st = seed_test(&bo, &f->pool, ix + first[t->base], b->n, ix + first[gi], g->n);
             s->identical = g->n == b->n;
             for (int i = 0; i < g->n && s->identical; i++)
                 s->identical = same_lines(archive_test(g->runs[i], o->tests[k])->beam,
                                           archive_test(b->runs[i], o->tests[k])->beam, n);
-            free(vg);
-            for (int i = 0; i < g->n; i++) free(ss[i]);
-            free(ss);
+            if (!s->identical && isfinite(s->st.var_test)) f->var_test += s->st.var_test, nvt++;
         }
-        free(vb);
-        for (int i = 0; i < b->n; i++) free(bs[i]);
-        free(bs);
+        if (nvt) f->var_test /= nvt;
+        /* the MDE for a typical config (the most common number of seeds) against the baseline */
+        int best = 0, cnt_best = 0;
+        for (int gi = 0; gi < t->ng; gi++) {
+            int c = 0;
+            for (int gj = 0; gj < t->ng; gj++) c += t->g[gj].n == t->g[gi].n;
+            if (c > cnt_best || (c == cnt_best && t->g[gi].n > best)) best = t->g[gi].n, cnt_best = c;
+        }
+        f->mde_k = best;
+        f->mde = seed_test_mde(&f->pool, best, b->n, f->var_test, ALPHA, 0.8);
+        f->mde_strict = seed_test_mde(&f->pool, best, b->n, f->var_test,
+                                      ALPHA / (t->ncmp > 0 ? t->ncmp : 1), 0.8);
+        seed_boot_free(&bo);
+        for (int gi = 0; gi < t->ng; gi++) {
+            for (int i = 0; i < t->g[gi].n; i++) free(per[gi][i]);
+            free(per[gi]);
+        }
+        free(per), free(all);
     }
+    free(ix), free(first), free(size);
+}
+
+/* The significance of every config against the baseline (report.h): the bootstrap grows ×4,
+ * up to MAX_RESAMPLES, while a verdict would change with p moved by 3 Monte Carlo standard
+ * errors; one that still would is marked. */
+static void significance(const ReportOpts *o, Table *t) {
+    if (t->base < 0) return;
+    int m = t->ng * o->ntests;
+    t->sig = xcalloc((size_t)m, sizeof *t->sig);
+    t->facts = xcalloc((size_t)o->ntests, sizeof *t->facts);
+    t->ncmp = (t->ng - 1) * o->ntests;
+    int *lo = xcalloc((size_t)m, sizeof *lo), *hi = xcalloc((size_t)m, sizeof *hi);
+    for (int R = RESAMPLES;; R *= 4) {
+        significance_at(o, t, R);
+        holm_verdicts(t, o->ntests, -3, lo);
+        holm_verdicts(t, o->ntests, 3, hi);
+        int flips = 0;
+        for (int i = 0; i < m; i++) flips += lo[i] != hi[i];
+        if (!flips || R * 4 > MAX_RESAMPLES) break;
+    }
+    double *p = xcalloc((size_t)m, sizeof *p);
+    for (int i = 0; i < m; i++) p[i] = i / o->ntests == t->base ? NAN : t->sig[i].st.p;
+    holm_adjust(p, m, p);
+    for (int i = 0; i < m; i++) t->sig[i].p_adj = p[i], t->sig[i].unstable = lo[i] != hi[i];
+    free(p), free(lo), free(hi);
 }
 
 /* ---- Markdown ---- */
@@ -420,30 +505,53 @@ static void write_cost(FILE *f, const Table *t) {
                    "of the runs on %s.\n", t->ref);
 }
 
-/* Whether the 95% interval of Δ holds 0: p (a test of |Δ| against the resampled differences
- * shifted to zero mean) and the percentile interval are two statistics, and near p = 0.05 they
- * can disagree (a call at p < 0.05 whose interval holds 0, or one at p >= 0.05 whose interval
- * leaves 0 out); the words then say that the call is marginal. */
-static int interval_has_zero(const Sig *s) {
-    return s->pb.delta_lo <= 0 && s->pb.delta_hi >= 0;
-}
+/* ---- verdicts ---- */
 
-static int disagree(const Sig *s) { return (s->pb.p < 0.05) == interval_has_zero(s); }
+enum { V_SAME, V_BETTER, V_WORSE, V_NONE }; /* indistinguishable, better, worse, no verdict */
 
-static const char *marginal(const Sig *s) {
-    if (!disagree(s)) return "";
-    return s->pb.p < 0.05 ? ", but the interval includes 0, so the call is marginal"
-                          : ", but the interval leaves 0 out, so the call is marginal";
+static int verdict_kind(const Sig *s) {
+    if (s->identical || fabs(s->st.delta) < 0.005) return V_SAME;
+    if (isnan(s->st.p)) return V_NONE;
+    if (s->p_adj < ALPHA) return s->st.delta > 0 ? V_BETTER : V_WORSE;
+    return V_SAME;
 }
 
 /* The verdict of sig s in words into buf. */
-static void verdict(const Sig *s, char *buf, size_t n) {
+static const char *verdict(const Sig *s, char *buf, size_t n) {
+    const char *mc = s->unstable ? " (Monte Carlo error could flip this)" : "";
+    int k = verdict_kind(s);
     if (s->identical) snprintf(buf, n, "identical translations");
-    else if (fabs(s->pb.delta) < 0.005) snprintf(buf, n, "no difference");
-    else if (s->pb.p < 0.05)
-        snprintf(buf, n, "significantly %s%s", s->pb.delta > 0 ? "better" : "worse",
-                 disagree(s) ? " (interval includes 0)" : "");
-    else snprintf(buf, n, "not significant%s", disagree(s) ? " (interval excludes 0)" : "");
+    else if (fabs(s->st.delta) < 0.005) snprintf(buf, n, "no difference");
+    else if (k == V_NONE) snprintf(buf, n, "no verdict: one seed a config");
+    else if (k == V_SAME) snprintf(buf, n, "not significant%s", mc);
+    else snprintf(buf, n, "%s%s%s", k == V_BETTER ? "better" : "worse",
+                  s->st.nb == 1 && s->st.ns == 1 ? " (tentative: one seed each)" : "", mc);
+    return buf;
+}
+
+/* "0.0123 ± 0.0004" (p and its Monte Carlo error), or "—" */
+static const char *fmt_p(char *buf, size_t n, double p, double mc) {
+    if (isnan(p)) snprintf(buf, n, DASH);
+    else if (p < 0.0001) snprintf(buf, n, "< 0.0001");
+    else if (mc >= 0.00005) snprintf(buf, n, "%.4f ± %.4f", p, mc);
+    else snprintf(buf, n, "%.4f", p);
+    return buf;
+}
+
+/* The seeds of runs[first .. first + k) as "s1–s2" or "s1, s3" */
+static const char *seed_list(char *buf, size_t n, const Group *g, int first, int k) {
+    buf[0] = 0;
+    int run = 1;
+    for (int i = first + 1; i < first + k; i++)
+        run &= g->runs[i]->cfg.seed == g->runs[i - 1]->cfg.seed + 1;
+    if (k > 2 && run)
+        snprintf(buf, n, "s%llu–s%llu", (unsigned long long)g->runs[first]->cfg.seed,
+                 (unsigned long long)g->runs[first + k - 1]->cfg.seed);
+    else
+        for (int i = first; i < first + k; i++)
+            str_appendf(buf, n, "%ss%llu", i > first ? ", " : "",
+                        (unsigned long long)g->runs[i]->cfg.seed);
+    return buf;
 }
 
 static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
@@ -452,68 +560,175 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
         fprintf(f, "No config but %s is in this table yet.\n\n", b->name);
         return;
     }
-    fprintf(f, "Each config against %s on the beam-%d translations: paired bootstrap resampling "
-               "of the test sentences (%d resamples, seed %d; Koehn 2004) in which each resample "
-               "scores every seed's translations and averages the seeds' BLEU (Clark et al. 2011, "
-               "§4). Δ is the difference of the seed-averaged BLEU, with its 95%% interval "
-               "(2.5th–97.5th percentile of the resampled differences) and p, sacreBLEU's "
-               "paired-bs p-value, which the verdict follows (p and the interval are two "
-               "statistics, and near 0.05 they can disagree: such a call is marked marginal); "
-               "sd is the standard deviation of the BLEU across seeds, to "
-               "read Δ against the seeds' own spread.\n\n",
-            b->name, K, RESAMPLES, BOOT_SEED);
-    fprintf(f, "| test set | config | seeds | BLEU | Δ vs %s | 95%% interval of Δ | p | sd | "
-               "sd of %s | verdict |\n|---|---|--:|--:|--:|---|--:|--:|--:|---|\n", b->name,
-            b->name);
+    fprintf(f, "Each config against %s on the beam-%d translations, over its training runs "
+               "(docs/study.md): Δ is the difference of the seeds' mean BLEU. Its standard error "
+               "adds the seeds' variance, pooled over the table's configs, and the test set's "
+               "sampling variance, from a paired bootstrap over the sentences (%d resamples, "
+               "seed %d) less the runs' own sentence noise that the seed variance already "
+               "holds. p is two-sided, from Student's t with Welch–Satterthwaite's degrees of "
+               "freedom, ± its Monte Carlo error; the verdict follows p adjusted by Holm's "
+               "method over the table's %d comparisons, at %.2f.\n\n",
+            b->name, K, t->resamples, BOOT_SEED, t->ncmp, ALPHA);
+    fprintf(f, "| test set | config | seeds | BLEU | Δ vs %s | 95%% interval of Δ | p | "
+               "adjusted p | verdict |\n|---|---|--:|--:|--:|---|--:|--:|---|\n", b->name);
+    int one_side = 0, no_var = 0;
     for (int k = 0; k < o->ntests; k++)
         for (int gi = 0; gi < t->ng; gi++) {
             if (gi == t->base) continue;
             const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-            char v[64], sd1[16], sd2[16];
+            char v[96], iv[64], pc[48], pa[24];
             verdict(s, v, sizeof v);
-            fprintf(f, "| %s | %s | %d | %.2f | %+.2f | [%+.2f, %+.2f] | %.4f | %s | %s | %s "
-                       "|\n", o->tests[k], t->g[gi].name, t->g[gi].n, s->pb.sys_bleu,
-                    s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p,
-                    fmt_sd(sd1, sizeof sd1, s->sd_sys), fmt_sd(sd2, sizeof sd2, s->sd_base), v);
+            if (isnan(s->st.lo)) snprintf(iv, sizeof iv, DASH);
+            else snprintf(iv, sizeof iv, "[%+.2f, %+.2f]", s->st.lo, s->st.hi);
+            if (isnan(s->st.p)) {
+                no_var = 1;
+                snprintf(pc, sizeof pc, "(%.4f ‡)", s->st.p_sentences);
+            } else fmt_p(pc, sizeof pc, s->st.p, s->st.p_mc);
+            fmt_p(pa, sizeof pa, s->p_adj, 0);
+            one_side |= t->g[gi].n == 1 || b->n == 1;
+            fprintf(f, "| %s | %s | %d%s | %.2f | %+.2f | %s | %s | %s | %s |\n", o->tests[k],
+                    t->g[gi].name, t->g[gi].n, t->g[gi].n == 1 || b->n == 1 ? " †" : "",
+                    s->st.sys_bleu, s->st.delta, iv, pc, pa, v);
         }
-    int one_seed = 0; /* a significant call with one seed on a side was written (marked †) */
-    fprintf(f, "\nIn words, at 0.05:\n\n");
-    for (int k = 0; k < o->ntests; k++)
+    fprintf(f, "\n");
+    if (one_side)
+        fprintf(f, "† One seed on a side: that config's own spread across seeds is not measured; "
+                   "the test takes the table's pooled seed variance. With one seed each, a "
+                   "verdict is marked tentative.\n\n");
+    if (no_var)
+        fprintf(f, "‡ No config of this table has two seeds, so the spread across training runs "
+                   "is unknown and no verdict is given. The figure is the paired bootstrap over "
+                   "the sentences alone: whether these trained models differ on these sentences, "
+                   "not whether their configs do.\n\n");
+    for (int k = 0; k < o->ntests; k++) {
+        const TestFacts *x = &t->facts[k];
+        if (!x->pool.seed_df) continue;
+        fprintf(f, "- %s: the seeds' pooled standard deviation is %.2f BLEU (df %d), a run's "
+                   "sentence noise %.2f, the test set's share of a difference's standard error "
+                   "%.2f on average. With %d seed%s a config and %d for %s, a difference of "
+                   "**%.2f BLEU** is found with 80%% power at α = %.2f (the minimum detectable "
+                   "effect), %.2f at α = %.2f/%d, Holm's strictest step.\n", o->tests[k],
+                sqrt(x->pool.seed_var), x->pool.seed_df, sqrt(x->pool.noise_var),
+                sqrt(x->var_test), x->mde_k, x->mde_k == 1 ? "" : "s", b->n, b->name, x->mde,
+                ALPHA, x->mde_strict, ALPHA, t->ncmp);
+    }
+    int nctl = 0, nsig = 0;
+    for (int k = 0; k < o->ntests; k++) nctl += t->facts[k].nctl, nsig += t->facts[k].nctl_sig;
+    if (nctl) {
+        fprintf(f, "- Seed control: each config's seeds split in two (the first ⌊m/2⌋ against "
+                   "the rest) and tested against each other as two configs, uncorrected: **%d of "
+                   "%d** comparisons significant at %.2f, where a calibrated test calls about "
+                   "%.0f%%", nsig, nctl, ALPHA, 100 * ALPHA);
+        int listed = 0;
+        for (int k = 0; k < o->ntests; k++)
+            for (int gi = 0; gi < t->ng; gi++) {
+                const SeedTest *c = &t->facts[k].ctl[gi];
+                if (!c->nb || !(c->p < ALPHA)) continue;
+                char s1[64], s2[64];
+                const Group *g = &t->g[gi];
+                fprintf(f, "%s%s on %s, %s against %s (%+.2f, p = %.4f)", listed++ ? "; " : " (",
+                        g->name, o->tests[k], seed_list(s1, sizeof s1, g, 0, c->nb),
+                        seed_list(s2, sizeof s2, g, c->nb, c->ns), c->delta, c->p);
+            }
+        fprintf(f, "%s.\n", listed ? ")" : "");
+    }
+    fprintf(f, "\n");
+}
+
+/* The mean tokens/s of g's runs on the table's reference machine; NAN without one. */
+static double ref_tok_s(const Table *t, const Group *g) {
+    double s = 0;
+    int n = 0;
+    for (int i = 0; i < g->n; i++)
+        if (on_ref(t, g->runs[i]) && isfinite(g->runs[i]->log.tok_s)) s += g->runs[i]->log.tok_s, n++;
+    return n ? s / n : NAN;
+}
+
+/* The page's opening: for each table with a baseline, each config's Δ and verdict per test
+ * set and its speed relative to the baseline, then the configs by verdict. */
+static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int nt) {
+    int any = 0;
+    for (int ti = 0; ti < nt; ti++) any |= tables[ti].base >= 0 && tables[ti].ng > 1;
+    if (!any) return;
+    fprintf(f, "## Summary\n\n");
+    for (int ti = 0; ti < nt; ti++) {
+        const Table *t = &tables[ti];
+        if (t->base < 0 || t->ng < 2) continue;
+        const Group *b = &t->g[t->base];
+        double base_tok = ref_tok_s(t, b);
+        fprintf(f, "**%s**, against %s: Δ BLEU (beam) of the seeds' means, with the verdict "
+                   "after Holm's correction, and training tokens/s relative to %s (runs on %s).\n\n"
+                   "| config |", t->t->title, b->name, b->name, t->ref);
+        for (int k = 0; k < o->ntests; k++) fprintf(f, " %s |", o->tests[k]);
+        fprintf(f, " speed |\n|---|");
+        for (int k = 0; k < o->ntests; k++) fprintf(f, "---|");
+        fprintf(f, "--:|\n");
+        /* cls: 0 the same on every test set, 1 better on all, 2 worse on all, 3 mixed, 4 none */
+        int *cls = xcalloc((size_t)t->ng, sizeof *cls);
         for (int gi = 0; gi < t->ng; gi++) {
             if (gi == t->base) continue;
-            const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-            const char *g = t->g[gi].name;
-            if (s->identical)
-                fprintf(f, "- %s: %s and %s translate every sentence identically.\n",
-                        o->tests[k], g, b->name);
-            else if (fabs(s->pb.delta) < 0.005)
-                fprintf(f, "- %s: %s and %s score the same (%+.2f BLEU).\n", o->tests[k], g,
-                        b->name, s->pb.delta);
-            else if (s->pb.p < 0.05 && !(isfinite(s->sd_sys) && isfinite(s->sd_base))) {
-                one_seed = 1;
-                fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f)%s. †\n",
-                        o->tests[k], g, s->pb.delta > 0 ? "better" : "worse", b->name,
-                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
-            } else if (s->pb.p < 0.05)
-                fprintf(f, "- %s: **%s is significantly %s than %s**, by %+.2f BLEU (95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f)%s; %s the seeds' standard deviations "
-                           "(%.2f and %.2f).\n", o->tests[k], g,
-                        s->pb.delta > 0 ? "better" : "worse", b->name, s->pb.delta,
-                        s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s),
-                        fabs(s->pb.delta) > fmax(s->sd_sys, s->sd_base) ? "larger than"
-                                                                        : "within",
-                        s->sd_sys, s->sd_base);
-            else
-                fprintf(f, "- %s: %s and %s do not differ significantly (%+.2f BLEU, 95%% "
-                           "interval [%+.2f, %+.2f], p = %.4f)%s.\n", o->tests[k], g, b->name,
-                        s->pb.delta, s->pb.delta_lo, s->pb.delta_hi, s->pb.p, marginal(s));
+            int seen[4] = {0};
+            fprintf(f, "| %s |", t->g[gi].name);
+            for (int k = 0; k < o->ntests; k++) {
+                const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
+                int v = verdict_kind(s);
+                seen[v] = 1;
+                if (v == V_BETTER || v == V_WORSE)
+                    fprintf(f, " **%+.2f %s** (adjusted p %s%.3f) |", s->st.delta,
+                            v == V_BETTER ? "better" : "worse", s->p_adj < 0.001 ? "< " : "",
+                            fmax(s->p_adj, 0.001));
+                else if (v == V_NONE) fprintf(f, " %+.2f (no verdict) |", s->st.delta);
+                else fprintf(f, " %+.2f |", s->st.delta);
+            }
+            double tok = ref_tok_s(t, &t->g[gi]);
+            if (isfinite(tok) && isfinite(base_tok) && base_tok > 0)
+                fprintf(f, " %.2f× |\n", tok / base_tok);
+            else fprintf(f, " " DASH " |\n");
+            cls[gi] = seen[V_NONE] ? 4
+                      : seen[V_BETTER] && !seen[V_WORSE] && !seen[V_SAME] ? 1
+                      : seen[V_WORSE] && !seen[V_BETTER] && !seen[V_SAME] ? 2
+                      : seen[V_BETTER] || seen[V_WORSE]                   ? 3
+                                                                          : 0;
         }
-    if (one_seed)
-        fprintf(f, "\n† One seed on a side: the spread across seeds is not measured, so the call "
-                   "says that the test sentences support the difference, not that another seed "
-                   "would repeat it.\n");
-    fprintf(f, "\n");
+        fprintf(f, "\n");
+        static const char *const heads[5] = {
+            "Indistinguishable from %s on every test set", "Better than %s on every test set",
+            "Worse than %s on every test set", "Different from %s on some test sets only",
+            "No verdict against %s (one seed a config)"};
+        for (int c = 0; c < 5; c++) {
+            int n = 0;
+            for (int gi = 0; gi < t->ng; gi++) n += gi != t->base && cls[gi] == c;
+            if (!n) continue;
+            fprintf(f, "- ");
+            fprintf(f, heads[c], b->name);
+            fprintf(f, ":");
+            for (int gi = 0, i = 0; gi < t->ng; gi++) {
+                if (gi != t->base && cls[gi] == c)
+                    fprintf(f, "%s %s", i++ ? "," : "", t->g[gi].name);
+                if (gi == t->base || cls[gi] != c || c != 3) continue;
+                for (int k = 0, j = 0; k < o->ntests; k++) { /* where it differs */
+                    int v = verdict_kind(&t->sig[(size_t)gi * o->ntests + k]);
+                    if (v == V_BETTER || v == V_WORSE)
+                        fprintf(f, "%s%s on %s", j++ ? ", " : " (", v == V_BETTER ? "better" : "worse",
+                                o->tests[k]);
+                    if (k == o->ntests - 1 && j) fprintf(f, ")");
+                }
+            }
+            fprintf(f, ".\n");
+        }
+        const TestFacts *x = &t->facts[0];
+        if (x->pool.seed_df)
+            fprintf(f, "- \"Indistinguishable\" is no proof of equality: on %s, with these seeds, "
+                       "a difference under about %.2f BLEU is likely to go unseen (the minimum "
+                       "detectable effect).\n", o->tests[0], x->mde);
+        int nctl = 0, nsig = 0;
+        for (int k = 0; k < o->ntests; k++) nctl += t->facts[k].nctl, nsig += t->facts[k].nctl_sig;
+        if (nctl)
+            fprintf(f, "- Seed control: %d of %d comparisons of a config's seeds against its own "
+                       "other seeds are significant at %.2f.\n", nsig, nctl, ALPHA);
+        fprintf(f, "\n");
+        free(cls);
+    }
 }
 
 static void file_name(char *buf, size_t n, const char *stem, const char *tag) {
@@ -612,9 +827,9 @@ static void map_sharpness(const ReportOpts *o, const Group *g, double *h, double
         }
 }
 
-/* The heatmaps of the first run of each group that has them, after a table of how peaked every
- * group's weights are (map_sharpness); their Markdown into f. */
-static Status write_maps(FILE *f, const ReportOpts *o, const Table *t, Err *err) {
+/* A table of how peaked every group's weights are (map_sharpness) into f, and the heatmaps of
+ * the first run of each group that has them into the gallery gal. */
+static Status write_maps(FILE *f, FILE *gal, const ReportOpts *o, const Table *t, Err *err) {
     int any = 0;
     for (int gi = 0; gi < t->ng; gi++) {
         double h, u, mx;
@@ -632,6 +847,12 @@ static Status write_maps(FILE *f, const ReportOpts *o, const Table *t, Err *err)
                 mx / rows);
     }
     if (any) fprintf(f, "\n");
+    int tagged = t->t->tag && t->t->tag[0];
+    fprintf(f, "The heatmaps of each config's first run: [%s](%s%s%s).\n\n", GALLERY, GALLERY,
+            tagged ? "#" : "", tagged ? t->t->tag : "");
+    fprintf(gal, "## %s\n\n", t->t->title);
+    if (tagged) fprintf(gal, "<a id=\"%s\"></a>\n\n", t->t->tag);
+    f = gal;
     for (int gi = 0; gi < t->ng; gi++) {
         const Group *g = &t->g[gi];
         const Archive *a = NULL;
@@ -709,8 +930,19 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
     snprintf(path, sizeof path, "%s/%s", o->out_dir, o->md_file);
     FILE *f = fopen(path, "w");
     if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    char gpath[1400];
+    snprintf(gpath, sizeof gpath, "%s/%s", o->out_dir, GALLERY);
+    FILE *gal = fopen(gpath, "w");
+    if (!gal) {
+        fclose(f);
+        return err_set(err, "%s: cannot write: %s", gpath, strerror(errno));
+    }
     fprintf(f, "# %s\n\n", o->title);
     if (o->intro) fprintf(f, "%s\n\n", o->intro);
+    fprintf(gal, "# %s: attention heatmaps\n\nThe greedy translations' attention of the chosen "
+                 "sentences of %s, from the first run of each config (the report: [%s](%s)).\n\n",
+            o->title, o->tests[0], o->md_file, o->md_file);
+    write_summary(f, o, tables, nt);
     fprintf(f, "Test sets:");
     for (int k = 0; k < o->ntests; k++) {
         const ArchiveTest *x = archive_test(tables[0].g[0].runs[0], o->tests[k]);
@@ -756,7 +988,7 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
         rc = write_tradeoff(o, t, png, K, err);
         if (rc) break;
         fprintf(f, "### Attention (greedy translations of %s)\n\n", o->tests[0]);
-        rc = write_maps(f, o, t, err);
+        rc = write_maps(f, gal, o, t, err);
     }
     if (!rc) {
         write_runs(f, tables, nt);
@@ -770,7 +1002,8 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
         }
     }
     Status c = close_checked(f, path, err);
-    return rc ? rc : c;
+    Status cg = close_checked(gal, gpath, err);
+    return rc ? rc : c ? c : cg;
 }
 
 /* ---- CSV ---- */
@@ -844,31 +1077,57 @@ static Status write_sig_csv(const ReportOpts *o, const Table *tables, int nt, Er
     snprintf(path, sizeof path, "%s/significance.csv", o->out_dir);
     FILE *f = fopen(path, "w");
     if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, "table,test,config,baseline,seeds,baseline_seeds,bleu,baseline_bleu,delta,"
-               "delta_lo,delta_hi,p,sd,baseline_sd,verdict\n");
+    fprintf(f, "table,test,comparison,config,baseline,seeds,baseline_seeds,bleu,baseline_bleu,"
+               "delta,delta_lo,delta_hi,se,df,p,p_mc,p_adjusted,p_sentences,var_seed,var_test,"
+               "resamples,verdict\n");
     for (int ti = 0; ti < nt; ti++) {
         const Table *t = &tables[ti];
         if (t->base < 0) continue;
         for (int k = 0; k < o->ntests; k++)
-            for (int gi = 0; gi < t->ng; gi++) {
-                if (gi == t->base) continue;
-                const Sig *s = &t->sig[(size_t)gi * o->ntests + k];
-                char v[64];
-                verdict(s, v, sizeof v);
-                csv_text(f, t->t->title);
-                fprintf(f, ",%s,", o->tests[k]);
-                csv_text(f, t->g[gi].name);
-                fputc(',', f);
-                csv_text(f, t->g[t->base].name);
-                fprintf(f, ",%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,", t->g[gi].n, t->g[t->base].n,
-                        s->pb.sys_bleu, s->pb.base_bleu, s->pb.delta, s->pb.delta_lo,
-                        s->pb.delta_hi, s->pb.p);
-                /* a standard deviation of one seed is not measured: an empty field */
-                if (isfinite(s->sd_sys)) fprintf(f, "%.4f", s->sd_sys);
-                fputc(',', f);
-                if (isfinite(s->sd_base)) fprintf(f, "%.4f", s->sd_base);
-                fprintf(f, ",%s\n", v);
-            }
+            for (int gi = 0; gi < t->ng; gi++)
+                for (int c = 0; c < 2; c++) { /* against the baseline, then the seed control */
+                    const SeedTest *st;
+                    const Sig *s = NULL;
+                    char v[96], x[300], y[300];
+                    const Group *g = &t->g[gi];
+                    if (c == 0) {
+                        if (gi == t->base) continue;
+                        s = &t->sig[(size_t)gi * o->ntests + k];
+                        st = &s->st;
+                        verdict(s, v, sizeof v);
+                        snprintf(x, sizeof x, "%s", g->name);
+                        snprintf(y, sizeof y, "%s", t->g[t->base].name);
+                    } else {
+                        st = &t->facts[k].ctl[gi];
+                        if (!st->nb) continue;
+                        char s1[64], s2[64];
+                        snprintf(v, sizeof v, "%s", st->p < ALPHA ? "significant" : "not significant");
+                        snprintf(x, sizeof x, "%s %s", g->name, seed_list(s2, sizeof s2, g, st->nb, st->ns));
+                        snprintf(y, sizeof y, "%s %s", g->name, seed_list(s1, sizeof s1, g, 0, st->nb));
+                    }
+                    csv_text(f, t->t->title);
+                    fprintf(f, ",%s,%s,", o->tests[k], c ? "seed_control" : "baseline");
+                    csv_text(f, x);
+                    fputc(',', f);
+                    csv_text(f, y);
+                    fprintf(f, ",%d,%d", st->ns, st->nb);
+                    csv_num(f, st->sys_bleu, "%.4f");
+                    csv_num(f, st->base_bleu, "%.4f");
+                    csv_num(f, st->delta, "%.4f");
+                    csv_num(f, st->lo, "%.4f");
+                    csv_num(f, st->hi, "%.4f");
+                    csv_num(f, st->se, "%.4f");
+                    csv_num(f, st->df, "%.1f");
+                    csv_num(f, st->p, "%.6g");
+                    csv_num(f, st->p_mc, "%.6g");
+                    csv_num(f, s ? s->p_adj : NAN, "%.6g");
+                    csv_num(f, st->p_sentences, "%.6g");
+                    csv_num(f, st->var_seed, "%.6f");
+                    csv_num(f, st->var_test, "%.6f");
+                    fprintf(f, ",%d,", t->resamples);
+                    csv_text(f, v);
+                    fputc('\n', f);
+                }
     }
     return close_checked(f, path, err);
 }
@@ -910,6 +1169,8 @@ done:
         for (int g = 0; g < t[i].ng; g++) free(t[i].g[g].runs);
         free(t[i].g);
         free(t[i].sig);
+        for (int k = 0; t[i].facts && k < o->ntests; k++) free(t[i].facts[k].ctl);
+        free(t[i].facts);
     }
     free(t);
     return rc;

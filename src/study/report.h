@@ -10,28 +10,35 @@
  * train.max_nonfinite, dist.*); otherwise its own name. A group's figures are the mean and the
  * sample standard deviation over its runs (its seeds).
  *
- * Per table (a heading each): a scores table (per config: parameters, seeds, best validation
- * BLEU, and per test set the BLEU greedy, BLEU and chrF with beam K, mean ± sd), a cost table
- * (epochs, runs, training time, tokens/s, peak memory, where it trained: a row per config and
- * machine, so that no time is averaged across machines), the significance of every
- * config against the table's baseline on every test set (paired bootstrap over the test
- * sentences scoring every seed's beam translations in each resample, Clark et al. 2011 §4 with
- * Koehn 2004; eval/significance.h, 1000 resamples, seed 12345): Δ of the seed-averaged BLEU, its
- * 95% interval, p, the seeds' standard deviations ("—" for one seed), and a sentence in words
- * per config (significant at 0.05 or not; a Δ that rounds to 0.00 is never better or worse;
- * identical translations are called identical), the validation curves (mean over seeds per
- * epoch: curves[_TAG].png), test
- * BLEU against parameters and training time (tradeoff[_TAG].png; the times in both figures are
- * those of the runs on the table's reference machine, the one on which most configs have a run)
- * and the attention heatmaps of
- * the first run of each config (attention_<config>_<i>.png). Then one table of every run (the
+ * The page opens with a summary per table with a baseline: each config's Δ BLEU per test set
+ * with its verdict and its training speed relative to the baseline, then the configs grouped by
+ * verdict, the minimum detectable effect and the seed control's count. Per table (a heading
+ * each): a scores table (per config: parameters, seeds, best validation BLEU, and per test set
+ * the BLEU greedy, BLEU and chrF with beam K, mean ± sd), a cost table (epochs, runs, training
+ * time, tokens/s, peak memory, where it trained: a row per config and machine, so that no time
+ * is averaged across machines), the significance of every config against the table's baseline
+ * on every test set over its training runs (eval/significance.h, seed_test: the seeds' variance
+ * pooled over the table's configs plus the test set's, from a paired bootstrap of 2,000
+ * resamples, seed 12345, grown ×4 up to 32,000 while p's Monte Carlo error could change a
+ * verdict): Δ of the seed-averaged BLEU, its 95% interval, p ± its Monte Carlo error, p adjusted
+ * by Holm's method over the table's comparisons (configs × test sets), and the verdict at 0.05
+ * (better, worse or not significant; a Δ that rounds to 0.00 is never better or worse; identical
+ * translations are called identical; no verdict when no config of the table has two seeds);
+ * per test set the pooled seed deviation and the minimum detectable effect (80% power at 0.05,
+ * and at 0.05 over the comparisons); the seed control (each config's first ⌊m/2⌋ seeds against
+ * the rest, uncorrected, and how many are significant); the validation curves (mean over seeds
+ * per epoch: curves[_TAG].png), test BLEU against parameters and training time
+ * (tradeoff[_TAG].png; the times in both figures are those of the runs on the table's reference
+ * machine, the one on which most configs have a run) and how peaked each config's attention is.
+ * The attention heatmaps of the first run of each config (attention_<config>_<i>.png) are on a
+ * page of their own, attention.md, that the report links. Then one table of every run (the
  * checkpoint scored, where and by which revision it trained, its archive), the line naming the
  * date and machine, and the notes file, verbatim.
  *
  * Errors: runs of one table whose test sets differ (their references), a run without a test set
  * the report names, a baseline that is no config of its table, gnuplot's failures (eval/plot.h),
- * a file that cannot be written. Host memory. Sources: Koehn 2004; Clark et al. 2011; sacreBLEU
- * (Post 2018) for BLEU and chrF.
+ * a file that cannot be written. Host memory. Sources: Koehn 2004; Clark et al. 2011; Dror et
+ * al. 2018; Bouthillier et al. 2021; Holm 1979; sacreBLEU (Post 2018) for BLEU and chrF.
  */
 #ifndef TRAINER_STUDY_REPORT_H
 #define TRAINER_STUDY_REPORT_H
@@ -65,7 +72,8 @@ typedef struct {
 } ReportOpts;
 
 /* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file,
- * significance.csv (when a table has a baseline) and the PNG figures. Errors: see the top. */
+ * significance.csv (when a table has a baseline: a row per config and test set against the
+ * baseline, and one per seed control), attention.md and the PNG figures. Errors: see the top. */
 Status report_write(const ReportOpts *o, const ReportTable *tables, int ntables, Err *err);
 
 /* The config name of a run without a given one: its name without a trailing "_s<digits>" into

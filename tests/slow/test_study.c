@@ -144,9 +144,24 @@ int main(void) {
                tr_file_contains(md, "| general (baseline) | luong_general |") &&
                tr_file_contains(md, "| dot | luong_dot |") &&
                tr_file_contains(md, "### Significance against general") &&
-               tr_file_contains(md, "In words, at 0.05:") &&
-               tr_file_contains(md, "| val2 | dot | 2 |"),
-           "%s lacks the rows, the significance or the progress line", md);
+               tr_file_contains(md, "adjusted p | verdict |") &&
+               tr_file_contains(md, "| val2 | dot | 2 |") &&
+               tr_file_contains(md, "(the minimum detectable effect)") &&
+               tr_file_contains(md, "- Seed control: each config's seeds split in two"),
+           "%s lacks the rows, the significance (adjusted p, minimum detectable effect, seed "
+           "control) or the progress line", md);
+    {
+        char *text = test_read_file(md, NULL);
+        const char *sum = text ? strstr(text, "## Summary") : NULL;
+        const char *scores = text ? strstr(text, "### Scores") : NULL;
+        EXPECT(sum && scores && sum < scores && strstr(sum, "| dot |"),
+               "%s does not open with the summary (before the scores, with a row for dot)", md);
+        free(text);
+    }
+    EXPECT(tr_file_contains(md, "](attention.md") &&
+               tr_file_contains(tr_fmt("%s/attention.md", dir), "](attention_dot_0.png)") &&
+               !tr_file_contains(md, "](attention_dot_0.png)"),
+           "the heatmaps are not in the gallery attention.md, linked from %s", md);
     /* the baseline's runs set aside: the report says the significance waits for them */
     for (int i = 0; i < 4; i += 2)
         EXPECT(rename(tr_fmt("%s/archive/%s", dir, runs[i]), tr_fmt("%s/%s.aside", w, runs[i])) ==
@@ -154,18 +169,19 @@ int main(void) {
     rc = study("no_baseline", plan, "--report", NULL);
     EXPECT(rc == 0 && tr_file_contains(md, "### Significance against general") &&
                tr_file_contains(md, "general, the baseline, has no archived run yet") &&
-               !tr_file_contains(md, "In words, at 0.05:"),
+               !tr_file_contains(md, "adjusted p | verdict |"),
            "a report without the baseline's runs (exit %d) must say that the significance "
            "waits for them", rc);
     for (int i = 0; i < 4; i += 2)
         EXPECT(rename(tr_fmt("%s/%s.aside", w, runs[i]), tr_fmt("%s/archive/%s", dir, runs[i])) ==
                    0, "cannot put %s back", runs[i]);
     rc = study("report_again", plan, "--report", NULL);
-    EXPECT(rc == 0 && tr_file_contains(md, "In words, at 0.05:"), "the report with the "
+    EXPECT(rc == 0 && tr_file_contains(md, "adjusted p | verdict |"), "the report with the "
            "baseline back failed (exit %d)", rc);
     EXPECT(tr_count_lines(tr_fmt("%s/results.csv", dir)) == 5 &&
-               tr_count_lines(tr_fmt("%s/significance.csv", dir)) == 3,
-           "results.csv should have 4 rows and significance.csv 2 (one a test set)");
+               tr_count_lines(tr_fmt("%s/significance.csv", dir)) == 7,
+           "results.csv should have 4 rows and significance.csv 6 (per test set: dot against "
+           "general, and each config's seed control)");
 
     /* 3. a third seed; general_s3 started by hand with the study's settings and stopped after 5
      * steps (train.max_steps), as an interrupted run: the study resumes it */

@@ -12,21 +12,13 @@
  *     the difference of two p estimates near 0.2 from 1000 resamples each);
  *  3. properties: the difference's interval contains the difference; swapping the systems
  *     negates the difference and its interval and keeps p; one seed gives one answer;
- *  4. over seeds (paired_bootstrap_seeds, Clark et al. 2011 §4), on the 1,000 references of
- *     Multi30k's test_2016_flickr (data/multi30k, as CTest's other data tests) with synthetic
- *     systems whose "seeds" drop words from the references at different rates (10, 13 and 16%):
- *     with one seed a side it equals sacreBLEU's paired bootstrap exactly (1.); two configs
- *     drawn from the same seed rates (a control) do not differ significantly, although their
- *     first seeds alone do (what a comparison of one seed each would wrongly report); a config
- *     with 10% more words dropped (a planted difference) differs significantly, for the worse.
+ * The test of configs over seeds is test_seed_test.c.
  * Run from the repository root (CTest does). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rng.h"
-#include "data/corpus.h"
 #include "eval/significance.h"
 #include "testutil.h"
 
@@ -69,81 +61,6 @@ static void close_to(double ours, double ref, double tol, const char *what) {
     EXPECT(fabs(ours - ref) <= tol, "%s: ours %.17g, sacreBLEU %.17g (tolerance %g)", what, ours,
            ref, tol);
     printf("  %-28s ours %10.6f  sacreBLEU %10.6f\n", what, ours, ref);
-}
-
-/* ref with each word dropped with probability rate (draws from rng). */
-static char *drop_words(const char *ref, double rate, Rng *rng) {
-    char *out = malloc(strlen(ref) + 1), *o = out;
-    const char *p = ref;
-    while (*p) {
-        size_t w = strcspn(p, " ");
-        if (rng_uniform(rng) >= rate) {
-            if (o != out) *o++ = ' ';
-            memcpy(o, p, w);
-            o += w;
-        }
-        p += w;
-        while (*p == ' ') p++;
-    }
-    *o = 0;
-    return out;
-}
-
-/* The per-sentence statistics of a synthetic run: refs with words dropped at rate. */
-static BleuStats *synthetic(const Corpus *c, double rate, uint64_t stream, double *bleu) {
-    Rng rng;
-    rng_seed(&rng, 7, stream);
-    char **hyp = malloc(sizeof *hyp * (size_t)c->n);
-    for (long i = 0; i < c->n; i++) hyp[i] = drop_words(c->tgt[i], rate, &rng);
-    BleuStats *s = malloc(sizeof *s * (size_t)c->n);
-    bleu_segment_stats(s, (const char *const *)hyp, (const char *const *)c->tgt, c->n);
-    *bleu = bleu_corpus((const char *const *)hyp, (const char *const *)c->tgt, c->n).score;
-    for (long i = 0; i < c->n; i++) free(hyp[i]);
-    free(hyp);
-    return s;
-}
-
-static void test_seeds(void) {
-    Corpus c = {0};
-    Err err;
-    if (corpus_load(&c, "data/multi30k/test_2016_flickr.de.gz",
-                    "data/multi30k/test_2016_flickr.en.gz", 1000, &err) != STATUS_OK) {
-        EXPECT(0, "%s (run data/get_multi30k.sh)", err.msg);
-        return;
-    }
-    /* three seeds a config: the same three drop rates, in another order and other streams */
-    static const double rates_a[3] = {0.10, 0.16, 0.13}, rates_b[3] = {0.13, 0.10, 0.16};
-    BleuStats *a[3], *b[3], *p[3];
-    double ba[3], bb[3], bp[3];
-    for (int i = 0; i < 3; i++) {
-        a[i] = synthetic(&c, rates_a[i], 1 + (uint64_t)i, &ba[i]);
-        b[i] = synthetic(&c, rates_b[i], 11 + (uint64_t)i, &bb[i]);
-        p[i] = synthetic(&c, rates_b[i] + 0.10, 21 + (uint64_t)i, &bp[i]);
-    }
-    printf("over seeds (%ld sentences): A %.2f %.2f %.2f, B %.2f %.2f %.2f, planted %.2f %.2f "
-           "%.2f BLEU\n", c.n, ba[0], ba[1], ba[2], bb[0], bb[1], bb[2], bp[0], bp[1], bp[2]);
-    const BleuStats *const *A = (const BleuStats *const *)a;
-    const BleuStats *const *B = (const BleuStats *const *)b;
-    PairedBootstrap one = paired_bootstrap(a[0], b[0], c.n, 1000, NULL, 12345);
-    PairedBootstrap ctl = paired_bootstrap_seeds(A, 3, B, 3, c.n, 1000, NULL, 12345);
-    PairedBootstrap pl = paired_bootstrap_seeds(A, 3, (const BleuStats *const *)p, 3, c.n, 1000,
-                                                NULL, 12345);
-    printf("  first seeds alone: %+.2f, p %.4f; control over 3 seeds: %+.2f [%+.2f, %+.2f], "
-           "p %.4f; planted: %+.2f, p %.4f\n", one.delta, one.p, ctl.delta, ctl.delta_lo,
-           ctl.delta_hi, ctl.p, pl.delta, pl.p);
-    EXPECT(one.p < 0.05, "the first seeds alone (drop 10%% against 13%%) should differ "
-           "significantly (p %.4f): the control below would then show nothing", one.p);
-    EXPECT(ctl.p >= 0.05 && ctl.delta_lo < 0 && ctl.delta_hi > 0,
-           "two configs of the same seed rates differ significantly: %+.3f [%+.3f, %+.3f], "
-           "p %.4f", ctl.delta, ctl.delta_lo, ctl.delta_hi, ctl.p);
-    double mean_a = (ba[0] + ba[1] + ba[2]) / 3, mean_b = (bb[0] + bb[1] + bb[2]) / 3;
-    EXPECT(fabs(ctl.delta - (mean_b - mean_a)) < 1e-9, "the control's delta %.6f is not the "
-           "difference of the seed-averaged BLEU %.6f", ctl.delta, mean_b - mean_a);
-    EXPECT(pl.p < 0.05 && pl.delta < 0 && pl.delta_hi < 0,
-           "10%% more words dropped is not significantly worse: %+.3f [%+.3f, %+.3f], p %.4f",
-           pl.delta, pl.delta_lo, pl.delta_hi, pl.p);
-    for (int i = 0; i < 3; i++) free(a[i]), free(b[i]), free(p[i]);
-    corpus_free(&c);
 }
 
 int main(void) {
@@ -208,12 +125,6 @@ int main(void) {
     EXPECT(!memcmp(&w, &y, sizeof w), "the same seed gave another answer");
     PairedBootstrap v = paired_bootstrap(sb, ss, n, 1000, NULL, 12346);
     EXPECT(v.sys_mean != y.sys_mean, "another seed drew the same resamples");
-
-    PairedBootstrap x1 = paired_bootstrap_seeds((const BleuStats *const *)&sb, 1,
-                                                (const BleuStats *const *)&ss, 1, n, R, idx, 0);
-    EXPECT(!memcmp(&x1, &x, sizeof x), "one seed a side: paired_bootstrap_seeds differs from "
-           "the sacreBLEU-exact paired bootstrap");
-    test_seeds();
 
     free(sb), free(ss), free(idx);
     free(refs), free(hb), free(hs), free(rows);
