@@ -573,6 +573,24 @@ static void test_dropout(void) {
         free(inp), free(out), free(mask), free(out2), free(mask2);
     }
     {
+        /* u == p exactly is kept (u >= p): keys whose element draws u = p, found by search */
+        static const struct { float p; uint64_t key; size_t i; } edge[2] = {
+            {0.3f, 2391, 2954}, {0.5f, 19341, 640}};
+        for (int k = 0; k < 2; k++) {
+            Stat st;
+            stat_begin(&st, "dropout_forward keeps u == p (p=%.1f)", edge[k].p);
+            size_t m = edge[k].i + 1;
+            float u = (float)(rng_hash(edge[k].key, edge[k].i) >> 8) * (1.0f / 16777216.0f);
+            stat_true(&st, u == edge[k].p, "the case's draw %.9g is not p %.9g", u, edge[k].p);
+            float *inp = frand(m, 1, 2), *out = fnew(m), *mask = fnew(m);
+            be->dropout_forward(out, mask, inp, edge[k].p, edge[k].key, m);
+            stat_true(&st, mask[edge[k].i] == 1.0f / (1.0f - edge[k].p),
+                      "element %zu, u == p, dropped (mask %g)", edge[k].i, mask[edge[k].i]);
+            stat_end(&st);
+            free(inp), free(out), free(mask);
+        }
+    }
+    {
         Stat st;
         stat_begin(&st, "dropout_forward p=0 is the identity");
         float *inp = frand(1000, -1, 1), *out = fnew(1000), *mask = fnew(1000);
