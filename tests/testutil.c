@@ -221,11 +221,12 @@ static int fd_agrees(double an, double num, const FdOptions *o) {
 
 FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
                     FdLoss loss, void *ctx, const FdOptions *opt) {
-    FdResult r = {0, 0, 0, 0.0, 0.0};
+    FdResult r = {0, 0, 0, 0.0, 0.0, 0.0, 0.0};
     for (size_t i = 0; i < n; i += stride ? stride : 1) {
         double an = analytic[i], num = fd_central(x, i, opt->eps, loss, ctx);
         double d = fabs(an - num);
         r.n++;
+        r.diff2 += (an - num) * (an - num), r.num2 += num * num;
         if (isnan(d)) d = INFINITY;
         if (d > r.max_abs) r.max_abs = d;
         if (fabs(num) >= opt->rel_floor && d / fabs(num) > r.max_rel) r.max_rel = d / fabs(num);

@@ -116,6 +116,8 @@ typedef struct {
     long bad;                /* elements that disagree (after the retries) */
     long retried;            /* elements measured again */
     double max_abs, max_rel; /* worst |analytic − num| and |analytic − num| / |num| at ε */
+    double diff2, num2;      /* Σ (analytic − num)² and Σ num² at ε: a normwise error
+                              * √diff2 / √num2 sees a tensor-wide error that a floor hides */
 } FdResult;
 FdResult fd_compare(const char *what, float *x, size_t n, size_t stride, const float *analytic,
                     FdLoss loss, void *ctx, const FdOptions *opt);

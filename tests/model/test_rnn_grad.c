@@ -7,8 +7,12 @@
  * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
  * padding; twice also a batch of sequences of at most two steps, S = T = 2) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
  * elements of bigger ones — and the analytic gradient must match (loss in float32, so the
- * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|). Dropout is on (p = 0.2): masks are a pure function of
- * the key, so the perturbed passes see the same masks.
+ * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|), and normwise, per tensor whose sampled gradient has a
+ * norm of at least 1e-2, ‖a − n‖ ≤ 1e-2·‖n‖ (an error in every element, such as a wrong scale,
+ * that the absolute floor lets through elementwise). sdp runs once more with its weights
+ * initialised at scale 2, where its W_q and W_k gradients are far above the differences' noise.
+ * Dropout is on (p = 0.2): masks are a pure function of the key, so the perturbed passes see the
+ * same masks.
  * Before the finite differences, a second training pass with grad_scale 0.5 and no zeroing must
  * add half of every gradient again (the gradients accumulate, scaled; testutil.h).
  * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
@@ -43,6 +47,9 @@ static AttentionOptions attn_opt = {.linformer_k = 3, .linformer_max_len = 6,
                                     .local_mode = LOCAL_PREDICTIVE,
                                     .local_score = LOCAL_SCORE_GENERAL};
 
+/* the next fixture's parameter initialisation scale (params_initialise) */
+static float init_scale = 0.5f;
+
 /* rnn_set_loss_rows for the next fixture (0: one block) */
 static int loss_rows = 0;
 
@@ -74,7 +81,7 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     params_allocate(&f->ps);
     Rng rng;
     rng_seed(&rng, 7, 1);
-    params_initialise(&f->ps, &rng, 0.5f);
+    params_initialise(&f->ps, &rng, init_scale);
     rnn_set_loss_rows(f->m, loss_rows);
     rnn_reserve(f->m, B, S, T, (long)B * S, (long)B * T);
     int src_len[3] = {5, 3, 1}, tgt_len[3] = {4, 2, 3};
@@ -203,6 +210,10 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
                                 loss_at, &ctx, &opt);
         bad += r.bad;
         if (r.max_rel > maxrel) maxrel = r.max_rel;
+        /* normwise: a tensor-wide error (a wrong scale, say) that the floor hides elementwise */
+        double nw = sqrt(r.diff2) / (sqrt(r.num2) + 1e-30);
+        EXPECT(sqrt(r.num2) < 1e-2 || nw <= 1e-2, "%s: normwise error %.3e of a gradient of "
+               "norm %.3e over %ld elements", what, nw, sqrt(r.num2), r.n);
     }
     printf("%s: %zu parameters, max relative error %.2e, %ld bad\n",
            describe(kind, gru, feed, Le, Ld), ps.total, maxrel, bad);
@@ -238,6 +249,11 @@ int main(void) {
                                    ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};
     for (int k = 0; k < 6; k++)
         for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
+    /* sdp with weights twice as large: its W_q and W_k gradients (1/√HS inside the scores)
+     * rise from about 1e-4, under the finite differences' noise, to about 0.5 */
+    init_scale = 2.0f;
+    for (int feed = 0; feed < 2; feed++) run(ATTN_SDP, 0, feed, 1, 1);
+    init_scale = 0.5f;
     const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
                                  ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
                                  ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT,
