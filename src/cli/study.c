@@ -9,7 +9,8 @@
  * --report writes the report from the archives there are, training nothing; --device cuda trains
  * and decodes the missing runs on the GPU.
  * Exit codes: 2 for a bad command line or plan (a config that does not validate with the plan's
- * settings included), 1 when a run fails to train or archive or the report fails, 0 otherwise.
+ * settings included, a test file that cannot be read), 1 when a run fails to train or archive
+ * or the report fails, 0 otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>

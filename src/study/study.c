@@ -135,8 +135,16 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
             if (n < 1)
                 return err_set(err, "%s: %s: give 1 to %d files separated by blanks", where, key,
                                ARCHIVE_MAX_TESTS);
-            for (int i = 0; i < n; i++)
-                join_path(s->dir, w[i], key[5] == 's' ? s->test_src[i] : s->test_tgt[i], PATH);
+            for (int i = 0; i < n; i++) {
+                char *path = key[5] == 's' ? s->test_src[i] : s->test_tgt[i];
+                join_path(s->dir, w[i], path, PATH);
+                FILE *f = path_is_dir(path) ? NULL : fopen(path, "rb");
+                if (!f)
+                    return err_set(err, "%s: %s: cannot read %s (%s); give the test set's file, "
+                                   "relative to the plan's folder", where, key, path,
+                                   path_is_dir(path) ? "a folder" : strerror(errno));
+                fclose(f);
+            }
             if (key[5] == 's') s->ntests = n;
             else if (n != s->ntests)
                 return err_set(err, "%s: test_tgt names %d files and test_src %d; pair them, "

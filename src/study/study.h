@@ -10,7 +10,8 @@
  *   precision = bf16              the one precision of every run (train.precision)
  *   seeds = 1 2 3                 every config is trained once per seed (train.seed)
  *   test_src = a.de.gz b.de.gz    the test sets, paired in order with test_tgt; each run's
- *   test_tgt = a.en.gz b.en.gz    archive holds their translations (greedy and beam)
+ *   test_tgt = a.en.gz b.en.gz    archive holds their translations (greedy and beam); a file
+ *                                 that cannot be read refuses the plan
  *   spm_model = spm.model         the SentencePiece model every run loads (data.spm_model),
  *                                 trained once from the first config's data when missing
  *                                 (default spm.model)

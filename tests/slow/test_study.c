@@ -6,7 +6,9 @@
  * 100 validation pairs, and their first 60 as a second set), beam 2, in a study folder of the
  * test's work folder:
  *  1. --status before anything: 4 runs missing; a plan with an unknown key, or whose precision
- *     this machine cannot train (tf32 on the CPU), is refused (exit 2) naming the line or key;
+ *     this machine cannot train (tf32 on the CPU), is refused (exit 2) naming the line or key,
+ *     and so is one whose test_tgt does not exist, naming the plan's line, the key and the path
+ *     (also by --status), before anything trains;
  *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
@@ -112,7 +114,21 @@ int main(void) {
                                        "train.precision = tf32 needs train.device = cuda"),
            "a plan of a precision this machine cannot train: exit %d, expected 2 with the reason",
            rc);
-    EXPECT(!tr_exists(tr_fmt("%s/runs", dir)), "a refused plan started a run");
+    /* a test set that does not exist: refused before anything trains, naming the key and path */
+    test_write_text(bad, tr_fmt("[study]\nepochs = 1\nprecision = fp32\nseeds = 1\n"
+                                "test_src = ../val.de\ntest_tgt = ../no_such_test.en\n"
+                                "[table t]\nconfigs = configs/general.ini\n"));
+    for (int i = 0; i < 2; i++) {
+        const char *tag = i ? "no_test_status" : "no_test";
+        rc = study(tag, bad, i ? "--status" : NULL, NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/%s.err", w, tag),
+                                           tr_fmt("bad.ini:6: test_tgt: cannot read "
+                                                  "%s/no_such_test.en", w)),
+               "a plan whose test_tgt does not exist%s: exit %d, expected 2 naming the plan's "
+               "line, the key and the path", i ? " (--status)" : "", rc);
+    }
+    EXPECT(!tr_exists(tr_fmt("%s/runs", dir)) && !tr_exists(tr_fmt("%s/spm.model", dir)),
+           "a refused plan started a run or trained its SentencePiece model");
 
     /* 2. the study: the shared SentencePiece model, then the 4 runs, 2 at a time */
     const char *spm = test_strdup(tr_fmt("%s/spm.model", dir));
