@@ -34,6 +34,10 @@ typedef struct {
     char path[PATH]; /* the config file, as the trainer is given it */
     char name[256];  /* its file name without .ini */
     int table;
+    char recipe[PATH]; /* the file it includes (its recipe), or "" when it includes none */
+    char other[1024];  /* the keys other than the attention's in which its resolved config
+                          differs from its recipe's, with its values ("model.input_feeding =
+                          false, train.lr = 0.002"), or "" */
 } StudyConfig;
 
 enum { MISSING, RUNNING, ARCHIVED };
@@ -361,6 +365,167 @@ static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config
     return rc;
 }
 
+/* ---- recipes: what each config changes in the file it includes ---- */
+
+/* The file that the config file path includes (`include = FILE` before its first section) as
+ * config_load resolves it (FILE relative to path's folder unless absolute) into load (n bytes),
+ * and with "." and ".." parts removed into shown; 0 when it includes none. */
+static int config_include(const char *path, char *load, char *shown, size_t n) {
+    FILE *f = fopen(path, "rb");
+    char line[CONFIG_MAX_LINE + 8];
+    int found = 0;
+    for (int first = 1; f && !found && fgets(line, sizeof line, f); first = 0) {
+        char *p = line;
+        if (first && !strncmp(p, "\xef\xbb\xbf", 3)) p += 3; /* a byte-order mark */
+        p[strcspn(p, "\r\n")] = 0;
+        p = trim(p);
+        if (*p == '[') break;
+        char *eq = strchr(p, '=');
+        if (!eq || *p == '#' || *p == ';') continue;
+        *eq = 0;
+        if (strcmp(trim(p), "include")) continue;
+        const char *val = trim(eq + 1), *slash = strrchr(path, '/');
+        int dir = val[0] == '/' || !slash ? 0 : (int)(slash - path) + 1;
+        snprintf(load, n, "%.*s%s", dir, path, val);
+        char folder[PATH];
+        snprintf(folder, sizeof folder, "%.*s", dir ? dir - 1 : 0, path);
+        join_path(folder, val, shown, n);
+        found = 1;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* 1 when p starts with "section.key: " (a key of config_diff's summary). */
+static int diff_key_at(const char *p) {
+    const char *q = p;
+    while (islower((unsigned char)*q) || *q == '_') q++;
+    if (q == p || *q++ != '.') return 0;
+    const char *k = q;
+    while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_') q++;
+    return q > k && q[0] == ':' && q[1] == ' ';
+}
+
+/* config_diff's summary "a.b: X -> Y; c.d: Z -> W" as "a.b = Y, c.d = W" (the second config's
+ * values; "" for an empty string) into out (n bytes). */
+static void diff_values(const char *d, char *out, size_t n) {
+    out[0] = 0;
+    while (diff_key_at(d)) {
+        const char *colon = strstr(d, ": "), *arrow = strstr(colon, " -> ");
+        if (!arrow) break;
+        const char *v = arrow + 4, *end = v;
+        while ((end = strstr(end, "; ")) && !diff_key_at(end + 2)) end += 2;
+        if (!end) end = v + strlen(v);
+        str_appendf(out, n, "%s%.*s = %.*s", out[0] ? ", " : "", (int)(colon - d), d,
+                    (int)(end - v), end > v ? v : "\"\"");
+        d = *end ? end + 2 : end;
+    }
+}
+
+/* Config file path with run r's settings (run_sets) into *c. */
+static Status load_for_run(const Study *s, const StudyRun *r, const char *path, Config *c,
+                           Err *err) {
+    char sets[16][1100];
+    int n = run_sets(s, r, sets);
+    Status rc = config_load(c, path, err);
+    for (int k = 0; k < n && !rc; k++) rc = config_set(c, sets[k], err);
+    return rc;
+}
+
+/* Each config's recipe (the file it includes) and the keys other than the attention's in which
+ * it differs from it, both with the plan's settings (run_sets), into s->configs. The attention's
+ * keys: the slots (model.attention, self_attention, dec_self_attention, cross_attention), the
+ * options that only an attention reads (model.linformer_*, model.local_*), and in an RNN
+ * model.heads, which only its multi-head attentions read. Errors: config_load's, for the
+ * config or its recipe. */
+static Status recipe_diffs(Study *s, Err *err) {
+    Config *c = xmalloc(sizeof *c), *r = xmalloc(sizeof *r);
+    char load[PATH], diff[4096];
+    Status rc = STATUS_OK;
+    for (int i = 0; i < s->nconfigs && !rc; i++) {
+        StudyConfig *sc = &s->configs[i];
+        const StudyRun *run = &s->runs[i]; /* the first seed's runs go config by config */
+        sc->recipe[0] = sc->other[0] = 0;
+        if (!config_include(sc->path, load, sc->recipe, sizeof sc->recipe)) continue;
+        rc = load_for_run(s, run, sc->path, c, err);
+        if (!rc && load_for_run(s, run, load, r, err))
+            rc = err_prefix(err, "its recipe %s", sc->recipe);
+        if (rc) {
+            err_prefix(err, "%s: config %s", s->file, sc->path);
+            break;
+        }
+        ModelSpec *m = &c->model;
+        m->attention = r->model.attention, m->self_attention = r->model.self_attention;
+        m->dec_self_attention = r->model.dec_self_attention;
+        m->cross_attention = r->model.cross_attention, m->attn_opt = r->model.attn_opt;
+        if (m->type == MODEL_RNN && r->model.type == MODEL_RNN) m->heads = r->model.heads;
+        if (config_diff(r, c, diff, sizeof diff)) diff_values(diff, sc->other, sizeof sc->other);
+    }
+    free(c), free(r);
+    return rc;
+}
+
+/* names[0..n) as "a", "a and b" or "a, b and c" appended to buf (n bytes), each between q. */
+static void append_names(char *buf, size_t size, const char *const *names, int n, const char *q) {
+    for (int i = 0; i < n; i++)
+        str_appendf(buf, size, "%s%s%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", q, names[i],
+                    q);
+}
+
+/* What the configs change in their recipes, in a sentence or two, into buf (n bytes): that
+ * every config differs from its recipe in the attention alone, or which configs also set which
+ * other keys; and which configs include no file (no recipe). Paths and keys between q ("`" for
+ * Markdown, "" for a terminal). */
+static void recipe_text(const Study *s, const char *q, char *buf, size_t n) {
+    const char *none[MAX_CONFIGS], *recipes[MAX_CONFIGS];
+    int nn = 0, nrec = 0, ndiff = 0;
+    for (int i = 0; i < s->nconfigs; i++) {
+        const StudyConfig *c = &s->configs[i];
+        if (!c->recipe[0]) {
+            none[nn++] = c->name;
+            continue;
+        }
+        ndiff += c->other[0] != 0;
+        int seen = 0;
+        for (int k = 0; k < nrec; k++) seen |= !strcmp(recipes[k], c->recipe);
+        if (!seen) recipes[nrec++] = c->recipe;
+    }
+    buf[0] = 0;
+    if (nn) {
+        append_names(buf, n, none, nn, "");
+        str_appendf(buf, n, " include%s no file, so %s no recipe to compare with%s",
+                    nn == 1 ? "s" : "", nn == 1 ? "it has" : "they have", nrec ? "; " : ".");
+    }
+    if (!nrec) return;
+    char list[4096] = "";
+    for (int k = 0; k < nrec; k++)
+        str_appendf(list, sizeof list, "%s%s%s%s", k == 0 ? "" : k == nrec - 1 ? " or " : ", ", q,
+                    recipes[k], q);
+    if (!ndiff) {
+        str_appendf(buf, n, "%s config differs from its recipe (the file it includes: %s) in the "
+                    "attention alone.", nn ? "every other" : "Every", list);
+        return;
+    }
+    str_appendf(buf, n, "%s differ from their recipes (the file each includes: %s) in the "
+                "attention and, for some, in other keys:", nn ? "the other configs" : "The configs",
+                list);
+    /* configs that change the same other keys are named together, in the plan's order */
+    int done[MAX_CONFIGS] = {0}, groups = 0;
+    for (int i = 0; i < s->nconfigs; i++) {
+        const StudyConfig *c = &s->configs[i];
+        if (done[i] || !c->recipe[0] || !c->other[0]) continue;
+        const char *same[MAX_CONFIGS];
+        int ns = 0;
+        for (int j = i; j < s->nconfigs; j++)
+            if (!done[j] && s->configs[j].recipe[0] && !strcmp(s->configs[j].other, c->other))
+                same[ns++] = s->configs[j].name, done[j] = 1;
+        str_appendf(buf, n, "%s ", groups++ ? ";" : "");
+        append_names(buf, n, same, ns, "");
+        str_appendf(buf, n, " also set%s %s%s%s", ns == 1 ? "s" : "", q, c->other, q);
+    }
+    str_appendf(buf, n, ".");
+}
+
 /* ---- state ---- */
 
 static void scan(StudyRun *runs, int n) {
@@ -407,6 +572,9 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
             precision_names[s->precision]);
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
+    char recipes[8192];
+    recipe_text(s, "", recipes, sizeof recipes);
+    fprintf(f, "%s\n", recipes);
     /* seconds per run: the config's archived runs, else its table's, else from the epochs that
      * running runs have validated; archived runs only of the kind of device the missing ones
      * train on (--device, else the CPU), since a GPU's minutes say nothing of a CPU's hours */
@@ -610,7 +778,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     ReportTable tables[MAX_TABLES];
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
-    char intro[4096];
+    char intro[16384], recipes[8192];
     int nmissing = 0;
     for (int t = 0; t < s->ntables && !rc; t++) {
         int first = na;
@@ -642,14 +810,14 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
             archive_test_name(s->test_tgt[k], names[k], sizeof names[k]);
             tests[k] = names[k];
         }
+        recipe_text(s, "`", recipes, sizeof recipes);
         snprintf(intro, sizeof intro,
                  "Written by `trainer study %s` from the archives in `archive/`. Every run "
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
-                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`; "
-                 "the configs of a table differ from their recipe in the attention alone. "
-                 "**Archived: %d of %d runs**%s.",
+                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`. "
+                 "%s **Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, n - nmissing, n,
+                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, recipes, n - nmissing, n,
                  nmissing ? "; `trainer study … --status` lists the others and the time they "
                             "need" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
@@ -673,7 +841,8 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
     s->runs = xcalloc(MAX_CONFIGS * MAX_SEEDS, sizeof *s->runs);
     s->device = device;
     make_runs(s, s->runs, &s->nruns);
-    return check ? plan_check(s, s->runs, s->nruns, &s->first, err) : STATUS_OK;
+    if (check && plan_check(s, s->runs, s->nruns, &s->first, err)) return STATUS_ERR;
+    return recipe_diffs(s, err);
 }
 
 void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jobs, f); }
@@ -692,6 +861,9 @@ Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
         if (strcmp(made, s->spm) && rename(made, s->spm) != 0)
             return err_set(err, "cannot rename %s to %s: %s", made, s->spm, strerror(errno));
     }
+    char recipes[8192];
+    recipe_text(s, "", recipes, sizeof recipes);
+    printf("study: %s\n", recipes);
     *failed = run_all(s, s->runs, s->nruns, jobs);
     *stopped = g_stop != 0;
     return STATUS_OK;

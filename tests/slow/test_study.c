@@ -1,19 +1,21 @@
 /* test_study.c — `trainer study` end to end (src/cli/study.c, with data.spm_model, `trainer
  * archive` and the report).
  *
- * A plan of two configs (tests/fixtures/tiny.ini's recipe with luong_general and with luong_dot
- * attention, on the 2000/100-pair slices), two seeds each, one epoch, fp32, two test sets (the
- * 100 validation pairs, and their first 60 as a second set), beam 2, in a study folder of the
- * test's work folder:
- *  1. --status before anything: 4 runs missing; a plan with an unknown key, or whose precision
- *     this machine cannot train (tf32 on the CPU), is refused (exit 2) naming the line or key,
- *     and so is one whose test_tgt does not exist, naming the plan's line, the key and the path
- *     (also by --status), before anything trains;
+ * A plan of two configs (each includes recipe.ini, tests/fixtures/tiny.ini on the 2000/100-pair
+ * slices, and sets luong_general or luong_dot attention), two seeds each, one epoch, fp32, two
+ * test sets (the 100 validation pairs, and their first 60 as a second set), beam 2, in a study
+ * folder of the test's work folder:
+ *  1. --status before anything: 4 runs missing, every config differing from its recipe in the
+ *     attention alone; a plan with an unknown key, or whose precision this machine cannot train
+ *     (tf32 on the CPU), is refused (exit 2) naming the line or key, and so is one whose test_tgt
+ *     does not exist, naming the plan's line, the key and the path (also by --status), before
+ *     anything trains;
  *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
  *     per attention over 2 seeds, the significance against the baseline in words, "Archived: 4 of 4
- *     runs"), results.csv (4 rows) and significance.csv;
+ *     runs", the attention alone), results.csv (4 rows) and significance.csv; the start of
+ *     training says what the configs change in their recipe;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running (and estimates the time left at as many runs at a time as the machine
@@ -25,6 +27,9 @@
  *     another machine's would, on a GPU), and the study keeps it, says so, and goes on to
  *     dot_s5; with seeds 1, 3 and 5 the report's cost table gives general a row for each
  *     machine; with a seed 7, --status estimates the CPU runs' time from the CPU's runs alone;
+ *  4d. a config that also sets model.input_feeding = false is named with that key by --status
+ *     and the report (which no longer say "attention alone"); a config that includes no file is
+ *     said to have no recipe;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
 #include "trainer_run.h"
@@ -86,13 +91,16 @@ int main(void) {
     if (name) memset(name, ' ', strlen("name = tiny"));
     test_write_text(tr_fmt("%s/base.ini", w), tiny);
     free(tiny);
+    /* the configs' recipe: base.ini on the slices; each config changes its attention alone */
+    test_write_text(tr_fmt("%s/recipe.ini", w),
+                    tr_fmt("include = base.ini\n[data]\ntrain_src = %s/train.de\n"
+                           "train_tgt = %s/train.en\nval_src = %s/val.de\nval_tgt = %s/val.en\n"
+                           "cache_dir = %s/cache\n", w, w, w, w, w));
     static const char *const kinds[2] = {"general", "dot"};
     for (int i = 0; i < 2; i++)
         test_write_text(tr_fmt("%s/configs/%s.ini", dir, kinds[i]),
-                        tr_fmt("include = ../../base.ini\n[model]\nattention = luong_%s\n[data]\n"
-                               "train_src = %s/train.de\ntrain_tgt = %s/train.en\n"
-                               "val_src = %s/val.de\nval_tgt = %s/val.en\ncache_dir = %s/cache\n",
-                               kinds[i], w, w, w, w, w));
+                        tr_fmt("include = ../../recipe.ini\n[model]\nattention = luong_%s\n",
+                               kinds[i]));
     write_plan(plan, "");
 
     /* 1. status and refusals */
@@ -100,6 +108,11 @@ int main(void) {
     EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status0.out", w), "archived 0, running 0, "
                                                                    "missing 4"),
            "--status before anything (exit %d) does not list 4 missing runs", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/status0.out", w),
+                            tr_fmt("Every config differs from its recipe (the file it includes: "
+                                   "%s/recipe.ini) in the attention alone.", w)),
+           "--status does not say that the configs differ from their recipe in the attention "
+           "alone");
     const char *bad = test_strdup(tr_fmt("%s/bad.ini", dir));
     write_plan(bad, "epoch = 3");
     rc = study("bad_key", bad, NULL, NULL);
@@ -154,7 +167,11 @@ int main(void) {
         EXPECT(tr_file_contains(tr_fmt("%s/config.ini", a), "study/spm.model\""),
                "the archive's config of %s does not name data.spm_model", runs[i]);
     }
+    EXPECT(tr_file_contains(tr_fmt("%s/study.out", w), "in the attention alone"),
+           "the start of training does not say what the configs change in their recipe");
     const char *md = tr_fmt("%s/README.md", dir);
+    EXPECT(tr_file_contains(md, "in the attention alone."),
+           "%s does not say that the configs change the attention alone", md);
     EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**Archived: 4 of 4 "
                                                                         "runs**") &&
                tr_file_contains(md, "| general (baseline) | luong_general |") &&
@@ -324,6 +341,43 @@ int main(void) {
                "--status for runs to train on the CPU (exit %d) counts a GPU run's time or "
                "misses the runs", rc);
         free(card5), free(card5_after);
+    }
+
+    /* 4d. a config that changes another key than the attention's is named with it; a config
+     * that includes no file has no recipe */
+    {
+        test_write_text(tr_fmt("%s/configs/nofeed.ini", dir),
+                        "include = ../../recipe.ini\n[model]\nattention = luong_dot\n"
+                        "input_feeding = false\n");
+        test_write_text(tr_fmt("%s/configs/plain.ini", dir), "[model]\nattention = luong_dot\n");
+        const char *head = "[study]\nepochs = 1\nprecision = fp32\nseeds = 1\n"
+                           "test_src = ../val.de ../val2.de\ntest_tgt = ../val.en ../val2.en\n"
+                           "beam = 2\n[table rnn]\n";
+        const char *plan2 = test_strdup(tr_fmt("%s/recipes.ini", dir));
+        test_write_text(plan2, tr_fmt("%sconfigs = configs/general.ini configs/nofeed.ini\n",
+                                      head));
+        rc = study("recipes_status", plan2, "--status", NULL);
+        const char *out = tr_fmt("%s/recipes_status.out", w);
+        EXPECT(rc == 0 && tr_file_contains(out, "nofeed also sets model.input_feeding = false.") &&
+                   !tr_file_contains(out, "attention alone"),
+               "--status (exit %d) does not name the key other than the attention's that nofeed "
+               "changes", rc);
+        rc = study("recipes_report", plan2, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir);
+        EXPECT(rc == 0 &&
+                   tr_file_contains(md, "in the attention and, for some, in other keys: nofeed "
+                                        "also sets `model.input_feeding = false`.") &&
+                   !tr_file_contains(md, "attention alone"),
+               "the report (exit %d) does not name the key other than the attention's that "
+               "nofeed changes", rc);
+        test_write_text(plan2, tr_fmt("%sconfigs = configs/plain.ini configs/general.ini\n",
+                                      head));
+        rc = study("no_recipe", plan2, "--status", NULL);
+        EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/no_recipe.out", w),
+                                           "plain includes no file, so it has no recipe to "
+                                           "compare with; every other config differs from its "
+                                           "recipe"),
+               "--status (exit %d) does not say that plain has no recipe", rc);
     }
 
     /* 5. data.spm_model of another size */
