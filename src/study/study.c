@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "data/spm.h"
 #include "study/report.h"
 #include "train/config.h"
 #include "train/rundir.h"
@@ -768,6 +769,58 @@ static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
     return failed;
 }
 
+/* ---- the SentencePiece model of every run ---- */
+
+/* The spm_hash of the SentencePiece model in file path. Errors: spm_load's, spm_hash's. */
+static Status file_spm_hash(const char *path, uint64_t *hash, Err *err) {
+    Spm *m = NULL;
+    Status rc = spm_load(&m, path, err);
+    if (!rc) rc = spm_hash(m, hash, err);
+    spm_free(m);
+    return rc;
+}
+
+/* The error for the archive in dir, trained with the model of hash had, against the plan's. */
+static Status archive_model_differs(const Study *s, const char *dir, uint64_t had, uint64_t plan,
+                                    Err *err) {
+    return err_set(err, "%s/run.json: the run was trained with the SentencePiece model of hash "
+                   "%016llx, but the plan's spm_model %s has hash %016llx, so its scores do not "
+                   "compare with the other runs'; remove the archive folder %s so that the study "
+                   "trains the run again with the plan's model, or set spm_model to the model "
+                   "the run was trained with", dir, (unsigned long long)had, s->spm,
+                   (unsigned long long)plan, dir);
+}
+
+/* Refuses, before any training, an archive that records another SentencePiece model than the
+ * plan's (an archive without the record is let be), and a run folder to be resumed (a
+ * last.ckpt) whose spm.model, the copy of the model it began with, is another: the runs it
+ * trains take the plan's model (data.spm_model, run_sets), but a resumed run keeps its own. */
+static Status check_models(const Study *s, StudyRun *runs, int n, Err *err) {
+    uint64_t plan, had;
+    int known;
+    if (file_spm_hash(s->spm, &plan, err)) return err_prefix(err, "%s: spm_model", s->file);
+    scan(runs, n);
+    for (int i = 0; i < n; i++) {
+        const StudyRun *r = &runs[i];
+        char model[PATH + 16];
+        snprintf(model, sizeof model, "%s/spm.model", r->dir);
+        if (r->state == ARCHIVED) {
+            if (archive_spm_hash(r->archive, &known, &had, err)) return STATUS_ERR;
+            if (known && had != plan) return archive_model_differs(s, r->archive, had, plan, err);
+        } else if (r->state == RUNNING && path_is_file(model)) {
+            if (file_spm_hash(model, &had, err)) return STATUS_ERR;
+            if (had != plan)
+                return err_set(err, "%s: run %s began with the SentencePiece model of hash "
+                               "%016llx, but the plan's spm_model %s has hash %016llx, and a "
+                               "resumed run keeps its own; remove the run folder %s so that the "
+                               "study trains the run afresh with the plan's model, or set "
+                               "spm_model to the model the run began with", model, r->name,
+                               (unsigned long long)had, s->spm, (unsigned long long)plan, r->dir);
+        }
+    }
+    return STATUS_OK;
+}
+
 /* ---- the report ---- */
 
 static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
@@ -779,7 +832,8 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
     char intro[16384], recipes[8192];
-    int nmissing = 0;
+    int nmissing = 0, plan_known = 0;
+    uint64_t plan = 0;
     for (int t = 0; t < s->ntables && !rc; t++) {
         int first = na;
         for (int c = s->tables[t].first; c < s->tables[t].first + s->tables[t].n && !rc; c++)
@@ -790,6 +844,14 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                     continue;
                 }
                 rc = archive_read(runs[i].archive, &a[na], err);
+                if (!rc && a[na].spm_hash_known && !plan_known) {
+                    if (file_spm_hash(s->spm, &plan, err))
+                        rc = err_prefix(err, "%s: spm_model (to check the archives' models)",
+                                        s->file);
+                    plan_known = 1;
+                }
+                if (!rc && a[na].spm_hash_known && a[na].spm_hash != plan)
+                    rc = archive_model_differs(s, runs[i].archive, a[na].spm_hash, plan, err);
                 ptr[na] = &a[na], groups[na] = s->configs[c].name;
                 na++;
             }
@@ -861,6 +923,7 @@ Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
         if (strcmp(made, s->spm) && rename(made, s->spm) != 0)
             return err_set(err, "cannot rename %s to %s: %s", made, s->spm, strerror(errno));
     }
+    if (check_models(s, s->runs, s->nruns, err)) return STATUS_ERR;
     char recipes[8192];
     recipe_text(s, "", recipes, sizeof recipes);
     printf("study: %s\n", recipes);

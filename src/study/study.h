@@ -47,9 +47,14 @@
  * local_*, and model.heads in an RNN) and the others; the report's introduction, --status and
  * the start of training say that every config differs from its recipe in the attention alone,
  * or name each config's other keys with their values, and name the configs without a recipe.
+ * One SentencePiece model: study_train and study_report refuse an archive whose card records
+ * another model than the plan's spm_model (spm_hash; cards without the record are accepted, and
+ * the report says how many), and study_train a run folder to be resumed whose spm.model (the
+ * model it began with) is another; the runs it starts take the plan's (data.spm_model).
  * Errors: the plan's (naming FILE:LINE and the key), a config's or its recipe's (config_load,
- * config_validate), the SentencePiece model's training, the report's. Host memory. Source:
- * Clark et al. 2011 (why several seeds); docs/design.md §10.
+ * config_validate), the SentencePiece model's training, loading or hashing, an archive or run
+ * folder of another SentencePiece model (naming it, both hashes and what to do), the report's.
+ * Host memory. Source: Clark et al. 2011 (why several seeds); docs/design.md §10.
  */
 #ifndef TRAINER_STUDY_STUDY_H
 #define TRAINER_STUDY_STUDY_H
@@ -72,15 +77,18 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
  * epochs. No errors. */
 void study_status(Study *s, int jobs, FILE *f);
 
-/* Trains the shared SentencePiece model when missing, prints what the configs change in their
+/* Trains the shared SentencePiece model when missing, checks that every archive and every run
+ * folder to resume has that model (see the top), prints what the configs change in their
  * recipes, then trains every run without an archive, jobs at a time, archiving each; a run
  * whose archive appeared while it trained (another machine archived it) keeps that archive and
  * is not archived again. *failed: the runs that failed (each named on stderr with its log);
- * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's. */
+ * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's (training,
+ * loading, hashing), an archive or run folder of another model. */
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 
 /* Writes the report from the archives there are; its introduction states the plan and what the
- * configs change in their recipes. Errors: no archive yet, and report_write's. */
+ * configs change in their recipes. Errors: no archive yet, an archive of another SentencePiece
+ * model than the plan's, and report_write's. */
 Status study_report(Study *s, Err *err);
 
 void study_free(Study *s); /* NULL-safe; no errors */

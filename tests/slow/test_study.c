@@ -14,8 +14,9 @@
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
  *     per attention over 2 seeds, the significance against the baseline in words, "Archived: 4 of 4
- *     runs", the attention alone), results.csv (4 rows) and significance.csv; the start of
- *     training says what the configs change in their recipe;
+ *     runs", the attention alone), results.csv (4 rows) and significance.csv; each card records
+ *     the study model's spm_hash and uncommitted_changes, and the start of training says what
+ *     the configs change in their recipe;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running (and estimates the time left at as many runs at a time as the machine
@@ -27,11 +28,15 @@
  *     another machine's would, on a GPU), and the study keeps it, says so, and goes on to
  *     dot_s5; with seeds 1, 3 and 5 the report's cost table gives general a row for each
  *     machine; with a seed 7, --status estimates the CPU runs' time from the CPU's runs alone;
+ *  4c. an archive whose card names another SentencePiece model is refused by --report and by
+ *     the study before training (exit 1, naming the archive and both hashes), and so is a run
+ *     folder to resume (a last.ckpt) whose spm.model is another model;
  *  4d. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
+#include "data/spm.h"
 #include "trainer_run.h"
 
 #define TIMEOUT 600.0
@@ -166,6 +171,23 @@ int main(void) {
         free(m1), free(m2);
         EXPECT(tr_file_contains(tr_fmt("%s/config.ini", a), "study/spm.model\""),
                "the archive's config of %s does not name data.spm_model", runs[i]);
+    }
+    /* each card records the study's model (spm_hash) and whether its build had uncommitted
+     * changes */
+    {
+        Spm *m = NULL;
+        uint64_t h = 0;
+        EXPECT(spm_load(&m, spm, &err) == STATUS_OK && spm_hash(m, &h, &err) == STATUS_OK,
+               "hashing %s: %s", spm, err.msg);
+        spm_free(m);
+        for (int i = 0; i < 4; i++) {
+            const char *card = tr_fmt("%s/archive/%s/run.json", dir, runs[i]);
+            EXPECT(tr_file_contains(card, tr_fmt("\"spm_hash\":\t\"%016llx\"",
+                                                 (unsigned long long)h)) &&
+                       tr_file_contains(card, "\"uncommitted_changes\":\t"),
+                   "%s does not record spm_hash %016llx and uncommitted_changes", card,
+                   (unsigned long long)h);
+        }
     }
     EXPECT(tr_file_contains(tr_fmt("%s/study.out", w), "in the attention alone"),
            "the start of training does not say what the configs change in their recipe");
@@ -341,6 +363,54 @@ int main(void) {
                "--status for runs to train on the CPU (exit %d) counts a GPU run's time or "
                "misses the runs", rc);
         free(card5), free(card5_after);
+    }
+
+    /* 4c. provenance, with seeds 1, 3, 5 and 7 (6 runs archived): dot_s1's card names another
+     * SentencePiece model */
+    {
+        const char *card = test_strdup(tr_fmt("%s/archive/dot_s1/run.json", dir));
+        const char *key = "\"spm_hash\":\t\"";
+        char *text = test_read_file(card, NULL), *at = text ? strstr(text, key) : NULL;
+        EXPECT(at && strlen(at) > strlen(key) + 16, "%s has no spm_hash", card);
+        if (at) {
+            char ours[17];
+            snprintf(ours, sizeof ours, "%.16s", at + strlen(key));
+            memcpy(at + strlen(key), "0123456789abcdef", 16);
+            test_write_text(card, text);
+            rc = study("other_model", plan, "--report", NULL);
+            const char *e = tr_fmt("%s/other_model.err", w);
+            EXPECT(rc == 1 && tr_file_contains(e, "archive/dot_s1/run.json: the run was trained "
+                                                  "with the SentencePiece model of hash "
+                                                  "0123456789abcdef") &&
+                       tr_file_contains(e, tr_fmt("has hash %s", ours)),
+                   "--report with an archive of another SentencePiece model: exit %d, expected "
+                   "1 naming the archive and both hashes", rc);
+            rc = study("other_model_train", plan, NULL, NULL);
+            e = tr_fmt("%s/other_model_train.err", w);
+            EXPECT(rc == 1 && tr_file_contains(e, "0123456789abcdef") &&
+                       !tr_file_contains(tr_fmt("%s/other_model_train.out", w), "study: training"),
+                   "a study with an archive of another SentencePiece model: exit %d, expected 1 "
+                   "before training anything", rc);
+            memcpy(at + strlen(key), ours, 16);
+            test_write_text(card, text);
+        }
+        free(text);
+        /* a run folder to resume (a last.ckpt) that began with another model: refused too */
+        const char *r7 = test_strdup(tr_fmt("%s/runs/general_s7", dir));
+        const char *files[2] = {tr_fmt("%s/train.de", w), tr_fmt("%s/train.en", w)};
+        EXPECT(make_dirs(r7, &err) == STATUS_OK &&
+                   spm_train(files, 2, 300, tr_fmt("%s/spm", r7), 1, &err) == STATUS_OK,
+               "training a SentencePiece model into %s: %s", r7, err.msg);
+        test_write_text(tr_fmt("%s/last.ckpt", r7), "a checkpoint\n");
+        rc = study("other_model_resume", plan, NULL, NULL);
+        EXPECT(rc == 1 &&
+                   tr_file_contains(tr_fmt("%s/other_model_resume.err", w),
+                                    "runs/general_s7/spm.model: run general_s7 began with the "
+                                    "SentencePiece model of hash") &&
+                   !tr_file_contains(tr_fmt("%s/other_model_resume.out", w), "study: resuming"),
+               "a run folder to resume with another SentencePiece model: exit %d, expected 1 "
+               "before resuming it", rc);
+        EXPECT(system(tr_fmt("rm -r %s", r7)) == 0, "rm -r %s", r7);
     }
 
     /* 4d. a config that changes another key than the attention's is named with it; a config
