@@ -86,9 +86,11 @@ void study_status(Study *s, int jobs, FILE *f);
  * loading, hashing), an archive or run folder of another model. */
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 
-/* Writes the report from the archives there are; its introduction states the plan and what the
- * configs change in their recipes. Errors: no archive yet, an archive of another SentencePiece
- * model than the plan's, and report_write's. */
+/* Writes the report from the archives there are; its introduction states the plan, what the
+ * configs change in their recipes and the checkpoint scored (avg.ckpt when the run averaged its
+ * last checkpoints and that average validates at least as well as best.ckpt, else best.ckpt).
+ * Errors: no archive yet, an archive of another SentencePiece model than the plan's, and
+ * report_write's. */
 Status study_report(Study *s, Err *err);
 
 void study_free(Study *s); /* NULL-safe; no errors */

@@ -14,9 +14,9 @@
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
  *     per attention over 2 seeds, the significance against the baseline in words, "Archived: 4 of 4
- *     runs", the attention alone), results.csv (4 rows) and significance.csv; each card records
- *     the study model's spm_hash and uncommitted_changes, and the start of training says what
- *     the configs change in their recipe;
+ *     runs", the attention alone, the checkpoint-scored rule), results.csv (4 rows) and
+ *     significance.csv; each card records the study model's spm_hash and uncommitted_changes,
+ *     and the start of training says what the configs change in their recipe;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running (and estimates the time left at as many runs at a time as the machine
@@ -192,8 +192,12 @@ int main(void) {
     EXPECT(tr_file_contains(tr_fmt("%s/study.out", w), "in the attention alone"),
            "the start of training does not say what the configs change in their recipe");
     const char *md = tr_fmt("%s/README.md", dir);
-    EXPECT(tr_file_contains(md, "in the attention alone."),
-           "%s does not say that the configs change the attention alone", md);
+    EXPECT(tr_file_contains(md, "in the attention alone.") &&
+               tr_file_contains(md, "The checkpoint scored is a run's `avg.ckpt` when the run "
+                                    "averaged its last checkpoints") &&
+               tr_file_contains(md, "here `best.ckpt` for every run"),
+           "%s does not say that the configs change the attention alone, or which checkpoint "
+           "is scored", md);
     EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**Archived: 4 of 4 "
                                                                         "runs**") &&
                tr_file_contains(md, "| general (baseline) | luong_general |") &&
