@@ -831,7 +831,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     ReportTable tables[MAX_TABLES];
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
-    char intro[16384], recipes[8192], scored[256] = "";
+    char intro[16384], recipes[8192], scored[256] = "", dirty[256] = "";
     int nmissing = 0, plan_known = 0;
     uint64_t plan = 0;
     for (int t = 0; t < s->ntables && !rc; t++) {
@@ -873,11 +873,13 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
             tests[k] = names[k];
         }
         recipe_text(s, "`", recipes, sizeof recipes);
-        int nck[3] = {0, 0, 0}; /* avg.ckpt, best.ckpt, last.ckpt */
-        for (int i = 0; i < na; i++)
+        int nck[3] = {0, 0, 0}, ndirty = 0; /* avg.ckpt, best.ckpt, last.ckpt */
+        for (int i = 0; i < na; i++) {
             nck[!strcmp(a[i].checkpoint, "avg.ckpt")     ? 0
                 : !strcmp(a[i].checkpoint, "best.ckpt") ? 1
                                                         : 2]++;
+            ndirty += a[i].uncommitted_changes;
+        }
         static const char *const ck[3] = {"`avg.ckpt`", "`best.ckpt`",
                                           "`last.ckpt` (no validation had run)"};
         for (int k = 0, parts = 0; k < 3; k++) {
@@ -886,6 +888,9 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                 str_appendf(scored, sizeof scored, "%s%s for %d run%s", parts++ ? ", " : "here ",
                             ck[k], nck[k], nck[k] == 1 ? "" : "s");
         }
+        if (ndirty)
+            snprintf(dirty, sizeof dirty, "%d of %d runs trained from a tree with uncommitted "
+                     "changes; git cannot rebuild them. ", ndirty, na);
         snprintf(intro, sizeof intro,
                  "Written by `trainer study %s` from the archives in `archive/`. Every run "
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
@@ -893,10 +898,10 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                  "%s The checkpoint scored is a run's `avg.ckpt` when the run averaged its last "
                  "checkpoints (train.average_last) and that average validates at least as well "
                  "as its `best.ckpt`, else `best.ckpt`, saved at the run's best validation BLEU "
-                 "over its epochs, which need not be the last (%s). "
+                 "over its epochs, which need not be the last (%s). %s"
                  "**Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, recipes, scored,
+                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, recipes, scored, dirty,
                  n - nmissing, n,
                  nmissing ? "; `trainer study … --status` lists the others and the time they "
                             "need" : "");

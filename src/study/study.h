@@ -87,10 +87,10 @@ void study_status(Study *s, int jobs, FILE *f);
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 
 /* Writes the report from the archives there are; its introduction states the plan, what the
- * configs change in their recipes and the checkpoint scored (avg.ckpt when the run averaged its
- * last checkpoints and that average validates at least as well as best.ckpt, else best.ckpt).
- * Errors: no archive yet, an archive of another SentencePiece model than the plan's, and
- * report_write's. */
+ * configs change in their recipes, the checkpoint scored (avg.ckpt when the run averaged its
+ * last checkpoints and that average validates at least as well as best.ckpt, else best.ckpt)
+ * and how many runs trained from a tree with uncommitted changes. Errors: no archive yet, an
+ * archive of another SentencePiece model than the plan's, and report_write's. */
 Status study_report(Study *s, Err *err);
 
 void study_free(Study *s); /* NULL-safe; no errors */

@@ -30,7 +30,10 @@
  *     machine; with a seed 7, --status estimates the CPU runs' time from the CPU's runs alone;
  *  4c. an archive whose card names another SentencePiece model is refused by --report and by
  *     the study before training (exit 1, naming the archive and both hashes), and so is a run
- *     folder to resume (a last.ckpt) whose spm.model is another model;
+ *     folder to resume (a last.ckpt) whose spm.model is another model; as an older card (no
+ *     spm_hash, no uncommitted_changes) whose start was built from uncommitted changes, the
+ *     report counts it ("1 of 6 runs trained from a tree with uncommitted changes"), marks its
+ *     revision and counts it among the archives without the model's hash;
  *  4d. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
@@ -42,6 +45,19 @@
 #define TIMEOUT 600.0
 
 static const char *g_work;
+
+/* text without its lines that hold needle (in place); the lines removed. */
+static int drop_lines(char *text, const char *needle) {
+    int n = 0;
+    for (char *at; (at = strstr(text, needle));) {
+        char *start = at, *end = strchr(at, '\n');
+        while (start > text && start[-1] != '\n') start--;
+        end = end ? end + 1 : at + strlen(at);
+        memmove(start, end, strlen(end) + 1);
+        n++;
+    }
+    return n;
+}
 
 static int study(const char *tag, const char *plan, const char *a1, const char *a2) {
     TrArgv a = {{0}, 0};
@@ -370,7 +386,8 @@ int main(void) {
     }
 
     /* 4c. provenance, with seeds 1, 3, 5 and 7 (6 runs archived): dot_s1's card names another
-     * SentencePiece model */
+     * SentencePiece model; then it is an older card, without spm_hash and uncommitted_changes,
+     * whose start was built from uncommitted changes (every other card says it was not) */
     {
         const char *card = test_strdup(tr_fmt("%s/archive/dot_s1/run.json", dir));
         const char *key = "\"spm_hash\":\t\"";
@@ -395,7 +412,8 @@ int main(void) {
                        !tr_file_contains(tr_fmt("%s/other_model_train.out", w), "study: training"),
                    "a study with an archive of another SentencePiece model: exit %d, expected 1 "
                    "before training anything", rc);
-            memcpy(at + strlen(key), ours, 16);
+            EXPECT(drop_lines(text, key) == 1 && drop_lines(text, "\"uncommitted_changes\"") == 1,
+                   "%s: no uncommitted_changes", card);
             test_write_text(card, text);
         }
         free(text);
@@ -415,6 +433,21 @@ int main(void) {
                "a run folder to resume with another SentencePiece model: exit %d, expected 1 "
                "before resuming it", rc);
         EXPECT(system(tr_fmt("rm -r %s", r7)) == 0, "rm -r %s", r7);
+        EXPECT(system(tr_fmt("sed -i 's/\"uncommitted_changes\":\ttrue/\"uncommitted_changes\":"
+                             "\tfalse/' %s/archive/*/run.json && sed -i -E 's/\"revision\":"
+                             "\"[^\"]*\"/\"revision\":\"abc1234-dirty\"/' "
+                             "%s/archive/dot_s1/metrics.jsonl", dir, dir)) == 0,
+               "editing the cards");
+        rc = study("provenance", plan, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir);
+        EXPECT(rc == 0 &&
+                   tr_file_contains(md, "1 of 6 runs trained from a tree with uncommitted "
+                                        "changes; git cannot rebuild them.") &&
+                   tr_file_contains(md, "| abc1234-dirty (uncommitted changes) |") &&
+                   tr_file_contains(md, "1 of these 6 archives do not record their "
+                                        "SentencePiece model's hash"),
+               "the report (exit %d) does not count and mark the run built from uncommitted "
+               "changes, or the archive without spm_hash", rc);
     }
 
     /* 4d. a config that changes another key than the attention's is named with it; a config
