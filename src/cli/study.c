@@ -5,11 +5,13 @@
  *   trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]
  *
  * --jobs N runs N at a time (default 1), one thread each; --status lists the runs archived,
- * running and missing, and the time left with N at a time (default: this machine's CPUs);
- * --report writes the report from the archives there are, training nothing; --device cuda trains
- * and decodes the missing runs on the GPU.
+ * running and missing, what the configs change in their recipes, and the time left with N at a
+ * time (default: this machine's CPUs); --report writes the report from the archives there are,
+ * training nothing; --device cuda trains and decodes the missing runs on the GPU.
  * Exit codes: 2 for a bad command line or plan (a config that does not validate with the plan's
- * settings included), 1 when a run fails to train or archive or the report fails, 0 otherwise.
+ * settings included, a test file that cannot be read), 1 when an archive or a run folder to
+ * resume holds another SentencePiece model than the plan's, a run fails to train or archive or
+ * the report fails, 0 otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -117,30 +117,46 @@ bool read_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *v) {
     return false;
 }
 
+// Calls fn(field, wire type, data, size, value) for each field of a serialized message: for a
+// varint (wire type 0) value holds it, for a length-delimited field (2) data and size its bytes,
+// for a fixed64 (1) or fixed32 (5) field data its 8 or 4 bytes; fn returns false to stop. False
+// if the message is malformed or fn stopped.
+template <typename F>
+bool for_each_field(const unsigned char *p, size_t n, F fn) {
+    size_t at = 0;
+    while (at < n) {
+        uint64_t key, v = 0;
+        if (!read_varint(p, n, &at, &key)) return false;
+        int wire = (int)(key & 7);
+        const unsigned char *data = p + at;
+        size_t size = 0;
+        switch (wire) {
+        case 0:
+            if (!read_varint(p, n, &at, &v)) return false;
+            break;
+        case 1: size = 8; break;
+        case 5: size = 4; break;
+        case 2:
+            if (!read_varint(p, n, &at, &v) || v > n - at) return false;
+            data = p + at, size = (size_t)v;
+            break;
+        default: return false;
+        }
+        if (size > n - at) return false;
+        at += size;
+        if (!fn(key >> 3, wire, data, size, v)) return false;
+    }
+    return true;
+}
+
 // Calls fn(field, data, size) for each length-delimited field of a serialized message; false if
 // the message is malformed.
 template <typename F>
 bool for_each_bytes_field(const unsigned char *p, size_t n, F fn) {
-    size_t at = 0;
-    while (at < n) {
-        uint64_t key, v;
-        if (!read_varint(p, n, &at, &key)) return false;
-        switch (key & 7) {
-        case 0:
-            if (!read_varint(p, n, &at, &v)) return false;
-            break;
-        case 1: at += 8; break;
-        case 5: at += 4; break;
-        case 2:
-            if (!read_varint(p, n, &at, &v) || v > n - at) return false;
-            if (!fn(key >> 3, p + at, (size_t)v)) return false;
-            at += (size_t)v;
-            break;
-        default: return false;
-        }
-        if (at > n) return false;
-    }
-    return true;
+    return for_each_field(p, n, [&](uint64_t field, int wire, const unsigned char *data,
+                                    size_t size, uint64_t) {
+        return wire != 2 || fn(field, data, size);
+    });
 }
 
 // Checks the character maps of the normalizer (ModelProto field 3) and denormalizer (field 5)
@@ -186,6 +202,120 @@ Status check_loaded(Spm *s, Err *err, const char *what) {
                        TOKEN_UNK, TOKEN_BOS, TOKEN_EOS);
     }
     return STATUS_OK;
+}
+
+// ---- spm_hash: FNV-1a over the fields that decide segmentation (spm.h) ----
+//
+// sentencepiece_model.proto (0.1.97): ModelProto {1 pieces, 2 trainer_spec, 3 normalizer_spec,
+// 4 self_test_data, 5 denormalizer_spec}; SentencePiece {1 piece, 2 score (float), 3 type
+// (default NORMAL = 1)}; NormalizerSpec {1 name, 2 precompiled_charsmap, 3 add_dummy_prefix,
+// 4 remove_extra_whitespaces, 5 escape_whitespaces (each default true), 6
+// normalization_rule_tsv}; TrainerSpec {3 model_type (default UNIGRAM = 1), 24
+// treat_whitespace_as_suffix, 26 allow_whitespace_only_pieces, 35 byte_fallback (default false),
+// 44 unk_surface (default " \xE2\x81\x87 ")}. Every occurrence of a message is read into one
+// set of values, later fields over earlier ones, as protobuf merges them.
+
+struct Fnv {
+    uint64_t h = 0xcbf29ce484222325ull;
+    void bytes(const void *p, size_t n) {
+        const unsigned char *b = static_cast<const unsigned char *>(p);
+        for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    void u32(uint32_t v) {
+        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                              (unsigned char)(v >> 24)};
+        bytes(b, 4);
+    }
+    void str(const std::string &s) {
+        u32((uint32_t)s.size());
+        bytes(s.data(), s.size());
+    }
+};
+
+uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+struct NormSpec {
+    bool present = false;
+    std::string name, charsmap, rules;
+    uint32_t dummy_prefix = 1, remove_extra = 1, escape = 1;
+    bool read(const unsigned char *p, size_t n) {
+        present = true;
+        return for_each_field(p, n, [&](uint64_t f, int wire, const unsigned char *d, size_t sz,
+                                        uint64_t v) {
+            std::string bytes(reinterpret_cast<const char *>(d), wire == 2 ? sz : 0);
+            if (f == 1 && wire == 2) name = bytes;
+            else if (f == 2 && wire == 2) charsmap = bytes;
+            else if (f == 6 && wire == 2) rules = bytes;
+            else if (f == 3 && wire == 0) dummy_prefix = v != 0;
+            else if (f == 4 && wire == 0) remove_extra = v != 0;
+            else if (f == 5 && wire == 0) escape = v != 0;
+            return true;
+        });
+    }
+    void hash(Fnv *h) const {
+        h->u32(present);
+        h->str(name);
+        h->str(charsmap);
+        h->u32(dummy_prefix);
+        h->u32(remove_extra);
+        h->u32(escape);
+        h->str(rules);
+    }
+};
+
+// The hash of a serialized ModelProto with vocab pieces; false if it is malformed.
+bool model_hash(const std::string &proto, int vocab, uint64_t *out) {
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(proto.data());
+    Fnv h;
+    h.u32((uint32_t)vocab);
+    NormSpec norm, denorm;
+    uint32_t model_type = 1, ws_suffix = 0, ws_only = 0, byte_fallback = 0;
+    std::string unk_surface = " \xE2\x81\x87 ";
+    bool ok = for_each_field(p, proto.size(), [&](uint64_t f, int wire, const unsigned char *d,
+                                                  size_t sz, uint64_t) {
+        if (wire != 2) return true;
+        if (f == 1) { // a piece, hashed in id order as it comes
+            std::string piece;
+            uint32_t score = 0, type = 1;
+            if (!for_each_field(d, sz, [&](uint64_t f2, int w2, const unsigned char *d2,
+                                           size_t sz2, uint64_t v2) {
+                    if (f2 == 1 && w2 == 2) piece.assign(reinterpret_cast<const char *>(d2), sz2);
+                    else if (f2 == 2 && w2 == 5) score = le32(d2);
+                    else if (f2 == 3 && w2 == 0) type = (uint32_t)v2;
+                    return true;
+                }))
+                return false;
+            h.str(piece);
+            h.u32(score);
+            h.u32(type);
+            return true;
+        }
+        if (f == 3) return norm.read(d, sz);
+        if (f == 5) return denorm.read(d, sz);
+        if (f != 2) return true;
+        return for_each_field(d, sz, [&](uint64_t f2, int w2, const unsigned char *d2, size_t sz2,
+                                         uint64_t v2) {
+            if (f2 == 3 && w2 == 0) model_type = (uint32_t)v2;
+            else if (f2 == 24 && w2 == 0) ws_suffix = v2 != 0;
+            else if (f2 == 26 && w2 == 0) ws_only = v2 != 0;
+            else if (f2 == 35 && w2 == 0) byte_fallback = v2 != 0;
+            else if (f2 == 44 && w2 == 2)
+                unk_surface.assign(reinterpret_cast<const char *>(d2), sz2);
+            return true;
+        });
+    });
+    if (!ok) return false;
+    norm.hash(&h);
+    denorm.hash(&h);
+    h.u32(model_type);
+    h.u32(ws_suffix);
+    h.u32(ws_only);
+    h.u32(byte_fallback);
+    h.str(unk_surface);
+    *out = h.h;
+    return true;
 }
 
 }  // namespace
@@ -339,6 +469,20 @@ Status spm_serialize(const Spm *s, void **data, size_t *n, Err *err) {
 }
 
 int spm_vocab_size(const Spm *s) { return s->vocab; }
+
+Status spm_hash(const Spm *s, uint64_t *hash, Err *err) {
+    *hash = 0;
+    try {
+        if (!model_hash(s->sp.serialized_model_proto(), s->vocab, hash))
+            return err_set(err, "hashing SentencePiece model: it does not re-serialise to a "
+                                "well-formed protobuf; use another model, or retrain");
+        return STATUS_OK;
+    } catch (const std::exception &e) {
+        return err_set(err, "hashing SentencePiece model: %s", e.what());
+    } catch (...) {
+        return err_set(err, "hashing SentencePiece model: unknown C++ exception");
+    }
+}
 
 Status spm_encode(const Spm *s, const char *text, int **ids, int *n, Err *err) {
     *ids = nullptr;

@@ -5,10 +5,10 @@
  * The project uses ONE joint unigram model for German and English. Its special ids are fixed:
  * pad 0, unk 1, bos 2, eos 3; spm_load refuses a model with other ids.
  *
- * Thread safety: spm_encode / spm_decode / spm_piece / spm_vocab_size / spm_serialize may be
- * called concurrently on one Spm (SentencePiece's Encode/Decode are const). spm_train changes
- * process-wide SentencePiece settings (log level, random seed) and must not run concurrently with
- * another spm_train.
+ * Thread safety: spm_encode / spm_decode / spm_piece / spm_vocab_size / spm_serialize / spm_hash
+ * may be called concurrently on one Spm (SentencePiece's Encode/Decode are const). spm_train
+ * changes process-wide SentencePiece settings (log level, random seed) and must not run
+ * concurrently with another spm_train.
  *
  * Everything is host memory; ids are int32 SentencePiece ids, lengths are counts of ids or bytes.
  * Source: Kudo & Richardson 2018 (SentencePiece), Kudo 2018 (the unigram language model). */
@@ -16,6 +16,7 @@
 #define TRAINER_DATA_SPM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/common.h"
 #include "core/tokens.h" /* TOKEN_PAD, TOKEN_UNK, TOKEN_BOS, TOKEN_EOS */
@@ -51,6 +52,20 @@ Status spm_load_from_bytes(Spm **out, const void *data, size_t n, Err *err);
 Status spm_serialize(const Spm *s, void **data, size_t *n, Err *err);
 
 int spm_vocab_size(const Spm *s); /* pieces in the model (ids 0 .. size-1); no errors */
+
+/* A 64-bit FNV-1a hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3) of what decides
+ * the model's segmentation, so that two models hash equal exactly when they split every text
+ * alike: the vocabulary size, then per piece in id order its string, score (IEEE-754 bits) and
+ * type; the normalizer and denormalizer specs (presence, name, precompiled character map,
+ * add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, normalization rules); and of
+ * the trainer spec only the options the encoder and decoder read (model_type,
+ * treat_whitespace_as_suffix, allow_whitespace_only_pieces, byte_fallback, unk_surface). Absent
+ * fields count as their protobuf defaults; integers are hashed as 4 little-endian bytes, strings
+ * as their length (4 bytes) and bytes. The rest of the trainer spec (the input files and
+ * model_prefix it was trained with, its sizes and thresholds) is left out, so the same
+ * vocabulary trained in two folders hashes equal. Errors: SentencePiece's serialisation failure,
+ * a model that does not re-serialise to well-formed protobuf. */
+Status spm_hash(const Spm *s, uint64_t *hash, Err *err);
 
 /* Encodes text into malloc'd ids (*ids, *n; *ids is non-NULL even when *n == 0). No BOS/EOS.
  * Errors: SentencePiece's (the message quotes it). */

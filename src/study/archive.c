@@ -16,6 +16,7 @@
 #include "core/machine.h"
 #include "core/revision.h"
 #include "data/corpus.h"
+#include "data/spm.h"
 #include "eval/metrics.h"
 #include "train/checkpoint.h"
 
@@ -249,6 +250,20 @@ static Status write_maps(const char *path, Model *m, const Spm *spm, const Corpu
     return s;
 }
 
+/* 1 when a binary of revision rev was built from a tree with uncommitted changes (`git describe
+ * --dirty` appends "-dirty"; core/revision.h). */
+static int revision_dirty(const char *rev) {
+    size_t n = strlen(rev);
+    return n >= 6 && !strcmp(rev + n - 6, "-dirty");
+}
+
+/* 1 when a start of the run in log was built from a tree with uncommitted changes. */
+static int starts_dirty(const RunLog *log) {
+    for (int i = 0; i < log->nstarts; i++)
+        if (revision_dirty(log->starts[i].revision)) return 1;
+    return 0;
+}
+
 /* The card's "trained_on": the run's start lines. */
 static cJSON *trained_on(const RunLog *log) {
     cJSON *a = cJSON_CreateArray();
@@ -322,8 +337,8 @@ done:
 
 /* The card, without its "tests" (the caller adds them). */
 static cJSON *card(const Config *cfg, const RunLog *log, const Model *m, const char *ckpt,
-                   double ckpt_bleu, const ArchiveOpts *o) {
-    char attn[64], cpu[256], now[32];
+                   double ckpt_bleu, uint64_t spm_hash, const ArchiveOpts *o) {
+    char attn[64], cpu[256], now[32], hash[24];
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "format", FORMAT);
     cJSON_AddStringToObject(c, "name", o->name ? o->name : cfg->name);
@@ -350,6 +365,9 @@ static cJSON *card(const Config *cfg, const RunLog *log, const Model *m, const c
     add_num(c, "tokens_per_second", isfinite(log->tok_s) ? round(log->tok_s * 10) / 10 : NAN);
     add_num(c, "peak_memory_mib", peak);
     cJSON_AddItemToObject(c, "trained_on", trained_on(log));
+    cJSON_AddBoolToObject(c, "uncommitted_changes", starts_dirty(log));
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)spm_hash);
+    cJSON_AddStringToObject(c, "spm_hash", hash);
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "time", machine_utc_now(now, sizeof now));
     cJSON_AddStringToObject(a, "revision", trainer_revision());
@@ -381,6 +399,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     cJSON *c = NULL;
     char p[1200], ckpt[16];
     double ckpt_bleu;
+    uint64_t hash = 0;
     CHECK(o && o->beam.beam >= 1 && o->ntests >= 0 && o->ntests <= ARCHIVE_MAX_TESTS,
           "archive_run: bad options");
     snprintf(p, sizeof p, "%s/metrics.jsonl", run_dir);
@@ -403,6 +422,10 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
     snprintf(p, sizeof p, "%s/%s", run_dir, ckpt);
     fprintf(stderr, "archiving %s (%s) into %s\n", run_dir, ckpt, out_dir);
     if (checkpoint_load_weights(p, &m, &cfg, &spm, o->device, err)) goto done;
+    if (spm_hash(spm, &hash, err)) {
+        err_prefix(err, "%s", p);
+        goto done;
+    }
     /* the checkpoint's backend with the archive's threads; the products keep the process's
      * precision (a run trained in this process left its own) */
     BackendOptions bo = config_backend_options(&cfg);
@@ -421,7 +444,7 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
                 "one to translate", run_dir);
         goto done;
     }
-    c = card(&cfg, &log, &m, ckpt, ckpt_bleu, o);
+    c = card(&cfg, &log, &m, ckpt, ckpt_bleu, hash, o);
     cJSON *tests = cJSON_AddArrayToObject(c, "tests");
     for (int i = 0; i < nspecs; i++) {
         for (int j = 0; j < i; j++) {
@@ -496,6 +519,22 @@ static int jstrings(const cJSON *a, char ***out, int *n) {
         (*out)[i++] = xstrdup(v->valuestring);
     }
     return 1;
+}
+
+/* The card c's "spm_hash" (read from path) into *known and *hash; absent: unknown. */
+static Status card_spm_hash(const cJSON *c, const char *path, int *known, uint64_t *hash,
+                            Err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, "spm_hash");
+    *known = 0, *hash = 0;
+    if (!v) return STATUS_OK;
+    const char *h = cJSON_IsString(v) ? v->valuestring : NULL;
+    int ok = h && strlen(h) == 16;
+    for (int i = 0; ok && i < 16; i++) ok = isxdigit((unsigned char)h[i]) != 0;
+    if (!ok)
+        return err_set(err, "%s: \"spm_hash\" is not 16 hex digits; archive the run again (or "
+                       "remove the key: the model is then unknown)", path);
+    *hash = strtoull(h, NULL, 16), *known = 1;
+    return STATUS_OK;
 }
 
 static Status read_maps(Archive *a, Err *err) {
@@ -625,6 +664,13 @@ Status archive_read(const char *dir, Archive *a, Err *err) {
              jstr(arch, "revision") ? jstr(arch, "revision") : "");
     snprintf(a->archived_cpu, sizeof a->archived_cpu, "%s",
              jstr(arch, "cpu") ? jstr(arch, "cpu") : "");
+    if (card_spm_hash(c, p, &a->spm_hash_known, &a->spm_hash, err)) goto done;
+    const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(c, "uncommitted_changes");
+    if (dirty && !cJSON_IsBool(dirty)) {
+        err_set(err, "%s: \"uncommitted_changes\" is not true or false; archive the run again",
+                p);
+        goto done;
+    }
     snprintf(p, sizeof p, "%s/config.ini", dir);
     if (read_text(p, &text, NULL, err)) goto done;
     Status s = config_load_string(&a->cfg, text, p, err);
@@ -632,6 +678,8 @@ Status archive_read(const char *dir, Archive *a, Err *err) {
     if (s) goto done;
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     if (runlog_read(p, &a->log, err)) goto done;
+    /* cards without the key: from the start lines (the same as the card's "trained_on") */
+    a->uncommitted_changes = dirty ? cJSON_IsTrue(dirty) : starts_dirty(&a->log);
     const cJSON *t;
     cJSON_ArrayForEach(t, tests) {
         if (a->ntests == ARCHIVE_MAX_TESTS) break;
@@ -640,6 +688,21 @@ Status archive_read(const char *dir, Archive *a, Err *err) {
     if (read_maps(a, err)) goto done;
     rc = STATUS_OK;
 done:
+    cJSON_Delete(c);
+    return rc;
+}
+
+Status archive_spm_hash(const char *dir, int *known, uint64_t *hash, Err *err) {
+    char p[1200], *text;
+    *known = 0, *hash = 0;
+    snprintf(p, sizeof p, "%s/run.json", dir);
+    if (read_text(p, &text, NULL, err))
+        return err_prefix(err, "%s is not an archive (written by `trainer archive`)", dir);
+    cJSON *c = cJSON_Parse(text);
+    free(text);
+    Status rc = cJSON_IsObject(c) ? card_spm_hash(c, p, known, hash, err)
+                                  : err_set(err, "%s: not a JSON object; archive the run again",
+                                            p);
     cJSON_Delete(c);
     return rc;
 }

@@ -18,7 +18,11 @@
  *   "checkpoint" (the file scored: best.ckpt, avg.ckpt or last.ckpt), "checkpoint_val_bleu",
  *   "epochs", "steps", "training_seconds", "tokens_per_second", "peak_memory_mib",
  *   "trained_on": [the "start" lines of metrics.jsonl: time, revision, cpu, device, gpu,
- *   threads, ranks, precision, epoch, step], "archived": {time, revision, cpu},
+ *   threads, ranks, precision, epoch, step], "uncommitted_changes" (true when a start's revision
+ *   ends in "-dirty": that binary was built from a tree with uncommitted changes, which git
+ *   cannot rebuild), "spm_hash" (spm_hash of the checkpoint's SentencePiece model, the one the
+ *   run was trained and decoded with, as 16 lowercase hex digits), "archived": {time, revision,
+ *   cpu},
  *   "decoding": {"beam", "len_penalty", "max_length": "2S+10"},
  *   "tests": [{"name", "src", "tgt", "sentences", "bleu_greedy", "chrf_greedy", "bleu_beam",
  *   "chrf_beam"}]}. The scores in the card are for a reader; reports score the files again.
@@ -69,6 +73,11 @@ typedef struct {
     long params;
     DecodeOpts beam;
     char archived_time[32], archived_revision[64], archived_cpu[256];
+    int uncommitted_changes;     /* 1 when a start of the run was built from a tree with
+                                    uncommitted changes: run.json's "uncommitted_changes", or in
+                                    cards without it a start revision ending in "-dirty" */
+    int spm_hash_known;          /* 1 when run.json records "spm_hash" (older cards do not) */
+    uint64_t spm_hash;           /* its SentencePiece model's spm_hash when known, else 0 */
     Config cfg;                  /* config.ini (config_load_string: no key given) */
     RunLog log;                  /* metrics.jsonl */
     ArchiveTest tests[ARCHIVE_MAX_TESTS];
@@ -103,8 +112,14 @@ Status archive_run(const char *run_dir, const char *out_dir, const ArchiveOpts *
 
 /* Reads the archive in dir into *a (zeroed first; archive_free it, also after an error). Scores
  * every test set's translations against its references (BLEU and chrF, greedy and beam).
- * Errors: a missing or malformed file, test files of different line counts (each named). */
+ * Errors: a missing or malformed file, a "spm_hash" that is not 16 hex digits, test files of
+ * different line counts (each named). */
 Status archive_read(const char *dir, Archive *a, Err *err);
+
+/* Reads only the card (run.json) of the archive in dir: *known = 1 and *hash its "spm_hash"
+ * when it records one, else *known = 0 and *hash = 0 (cards of older trainers). Errors: run.json
+ * missing or not JSON, a "spm_hash" that is not 16 hex digits (each naming the file). */
+Status archive_spm_hash(const char *dir, int *known, uint64_t *hash, Err *err);
 
 void archive_free(Archive *a); /* NULL-safe; no errors */
 

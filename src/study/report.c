@@ -884,7 +884,11 @@ static Status write_maps(FILE *f, FILE *gal, const ReportOpts *o, const Table *t
     return STATUS_OK;
 }
 
+/* The table of every run; a revision built from uncommitted changes ("-dirty") says so in
+ * words, and a line after the table counts the archives that do not record their SentencePiece
+ * model's hash. */
 static void write_runs(FILE *f, const Table *tables, int nt) {
+    int nruns = 0, unhashed = 0;
     fprintf(f, "## Runs\n\n| run | config | seed | checkpoint scored (val BLEU) | trained on | "
                "revision | archive |\n|---|---|--:|---|---|---|---|\n");
     for (int ti = 0; ti < nt; ti++)
@@ -892,17 +896,35 @@ static void write_runs(FILE *f, const Table *tables, int nt) {
             const Group *g = &tables[ti].g[gi];
             for (int i = 0; i < g->n; i++) {
                 const Archive *a = g->runs[i];
-                char seed[32], where[1024], rev[256], vb[32];
+                char seed[32], where[1024], rev[256], marked[512] = "", vb[32];
                 trained_on(a, where, sizeof where);
                 revisions(a, rev, sizeof rev);
+                int said = 0;
+                for (const char *r = rev; *r;) { /* "A, B-dirty, C": each revision in turn */
+                    size_t len = strcspn(r, ",");
+                    int dirty = len >= 6 && !strncmp(r + len - 6, "-dirty", 6);
+                    str_appendf(marked, sizeof marked, "%.*s%s", (int)len, r,
+                                dirty ? " (uncommitted changes)" : "");
+                    said |= dirty;
+                    r += len;
+                    if (*r == ',') str_appendf(marked, sizeof marked, ","), r++;
+                }
+                if (a->uncommitted_changes && !said)
+                    str_appendf(marked, sizeof marked, " (uncommitted changes)");
                 if (isfinite(a->checkpoint_val_bleu))
                     snprintf(vb, sizeof vb, " (%.2f)", a->checkpoint_val_bleu);
                 else snprintf(vb, sizeof vb, " (no validation had run)");
                 fprintf(f, "| %s | %s | %s | %s%s | %s | %s | `%s` |\n", a->name, g->name,
-                        seed_text(a, seed, sizeof seed), a->checkpoint, vb, where, rev, a->dir);
+                        seed_text(a, seed, sizeof seed), a->checkpoint, vb, where, marked,
+                        a->dir);
+                nruns++, unhashed += !a->spm_hash_known;
             }
         }
     fprintf(f, "\n");
+    if (unhashed)
+        fprintf(f, "%d of these %d archives do not record their SentencePiece model's hash "
+                   "(`spm_hash` in run.json), so whether they share one is not checked.\n\n",
+                unhashed, nruns);
 }
 
 static Status close_checked(FILE *f, const char *path, Err *err) {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "data/spm.h"
 #include "study/report.h"
 #include "train/config.h"
 #include "train/rundir.h"
@@ -34,6 +35,10 @@ typedef struct {
     char path[PATH]; /* the config file, as the trainer is given it */
     char name[256];  /* its file name without .ini */
     int table;
+    char recipe[PATH]; /* the file it includes (its recipe), or "" when it includes none */
+    char other[1024];  /* the keys other than the attention's in which its resolved config
+                          differs from its recipe's, with its values ("model.input_feeding =
+                          false, train.lr = 0.002"), or "" */
 } StudyConfig;
 
 enum { MISSING, RUNNING, ARCHIVED };
@@ -135,8 +140,16 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
             if (n < 1)
                 return err_set(err, "%s: %s: give 1 to %d files separated by blanks", where, key,
                                ARCHIVE_MAX_TESTS);
-            for (int i = 0; i < n; i++)
-                join_path(s->dir, w[i], key[5] == 's' ? s->test_src[i] : s->test_tgt[i], PATH);
+            for (int i = 0; i < n; i++) {
+                char *path = key[5] == 's' ? s->test_src[i] : s->test_tgt[i];
+                join_path(s->dir, w[i], path, PATH);
+                FILE *f = path_is_dir(path) ? NULL : fopen(path, "rb");
+                if (!f)
+                    return err_set(err, "%s: %s: cannot read %s (%s); give the test set's file, "
+                                   "relative to the plan's folder", where, key, path,
+                                   path_is_dir(path) ? "a folder" : strerror(errno));
+                fclose(f);
+            }
             if (key[5] == 's') s->ntests = n;
             else if (n != s->ntests)
                 return err_set(err, "%s: test_tgt names %d files and test_src %d; pair them, "
@@ -353,6 +366,167 @@ static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config
     return rc;
 }
 
+/* ---- recipes: what each config changes in the file it includes ---- */
+
+/* The file that the config file path includes (`include = FILE` before its first section) as
+ * config_load resolves it (FILE relative to path's folder unless absolute) into load (n bytes),
+ * and with "." and ".." parts removed into shown; 0 when it includes none. */
+static int config_include(const char *path, char *load, char *shown, size_t n) {
+    FILE *f = fopen(path, "rb");
+    char line[CONFIG_MAX_LINE + 8];
+    int found = 0;
+    for (int first = 1; f && !found && fgets(line, sizeof line, f); first = 0) {
+        char *p = line;
+        if (first && !strncmp(p, "\xef\xbb\xbf", 3)) p += 3; /* a byte-order mark */
+        p[strcspn(p, "\r\n")] = 0;
+        p = trim(p);
+        if (*p == '[') break;
+        char *eq = strchr(p, '=');
+        if (!eq || *p == '#' || *p == ';') continue;
+        *eq = 0;
+        if (strcmp(trim(p), "include")) continue;
+        const char *val = trim(eq + 1), *slash = strrchr(path, '/');
+        int dir = val[0] == '/' || !slash ? 0 : (int)(slash - path) + 1;
+        snprintf(load, n, "%.*s%s", dir, path, val);
+        char folder[PATH];
+        snprintf(folder, sizeof folder, "%.*s", dir ? dir - 1 : 0, path);
+        join_path(folder, val, shown, n);
+        found = 1;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* 1 when p starts with "section.key: " (a key of config_diff's summary). */
+static int diff_key_at(const char *p) {
+    const char *q = p;
+    while (islower((unsigned char)*q) || *q == '_') q++;
+    if (q == p || *q++ != '.') return 0;
+    const char *k = q;
+    while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_') q++;
+    return q > k && q[0] == ':' && q[1] == ' ';
+}
+
+/* config_diff's summary "a.b: X -> Y; c.d: Z -> W" as "a.b = Y, c.d = W" (the second config's
+ * values; "" for an empty string) into out (n bytes). */
+static void diff_values(const char *d, char *out, size_t n) {
+    out[0] = 0;
+    while (diff_key_at(d)) {
+        const char *colon = strstr(d, ": "), *arrow = strstr(colon, " -> ");
+        if (!arrow) break;
+        const char *v = arrow + 4, *end = v;
+        while ((end = strstr(end, "; ")) && !diff_key_at(end + 2)) end += 2;
+        if (!end) end = v + strlen(v);
+        str_appendf(out, n, "%s%.*s = %.*s", out[0] ? ", " : "", (int)(colon - d), d,
+                    (int)(end - v), end > v ? v : "\"\"");
+        d = *end ? end + 2 : end;
+    }
+}
+
+/* Config file path with run r's settings (run_sets) into *c. */
+static Status load_for_run(const Study *s, const StudyRun *r, const char *path, Config *c,
+                           Err *err) {
+    char sets[16][1100];
+    int n = run_sets(s, r, sets);
+    Status rc = config_load(c, path, err);
+    for (int k = 0; k < n && !rc; k++) rc = config_set(c, sets[k], err);
+    return rc;
+}
+
+/* Each config's recipe (the file it includes) and the keys other than the attention's in which
+ * it differs from it, both with the plan's settings (run_sets), into s->configs. The attention's
+ * keys: the slots (model.attention, self_attention, dec_self_attention, cross_attention), the
+ * options that only an attention reads (model.linformer_*, model.local_*), and in an RNN
+ * model.heads, which only its multi-head attentions read. Errors: config_load's, for the
+ * config or its recipe. */
+static Status recipe_diffs(Study *s, Err *err) {
+    Config *c = xmalloc(sizeof *c), *r = xmalloc(sizeof *r);
+    char load[PATH], diff[4096];
+    Status rc = STATUS_OK;
+    for (int i = 0; i < s->nconfigs && !rc; i++) {
+        StudyConfig *sc = &s->configs[i];
+        const StudyRun *run = &s->runs[i]; /* the first seed's runs go config by config */
+        sc->recipe[0] = sc->other[0] = 0;
+        if (!config_include(sc->path, load, sc->recipe, sizeof sc->recipe)) continue;
+        rc = load_for_run(s, run, sc->path, c, err);
+        if (!rc && load_for_run(s, run, load, r, err))
+            rc = err_prefix(err, "its recipe %s", sc->recipe);
+        if (rc) {
+            err_prefix(err, "%s: config %s", s->file, sc->path);
+            break;
+        }
+        ModelSpec *m = &c->model;
+        m->attention = r->model.attention, m->self_attention = r->model.self_attention;
+        m->dec_self_attention = r->model.dec_self_attention;
+        m->cross_attention = r->model.cross_attention, m->attn_opt = r->model.attn_opt;
+        if (m->type == MODEL_RNN && r->model.type == MODEL_RNN) m->heads = r->model.heads;
+        if (config_diff(r, c, diff, sizeof diff)) diff_values(diff, sc->other, sizeof sc->other);
+    }
+    free(c), free(r);
+    return rc;
+}
+
+/* names[0..n) as "a", "a and b" or "a, b and c" appended to buf (n bytes), each between q. */
+static void append_names(char *buf, size_t size, const char *const *names, int n, const char *q) {
+    for (int i = 0; i < n; i++)
+        str_appendf(buf, size, "%s%s%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", q, names[i],
+                    q);
+}
+
+/* What the configs change in their recipes, in a sentence or two, into buf (n bytes): that
+ * every config differs from its recipe in the attention alone, or which configs also set which
+ * other keys; and which configs include no file (no recipe). Paths and keys between q ("`" for
+ * Markdown, "" for a terminal). */
+static void recipe_text(const Study *s, const char *q, char *buf, size_t n) {
+    const char *none[MAX_CONFIGS], *recipes[MAX_CONFIGS];
+    int nn = 0, nrec = 0, ndiff = 0;
+    for (int i = 0; i < s->nconfigs; i++) {
+        const StudyConfig *c = &s->configs[i];
+        if (!c->recipe[0]) {
+            none[nn++] = c->name;
+            continue;
+        }
+        ndiff += c->other[0] != 0;
+        int seen = 0;
+        for (int k = 0; k < nrec; k++) seen |= !strcmp(recipes[k], c->recipe);
+        if (!seen) recipes[nrec++] = c->recipe;
+    }
+    buf[0] = 0;
+    if (nn) {
+        append_names(buf, n, none, nn, "");
+        str_appendf(buf, n, " include%s no file, so %s no recipe to compare with%s",
+                    nn == 1 ? "s" : "", nn == 1 ? "it has" : "they have", nrec ? "; " : ".");
+    }
+    if (!nrec) return;
+    char list[4096] = "";
+    for (int k = 0; k < nrec; k++)
+        str_appendf(list, sizeof list, "%s%s%s%s", k == 0 ? "" : k == nrec - 1 ? " or " : ", ", q,
+                    recipes[k], q);
+    if (!ndiff) {
+        str_appendf(buf, n, "%s config differs from its recipe (the file it includes: %s) in the "
+                    "attention alone.", nn ? "every other" : "Every", list);
+        return;
+    }
+    str_appendf(buf, n, "%s differ from their recipes (the file each includes: %s) in the "
+                "attention and, for some, in other keys:", nn ? "the other configs" : "The configs",
+                list);
+    /* configs that change the same other keys are named together, in the plan's order */
+    int done[MAX_CONFIGS] = {0}, groups = 0;
+    for (int i = 0; i < s->nconfigs; i++) {
+        const StudyConfig *c = &s->configs[i];
+        if (done[i] || !c->recipe[0] || !c->other[0]) continue;
+        const char *same[MAX_CONFIGS];
+        int ns = 0;
+        for (int j = i; j < s->nconfigs; j++)
+            if (!done[j] && s->configs[j].recipe[0] && !strcmp(s->configs[j].other, c->other))
+                same[ns++] = s->configs[j].name, done[j] = 1;
+        str_appendf(buf, n, "%s ", groups++ ? ";" : "");
+        append_names(buf, n, same, ns, "");
+        str_appendf(buf, n, " also set%s %s%s%s", ns == 1 ? "s" : "", q, c->other, q);
+    }
+    str_appendf(buf, n, ".");
+}
+
 /* ---- state ---- */
 
 static void scan(StudyRun *runs, int n) {
@@ -399,6 +573,9 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
             precision_names[s->precision]);
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
+    char recipes[8192];
+    recipe_text(s, "", recipes, sizeof recipes);
+    fprintf(f, "%s\n", recipes);
     /* seconds per run: the config's archived runs, else its table's, else from the epochs that
      * running runs have validated; archived runs only of the kind of device the missing ones
      * train on (--device, else the CPU), since a GPU's minutes say nothing of a CPU's hours */
@@ -592,6 +769,58 @@ static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
     return failed;
 }
 
+/* ---- the SentencePiece model of every run ---- */
+
+/* The spm_hash of the SentencePiece model in file path. Errors: spm_load's, spm_hash's. */
+static Status file_spm_hash(const char *path, uint64_t *hash, Err *err) {
+    Spm *m = NULL;
+    Status rc = spm_load(&m, path, err);
+    if (!rc) rc = spm_hash(m, hash, err);
+    spm_free(m);
+    return rc;
+}
+
+/* The error for the archive in dir, trained with the model of hash had, against the plan's. */
+static Status archive_model_differs(const Study *s, const char *dir, uint64_t had, uint64_t plan,
+                                    Err *err) {
+    return err_set(err, "%s/run.json: the run was trained with the SentencePiece model of hash "
+                   "%016llx, but the plan's spm_model %s has hash %016llx, so its scores do not "
+                   "compare with the other runs'; remove the archive folder %s so that the study "
+                   "trains the run again with the plan's model, or set spm_model to the model "
+                   "the run was trained with", dir, (unsigned long long)had, s->spm,
+                   (unsigned long long)plan, dir);
+}
+
+/* Refuses, before any training, an archive that records another SentencePiece model than the
+ * plan's (an archive without the record is let be), and a run folder to be resumed (a
+ * last.ckpt) whose spm.model, the copy of the model it began with, is another: the runs it
+ * trains take the plan's model (data.spm_model, run_sets), but a resumed run keeps its own. */
+static Status check_models(const Study *s, StudyRun *runs, int n, Err *err) {
+    uint64_t plan, had;
+    int known;
+    if (file_spm_hash(s->spm, &plan, err)) return err_prefix(err, "%s: spm_model", s->file);
+    scan(runs, n);
+    for (int i = 0; i < n; i++) {
+        const StudyRun *r = &runs[i];
+        char model[PATH + 16];
+        snprintf(model, sizeof model, "%s/spm.model", r->dir);
+        if (r->state == ARCHIVED) {
+            if (archive_spm_hash(r->archive, &known, &had, err)) return STATUS_ERR;
+            if (known && had != plan) return archive_model_differs(s, r->archive, had, plan, err);
+        } else if (r->state == RUNNING && path_is_file(model)) {
+            if (file_spm_hash(model, &had, err)) return STATUS_ERR;
+            if (had != plan)
+                return err_set(err, "%s: run %s began with the SentencePiece model of hash "
+                               "%016llx, but the plan's spm_model %s has hash %016llx, and a "
+                               "resumed run keeps its own; remove the run folder %s so that the "
+                               "study trains the run afresh with the plan's model, or set "
+                               "spm_model to the model the run began with", model, r->name,
+                               (unsigned long long)had, s->spm, (unsigned long long)plan, r->dir);
+        }
+    }
+    return STATUS_OK;
+}
+
 /* ---- the report ---- */
 
 static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
@@ -602,8 +831,9 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     ReportTable tables[MAX_TABLES];
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
-    char intro[4096];
-    int nmissing = 0;
+    char intro[16384], recipes[8192], scored[256] = "", dirty[256] = "";
+    int nmissing = 0, plan_known = 0;
+    uint64_t plan = 0;
     for (int t = 0; t < s->ntables && !rc; t++) {
         int first = na;
         for (int c = s->tables[t].first; c < s->tables[t].first + s->tables[t].n && !rc; c++)
@@ -614,6 +844,14 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                     continue;
                 }
                 rc = archive_read(runs[i].archive, &a[na], err);
+                if (!rc && a[na].spm_hash_known && !plan_known) {
+                    if (file_spm_hash(s->spm, &plan, err))
+                        rc = err_prefix(err, "%s: spm_model (to check the archives' models)",
+                                        s->file);
+                    plan_known = 1;
+                }
+                if (!rc && a[na].spm_hash_known && a[na].spm_hash != plan)
+                    rc = archive_model_differs(s, runs[i].archive, a[na].spm_hash, plan, err);
                 ptr[na] = &a[na], groups[na] = s->configs[c].name;
                 na++;
             }
@@ -634,14 +872,37 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
             archive_test_name(s->test_tgt[k], names[k], sizeof names[k]);
             tests[k] = names[k];
         }
+        recipe_text(s, "`", recipes, sizeof recipes);
+        int nck[3] = {0, 0, 0}, ndirty = 0; /* avg.ckpt, best.ckpt, last.ckpt */
+        for (int i = 0; i < na; i++) {
+            nck[!strcmp(a[i].checkpoint, "avg.ckpt")     ? 0
+                : !strcmp(a[i].checkpoint, "best.ckpt") ? 1
+                                                        : 2]++;
+            ndirty += a[i].uncommitted_changes;
+        }
+        static const char *const ck[3] = {"`avg.ckpt`", "`best.ckpt`",
+                                          "`last.ckpt` (no validation had run)"};
+        for (int k = 0, parts = 0; k < 3; k++) {
+            if (nck[k] == na) snprintf(scored, sizeof scored, "here %s for every run", ck[k]);
+            else if (nck[k])
+                str_appendf(scored, sizeof scored, "%s%s for %d run%s", parts++ ? ", " : "here ",
+                            ck[k], nck[k], nck[k] == 1 ? "" : "s");
+        }
+        if (ndirty)
+            snprintf(dirty, sizeof dirty, "%d of %d runs trained from a tree with uncommitted "
+                     "changes; git cannot rebuild them. ", ndirty, na);
         snprintf(intro, sizeof intro,
                  "Written by `trainer study %s` from the archives in `archive/`. Every run "
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
-                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`; "
-                 "the configs of a table differ from their recipe in the attention alone. "
+                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`. "
+                 "%s The checkpoint scored is a run's `avg.ckpt` when the run averaged its last "
+                 "checkpoints (train.average_last) and that average validates at least as well "
+                 "as its `best.ckpt`, else `best.ckpt`, saved at the run's best validation BLEU "
+                 "over its epochs, which need not be the last (%s). %s"
                  "**Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, n - nmissing, n,
+                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, recipes, scored, dirty,
+                 n - nmissing, n,
                  nmissing ? "; `trainer study … --status` lists the others and the time they "
                             "need" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
@@ -665,7 +926,8 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
     s->runs = xcalloc(MAX_CONFIGS * MAX_SEEDS, sizeof *s->runs);
     s->device = device;
     make_runs(s, s->runs, &s->nruns);
-    return check ? plan_check(s, s->runs, s->nruns, &s->first, err) : STATUS_OK;
+    if (check && plan_check(s, s->runs, s->nruns, &s->first, err)) return STATUS_ERR;
+    return recipe_diffs(s, err);
 }
 
 void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jobs, f); }
@@ -684,6 +946,10 @@ Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
         if (strcmp(made, s->spm) && rename(made, s->spm) != 0)
             return err_set(err, "cannot rename %s to %s: %s", made, s->spm, strerror(errno));
     }
+    if (check_models(s, s->runs, s->nruns, err)) return STATUS_ERR;
+    char recipes[8192];
+    recipe_text(s, "", recipes, sizeof recipes);
+    printf("study: %s\n", recipes);
     *failed = run_all(s, s->runs, s->nruns, jobs);
     *stopped = g_stop != 0;
     return STATUS_OK;

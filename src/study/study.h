@@ -10,7 +10,8 @@
  *   precision = bf16              the one precision of every run (train.precision)
  *   seeds = 1 2 3                 every config is trained once per seed (train.seed)
  *   test_src = a.de.gz b.de.gz    the test sets, paired in order with test_tgt; each run's
- *   test_tgt = a.en.gz b.en.gz    archive holds their translations (greedy and beam)
+ *   test_tgt = a.en.gz b.en.gz    archive holds their translations (greedy and beam); a file
+ *                                 that cannot be read refuses the plan
  *   spm_model = spm.model         the SentencePiece model every run loads (data.spm_model),
  *                                 trained once from the first config's data when missing
  *                                 (default spm.model)
@@ -39,9 +40,21 @@
  * whose configs do not share the training data and vocabulary that one SentencePiece model
  * needs. SIGINT or SIGTERM during study_train stop the runs (each saves last.ckpt); the next
  * start resumes them.
- * Errors: the plan's (naming FILE:LINE and the key), a config's (config_load, config_validate),
- * the SentencePiece model's training, the report's. Host memory. Source: Clark et al. 2011 (why
- * several seeds); docs/design.md §10.
+ * A config's recipe is the file it includes (`include = FILE`, train/config.h). study_load
+ * compares each config's resolved keys with its recipe's, both with the plan's settings, and
+ * sorts the keys that differ into the attention's (model.attention, self_attention,
+ * dec_self_attention, cross_attention, the options only an attention reads: linformer_*,
+ * local_*, and model.heads in an RNN) and the others; the report's introduction, --status and
+ * the start of training say that every config differs from its recipe in the attention alone,
+ * or name each config's other keys with their values, and name the configs without a recipe.
+ * One SentencePiece model: study_train and study_report refuse an archive whose card records
+ * another model than the plan's spm_model (spm_hash; cards without the record are accepted, and
+ * the report says how many), and study_train a run folder to be resumed whose spm.model (the
+ * model it began with) is another; the runs it starts take the plan's (data.spm_model).
+ * Errors: the plan's (naming FILE:LINE and the key), a config's or its recipe's (config_load,
+ * config_validate), the SentencePiece model's training, loading or hashing, an archive or run
+ * folder of another SentencePiece model (naming it, both hashes and what to do), the report's.
+ * Host memory. Source: Clark et al. 2011 (why several seeds); docs/design.md §10.
  */
 #ifndef TRAINER_STUDY_STUDY_H
 #define TRAINER_STUDY_STUDY_H
@@ -52,24 +65,32 @@
 
 typedef struct Study Study;
 
-/* Reads and checks the plan in file; device >= 0 (a DeviceType) trains and decodes the missing
- * runs there instead of on their configs' train.device. *out: study_free it (also after an
- * error). check = 0 skips the configs' validation (for study_status). */
+/* Reads and checks the plan in file (its test files readable), and compares each config with
+ * its recipe; device >= 0 (a DeviceType) trains and decodes the missing runs there instead of
+ * on their configs' train.device. *out: study_free it (also after an error). check = 0 skips
+ * the configs' validation (for study_status). */
 Status study_load(const char *file, int device, int check, Study **out, Err *err);
 
-/* Prints the runs archived, running and missing, and the time left at jobs runs at a time, to f:
- * from the archived runs' times on the kind of device the missing runs train on (the study's
- * device, else the CPU) and the running runs' epochs. No errors. */
+/* Prints the runs archived, running and missing, what the configs change in their recipes, and
+ * the time left at jobs runs at a time, to f: from the archived runs' times on the kind of
+ * device the missing runs train on (the study's device, else the CPU) and the running runs'
+ * epochs. No errors. */
 void study_status(Study *s, int jobs, FILE *f);
 
-/* Trains the shared SentencePiece model when missing, then every run without an archive, jobs
- * at a time, archiving each; a run whose archive appeared while it trained (another machine
- * archived it) keeps that archive and is not archived again. *failed: the runs that failed
- * (each named on stderr with its log); *stopped: 1 when a signal stopped the study. Errors: the
- * SentencePiece model's. */
+/* Trains the shared SentencePiece model when missing, checks that every archive and every run
+ * folder to resume has that model (see the top), prints what the configs change in their
+ * recipes, then trains every run without an archive, jobs at a time, archiving each; a run
+ * whose archive appeared while it trained (another machine archived it) keeps that archive and
+ * is not archived again. *failed: the runs that failed (each named on stderr with its log);
+ * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's (training,
+ * loading, hashing), an archive or run folder of another model. */
 Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err);
 
-/* Writes the report from the archives there are. Errors: no archive yet, and report_write's. */
+/* Writes the report from the archives there are; its introduction states the plan, what the
+ * configs change in their recipes, the checkpoint scored (avg.ckpt when the run averaged its
+ * last checkpoints and that average validates at least as well as best.ckpt, else best.ckpt)
+ * and how many runs trained from a tree with uncommitted changes. Errors: no archive yet, an
+ * archive of another SentencePiece model than the plan's, and report_write's. */
 Status study_report(Study *s, Err *err);
 
 void study_free(Study *s); /* NULL-safe; no errors */

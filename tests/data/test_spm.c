@@ -1,6 +1,7 @@
 /* test_spm.c — SentencePiece C API (src/data/spm.*) and the encoded-corpus cache
- * (src/data/encoded.*): training, special ids, round trips, (de)serialisation, error paths,
- * cache hit / corruption / truncation / key mismatch. */
+ * (src/data/encoded.*): training, special ids, round trips, (de)serialisation, the hash of what
+ * decides segmentation (equal for one vocabulary trained in two folders), error paths, cache hit
+ * / corruption / truncation / key mismatch. */
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -237,9 +238,50 @@ int main(void) {
             free(b);
         }
         EXPECT(diff == 0, "%d encodings differ after load_from_bytes(serialize)", diff);
+        uint64_t h1 = 0, h2 = 1;
+        EXPECT(spm_hash(s, &h1, &err) == STATUS_OK && spm_hash(s2, &h2, &err) == STATUS_OK &&
+                   h1 == h2 && h1 != 0,
+               "spm_hash of a model and of its serialisation differ (%016llx, %016llx)",
+               (unsigned long long)h1, (unsigned long long)h2);
         spm_free(s2);
     }
     free(bytes);
+
+    /* --- spm_hash: the same vocabulary trained in another folder hashes equal, though its file
+     * differs (the trainer spec records model_prefix); another vocabulary size does not -------- */
+    {
+        char dir2[1100], prefix2[1200], model2[1300], prefix3[1200], model3[1300];
+        snprintf(dir2, sizeof dir2, "%s/elsewhere", tmp);
+        snprintf(prefix2, sizeof prefix2, "%s/spm", dir2);
+        snprintf(model2, sizeof model2, "%s.model", prefix2);
+        snprintf(prefix3, sizeof prefix3, "%s/spm_small", tmp);
+        snprintf(model3, sizeof model3, "%s.model", prefix3);
+        EXPECT(mkdir(dir2, 0755) == 0, "mkdir %s", dir2);
+        EXPECT(spm_train(files, 2, V, prefix2, 2, &err) == STATUS_OK, "spm_train in %s: %s", dir2,
+               err.msg);
+        EXPECT(spm_train(files, 2, V - 20, prefix3, 2, &err) == STATUS_OK, "spm_train V-20: %s",
+               err.msg);
+        size_t n1 = 0, n2 = 0;
+        char *b1 = test_read_file(model, &n1), *b2 = test_read_file(model2, &n2);
+        EXPECT(b1 && b2 && (n1 != n2 || memcmp(b1, b2, n1) != 0),
+               "the models trained in two folders are byte-identical: the test proves nothing");
+        free(b1);
+        free(b2);
+        Spm *m2 = NULL, *m3 = NULL;
+        uint64_t h1 = 0, h2 = 0, h3 = 0;
+        EXPECT(spm_load(&m2, model2, &err) == STATUS_OK && spm_load(&m3, model3, &err) ==
+                   STATUS_OK, "spm_load: %s", err.msg);
+        if (m2 && m3) {
+            EXPECT(spm_hash(s, &h1, &err) == STATUS_OK && spm_hash(m2, &h2, &err) == STATUS_OK &&
+                       spm_hash(m3, &h3, &err) == STATUS_OK, "spm_hash: %s", err.msg);
+            EXPECT(h1 == h2, "one vocabulary trained in two folders hashes %016llx and %016llx",
+                   (unsigned long long)h1, (unsigned long long)h2);
+            EXPECT(h3 != h1, "vocabularies of %d and %d pieces hash equal (%016llx)", V, V - 20,
+                   (unsigned long long)h1);
+        }
+        spm_free(m2);
+        spm_free(m3);
+    }
 
     /* --- error paths ------------------------------------------------------------------------- */
     {

@@ -1,17 +1,22 @@
 /* test_study.c — `trainer study` end to end (src/cli/study.c, with data.spm_model, `trainer
  * archive` and the report).
  *
- * A plan of two configs (tests/fixtures/tiny.ini's recipe with luong_general and with luong_dot
- * attention, on the 2000/100-pair slices), two seeds each, one epoch, fp32, two test sets (the
- * 100 validation pairs, and their first 60 as a second set), beam 2, in a study folder of the
- * test's work folder:
- *  1. --status before anything: 4 runs missing; a plan with an unknown key, or whose precision
- *     this machine cannot train (tf32 on the CPU), is refused (exit 2) naming the line or key;
+ * A plan of two configs (each includes recipe.ini, tests/fixtures/tiny.ini on the 2000/100-pair
+ * slices, and sets luong_general or luong_dot attention), two seeds each, one epoch, fp32, two
+ * test sets (the 100 validation pairs, and their first 60 as a second set), beam 2, in a study
+ * folder of the test's work folder:
+ *  1. --status before anything: 4 runs missing, every config differing from its recipe in the
+ *     attention alone; a plan with an unknown key, or whose precision this machine cannot train
+ *     (tf32 on the CPU), is refused (exit 2) naming the line or key, and so is one whose test_tgt
+ *     does not exist, naming the plan's line, the key and the path (also by --status), before
+ *     anything trains;
  *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
  *     archives them (run.json, both test sets' translations) and writes README.md (a config row
  *     per attention over 2 seeds, the significance against the baseline in words, "Archived: 4 of 4
- *     runs"), results.csv (4 rows) and significance.csv;
+ *     runs", the attention alone, the checkpoint-scored rule), results.csv (4 rows) and
+ *     significance.csv; each card records the study model's spm_hash and uncommitted_changes,
+ *     and the start of training says what the configs change in their recipe;
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running (and estimates the time left at as many runs at a time as the machine
@@ -23,13 +28,36 @@
  *     another machine's would, on a GPU), and the study keeps it, says so, and goes on to
  *     dot_s5; with seeds 1, 3 and 5 the report's cost table gives general a row for each
  *     machine; with a seed 7, --status estimates the CPU runs' time from the CPU's runs alone;
+ *  4c. an archive whose card names another SentencePiece model is refused by --report and by
+ *     the study before training (exit 1, naming the archive and both hashes), and so is a run
+ *     folder to resume (a last.ckpt) whose spm.model is another model; as an older card (no
+ *     spm_hash, no uncommitted_changes) whose start was built from uncommitted changes, the
+ *     report counts it ("1 of 6 runs trained from a tree with uncommitted changes"), marks its
+ *     revision and counts it among the archives without the model's hash;
+ *  4d. a config that also sets model.input_feeding = false is named with that key by --status
+ *     and the report (which no longer say "attention alone"); a config that includes no file is
+ *     said to have no recipe;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
+#include "data/spm.h"
 #include "trainer_run.h"
 
 #define TIMEOUT 600.0
 
 static const char *g_work;
+
+/* text without its lines that hold needle (in place); the lines removed. */
+static int drop_lines(char *text, const char *needle) {
+    int n = 0;
+    for (char *at; (at = strstr(text, needle));) {
+        char *start = at, *end = strchr(at, '\n');
+        while (start > text && start[-1] != '\n') start--;
+        end = end ? end + 1 : at + strlen(at);
+        memmove(start, end, strlen(end) + 1);
+        n++;
+    }
+    return n;
+}
 
 static int study(const char *tag, const char *plan, const char *a1, const char *a2) {
     TrArgv a = {{0}, 0};
@@ -84,13 +112,16 @@ int main(void) {
     if (name) memset(name, ' ', strlen("name = tiny"));
     test_write_text(tr_fmt("%s/base.ini", w), tiny);
     free(tiny);
+    /* the configs' recipe: base.ini on the slices; each config changes its attention alone */
+    test_write_text(tr_fmt("%s/recipe.ini", w),
+                    tr_fmt("include = base.ini\n[data]\ntrain_src = %s/train.de\n"
+                           "train_tgt = %s/train.en\nval_src = %s/val.de\nval_tgt = %s/val.en\n"
+                           "cache_dir = %s/cache\n", w, w, w, w, w));
     static const char *const kinds[2] = {"general", "dot"};
     for (int i = 0; i < 2; i++)
         test_write_text(tr_fmt("%s/configs/%s.ini", dir, kinds[i]),
-                        tr_fmt("include = ../../base.ini\n[model]\nattention = luong_%s\n[data]\n"
-                               "train_src = %s/train.de\ntrain_tgt = %s/train.en\n"
-                               "val_src = %s/val.de\nval_tgt = %s/val.en\ncache_dir = %s/cache\n",
-                               kinds[i], w, w, w, w, w));
+                        tr_fmt("include = ../../recipe.ini\n[model]\nattention = luong_%s\n",
+                               kinds[i]));
     write_plan(plan, "");
 
     /* 1. status and refusals */
@@ -98,6 +129,11 @@ int main(void) {
     EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status0.out", w), "archived 0, running 0, "
                                                                    "missing 4"),
            "--status before anything (exit %d) does not list 4 missing runs", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/status0.out", w),
+                            tr_fmt("Every config differs from its recipe (the file it includes: "
+                                   "%s/recipe.ini) in the attention alone.", w)),
+           "--status does not say that the configs differ from their recipe in the attention "
+           "alone");
     const char *bad = test_strdup(tr_fmt("%s/bad.ini", dir));
     write_plan(bad, "epoch = 3");
     rc = study("bad_key", bad, NULL, NULL);
@@ -112,7 +148,21 @@ int main(void) {
                                        "train.precision = tf32 needs train.device = cuda"),
            "a plan of a precision this machine cannot train: exit %d, expected 2 with the reason",
            rc);
-    EXPECT(!tr_exists(tr_fmt("%s/runs", dir)), "a refused plan started a run");
+    /* a test set that does not exist: refused before anything trains, naming the key and path */
+    test_write_text(bad, tr_fmt("[study]\nepochs = 1\nprecision = fp32\nseeds = 1\n"
+                                "test_src = ../val.de\ntest_tgt = ../no_such_test.en\n"
+                                "[table t]\nconfigs = configs/general.ini\n"));
+    for (int i = 0; i < 2; i++) {
+        const char *tag = i ? "no_test_status" : "no_test";
+        rc = study(tag, bad, i ? "--status" : NULL, NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/%s.err", w, tag),
+                                           tr_fmt("bad.ini:6: test_tgt: cannot read "
+                                                  "%s/no_such_test.en", w)),
+               "a plan whose test_tgt does not exist%s: exit %d, expected 2 naming the plan's "
+               "line, the key and the path", i ? " (--status)" : "", rc);
+    }
+    EXPECT(!tr_exists(tr_fmt("%s/runs", dir)) && !tr_exists(tr_fmt("%s/spm.model", dir)),
+           "a refused plan started a run or trained its SentencePiece model");
 
     /* 2. the study: the shared SentencePiece model, then the 4 runs, 2 at a time */
     const char *spm = test_strdup(tr_fmt("%s/spm.model", dir));
@@ -138,7 +188,32 @@ int main(void) {
         EXPECT(tr_file_contains(tr_fmt("%s/config.ini", a), "study/spm.model\""),
                "the archive's config of %s does not name data.spm_model", runs[i]);
     }
+    /* each card records the study's model (spm_hash) and whether its build had uncommitted
+     * changes */
+    {
+        Spm *m = NULL;
+        uint64_t h = 0;
+        EXPECT(spm_load(&m, spm, &err) == STATUS_OK && spm_hash(m, &h, &err) == STATUS_OK,
+               "hashing %s: %s", spm, err.msg);
+        spm_free(m);
+        for (int i = 0; i < 4; i++) {
+            const char *card = tr_fmt("%s/archive/%s/run.json", dir, runs[i]);
+            EXPECT(tr_file_contains(card, tr_fmt("\"spm_hash\":\t\"%016llx\"",
+                                                 (unsigned long long)h)) &&
+                       tr_file_contains(card, "\"uncommitted_changes\":\t"),
+                   "%s does not record spm_hash %016llx and uncommitted_changes", card,
+                   (unsigned long long)h);
+        }
+    }
+    EXPECT(tr_file_contains(tr_fmt("%s/study.out", w), "in the attention alone"),
+           "the start of training does not say what the configs change in their recipe");
     const char *md = tr_fmt("%s/README.md", dir);
+    EXPECT(tr_file_contains(md, "in the attention alone.") &&
+               tr_file_contains(md, "The checkpoint scored is a run's `avg.ckpt` when the run "
+                                    "averaged its last checkpoints") &&
+               tr_file_contains(md, "here `best.ckpt` for every run"),
+           "%s does not say that the configs change the attention alone, or which checkpoint "
+           "is scored", md);
     EXPECT(tr_file_contains(md, "# tiny study") && tr_file_contains(md, "**Archived: 4 of 4 "
                                                                         "runs**") &&
                tr_file_contains(md, "| general (baseline) | luong_general |") &&
@@ -324,6 +399,108 @@ int main(void) {
                "--status for runs to train on the CPU (exit %d) counts a GPU run's time or "
                "misses the runs", rc);
         free(card5), free(card5_after);
+    }
+
+    /* 4c. provenance, with seeds 1, 3, 5 and 7 (6 runs archived): dot_s1's card names another
+     * SentencePiece model; then it is an older card, without spm_hash and uncommitted_changes,
+     * whose start was built from uncommitted changes (every other card says it was not) */
+    {
+        const char *card = test_strdup(tr_fmt("%s/archive/dot_s1/run.json", dir));
+        const char *key = "\"spm_hash\":\t\"";
+        char *text = test_read_file(card, NULL), *at = text ? strstr(text, key) : NULL;
+        EXPECT(at && strlen(at) > strlen(key) + 16, "%s has no spm_hash", card);
+        if (at) {
+            char ours[17];
+            snprintf(ours, sizeof ours, "%.16s", at + strlen(key));
+            memcpy(at + strlen(key), "0123456789abcdef", 16);
+            test_write_text(card, text);
+            rc = study("other_model", plan, "--report", NULL);
+            const char *e = tr_fmt("%s/other_model.err", w);
+            EXPECT(rc == 1 && tr_file_contains(e, "archive/dot_s1/run.json: the run was trained "
+                                                  "with the SentencePiece model of hash "
+                                                  "0123456789abcdef") &&
+                       tr_file_contains(e, tr_fmt("has hash %s", ours)),
+                   "--report with an archive of another SentencePiece model: exit %d, expected "
+                   "1 naming the archive and both hashes", rc);
+            rc = study("other_model_train", plan, NULL, NULL);
+            e = tr_fmt("%s/other_model_train.err", w);
+            EXPECT(rc == 1 && tr_file_contains(e, "0123456789abcdef") &&
+                       !tr_file_contains(tr_fmt("%s/other_model_train.out", w), "study: training"),
+                   "a study with an archive of another SentencePiece model: exit %d, expected 1 "
+                   "before training anything", rc);
+            EXPECT(drop_lines(text, key) == 1 && drop_lines(text, "\"uncommitted_changes\"") == 1,
+                   "%s: no uncommitted_changes", card);
+            test_write_text(card, text);
+        }
+        free(text);
+        /* a run folder to resume (a last.ckpt) that began with another model: refused too */
+        const char *r7 = test_strdup(tr_fmt("%s/runs/general_s7", dir));
+        const char *files[2] = {tr_fmt("%s/train.de", w), tr_fmt("%s/train.en", w)};
+        EXPECT(make_dirs(r7, &err) == STATUS_OK &&
+                   spm_train(files, 2, 300, tr_fmt("%s/spm", r7), 1, &err) == STATUS_OK,
+               "training a SentencePiece model into %s: %s", r7, err.msg);
+        test_write_text(tr_fmt("%s/last.ckpt", r7), "a checkpoint\n");
+        rc = study("other_model_resume", plan, NULL, NULL);
+        EXPECT(rc == 1 &&
+                   tr_file_contains(tr_fmt("%s/other_model_resume.err", w),
+                                    "runs/general_s7/spm.model: run general_s7 began with the "
+                                    "SentencePiece model of hash") &&
+                   !tr_file_contains(tr_fmt("%s/other_model_resume.out", w), "study: resuming"),
+               "a run folder to resume with another SentencePiece model: exit %d, expected 1 "
+               "before resuming it", rc);
+        EXPECT(system(tr_fmt("rm -r %s", r7)) == 0, "rm -r %s", r7);
+        EXPECT(system(tr_fmt("sed -i 's/\"uncommitted_changes\":\ttrue/\"uncommitted_changes\":"
+                             "\tfalse/' %s/archive/*/run.json && sed -i -E 's/\"revision\":"
+                             "\"[^\"]*\"/\"revision\":\"abc1234-dirty\"/' "
+                             "%s/archive/dot_s1/metrics.jsonl", dir, dir)) == 0,
+               "editing the cards");
+        rc = study("provenance", plan, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir);
+        EXPECT(rc == 0 &&
+                   tr_file_contains(md, "1 of 6 runs trained from a tree with uncommitted "
+                                        "changes; git cannot rebuild them.") &&
+                   tr_file_contains(md, "| abc1234-dirty (uncommitted changes) |") &&
+                   tr_file_contains(md, "1 of these 6 archives do not record their "
+                                        "SentencePiece model's hash"),
+               "the report (exit %d) does not count and mark the run built from uncommitted "
+               "changes, or the archive without spm_hash", rc);
+    }
+
+    /* 4d. a config that changes another key than the attention's is named with it; a config
+     * that includes no file has no recipe */
+    {
+        test_write_text(tr_fmt("%s/configs/nofeed.ini", dir),
+                        "include = ../../recipe.ini\n[model]\nattention = luong_dot\n"
+                        "input_feeding = false\n");
+        test_write_text(tr_fmt("%s/configs/plain.ini", dir), "[model]\nattention = luong_dot\n");
+        const char *head = "[study]\nepochs = 1\nprecision = fp32\nseeds = 1\n"
+                           "test_src = ../val.de ../val2.de\ntest_tgt = ../val.en ../val2.en\n"
+                           "beam = 2\n[table rnn]\n";
+        const char *plan2 = test_strdup(tr_fmt("%s/recipes.ini", dir));
+        test_write_text(plan2, tr_fmt("%sconfigs = configs/general.ini configs/nofeed.ini\n",
+                                      head));
+        rc = study("recipes_status", plan2, "--status", NULL);
+        const char *out = tr_fmt("%s/recipes_status.out", w);
+        EXPECT(rc == 0 && tr_file_contains(out, "nofeed also sets model.input_feeding = false.") &&
+                   !tr_file_contains(out, "attention alone"),
+               "--status (exit %d) does not name the key other than the attention's that nofeed "
+               "changes", rc);
+        rc = study("recipes_report", plan2, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir);
+        EXPECT(rc == 0 &&
+                   tr_file_contains(md, "in the attention and, for some, in other keys: nofeed "
+                                        "also sets `model.input_feeding = false`.") &&
+                   !tr_file_contains(md, "attention alone"),
+               "the report (exit %d) does not name the key other than the attention's that "
+               "nofeed changes", rc);
+        test_write_text(plan2, tr_fmt("%sconfigs = configs/plain.ini configs/general.ini\n",
+                                      head));
+        rc = study("no_recipe", plan2, "--status", NULL);
+        EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/no_recipe.out", w),
+                                           "plain includes no file, so it has no recipe to "
+                                           "compare with; every other config differs from its "
+                                           "recipe"),
+               "--status (exit %d) does not say that plain has no recipe", rc);
     }
 
     /* 5. data.spm_model of another size */
