@@ -301,6 +301,10 @@ void test_check_accumulated(const float *before, const ParamSet *ps, const char 
                             double scale) {
     float *g = test_grad_copy(ps);
     int bad = 0;
+    /* a tensor whose gradient is 0 in exact arithmetic (a key bias under softmax) holds rounding
+     * residue that another summation order changes wholesale: its floor is the model's scale */
+    double top = 0;
+    for (size_t k = 0; k < ps->total; k++) top = fmax(top, fabs((1.0 + scale) * before[k]));
     for (int i = 0; i < ps->n; i++) {
         const ParamSpec *s = &ps->specs[i];
         double dmax = 0, ref = 0;
@@ -309,11 +313,12 @@ void test_check_accumulated(const float *before, const ParamSet *ps, const char 
             dmax = fmax(dmax, fabs(g[k] - want));
             ref = fmax(ref, fabs(want));
         }
-        EXPECT(dmax <= 1e-5 * ref, "%s: after a second training pass with grad_scale %g and no "
+        double tol = 1e-5 * fmax(ref, 1e-3 * top);
+        EXPECT(dmax <= tol, "%s: after a second training pass with grad_scale %g and no "
                "zeroing, the gradient of %s is not %g times the first's (max |g - want| %.3g, "
-               "max |want| %.3g): a backward that overwrites, or ignores grad_scale", path, scale,
-               s->name, 1.0 + scale, dmax, ref);
-        bad += !(dmax <= 1e-5 * ref);
+               "max |want| %.3g, of the model %.3g): a backward that overwrites, or ignores "
+               "grad_scale", path, scale, s->name, 1.0 + scale, dmax, ref, top);
+        bad += !(dmax <= tol);
     }
     printf("  a second pass (grad_scale %g) without zeroing adds %g times every gradient: %s\n",
            scale, scale, bad ? "FAIL" : "ok");

@@ -91,8 +91,9 @@ const Backend *test_alloc_hooked(const Backend *be, void (*hook)(void *caller));
  * grad_scale 1, and ps now after a second, identical pass without zeroing with grad_scale =
  * scale, must hold (1 + scale)·before (a backward that overwrote a gradient instead of adding to
  * it leaves scale·before, one that ignored grad_scale 2·before). EXPECT per tensor:
- * max |g − (1 + scale)·before| <= 1e-5 · max |(1 + scale)·before| (the second pass adds each
- * term again, so the sums round in another order), naming the tensor. */
+ * max |g − (1 + scale)·before| <= 1e-5 · max(max |(1 + scale)·before|, 1e-3 · the same over the
+ * whole model) (the second pass adds each term again, so the sums round in another order; a
+ * tensor whose exact gradient is 0 holds only rounding residue), naming the tensor. */
 void test_check_accumulated(const float *before, const ParamSet *ps, const char *path,
                             double scale);
 
