@@ -18,7 +18,9 @@ of src/ and tests/ (OUT/tree), recompiles, with the build folder's own flags
 mutated file, links the program again with those objects placed before the libraries (so that
 they replace the library's members of the same source; OUT/bin), and runs the tests the plan
 (tests/mutation/plans.txt: a build, a test program, its arguments) names for that file, in
-order, until one fails. The builds: cpu (build/), simt (build-simt/), asan (build-asan/) and
+order, until one fails. A header's plan is its own lines followed by those of every source file
+that includes it, directly or through other headers (plan_for): a helper in a header is tested by
+whatever uses it. The builds: cpu (build/), simt (build-simt/), asan (build-asan/) and
 simt-asan (build-simt-asan/), each configured and built beforehand as scripts/test.sh,
 scripts/simt.sh and scripts/sanitize.sh do (--build NAME=DIR names another folder; only the
 builds a plan reaches are needed). Verdicts:
@@ -188,8 +190,57 @@ def read_plans():
     return plans
 
 
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+_includes = None
+
+
+def includes():
+    """{repository path: the repository paths of src/ it includes}, for every file of src/."""
+    global _includes
+    if _includes is None:
+        _includes = {}
+        for d, _, names in os.walk(os.path.join(ROOT, "src")):
+            for name in names:
+                full = os.path.join(d, name)
+                rel = os.path.relpath(full, ROOT)
+                try:
+                    with open(full, encoding="utf-8", errors="replace") as f:
+                        text = f.read()
+                except OSError:
+                    continue
+                found = []
+                for inc in INCLUDE.findall(text):  # relative to src/, else to the file's folder
+                    for cand in (os.path.join("src", inc), os.path.join(os.path.dirname(rel), inc)):
+                        if os.path.isfile(os.path.join(ROOT, cand)):
+                            found.append(os.path.normpath(cand))
+                            break
+                _includes[rel] = found
+    return _includes
+
+
+def includers(path):
+    """The files of src/ that include path, directly or through other headers, sorted."""
+    inc, seen, todo = includes(), set(), [path]
+    while todo:
+        cur = todo.pop()
+        for f, deps in inc.items():
+            if cur in deps and f not in seen:
+                seen.add(f)
+                todo.append(f)
+    return sorted(seen)
+
+
 def plan_for(path, plans):
-    return [(b, e, t, a) for pat, b, e, t, a in plans if fnmatch.fnmatch(path, pat)]
+    """The tests for a mutant of path: its own plan lines, then, for a header, those of every
+    file that includes it (each test once); the plain builds' tests before the sanitized ones,
+    which are slower and built later (scripts/test.sh)."""
+    out = []
+    for src in [path] + (includers(path) if path.endswith((".h", ".cuh")) else []):
+        for pat, b, e, t, a in plans:
+            step = (b, e, t, a)
+            if fnmatch.fnmatch(src, pat) and step not in out:
+                out.append(step)
+    return sorted(out, key=lambda step: step[0] in ("asan", "simt-asan"))
 
 
 # ---------------------------------------------------------------------------------------------
