@@ -12,10 +12,7 @@
 #include "attention/kinds.h"
 
 const char *const attention_kind_names[ATTN_KIND_COUNT] = {
-    "none", "bahdanau", "luong_dot", "luong_general", "luong_concat",
-    "sdp",  "flash",    "linear",    "efficient",     "taylor",
-    "linformer", "luong_local",
-};
+    "none", ATTENTION_KINDS(ATTENTION_KIND_NAME)};
 const char *const local_mode_names[2] = {"monotonic", "predictive"};
 const char *const local_score_names[3] = {"dot", "general", "concat"};
 static_assert(sizeof attention_kind_names / sizeof attention_kind_names[0] == ATTN_KIND_COUNT,
@@ -46,13 +43,9 @@ Status attention_kind_from_name(const char *name, AttentionKind *kind, Err *err)
 }
 
 const AttentionOps *attention_row(AttentionKind kind) {
-    static const AttentionOps *const rows[ATTN_KIND_COUNT] = {
-        [ATTN_BAHDANAU] = &attention_bahdanau,     [ATTN_LUONG_DOT] = &attention_luong_dot,
-        [ATTN_LUONG_GENERAL] = &attention_luong_general,
-        [ATTN_LUONG_CONCAT] = &attention_luong_concat, [ATTN_SDP] = &attention_sdp,
-        [ATTN_FLASH] = &attention_flash,           [ATTN_LINEAR] = &attention_linear,
-        [ATTN_EFFICIENT] = &attention_efficient,   [ATTN_TAYLOR] = &attention_taylor,
-        [ATTN_LINFORMER] = &attention_linformer, [ATTN_LUONG_LOCAL] = &attention_luong_local};
+#define ATTENTION_ROW_(E, name) [ATTN_##E] = &attention_##name,
+    static const AttentionOps *const rows[ATTN_KIND_COUNT] = {ATTENTION_KINDS(ATTENTION_ROW_)};
+#undef ATTENTION_ROW_
     CHECK(kind >= 0 && kind < ATTN_KIND_COUNT, "attention_row: kind out of range");
     return rows[kind];
 }

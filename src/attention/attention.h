@@ -31,19 +31,29 @@
 #include "ops/params.h"
 #include "ops/ops.h"
 
+/* The attention table's rows, one line a kind: X(ENUM, name) gives the enum value ATTN_<ENUM>,
+ * the config name "name" and the row `attention_<name>` (an AttentionOps, defined in the kind's
+ * file). Every list of kinds (the enum, the names, the rows, the config's values) comes from
+ * here; adding a kind is one line here and its file (docs/design.md, "Adding an attention kind").
+ * The order is the enum's, after ATTN_NONE (no attention, RNN only). */
+#define ATTENTION_KINDS(X)                                                                      \
+    X(BAHDANAU, bahdanau)             /* Bahdanau et al. 2015, additive: vᵀ tanh(W s + U h) */ \
+    X(LUONG_DOT, luong_dot)           /* Luong et al. 2015 eq. 8, dot: h_tᵀ h̄_s */              \
+    X(LUONG_GENERAL, luong_general)   /* Luong et al. 2015 eq. 8, general: h_tᵀ W_a h̄_s */      \
+    X(LUONG_CONCAT, luong_concat)     /* Luong et al. 2015 eq. 8, concat */                    \
+    X(SDP, sdp)                       /* Vaswani et al. 2017 §3.2.1, scaled dot-product */     \
+    X(FLASH, flash)                   /* Dao et al. 2022, tiled exact attention */             \
+    X(LINEAR, linear)                 /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */       \
+    X(EFFICIENT, efficient)           /* Shen et al. 2021, softmax over Q's rows, K's columns */ \
+    X(TAYLOR, taylor)                 /* Li et al. 2020, first-order Taylor: ∝ 1 + q̂·k̂ */      \
+    X(LINFORMER, linformer)           /* Wang et al. 2020 eq. 7, keys projected to r rows */   \
+    X(LUONG_LOCAL, luong_local)       /* Luong et al. 2015 §3.2, local-m / local-p */
+
+#define ATTENTION_KIND_ENUM_(E, name) ATTN_##E,
+#define ATTENTION_KIND_NAME(E, name) #name,
 typedef enum AttentionKind {
     ATTN_NONE = 0,
-    ATTN_BAHDANAU,       /* Bahdanau et al. 2015, additive: vᵀ tanh(W s + U h) */
-    ATTN_LUONG_DOT,      /* Luong et al. 2015 eq. 8, dot: h_tᵀ h̄_s */
-    ATTN_LUONG_GENERAL,  /* Luong et al. 2015 eq. 8, general: h_tᵀ W_a h̄_s */
-    ATTN_LUONG_CONCAT,   /* Luong et al. 2015 eq. 8, concat: v_aᵀ tanh(W_a [h_t; h̄_s]) */
-    ATTN_SDP,            /* Vaswani et al. 2017 §3.2.1, scaled dot-product, multi-head */
-    ATTN_FLASH,          /* Dao et al. 2022, tiled exact attention */
-    ATTN_LINEAR,         /* Katharopoulos et al. 2020, φ(x) = elu(x) + 1 */
-    ATTN_EFFICIENT,      /* Shen et al. 2021, softmax over rows of Q and columns of K */
-    ATTN_TAYLOR,         /* Li et al. 2020, first-order Taylor: weights ∝ 1 + q̂·k̂ */
-    ATTN_LINFORMER,      /* Wang et al. 2020 eq. 7, softmax(q (E K)ᵀ/√HS) (F V), E, F [r, n] */
-    ATTN_LUONG_LOCAL,    /* Luong et al. 2015 §3.2, local attention: local-m / local-p */
+    ATTENTION_KINDS(ATTENTION_KIND_ENUM_)
     ATTN_KIND_COUNT
 } AttentionKind;
 

@@ -7,9 +7,9 @@
 
 #include "attention/attention.h"
 
-extern const AttentionOps attention_sdp, attention_flash, attention_linear, attention_efficient,
-    attention_taylor, attention_linformer, attention_luong_dot, attention_luong_general,
-    attention_luong_concat, attention_bahdanau, attention_luong_local;
+#define ATTENTION_ROW_EXTERN_(E, name) extern const AttentionOps attention_##name;
+ATTENTION_KINDS(ATTENTION_ROW_EXTERN_)
+#undef ATTENTION_ROW_EXTERN_
 
 /* luong.c: y[N, Dout] = x[N, Din] W for W [Din, Dout], and its backward, accumulating
  * dW += xᵀ dy and dx[N, Din] += dy Wᵀ: the general score's query transform and the RNN's

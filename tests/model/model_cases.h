@@ -87,11 +87,24 @@ static int model_cases(Case *out) {
                   (AttentionOptions){.linformer_k = 4, .linformer_max_len = 8,
                                      .linformer_share = LINFORMER_SHARE_HEADWISE})},
         {"transformer luong_local / sdp / luong_local", tf_local_spec()},
+        {"transformer luong_concat / sdp / luong_dot",
+         tf_spec(ATTN_LUONG_CONCAT, ATTN_SDP, ATTN_LUONG_DOT)},
     };
     static_assert(sizeof cases / sizeof cases[0] <= MODEL_CASES_MAX,
                   "model_cases: raise MODEL_CASES_MAX (the callers' Case arrays)");
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];
+    /* every kind of the attention table in an RNN case and, but none, in a Transformer's slot */
+    int rnn[ATTN_KIND_COUNT] = {0}, tf[ATTN_KIND_COUNT] = {0};
+    for (int i = 0; i < n; i++) {
+        const ModelSpec *m = &cases[i].spec;
+        if (m->type == MODEL_RNN) rnn[m->attention] = 1;
+        else tf[m->self_attention] = tf[m->dec_self_attention] = tf[m->cross_attention] = 1;
+    }
+    for (int k = 0; k < ATTN_KIND_COUNT; k++)
+        EXPECT(rnn[k] && (k == ATTN_NONE || tf[k]), "model_cases: attention kind %s has no RNN "
+               "case (%d) or no Transformer case (%d): add one", attention_kind_names[k], rnn[k],
+               tf[k]);
     return n;
 }
 

@@ -285,6 +285,11 @@ int main(void) {
         {ATTN_LUONG_LOCAL, 0, 0, LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_GENERAL)},
         {ATTN_LUONG_LOCAL, 0, 1, LOCAL(2, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT)},
     };
+    int covered[ATTN_KIND_COUNT] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) covered[cases[i].kind] = 1;
+    for (int k = 0; k < ATTN_KIND_COUNT; k++)
+        EXPECT(covered[k], "attention kind %s has no decoding case in test_decode: add one",
+               attention_kind_names[k]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);
         check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 19 || i == 22);

@@ -100,8 +100,12 @@ static void fixture_free(Fixture *f) {
     params_free(&f->ps);
 }
 
+/* the kinds run() and run_stepwise() have checked: every kind of the table must be (main) */
+static int ran[ATTN_KIND_COUNT], ran_stepwise[ATTN_KIND_COUNT];
+
 /* Batched attention and output layer vs step by step: same loss, same gradients. */
 static void run_stepwise(AttentionKind kind, int gru) {
+    ran_stepwise[kind] = 1;
     Fixture f;
     if (fixture(&f, kind, gru, 0, 1, 1)) return;
     uint64_t key = 99;
@@ -185,6 +189,7 @@ static double loss_at(void *p) {
 }
 
 static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
+    ran[kind] = 1;
     Fixture f;
     if (fixture(&f, kind, gru, feed, Le, Ld)) return;
     RnnModel *m = f.m;
@@ -244,22 +249,20 @@ int main(void) {
     run(ATTN_LUONG_GENERAL, 0, 1, 1, 1);
     run(ATTN_BAHDANAU, 1, 0, 2, 2);
     short_seq = 0;
-    /* the Transformer's kinds serve the RNN too (two heads of the encoder states) */
-    const AttentionKind multi[] = {ATTN_SDP,       ATTN_FLASH,  ATTN_LINEAR,
-                                   ATTN_EFFICIENT, ATTN_TAYLOR, ATTN_LINFORMER};
-    for (int k = 0; k < 6; k++)
-        for (int feed = 0; feed < 2; feed++) run(multi[k], k & 1, feed, 1, 1);
+    /* the multi-head kinds of the table serve the RNN too (two heads of the encoder states) */
+    for (int k = 1, i = 0; k < ATTN_KIND_COUNT; k++)
+        if (attention_row((AttentionKind)k)->multi_head) {
+            for (int feed = 0; feed < 2; feed++) run((AttentionKind)k, i & 1, feed, 1, 1);
+            i++;
+        }
     /* sdp with weights twice as large: its W_q and W_k gradients (1/√HS inside the scores)
      * rise from about 1e-4, under the finite differences' noise, to about 0.5 */
     init_scale = 2.0f;
     for (int feed = 0; feed < 2; feed++) run(ATTN_SDP, 0, feed, 1, 1);
     init_scale = 0.5f;
-    const AttentionKind all[] = {ATTN_NONE,          ATTN_BAHDANAU,     ATTN_LUONG_DOT,
-                                 ATTN_LUONG_GENERAL, ATTN_LUONG_CONCAT, ATTN_SDP,
-                                 ATTN_FLASH,         ATTN_LINEAR,       ATTN_EFFICIENT,
-                                 ATTN_TAYLOR,        ATTN_LINFORMER};
-    for (int gru = 0; gru < 2; gru++)
-        for (int k = 0; k < 11; k++) run_stepwise(all[k], gru);
+    for (int gru = 0; gru < 2; gru++) /* every kind of the table (luong_local: below) */
+        for (int k = 0; k < ATTN_KIND_COUNT; k++)
+            if (k != ATTN_LUONG_LOCAL) run_stepwise((AttentionKind)k, gru);
     /* luong_local (Luong et al. 2015 §3.2): both modes × the three scores, with and without
      * input feeding (per step with p_t = t, or batched); windows D = 1 and 2 clip at S = 5 */
     for (int mode = 0; mode < 2; mode++)
@@ -270,5 +273,9 @@ int main(void) {
                 run(ATTN_LUONG_LOCAL, (mode + score) & 1, feed, 1, 1);
             run_stepwise(ATTN_LUONG_LOCAL, score & 1);
         }
+    for (int k = 0; k < ATTN_KIND_COUNT; k++)
+        EXPECT(ran[k] && ran_stepwise[k], "attention kind %s has no finite-difference case (%d) "
+               "or no batched-vs-step case (%d) in test_rnn_grad: add one", attention_kind_names[k],
+               ran[k], ran_stepwise[k]);
     return test_report("test_rnn_grad");
 }
