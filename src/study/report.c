@@ -657,7 +657,9 @@ static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int
         const Group *b = &t->g[t->base];
         double base_tok = ref_tok_s(t, b);
         fprintf(f, "**%s**, against %s: Δ BLEU (beam) of the seeds' means, with the verdict "
-                   "after Holm's correction, and training tokens/s relative to %s (runs on %s).\n\n"
+                   "after Holm's correction, and the training runs' own tokens/s relative to "
+                   "%s's on %s (runs trained at other times, loads and revisions: a benchmark "
+                   "of one sitting, bench/study_speed.sh, compares speed better).\n\n"
                    "| config |", t->t->title, b->name, b->name, t->ref);
         for (int k = 0; k < o->ntests; k++) fprintf(f, " %s |", o->tests[k]);
         fprintf(f, " speed |\n|---|");
