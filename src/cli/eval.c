@@ -1,8 +1,9 @@
 /* eval.c — `trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...
- * [--beam K] [--len-penalty A] [--out FILE] [--json] [--device cpu|cuda]`: translates --src with
- * the checkpoint's model (or the ensemble of the listed ones) and prints BLEU and chrF
- * (sacreBLEU's defaults, with their signatures; several references as sacreBLEU takes them) and
- * teacher-forced perplexity against the first --ref. */
+ * [--beam K] [--len-penalty A] [--out FILE] [--json] [--device cpu|cuda] [--threads N]`:
+ * translates --src with the checkpoint's model (or the ensemble of the listed ones) and prints
+ * BLEU and chrF (sacreBLEU's defaults, with their signatures; several references as sacreBLEU
+ * takes them) and teacher-forced perplexity against the first --ref. */
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ void cli_eval_usage(FILE *f) {
     fprintf(f,
             "  trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...\n"
             "               [--beam K] [--len-penalty A] [--out FILE] [--json]\n"
-            "               [--device cpu|cuda]\n"
+            "               [--device cpu|cuda] [--threads N]\n"
             "      translate --src and score it against the references: BLEU and chrF as\n"
             "      sacreBLEU computes them by default (its signature lines; several --ref as\n"
             "      sacreBLEU takes several references) and the perplexity of the first --ref;\n"
@@ -27,9 +28,10 @@ void cli_eval_usage(FILE *f) {
             "                     log-probabilities at each step (one SentencePiece model);\n"
             "                     its perplexity is given per model\n"
             "      --out FILE     write the translations, one a line\n"
+            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --json         print only a JSON object on stdout (the lines above go to\n"
             "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble),\n"
-            "                     sentences, seconds, beam, len_penalty, nrefs,\n"
+            "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
             "                     bleu_signature, chrf_signature\n");
 }
 
@@ -63,7 +65,7 @@ int cmd_eval(int argc, char **argv) {
     char **hyp = NULL;
     double t0 = now_seconds(), ppl[CLI_MAX_MODELS] = {0};
     FILE *human = a.json ? stderr : stdout; /* --json: stdout holds the JSON alone */
-    if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "eval")) return 1;
+    if (cli_load_models(a.checkpoint, a.device, a.threads, m, &nm, &cfg, &spm, "eval")) return 1;
     rc = 1;
     /* each reference with the source: a pair with an empty or unreadable side is skipped, so
      * every reference must keep the pairs the first keeps */
@@ -127,6 +129,8 @@ int cmd_eval(int argc, char **argv) {
                                  (double)a.dec.len_penalty);
     else snprintf(how, sizeof how, "greedy decoding");
     if (nm > 1) str_appendf(how, sizeof how, ", an ensemble of %d models", nm);
+    int threads = omp_get_max_threads();
+    str_appendf(how, sizeof how, ", %d thread%s", threads, threads == 1 ? "" : "s");
     fprintf(human, "sentences = %ld, %.1f s, %s\n", c[0].n, secs, how);
     if (a.out) fprintf(human, "translations written to %s\n", a.out);
     if (a.json) {
@@ -139,8 +143,9 @@ int cmd_eval(int argc, char **argv) {
             printf("], \"models\": %d, ", nm);
         }
         printf("\"sentences\": %ld, \"seconds\": %.3f, \"beam\": %d, \"len_penalty\": %g, "
-               "\"nrefs\": %d, \"bleu_signature\": \"%s\", \"chrf_signature\": \"%s\"}\n", c[0].n,
-               secs, a.dec.beam, (double)a.dec.len_penalty, a.nrefs, bsig, csig);
+               "\"threads\": %d, \"nrefs\": %d, \"bleu_signature\": \"%s\", "
+               "\"chrf_signature\": \"%s\"}\n", c[0].n, secs, a.dec.beam,
+               (double)a.dec.len_penalty, threads, a.nrefs, bsig, csig);
     }
     rc = 0;
 done:

@@ -1,9 +1,9 @@
 /* translate.c — `trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]
- * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda] <
- * input > output`: translates standard input line by line, with one model or the ensemble of
- * the listed ones; --nbest prints K hypotheses a line with their scores as Marian's n-best lists
- * do; --sample draws the translations (back-translation); --attention-map draws the first
- * line's attention as a PNG (eval/plot.h). */
+ * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda]
+ * [--threads N] < input > output`: translates standard input line by line, with one model or
+ * the ensemble of the listed ones; --nbest prints K hypotheses a line with their scores as
+ * Marian's n-best lists do; --sample draws the translations (back-translation);
+ * --attention-map draws the first line's attention as a PNG (eval/plot.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +18,8 @@ void cli_translate_usage(FILE *f) {
     fprintf(f,
             "  trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]\n"
             "                    [--nbest K] [--sample topk:K|temp:T] [--seed N]\n"
-            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
+            "                    [--attention-map PNG] [--device cpu|cuda] [--threads N]\n"
+            "                    < in > out\n"
             "      translate standard input line by line (greedy, or beam search with --beam)\n"
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model)\n"
@@ -28,7 +29,8 @@ void cli_translate_usage(FILE *f) {
             "      --sample topk:K  draw each token from the K most probable; temp:T from all\n"
             "                     at temperature T (temp:1 samples the model's distribution);\n"
             "                     --seed N (default 0) fixes the draws of each line\n"
-            "      --attention-map PNG  draw the attention of the first line's translation\n");
+            "      --attention-map PNG  draw the attention of the first line's translation\n"
+            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n");
 }
 
 int cmd_translate(int argc, char **argv) {
@@ -62,7 +64,7 @@ int cmd_translate(int argc, char **argv) {
     Config cfg;
     Spm *spm;
     int nm;
-    if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "translate")) return 1;
+    if (cli_load_models(a.checkpoint, a.device, a.threads, m, &nm, &cfg, &spm, "translate")) return 1;
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
     char **lines = NULL, **out = NULL;
     float *scores = NULL;
