@@ -57,6 +57,7 @@ typedef struct {
     int help;                 /* --help or -h: print the command's usage, exit 0 */
     int seed_set;             /* --seed was given */
     int threads;              /* --threads N (1..4096); 0: the checkpoint's train.threads */
+    int crop_long;            /* --crop-long (eval): source lines over data.max_line_bytes cut */
     DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed */
 } EvalArgs;
 

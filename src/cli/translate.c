@@ -3,7 +3,10 @@
  * [--threads N] < input > output`: translates standard input line by line, with one model or
  * the ensemble of the listed ones; --nbest prints K hypotheses a line with their scores as
  * Marian's n-best lists do; --sample draws the translations (back-translation);
- * --attention-map draws the first line's attention as a PNG (eval/plot.h). */
+ * --attention-map draws the first line's attention as a PNG (eval/plot.h). Every input line
+ * gives one output line (--nbest: K), in order: an empty line translates to an empty line, and
+ * the bytes of a line that are not UTF-8 are read as U+FFFD (a warning on stderr counts the
+ * lines), as `trainer eval` reads its files. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +23,9 @@ void cli_translate_usage(FILE *f) {
             "                    [--nbest K] [--sample topk:K|temp:T] [--seed N]\n"
             "                    [--attention-map PNG] [--device cpu|cuda] [--threads N]\n"
             "                    < in > out\n"
-            "      translate standard input line by line (greedy, or beam search with --beam)\n"
+            "      translate standard input line by line (greedy, or beam search with --beam),\n"
+            "      one output line for each input line (an empty one for an empty one; bytes\n"
+            "      that are not UTF-8 are read as U+FFFD, with a warning naming the lines)\n"
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model)\n"
             "      --nbest K      K hypotheses a line, best first, as Marian's n-best lists:\n"
@@ -74,6 +79,14 @@ int cmd_translate(int argc, char **argv) {
     CorpusStats st;
     rc = 1;
     if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
+    long bad = 0, first_bad = 0; /* as eval reads its files: invalid bytes as U+FFFD */
+    for (long i = 0; i < n; i++)
+        if (corpus_utf8_repair(&lines[i]) && bad++ == 0) first_bad = i + 1;
+    if (bad)
+        fprintf(stderr, "trainer translate: warning: %ld input line%s (the first: line %ld) %s "
+                "not valid UTF-8; %s invalid bytes were read as U+FFFD\n", bad,
+                bad == 1 ? "" : "s", first_bad, bad == 1 ? "is" : "are",
+                bad == 1 ? "its" : "their");
     if (a.attention_map && n == 0) {
         err_set(&err, "--attention-map %s: there is no input line to translate", a.attention_map);
         goto done;

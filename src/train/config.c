@@ -181,7 +181,9 @@ static const KeyDef keys[] = {
     K_INT("data", "max_len", max_len, "100", 1, 100000,
           "max subword tokens per side of a training pair; longer pairs are skipped", ALL),
     K_INT("data", "max_line_bytes", max_line_bytes, "1000", 1, 1 << 20,
-          "raw lines longer than this are skipped", ALL),
+          "pairs with a raw line longer than this are skipped (training, validation and "
+          "archived test sets); trainer eval refuses a longer source line (or cuts it: "
+          "--crop-long)", ALL),
     K_STR("data", "cache_dir", cache_dir, "data/cache", "folder for tokenized data and models"),
 
     K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend", ALL),
