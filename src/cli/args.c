@@ -76,6 +76,7 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
         else if (!strcmp(argv[i], "--attention-map") && i + 1 < argc) a->attention_map = argv[++i];
         else if (!strcmp(argv[i], "--json")) a->json = 1;
         else if (!strcmp(argv[i], "--crop-long")) a->crop_long = 1;
+        else if (!strcmp(argv[i], "--stream")) a->stream = 1;
         else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
             long k = strtol(argv[++i], &end, 10);
             if (*end || end == argv[i] || k < 1 || k > 64) {

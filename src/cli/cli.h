@@ -58,6 +58,7 @@ typedef struct {
     int seed_set;             /* --seed was given */
     int threads;              /* --threads N (1..4096); 0: the checkpoint's train.threads */
     int crop_long;            /* --crop-long (eval): source lines over data.max_line_bytes cut */
+    int stream;               /* --stream (translate): each line translated as it arrives */
     DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed */
 } EvalArgs;
 

@@ -74,7 +74,8 @@ int cmd_eval(int argc, char **argv) {
         return 0;
     }
     const char *theirs = a.attention_map ? "--attention-map" : a.dec.nbest ? "--nbest"
-                         : a.dec.sample ? "--sample" : a.seed_set ? "--seed" : NULL;
+                         : a.dec.sample ? "--sample" : a.seed_set ? "--seed"
+                         : a.stream ? "--stream" : NULL;
     if (theirs) {
         fprintf(stderr, "trainer eval: %s belongs to translate\n", theirs);
         return 2;
