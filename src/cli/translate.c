@@ -45,6 +45,7 @@ void cli_translate_usage(FILE *f) {
             "                     at temperature T (temp:1 samples the model's distribution);\n"
             "                     --seed N (default 0) fixes the draws of each line\n"
             "      --attention-map PNG  draw the attention of the first line's translation\n"
+            "                     (its folder must exist)\n"
             "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --stream       translate each line as it arrives and flush its translation\n"
             "                     (the default when standard input is a pipe or a terminal;\n"
@@ -160,6 +161,26 @@ static Status translate_batch(Translator *t, char **lines, long n, long first, i
     return rc;
 }
 
+/* The folder of --attention-map's file exists and takes a new file, checked before anything is
+ * decoded; else err says which folder and why. */
+static Status check_map_folder(const char *path, Err *err) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return err_set(err, "--attention-map %s: the folder %s: %s; create it first, or give "
+                       "another file", path, dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return err_set(err, "--attention-map %s: %s is not a folder; give another file", path,
+                       dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return err_set(err, "--attention-map %s: cannot write into the folder %s: %s; give "
+                       "another file", path, dir, strerror(errno));
+    return STATUS_OK;
+}
+
 int cmd_translate(int argc, char **argv) {
     EvalArgs a;
     int rc = cli_parse_eval_args(argc, argv, &a, "translate");
@@ -187,6 +208,10 @@ int cmd_translate(int argc, char **argv) {
         return 2;
     }
     Err err;
+    if (a.attention_map && check_map_folder(a.attention_map, &err)) {
+        fprintf(stderr, "trainer translate: %s\n", err.msg);
+        return 1;
+    }
     Model m[CLI_MAX_MODELS], *mp[CLI_MAX_MODELS];
     Config cfg;
     Spm *spm;
