@@ -8,6 +8,7 @@
  * counting the lines, and a source line longer than the model's data.max_line_bytes is refused
  * naming its file and line, or with --crop-long cut to that length at a character boundary
  * (stderr counts them). The references must have the source's number of lines. */
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +42,8 @@ void cli_eval_usage(FILE *f) {
             "      --out FILE     write the translations, one a line\n"
             "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --json         print only a JSON object on stdout (the lines above go to\n"
-            "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble),\n"
+            "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble;\n"
+            "                     null when it overflowed),\n"
             "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
             "                     bleu_signature, chrf_signature\n");
 }
@@ -62,6 +64,14 @@ static Status read_eval_file(const char *opt, const char *path, char ***lines, l
                 "valid UTF-8; %s invalid bytes were read as U+FFFD\n", opt, path, bad,
                 bad == 1 ? "" : "s", first, bad == 1 ? "is" : "are", bad == 1 ? "its" : "their");
     return STATUS_OK;
+}
+
+/* A perplexity as a JSON number into buf (n bytes): %.4f, %.17g from 1e15 on, null when it is
+ * not finite (JSON has no inf). Returns buf. */
+static const char *json_ppl(char *buf, size_t n, double ppl) {
+    if (!isfinite(ppl)) snprintf(buf, n, "null");
+    else snprintf(buf, n, ppl >= 1e15 ? "%.17g" : "%.4f", ppl);
+    return buf;
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -171,11 +181,13 @@ int cmd_eval(int argc, char **argv) {
             "ref_len = %ld)\n", bsig, b.score, b.precisions[0], b.precisions[1], b.precisions[2],
             b.precisions[3], b.bp, b.ratio, b.hyp_len, b.ref_len);
     fprintf(human, "chrF2|%s = %.2f\n", csig, chrf);
+    char pt[32];
     if (nm == 1) {
-        fprintf(human, "perplexity = %.3f\n", ppl[0]);
+        fprintf(human, "perplexity = %s\n", metrics_ppl_text(pt, sizeof pt, ppl[0], 3));
     } else {
         fprintf(human, "perplexity (of --ref %s, each model of the ensemble):", a.refs[0]);
-        for (int i = 0; i < nm; i++) fprintf(human, " %.3f", ppl[i]);
+        for (int i = 0; i < nm; i++)
+            fprintf(human, " %s", metrics_ppl_text(pt, sizeof pt, ppl[i], 3));
         fprintf(human, "\n");
     }
     char how[96];
@@ -190,10 +202,11 @@ int cmd_eval(int argc, char **argv) {
     if (a.json) {
         printf("{\"bleu\": %.4f, \"chrf\": %.4f, ", b.score, chrf);
         if (nm == 1) {
-            printf("\"ppl\": %.4f, ", ppl[0]);
+            printf("\"ppl\": %s, ", json_ppl(pt, sizeof pt, ppl[0]));
         } else {
             printf("\"ppl_models\": [");
-            for (int i = 0; i < nm; i++) printf("%s%.4f", i ? ", " : "", ppl[i]);
+            for (int i = 0; i < nm; i++)
+                printf("%s%s", i ? ", " : "", json_ppl(pt, sizeof pt, ppl[i]));
             printf("], \"models\": %d, ", nm);
         }
         printf("\"sentences\": %ld, \"seconds\": %.3f, \"beam\": %d, \"len_penalty\": %g, "

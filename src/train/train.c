@@ -181,9 +181,10 @@ static void log_progress(Run *r, LogWindow *w, long done) {
     if (r->world > 1) /* rank 0's times per step: its forward + backward, the sums (allreduce) */
         snprintf(ranks, sizeof ranks, " | %d ranks: compute %.1f ms, allreduce %.1f ms per step",
                  r->world, 1e3 * w->t_compute / w->steps, 1e3 * w->t_sum / w->steps);
-    printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
-           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, done,
-           r->plan.nbatches, l, exp(l), lr, tps, e1, e2, ranks);
+    char ppl[32];
+    printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %s | lr %.2e | %.0f tok/s | "
+           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, done, r->plan.nbatches, l,
+           metrics_ppl_text(ppl, sizeof ppl, exp(l), 2), lr, tps, e1, e2, ranks);
     runlog_write_train(r->metrics, &(RunTrain){st->epoch, st->step, l, lr, tps, el, r->world,
                                                w->t_compute / w->steps, w->t_sum / w->steps});
     fflush(stdout);
@@ -197,7 +198,8 @@ static double stop_score(const Config *cfg, double ppl, double bleu, double chrf
                                                                                          : bleu;
 }
 static int score_improves(const Config *cfg, double v, double best) {
-    return cfg->early_stop_metric == STOP_PPL ? best < 0 || v < best : v > best;
+    /* a perplexity that overflowed improves on nothing (and is never a best score) */
+    return cfg->early_stop_metric == STOP_PPL ? isfinite(v) && (best < 0 || v < best) : v > best;
 }
 static const char *const stop_metric_text[] = {"BLEU", "chrF", "perplexity"};
 
@@ -226,14 +228,15 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     st->elapsed = now_seconds() - r->t_start;
     pos->best_score = st->best_score, pos->bad_epochs = st->bad_epochs;
     pos->lr_scale = st->lr_scale, pos->elapsed = st->elapsed;
-    char e1[32], best[48] = "";
+    char e1[32], best[48] = "", ppl[32];
     fmt_time(e1, sizeof e1, st->elapsed);
     if (cfg->early_stop_metric != STOP_BLEU)
         snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
     if (by_step) printf("step %ld (epoch %d)", st->step, st->epoch);
     else printf("epoch %d done", st->epoch);
-    printf(" | val ppl %.2f | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
-           "elapsed %s\n", vppl, vbleu, vchrf, best, st->best_score, improved ? " new best" : "",
+    printf(" | val ppl %s | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
+           "elapsed %s\n", metrics_ppl_text(ppl, sizeof ppl, vppl, 2), vbleu, vchrf, best,
+           st->best_score, improved ? " new best" : "",
            !ema ? "" : improved ? " | EMA weights (train.ema_decay), saved as best.ckpt"
                                 : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
@@ -331,11 +334,12 @@ static Status average_at_end(Run *r, const char *out, Err *err) {
     Status rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc,
                          &v.val_ppl, &v.val_bleu, &v.val_chrf, err);
     if (rc) return rc;
-    char best[48] = "";
+    char best[48] = "", ppl[32];
     if (cfg->early_stop_metric != STOP_BLEU)
         snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
-    printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %s%.2f)\n", v.val_ppl,
-           v.val_bleu, v.val_chrf, best, r->st.best_score);
+    printf("avg.ckpt: val ppl %s | val BLEU %.2f chrF %.2f (best.ckpt %s%.2f)\n",
+           metrics_ppl_text(ppl, sizeof ppl, v.val_ppl, 2), v.val_bleu, v.val_chrf, best,
+           r->st.best_score);
     runlog_write_avg(r->metrics, &v, k);
     return STATUS_OK;
 }
