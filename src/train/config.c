@@ -193,7 +193,8 @@ static const KeyDef keys[] = {
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most", ALL),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
     K_FLT("train", "max_hours", max_hours, "0", 0, 0, 1e6, 0,
-          "training time budget in hours (validation included); 0 = no limit", ALL),
+          "training time budget in hours (validation included); a run that reaches it "
+          "validates its last weights before it ends (best.ckpt if better); 0 = no limit", ALL),
     K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
           "source+target tokens per batch (>= 2 * data.max_len)", ALL),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)", ALL),
@@ -226,8 +227,9 @@ static const KeyDef keys[] = {
           "ones deleted once the new one is written); 0 = off", ALL),
     K_INT("train", "average_last", average_last, "0", 0, 1000000,
           "at the end of the run write avg.ckpt, the mean parameters of the last this many "
-          "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it; needs keep_checkpoints "
-          ">= it; 0 = off", ALL),
+          "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it (fewer when fewer were "
+          "written: the log and metrics.jsonl's avg line say so); needs keep_checkpoints >= it; "
+          "0 = off", ALL),
     K_FLT("train", "ema_decay", ema_decay, "0", 0, 0, 1, 1,
           "exponential moving average of the weights, ema = d*ema + (1-d)*w after every step "
           "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off", ALL),

@@ -215,9 +215,9 @@ void runlog_write_val(FILE *f, const RunVal *v, double lr) {
     fflush(f);
 }
 
-void runlog_write_avg(FILE *f, const RunVal *v, int averaged) {
-    fprintf(f, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d",
-            v->epoch, v->step, averaged);
+void runlog_write_avg(FILE *f, const RunVal *v, int averaged, int asked) {
+    fprintf(f, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d, "
+            "\"average_last\": %d", v->epoch, v->step, averaged, asked);
     put_num(f, 0, "val_ppl", "%.4f", v->val_ppl);
     put_num(f, 0, "val_bleu", "%.4f", v->val_bleu);
     put_num(f, 0, "val_chrf", "%.4f", v->val_chrf);

@@ -47,7 +47,7 @@ int main(void) {
                                   .val_chrf = 1.5, .elapsed = 2, .peak_mib = NAN},
                      1e-3);
     runlog_write_avg(f, &(RunVal){.epoch = 1, .step = 3, .val_ppl = 1e230, .val_bleu = 0,
-                                  .val_chrf = 1}, 1);
+                                  .val_chrf = 1}, 1, 1);
     EXPECT(fclose(f) == 0, "cannot close %s", path);
 
     size_t n = 0;
