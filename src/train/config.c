@@ -217,7 +217,8 @@ static const KeyDef keys[] = {
     K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing", ALL),
     K_INT("train", "patience", patience, "5", 0, 1000000,
           "validations (epochs, unless valid_every) without a better score (early_stop_metric) "
-          "before stopping; 0 = never stop early", ALL),
+          "before stopping; with bleu, validations of BLEU 0 before any above 0 do not count; "
+          "0 = never stop early", ALL),
     K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines", ALL),
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
           "steps between checkpoints (also one per epoch end); 0 = epoch ends only", ALL),
@@ -244,7 +245,9 @@ static const KeyDef keys[] = {
           "count them); 0 = at the end of each epoch", ALL),
     K_ENUM("train", "early_stop_metric", early_stop_metric, "bleu", early_stop_metric_names,
            "the validation score that picks best.ckpt and counts patience and the plateau "
-           "decay (ppl: lower is better)", ALL),
+           "decay (ppl: lower is better); bleu: a validation of BLEU 0 while none has scored "
+           "above 0 counts for neither (the model translates nothing yet, its perplexity may "
+           "still fall) and its weights replace best.ckpt", ALL),
     K_INT("train", "accum_steps", accum_steps, "1", 1, 1000000,
           "batches whose gradients one optimizer step sums (gradient accumulation; the loss "
           "normalised by their target tokens together)", ALL),

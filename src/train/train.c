@@ -208,7 +208,9 @@ static const char *const stop_metric_text[] = {"BLEU", "chrF", "perplexity"};
  * perplexity, BLEU and chrF, the best score of train.early_stop_metric and the validations
  * without a better one (r->st and *pos, the state the checkpoints hold: where training goes on),
  * the plateau decay, the printed line and the "val" metrics line, best.ckpt when improved.
- * *early_stop = 1 when train.patience validations passed without a better score. */
+ * With early_stop_metric = bleu, a validation of BLEU 0 before any scored above 0 is not
+ * counted (patience, decay) and replaces best.ckpt. *early_stop = 1 when train.patience
+ * validations passed without a better score. */
 static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     const Config *cfg = &r->cfg;
     TrainState *st = &r->st;
@@ -224,8 +226,13 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     }
     double v = stop_score(cfg, vppl, vbleu, vchrf);
     int improved = score_improves(cfg, v, st->best_score);
+    /* BLEU 0 while no validation has scored above 0: the model translates nothing yet, and its
+     * perplexity may still be falling. Such a validation counts neither for train.patience nor
+     * for the plateau decay; its weights, the later at the same score, become best.ckpt. */
+    int uncounted = !improved && cfg->early_stop_metric == STOP_BLEU && v <= 0.0 &&
+                    st->best_score <= 0.0;
     if (improved) st->best_score = v, st->bad_epochs = 0;
-    else st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
+    else if (!uncounted) st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
     st->elapsed = now_seconds() - r->t_start;
     pos->best_score = st->best_score, pos->bad_epochs = st->bad_epochs;
     pos->lr_scale = st->lr_scale, pos->elapsed = st->elapsed;
@@ -238,16 +245,17 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     else printf("epoch %d done", st->epoch);
     printf(" | val ppl %s | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
            "elapsed %s\n", metrics_ppl_text(ppl, sizeof ppl, vppl, 2), vbleu, vchrf, best,
-           st->best_score, improved ? " new best" : "",
-           !ema ? "" : improved ? " | EMA weights (train.ema_decay), saved as best.ckpt"
-                                : " | EMA weights (train.ema_decay)",
+           st->best_score, improved ? " new best" : uncounted ? " not counted (BLEU 0)" : "",
+           !ema                    ? ""
+           : improved || uncounted ? " | EMA weights (train.ema_decay), saved as best.ckpt"
+                                   : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
     runlog_write_val(r->metrics, &(RunVal){st->epoch, st->step, vppl, vbleu, vchrf, st->elapsed,
                                            machine_peak_rss_mb()},
                      optim_lr(cfg, st->step + 1, st->lr_scale));
     fflush(stdout);
     Status bs = STATUS_OK;
-    if (improved) {
+    if (improved || uncounted) {
         /* with EMA, best.ckpt holds the EMA weights as its parameters and no "ema/" records
          * (the swapped-out buffer now holds the raw weights): a plain checkpoint to evaluate */
         float *held = ps->ema;
