@@ -365,6 +365,32 @@ TR_FN int tr_train(const char *work, const char *save_dir, double timeout_s,
     return rc;
 }
 
+/* Runs `trainer ARGS...` (the arguments after timeout_s, ended by NULL) with standard input from
+ * the file in (NULL: /dev/null), standard output into work/cmdNN.out and standard error into
+ * work/cmdNN.err (NN counting this program's calls from 01; their paths into *out and *err,
+ * test_strdup'ed), at most timeout_s seconds. Prints the command line, and stderr's last lines
+ * when the exit code is not 0. Returns the exit code (tr_wait's: -1 on timeout). */
+TR_FN int tr_cmd(const char *work, const char *in, const char **out, const char **err,
+                 double timeout_s, ...) {
+    static int cmd_no = 0;
+    TrArgv a = {.n = 0};
+    tr_arg(&a, "%s", tr_bin());
+    va_list ap;
+    va_start(ap, timeout_s);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) tr_arg(&a, "%s", s);
+    va_end(ap);
+    ++cmd_no;
+    *out = test_strdup(tr_fmt("%s/cmd%02d.out", work, cmd_no));
+    *err = test_strdup(tr_fmt("%s/cmd%02d.err", work, cmd_no));
+    char what[32];
+    snprintf(what, sizeof what, "cmd %d", cmd_no);
+    tr_print_argv(what, a.v);
+    int rc = tr_wait(tr_spawn2(a.v, *out, *err, 0, in), timeout_s);
+    if (rc) tr_print_tail(*err, 5);
+    tr_argv_free(&a);
+    return rc;
+}
+
 /* The step a checkpoint holds (checkpoint_load on the CPU), or -1 when it does not load: then
  * checkpoint_load's message goes into msg[0..n) if msg is not NULL, else to stderr. */
 TR_FN long tr_ckpt_step(const char *path, char *msg, size_t n) {

@@ -16,6 +16,18 @@ int cli_device_arg(const char *s, int *dev, const char *cmd) {
     return 2;
 }
 
+int cli_threads_arg(const char *s, int *threads, const char *cmd) {
+    char *end;
+    errno = 0;
+    long t = strtol(s, &end, 10);
+    if (end == s || *end || errno || t < 1 || t > 4096) {
+        fprintf(stderr, "trainer %s: --threads %s: give 1 to 4096\n", cmd, s);
+        return 2;
+    }
+    *threads = (int)t;
+    return 0;
+}
+
 /* --sample topk:K | temp:T into d; 0, or 2 with a message. */
 static int sample_arg(const char *v, DecodeOpts *d, const char *cmd) {
     char *end;
@@ -63,6 +75,8 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) a->out = argv[++i];
         else if (!strcmp(argv[i], "--attention-map") && i + 1 < argc) a->attention_map = argv[++i];
         else if (!strcmp(argv[i], "--json")) a->json = 1;
+        else if (!strcmp(argv[i], "--crop-long")) a->crop_long = 1;
+        else if (!strcmp(argv[i], "--stream")) a->stream = 1;
         else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
             long k = strtol(argv[++i], &end, 10);
             if (*end || end == argv[i] || k < 1 || k > 64) {
@@ -84,6 +98,8 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
             a->dec.seed = (uint64_t)v, a->seed_set = 1;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             if (cli_device_arg(argv[++i], &a->device, NULL)) return 2;
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (cli_threads_arg(argv[++i], &a->threads, cmd)) return 2;
         } else {
             fprintf(stderr, "trainer %s: unknown or incomplete argument '%s'; see trainer %s "
                     "--help\n", cmd, argv[i], cmd);
@@ -93,6 +109,12 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
     if (a->dec.nbest > 1 && !beam_set) { /* an n-best list of K: a beam of K */
         a->dec.beam = a->dec.nbest;
         if (!a->len_penalty_set) a->dec.len_penalty = 1.0f;
+    }
+    if (a->len_penalty_set && a->dec.beam == 1) { /* as --seed without --sample */
+        fprintf(stderr, "trainer %s: --len-penalty ranks the hypotheses of a beam search; give "
+                "--beam K (K > 1)%s, or drop --len-penalty\n", cmd,
+                a->dec.sample ? " instead of --sample" : "");
+        return 2;
     }
     if (!a->checkpoint) {
         fprintf(stderr, "trainer %s: --checkpoint FILE is required (see trainer %s --help)\n",
@@ -115,12 +137,22 @@ static int same_spm(const Spm *a, const Spm *b) {
     return same;
 }
 
-int cli_load_models(const char *list, int device, Model *models, int *n, Config *cfg, Spm **spm,
-                    const char *cmd) {
+int cli_load_models(const char *list, int device, int threads, Model *models, int *n,
+                    Config *cfg, Spm **spm, const char *cmd) {
     char buf[4096];
     Err err;
     *n = 0;
     *spm = NULL;
+    if (device == DEVICE_CUDA) { /* the device first: a checkpoint is not to blame for it */
+        BackendOptions bo = {.device = BACKEND_DEVICE_CUDA, .precision = BACKEND_KEEP,
+                             .threads = BACKEND_KEEP, .ordinal = BACKEND_KEEP};
+        const Backend *be;
+        if (backend_open(&bo, &be, NULL, 0, &err)) {
+            fprintf(stderr, "trainer %s: --device cuda: no usable GPU (CUDA device) was found "
+                    "(%s); decode with --device cpu\n", cmd, err.msg);
+            return 1;
+        }
+    }
     if (strlen(list) >= sizeof buf) {
         fprintf(stderr, "trainer %s: --checkpoint: the list is over %zu bytes\n", cmd,
                 sizeof buf - 1);
@@ -167,6 +199,7 @@ int cli_load_models(const char *list, int device, Model *models, int *n, Config 
      * precision (fp32: inference does not take the run's train.precision) */
     BackendOptions bo = config_backend_options(cfg);
     bo.precision = BACKEND_KEEP;
+    if (threads > 0) bo.threads = threads;
     const Backend *be;
     if (backend_open(&bo, &be, NULL, 0, &err)) {
         fprintf(stderr, "trainer %s: %s\n", cmd, err.msg);

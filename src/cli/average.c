@@ -2,9 +2,9 @@
  * §6.1), the parameters of several checkpoints of one model averaged element-wise into FILE
  * (train/checkpoint.h checkpoint_average: Adam moments, config and training state from the last
  * CKPT). FILE is written atomically; `trainer eval --checkpoint FILE` then scores it.
- * Exit codes: 0 written; 1 a checkpoint that does not load, checkpoints of different models, or a
- * write error; 2 a bad command line. Source: — (fairseq's scripts/average_checkpoints.py, the
- * idea).
+ * Exit codes: 0 written (or --help: the usage on stdout); 1 a checkpoint that does not load,
+ * checkpoints of different models, or a write error; 2 a bad command line. Source: — (fairseq's
+ * scripts/average_checkpoints.py, the idea).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +13,24 @@
 #include "cli/cli.h"
 #include "train/checkpoint.h"
 
+void cli_average_usage(FILE *f) {
+    fprintf(f,
+            "  trainer average --out FILE CKPT...\n"
+            "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
+            "      config and training state from the last CKPT)\n");
+}
+
 int cmd_average(int argc, char **argv) {
     const char *out = NULL;
     const char **paths = xcalloc((size_t)argc + 1, sizeof *paths);
     int n = 0;
     for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage:\n");
+            cli_average_usage(stdout);
+            free(paths);
+            return 0;
+        }
         if (!strcmp(argv[i], "--out")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "trainer average: --out needs a file name\n");

@@ -56,36 +56,48 @@ typedef struct {
     int json, device, len_penalty_set; /* device: a DeviceType, or -1 = the checkpoint's */
     int help;                 /* --help or -h: print the command's usage, exit 0 */
     int seed_set;             /* --seed was given */
+    int threads;              /* --threads N (1..4096); 0: the checkpoint's train.threads */
+    int crop_long;            /* --crop-long (eval): source lines over data.max_line_bytes cut */
+    int stream;               /* --stream (translate): each line translated as it arrives */
     DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed */
 } EvalArgs;
 
+/* "--threads N" → *threads = N, a whole number from 1 to 4096 (CPU threads); 0, or 2 with
+ * "trainer CMD: --threads S: give 1 to 4096" on stderr. */
+int cli_threads_arg(const char *s, int *threads, const char *cmd);
+
 /* Parses argv[0..argc) of eval or translate (cmd names it in messages). Returns 0 (a->help set
  * when --help or -h came: nothing else is checked), or 2 on an unknown or incomplete argument,
- * a bad --nbest K (1..64), --sample (topk:K with K >= 1, or temp:T with T > 0) or --seed, more
- * than METRICS_MAX_REFS --ref, or a missing --checkpoint (message on stderr). */
+ * a bad --nbest K (1..64), --sample (topk:K with K >= 1, or temp:T with T > 0), --seed or
+ * --threads (cli_threads_arg), --len-penalty without a beam search (greedy decoding, or
+ * sampling, ranks no hypotheses), more than METRICS_MAX_REFS --ref, or a missing --checkpoint
+ * (message on stderr). */
 int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd);
 
 /* The models of list, a checkpoint or comma-separated checkpoints (an ensemble of up to
  * CLI_MAX_MODELS), loaded for inference (checkpoint_load_weights) on device (a DeviceType, or
  * -1: each its stored one) into models[0..*n); *cfg gets the first one's config and *spm its
  * SentencePiece model. Returns 0, or 1 with a message naming cmd and the file on stderr (nothing
- * then to free): a checkpoint that does not load, more than CLI_MAX_MODELS, an empty name, a
- * SentencePiece model other than the first checkpoint's (an ensemble decodes one vocabulary),
- * or models on different devices. Then opens their backend (backend_open) with the first
- * config's train.threads, leaving the precision of the products as it is. Free with
- * cli_free_models. */
-int cli_load_models(const char *list, int device, Model *models, int *n, Config *cfg, Spm **spm,
-                    const char *cmd);
+ * then to free): device = DEVICE_CUDA where no GPU is usable (said before any checkpoint is
+ * read: "--device cuda: no usable GPU (CUDA device) was found ..."), a checkpoint that does not
+ * load, more than CLI_MAX_MODELS, an empty name, a SentencePiece model other than the first
+ * checkpoint's (an ensemble decodes one vocabulary), or models on different devices. Then opens
+ * their backend (backend_open) with threads CPU threads (0: the first config's train.threads),
+ * leaving the precision of the products as it is. Free with cli_free_models. */
+int cli_load_models(const char *list, int device, int threads, Model *models, int *n,
+                    Config *cfg, Spm **spm, const char *cmd);
 void cli_free_models(Model *models, int n, Spm *spm);
 
 /* The usage of `trainer eval` and of `trainer translate` to f (their --help; cli_usage prints
  * both). No errors. */
 void cli_eval_usage(FILE *f);
 void cli_translate_usage(FILE *f);
+/* The usage of `trainer average` to f (its --help; cli_usage prints it too). No errors. */
+void cli_average_usage(FILE *f);
 
-/* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c): 2 for a
- * bad command line, config or --set (config_load / config_set / config_validate's message);
- * 1 when train_run fails. */
+/* trainer [train] --config FILE [--set section.key=value]... [--resume] (cli/train.c): 0 also
+ * for --help or -h (the usage and every config key on stdout); 2 for a bad command line, config
+ * or --set (config_load / config_set / config_validate's message); 1 when train_run fails. */
 int cmd_train(int argc, char **argv);
 
 /* trainer eval --checkpoint FILE --src FILE --ref FILE [--beam K] [--len-penalty A] [--json]
@@ -108,8 +120,8 @@ int cmd_archive(int argc, char **argv);
  * train or archive or the report fails. */
 int cmd_study(int argc, char **argv);
 /* trainer average --out FILE CKPT... (cli/average.c): checkpoint_average of the CKPTs into FILE;
- * 2 for a bad command line, 1 when a checkpoint does not load, the models differ or the write
- * fails. */
+ * 0 also for --help or -h (its usage on stdout); 2 for a bad command line, 1 when a checkpoint
+ * does not load, the models differ or the write fails. */
 int cmd_average(int argc, char **argv);
 
 #endif

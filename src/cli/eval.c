@@ -1,8 +1,15 @@
 /* eval.c — `trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...
- * [--beam K] [--len-penalty A] [--out FILE] [--json] [--device cpu|cuda]`: translates --src with
- * the checkpoint's model (or the ensemble of the listed ones) and prints BLEU and chrF
- * (sacreBLEU's defaults, with their signatures; several references as sacreBLEU takes them) and
- * teacher-forced perplexity against the first --ref. */
+ * [--beam K] [--len-penalty A] [--out FILE] [--json] [--device cpu|cuda] [--threads N]
+ * [--crop-long]`: translates --src with the checkpoint's model (or the ensemble of the listed
+ * ones) and prints BLEU and chrF (sacreBLEU's defaults, with their signatures; several
+ * references as sacreBLEU takes them) and teacher-forced perplexity against the first --ref.
+ * Every line of the files is scored, and --out holds one line for each line of --src: an empty source line translates to
+ * an empty line (as translate's), bytes that are not UTF-8 are read as U+FFFD with a warning
+ * counting the lines, and a source line longer than the model's data.max_line_bytes is refused
+ * naming its file and line, or with --crop-long cut to that length at a character boundary
+ * (stderr counts them). The references must have the source's number of lines. */
+#include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,20 +24,54 @@ void cli_eval_usage(FILE *f) {
     fprintf(f,
             "  trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...\n"
             "               [--beam K] [--len-penalty A] [--out FILE] [--json]\n"
-            "               [--device cpu|cuda]\n"
+            "               [--device cpu|cuda] [--threads N] [--crop-long]\n"
             "      translate --src and score it against the references: BLEU and chrF as\n"
             "      sacreBLEU computes them by default (its signature lines; several --ref as\n"
             "      sacreBLEU takes several references) and the perplexity of the first --ref;\n"
             "      greedy by default, beam search with --beam K (length penalty A, Wu et al.\n"
-            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy)\n"
+            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy); every line is\n"
+            "      scored, as translate translates it: an empty line gives an empty\n"
+            "      translation, bytes that are not UTF-8 are read as U+FFFD (a warning names\n"
+            "      the lines), and a source line over the model's data.max_line_bytes is\n"
+            "      refused, naming its line\n"
+            "      --crop-long    cut such source lines to data.max_line_bytes bytes instead\n"
+            "                     (stderr says how many)\n"
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model);\n"
             "                     its perplexity is given per model\n"
             "      --out FILE     write the translations, one a line\n"
+            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --json         print only a JSON object on stdout (the lines above go to\n"
-            "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble),\n"
-            "                     sentences, seconds, beam, len_penalty, nrefs,\n"
+            "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble;\n"
+            "                     null when it overflowed),\n"
+            "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
             "                     bleu_signature, chrf_signature\n");
+}
+
+/* The lines of an eval file (--src, or the reference --ref) as corpus_read_lines reads them
+ * (every line, in order), with the bytes that are not UTF-8 read as U+FFFD and a warning on
+ * stderr counting the lines and naming the first. Errors: corpus_read_lines's, prefixed with the
+ * option. */
+static Status read_eval_file(const char *opt, const char *path, char ***lines, long *n,
+                             Err *err) {
+    CorpusStats st;
+    if (corpus_read_lines(path, 0, lines, n, &st, err)) return err_prefix(err, "%s", opt);
+    long bad = 0, first = 0;
+    for (long i = 0; i < *n; i++)
+        if (corpus_utf8_repair(&(*lines)[i]) && bad++ == 0) first = i + 1;
+    if (bad)
+        fprintf(stderr, "trainer eval: warning: %s %s: %ld line%s (the first: line %ld) %s not "
+                "valid UTF-8; %s invalid bytes were read as U+FFFD\n", opt, path, bad,
+                bad == 1 ? "" : "s", first, bad == 1 ? "is" : "are", bad == 1 ? "its" : "their");
+    return STATUS_OK;
+}
+
+/* A perplexity as a JSON number into buf (n bytes): %.4f, %.17g from 1e15 on, null when it is
+ * not finite (JSON has no inf). Returns buf. */
+static const char *json_ppl(char *buf, size_t n, double ppl) {
+    if (!isfinite(ppl)) snprintf(buf, n, "null");
+    else snprintf(buf, n, ppl >= 1e15 ? "%.17g" : "%.4f", ppl);
+    return buf;
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -43,7 +84,8 @@ int cmd_eval(int argc, char **argv) {
         return 0;
     }
     const char *theirs = a.attention_map ? "--attention-map" : a.dec.nbest ? "--nbest"
-                         : a.dec.sample ? "--sample" : a.seed_set ? "--seed" : NULL;
+                         : a.dec.sample ? "--sample" : a.seed_set ? "--seed"
+                         : a.stream ? "--stream" : NULL;
     if (theirs) {
         fprintf(stderr, "trainer eval: %s belongs to translate\n", theirs);
         return 2;
@@ -58,48 +100,72 @@ int cmd_eval(int argc, char **argv) {
     Config cfg;
     Spm *spm;
     int nm;
-    Corpus c[METRICS_MAX_REFS] = {{0}};
+    char **src = NULL, **ref[METRICS_MAX_REFS] = {NULL};
+    long n = 0, nref[METRICS_MAX_REFS] = {0}, empty = 0, cropped = 0;
     Encoded e = {0};
     char **hyp = NULL;
     double t0 = now_seconds(), ppl[CLI_MAX_MODELS] = {0};
     FILE *human = a.json ? stderr : stdout; /* --json: stdout holds the JSON alone */
-    if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "eval")) return 1;
+    if (cli_load_models(a.checkpoint, a.device, a.threads, m, &nm, &cfg, &spm, "eval")) return 1;
     rc = 1;
-    /* each reference with the source: a pair with an empty or unreadable side is skipped, so
-     * every reference must keep the pairs the first keeps */
+    /* every line is scored: line i of each reference translates line i of the source */
+    if (read_eval_file("--src", a.src, &src, &n, &err)) goto done;
+    if (n == 0) {
+        err_set(&err, "--src %s has no lines; give the test set's source text", a.src);
+        goto done;
+    }
     for (int r = 0; r < a.nrefs; r++) {
-        if (corpus_load(&c[r], a.src, a.refs[r], cfg.max_line_bytes, &err)) goto done;
-        int same = c[r].n == c[0].n;
-        for (long i = 0; same && i < c[0].n; i++) same = !strcmp(c[r].src[i], c[0].src[i]);
-        if (!same) {
-            err_set(&err, "--ref %s keeps %ld of the %ld pairs with --src %s, --ref %s %ld (a "
-                    "line empty, too long or not UTF-8 in one reference and not in the other); "
-                    "give references with text on the same lines", a.refs[r], c[r].n,
-                    c[r].stats.pairs_read, a.src, a.refs[0], c[0].n);
+        if (read_eval_file("--ref", a.refs[r], &ref[r], &nref[r], &err)) goto done;
+        if (nref[r] != n) {
+            err_set(&err, "--ref %s has %ld lines, --src %s %ld; line i of a reference "
+                    "translates line i of the source: give files of the same length",
+                    a.refs[r], nref[r], a.src, n);
             goto done;
         }
     }
-    if (!a.json) corpus_print_summary(&c[0], "eval", stderr);
-    if (encoded_build(&e, (const char *const *)c[0].src, (const char *const *)c[0].tgt, c[0].n,
-                      spm, NULL, &err))
+    /* a source line longer than the model was trained on (data.max_line_bytes): refused, or
+     * with --crop-long cut to that many bytes */
+    long limit = cfg.max_line_bytes;
+    for (long i = 0; i < n; i++) {
+        size_t len = strlen(src[i]);
+        empty += src[i][0] == '\0';
+        if (limit <= 0 || len <= (size_t)limit) continue;
+        if (!a.crop_long) {
+            err_set(&err, "--src %s, line %ld: %zu bytes, longer than data.max_line_bytes = %ld "
+                    "of the model's config; shorten the line, or give --crop-long to cut such "
+                    "lines to %ld bytes", a.src, i + 1, len, limit, limit);
+            goto done;
+        }
+        corpus_utf8_crop(src[i], (size_t)limit);
+        cropped++;
+    }
+    if (cropped)
+        fprintf(stderr, "trainer eval: --crop-long: %ld line%s of --src %s cut to "
+                "data.max_line_bytes = %ld bytes\n", cropped, cropped == 1 ? "" : "s", a.src,
+                limit);
+    if (!a.json) {
+        fprintf(stderr, "eval: %ld lines of %s, every one scored", n, a.src);
+        if (empty) fprintf(stderr, " (%ld empty: an empty translation each)", empty);
+        fprintf(stderr, "\n");
+    }
+    if (encoded_build(&e, (const char *const *)src, (const char *const *)ref[0], n, spm, NULL,
+                      &err))
         goto done;
     for (int i = 0; i < nm; i++)
         if (eval_perplexity(&m[i], &e, &ppl[i], NULL, &err)) goto done;
     Model *mp[CLI_MAX_MODELS];
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
-    if (translate_ensemble(mp, nm, spm, (const char *const *)c[0].src, c[0].n, &a.dec, &hyp,
-                           NULL, NULL, &err))
+    if (translate_ensemble(mp, nm, spm, (const char *const *)src, n, &a.dec, &hyp, NULL, NULL,
+                           &err))
         goto done;
-    const char *refs[METRICS_MAX_REFS];
-    for (int r = 0; r < a.nrefs; r++) refs[r] = (const char *)c[r].tgt;
-    const char *const *const *rr = (const char *const *const *)refs;
-    BleuScore b = bleu_corpus_refs((const char *const *)hyp, rr, a.nrefs, c[0].n);
-    double chrf = chrf_corpus_refs((const char *const *)hyp, rr, a.nrefs, c[0].n);
-    if (a.out) {
+    const char *const *const *rr = (const char *const *const *)ref;
+    BleuScore b = bleu_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
+    double chrf = chrf_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
+    if (a.out) { /* one line for each line of --src */
         size_t len = 0, cap = 1;
-        for (long i = 0; i < c[0].n; i++) cap += strlen(hyp[i]) + 1;
+        for (long i = 0; i < n; i++) cap += strlen(hyp[i]) + 1;
         char *text = xmalloc(cap);
-        for (long i = 0; i < c[0].n; i++) len += (size_t)sprintf(text + len, "%s\n", hyp[i]);
+        for (long i = 0; i < n; i++) len += (size_t)sprintf(text + len, "%s\n", hyp[i]);
         Status ws = write_file_atomic(a.out, text, len, &err);
         free(text);
         if (ws) {
@@ -115,11 +181,13 @@ int cmd_eval(int argc, char **argv) {
             "ref_len = %ld)\n", bsig, b.score, b.precisions[0], b.precisions[1], b.precisions[2],
             b.precisions[3], b.bp, b.ratio, b.hyp_len, b.ref_len);
     fprintf(human, "chrF2|%s = %.2f\n", csig, chrf);
+    char pt[32];
     if (nm == 1) {
-        fprintf(human, "perplexity = %.3f\n", ppl[0]);
+        fprintf(human, "perplexity = %s\n", metrics_ppl_text(pt, sizeof pt, ppl[0], 3));
     } else {
         fprintf(human, "perplexity (of --ref %s, each model of the ensemble):", a.refs[0]);
-        for (int i = 0; i < nm; i++) fprintf(human, " %.3f", ppl[i]);
+        for (int i = 0; i < nm; i++)
+            fprintf(human, " %s", metrics_ppl_text(pt, sizeof pt, ppl[i], 3));
         fprintf(human, "\n");
     }
     char how[96];
@@ -127,27 +195,32 @@ int cmd_eval(int argc, char **argv) {
                                  (double)a.dec.len_penalty);
     else snprintf(how, sizeof how, "greedy decoding");
     if (nm > 1) str_appendf(how, sizeof how, ", an ensemble of %d models", nm);
-    fprintf(human, "sentences = %ld, %.1f s, %s\n", c[0].n, secs, how);
+    int threads = omp_get_max_threads();
+    str_appendf(how, sizeof how, ", %d thread%s", threads, threads == 1 ? "" : "s");
+    fprintf(human, "sentences = %ld, %.1f s, %s\n", n, secs, how);
     if (a.out) fprintf(human, "translations written to %s\n", a.out);
     if (a.json) {
         printf("{\"bleu\": %.4f, \"chrf\": %.4f, ", b.score, chrf);
         if (nm == 1) {
-            printf("\"ppl\": %.4f, ", ppl[0]);
+            printf("\"ppl\": %s, ", json_ppl(pt, sizeof pt, ppl[0]));
         } else {
             printf("\"ppl_models\": [");
-            for (int i = 0; i < nm; i++) printf("%s%.4f", i ? ", " : "", ppl[i]);
+            for (int i = 0; i < nm; i++)
+                printf("%s%s", i ? ", " : "", json_ppl(pt, sizeof pt, ppl[i]));
             printf("], \"models\": %d, ", nm);
         }
         printf("\"sentences\": %ld, \"seconds\": %.3f, \"beam\": %d, \"len_penalty\": %g, "
-               "\"nrefs\": %d, \"bleu_signature\": \"%s\", \"chrf_signature\": \"%s\"}\n", c[0].n,
-               secs, a.dec.beam, (double)a.dec.len_penalty, a.nrefs, bsig, csig);
+               "\"threads\": %d, \"nrefs\": %d, \"bleu_signature\": \"%s\", "
+               "\"chrf_signature\": \"%s\"}\n", n, secs, a.dec.beam,
+               (double)a.dec.len_penalty, threads, a.nrefs, bsig, csig);
     }
     rc = 0;
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
-    free_lines(hyp, c[0].n);
+    free_lines(hyp, n);
     encoded_free(&e);
-    for (int r = 0; r < a.nrefs; r++) corpus_free(&c[r]);
+    corpus_free_lines(src, n);
+    for (int r = 0; r < a.nrefs; r++) corpus_free_lines(ref[r], nref[r]);
     cli_free_models(m, nm, spm);
     return rc;
 }

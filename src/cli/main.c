@@ -69,10 +69,9 @@ void cli_usage(FILE *f) {
             "      keep a run's card, config, metrics, test translations and attention in DIR,\n"
             "      without its checkpoints (a report reads it as a run)\n"
             "  trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]\n"
-            "      train the plan's missing runs, archive each and write its report\n"
-            "  trainer average --out FILE CKPT...\n"
-            "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
-            "      config and training state from the last CKPT)\n"
+            "      train the plan's missing runs, archive each and write its report\n");
+    cli_average_usage(f);
+    fprintf(f,
             "  trainer --help     this text and every config key\n"
             "  trainer --version  the source revision and what this build can run\n\n");
 }

@@ -43,7 +43,13 @@ static int train_main(int argc, char **argv, const char **who) {
             sets[nsets++] = argv[++i];
         } else if (!strncmp(argv[i], "--set=", 6)) sets[nsets++] = argv[i] + 6;
         else if (!strcmp(argv[i], "--resume")) resume = 1;
-        else {
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (dist_rank() == 0) {
+                cli_usage(stdout);
+                config_print_keys(stdout);
+            }
+            return 0;
+        } else {
             fprintf(stderr, "trainer train: unknown or incomplete argument '%s'\n", argv[i]);
             cli_usage(stderr);
             return 2;

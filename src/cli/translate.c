@@ -1,12 +1,25 @@
 /* translate.c — `trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]
- * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda] <
- * input > output`: translates standard input line by line, with one model or the ensemble of
- * the listed ones; --nbest prints K hypotheses a line with their scores as Marian's n-best lists
- * do; --sample draws the translations (back-translation); --attention-map draws the first
- * line's attention as a PNG (eval/plot.h). */
+ * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda]
+ * [--threads N] [--stream] < input > output`: translates standard input line by line, with one
+ * model or the ensemble of the listed ones; --nbest prints K hypotheses a line with their scores
+ * as Marian's n-best lists do; --sample draws the translations (back-translation);
+ * --attention-map draws the first line's attention as a PNG (eval/plot.h).
+ *
+ * Every input line gives one output line (--nbest: K), in order: an empty line translates to an
+ * empty line, and the bytes of a line that are not UTF-8 are read as U+FFFD (a warning on stderr
+ * names the lines), as `trainer eval` reads its files. A regular file on standard input is read
+ * whole and decoded in batches of similar length; a pipe or a terminal (or any input with
+ * --stream) is translated as it arrives: the lines at hand (one, when a program writes a line and
+ * waits) are decoded together and their translations written and flushed before more input is
+ * read, so that another program can drive the trainer line by line. The translations do not
+ * depend on how the lines were grouped (sampling draws line i from the seed and i). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "data/corpus.h"
@@ -18,8 +31,11 @@ void cli_translate_usage(FILE *f) {
     fprintf(f,
             "  trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]\n"
             "                    [--nbest K] [--sample topk:K|temp:T] [--seed N]\n"
-            "                    [--attention-map PNG] [--device cpu|cuda] < in > out\n"
-            "      translate standard input line by line (greedy, or beam search with --beam)\n"
+            "                    [--attention-map PNG] [--device cpu|cuda] [--threads N]\n"
+            "                    [--stream] < in > out\n"
+            "      translate standard input line by line (greedy, or beam search with --beam),\n"
+            "      one output line for each input line (an empty one for an empty one; bytes\n"
+            "      that are not UTF-8 are read as U+FFFD, with a warning naming the lines)\n"
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model)\n"
             "      --nbest K      K hypotheses a line, best first, as Marian's n-best lists:\n"
@@ -28,7 +44,141 @@ void cli_translate_usage(FILE *f) {
             "      --sample topk:K  draw each token from the K most probable; temp:T from all\n"
             "                     at temperature T (temp:1 samples the model's distribution);\n"
             "                     --seed N (default 0) fixes the draws of each line\n"
-            "      --attention-map PNG  draw the attention of the first line's translation\n");
+            "      --attention-map PNG  draw the attention of the first line's translation\n"
+            "                     (its folder must exist)\n"
+            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
+            "      --stream       translate each line as it arrives and flush its translation\n"
+            "                     (the default when standard input is a pipe or a terminal;\n"
+            "                     a regular file is read whole and decoded in batches)\n");
+}
+
+/* Standard input read as it arrives (read(2) into a growing buffer): lines end at '\n', the last
+ * one may lack it. */
+typedef struct {
+    char *buf;
+    size_t len, pos, cap; /* bytes held, the next line's start, the buffer's size */
+    int eof;              /* read(2) returned 0 */
+    long lineno;          /* lines returned so far */
+} StdinLines;
+
+/* The next line of r, without its '\n', one trailing '\r' stripped (and a UTF-8 BOM before the
+ * first): 1 with *line malloc'd, 0 when there is none — at the end of the input, or, when wait is
+ * 0, when no complete line has arrived yet (r->eof tells which) — or STATUS_ERR with err set: a
+ * read error, a NUL byte (not text), or gzip data (plain text only on a stream). Blocks only
+ * when wait is set and no line is held. */
+static int next_line(StdinLines *r, int wait, char **line, Err *err) {
+    for (;;) {
+        char *nl = r->len > r->pos ? memchr(r->buf + r->pos, '\n', r->len - r->pos) : NULL;
+        if (nl || (r->eof && r->pos < r->len)) {
+            size_t n = nl ? (size_t)(nl - (r->buf + r->pos)) : r->len - r->pos;
+            const char *s = r->buf + r->pos;
+            r->pos += n + (nl != NULL);
+            r->lineno++;
+            if (r->lineno == 1 && n >= 2 && (unsigned char)s[0] == 0x1f &&
+                (unsigned char)s[1] == 0x8b)
+                return err_set(err, "standard input is gzip data; a stream is read as plain "
+                               "text: decompress it first (zcat FILE.gz | trainer translate "
+                               "...), or give the file itself (trainer translate ... < FILE.gz)");
+            if (r->lineno == 1 && n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) s += 3, n -= 3;
+            if (memchr(s, '\0', n))
+                return err_set(err, "standard input, line %ld: contains a NUL byte; is this a "
+                               "text file? (remove the NUL bytes)", r->lineno);
+            if (n && s[n - 1] == '\r') n--;
+            *line = xmalloc(n + 1);
+            memcpy(*line, s, n);
+            (*line)[n] = '\0';
+            return 1;
+        }
+        if (r->eof || !wait) return 0;
+        if (r->pos > 0) { /* keep the unread part only */
+            memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+            r->len -= r->pos, r->pos = 0;
+        }
+        if (r->len == r->cap) r->buf = xrealloc(r->buf, r->cap = r->cap ? 2 * r->cap : 1 << 16);
+        ssize_t got = read(STDIN_FILENO, r->buf + r->len, r->cap - r->len);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0)
+            return err_set(err, "standard input: read error: %s", strerror(errno));
+        if (got == 0) r->eof = 1;
+        r->len += (size_t)got;
+    }
+}
+
+/* What one call of translate_batch needs beyond its lines. */
+typedef struct {
+    Model **models;
+    int nm;
+    const Spm *spm;
+    const EvalArgs *a;
+    long bad_utf8, first_bad; /* lines read with U+FFFD so far, the first's number (from 1) */
+} Translator;
+
+/* Lines first .. first + n - 1 of the input (numbered from 0), lines[0..n): their bytes that are
+ * not UTF-8 read as U+FFFD (counted in t; on a stream each such line is named on stderr at once),
+ * translated and written to stdout as translate's output lines, then flushed; with
+ * --attention-map the map of input line 0 drawn when it is among them. Errors:
+ * translate_ensemble's, the map's (plot_attention_png), a failed write of stdout. */
+static Status translate_batch(Translator *t, char **lines, long n, long first, int stream,
+                              Err *err) {
+    const EvalArgs *a = t->a;
+    int nbest = a->dec.nbest > 1 ? a->dec.nbest : 1;
+    for (long i = 0; i < n; i++) {
+        if (!corpus_utf8_repair(&lines[i])) continue;
+        if (t->bad_utf8++ == 0) t->first_bad = first + i + 1;
+        if (stream)
+            fprintf(stderr, "trainer translate: warning: input line %ld is not valid UTF-8; its "
+                    "invalid bytes were read as U+FFFD\n", first + i + 1);
+    }
+    DecodeOpts dec = a->dec;
+    dec.first_line = first;
+    AttnMap *maps = a->attention_map && first == 0 ? xcalloc((size_t)n, sizeof *maps) : NULL;
+    float *scores = a->dec.nbest ? xmalloc(sizeof(float) * (size_t)n * nbest) : NULL;
+    char **out = NULL;
+    Status rc = translate_ensemble(t->models, t->nm, t->spm, (const char *const *)lines, n, &dec,
+                                   &out, scores, maps, err);
+    for (long i = 0; !rc && i < n; i++) {
+        if (!a->dec.nbest) {
+            printf("%s\n", out[i]);
+            continue;
+        }
+        for (int k = 0; k < nbest; k++) /* Marian's n-best line; a missing hypothesis: none */
+            if (scores[i * nbest + k] > -INFINITY || out[i * nbest + k][0])
+                printf("%ld ||| %s ||| %.6f\n", first + i, out[i * nbest + k],
+                       scores[i * nbest + k]);
+    }
+    if (!rc && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = err_set(err, "standard output: write error: %s", strerror(errno));
+    if (!rc && maps) {
+        if (plot_attention_png(&maps[0], a->attention_map, lines[0], err)) rc = STATUS_ERR;
+        else
+            fprintf(stderr, "attention of line 1 (%d source × %d target pieces) drawn in %s\n",
+                    maps[0].S, maps[0].T, a->attention_map);
+    }
+    free_lines(out, n * nbest); /* NULL when translate_ensemble failed */
+    free(scores);
+    for (long i = 0; maps && i < n; i++) attn_map_free(&maps[i]);
+    free(maps);
+    return rc;
+}
+
+/* The folder of --attention-map's file exists and takes a new file, checked before anything is
+ * decoded; else err says which folder and why. */
+static Status check_map_folder(const char *path, Err *err) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return err_set(err, "--attention-map %s: the folder %s: %s; create it first, or give "
+                       "another file", path, dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return err_set(err, "--attention-map %s: %s is not a folder; give another file", path,
+                       dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return err_set(err, "--attention-map %s: cannot write into the folder %s: %s; give "
+                       "another file", path, dir, strerror(errno));
+    return STATUS_OK;
 }
 
 int cmd_translate(int argc, char **argv) {
@@ -40,9 +190,9 @@ int cmd_translate(int argc, char **argv) {
         cli_translate_usage(stdout);
         return 0;
     }
-    if (a.json || a.out) {
+    if (a.json || a.out || a.crop_long) {
         fprintf(stderr, "trainer translate: %s belongs to eval (translate writes standard "
-                "output)\n", a.json ? "--json" : "--out");
+                "output)\n", a.json ? "--json" : a.out ? "--out" : "--crop-long");
         return 2;
     }
     if (a.src || a.nrefs) {
@@ -58,59 +208,69 @@ int cmd_translate(int argc, char **argv) {
         return 2;
     }
     Err err;
+    if (a.attention_map && check_map_folder(a.attention_map, &err)) {
+        fprintf(stderr, "trainer translate: %s\n", err.msg);
+        return 1;
+    }
     Model m[CLI_MAX_MODELS], *mp[CLI_MAX_MODELS];
     Config cfg;
     Spm *spm;
     int nm;
-    if (cli_load_models(a.checkpoint, a.device, m, &nm, &cfg, &spm, "translate")) return 1;
+    if (cli_load_models(a.checkpoint, a.device, a.threads, m, &nm, &cfg, &spm, "translate"))
+        return 1;
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
-    char **lines = NULL, **out = NULL;
-    float *scores = NULL;
-    AttnMap *maps = NULL;
-    long n = 0;
-    int nbest = a.dec.nbest > 1 ? a.dec.nbest : 1;
-    CorpusStats st;
+    if (a.attention_map && !model_has_attention(&m[0])) {
+        fprintf(stderr, "trainer translate: --attention-map: %s has no attention to draw "
+                "(model.attention = none, or a linformer cross-attention, whose implied weights "
+                "need its E and F)\n", a.checkpoint);
+        cli_free_models(m, nm, spm);
+        return 1;
+    }
+    Translator t = {mp, nm, spm, &a, 0, 0};
+    char **lines = NULL;
+    long n = 0, done = 0;
+    struct stat sb;
+    int stream = a.stream || fstat(STDIN_FILENO, &sb) != 0 || !S_ISREG(sb.st_mode);
     rc = 1;
-    if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
-    if (a.attention_map && n == 0) {
+    if (!stream) { /* a file: read whole, decoded in batches of similar length */
+        CorpusStats st;
+        if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
+        if (n && translate_batch(&t, lines, n, 0, 0, &err)) goto done;
+        done = n;
+    } else { /* a stream: the lines at hand, translated and flushed before reading on */
+        StdinLines in = {0};
+        long cap = 0;
+        for (;;) {
+            char *line;
+            int got = next_line(&in, 1, &line, &err);
+            while (got == 1) {
+                if (n == cap) lines = xrealloc(lines, sizeof *lines * (size_t)(cap = 2 * cap + 16));
+                lines[n++] = line;
+                got = n < 256 ? next_line(&in, 0, &line, &err) : 0; /* no wait */
+            }
+            if (got < 0 || (n && translate_batch(&t, lines, n, done, 1, &err))) {
+                free(in.buf);
+                goto done;
+            }
+            done += n;
+            corpus_free_lines(lines, n);
+            lines = NULL, n = 0, cap = 0;
+            if (in.eof && in.pos == in.len) break;
+        }
+        free(in.buf);
+    }
+    if (a.attention_map && done == 0) {
         err_set(&err, "--attention-map %s: there is no input line to translate", a.attention_map);
         goto done;
     }
-    if (a.attention_map) {
-        maps = xcalloc(n, sizeof *maps);
-        if (!model_has_attention(&m[0])) {
-            err_set(&err, "--attention-map: %s has no attention to draw (model.attention = none, "
-                    "or a linformer cross-attention, whose implied weights need its E and F)",
-                    a.checkpoint);
-            goto done;
-        }
-    }
-    if (a.dec.nbest) scores = xmalloc(sizeof(float) * (n ? n : 1) * nbest);
-    if (translate_ensemble(mp, nm, spm, (const char *const *)lines, n, &a.dec, &out, scores, maps,
-                           &err))
-        goto done;
-    for (long i = 0; i < n; i++) {
-        if (!a.dec.nbest) {
-            printf("%s\n", out[i]);
-            continue;
-        }
-        for (int k = 0; k < nbest; k++) /* Marian's n-best line; a missing hypothesis: none */
-            if (scores[i * nbest + k] > -INFINITY || out[i * nbest + k][0])
-                printf("%ld ||| %s ||| %.6f\n", i, out[i * nbest + k], scores[i * nbest + k]);
-    }
-    if (maps) {
-        fflush(stdout);
-        if (plot_attention_png(&maps[0], a.attention_map, lines[0], &err)) goto done;
-        fprintf(stderr, "attention of line 1 (%d source × %d target pieces) drawn in %s\n",
-                maps[0].S, maps[0].T, a.attention_map);
-    }
+    if (t.bad_utf8 && !stream) /* a stream named each line as it came */
+        fprintf(stderr, "trainer translate: warning: %ld input line%s (the first: line %ld) %s "
+                "not valid UTF-8; %s invalid bytes were read as U+FFFD\n", t.bad_utf8,
+                t.bad_utf8 == 1 ? "" : "s", t.first_bad, t.bad_utf8 == 1 ? "is" : "are",
+                t.bad_utf8 == 1 ? "its" : "their");
     rc = 0;
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
-    free_lines(out, n * nbest);
-    free(scores);
-    for (long i = 0; maps && i < n; i++) attn_map_free(&maps[i]);
-    free(maps);
     corpus_free_lines(lines, n);
     cli_free_models(m, nm, spm);
     return rc;

@@ -2,6 +2,7 @@
 #include "data/corpus.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -182,38 +183,71 @@ got_line:
 /* ---------------------------------------------------------------------------------------------
  * UTF-8
  * ------------------------------------------------------------------------------------------- */
+/* The length (1..4) of the strict UTF-8 sequence that starts at s[i] (i < n), or 0 when none
+ * does there (a NUL byte, a stray continuation byte, an overlong form, a surrogate, a code point
+ * above U+10FFFF, or a sequence cut short). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n, size_t i) {
+    unsigned c = s[i];
+    if (c == 0) return 0;
+    if (c < 0x80) return 1;
+    size_t need;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;      /* no overlong 3-byte forms */
+        else if (c == 0xED) hi = 0x9F; /* no surrogates U+D800..U+DFFF */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;      /* no overlong 4-byte forms */
+        else if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+    } else {
+        return 0; /* 0x80..0xC1 (continuation / overlong 2-byte lead) or 0xF5..0xFF */
+    }
+    if (n - i - 1 < need) return 0;
+    if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (size_t k = 2; k <= need; k++)
+        if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+    return need + 1;
+}
+
 int corpus_utf8_valid(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c == 0) return 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;      /* no overlong 3-byte forms */
-            else if (c == 0xED) hi = 0x9F; /* no surrogates U+D800..U+DFFF */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;      /* no overlong 4-byte forms */
-            else if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
-        } else {
-            return 0; /* 0x80..0xC1 (continuation / overlong 2-byte lead) or 0xF5..0xFF */
-        }
-        if (n - i - 1 < need) return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
-        for (size_t k = 2; k <= need; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
-        i += need + 1;
-    }
+    for (size_t i = 0, k; i < n; i += k)
+        if ((k = utf8_seq_len(s, n, i)) == 0) return 0;
     return 1;
+}
+
+int corpus_utf8_repair(char **line) {
+    const unsigned char *s = (const unsigned char *)*line;
+    size_t n = strlen(*line);
+    if (corpus_utf8_valid(*line, n)) return 0;
+    char *out = xmalloc(3 * n + 1), *o = out; /* each byte at most one U+FFFD */
+    for (size_t i = 0, k; i < n; i += k) {
+        k = utf8_seq_len(s, n, i);
+        if (k) {
+            memcpy(o, s + i, k);
+            o += k;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD REPLACEMENT CHARACTER */
+            o += 3;
+            k = 1;
+        }
+    }
+    *o = '\0';
+    free(*line);
+    *line = xrealloc(out, (size_t)(o - out) + 1);
+    return 1;
+}
+
+size_t corpus_utf8_crop(char *line, size_t max_bytes) {
+    size_t n = strlen(line);
+    if (n <= max_bytes) return n;
+    n = max_bytes;
+    while (n > 0 && ((unsigned char)line[n] & 0xC0) == 0x80) n--; /* not inside a character */
+    line[n] = '\0';
+    return n;
 }
 
 /* 1 if path ends in ".gz" but r read it as plain text (zlib's transparent mode: no gzip header).

@@ -108,4 +108,15 @@ void corpus_free_lines(char **lines, long n);
  * U+D800..U+DFFF, nothing above U+10FFFF, no truncated sequences) and contain no NUL byte; else 0. */
 int corpus_utf8_valid(const char *s, size_t n);
 
+/* Makes the NUL-terminated malloc'd string *line strict UTF-8 (corpus_utf8_valid): every byte
+ * that does not belong to a valid sequence becomes one U+FFFD (EF BF BD, the replacement
+ * character), the rest is kept as it is; *line is then reallocated. Returns 1 when a byte was
+ * replaced, 0 when the line was valid (and is left untouched). No errors. Source: Unicode 15
+ * §3.9 (U+FFFD substitution, one per byte). */
+int corpus_utf8_repair(char **line);
+
+/* Cuts the NUL-terminated UTF-8 string line to at most max_bytes bytes, at a character boundary
+ * (never inside a multi-byte sequence), in place. Returns its new length in bytes. No errors. */
+size_t corpus_utf8_crop(char *line, size_t max_bytes);
+
 #endif

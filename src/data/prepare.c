@@ -16,12 +16,16 @@ Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, S
     FILE *f = fopen(txt, "w");
     if (!f) return err_set(err, "cannot write %s: %s", txt, strerror(errno));
     for (long i = 0; i < train->n; i++) fprintf(f, "%s\n%s\n", train->src[i], train->tgt[i]);
-    if (fclose(f)) return err_set(err, "cannot write %s: %s", txt, strerror(errno));
+    int werr = ferror(f), cerr = fclose(f), e = errno; /* the text goes, whatever happens */
+    if (werr || cerr) {
+        unlink(txt);
+        return err_set(err, "cannot write %s: %s", txt, strerror(werr && !cerr ? EIO : e));
+    }
     double t0 = now_seconds();
     const char *files[1] = {txt};
-    if (spm_train(files, 1, vocab_size, prefix, 1, err))
-        return err_prefix(err, "SentencePiece training on %s", txt);
+    Status s = spm_train(files, 1, vocab_size, prefix, 1, err);
     unlink(txt);
+    if (s) return err_prefix(err, "SentencePiece training on the training text");
     printf("SentencePiece: trained a joint unigram model of %d pieces in %.1f s -> %s\n",
            vocab_size, now_seconds() - t0, model);
     return spm_load(spm, model, err);

@@ -16,9 +16,10 @@
 
 /* Writes the training text of train (both languages, one sentence a line) to dir/spm_train.txt,
  * trains the joint unigram model of vocab_size pieces on it as dir/spm.model (and spm.vocab; one
- * thread: deterministic), removes the text and loads the model into *spm (the caller frees it
- * with spm_free). dir must exist. Errors: the text file cannot be written (strerror);
- * SentencePiece's, prefixed "SentencePiece training on <file>"; spm_load's. */
+ * thread: deterministic), removes the text (whether the training succeeded or not) and loads the
+ * model into *spm (the caller frees it with spm_free). dir must exist. Errors: the text file
+ * cannot be written (strerror; the part written is removed); SentencePiece's, prefixed
+ * "SentencePiece training on the training text"; spm_load's. */
 Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, Spm **spm,
                          Err *err);
 

@@ -33,6 +33,9 @@ typedef struct {
     int topk;          /* K of DECODE_TOPK, >= 1 */
     float temperature; /* T of DECODE_TEMP, > 0 */
     uint64_t seed;     /* sampling: sentence i of the input draws from PCG32 seeded (seed, i) */
+    long first_line;   /* translate_ensemble: the input's line number (from 0) of its lines[0],
+                        * which i above and the lines named in its errors count from; 0 when the
+                        * lines are the whole input */
 } DecodeOpts;
 
 /* Decodes tb's sources (host, targets unused) with the ensemble models[0..nm) (nm >= 1, one

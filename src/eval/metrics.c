@@ -562,3 +562,10 @@ void chrf_signature(char *buf, size_t n, int nrefs) {
     snprintf(buf, n, "nrefs:%d|case:mixed|eff:yes|nc:6|nw:0|space:no|version:%s", nrefs,
              METRICS_SACREBLEU_VERSION);
 }
+
+const char *metrics_ppl_text(char *buf, size_t n, double ppl, int decimals) {
+    if (isnan(ppl)) snprintf(buf, n, "nan");
+    else if (ppl > METRICS_PPL_PRINT_MAX) snprintf(buf, n, "> 1e6");
+    else snprintf(buf, n, "%.*f", decimals, ppl);
+    return buf;
+}

@@ -109,4 +109,13 @@ double chrf_corpus_refs(const char *const *hyps, const char *const *const *refs,
 void bleu_signature(char *buf, size_t n, int nrefs);
 void chrf_signature(char *buf, size_t n, int nrefs);
 
+/* Perplexities above this are printed as "> 1e6" (metrics_ppl_text): beyond it the number tells
+ * only that the model has not learnt the text, and an overflowed one is +inf. */
+#define METRICS_PPL_PRINT_MAX 1e6
+
+/* A perplexity for people into buf (n bytes): ppl with `decimals` decimals up to
+ * METRICS_PPL_PRINT_MAX, "> 1e6" above it (+inf included), "nan" for NaN. Returns buf. No
+ * errors. (metrics.jsonl and eval --json write null for a non-finite one instead.) */
+const char *metrics_ppl_text(char *buf, size_t n, double ppl, int decimals);
+
 #endif

@@ -81,13 +81,13 @@ Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const ch
     for (long i = 0; i < n; i++) {
         int *t = NULL, k = 0;
         if (spm_encode(spm, lines[i], &t, &k, err)) {
-            err_prefix(err, "input line %ld", i + 1);
+            err_prefix(err, "input line %ld", opt->first_line + i + 1);
             goto cleanup;
         }
         if (k > TRANSLATE_MAX_SRC) k = TRANSLATE_MAX_SRC;
         if (model_check_source_len(m, k, err)) { /* linformer: model.linformer_max_len */
             free(t);
-            err_prefix(err, "input line %ld", i + 1);
+            err_prefix(err, "input line %ld", opt->first_line + i + 1);
             goto cleanup;
         }
         if (used + k > cap) {
@@ -139,7 +139,8 @@ Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const ch
         long first = gstart[g];
         int B = gb[g].B, maxT = gb[g].T;
         batch_fill(&tb, &e, order + first, B);
-        for (int b = 0; b < B; b++) keys[b] = (uint64_t)order[first + b]; /* the input line */
+        for (int b = 0; b < B; b++) /* the input line */
+            keys[b] = (uint64_t)(opt->first_line + order[first + b]);
         decode_search(models, nm, &tb, opt, keys, maxT, ids, scores ? sc : NULL,
                       maps ? attn : NULL);
         for (int b = 0; b < B * nbest; b++) {

@@ -28,12 +28,12 @@ typedef struct {
 
 /* spm: the model's SentencePiece model (encodes lines, decodes and names the pieces).
  * out: malloc'd array of n malloc'd strings. maps: NULL, or n AttnMaps to fill (free each with
- * attn_map_free). lines [n] UTF-8, host. Errors (STATUS_ERR): SentencePiece failures (with the
- * line); maps requested from a model without attention ("this model has no attention to draw");
- * beam outside 1..64 or len_penalty < 0 (naming --beam / --len-penalty); a line longer than the
- * model can read ("input line N: a source of S subword tokens is longer than model.linformer_max_len =
- * n ...", model_check_source_len). Source: decode.h (Wu et
- * al. 2016). */
+ * attn_map_free). lines [n] UTF-8, host; an empty line (or one of blanks) translates to "".
+ * Errors (STATUS_ERR): SentencePiece failures (with the line); maps requested from a model
+ * without attention ("this model has no attention to draw"); beam outside 1..64 or len_penalty
+ * < 0 (naming --beam / --len-penalty); a line longer than the model can read ("input line N: a
+ * source of S subword tokens is longer than model.linformer_max_len = n ...",
+ * model_check_source_len; N = opt->first_line + i + 1). Source: decode.h (Wu et al. 2016). */
 Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long n,
                        const DecodeOpts *opt, char ***out, AttnMap *maps, Err *err);
 /* translate_lines with the ensemble models[0..nm) (nm >= 1: decode.h decode_search, the mean of
@@ -42,7 +42,8 @@ Status translate_lines(Model *m, const Spm *spm, const char *const *lines, long 
  * when 0), line i's hypothesis k at i·nbest + k, best first ("" for one beam search did not
  * finish); scores (NULL: not wanted) n·nbest floats, each hypothesis's s(Y) in nats (decode.h;
  * -inf for a missing one, 0 for an empty line); maps the best hypothesis's attention (models[0]'s).
- * Sampling draws line i's translation from PCG32 seeded (opt->seed, i), whatever the batches.
+ * Sampling draws line i's translation from PCG32 seeded (opt->seed, opt->first_line + i),
+ * whatever the batches and however the input is split into calls.
  * Errors: translate_lines's; nbest above beam (naming --nbest and --beam); sampling with a beam
  * or an n-best list, or with K < 1 or T <= 0 (naming --sample); models of different vocabulary
  * sizes or backends. */

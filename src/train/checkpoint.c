@@ -235,8 +235,12 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
                          .threads = BACKEND_KEEP, .ordinal = BACKEND_KEEP};
     /* Declared, not yet allocated: the stored config may ask for any size, so every tensor is
      * checked against the file's records before anything of the model's size is allocated. */
-    if (backend_open(&bo, &be, NULL, 0, err) ||
-        model_declare(m, &cfg.model, spm_vocab_size(spm), be, err)) {
+    if (backend_open(&bo, &be, NULL, 0, err)) { /* the machine's fault, not the file's */
+        err_prefix(err, "checkpoint %s: cannot be loaded on train.device = %s", path,
+                   device_type_names[cfg.device]);
+        goto fail;
+    }
+    if (model_declare(m, &cfg.model, spm_vocab_size(spm), be, err)) {
         err_prefix(err, "checkpoint %s: the model of its stored config cannot be built (a "
                    "corrupt or crafted file; use another checkpoint)", path);
         goto fail;

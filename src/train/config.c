@@ -178,7 +178,9 @@ static const KeyDef keys[] = {
     K_INT("data", "max_len", max_len, "100", 1, 100000,
           "max subword tokens per side of a training pair; longer pairs are skipped", ALL),
     K_INT("data", "max_line_bytes", max_line_bytes, "1000", 1, 1 << 20,
-          "raw lines longer than this are skipped", ALL),
+          "pairs with a raw line longer than this are skipped (training, validation and "
+          "archived test sets); trainer eval refuses a longer source line (or cuts it: "
+          "--crop-long)", ALL),
     K_STR("data", "cache_dir", cache_dir, "data/cache", "folder for tokenized data and models"),
 
     K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend", ALL),
@@ -188,7 +190,8 @@ static const KeyDef keys[] = {
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most", ALL),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),
     K_FLT("train", "max_hours", max_hours, "0", 0, 0, 1e6, 0,
-          "training time budget in hours (validation included); 0 = no limit", ALL),
+          "training time budget in hours (validation included); a run that reaches it "
+          "validates its last weights before it ends (best.ckpt if better); 0 = no limit", ALL),
     K_INT("train", "batch_tokens", batch_tokens, "4096", 2, 100000000,
           "source+target tokens per batch (>= 2 * data.max_len)", ALL),
     K_FLT("train", "lr", lr, "1e-3", 0, 1, 10, 0, "peak learning rate (Adam)", ALL),
@@ -211,7 +214,8 @@ static const KeyDef keys[] = {
     K_FLT("train", "label_smoothing", label_smoothing, "0.1", 0, 0, 1, 1, "label smoothing", ALL),
     K_INT("train", "patience", patience, "5", 0, 1000000,
           "validations (epochs, unless valid_every) without a better score (early_stop_metric) "
-          "before stopping; 0 = never stop early", ALL),
+          "before stopping; with bleu, validations of BLEU 0 before any above 0 do not count; "
+          "0 = never stop early", ALL),
     K_INT("train", "log_every", log_every, "100", 1, 1000000000, "steps between log lines", ALL),
     K_INT("train", "save_every", save_every, "500", 0, 1000000000,
           "steps between checkpoints (also one per epoch end); 0 = epoch ends only", ALL),
@@ -221,8 +225,9 @@ static const KeyDef keys[] = {
           "ones deleted once the new one is written); 0 = off", ALL),
     K_INT("train", "average_last", average_last, "0", 0, 1000000,
           "at the end of the run write avg.ckpt, the mean parameters of the last this many "
-          "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it; needs keep_checkpoints "
-          ">= it; 0 = off", ALL),
+          "epoch checkpoints (Vaswani et al. 2017 6.1), and validate it (fewer when fewer were "
+          "written: the log and metrics.jsonl's avg line say so); needs keep_checkpoints >= it; "
+          "0 = off", ALL),
     K_FLT("train", "ema_decay", ema_decay, "0", 0, 0, 1, 1,
           "exponential moving average of the weights, ema = d*ema + (1-d)*w after every step "
           "(Polyak & Juditsky 1992); validation and best.ckpt use it; 0 = off", ALL),
@@ -237,7 +242,9 @@ static const KeyDef keys[] = {
           "count them); 0 = at the end of each epoch", ALL),
     K_ENUM("train", "early_stop_metric", early_stop_metric, "bleu", early_stop_metric_names,
            "the validation score that picks best.ckpt and counts patience and the plateau "
-           "decay (ppl: lower is better)", ALL),
+           "decay (ppl: lower is better); bleu: a validation of BLEU 0 while none has scored "
+           "above 0 counts for neither (the model translates nothing yet, its perplexity may "
+           "still fall) and its weights replace best.ckpt", ALL),
     K_INT("train", "accum_steps", accum_steps, "1", 1, 1000000,
           "batches whose gradients one optimizer step sums (gradient accumulation; the loss "
           "normalised by their target tokens together)", ALL),

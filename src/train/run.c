@@ -203,7 +203,8 @@ Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
 }
 
 void run_close(Run *r) {
-    if (r->lock_fd >= 0) close(r->lock_fd); /* releases the folder */
+    rundir_unlock(r->dir, r->lock_fd); /* releases the folder; train.lock goes with it */
+    r->lock_fd = -1;
     if (r->metrics) fclose(r->metrics);
     batch_plan_free(&r->plan);
     batch_free(&r->tb);

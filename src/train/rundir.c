@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "train/checkpoint.h"
@@ -29,35 +30,61 @@ static void remove_stale_temps(const char *dir) {
     closedir(d);
 }
 
+/* The error of a train.lock (path, open as fd, closed here) that flock refused with errno e:
+ * another trainer holds it (its pid, read from the file, named), or the lock failed. Returns
+ * -1. */
+static int lock_refused(int fd, const char *dir, const char *path, int e, Err *err) {
+    char pid[32] = "";
+    ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+    pid[n > 0 ? n : 0] = 0;
+    pid[strcspn(pid, "\n")] = 0;
+    close(fd);
+    if (e == EWOULDBLOCK)
+        err_set(err, "another trainer (pid %s) is already training in %s (it holds %s); "
+                "wait for it to finish, stop it, or set another train.save_dir",
+                pid[0] ? pid : "?", dir, path);
+    else
+        err_set(err, "cannot lock %s: %s", path, strerror(e));
+    return -1;
+}
+
 int rundir_lock(const char *dir, Err *err) {
     char path[2048];
     snprintf(path, sizeof path, "%s/train.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        err_set(err, "cannot open %s: %s", path, strerror(errno));
-        return -1;
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            err_set(err, "cannot open %s: %s", path, strerror(errno));
+            return -1;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) return lock_refused(fd, dir, path, errno, err);
+        /* the lock counts only while its file is still the folder's train.lock: a run that
+         * ends deletes the file (rundir_unlock), maybe after this one opened it */
+        struct stat held, now;
+        if (fstat(fd, &held) != 0 || stat(path, &now) != 0 || held.st_dev != now.st_dev ||
+            held.st_ino != now.st_ino) {
+            close(fd); /* deleted meanwhile: lock the new one */
+            continue;
+        }
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+            pid[0] = 0; /* the pid is only for the message above: no error */
+        remove_stale_temps(dir);
+        return fd;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char pid[32] = "";
-        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = 0;
-        pid[strcspn(pid, "\n")] = 0;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            err_set(err, "another trainer (pid %s) is already training in %s (it holds %s); "
-                    "wait for it to finish, stop it, or set another train.save_dir",
-                    pid[0] ? pid : "?", dir, path);
-        else
-            err_set(err, "cannot lock %s: %s", path, strerror(e));
-        return -1;
-    }
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-        pid[0] = 0; /* the pid is only for the message above: no error */
-    remove_stale_temps(dir);
-    return fd;
+    err_set(err, "cannot lock %s: it was deleted and created again 100 times in a row; are "
+            "other trainers starting and stopping in %s?", path, dir);
+    return -1;
+}
+
+void rundir_unlock(const char *dir, int fd) {
+    if (fd < 0) return;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/train.lock", dir);
+    if (unlink(path) != 0 && errno != ENOENT) /* the lock still ends with the descriptor */
+        fprintf(stderr, "cannot delete %s: %s\n", path, strerror(errno));
+    close(fd);
 }
 
 int rundir_busy(const char *dir) {

@@ -16,6 +16,12 @@ static double num(const cJSON *o, const char *key) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* A perplexity at key: its number, +inf for null (the writer's overflow), NaN when absent. */
+static double ppl_num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNull(v) ? INFINITY : num(o, key);
+}
+
 /* The string at key into buf (n bytes; "" when absent). */
 static void str(const cJSON *o, const char *key, char *buf, size_t n) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -24,8 +30,8 @@ static void str(const cJSON *o, const char *key, char *buf, size_t n) {
 
 /* A "val" or "avg" line into *v; 0 when a number it needs is missing. */
 static int read_val(const cJSON *o, RunVal *v) {
-    double e = num(o, "epoch"), ppl = num(o, "val_ppl"), bleu = num(o, "val_bleu");
-    if (!isfinite(e) || !isfinite(ppl) || !isfinite(bleu)) return 0;
+    double e = num(o, "epoch"), ppl = ppl_num(o, "val_ppl"), bleu = num(o, "val_bleu");
+    if (!isfinite(e) || isnan(ppl) || !isfinite(bleu)) return 0; /* ppl may be +inf */
     double step = num(o, "step"), chrf = num(o, "val_chrf");
     *v = (RunVal){(int)e, isfinite(step) ? (long)step : 0, ppl, bleu,
                   isfinite(chrf) ? chrf : NAN, num(o, "elapsed"), num(o, "peak_rss_mb")};
@@ -172,28 +178,49 @@ void runlog_write_start(FILE *f, const RunStart *s) {
     cJSON_Delete(o);
 }
 
+/* ", " (unless first) and "key": v to f: v in fmt (a printf format of one double), in %.17g
+ * from 1e15 on (fmt's digits would run to hundreds), and null when v is not finite — JSON has
+ * no inf or NaN, and a reader takes null as infinite (runlog_read). */
+static void put_num(FILE *f, int first, const char *key, const char *fmt, double v) {
+    fprintf(f, "%s\"%s\": ", first ? "" : ", ", key);
+    if (!isfinite(v)) fprintf(f, "null");
+    else fprintf(f, fabs(v) >= 1e15 ? "%.17g" : fmt, v);
+}
+
 void runlog_write_train(FILE *f, const RunTrain *t) {
-    fprintf(f, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld, \"loss\": %.17g, "
-            "\"ppl\": %.4f, \"lr\": %.6g, \"tok_s\": %.1f, \"elapsed\": %.1f", t->epoch, t->step,
-            t->loss, exp(t->loss), t->lr, t->tok_s, t->elapsed);
-    if (t->ranks > 1)
-        fprintf(f, ", \"ranks\": %d, \"compute_s\": %.6f, \"allreduce_s\": %.6f", t->ranks,
-                t->compute_s, t->allreduce_s);
+    fprintf(f, "{\"type\": \"train\", \"epoch\": %d, \"step\": %ld", t->epoch, t->step);
+    put_num(f, 0, "loss", "%.17g", t->loss);
+    put_num(f, 0, "ppl", "%.4f", exp(t->loss)); /* inf past a loss of 709.78 nats: null */
+    put_num(f, 0, "lr", "%.6g", t->lr);
+    put_num(f, 0, "tok_s", "%.1f", t->tok_s);
+    put_num(f, 0, "elapsed", "%.1f", t->elapsed);
+    if (t->ranks > 1) {
+        fprintf(f, ", \"ranks\": %d", t->ranks);
+        put_num(f, 0, "compute_s", "%.6f", t->compute_s);
+        put_num(f, 0, "allreduce_s", "%.6f", t->allreduce_s);
+    }
     fprintf(f, "}\n");
     fflush(f);
 }
 
 void runlog_write_val(FILE *f, const RunVal *v, double lr) {
-    fprintf(f, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld, \"val_ppl\": %.4f, "
-            "\"val_bleu\": %.4f, \"val_chrf\": %.4f, \"lr\": %.6g, \"elapsed\": %.1f, "
-            "\"peak_rss_mb\": %.1f}\n", v->epoch, v->step, v->val_ppl, v->val_bleu, v->val_chrf,
-            lr, v->elapsed, v->peak_mib);
+    fprintf(f, "{\"type\": \"val\", \"epoch\": %d, \"step\": %ld", v->epoch, v->step);
+    put_num(f, 0, "val_ppl", "%.4f", v->val_ppl);
+    put_num(f, 0, "val_bleu", "%.4f", v->val_bleu);
+    put_num(f, 0, "val_chrf", "%.4f", v->val_chrf);
+    put_num(f, 0, "lr", "%.6g", lr);
+    put_num(f, 0, "elapsed", "%.1f", v->elapsed);
+    put_num(f, 0, "peak_rss_mb", "%.1f", v->peak_mib);
+    fprintf(f, "}\n");
     fflush(f);
 }
 
-void runlog_write_avg(FILE *f, const RunVal *v, int averaged) {
+void runlog_write_avg(FILE *f, const RunVal *v, int averaged, int asked) {
     fprintf(f, "{\"type\": \"avg\", \"epoch\": %d, \"step\": %ld, \"averaged\": %d, "
-            "\"val_ppl\": %.4f, \"val_bleu\": %.4f, \"val_chrf\": %.4f}\n", v->epoch, v->step,
-            averaged, v->val_ppl, v->val_bleu, v->val_chrf);
+            "\"average_last\": %d", v->epoch, v->step, averaged, asked);
+    put_num(f, 0, "val_ppl", "%.4f", v->val_ppl);
+    put_num(f, 0, "val_bleu", "%.4f", v->val_bleu);
+    put_num(f, 0, "val_chrf", "%.4f", v->val_chrf);
+    fprintf(f, "}\n");
     fflush(f);
 }

@@ -11,7 +11,11 @@
  *   val    each validation: epoch, step (the optimizer steps done), val_ppl, val_bleu, val_chrf,
  *          lr, elapsed, peak_rss_mb;
  *   avg    the validation of avg.ckpt at the end: epoch (the last averaged), step, averaged (how
- *          many epoch checkpoints), val_ppl, val_bleu, val_chrf.
+ *          many epoch checkpoints), average_last (how many train.average_last asked: more than
+ *          averaged when fewer epoch checkpoints were written), val_ppl, val_bleu, val_chrf.
+ * A number that is not finite (a perplexity past exp(709.78), which overflows a double) is
+ * written as null, since JSON has no inf or NaN, and numbers from 1e15 on in %.17g; the reader
+ * takes a null val_ppl as +inf.
  * The writer appends to a FILE the trainer opened, one flushed line a call; a resumed run first
  * trims the lines past its checkpoint's step (runlog_trim), so that a file that was trimmed and
  * continued reads as one history. The reader parses lines with cJSON: a line that is not an
@@ -31,7 +35,7 @@
 typedef struct {
     int epoch;
     long step;
-    double val_ppl, val_bleu, val_chrf;
+    double val_ppl, val_bleu, val_chrf; /* val_ppl +inf when it overflowed (null in the file) */
     double elapsed;  /* training time in seconds at that point, validation included; NaN if
                         absent */
     double peak_mib; /* the process's peak resident set so far; NaN if absent */
@@ -109,8 +113,8 @@ void runlog_write_train(FILE *f, const RunTrain *t);
  * step. */
 void runlog_write_val(FILE *f, const RunVal *v, double lr);
 
-/* The "avg" line: v's epoch (the last averaged), step and scores, and `averaged`, the number of
- * epoch checkpoints averaged into avg.ckpt. */
-void runlog_write_avg(FILE *f, const RunVal *v, int averaged);
+/* The "avg" line: v's epoch (the last averaged), step and scores, `averaged`, the number of
+ * epoch checkpoints averaged into avg.ckpt, and `asked`, train.average_last's. */
+void runlog_write_avg(FILE *f, const RunVal *v, int averaged, int asked);
 
 #endif

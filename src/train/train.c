@@ -181,9 +181,10 @@ static void log_progress(Run *r, LogWindow *w, long done) {
     if (r->world > 1) /* rank 0's times per step: its forward + backward, the sums (allreduce) */
         snprintf(ranks, sizeof ranks, " | %d ranks: compute %.1f ms, allreduce %.1f ms per step",
                  r->world, 1e3 * w->t_compute / w->steps, 1e3 * w->t_sum / w->steps);
-    printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %.2f | lr %.2e | %.0f tok/s | "
-           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, done,
-           r->plan.nbatches, l, exp(l), lr, tps, e1, e2, ranks);
+    char ppl[32];
+    printf("epoch %d step %ld (%ld/%ld) | loss %.4f ppl %s | lr %.2e | %.0f tok/s | "
+           "elapsed %s, epoch ETA %s%s\n", st->epoch, st->step, done, r->plan.nbatches, l,
+           metrics_ppl_text(ppl, sizeof ppl, exp(l), 2), lr, tps, e1, e2, ranks);
     runlog_write_train(r->metrics, &(RunTrain){st->epoch, st->step, l, lr, tps, el, r->world,
                                                w->t_compute / w->steps, w->t_sum / w->steps});
     fflush(stdout);
@@ -197,15 +198,19 @@ static double stop_score(const Config *cfg, double ppl, double bleu, double chrf
                                                                                          : bleu;
 }
 static int score_improves(const Config *cfg, double v, double best) {
-    return cfg->early_stop_metric == STOP_PPL ? best < 0 || v < best : v > best;
+    /* a perplexity that overflowed improves on nothing (and is never a best score) */
+    return cfg->early_stop_metric == STOP_PPL ? isfinite(v) && (best < 0 || v < best) : v > best;
 }
 static const char *const stop_metric_text[] = {"BLEU", "chrF", "perplexity"};
 
-/* A validation (rank 0), at the end of an epoch or (train.valid_every) after step st->step:
+/* A validation (rank 0), at the end of an epoch, or after step st->step (train.valid_every, or
+ * train.max_hours reached within an epoch: pos->batch_in_epoch > 0):
  * perplexity, BLEU and chrF, the best score of train.early_stop_metric and the validations
  * without a better one (r->st and *pos, the state the checkpoints hold: where training goes on),
  * the plateau decay, the printed line and the "val" metrics line, best.ckpt when improved.
- * *early_stop = 1 when train.patience validations passed without a better score. */
+ * With early_stop_metric = bleu, a validation of BLEU 0 before any scored above 0 is not
+ * counted (patience, decay) and replaces best.ckpt. *early_stop = 1 when train.patience
+ * validations passed without a better score. */
 static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     const Config *cfg = &r->cfg;
     TrainState *st = &r->st;
@@ -221,28 +226,36 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     }
     double v = stop_score(cfg, vppl, vbleu, vchrf);
     int improved = score_improves(cfg, v, st->best_score);
+    /* BLEU 0 while no validation has scored above 0: the model translates nothing yet, and its
+     * perplexity may still be falling. Such a validation counts neither for train.patience nor
+     * for the plateau decay; its weights, the later at the same score, become best.ckpt. */
+    int uncounted = !improved && cfg->early_stop_metric == STOP_BLEU && v <= 0.0 &&
+                    st->best_score <= 0.0;
     if (improved) st->best_score = v, st->bad_epochs = 0;
-    else st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
+    else if (!uncounted) st->bad_epochs++, st->lr_scale = optim_decay(cfg, st->lr_scale);
     st->elapsed = now_seconds() - r->t_start;
     pos->best_score = st->best_score, pos->bad_epochs = st->bad_epochs;
     pos->lr_scale = st->lr_scale, pos->elapsed = st->elapsed;
-    char e1[32], best[48] = "";
+    char e1[32], best[48] = "", ppl[32];
     fmt_time(e1, sizeof e1, st->elapsed);
     if (cfg->early_stop_metric != STOP_BLEU)
         snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
-    if (by_step) printf("step %ld (epoch %d)", st->step, st->epoch);
+    if (by_step || pos->batch_in_epoch > 0) /* not at an epoch's end (train.max_hours too) */
+        printf("step %ld (epoch %d)", st->step, st->epoch);
     else printf("epoch %d done", st->epoch);
-    printf(" | val ppl %.2f | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
-           "elapsed %s\n", vppl, vbleu, vchrf, best, st->best_score, improved ? " new best" : "",
-           !ema ? "" : improved ? " | EMA weights (train.ema_decay), saved as best.ckpt"
-                                : " | EMA weights (train.ema_decay)",
+    printf(" | val ppl %s | val BLEU %.2f chrF %.2f (best %s%.2f)%s%s | validation %.1f s | "
+           "elapsed %s\n", metrics_ppl_text(ppl, sizeof ppl, vppl, 2), vbleu, vchrf, best,
+           st->best_score, improved ? " new best" : uncounted ? " not counted (BLEU 0)" : "",
+           !ema                    ? ""
+           : improved || uncounted ? " | EMA weights (train.ema_decay), saved as best.ckpt"
+                                   : " | EMA weights (train.ema_decay)",
            now_seconds() - t0, e1);
     runlog_write_val(r->metrics, &(RunVal){st->epoch, st->step, vppl, vbleu, vchrf, st->elapsed,
                                            machine_peak_rss_mb()},
                      optim_lr(cfg, st->step + 1, st->lr_scale));
     fflush(stdout);
     Status bs = STATUS_OK;
-    if (improved) {
+    if (improved || uncounted) {
         /* with EMA, best.ckpt holds the EMA weights as its parameters and no "ema/" records
          * (the swapped-out buffer now holds the raw weights): a plain checkpoint to evaluate */
         float *held = ps->ema;
@@ -331,12 +344,16 @@ static Status average_at_end(Run *r, const char *out, Err *err) {
     Status rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc,
                          &v.val_ppl, &v.val_bleu, &v.val_chrf, err);
     if (rc) return rc;
-    char best[48] = "";
+    char best[48] = "", ppl[32], fewer[128] = "";
     if (cfg->early_stop_metric != STOP_BLEU)
         snprintf(best, sizeof best, "%s ", stop_metric_text[cfg->early_stop_metric]);
-    printf("avg.ckpt: val ppl %.2f | val BLEU %.2f chrF %.2f (best.ckpt %s%.2f)\n", v.val_ppl,
-           v.val_bleu, v.val_chrf, best, r->st.best_score);
-    runlog_write_avg(r->metrics, &v, k);
+    if (k < cfg->average_last)
+        snprintf(fewer, sizeof fewer, " | the mean of %d epoch checkpoints, not the %d "
+                 "train.average_last asks", k, cfg->average_last);
+    printf("avg.ckpt: val ppl %s | val BLEU %.2f chrF %.2f (best.ckpt %s%.2f)%s\n",
+           metrics_ppl_text(ppl, sizeof ppl, v.val_ppl, 2), v.val_bleu, v.val_chrf, best,
+           r->st.best_score, fewer);
+    runlog_write_avg(r->metrics, &v, k, cfg->average_last);
     return STATUS_OK;
 }
 
@@ -388,6 +405,7 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
     r->t_start = now_seconds() - st->elapsed;
     LogWindow win = {0, now_seconds(), 0, 0, 0, 0, 0, 0};
     int nonfinite_run = 0, stop = 0;
+    int hours_at_epoch_end = 0; /* train.max_hours reached on an epoch's last batch */
     /* A resumed run that already reached one of its limits trains nothing more (max_epochs is
      * the loop's own condition): resuming a finished run is a no-op, as `trainer compare` relies
      * on to complete interrupted runs. */
@@ -448,14 +466,28 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
             /* the limit that ends the run after this step, if any (named in the message) */
             const char *limit = limit_reached(cfg, st->step,
                                               many ? sync.flags[1] : now_seconds() - r->t_start);
-            if (limit || stop_signal ||
-                (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
+            /* the time budget validates the last weights before the run ends (best.ckpt if
+             * better): on an epoch's last batch through end_epoch's validation, otherwise here,
+             * unless train.valid_every has just validated them */
+            int hours = limit && !strcmp(limit, "train.max_hours") && !stop_signal;
+            if (hours && last_batch && cfg->valid_every == 0) {
+                hours_at_epoch_end = 1;
+            } else if (limit || stop_signal ||
+                       (cfg->save_every > 0 && st->step % cfg->save_every == 0 && !last_batch)) {
                 TrainState pos = *st; /* the position to resume at: the next batch */
                 pos.batch_in_epoch = done;
                 pos.elapsed = now_seconds() - r->t_start;
-                Status sv = STATUS_OK; /* rank 0 saves; the others wait for its verdict */
-                if (lead) sv = checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err);
-                if (ranks_agree(sv, "rank 0's checkpoint", err)) goto cleanup;
+                int validate = hours && !(cfg->valid_every > 0 &&
+                                          st->step % cfg->valid_every == 0);
+                Status sv = STATUS_OK; /* rank 0 validates and saves; the others wait */
+                if (lead && validate) {
+                    int patience_out; /* the run ends here all the same */
+                    sv = validate_now(r, &pos, &patience_out, err);
+                }
+                if (lead && !sv) sv = checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err);
+                if (ranks_agree(sv, validate ? "rank 0's validation and checkpoint"
+                                             : "rank 0's checkpoint", err))
+                    goto cleanup;
                 if (stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
                            g_stop_signal ? signal_name(g_stop_signal) : "a signal (on another "
@@ -468,8 +500,9 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                         printf("reached train.max_steps = %ld; saved %s\n", cfg->max_steps,
                                r->last);
                     else
-                        printf("reached train.max_hours = %g; saved %s\n",
-                               (double)cfg->max_hours, r->last);
+                        printf("reached train.max_hours = %g; %ssaved %s\n",
+                               (double)cfg->max_hours, validate ? "validated the last weights, "
+                               : "", r->last);
                     stop = 1;
                     break;
                 }
@@ -481,6 +514,11 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         else batch_plan_free(&r->plan);
         if (ranks_follow_lead(es, st, &stop, err)) goto cleanup;
         if (stop) break; /* early stopping */
+        if (hours_at_epoch_end) { /* end_epoch validated and saved */
+            printf("reached train.max_hours = %g at the end of epoch %d; saved %s\n",
+                   (double)cfg->max_hours, st->epoch, r->last);
+            break;
+        }
         int signalled = ranks_any(g_stop_signal != 0, "the stop signals after validation");
         if (signalled && st->epoch < cfg->max_epochs) { /* came during the validation */
             printf("%s: finished epoch %d (step %ld), saved %s; continue with --resume\n",

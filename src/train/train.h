@@ -7,7 +7,10 @@
  * lr_scale starts at 1 and is multiplied by lr_decay after every validation whose score
  * (train.early_stop_metric: BLEU, chrF or perplexity) did not improve on the best (plateau;
  * optim_decay, optim_lr). Training stops after max_epochs, max_steps, max_hours, or patience
- * validations without improvement.
+ * validations without improvement. A run that reaches max_hours validates its last weights
+ * before it ends (best.ckpt if better; within an epoch, or at its end as every epoch's end),
+ * unless train.valid_every has just done so; one that reaches max_steps does not (a run resumed
+ * with a larger max_steps goes on as if it had never stopped).
  *
  * Outputs in save_dir (the run folder, train/rundir.h): last.ckpt (every save_every steps, each
  * epoch end and each validation), best.ckpt (best validation score), config.ini (every key the
@@ -17,7 +20,9 @@
  * train.keep_checkpoints = K, epoch<N>.ckpt of the last K epochs (older ones deleted once the new
  * one is committed); with train.average_last = K, avg.ckpt at the end of a run that was not
  * stopped by a signal: the mean parameters of the last K epoch checkpoints (checkpoint_average;
- * Vaswani et al. 2017 §6.1), validated (the "avg" line) and its BLEU printed next to best's.
+ * Vaswani et al. 2017 §6.1), validated (the "avg" line) and its BLEU printed next to best's;
+ * fewer than K written (a run stopped early) are averaged all the same, and the log and the
+ * "avg" line (averaged against average_last) say so.
  *
  * train.ema_decay = d > 0: ema = d·ema + (1 − d)·θ after every applied optimizer step
  * (params_ema_update; Polyak & Juditsky 1992), starting from the initial weights, stored in every

@@ -63,6 +63,36 @@ static void test_utf8(void) {
     EXPECT(!corpus_utf8_valid(S("a\0b")), "NUL");
 }
 
+/* corpus_utf8_repair(in) equals want (and reports a change exactly when in != want). */
+static void check_repair(const char *in, const char *want, const char *what) {
+    char *line = strdup(in);
+    int changed = corpus_utf8_repair(&line);
+    EXPECT(!strcmp(line, want) && changed == (strcmp(in, want) != 0) &&
+               corpus_utf8_valid(line, strlen(line)),
+           "repair %s: got '%s' (changed %d)", what, line, changed);
+    free(line);
+}
+
+/* Repair (each byte outside a valid sequence becomes U+FFFD) and crop (at a character
+ * boundary). */
+static void test_utf8_repair_crop(void) {
+#define FFFD "\xEF\xBF\xBD"
+    check_repair("M\xC3\xA4nner", "M\xC3\xA4nner", "valid text");
+    check_repair("", "", "empty");
+    check_repair("a\xFF" "b", "a" FFFD "b", "FF");
+    check_repair("\x80\x80", FFFD FFFD, "two continuations");
+    check_repair("ab\xC3", "ab" FFFD, "truncated at the end");
+    check_repair("\xED\xA0\x80", FFFD FFFD FFFD, "a surrogate, byte by byte");
+    check_repair("\xE2\x28\xA1", FFFD "(" FFFD, "bad continuation");
+#undef FFFD
+    char s[] = "ab\xC3\xA4\xC3\xA4";
+    EXPECT(corpus_utf8_crop(s, 3) == 2 && !strcmp(s, "ab"), "crop inside a character: '%s'", s);
+    char t[] = "ab\xC3\xA4";
+    EXPECT(corpus_utf8_crop(t, 4) == 4 && !strcmp(t, "ab\xC3\xA4"), "crop at the length");
+    char u[] = "abcd";
+    EXPECT(corpus_utf8_crop(u, 2) == 2 && !strcmp(u, "ab"), "crop ASCII");
+}
+
 static void test_good_gz_and_plain(void) {
     const char de[] = "Ein Hund.\nZwei M\xC3\xA4nner.\nEine Frau.\n";
     const char en[] = "A dog.\nTwo men.\nA woman.\n";
@@ -423,6 +453,7 @@ static void test_real_val(void) {
 int main(void) {
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
     test_utf8();
+    test_utf8_repair_crop();
     test_good_gz_and_plain();
     test_crlf_bom_lastline();
     test_skips();

@@ -4,8 +4,10 @@
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini,
  * one thread.
  *   V1 valid_every = 10, patience = 1, lr 1e-30 (min_lr 0: the weights, so the scores, stay as
- *      they are): validations at steps 10 and 20 alone, then early stopping after one validation
- *      without a better BLEU ("validations", not "epochs"); best.ckpt written at step 10.
+ *      they are), early_stop_metric = chrf (the untrained model's BLEU is 0, and validations of
+ *      BLEU 0 do not count: test_early_stop_bleu0.c): validations at steps 10 and 20 alone,
+ *      then early stopping after one validation without a better chrF ("validations", not
+ *      "epochs"); best.ckpt written at step 10.
  *   V2 valid_every = 7, max_steps = 30, early_stop_metric = ppl: "val" lines at steps 7, 14, 21
  *      and 28 alone; the log names the best perplexity; 30 steps logged.
  *   V3 one epoch with accum_steps = 1 (N steps) and with accum_steps = 2: ceil(N / 2) optimizer
@@ -49,13 +51,13 @@ int main(void) {
     const char *d1 = test_strdup(tr_fmt("%s/V1", g_work));
     int rc = tr_train(g_work, d1, TIMEOUT, &log, "--set", "train.valid_every=10", "--set",
                       "train.patience=1", "--set", "train.lr=1e-30", "--set", "train.min_lr=0",
-                      NULL);
+                      "--set", "train.early_stop_metric=chrf", NULL);
     EXPECT(rc == 0, "V1 failed (exit %d)", rc);
     if (!val_steps(d1, st, 64, &n, &lines, &consecutive))
         EXPECT(n == 2 && st[0] == 10 && st[1] == 20 && lines == 20,
                "V1: validations at steps 10 and 20 and 20 steps expected; %d validations (first "
                "at %ld), %ld steps", n, n ? st[0] : -1L, lines);
-    EXPECT(tr_file_contains(log, "early stopping: validation BLEU has not improved for 1 "
+    EXPECT(tr_file_contains(log, "early stopping: validation chrF has not improved for 1 "
                                  "validations"),
            "V1: the log should say early stopping came after 1 validation");
     EXPECT(tr_exists(tr_fmt("%s/best.ckpt", d1)), "V1: no best.ckpt");
