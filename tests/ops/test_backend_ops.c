@@ -2282,6 +2282,23 @@ static void vs_cpu_dropout(void) {
             free(hi), free(hm), free(ho);
         }
 
+    /* keys whose element i draws u == p exactly (test_dropout's): kept on both backends */
+    static const struct { float p; uint64_t key; size_t i; } edge[2] = {
+        {0.3f, 2391, 2954}, {0.5f, 19341, 640}};
+    for (int k = 0; k < 2 && HAVE(dropout_forward); k++) {
+        size_t n = edge[k].i + 1;
+        if (!size_runs(n)) continue; /* always runs (n is small); puts optest_rng back */
+        float *hi = frand_pm1(n), *hm = frand_pm1(n), *ho = frand_pm1(n);
+        Pair in = pair_of(hi, n), mask = pair_of(hm, n), out = pair_of(ho, n);
+        gpu->dropout_forward(out.g, mask.g, in.g, edge[k].p, edge[k].key, n);
+        cpu->dropout_forward(out.c, mask.c, in.c, edge[k].p, edge[k].key, n);
+        snprintf(what, sizeof what, "dropout_forward u == p at %zu (p=%.1f) mask", edge[k].i,
+                 (double)edge[k].p);
+        compare_exact(what, mask.g, mask.c, n);
+        pair_free(in), pair_free(mask), pair_free(out);
+        free(hi), free(hm), free(ho);
+    }
+
     static const int rshapes[][2] = {{7, 9}, {1, 1}, {70, 101}, {1031, 1021}};
     for (size_t s = 0; s < sizeof rshapes / sizeof rshapes[0]; s++)
         for (int k = 0; k < 3; k++) {
