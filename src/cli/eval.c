@@ -176,7 +176,15 @@ int cmd_eval(int argc, char **argv) {
     if (encoded_build(&e, (const char *const *)src, (const char *const *)ref[0], n, spm, NULL,
                       &err))
         goto done;
-    if (a.crop_long) crop_sources(&e, model_max_source_len(&m[0]), &cropped_tok);
+    int lim = model_max_source_len(&m[0]);
+    if (a.crop_long) crop_sources(&e, lim, &cropped_tok);
+    for (long i = 0; lim && i < n; i++)
+        if (model_check_source_len(&m[0], (int)(e.src_off[i + 1] - e.src_off[i]), &err)) {
+            err_prefix(&err, "--src %s, line %ld", a.src, i + 1);
+            str_appendf(err.msg, sizeof err.msg, "; or give --crop-long to cut such sources to "
+                        "%d tokens", lim);
+            goto done;
+        }
     for (int i = 0; i < nm; i++)
         if (eval_perplexity(&m[i], &e, &ppl[i], NULL, &err)) goto done;
     Model *mp[CLI_MAX_MODELS];
@@ -188,7 +196,7 @@ int cmd_eval(int argc, char **argv) {
     if (cropped_tok)
         fprintf(stderr, "trainer eval: --crop-long: %ld line%s of --src %s cut to the %d subword "
                 "tokens the model reads (model.linformer_max_len)\n", cropped_tok,
-                cropped_tok == 1 ? "" : "s", a.src, model_max_source_len(&m[0]));
+                cropped_tok == 1 ? "" : "s", a.src, lim);
     const char *const *const *rr = (const char *const *const *)ref;
     BleuScore b = bleu_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
     double chrf = chrf_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);

@@ -9,7 +9,8 @@
  *   - long sources: a line over data.max_line_bytes (1000) is refused by translate and eval,
  *     naming the line and --crop-long; with --crop-long they translate every line and stderr
  *     says "1 line" was cut; a source of 120+ tokens (under 1000 bytes) is refused by L naming
- *     model.linformer_max_len and the line, and cropped with --crop-long;
+ *     model.linformer_max_len, the line and --crop-long by translate and eval, and cropped
+ *     with --crop-long;
  *   - score: one number a line; exp(-Σ logp / Σ tokens) of --json equals eval's perplexity to
  *     1e-4 relative; --normalize prints logp / tokens; the ensemble A,A scores as A; the greedy
  *     translation scores at least as high as the reference with its words reversed on at least
@@ -178,6 +179,12 @@ int main(void) {
     EXPECT(rc == 0 && tr_count_lines(out) == 3 &&
                tr_file_contains(err, "1 line cut to the 80 subword tokens"),
            "translate --crop-long of the linformer model: 3 lines, one cut to 80 tokens (exit %d)",
+           rc);
+    rc = tr_cmd(g_work, NULL, &out, &err, TIMEOUT, "eval", "--checkpoint", L, "--src", tokf,
+                "--ref", tokf, NULL);
+    EXPECT(rc == 1 && tr_file_contains(err, "line 2") && tr_file_contains(err, "--crop-long") &&
+               tr_file_contains(err, "model.linformer_max_len = 80"),
+           "eval of the linformer model should refuse the long source naming line 2 (exit %d)",
            rc);
     rc = tr_cmd(g_work, NULL, &out, &err, TIMEOUT, "eval", "--checkpoint", L, "--src", tokf,
                 "--ref", tokf, "--crop-long", NULL);
