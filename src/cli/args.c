@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "data/corpus.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 
@@ -28,13 +29,19 @@ int cli_threads_arg(const char *s, int *threads, const char *cmd) {
     return 0;
 }
 
-/* --sample topk:K | temp:T into d; 0, or 2 with a message. */
+/* --sample topk:K | topp:P | temp:T into d; 0, or 2 with a message. */
 static int sample_arg(const char *v, DecodeOpts *d, const char *cmd) {
     char *end;
     if (!strncmp(v, "topk:", 5)) {
         long k = strtol(v + 5, &end, 10);
         if (end != v + 5 && !*end && k >= 1 && k <= 1000000) {
             d->sample = DECODE_TOPK, d->topk = (int)k;
+            return 0;
+        }
+    } else if (!strncmp(v, "topp:", 5)) {
+        double p = strtod(v + 5, &end);
+        if (end != v + 5 && !*end && p > 0 && p <= 1) {
+            d->sample = DECODE_TOPP, d->topp = (float)p;
             return 0;
         }
     } else if (!strncmp(v, "temp:", 5)) {
@@ -45,7 +52,8 @@ static int sample_arg(const char *v, DecodeOpts *d, const char *cmd) {
         }
     }
     fprintf(stderr, "trainer %s: --sample %s: give topk:K (K >= 1, the K most probable tokens) "
-            "or temp:T (0 < T <= 1000, every token at temperature T)\n", cmd, v);
+            "topp:P (0 < P <= 1, the most probable tokens holding probability P) or temp:T "
+            "(0 < T <= 1000, every token at temperature T)\n", cmd, v);
     return 2;
 }
 
@@ -77,6 +85,22 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
         else if (!strcmp(argv[i], "--json")) a->json = 1;
         else if (!strcmp(argv[i], "--crop-long")) a->crop_long = 1;
         else if (!strcmp(argv[i], "--stream")) a->stream = 1;
+        else if (!strcmp(argv[i], "--alignment")) a->alignment = 1;
+        else if (!strcmp(argv[i], "--normalize")) a->normalize = 1;
+        else if (!strcmp(argv[i], "--input") && i + 1 < argc) a->input = argv[++i];
+        else if (!strcmp(argv[i], "--output") && i + 1 < argc) a->output = argv[++i];
+        else if ((!strcmp(argv[i], "--batch-tokens") || !strcmp(argv[i], "--batch-size")) &&
+                 i + 1 < argc) {
+            int tokens = !strcmp(argv[i], "--batch-tokens");
+            long k = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || k < 1 || k > 100000000) {
+                fprintf(stderr, "trainer %s: %s %s: give a whole number from 1 to 100000000\n",
+                        cmd, argv[i - 1], argv[i]);
+                return 2;
+            }
+            if (tokens) a->dec.batch_tokens = (int)k;
+            else a->dec.batch_size = (int)k;
+        }
         else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
             long k = strtol(argv[++i], &end, 10);
             if (*end || end == argv[i] || k < 1 || k > 64) {
@@ -122,6 +146,21 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
         return 2;
     }
     return 0;
+}
+
+Status cli_check_long_lines(char **src, long n, long first, long limit, int crop,
+                            const char *what, long *cropped, Err *err) {
+    for (long i = 0; limit > 0 && i < n; i++) {
+        size_t len = strlen(src[i]);
+        if (len <= (size_t)limit) continue;
+        if (!crop)
+            return err_set(err, "%s, line %ld: %zu bytes, longer than data.max_line_bytes = %ld "
+                           "of the model's config; shorten the line, or give --crop-long to cut "
+                           "such lines to %ld bytes", what, first + i + 1, len, limit, limit);
+        corpus_utf8_crop(src[i], (size_t)limit);
+        (*cropped)++;
+    }
+    return STATUS_OK;
 }
 
 /* 1 when the SentencePiece models a and b serialise to the same bytes (0 also when one cannot

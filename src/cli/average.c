@@ -1,7 +1,7 @@
 /* average.c — `trainer average --out FILE CKPT...`: checkpoint averaging (Vaswani et al. 2017
  * §6.1), the parameters of several checkpoints of one model averaged element-wise into FILE
- * (train/checkpoint.h checkpoint_average: Adam moments, config and training state from the last
- * CKPT). FILE is written atomically; `trainer eval --checkpoint FILE` then scores it.
+ * (train/checkpoint.h checkpoint_average: a weights-only checkpoint, with the config and training
+ * state of the last CKPT). FILE is written atomically; `trainer eval --checkpoint FILE` then scores it.
  * Exit codes: 0 written (or --help: the usage on stdout); 1 a checkpoint that does not load,
  * checkpoints of different models, or a write error; 2 a bad command line. Source: — (fairseq's
  * scripts/average_checkpoints.py, the idea).
@@ -16,8 +16,9 @@
 void cli_average_usage(FILE *f) {
     fprintf(f,
             "  trainer average --out FILE CKPT...\n"
-            "      average the parameters of checkpoints of one model into FILE (Adam moments,\n"
-            "      config and training state from the last CKPT)\n");
+            "      average the parameters of checkpoints of one model into FILE, the weights\n"
+            "      alone (no optimizer state), with the config and training state of the last\n"
+            "      CKPT: to evaluate, translate or fine-tune (train.init_from), not to resume\n");
 }
 
 int cmd_average(int argc, char **argv) {

@@ -57,18 +57,26 @@ typedef struct {
     int help;                 /* --help or -h: print the command's usage, exit 0 */
     int seed_set;             /* --seed was given */
     int threads;              /* --threads N (1..4096); 0: the checkpoint's train.threads */
-    int crop_long;            /* --crop-long (eval): source lines over data.max_line_bytes cut */
+    int crop_long;            /* --crop-long (eval, translate, score): source lines over
+                               * data.max_line_bytes, or over the tokens the model can read,
+                               * cut (refused without it) */
     int stream;               /* --stream (translate): each line translated as it arrives */
-    DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed */
+    int alignment;            /* --alignment (translate): " ||| i-j ..." after each line */
+    int normalize;            /* --normalize (score): the mean log-probability per token */
+    const char *input, *output; /* --input FILE, --output FILE (translate): instead of
+                               * standard input / output */
+    DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed,
+                               * --batch-tokens, --batch-size */
 } EvalArgs;
 
 /* "--threads N" → *threads = N, a whole number from 1 to 4096 (CPU threads); 0, or 2 with
  * "trainer CMD: --threads S: give 1 to 4096" on stderr. */
 int cli_threads_arg(const char *s, int *threads, const char *cmd);
 
-/* Parses argv[0..argc) of eval or translate (cmd names it in messages). Returns 0 (a->help set
- * when --help or -h came: nothing else is checked), or 2 on an unknown or incomplete argument,
- * a bad --nbest K (1..64), --sample (topk:K with K >= 1, or temp:T with T > 0), --seed or
+/* Parses argv[0..argc) of eval, translate or score (cmd names it in messages). Returns 0
+ * (a->help set when --help or -h came: nothing else is checked), or 2 on an unknown or
+ * incomplete argument, a bad --nbest K (1..64), --sample (topk:K with K >= 1, topp:P with
+ * 0 < P <= 1, or temp:T with T > 0), --batch-tokens or --batch-size (1..10^8), --seed or
  * --threads (cli_threads_arg), --len-penalty without a beam search (greedy decoding, or
  * sampling, ranks no hypotheses), more than METRICS_MAX_REFS --ref, or a missing --checkpoint
  * (message on stderr). */
@@ -92,6 +100,15 @@ void cli_free_models(Model *models, int n, Spm *spm);
  * both). No errors. */
 void cli_eval_usage(FILE *f);
 void cli_translate_usage(FILE *f);
+void cli_score_usage(FILE *f);
+
+/* The source lines src[0..n) (of the file named what, for messages) against the model's
+ * data.max_line_bytes = limit (<= 0: none): a longer line is refused ("WHAT, line N: B bytes,
+ * longer than data.max_line_bytes = L ...; ... give --crop-long") unless crop, which cuts it to
+ * limit bytes at a character boundary (corpus_utf8_crop) and adds it to *cropped. Returns
+ * STATUS_OK or STATUS_ERR with err set. first: the number (from 0) of src[0] in the input. */
+Status cli_check_long_lines(char **src, long n, long first, long limit, int crop,
+                            const char *what, long *cropped, Err *err);
 /* The usage of `trainer average` to f (its --help; cli_usage prints it too). No errors. */
 void cli_average_usage(FILE *f);
 
@@ -108,6 +125,10 @@ int cmd_eval(int argc, char **argv);
  *                   [--device cpu|cuda] < input > output (cli/translate.c): 2 for a bad
  *                   command line; 1 when the checkpoint, reading, translating or the map fail. */
 int cmd_translate(int argc, char **argv);
+/* trainer score --checkpoint FILE[,FILE...] --src FILE --ref FILE [--normalize] [--json]
+ *               (cli/score.c): log p(ref | src) per line; 2 for a bad command line, 1 when the
+ *               checkpoint, the files or scoring fail. */
+int cmd_score(int argc, char **argv);
 /* trainer compare RUN... [options] (cli/compare.c, whose top comment describes it): 1 also for a
  * training, checkpoint, metrics, test-set, decoding, gnuplot or output failure; 2 also for a
  * RUN that is neither a run folder with best.ckpt and metrics.jsonl nor a loadable config. */

@@ -7,7 +7,10 @@
  * an empty line (as translate's), bytes that are not UTF-8 are read as U+FFFD with a warning
  * counting the lines, and a source line longer than the model's data.max_line_bytes is refused
  * naming its file and line, or with --crop-long cut to that length at a character boundary
- * (stderr counts them). The references must have the source's number of lines. */
+ * (stderr counts them); so is a source of more subword tokens than the model reads
+ * (model_max_source_len: a linformer's model.linformer_max_len), cut with --crop-long to that
+ * many tokens for the perplexity and the translation. The references must have the source's
+ * number of lines. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@ void cli_eval_usage(FILE *f) {
             "  trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...\n"
             "               [--beam K] [--len-penalty A] [--out FILE] [--json]\n"
             "               [--device cpu|cuda] [--threads N] [--crop-long]\n"
+            "               [--batch-tokens N] [--batch-size N]\n"
             "      translate --src and score it against the references: BLEU and chrF as\n"
             "      sacreBLEU computes them by default (its signature lines; several --ref as\n"
             "      sacreBLEU takes several references) and the perplexity of the first --ref;\n"
@@ -34,8 +38,12 @@ void cli_eval_usage(FILE *f) {
             "      translation, bytes that are not UTF-8 are read as U+FFFD (a warning names\n"
             "      the lines), and a source line over the model's data.max_line_bytes is\n"
             "      refused, naming its line\n"
-            "      --crop-long    cut such source lines to data.max_line_bytes bytes instead\n"
-            "                     (stderr says how many)\n"
+            "      --crop-long    cut such source lines to data.max_line_bytes bytes instead,\n"
+            "                     and a source of more subword tokens than the model reads\n"
+            "                     (model.linformer_max_len) to that many (stderr says how many;\n"
+            "                     without it such a source is refused, naming its line)\n"
+            "      --batch-tokens N  padded target tokens per decoding batch (default 6000)\n"
+            "      --batch-size N    sentences per decoding batch at most (default: any)\n"
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model);\n"
             "                     its perplexity is given per model\n"
@@ -66,6 +74,28 @@ static Status read_eval_file(const char *opt, const char *path, char ***lines, l
     return STATUS_OK;
 }
 
+/* "--src FILE" in a static buffer (the name of the file in messages). */
+static const char *tr_fmt_src(const char *path) {
+    static char buf[4200];
+    snprintf(buf, sizeof buf, "--src %s", path);
+    return buf;
+}
+
+/* Cuts every source of e longer than lim tokens (lim 0: none) to lim, in place, counting them in
+ * *cropped: --crop-long for a model that reads at most lim tokens (model_max_source_len). */
+static void crop_sources(Encoded *e, int lim, long *cropped) {
+    if (!lim) return;
+    int64_t w = 0;
+    for (long i = 0; i < e->n; i++) {
+        int64_t a = e->src_off[i], k = e->src_off[i + 1] - a;
+        if (k > lim) k = lim, (*cropped)++;
+        memmove(e->src_ids + w, e->src_ids + a, sizeof(int32_t) * (size_t)k);
+        e->src_off[i] = w;
+        w += k;
+    }
+    e->src_off[e->n] = w;
+}
+
 /* A perplexity as a JSON number into buf (n bytes): %.4f, %.17g from 1e15 on, null when it is
  * not finite (JSON has no inf). Returns buf. */
 static const char *json_ppl(char *buf, size_t n, double ppl) {
@@ -85,7 +115,12 @@ int cmd_eval(int argc, char **argv) {
     }
     const char *theirs = a.attention_map ? "--attention-map" : a.dec.nbest ? "--nbest"
                          : a.dec.sample ? "--sample" : a.seed_set ? "--seed"
-                         : a.stream ? "--stream" : NULL;
+                         : a.stream ? "--stream" : a.alignment ? "--alignment"
+                         : a.input ? "--input" : a.output ? "--output" : NULL;
+    if (a.normalize) {
+        fprintf(stderr, "trainer eval: --normalize belongs to score\n");
+        return 2;
+    }
     if (theirs) {
         fprintf(stderr, "trainer eval: %s belongs to translate\n", theirs);
         return 2;
@@ -125,20 +160,10 @@ int cmd_eval(int argc, char **argv) {
     }
     /* a source line longer than the model was trained on (data.max_line_bytes): refused, or
      * with --crop-long cut to that many bytes */
-    long limit = cfg.max_line_bytes;
-    for (long i = 0; i < n; i++) {
-        size_t len = strlen(src[i]);
-        empty += src[i][0] == '\0';
-        if (limit <= 0 || len <= (size_t)limit) continue;
-        if (!a.crop_long) {
-            err_set(&err, "--src %s, line %ld: %zu bytes, longer than data.max_line_bytes = %ld "
-                    "of the model's config; shorten the line, or give --crop-long to cut such "
-                    "lines to %ld bytes", a.src, i + 1, len, limit, limit);
-            goto done;
-        }
-        corpus_utf8_crop(src[i], (size_t)limit);
-        cropped++;
-    }
+    long limit = cfg.max_line_bytes, cropped_tok = 0;
+    for (long i = 0; i < n; i++) empty += src[i][0] == '\0';
+    if (cli_check_long_lines(src, n, 0, limit, a.crop_long, tr_fmt_src(a.src), &cropped, &err))
+        goto done;
     if (cropped)
         fprintf(stderr, "trainer eval: --crop-long: %ld line%s of --src %s cut to "
                 "data.max_line_bytes = %ld bytes\n", cropped, cropped == 1 ? "" : "s", a.src,
@@ -151,13 +176,27 @@ int cmd_eval(int argc, char **argv) {
     if (encoded_build(&e, (const char *const *)src, (const char *const *)ref[0], n, spm, NULL,
                       &err))
         goto done;
+    int lim = model_max_source_len(&m[0]);
+    if (a.crop_long) crop_sources(&e, lim, &cropped_tok);
+    for (long i = 0; lim && i < n; i++)
+        if (model_check_source_len(&m[0], (int)(e.src_off[i + 1] - e.src_off[i]), &err)) {
+            err_prefix(&err, "--src %s, line %ld", a.src, i + 1);
+            str_appendf(err.msg, sizeof err.msg, "; or give --crop-long to cut such sources to "
+                        "%d tokens", lim);
+            goto done;
+        }
     for (int i = 0; i < nm; i++)
         if (eval_perplexity(&m[i], &e, &ppl[i], NULL, &err)) goto done;
     Model *mp[CLI_MAX_MODELS];
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
+    a.dec.crop_long = a.crop_long, a.dec.cropped = NULL; /* counted by crop_sources */
     if (translate_ensemble(mp, nm, spm, (const char *const *)src, n, &a.dec, &hyp, NULL, NULL,
                            &err))
         goto done;
+    if (cropped_tok)
+        fprintf(stderr, "trainer eval: --crop-long: %ld line%s of --src %s cut to the %d subword "
+                "tokens the model reads (model.linformer_max_len)\n", cropped_tok,
+                cropped_tok == 1 ? "" : "s", a.src, lim);
     const char *const *const *rr = (const char *const *const *)ref;
     BleuScore b = bleu_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
     double chrf = chrf_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);

@@ -1,10 +1,11 @@
-/* main.c — the command line of `trainer`: train (default) | eval | translate | compare | archive
- * | study | average.
+/* main.c — the command line of `trainer`: train (default) | eval | translate | score | compare
+ * | archive | study | average.
  *
  *   trainer [train] --config FILE [--set section.key=value]... [--resume]      (cli/train.c)
  *   trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]... [options]
  *                                                                             (cli/eval.c)
  *   trainer translate --checkpoint FILE[,FILE...] [options] < input > output  (cli/translate.c)
+ *   trainer score --checkpoint FILE[,FILE...] --src FILE --ref FILE [options] (cli/score.c)
  *   trainer compare RUN_DIR|CONFIG|ARCHIVE... [--out DIR] [options]           (cli/compare.c)
  *   trainer archive RUN_DIR --out DIR [options]                               (cli/archive.c)
  *   trainer study STUDY.ini [options]                                         (cli/study.c)
@@ -55,6 +56,7 @@ void cli_usage(FILE *f) {
             "      train a model; --resume continues from <save_dir>/last.ckpt\n");
     cli_eval_usage(f);
     cli_translate_usage(f);
+    cli_score_usage(f);
     fprintf(f,
             "  trainer compare RUN_DIR|CONFIG|ARCHIVE... [--out DIR] [--beam K] [--len-penalty A]\n"
             "                  [--sentences i,j,k] [--test-src FILE --test-tgt FILE]...\n"
@@ -89,6 +91,7 @@ int main(int argc, char **argv) {
         return config_print_markdown(stdout), 0;
     if (argc >= 2 && !strcmp(argv[1], "eval")) return cmd_eval(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "translate")) return cmd_translate(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "score")) return cmd_score(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return cmd_compare(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "average")) return cmd_average(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "archive")) return cmd_archive(argc - 2, argv + 2);

@@ -1,9 +1,15 @@
 /* translate.c — `trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]
- * [--nbest K] [--sample topk:K|temp:T] [--seed N] [--attention-map PNG] [--device cpu|cuda]
- * [--threads N] [--stream] < input > output`: translates standard input line by line, with one
- * model or the ensemble of the listed ones; --nbest prints K hypotheses a line with their scores
- * as Marian's n-best lists do; --sample draws the translations (back-translation);
- * --attention-map draws the first line's attention as a PNG (eval/plot.h).
+ * [--nbest K] [--sample topk:K|topp:P|temp:T] [--seed N] [--attention-map PNG] [--alignment]
+ * [--crop-long] [--batch-tokens N] [--batch-size N] [--device cpu|cuda] [--threads N]
+ * [--stream] [--input FILE] [--output FILE] < input > output`: translates standard input (or
+ * --input, gzip or plain) line by line into standard output (or --output), with one model or
+ * the ensemble of the listed ones; --nbest prints K hypotheses a line with their scores as
+ * Marian's n-best lists do; --sample draws the translations (back-translation); --alignment
+ * appends each line's word alignment from the attention (" ||| i-j ...", translate.h
+ * attn_map_alignment); --attention-map draws the first line's attention as a PNG (eval/plot.h).
+ * A source line over the model's data.max_line_bytes, or of more subword tokens than the model
+ * reads, is refused naming its line, or cut with --crop-long (stderr counts them at the end).
+ * A file read whole shows its progress on stderr when stderr is a terminal.
  *
  * Every input line gives one output line (--nbest: K), in order: an empty line translates to an
  * empty line, and the bytes of a line that are not UTF-8 are read as U+FFFD (a warning on stderr
@@ -30,9 +36,11 @@
 void cli_translate_usage(FILE *f) {
     fprintf(f,
             "  trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]\n"
-            "                    [--nbest K] [--sample topk:K|temp:T] [--seed N]\n"
-            "                    [--attention-map PNG] [--device cpu|cuda] [--threads N]\n"
-            "                    [--stream] < in > out\n"
+            "                    [--nbest K] [--sample topk:K|topp:P|temp:T] [--seed N]\n"
+            "                    [--attention-map PNG] [--alignment] [--crop-long]\n"
+            "                    [--batch-tokens N] [--batch-size N] [--device cpu|cuda]\n"
+            "                    [--threads N] [--stream] [--input FILE] [--output FILE]\n"
+            "                    < in > out\n"
             "      translate standard input line by line (greedy, or beam search with --beam),\n"
             "      one output line for each input line (an empty one for an empty one; bytes\n"
             "      that are not UTF-8 are read as U+FFFD, with a warning naming the lines)\n"
@@ -41,15 +49,31 @@ void cli_translate_usage(FILE *f) {
             "      --nbest K      K hypotheses a line, best first, as Marian's n-best lists:\n"
             "                     'i ||| translation ||| score' (i from 0, score log p(Y|X) /\n"
             "                     lp(Y) of the beam search; a beam of K unless --beam is given)\n"
-            "      --sample topk:K  draw each token from the K most probable; temp:T from all\n"
-            "                     at temperature T (temp:1 samples the model's distribution);\n"
+            "      --sample topk:K  draw each token from the K most probable; topp:P from the\n"
+            "                     fewest most probable holding probability P (nucleus\n"
+            "                     sampling, Holtzman et al. 2020); temp:T from all at\n"
+            "                     temperature T (temp:1 samples the model's distribution);\n"
             "                     --seed N (default 0) fixes the draws of each line\n"
             "      --attention-map PNG  draw the attention of the first line's translation\n"
             "                     (its folder must exist)\n"
+            "      --alignment    append ' ||| i-j ...' to each line: target word j (0-based,\n"
+            "                     whitespace words of the translation) aligned to the source\n"
+            "                     word i whose pieces get the most attention (refused for a\n"
+            "                     model whose attention keeps no weights)\n"
+            "      --crop-long    cut a source line over the model's data.max_line_bytes to\n"
+            "                     that many bytes, and a source of more subword tokens than the\n"
+            "                     model reads (model.linformer_max_len) to that many (stderr\n"
+            "                     says how many); without it such a line is refused, naming it\n"
+            "      --batch-tokens N  padded target tokens (beam rows included) per decoding\n"
+            "                     batch (default 6000); the translations do not depend on it\n"
+            "      --batch-size N    sentences per decoding batch at most (default: any)\n"
+            "      --input FILE   read FILE (gzip or plain) instead of standard input\n"
+            "      --output FILE  write FILE instead of standard output\n"
             "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --stream       translate each line as it arrives and flush its translation\n"
             "                     (the default when standard input is a pipe or a terminal;\n"
-            "                     a regular file is read whole and decoded in batches)\n");
+            "                     a regular file is read whole and decoded in batches, with\n"
+            "                     a progress line on stderr when stderr is a terminal)\n");
 }
 
 /* Standard input read as it arrives (read(2) into a growing buffer): lines end at '\n', the last
@@ -110,14 +134,20 @@ typedef struct {
     int nm;
     const Spm *spm;
     const EvalArgs *a;
+    FILE *out;                /* standard output, or --output's file */
+    const char *out_name;     /* for messages: "standard output" or the file */
+    long max_line_bytes;      /* the model's data.max_line_bytes */
     long bad_utf8, first_bad; /* lines read with U+FFFD so far, the first's number (from 1) */
+    long cropped_bytes, cropped_tokens; /* lines cut by --crop-long so far */
 } Translator;
 
 /* Lines first .. first + n - 1 of the input (numbered from 0), lines[0..n): their bytes that are
  * not UTF-8 read as U+FFFD (counted in t; on a stream each such line is named on stderr at once),
- * translated and written to stdout as translate's output lines, then flushed; with
- * --attention-map the map of input line 0 drawn when it is among them. Errors:
- * translate_ensemble's, the map's (plot_attention_png), a failed write of stdout. */
+ * a line over data.max_line_bytes refused or cut (--crop-long, counted in t), translated and
+ * written to t->out as translate's output lines (with --alignment, " ||| " and the alignment
+ * after each), then flushed; with --attention-map the map of input line 0 drawn when it is
+ * among them. Errors: cli_check_long_lines's, translate_ensemble's, the map's
+ * (plot_attention_png), a failed write of the output. */
 static Status translate_batch(Translator *t, char **lines, long n, long first, int stream,
                               Err *err) {
     const EvalArgs *a = t->a;
@@ -129,26 +159,37 @@ static Status translate_batch(Translator *t, char **lines, long n, long first, i
             fprintf(stderr, "trainer translate: warning: input line %ld is not valid UTF-8; its "
                     "invalid bytes were read as U+FFFD\n", first + i + 1);
     }
+    if (cli_check_long_lines(lines, n, first, t->max_line_bytes, a->crop_long,
+                             a->input ? a->input : "standard input", &t->cropped_bytes, err))
+        return STATUS_ERR;
     DecodeOpts dec = a->dec;
     dec.first_line = first;
-    AttnMap *maps = a->attention_map && first == 0 ? xcalloc((size_t)n, sizeof *maps) : NULL;
+    dec.crop_long = a->crop_long, dec.cropped = &t->cropped_tokens;
+    AttnMap *maps = (a->attention_map && first == 0) || a->alignment
+                        ? xcalloc((size_t)n, sizeof(AttnMap)) : NULL;
     float *scores = a->dec.nbest ? xmalloc(sizeof(float) * (size_t)n * nbest) : NULL;
     char **out = NULL;
     Status rc = translate_ensemble(t->models, t->nm, t->spm, (const char *const *)lines, n, &dec,
                                    &out, scores, maps, err);
     for (long i = 0; !rc && i < n; i++) {
         if (!a->dec.nbest) {
-            printf("%s\n", out[i]);
+            if (a->alignment) {
+                char *al = attn_map_alignment(&maps[i]);
+                fprintf(t->out, "%s ||| %s\n", out[i], al);
+                free(al);
+            } else {
+                fprintf(t->out, "%s\n", out[i]);
+            }
             continue;
         }
         for (int k = 0; k < nbest; k++) /* Marian's n-best line; a missing hypothesis: none */
             if (scores[i * nbest + k] > -INFINITY || out[i * nbest + k][0])
-                printf("%ld ||| %s ||| %.6f\n", first + i, out[i * nbest + k],
-                       scores[i * nbest + k]);
+                fprintf(t->out, "%ld ||| %s ||| %.6f\n", first + i, out[i * nbest + k],
+                        scores[i * nbest + k]);
     }
-    if (!rc && (fflush(stdout) != 0 || ferror(stdout)))
-        rc = err_set(err, "standard output: write error: %s", strerror(errno));
-    if (!rc && maps) {
+    if (!rc && (fflush(t->out) != 0 || ferror(t->out)))
+        rc = err_set(err, "%s: write error: %s", t->out_name, strerror(errno));
+    if (!rc && a->attention_map && first == 0) {
         if (plot_attention_png(&maps[0], a->attention_map, lines[0], err)) rc = STATUS_ERR;
         else
             fprintf(stderr, "attention of line 1 (%d source × %d target pieces) drawn in %s\n",
@@ -190,9 +231,23 @@ int cmd_translate(int argc, char **argv) {
         cli_translate_usage(stdout);
         return 0;
     }
-    if (a.json || a.out || a.crop_long) {
+    if (a.json || a.out) {
         fprintf(stderr, "trainer translate: %s belongs to eval (translate writes standard "
-                "output)\n", a.json ? "--json" : a.out ? "--out" : "--crop-long");
+                "output, or --output FILE)\n", a.json ? "--json" : "--out");
+        return 2;
+    }
+    if (a.normalize) {
+        fprintf(stderr, "trainer translate: --normalize belongs to score\n");
+        return 2;
+    }
+    if (a.alignment && a.dec.nbest) {
+        fprintf(stderr, "trainer translate: --alignment aligns one translation a line; drop "
+                "--nbest\n");
+        return 2;
+    }
+    if (a.input && a.stream) {
+        fprintf(stderr, "trainer translate: --input %s is read whole; --stream reads standard "
+                "input as it arrives: give one of them\n", a.input);
         return 2;
     }
     if (a.src || a.nrefs) {
@@ -219,23 +274,52 @@ int cmd_translate(int argc, char **argv) {
     if (cli_load_models(a.checkpoint, a.device, a.threads, m, &nm, &cfg, &spm, "translate"))
         return 1;
     for (int i = 0; i < nm; i++) mp[i] = &m[i];
-    if (a.attention_map && !model_has_attention(&m[0])) {
-        fprintf(stderr, "trainer translate: --attention-map: %s has no attention to draw "
-                "(model.attention = none, or a linformer cross-attention, whose implied weights "
-                "need its E and F)\n", a.checkpoint);
+    if ((a.attention_map || a.alignment) && !model_has_attention(&m[0])) {
+        const char *slot = cfg.model.type == MODEL_RNN ? "model.attention" : "model.cross_attention";
+        AttentionKind k = cfg.model.type == MODEL_RNN ? cfg.model.attention
+                                                      : cfg.model.cross_attention;
+        fprintf(stderr, "trainer translate: %s: %s has no attention weights (%s = %s%s); "
+                "translate without it, or with a model of another attention\n",
+                a.alignment ? "--alignment" : "--attention-map", a.checkpoint, slot,
+                attention_kind_names[k], k == ATTN_NONE ? ""
+                : ": its implied weights need its projections E and F, which it does not keep");
         cli_free_models(m, nm, spm);
         return 1;
     }
-    Translator t = {mp, nm, spm, &a, 0, 0};
+    Translator t = {mp, nm, spm, &a, stdout, "standard output", cfg.max_line_bytes, 0, 0, 0, 0};
     char **lines = NULL;
     long n = 0, done = 0;
     struct stat sb;
-    int stream = a.stream || fstat(STDIN_FILENO, &sb) != 0 || !S_ISREG(sb.st_mode);
+    int stream = !a.input && (a.stream || fstat(STDIN_FILENO, &sb) != 0 || !S_ISREG(sb.st_mode));
     rc = 1;
+    if (a.output) {
+        t.out = fopen(a.output, "w");
+        t.out_name = a.output;
+        if (!t.out) {
+            t.out = stdout;
+            err_set(&err, "--output %s: cannot write it: %s; give a file in a folder that exists "
+                    "and is writable", a.output, strerror(errno));
+            goto done;
+        }
+    }
     if (!stream) { /* a file: read whole, decoded in batches of similar length */
         CorpusStats st;
-        if (corpus_read_lines("/dev/stdin", 0, &lines, &n, &st, &err)) goto done;
-        if (n && translate_batch(&t, lines, n, 0, 0, &err)) goto done;
+        const char *path = a.input ? a.input : "/dev/stdin";
+        if (corpus_read_lines(path, 0, &lines, &n, &st, &err)) {
+            if (a.input) err_prefix(&err, "--input");
+            goto done;
+        }
+        /* on a terminal, a progress line: the file in chunks (the translations are the same) */
+        long chunk = isatty(STDERR_FILENO) ? 500 : n;
+        double t0 = now_seconds();
+        for (long i = 0; i < n; i += chunk) {
+            long k = n - i < chunk ? n - i : chunk;
+            if (translate_batch(&t, lines + i, k, i, 0, &err)) goto done;
+            if (chunk < n)
+                fprintf(stderr, "\rtranslate: %ld of %ld lines, %.0f s", i + k, n,
+                        now_seconds() - t0);
+        }
+        if (chunk < n) fprintf(stderr, "\n");
         done = n;
     } else { /* a stream: the lines at hand, translated and flushed before reading on */
         StdinLines in = {0};
@@ -263,6 +347,14 @@ int cmd_translate(int argc, char **argv) {
         err_set(&err, "--attention-map %s: there is no input line to translate", a.attention_map);
         goto done;
     }
+    if (t.cropped_bytes)
+        fprintf(stderr, "trainer translate: --crop-long: %ld line%s cut to data.max_line_bytes = "
+                "%d bytes\n", t.cropped_bytes, t.cropped_bytes == 1 ? "" : "s",
+                cfg.max_line_bytes);
+    if (t.cropped_tokens)
+        fprintf(stderr, "trainer translate: --crop-long: %ld line%s cut to the %d subword tokens "
+                "the model reads (model.linformer_max_len)\n", t.cropped_tokens,
+                t.cropped_tokens == 1 ? "" : "s", model_max_source_len(&m[0]));
     if (t.bad_utf8 && !stream) /* a stream named each line as it came */
         fprintf(stderr, "trainer translate: warning: %ld input line%s (the first: line %ld) %s "
                 "not valid UTF-8; %s invalid bytes were read as U+FFFD\n", t.bad_utf8,
@@ -270,6 +362,10 @@ int cmd_translate(int argc, char **argv) {
                 t.bad_utf8 == 1 ? "its" : "their");
     rc = 0;
 done:
+    if (t.out != stdout && fclose(t.out) != 0 && !rc) {
+        err_set(&err, "--output %s: write error: %s", a.output, strerror(errno));
+        rc = 1;
+    }
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
     corpus_free_lines(lines, n);
     cli_free_models(m, nm, spm);

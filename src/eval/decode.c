@@ -237,10 +237,15 @@ void decode_beam(Model *m, const TokenBatch *tb, int K, float alpha, int max_T, 
 
 
 
-/* The token of row lp [V] (host log-probabilities, or their mean over an ensemble): the first
- * maximum (DECODE_SEARCH), or a draw from r — from softmax(lp / T) (DECODE_TEMP), or from
- * softmax(lp) over the K largest (DECODE_TOPK; of equals, the lower ids). order [V] is scratch. */
-static int pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int *order) {
+/* qsort order for the nucleus: decreasing log-probability, increasing id among equals. */
+static const float *g_sort_lp;
+static int cmp_prob_desc(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    float x = g_sort_lp[i], y = g_sort_lp[j];
+    return x != y ? (x > y ? -1 : 1) : (i > j) - (i < j);
+}
+
+int decode_pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int *order) {
     int best = 0;
     for (int v = 1; v < V; v++)
         if (lp[v] > lp[best]) best = v;
@@ -258,6 +263,16 @@ static int pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int
     } else {
         for (int v = 0; v < V; v++) order[v] = v;
     }
+    if (opt->sample == DECODE_TOPP) { /* the nucleus: sorted, cut where the mass reaches P */
+        g_sort_lp = lp;
+        qsort(order, (size_t)V, sizeof(int), cmp_prob_desc);
+        double z = 0, c = 0;
+        for (int v = 0; v < V; v++) z += exp(lp[v] - lp[best]);
+        for (n = 0; n < V;) {
+            c += exp(lp[order[n++]] - lp[best]) / z;
+            if (c >= opt->topp) break;
+        }
+    }
     for (int i = 0; i < n; i++) sum += exp((lp[order[i]] - lp[best]) * inv_t);
     double u = (double)rng_uniform(r) * sum, c = 0;
     for (int i = 0; i < n; i++) {
@@ -267,7 +282,7 @@ static int pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int
     return order[n - 1]; /* u within rounding of the sum */
 }
 
-/* One token a step chosen on the host (pick_token) from the models' mean log-probabilities:
+/* One token a step chosen on the host (decode_pick_token) from the models' mean log-probabilities:
  * greedy decoding of an ensemble, and sampling. Row b draws from rng_seed(opt->seed,
  * row_keys[b]) (row_keys NULL: b). scores [B] (NULL: not wanted) get Σ log p of the chosen
  * tokens, EOS included. Arguments otherwise as decode_greedy's. */
@@ -298,7 +313,7 @@ static void decode_host(Model *const *models, int nm, const TokenBatch *tb, cons
         for (int i = 0; i < B; i++) {
             if (done[i]) continue; /* its row goes on decoding; its output is ignored */
             const float *row = lp + (size_t)i * V;
-            ids[i] = pick_token(row, V, opt, &rng[i], order);
+            ids[i] = decode_pick_token(row, V, opt, &rng[i], order);
             if (scores) scores[i] += row[ids[i]];
             out_ids[i * max_T + t] = ids[i];
             if (w) memcpy(attn + ((size_t)i * max_T + t) * S, w + (size_t)i * S, sizeof(float) * S);
@@ -310,6 +325,31 @@ static void decode_host(Model *const *models, int nm, const TokenBatch *tb, cons
     }
     ens_close(&ens);
     free(ids), free(order), free(lp), free(w), free(done), free(rng);
+}
+
+void decode_force(Model *const *models, int nm, const TokenBatch *tb, const int *tgt,
+                  const int *len, int max_T, double *logp) {
+    int B = tb->B, V = models[0]->V;
+    Ens ens;
+    ens_open(&ens, models, nm, B, V);
+    int *ids = xmalloc(sizeof(int) * B);
+    float *lp = xmalloc(sizeof(float) * (size_t)B * V);
+    for (int i = 0; i < B; i++) ids[i] = TOKEN_BOS, logp[i] = 0;
+    int T = 0; /* the longest reference: no step after it */
+    for (int i = 0; i < B; i++) T = len[i] > T ? len[i] : T;
+    for (int i = 0; i < nm; i++) model_decode_begin(models[i], tb, 1, max_T);
+    for (int t = 0; t < T; t++) {
+        ens_upload_ids(&ens, ids);
+        ens_step(&ens, t, lp);
+        for (int i = 0; i < B; i++) {
+            if (t >= len[i]) continue; /* its row goes on; its output is ignored */
+            int y = tgt[(size_t)i * max_T + t];
+            logp[i] += lp[(size_t)i * V + y];
+            ids[i] = y; /* the reference is the next step's input */
+        }
+    }
+    ens_close(&ens);
+    free(ids), free(lp);
 }
 
 void decode_search(Model *const *models, int nm, const TokenBatch *tb, const DecodeOpts *opt,

@@ -15,11 +15,12 @@
 
 #include <stdint.h>
 
+#include "core/rng.h"
 #include "core/tokens.h"
 #include "model/model.h"
 
 /* How a step's token is chosen: by the search (greedy or beam), or drawn (sampling). */
-typedef enum { DECODE_SEARCH, DECODE_TOPK, DECODE_TEMP } DecodeSample;
+typedef enum { DECODE_SEARCH, DECODE_TOPK, DECODE_TEMP, DECODE_TOPP } DecodeSample;
 
 typedef struct {
     int beam;          /* K >= 1 hypotheses per sentence; 1 = greedy */
@@ -29,13 +30,22 @@ typedef struct {
     DecodeSample sample; /* DECODE_TOPK: each token drawn from softmax(log p) over the topk most
                         * probable (Fan et al. 2018); DECODE_TEMP: from softmax(log p / temperature)
                         * over all (T = 1: the unrestricted sampling of back-translation, Edunov et
-                        * al. 2018); one row per sentence, beam 1 */
+                        * al. 2018); DECODE_TOPP: from softmax(log p) over the nucleus, the
+                        * fewest most probable tokens whose probabilities sum to >= topp
+                        * (Holtzman et al. 2020 §3.1, eq. 2-3); one row per sentence, beam 1 */
     int topk;          /* K of DECODE_TOPK, >= 1 */
     float temperature; /* T of DECODE_TEMP, > 0 */
+    float topp;        /* P of DECODE_TOPP, in (0, 1] */
     uint64_t seed;     /* sampling: sentence i of the input draws from PCG32 seeded (seed, i) */
     long first_line;   /* translate_ensemble: the input's line number (from 0) of its lines[0],
                         * which i above and the lines named in its errors count from; 0 when the
                         * lines are the whole input */
+    int crop_long;     /* translate_ensemble: a source of more subword tokens than the model can
+                        * read (model_max_source_len) is cut to that many (0: refused) */
+    long *cropped;     /* translate_ensemble: NULL, or a count it adds each source so cut to */
+    int batch_tokens;  /* translate_ensemble: padded target tokens (beam rows included) per
+                        * decoding batch, 0 = TRANSLATE_BATCH_TOKENS; a longer sentence alone */
+    int batch_size;    /* translate_ensemble: sentences per decoding batch at most, 0 = any */
 } DecodeOpts;
 
 /* Decodes tb's sources (host, targets unused) with the ensemble models[0..nm) (nm >= 1, one
@@ -53,6 +63,25 @@ typedef struct {
  * weighted sum of scorers, equal weights). */
 void decode_search(Model *const *models, int nm, const TokenBatch *tb, const DecodeOpts *opt,
                    const uint64_t *row_keys, int max_T, int *out_ids, float *scores, float *attn);
+/* Forced decoding (marian-scorer, fairseq-score): feeds each sentence of tb (host, sources only,
+ * T = 1) its reference through the ensemble's incremental decoder and sums the mean
+ * log-probability (nats) of each reference token. tgt [B·max_T] (host) holds row b's y_1 .. y_n
+ * EOS (row b at b·max_T), len [B] its n + 1 (1..max_T); logp [B] gets Σ_t log p(y_t | y_<t, x)
+ * over those n + 1 tokens (the models' mean at each step, as decode_search's ensembles). Each
+ * model must have room for B sentences and max_T steps (model_reserve_decode with K = 1). No
+ * errors. Source: the teacher-forced likelihood of Sutskever et al. 2014 eq. 1 (log p(Y|X) =
+ * Σ_t log p(y_t | y_<t, X)). */
+void decode_force(Model *const *models, int nm, const TokenBatch *tb, const int *tgt,
+                  const int *len, int max_T, double *logp);
+/* The token drawn (or chosen) from one row of log-probabilities lp [V] (host), as opt->sample
+ * says: DECODE_SEARCH the first maximum; DECODE_TEMP a draw from softmax(lp / T); DECODE_TOPK a
+ * draw from softmax(lp) over the K largest (of equals, the lower ids); DECODE_TOPP a draw from
+ * softmax(lp) over the nucleus (the most probable tokens, in order of decreasing probability and
+ * of increasing id among equals, up to and including the first whose cumulative probability
+ * reaches topp; at least one token). r: the row's generator (one uniform draw per call when
+ * sampling); order [V] scratch. No errors. Source: Fan et al. 2018 (top-k), Holtzman et al.
+ * 2020 §3.1 (top-p). */
+int decode_pick_token(const float *lp, int V, const DecodeOpts *opt, Rng *r, int *order);
 /* The two searches of one model (arguments as decode_search's with nm = 1, nbest = 1; alpha the length penalty α of Wu et
  * al. 2016 eq. 14); decode_beam with K = 1 must equal decode_greedy. */
 void decode_greedy(Model *m, const TokenBatch *tb, int max_T, int *out_ids, float *attn);

@@ -53,8 +53,14 @@ Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const ch
     if (sampling && (opt->beam > 1 || nbest > 1))
         return err_set(err, "--sample draws one translation per sentence; it takes neither "
                        "--beam nor --nbest");
-    if (sampling && !(opt->sample == DECODE_TOPK ? opt->topk >= 1 : opt->temperature > 0.0f))
-        return err_set(err, "--sample: topk:K needs K >= 1, temp:T needs T > 0");
+    if (sampling && !(opt->sample == DECODE_TOPK   ? opt->topk >= 1
+                      : opt->sample == DECODE_TOPP ? opt->topp > 0.0f && opt->topp <= 1.0f
+                                                   : opt->temperature > 0.0f))
+        return err_set(err, "--sample: topk:K needs K >= 1, topp:P needs 0 < P <= 1, temp:T "
+                       "needs T > 0");
+    if (opt->batch_tokens < 0 || opt->batch_size < 0)
+        return err_set(err, "--batch-tokens %d, --batch-size %d: give whole numbers >= 1",
+                       opt->batch_tokens, opt->batch_size);
     for (int i = 1; i < nm; i++)
         if (models[i]->V != m->V || models[i]->be != m->be)
             return err_set(err, "ensemble: model %d has %d pieces on %s, model 1 %d on %s; "
@@ -84,10 +90,15 @@ Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const ch
             err_prefix(err, "input line %ld", opt->first_line + i + 1);
             goto cleanup;
         }
-        if (k > TRANSLATE_MAX_SRC) k = TRANSLATE_MAX_SRC;
-        if (model_check_source_len(m, k, err)) { /* linformer: model.linformer_max_len */
+        int lim = model_max_source_len(m); /* linformer: model.linformer_max_len */
+        if (lim && k > lim && opt->crop_long) {
+            k = lim;
+            if (opt->cropped) (*opt->cropped)++;
+        } else if (model_check_source_len(m, k, err)) {
             free(t);
             err_prefix(err, "input line %ld", opt->first_line + i + 1);
+            str_appendf(err->msg, sizeof err->msg, "; or give --crop-long to cut it to %d",
+                        lim);
             goto cleanup;
         }
         if (used + k > cap) {
@@ -114,13 +125,16 @@ Status translate_ensemble(Model *const *models, int nm, const Spm *spm, const ch
     gstart = xmalloc(sizeof(long) * (n - k + 1));
     gb = xmalloc(sizeof(BatchBounds) * (n - k + 1));
     BatchBounds bounds = {1, 1, 1, 1, 1}; /* of the groups' batches (decoding: T = maxT) */
+    long budget = opt->batch_tokens > 0 ? opt->batch_tokens : TRANSLATE_BATCH_TOKENS;
     while (k < n) {
         long first = k;
         int maxT = 0, S = 0;
         while (k < n) {
             int s = (int)(e.src_off[order[k] + 1] - e.src_off[order[k]]);
             int T = 2 * s + 10;
-            if ((k - first + 1) * (long)T * K > TRANSLATE_BATCH_TOKENS && k > first) break;
+            if (k > first && ((k - first + 1) * (long)T * K > budget ||
+                              (opt->batch_size > 0 && k - first >= opt->batch_size)))
+                break;
             maxT = T, S = s, k++;
         }
         int B = (int)(k - first);
@@ -180,6 +194,190 @@ cleanup:
     free(e.src_off);
     batch_free(&tb);
     return rc;
+}
+
+/* Sorts indices by their target length (then index): score_ensemble's groups. */
+static const int64_t *g_off;
+static int cmp_off_len(const void *a, const void *b) {
+    long i = *(const long *)a, j = *(const long *)b;
+    long li = g_off[i + 1] - g_off[i], lj = g_off[j + 1] - g_off[j];
+    return li != lj ? (li < lj ? -1 : 1) : (i > j) - (i < j);
+}
+
+/* Appends ids[0..k) to the growing array *a (capacity *cap, used *used). */
+static void append_ids(int32_t **a, long *cap, long *used, const int *ids, int k) {
+    if (*used + k > *cap) {
+        while (*used + k > *cap) *cap *= 2;
+        *a = xrealloc(*a, sizeof(int32_t) * *cap);
+    }
+    memcpy(*a + *used, ids, sizeof(int) * k);
+    *used += k;
+}
+
+Status score_ensemble(Model *const *models, int nm, const Spm *spm, const char *const *src,
+                      const char *const *ref, long n, const DecodeOpts *opt, double *logp,
+                      long *ntok, Err *err) {
+    Model *m = models[0];
+    for (int i = 1; i < nm; i++)
+        if (models[i]->V != m->V || models[i]->be != m->be)
+            return err_set(err, "ensemble: model %d has %d pieces on %s, model 1 %d on %s; "
+                           "ensembles take models of one SentencePiece model on one device",
+                           i + 1, models[i]->V, models[i]->be->name, m->V, m->be->name);
+    if (opt->batch_tokens < 0 || opt->batch_size < 0)
+        return err_set(err, "--batch-tokens %d, --batch-size %d: give whole numbers >= 1",
+                       opt->batch_tokens, opt->batch_size);
+    Status rc = STATUS_ERR;
+    Encoded e = {0}; /* the sources (no targets: a decoding batch) */
+    TokenBatch tb = {0};
+    long *order = xmalloc(sizeof(long) * (n ? n : 1)), ng = 0, *gstart = NULL;
+    long scap = 1024, sused = 0, tcap = 1024, tused = 0;
+    int32_t *tgt_ids = xmalloc(sizeof(int32_t) * tcap);
+    int64_t *tgt_off = xmalloc(sizeof(int64_t) * (n + 1));
+    int *tgt = NULL, *len = NULL;
+    double *lp = NULL;
+    BatchBounds *gb = NULL;
+    int lim = model_max_source_len(m);
+    e.n = n;
+    e.src_ids = xmalloc(sizeof(int32_t) * scap);
+    e.src_off = xmalloc(sizeof(int64_t) * (n + 1));
+    e.src_off[0] = tgt_off[0] = 0;
+    for (long i = 0; i < n; i++) {
+        int *t = NULL, k = 0;
+        long line = opt->first_line + i + 1;
+        if (spm_encode(spm, src[i], &t, &k, err)) {
+            err_prefix(err, "input line %ld, source", line);
+            goto cleanup;
+        }
+        if (k == 0) {
+            free(t);
+            err_set(err, "input line %ld: the source is empty; a model reads no empty source, "
+                    "so the pair has no score: remove it", line);
+            goto cleanup;
+        }
+        if (lim && k > lim && opt->crop_long) {
+            k = lim;
+            if (opt->cropped) (*opt->cropped)++;
+        } else if (model_check_source_len(m, k, err)) {
+            free(t);
+            err_prefix(err, "input line %ld", line);
+            str_appendf(err->msg, sizeof err->msg, "; or give --crop-long to cut it to %d", lim);
+            goto cleanup;
+        }
+        append_ids(&e.src_ids, &scap, &sused, t, k);
+        free(t);
+        e.src_off[i + 1] = sused;
+        if (spm_encode(spm, ref[i], &t, &k, err)) {
+            err_prefix(err, "input line %ld, reference", line);
+            goto cleanup;
+        }
+        append_ids(&tgt_ids, &tcap, &tused, t, k);
+        free(t);
+        tgt_off[i + 1] = tused;
+        order[i] = i;
+    }
+    g_off = e.src_off;
+    qsort(order, n, sizeof(long), cmp_off_len);
+    gstart = xmalloc(sizeof(long) * (n + 1));
+    gb = xmalloc(sizeof(BatchBounds) * (n + 1));
+    BatchBounds bounds = {1, 1, 1, 1, 1};
+    long budget = opt->batch_tokens > 0 ? opt->batch_tokens : TRANSLATE_BATCH_TOKENS;
+    for (long k = 0; k < n;) { /* groups within the budget of padded target tokens */
+        long first = k;
+        int maxT = 0, S = 0;
+        while (k < n) {
+            int s = (int)(e.src_off[order[k] + 1] - e.src_off[order[k]]);
+            int T = (int)(tgt_off[order[k] + 1] - tgt_off[order[k]]) + 1;
+            if (T < maxT) T = maxT;
+            if (k > first && ((k - first + 1) * (long)T > budget ||
+                              (opt->batch_size > 0 && k - first >= opt->batch_size)))
+                break;
+            maxT = T, S = s > S ? s : S, k++;
+        }
+        int B = (int)(k - first);
+        gstart[ng] = first;
+        gb[ng] = (BatchBounds){B, S, maxT, (long)B * S, (long)B * maxT};
+        bounds_grow(&bounds, gb[ng++]);
+    }
+    gstart[ng] = n;
+    batch_alloc(&tb, bounds.B, bounds.S, 1, bounds.NS, bounds.B);
+    for (int i = 0; i < nm; i++) model_reserve_decode(models[i], 1, gb, ng);
+    tgt = xmalloc(sizeof(int) * bounds.NT);
+    len = xmalloc(sizeof(int) * bounds.B);
+    lp = xmalloc(sizeof(double) * bounds.B);
+    for (long g = 0; g < ng; g++) {
+        long first = gstart[g];
+        int B = gb[g].B, T = gb[g].T;
+        batch_fill(&tb, &e, order + first, B);
+        for (int b = 0; b < B; b++) { /* y_1 .. y_n EOS */
+            long li = order[first + b];
+            int k = (int)(tgt_off[li + 1] - tgt_off[li]);
+            memcpy(tgt + (size_t)b * T, tgt_ids + tgt_off[li], sizeof(int) * k);
+            tgt[(size_t)b * T + k] = TOKEN_EOS;
+            len[b] = k + 1;
+        }
+        decode_force(models, nm, &tb, tgt, len, T, lp);
+        for (int b = 0; b < B; b++) {
+            logp[order[first + b]] = lp[b];
+            if (ntok) ntok[order[first + b]] = len[b];
+        }
+    }
+    rc = STATUS_OK;
+cleanup:
+    free(tgt), free(len), free(lp), free(gstart), free(gb), free(order);
+    free(tgt_ids), free(tgt_off), free(e.src_ids), free(e.src_off);
+    batch_free(&tb);
+    return rc;
+}
+
+/* The word of each of the n pieces p[0..n) into w[0..n) (-1: none) and the number of words:
+ * a word starts at a character other than U+2581 (SentencePiece's word mark, "▁") that follows
+ * a mark or the start; a piece belongs to the word of its first such character. unk_is_word:
+ * "<unk>" stands for " ⁇ " (its detokenised form), a word of its own. */
+static int piece_words(char *const *p, int n, int unk_is_word, int *w) {
+    int words = 0, in_word = 0;
+    for (int i = 0; i < n; i++) {
+        w[i] = -1;
+        if (unk_is_word && !strcmp(p[i], "<unk>")) {
+            w[i] = words++, in_word = 0;
+            continue;
+        }
+        for (const char *c = p[i]; *c;) {
+            if (!strncmp(c, "\xE2\x96\x81", 3) || *c == ' ') {
+                in_word = 0;
+                c += *c == ' ' ? 1 : 3;
+                continue;
+            }
+            if (!in_word) words++, in_word = 1;
+            if (w[i] < 0) w[i] = words - 1;
+            c++;
+        }
+    }
+    return words;
+}
+
+char *attn_map_alignment(const AttnMap *a) {
+    int S = a->S, T = a->T;
+    int *ws = xmalloc(sizeof(int) * (S ? S : 1)), *wt = xmalloc(sizeof(int) * (T ? T : 1));
+    int Tw = T && !strcmp(a->tgt[T - 1], "</s>") ? T - 1 : T; /* the EOS row: no word */
+    int ns = piece_words(a->src, S, 0, ws), nt = piece_words(a->tgt, Tw, 1, wt);
+    if (Tw < T) wt[T - 1] = -1;
+    double *sum = xmalloc(sizeof(double) * (ns ? ns : 1));
+    size_t cap = 16 + (size_t)nt * 24, used = 0;
+    char *out = xmalloc(cap);
+    out[0] = '\0';
+    for (int j = 0; ns && j < nt; j++) {
+        for (int i = 0; i < ns; i++) sum[i] = 0;
+        for (int t = 0; t < T; t++)
+            if (wt[t] == j)
+                for (int s = 0; s < S; s++)
+                    if (ws[s] >= 0) sum[ws[s]] += a->w[(size_t)t * S + s];
+        int best = 0;
+        for (int i = 1; i < ns; i++)
+            if (sum[i] > sum[best]) best = i;
+        used += (size_t)snprintf(out + used, cap - used, "%s%d-%d", used ? " " : "", best, j);
+    }
+    free(ws), free(wt), free(sum);
+    return out;
 }
 
 Status eval_perplexity(Model *m, const Encoded *e, double *ppl, long *tokens, Err *err) {

@@ -85,14 +85,15 @@ static const CkptRecord *need_record(const char *path, const CkptRecord *recs, i
     return NULL;
 }
 
-Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
-                       const TrainState *st, Err *err) {
+/* checkpoint_save (full: the Adam moments and the EMA too) and checkpoint_save_weights. */
+static Status save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
+                   const TrainState *st, int full, Err *err) {
     const ParamSet *ps = &m->ps;
     const Backend *be = m->be;
-    CHECK(ps->m && ps->v, "checkpoint_save of a model loaded for inference "
+    CHECK(!full || (ps->m && ps->v), "checkpoint_save of a model loaded for inference "
           "(checkpoint_load_weights)");
     Status rc = STATUS_ERR;
-    int nbuf = ps->ema ? 4 : 3; /* param, adam_m, adam_v (, ema) */
+    int nbuf = !full ? 1 : ps->ema ? 4 : 3; /* param (, adam_m, adam_v (, ema)) */
     int n = 0, cap = nbuf * ps->n + 3;
     CkptRecord *recs = xcalloc(cap, sizeof *recs);
     float *host = NULL;
@@ -158,6 +159,16 @@ cleanup:
     free(ini);
     free(spm_bytes);
     return rc;
+}
+
+Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
+                       const TrainState *st, Err *err) {
+    return save(path, m, cfg, spm, st, 1, err);
+}
+
+Status checkpoint_save_weights(const char *path, const Model *m, const Config *cfg,
+                               const Spm *spm, const TrainState *st, Err *err) {
+    return save(path, m, cfg, spm, st, 0, err);
 }
 
 /* ckpt_read_some's keep for checkpoint_load_weights: every record but the Adam moments and the
@@ -246,13 +257,18 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
         goto fail;
     }
     ParamSet *ps = &m->ps;
-    /* "ema/" records: all or none (a checkpoint of a run without train.ema_decay has none) */
-    int nbuf = 3;
-    for (int i = 0; i < n && nbuf == 3; i++)
-        if (!strncmp(recs[i].name, prefix[3], strlen(prefix[3]))) nbuf = 4;
-    found = xcalloc((size_t)nbuf * ps->n + 1, sizeof *found); /* [nbuf·n]: each tensor's record */
-    for (int k = 0; k < nbuf; k++)
-        for (int i = 0; i < ps->n; i++) {
+    /* the Adam moments: all or none (a weights-only checkpoint, checkpoint_save_weights, has
+     * none; checkpoint_load_weights does not read them: it has them all when the file has one);
+     * "ema/" records: all or none (a checkpoint of a run without train.ema_decay has none) */
+    int has[4] = {1, 0, 0, 0}, nbuf = 1;
+    for (int i = 0; i < n; i++)
+        for (int k = 1; k < 4; k++)
+            if (!strncmp(recs[i].name, prefix[k], strlen(prefix[k]))) has[k] = 1;
+    if (has[1] || has[2]) has[1] = has[2] = 1; /* one moment asks for both */
+    for (int k = 1; k < 4; k++) nbuf += has[k];
+    found = xcalloc(4 * (size_t)ps->n + 1, sizeof *found); /* [4·n]: each tensor's record */
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < ps->n && has[k]; i++) {
             const ParamSpec *s = &ps->specs[i];
             char name[CKPT_NAME_MAX];
             snprintf(name, sizeof name, "%s%s", prefix[k], s->name);
@@ -290,7 +306,8 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
             if (!strcmp(nm, "config") || !strcmp(nm, "spm") || !strcmp(nm, "train_state"))
                 continue;
             int known = 0;
-            for (int k = 0; k < nbuf && !known; k++) {
+            for (int k = 0; k < 4 && !known; k++) {
+                if (!has[k]) continue;
                 size_t pl = strlen(prefix[k]);
                 if (strncmp(nm, prefix[k], pl)) continue;
                 for (int t = 0; t < ps->n && !known; t++)
@@ -307,13 +324,13 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
         model_allocate_weights(m);
     } else {
         model_allocate(m);
-        if (nbuf == 4) params_allocate_ema(ps);
+        if (has[3]) params_allocate_ema(ps);
     }
     /* each tensor straight from its record into its slice (the buffers are zero-filled, gaps
      * included): no host copy of the whole model on top of the file's */
     float *dev[4] = {ps->data, ps->m, ps->v, ps->ema};
-    for (int k = 0; k < (weights_only ? 1 : nbuf); k++)
-        for (int i = 0; i < ps->n; i++) {
+    for (int k = 0; k < (weights_only ? 1 : 4); k++)
+        for (int i = 0; i < ps->n && has[k]; i++) {
             const ParamSpec *s = &ps->specs[i];
             const CkptRecord *r = found[k * ps->n + i];
             const float *x = r->data;
@@ -333,7 +350,7 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
                            .epoch_rng = {u[ST_RNG_STATE], u[ST_RNG_INC]},
                            .adam_t = (int)u[ST_ADAM_T], .lr_scale = u2f(u[ST_LR_SCALE]),
                            .best_score = u2f(u[ST_BEST]), .bad_epochs = (int)u[ST_BAD],
-                           .elapsed = u2f(u[ST_ELAPSED])};
+                           .elapsed = u2f(u[ST_ELAPSED]), .weights_only = !has[1]};
     }
     *cfg_out = cfg;
     *spm_out = spm;
@@ -378,7 +395,8 @@ Status checkpoint_average(const char *const *paths, int n, const char *out, Err 
     TrainState st;
     double *acc = NULL;
     Status rc = STATUS_ERR;
-    if (checkpoint_load(paths[n - 1], &base, &cfg, &spm, &st, DEVICE_CPU, err)) return STATUS_ERR;
+    /* the weights alone (the training state too): the average is a weights-only checkpoint */
+    if (load(paths[n - 1], &base, &cfg, &spm, &st, DEVICE_CPU, 1, err)) return STATUS_ERR;
     const ParamSet *ps = &base.ps;
     acc = xcalloc(ps->total, sizeof *acc);
     for (int i = 0; i < n; i++) {
@@ -417,7 +435,7 @@ Status checkpoint_average(const char *const *paths, int n, const char *out, Err 
         }
     }
     for (size_t j = 0; j < ps->total; j++) ps->data[j] = (float)(acc[j] / n);
-    rc = checkpoint_save(out, &base, &cfg, spm, &st, err);
+    rc = checkpoint_save_weights(out, &base, &cfg, spm, &st, err);
 done:
     free(acc);
     model_free(&other);

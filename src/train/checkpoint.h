@@ -1,9 +1,12 @@
 /* train/checkpoint.h — self-contained training checkpoints (docs/design.md §8) on top of ckptfile.
  *
  * A checkpoint holds: the config text it was trained with ("config"), the SentencePiece model
- * ("spm"), every parameter ("param/<name>") and its Adam moments ("adam_m/<name>",
- * "adam_v/<name>") with their shapes, when the model has one (ParamSet.ema, train.ema_decay > 0)
- * the moving average of every parameter ("ema/<name>"; Polyak & Juditsky 1992), and the training
+ * ("spm"), every parameter ("param/<name>") and — in a full checkpoint (checkpoint_save: a run's
+ * last.ckpt, which --resume needs) but not in a weights-only one (checkpoint_save_weights:
+ * best.ckpt, epoch<N>.ckpt, the average, a third of the size) — its Adam moments
+ * ("adam_m/<name>", "adam_v/<name>") with their shapes and, when the model has one (ParamSet.ema,
+ * train.ema_decay > 0), the moving average of every parameter ("ema/<name>"; Polyak & Juditsky
+ * 1992), and the training
  * state ("train_state": step, epoch, batch
  * position in the epoch, the epoch's shuffling RNG, the Adam step, learning-rate scale, best
  * validation score of train.early_stop_metric, validations without improvement, elapsed
@@ -34,6 +37,8 @@ typedef struct {
     int bad_epochs;       /* validations since the best (epochs, validating at each epoch's
                            * end; train.valid_every) */
     double elapsed;       /* training seconds so far */
+    int weights_only;     /* set by checkpoint_load: 1 when the file held no Adam moments
+                           * (checkpoint_save_weights; they load as zero), else 0; not stored */
 } TrainState;
 
 /* Saves m's parameters, Adam moments (and "ema/" records when m->ps.ema is set), cfg (the run's
@@ -42,9 +47,16 @@ typedef struct {
  * written). */
 Status checkpoint_save(const char *path, const Model *m, const Config *cfg, const Spm *spm,
                        const TrainState *st, Err *err);
+/* checkpoint_save without the Adam moments and the EMA: the config, the SentencePiece model, the
+ * parameters and st — what eval, translate, score, average, train.init_from and the study's
+ * archives read (checkpoint_load_weights), a third of a full checkpoint's size. m may be a model
+ * loaded for inference. Errors: checkpoint_save's. */
+Status checkpoint_save_weights(const char *path, const Model *m, const Config *cfg,
+                               const Spm *spm, const TrainState *st, Err *err);
 /* Loads path into three separate outputs the caller then owns: a new model *m (model_free), the
  * stored config *cfg (cfg->model is the model's spec) and its SentencePiece model *spm
- * (spm_free); and st (may be NULL). A checkpoint with "ema/" records (all of them, or it is an
+ * (spm_free); and st (may be NULL). A weights-only checkpoint (no "adam_m/" and "adam_v/"
+ * records: both or neither) loads with zero moments and st->weights_only = 1. A checkpoint with "ema/" records (all of them, or it is an
  * error like any missing tensor) gives a model with ps.ema allocated and loaded; one without
  * (every older checkpoint) gives ps.ema = NULL. device_override: a DeviceType to build the model
  * on, or -1 for the device in the stored config (cfg->device says which was used). A stored
@@ -75,11 +87,10 @@ Status checkpoint_load_weights(const char *path, Model *m, Config *cfg, Spm **sp
                                int device_override, Err *err);
 
 /* Checkpoint averaging (Vaswani et al. 2017 §6.1: "averaging the last 5 checkpoints"; fairseq's
- * average_checkpoints): writes to out a checkpoint whose every parameter is the element-wise mean
- * of that parameter over paths[0..n) (n >= 1; summed in double, in argument order), with the
- * config, SentencePiece model, Adam moments, EMA records (if any) and training state of the LAST
- * path (so `--resume` from it continues that run's optimiser; the moments and the EMA are not
- * averaged). train_run calls it for train.average_last (avg.ckpt; Polyak & Juditsky 1992 on
+ * average_checkpoints): writes to out a weights-only checkpoint (checkpoint_save_weights) whose
+ * every parameter is the element-wise mean of that parameter over paths[0..n) (n >= 1; summed in
+ * double, in argument order), with the config, SentencePiece model and training state of the
+ * LAST path (no Adam moments or EMA: it is evaluated, decoded or fine-tuned from, not resumed). train_run calls it for train.average_last (avg.ckpt; Polyak & Juditsky 1992 on
  * averaging iterates). Every checkpoint is
  * loaded on the CPU and must have the same tensors (names and shapes) as the last one.
  * Errors (message names the file): any checkpoint_load error; a checkpoint of another model

@@ -54,6 +54,11 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         Config c; /* the checkpoint's config */
         if (checkpoint_load(r->last, &r->model, &c, &r->spm, &r->st, (int)cfg->device, err))
             return STATUS_ERR;
+        if (r->st.weights_only)
+            return err_set(err, "--resume: %s holds the weights alone, without the optimizer's "
+                           "state (Adam's moments) that resuming needs; resume from the run's own "
+                           "last.ckpt, or start a new run from these weights with "
+                           "train.init_from = %s", r->last, r->last);
         /* keys that may change on resume; everything else must match the checkpoint */
         c.max_epochs = cfg->max_epochs, c.max_steps = cfg->max_steps, c.patience = cfg->patience;
         c.max_hours = cfg->max_hours;

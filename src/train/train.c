@@ -256,12 +256,9 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     fflush(stdout);
     Status bs = STATUS_OK;
     if (improved || uncounted) {
-        /* with EMA, best.ckpt holds the EMA weights as its parameters and no "ema/" records
-         * (the swapped-out buffer now holds the raw weights): a plain checkpoint to evaluate */
-        float *held = ps->ema;
-        if (ema) ps->ema = NULL;
-        bs = checkpoint_save(r->best, &r->model, cfg, r->spm, pos, err);
-        ps->ema = held;
+        /* weights only (no Adam moments; last.ckpt keeps them for --resume); with EMA the EMA
+         * weights are its parameters (the swapped-out buffer now holds the raw weights) */
+        bs = checkpoint_save_weights(r->best, &r->model, cfg, r->spm, pos, err);
     }
     if (ema) params_swap_ema(ps); /* back to the raw weights, bit for bit */
     *early_stop = cfg->patience > 0 && st->bad_epochs >= cfg->patience;
@@ -293,7 +290,8 @@ static Status end_epoch(Run *r, Rng rng, int *early_stop, Err *err) {
     if (cfg->keep_checkpoints > 0) {
         char path[1200];
         rundir_epoch_ckpt(path, sizeof path, r->dir, st->epoch);
-        if (checkpoint_save(path, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
+        /* weights only: train.average_last averages them; last.ckpt resumes */
+        if (checkpoint_save_weights(path, &r->model, cfg, r->spm, &next, err)) return STATUS_ERR;
         rundir_prune_epochs(r->dir, st->epoch, cfg->keep_checkpoints);
     }
     st->epoch_rng = rng;
