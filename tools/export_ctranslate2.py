@@ -506,7 +506,7 @@ def main(argv=None):
     ap.add_argument("--max-positions", type=int, default=1024,
                     help="rows of the position table: the longest source and translation, in "
                     "pieces, CTranslate2 can process (default 1024, CTranslate2's default "
-                    "max_input_length; the trainer itself decodes at most 2·250 + 10)")
+                    "max_input_length; the trainer has no such limit)")
     ap.add_argument("--force", action="store_true", help="replace --out if it exists")
     a = ap.parse_args(argv)
     try:

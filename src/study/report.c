@@ -571,7 +571,8 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
             b->name, K, t->resamples, BOOT_SEED, t->ncmp, ALPHA);
     fprintf(f, "| test set | config | seeds | BLEU | Δ vs %s | 95%% interval of Δ | p | "
                "adjusted p | verdict |\n|---|---|--:|--:|--:|---|--:|--:|---|\n", b->name);
-    int one_side = 0, no_var = 0;
+    int one_side = 0, no_var = 0, pooled = 0;
+    for (int k = 0; k < o->ntests; k++) pooled |= t->facts[k].pool.seed_df > 0;
     for (int k = 0; k < o->ntests; k++)
         for (int gi = 0; gi < t->ng; gi++) {
             if (gi == t->base) continue;
@@ -582,16 +583,18 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
             else snprintf(iv, sizeof iv, "[%+.2f, %+.2f]", s->st.lo, s->st.hi);
             if (isnan(s->st.p)) {
                 no_var = 1;
-                snprintf(pc, sizeof pc, "(%.4f ‡)", s->st.p_sentences);
+                char ps[24];
+                snprintf(pc, sizeof pc, "(%s ‡)", fmt_p(ps, sizeof ps, s->st.p_sentences, 0));
             } else fmt_p(pc, sizeof pc, s->st.p, s->st.p_mc);
             fmt_p(pa, sizeof pa, s->p_adj, 0);
             one_side |= t->g[gi].n == 1 || b->n == 1;
             fprintf(f, "| %s | %s | %d%s | %.2f | %+.2f | %s | %s | %s | %s |\n", o->tests[k],
-                    t->g[gi].name, t->g[gi].n, t->g[gi].n == 1 || b->n == 1 ? " †" : "",
+                    t->g[gi].name, t->g[gi].n,
+                    pooled && (t->g[gi].n == 1 || b->n == 1) ? " †" : "",
                     s->st.sys_bleu, s->st.delta, iv, pc, pa, v);
         }
     fprintf(f, "\n");
-    if (one_side)
+    if (one_side && pooled)
         fprintf(f, "† One seed on a side: that config's own spread across seeds is not measured; "
                    "the test takes the table's pooled seed variance. With one seed each, a "
                    "verdict is marked tentative.\n\n");

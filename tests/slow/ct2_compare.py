@@ -10,8 +10,8 @@ of source lines (the first N are used, default all). The SentencePiece model is 
 the checkpoint (read through tools/export_ctranslate2.py's reader), so both sides segment alike.
 
 How: `trainer translate` (greedy) once on all lines; CTranslate2's translate_batch with
-beam_size=1 on the SentencePiece pieces of each line, as the trainer decodes: a source cut at 250
-pieces (max_input_length=250), at most 2·S + 10 output tokens, no minimum length
+beam_size=1 on the SentencePiece pieces of each line, as the trainer decodes: the whole source
+(max_input_length=0, no cut), at most 2·S + 10 output tokens, no minimum length
 (min_decoding_length=0; CTranslate2's default of 1 forbids an empty translation), ending at
 </s> or <pad> (the trainer's translation also ends at a <pad>). A line's pieces are decoded to
 text as the trainer decodes its ids (the same SentencePiece model; <pad>, <s>, </s> dropped),
@@ -21,7 +21,7 @@ translated again by the trainer alone and compared up to that length.
 
 Output: one line per difference and a summary "ct2_compare: E of N lines equal (C capped at
 2·S + 10)". Exit 0 when every line is equal, 1 otherwise; errors (a tool that does not run) exit
-2. Sources: src/eval/translate.c (batching, the 2·S + 10 limit, the cut at 250 pieces),
+2. Sources: src/eval/translate.c (batching, the 2·S + 10 limit),
 src/eval/decode.c (greedy from BOS), CTranslate2's translate_batch documentation.
 """
 
@@ -34,7 +34,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 
 import export_ctranslate2 as ex  # noqa: E402
 
-MAX_SRC = 250  # TRANSLATE_MAX_SRC, src/eval/translate.h
 SPECIALS = (ex.TOKEN_PAD, ex.TOKEN_BOS, ex.TOKEN_EOS)  # dropped by spm_decode (src/data/spm.cc)
 
 
@@ -68,9 +67,9 @@ def main():
     sp.LoadFromSerializedProto(ex.Checkpoint(ckpt_path).read("spm"))
     ours = trainer_translate(trainer, ckpt_path, lines)
     tr = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1, intra_threads=1)
-    sources = [sp.encode(l, out_type=str)[:MAX_SRC] for l in lines]
+    sources = [sp.encode(l, out_type=str) for l in lines]
     longest = max(len(s) for s in sources)
-    res = tr.translate_batch(sources, beam_size=1, max_input_length=MAX_SRC,
+    res = tr.translate_batch(sources, beam_size=1, max_input_length=0,
                              max_decoding_length=2 * longest + 10, min_decoding_length=0,
                              end_token=["</s>", "<pad>"], return_end_token=True)
     equal = capped = 0
