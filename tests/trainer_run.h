@@ -602,14 +602,18 @@ TR_FN void tr_eval_argv(TrArgv *a, const char *ckpt, const char *src, const char
 }
 
 
+/* the work folder's name from tr_begin_slices, held until the test exits */
+static char *tr_work_name __attribute__((unused));
+
 /* Start of a slow test: line-buffered stdout, skip (exit 77) without data/multi30k, a fresh
  * work folder (test_tmpdir) holding the first ntrain training and nval validation pairs
- * (tr_make_slices). Returns the folder (malloc'd) and the start time in *t_start. */
+ * (tr_make_slices). Returns the folder's name (malloc'd once, valid until the test exits; the
+ * caller does not free it) and the start time in *t_start. */
 TR_FN char *tr_begin_slices(const char *test, double *t_start, long ntrain, long nval) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     *t_start = tr_now();
     tr_require_data(test);
-    char *work = strdup(test_tmpdir());
+    char *work = tr_work_name = strdup(test_tmpdir());
     printf("%s: working in %s (threads = 1)\n", test, work);
     tr_make_slices(work, ntrain, nval);
     return work;

@@ -194,6 +194,5 @@ int main(void) {
         tr_metrics_free(&mt);
     }
     int v = tr_finish(test, t0);
-    free(work);
     return v;
 }

@@ -66,6 +66,5 @@ int main(void) {
            tr_file_contains(log, "CRC32"), "the message names rank 1, data.train_src and CRC32");
     if (test_failures) tr_print_tail(log, 30);
     int v = tr_finish(test, t0);
-    free(work);
     return v;
 }

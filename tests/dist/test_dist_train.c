@@ -56,6 +56,5 @@ int main(void) {
     tr_argv_free(&a);
     tr_argv_free(&e);
     int v = tr_finish(test, t0);
-    free(work);
     return v;
 }
