@@ -2,11 +2,14 @@
  * lists, sampling, --out, --json, several references, --help.
  *
  * Data: the first 2000 training and 100 validation pairs of Multi30k, tests/fixtures/tiny.ini,
- * one thread; A is one epoch of it (A/best.ckpt), D the same with data.vocab_size = 400 (another
- * SentencePiece model). The input is the 100 validation sources.
+ * one thread; A is one epoch of it (A/best.ckpt), B the same with another seed in another folder
+ * (its SentencePiece model, trained there, is A's vocabulary in a file that names another
+ * folder), D the same with data.vocab_size = 400 (another SentencePiece model). The input is the
+ * 100 validation sources.
  *   - eval --help and translate --help print their usage and exit 0;
  *   - an ensemble of A with itself translates as A alone, byte for byte, greedy and with beam 3;
- *     an ensemble of A and D is refused, naming the SentencePiece model;
+ *     an ensemble of A and B translates (one vocabulary, files that differ in their paths); an
+ *     ensemble of A and D is refused, naming the SentencePiece model;
  *   - --nbest 3: three lines "i ||| translation ||| score" for each input line i (from 0), the
  *     scores non-increasing, the first hypothesis the --beam 3 translation;
  *   - --sample topk:5 --seed 1 twice gives the same output, --seed 2 another; topk:1 is greedy
@@ -87,6 +90,13 @@ int main(void) {
     EXPECT(tr_train(g_work, dD, TIMEOUT, NULL, "--set", "train.max_epochs=1", "--set",
                     "data.vocab_size=400", NULL) == 0,
            "training D failed");
+    const char *dB = test_strdup(tr_fmt("%s/B", g_work));
+    EXPECT(tr_train(g_work, dB, TIMEOUT, NULL, "--set", "train.max_epochs=1", "--set",
+                    "train.seed=2", NULL) == 0,
+           "training B failed");
+    EXPECT(!test_files_equal(tr_fmt("%s/spm.model", dA), tr_fmt("%s/spm.model", dB)),
+           "A's and B's spm.model are the same bytes: the ensemble below would not test that "
+           "one vocabulary trained in two folders is one model");
     const char *A = test_strdup(tr_fmt("%s/best.ckpt", dA));
     const char *AA = test_strdup(tr_fmt("%s,%s", A, A));
     const char *AD = test_strdup(tr_fmt("%s,%s/best.ckpt", A, dD));
@@ -104,6 +114,10 @@ int main(void) {
     EXPECT(rc == 0 && test_files_equal(out, o2),
            "beam 3: the ensemble of A with itself should translate as A (exit %d)", rc);
     const char *beam3 = out;
+    rc = run(src, &out, &err, "translate", "--checkpoint",
+             tr_fmt("%s,%s/best.ckpt", A, dB), NULL);
+    EXPECT(rc == 0 && tr_count_lines(out) == 100, "an ensemble of A and B (one vocabulary, "
+           "SentencePiece files trained in two folders) should translate (exit %d)", rc);
     rc = run(src, &out, &err, "translate", "--checkpoint", AD, NULL);
     EXPECT(rc == 1 && tr_file_contains(err, "another SentencePiece model"),
            "an ensemble of two SentencePiece models should be refused (exit %d)", rc);
