@@ -165,14 +165,6 @@ Status cli_check_long_lines(char **src, long n, long first, long limit, int crop
 
 /* 1 when the SentencePiece models a and b serialise to the same bytes (0 also when one cannot
  * be serialised). */
-/* 1 when a and b segment alike (spm_hash: the vocabulary and the normaliser, not the paths a
- * model was trained at, so that runs of one vocabulary trained in two folders ensemble). */
-static int same_spm(const Spm *a, const Spm *b) {
-    uint64_t x = 0, y = 0;
-    Err err;
-    return !spm_hash(a, &x, &err) && !spm_hash(b, &y, &err) && x == y;
-}
-
 int cli_load_models(const char *list, int device, int threads, Model *models, int *n,
                     Config *cfg, Spm **spm, const char *cmd) {
     char buf[4096];
@@ -215,7 +207,9 @@ int cli_load_models(const char *list, int device, int threads, Model *models, in
         if (*n == 0) {
             *cfg = c, *spm = s, first = tok;
         } else {
-            int same = same_spm(*spm, s);
+            int same = 0;
+            Err e;
+            spm_same(*spm, s, &same, &e); /* an error leaves same = 0: refused below */
             spm_free(s);
             (*n)++;
             if (!same || models[*n - 1].be != models[0].be) {

@@ -47,20 +47,16 @@ static void kh_update(KeyHash *h, const void *p, size_t n) {
 
 Status encoded_key(uint64_t *key, const char *const *src, const char *const *tgt, long n,
                    const Spm *s, Err *err) {
-    void *model = NULL;
-    size_t model_n = 0;
-    if (spm_serialize(s, &model, &model_n, err) != STATUS_OK) return STATUS_ERR;
+    uint64_t model = 0;
+    if (spm_hash(s, &model, err) != STATUS_OK) return STATUS_ERR;
     KeyHash h = {0xcbf29ce484222325ULL /* FNV offset basis */, crc32(0L, Z_NULL, 0)};
-    uint64_t mn = model_n;
     int64_t nn = n;
-    kh_update(&h, &mn, sizeof mn);
-    kh_update(&h, model, model_n);
+    kh_update(&h, &model, sizeof model);
     kh_update(&h, &nn, sizeof nn);
     for (long i = 0; i < n; i++) { /* each string with its terminating NUL as separator */
         kh_update(&h, src[i], strlen(src[i]) + 1);
         kh_update(&h, tgt[i], strlen(tgt[i]) + 1);
     }
-    free(model);
     *key = h.fnv ^ ((uint64_t)(h.crc & 0xffffffffu) << 32);
     return STATUS_OK;
 }

@@ -36,8 +36,10 @@ typedef struct {
  * (For tests and the start-up log; not thread-safe.) */
 extern int encoded_last_was_cache_hit;
 
-/* The cache key: a 64-bit combination of FNV-1a-64 and CRC32 over the serialized model bytes and
- * all input text (n, then every src[i] and tgt[i] with separators). Errors: spm_serialize's. */
+/* The cache key: a 64-bit combination of FNV-1a-64 and CRC32 over the model's spm_hash (its
+ * vocabulary and normaliser, not the paths it was trained at: one vocabulary trained in two
+ * folders shares a cache) and all input text (n, then every src[i] and tgt[i] with separators).
+ * Errors: spm_hash's. */
 Status encoded_key(uint64_t *key, const char *const *src, const char *const *tgt, long n,
                    const Spm *s, Err *err);
 

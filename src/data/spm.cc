@@ -550,4 +550,12 @@ void spm_free(Spm *s) {
     }
 }
 
+Status spm_same(const Spm *a, const Spm *b, int *same, Err *err) {
+    uint64_t x = 0, y = 0;
+    *same = 0;
+    if (spm_hash(a, &x, err) || spm_hash(b, &y, err)) return STATUS_ERR;
+    *same = x == y;
+    return STATUS_OK;
+}
+
 }  // extern "C"

@@ -66,6 +66,8 @@ int spm_vocab_size(const Spm *s); /* pieces in the model (ids 0 .. size-1); no e
  * vocabulary trained in two folders hashes equal. Errors: SentencePiece's serialisation failure,
  * a model that does not re-serialise to well-formed protobuf. */
 Status spm_hash(const Spm *s, uint64_t *hash, Err *err);
+/* *same = 1 when a and b segment alike (equal spm_hash), else 0. Errors: spm_hash's. */
+Status spm_same(const Spm *a, const Spm *b, int *same, Err *err);
 
 /* Encodes text into malloc'd ids (*ids, *n; *ids is non-NULL even when *n == 0). No BOS/EOS.
  * Errors: SentencePiece's (the message quotes it). */

@@ -15,18 +15,6 @@ static const char *shape_text(const ParamSpec *s, char *buf, size_t n) {
     return buf;
 }
 
-/* STATUS_OK when the SentencePiece models a and b serialise to the same bytes. */
-static Status same_spm(const Spm *a, const Spm *b, int *same, Err *err) {
-    void *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    Status s = spm_serialize(a, &x, &nx, err);
-    if (!s) s = spm_serialize(b, &y, &ny, err);
-    *same = !s && nx == ny && memcmp(x, y, nx) == 0;
-    free(x);
-    free(y);
-    return s;
-}
-
 Status init_from_checkpoint(Config *cfg, const char *dir, const Backend *be, Model *m, Spm **spm,
                             Err *err) {
     const char *path = cfg->init_from;
@@ -70,7 +58,7 @@ Status init_from_checkpoint(Config *cfg, const char *dir, const Backend *be, Mod
     if (!s && cfg->spm_model[0]) {
         s = spm_load(&given, cfg->spm_model, err);
         if (s) err_prefix(err, "data.spm_model");
-        if (!s) s = same_spm(given, sspm, &same, err);
+        if (!s) s = spm_same(given, sspm, &same, err);
         if (!s && !same)
             s = err_set(err, "data.spm_model = %s is not the SentencePiece model of "
                         "train.init_from = %s (a fine-tuned run keeps the checkpoint's, whose ids "

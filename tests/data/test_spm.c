@@ -248,7 +248,8 @@ int main(void) {
     free(bytes);
 
     /* --- spm_hash: the same vocabulary trained in another folder hashes equal, though its file
-     * differs (the trainer spec records model_prefix); another vocabulary size does not -------- */
+     * differs (the trainer spec records model_prefix), and so does its corpus cache key; another
+     * vocabulary size does not -------------------------------------------------------------- */
     {
         char dir2[1100], prefix2[1200], model2[1300], prefix3[1200], model3[1300];
         snprintf(dir2, sizeof dir2, "%s/elsewhere", tmp);
@@ -278,6 +279,16 @@ int main(void) {
                    (unsigned long long)h1, (unsigned long long)h2);
             EXPECT(h3 != h1, "vocabularies of %d and %d pieces hash equal (%016llx)", V, V - 20,
                    (unsigned long long)h1);
+            /* the corpus cache's key follows the hash: one cache for both, another for m3 */
+            const char *ks[1] = {"ein Hund"}, *kt[1] = {"a dog"};
+            uint64_t k1 = 0, k2 = 0, k3 = 0;
+            EXPECT(encoded_key(&k1, ks, kt, 1, s, &err) == STATUS_OK &&
+                       encoded_key(&k2, ks, kt, 1, m2, &err) == STATUS_OK &&
+                       encoded_key(&k3, ks, kt, 1, m3, &err) == STATUS_OK, "encoded_key: %s",
+                   err.msg);
+            EXPECT(k1 == k2 && k1 != k3, "cache keys: one vocabulary in two folders %016llx and "
+                   "%016llx (want equal), another vocabulary %016llx (want different)",
+                   (unsigned long long)k1, (unsigned long long)k2, (unsigned long long)k3);
         }
         spm_free(m2);
         spm_free(m3);
