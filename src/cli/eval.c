@@ -50,8 +50,9 @@ void cli_eval_usage(FILE *f) {
             "      --out FILE     write the translations, one a line\n"
             "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --json         print only a JSON object on stdout (the lines above go to\n"
-            "                     stderr): bleu, chrf, ppl (ppl_models for an ensemble;\n"
-            "                     null when it overflowed),\n"
+            "                     stderr): bleu, chrf, ppl (for an ensemble ppl_models,\n"
+            "                     one a model, and models, their count; a ppl is null\n"
+            "                     when it overflowed),\n"
             "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
             "                     bleu_signature, chrf_signature\n");
 }

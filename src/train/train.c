@@ -98,7 +98,8 @@ static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus
 
 /* Progress since the last log line. */
 typedef struct {
-    double loss, t;      /* summed loss of the finite steps (nats); when the interval began */
+    double loss, t; /* summed loss of the finite steps (nats); when the interval began, moved
+                     * later by the time validations and checkpoints took within it */
     long tok, tokens_all, steps; /* their target tokens; every step's source + target tokens */
     double t_compute, t_sum; /* seconds of rank 0's forward + backward, and of the sums */
     long batches;        /* the steps' batches (train.accum_steps a step) */
@@ -457,8 +458,10 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
              * the run: it saves at once) */
             if (cfg->valid_every > 0 && st->step % cfg->valid_every == 0 && !stop_signal) {
                 Status vs = STATUS_OK; /* rank 0 validates and saves; the others wait */
+                double t0 = now_seconds();
                 if (lead) vs = validate_at_step(r, done, &stop, err);
                 if (ranks_follow_lead(vs, st, &stop, err)) goto cleanup;
+                win.t += now_seconds() - t0; /* tok/s and the ETA count training alone */
                 if (stop) break; /* early stopping: last.ckpt is written */
             }
             /* the limit that ends the run after this step, if any (named in the message) */
@@ -482,10 +485,12 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
                     int patience_out; /* the run ends here all the same */
                     sv = validate_now(r, &pos, &patience_out, err);
                 }
+                double t0 = now_seconds();
                 if (lead && !sv) sv = checkpoint_save(r->last, &r->model, cfg, r->spm, &pos, err);
                 if (ranks_agree(sv, validate ? "rank 0's validation and checkpoint"
                                              : "rank 0's checkpoint", err))
                     goto cleanup;
+                win.t += now_seconds() - t0;
                 if (stop_signal) {
                     printf("%s: finished step %ld, saved %s; continue with --resume\n",
                            g_stop_signal ? signal_name(g_stop_signal) : "a signal (on another "
@@ -508,9 +513,11 @@ Status train_run(const Config *cfg_in, int resume, Err *err) {
         }
         if (stop) break;
         Status es = STATUS_OK; /* rank 0 validates and saves; the others wait for its state */
+        double t0 = now_seconds();
         if (lead) es = end_epoch(r, rng, &stop, err);
         else batch_plan_free(&r->plan);
         if (ranks_follow_lead(es, st, &stop, err)) goto cleanup;
+        win.t += now_seconds() - t0;
         if (stop) break; /* early stopping */
         if (hours_at_epoch_end) { /* end_epoch validated and saved */
             printf("reached train.max_hours = %g at the end of epoch %d; saved %s\n",

@@ -12,13 +12,56 @@
  *     with a GPU the check is skipped), exits 1 saying that no usable GPU was found, and does
  *     not call the checkpoint corrupt;
  *   - --len-penalty with greedy decoding is refused by translate and eval (exit 2, naming --beam),
- *     as with --sample; with --beam 2 it is taken.
+ *     as with --sample; with --beam 2 it is taken;
+ *   - every key of eval --json (one model, and an ensemble of two) and of score --json is named
+ *     in that command's --help.
  */
+#include <ctype.h>
+
 #include "trainer_run.h"
 
 #include "ops/ops.h"
 
 #define TIMEOUT 120.0
+
+/* The keys of the JSON object `line` that the --json paragraph of the help text in the file
+ * `help` (from "--json" to the next line that starts an option) does not name as a word, written
+ * comma-separated into `missing`; returns their count (0: all documented), -1 when the help has
+ * no --json. */
+static int undocumented_keys(const char *line, const char *help, char *missing, size_t n) {
+    char *all = test_read_file(help, NULL), *text = all ? strstr(all, "\n      --json ") : NULL;
+    char *next = text ? strstr(text + 1, "\n      -") : NULL;
+    if (next) *next = 0;
+    int count = 0;
+    missing[0] = 0;
+    for (const char *p = line; text && (p = strchr(p, '"'));) {
+        const char *q = strchr(p + 1, '"');
+        if (!q) break;
+        const char *after = q + 1;
+        while (*after == ' ') after++;
+        if (*after == ':') { /* a key, not a string value */
+            char key[64];
+            size_t len = (size_t)(q - p - 1) < sizeof key - 1 ? (size_t)(q - p - 1)
+                                                                 : sizeof key - 1;
+            memcpy(key, p + 1, len);
+            key[len] = 0;
+            int found = 0;
+            for (const char *h = text; !found && (h = strstr(h, key)); h += len) {
+                int left = h == text || !(isalnum((unsigned char)h[-1]) || h[-1] == '_');
+                int right = !(isalnum((unsigned char)h[len]) || h[len] == '_');
+                found = left && right;
+            }
+            if (!found) {
+                size_t used = strlen(missing);
+                snprintf(missing + used, n - used, "%s%s", count ? ", " : "", key);
+                count++;
+            }
+        }
+        p = q + 1;
+    }
+    free(all);
+    return text ? count : -1;
+}
 
 int main(void) {
     double t_start;
@@ -106,5 +149,28 @@ int main(void) {
                 "--len-penalty", "0.6", NULL);
     EXPECT(rc == 0 && tr_count_lines(out) == 100,
            "translate --beam 2 --len-penalty 0.6 should translate (exit %d)", rc);
+
+    /* ---- every --json key is in the help ---- */
+    const char *help = test_strdup(tr_fmt("%s/eval_help.txt", work));
+    rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "eval", "--help", NULL);
+    EXPECT(rc == 0 && rename(out, help) == 0, "eval --help: exit %d", rc);
+    const char *ens = test_strdup(tr_fmt("%s,%s", ck, ck));
+    const char *models[] = {ck, ens};
+    char missing[512];
+    for (int i = 0; i < 2; i++) {
+        rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "eval", "--checkpoint", models[i], "--src",
+                    src, "--ref", ref, "--json", NULL);
+        int m = rc == 0 ? undocumented_keys(tr_last_line(out), help, missing, sizeof missing)
+                        : -1;
+        EXPECT(m == 0, "eval --json%s (exit %d): keys missing from eval --help: %s",
+               i ? " of an ensemble" : "", rc, m > 0 ? missing : "(no JSON)");
+    }
+    rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "score", "--help", NULL);
+    EXPECT(rc == 0 && rename(out, help) == 0, "score --help: exit %d", rc);
+    rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "score", "--checkpoint", ck, "--src", src,
+                "--ref", ref, "--json", NULL);
+    int m = rc == 0 ? undocumented_keys(tr_last_line(out), help, missing, sizeof missing) : -1;
+    EXPECT(m == 0, "score --json (exit %d): keys missing from score --help: %s", rc,
+           m > 0 ? missing : "(no JSON)");
     return tr_finish("test_cli_options", t_start);
 }

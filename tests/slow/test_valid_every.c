@@ -9,7 +9,10 @@
  *      then early stopping after one validation without a better chrF ("validations", not
  *      "epochs"); best.ckpt written at step 10.
  *   V2 valid_every = 7, max_steps = 30, early_stop_metric = ppl: "val" lines at steps 7, 14, 21
- *      and 28 alone; the log names the best perplexity; 30 steps logged.
+ *      and 28 alone; the log names the best perplexity; 30 steps logged; the tok/s of the steps
+ *      right after a validation (8, 15, 22, 29) count training alone: their median is at least
+ *      0.4 of the other steps' (a validation inside the window makes it about 0.1; the console's
+ *      epoch ETA comes from the same window).
  *   V3 one epoch with accum_steps = 1 (N steps) and with accum_steps = 2: ceil(N / 2) optimizer
  *      steps, logged once each from 1, and the epoch's validation at that step.
  *   V4 accum_steps = 2 stopped at max_steps = 5 (mid-epoch), then --resume to the end of the
@@ -38,6 +41,31 @@ static int val_steps(const char *dir, long *steps, int max, int *n, long *train_
     for (long i = 0; i < m.n; i++) *consecutive &= m.steps[i].step == i + 1;
     tr_metrics_free(&m);
     return 0;
+}
+
+/* The median of the tok_s of the "train" lines of dir's metrics.jsonl whose step is (after = 1)
+ * or is not (after = 0) one past a multiple of every; -1 if none. */
+static double median_tok_s(const char *dir, int every, int after) {
+    char *t = test_read_file(tr_fmt("%s/metrics.jsonl", dir), NULL);
+    double v[256];
+    int n = 0;
+    for (char *line = t; line && *line && n < 256;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        double step, tps;
+        if (strstr(line, "\"train\"") && tr_json_number(line, "step", &step) &&
+            tr_json_number(line, "tok_s", &tps) && step > 1 &&
+            ((long)step % every == 1) == after)
+            v[n++] = tps;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(t);
+    for (int i = 1; i < n; i++) /* insertion sort */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
+    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : -1;
 }
 
 int main(void) {
@@ -72,6 +100,11 @@ int main(void) {
                    consecutive,
                "V2: validations at steps 7, 14, 21, 28 and steps 1..30 expected; %d validations, "
                "%ld steps", n, lines);
+    double after = median_tok_s(d2, 7, 1), others = median_tok_s(d2, 7, 0);
+    printf("V2: median tok/s %.0f after a validation, %.0f otherwise\n", after, others);
+    EXPECT(after > 0 && others > 0 && after >= 0.4 * others,
+           "V2: tok/s after a validation %.0f, otherwise %.0f: the validation's time should not "
+           "count as training time", after, others);
     EXPECT(tr_file_contains(log, "(best perplexity ") &&
                tr_file_contains(log, "best validation perplexity"),
            "V2: the log should give the best perplexity");
