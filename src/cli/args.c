@@ -101,7 +101,15 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
             if (tokens) a->dec.batch_tokens = (int)k;
             else a->dec.batch_size = (int)k;
         }
-        else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--concat") && i + 1 < argc) {
+            long k = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || k < 1 || k > 4096) {
+                fprintf(stderr, "trainer %s: --concat %s: give 1 to 4096 lines an example\n",
+                        cmd, argv[i]);
+                return 2;
+            }
+            a->concat = (int)k;
+        } else if (!strcmp(argv[i], "--nbest") && i + 1 < argc) {
             long k = strtol(argv[++i], &end, 10);
             if (*end || end == argv[i] || k < 1 || k > 64) {
                 fprintf(stderr, "trainer %s: --nbest %s: give 1 to 64 hypotheses\n", cmd,

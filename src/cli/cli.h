@@ -63,6 +63,8 @@ typedef struct {
     int stream;               /* --stream (translate): each line translated as it arrives */
     int alignment;            /* --alignment (translate): " ||| i-j ..." after each line */
     int normalize;            /* --normalize (score): the mean log-probability per token */
+    int concat;               /* --concat K (eval): lines joined K at a time; 0 = the
+                               * checkpoint's data.concat */
     const char *input, *output; /* --input FILE, --output FILE (translate): instead of
                                * standard input / output */
     DecodeOpts dec;           /* --beam, --len-penalty, --nbest, --sample, --seed,

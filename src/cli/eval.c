@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "data/corpus.h"
 #include "data/encoded.h"
+#include "data/prepare.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
 #include "train/checkpoint.h"
@@ -28,7 +29,7 @@ void cli_eval_usage(FILE *f) {
             "  trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...\n"
             "               [--beam K] [--len-penalty A] [--out FILE] [--json]\n"
             "               [--device cpu|cuda] [--threads N] [--crop-long]\n"
-            "               [--batch-tokens N] [--batch-size N]\n"
+            "               [--batch-tokens N] [--batch-size N] [--concat K]\n"
             "      translate --src and score it against the references: BLEU and chrF as\n"
             "      sacreBLEU computes them by default (its signature lines; several --ref as\n"
             "      sacreBLEU takes several references) and the perplexity of the first --ref;\n"
@@ -47,12 +48,20 @@ void cli_eval_usage(FILE *f) {
             "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
             "                     log-probabilities at each step (one SentencePiece model);\n"
             "                     its perplexity is given per model\n"
-            "      --out FILE     write the translations, one a line\n"
+            "      --concat K     join K lines an example with \" " CORPUS_SEP " \" between\n"
+            "                     them (default: the model's data.concat): BLEU and chrF\n"
+            "                     score the examples as documents, the separators left\n"
+            "                     out, and a sentence BLEU the translations split at the\n"
+            "                     separators, over the examples that split into K lines\n"
+            "      --out FILE     write the translations, one a line (an example a line\n"
+            "                     when joined)\n"
             "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
             "      --json         print only a JSON object on stdout (the lines above go to\n"
             "                     stderr): bleu, chrf, ppl (for an ensemble ppl_models,\n"
             "                     one a model, and models, their count; a ppl is null\n"
             "                     when it overflowed),\n"
+            "                     with joined lines concat, split_mismatches (examples\n"
+            "                     that did not split right) and bleu_split (null: none did),\n"
             "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
             "                     bleu_signature, chrf_signature\n");
 }
@@ -174,6 +183,32 @@ int cmd_eval(int argc, char **argv) {
         if (empty) fprintf(stderr, " (%ld empty: an empty translation each)", empty);
         fprintf(stderr, "\n");
     }
+    /* joined examples: the model's data.concat, or --concat */
+    int k = a.concat ? a.concat : cfg.concat > 0 ? cfg.concat : 1;
+    long nsent = n;
+    if (k > 1) {
+        if (prepare_check_sep(spm, k, a.checkpoint, &err)) goto done;
+        char **j;
+        long nj;
+        if (corpus_join_lines(src, n, k, &j, &nj, &err)) {
+            err_prefix(&err, "--src %s", a.src);
+            goto done;
+        }
+        corpus_free_lines(src, n);
+        src = j;
+        for (int r = 0; r < a.nrefs; r++) {
+            if (corpus_join_lines(ref[r], n, k, &j, &nj, &err)) {
+                err_prefix(&err, "--ref %s", a.refs[r]);
+                goto done;
+            }
+            corpus_free_lines(ref[r], n);
+            ref[r] = j, nref[r] = nj;
+        }
+        n = nj;
+        if (!a.json)
+            fprintf(stderr, "eval: joined %d lines an example (%s): %ld examples\n", k,
+                    a.concat ? "--concat" : "the model's data.concat", n);
+    }
     if (encoded_build(&e, (const char *const *)src, (const char *const *)ref[0], n, spm, NULL,
                       &err))
         goto done;
@@ -199,8 +234,14 @@ int cmd_eval(int argc, char **argv) {
                 "tokens the model reads (model.linformer_max_len)\n", cropped_tok,
                 cropped_tok == 1 ? "" : "s", a.src, lim);
     const char *const *const *rr = (const char *const *const *)ref;
-    BleuScore b = bleu_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
-    double chrf = chrf_corpus_refs((const char *const *)hyp, rr, a.nrefs, n);
+    JoinedScore jd = {0};
+    if (k > 1) {
+        metrics_joined_score(&jd, hyp, ref, a.nrefs, n, k, nsent);
+        rr = (const char *const *const *)jd.doc_ref;
+    }
+    const char *const *hh = (const char *const *)(k > 1 ? jd.doc_hyp : hyp);
+    BleuScore b = bleu_corpus_refs(hh, rr, a.nrefs, n);
+    double chrf = chrf_corpus_refs(hh, rr, a.nrefs, n);
     if (a.out) { /* one line for each line of --src */
         size_t len = 0, cap = 1;
         for (long i = 0; i < n; i++) cap += strlen(hyp[i]) + 1;
@@ -221,6 +262,17 @@ int cmd_eval(int argc, char **argv) {
             "ref_len = %ld)\n", bsig, b.score, b.precisions[0], b.precisions[1], b.precisions[2],
             b.precisions[3], b.bp, b.ratio, b.hyp_len, b.ref_len);
     fprintf(human, "chrF2|%s = %.2f\n", csig, chrf);
+    if (k > 1) {
+        fprintf(human, "(BLEU and chrF of the %ld documents of %d lines, the separators left "
+                "out)\n", n, k);
+        if (jd.nsplit)
+            fprintf(human, "sentence BLEU (translations split at %s) = %.2f over the %ld "
+                    "sentences of %ld of %ld examples; %ld had another number of separators\n",
+                    CORPUS_SEP, jd.split.score, jd.nsplit, n - jd.mismatches, n, jd.mismatches);
+        else
+            fprintf(human, "sentence BLEU: none; every one of the %ld translations has another "
+                    "number of separators than its source\n", n);
+    }
     char pt[32];
     if (nm == 1) {
         fprintf(human, "perplexity = %s\n", metrics_ppl_text(pt, sizeof pt, ppl[0], 3));
@@ -249,12 +301,19 @@ int cmd_eval(int argc, char **argv) {
                 printf("%s%s", i ? ", " : "", json_ppl(pt, sizeof pt, ppl[i]));
             printf("], \"models\": %d, ", nm);
         }
+        if (k > 1) {
+            printf("\"concat\": %d, \"split_mismatches\": %ld, \"bleu_split\": ", k,
+                   jd.mismatches);
+            if (jd.nsplit) printf("%.4f, ", jd.split.score);
+            else printf("null, ");
+        }
         printf("\"sentences\": %ld, \"seconds\": %.3f, \"beam\": %d, \"len_penalty\": %g, "
                "\"threads\": %d, \"nrefs\": %d, \"bleu_signature\": \"%s\", "
                "\"chrf_signature\": \"%s\"}\n", n, secs, a.dec.beam,
                (double)a.dec.len_penalty, threads, a.nrefs, bsig, csig);
     }
     rc = 0;
+    metrics_joined_free(&jd, a.nrefs, n);
 done:
     if (rc) fprintf(stderr, "trainer: %s\n", err.msg);
     free_lines(hyp, n);

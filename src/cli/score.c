@@ -65,7 +65,7 @@ int cmd_score(int argc, char **argv) {
                          : a.dec.sample ? "--sample" : a.seed_set ? "--seed"
                          : a.stream ? "--stream" : a.alignment ? "--alignment"
                          : a.input ? "--input" : a.output ? "--output" : a.out ? "--out"
-                         : a.dec.beam > 1 ? "--beam" : NULL;
+                         : a.dec.beam > 1 ? "--beam" : a.concat ? "--concat" : NULL;
     if (theirs) {
         fprintf(stderr, "trainer score: %s belongs to translate or eval (score reads the "
                 "references it is given)\n", theirs);

@@ -231,9 +231,10 @@ int cmd_translate(int argc, char **argv) {
         cli_translate_usage(stdout);
         return 0;
     }
-    if (a.json || a.out) {
+    if (a.json || a.out || a.concat) {
         fprintf(stderr, "trainer translate: %s belongs to eval (translate writes standard "
-                "output, or --output FILE)\n", a.json ? "--json" : "--out");
+                "output, or --output FILE, a line for each input line; join lines with \" "
+                CORPUS_SEP " \" yourself)\n", a.json ? "--json" : a.out ? "--out" : "--concat");
         return 2;
     }
     if (a.normalize) {

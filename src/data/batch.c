@@ -139,8 +139,10 @@ void batch_plan_free(BatchPlan *p) {
 
 void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T) {
     *B = batch_tokens / 3; /* the shortest pair: 1 source token, 1 target token + EOS */
-    *S = max_len;
-    *T = max_len + 1;
+    *S = max_len < batch_tokens - 2 ? max_len : batch_tokens - 2; /* and B·(S + T) fits */
+    *T = max_len + 1 < batch_tokens - 1 ? max_len + 1 : batch_tokens - 1;
+    if (*S < 1) *S = 1;
+    if (*T < 2) *T = 2;
 }
 
 void batch_alloc(TokenBatch *tb, int B, int S, int T, long NS, long NT) {

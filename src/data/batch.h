@@ -51,7 +51,9 @@ BatchBounds batch_plan_bounds(const BatchPlan *p, const Encoded *e);
  * normaliser of the global loss). Units: tokens, sentence positions in idx. No errors. */
 long batch_shard(const Encoded *e, const long *idx, int B, int rank, int world, int *lo, int *hi);
 /* Capacity bounds of any batch batch_plan can make with these settings: B, S, T at most *B, *S,
- * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). No errors. */
+ * *T, and B·S, B·T at most batch_tokens (for batch_alloc and model_reserve). S ≤ max_len and
+ * T ≤ max_len + 1 (EOS), each also within one pair of batch_tokens (S ≤ batch_tokens − 2,
+ * T ≤ batch_tokens − 1) when max_len is longer than a batch holds. No errors. */
 void batch_bounds(int batch_tokens, int max_len, int *B, int *S, int *T);
 /* Allocates tb's host arrays once for batches of up to B sentences, S source and T target
  * positions, NS = B·S and NT = B·T tokens (padding included); batch_fill never allocates.

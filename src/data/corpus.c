@@ -469,3 +469,77 @@ void corpus_print_summary(const Corpus *c, const char *label, FILE *f) {
             lim, s->skipped_utf8, s->crlf_stripped, s->bom_stripped, extra,
             s->kept == 0 ? " (no usable pairs)" : "");
 }
+
+/* Joins items[0..n) k at a time into *out (ceil(n / k) strings), naming `what` i + 1 in the error
+ * about a sentence that already holds the separator. */
+static Status join_groups(char *const *items, long n, int k, const char *what, char ***out,
+                          long *nout, Err *err) {
+    *out = NULL, *nout = 0;
+    if (k < 1) return err_set(err, "data.concat = %d: join at least 1 sentence a line", k);
+    for (long i = 0; i < n && k > 1; i++)
+        if (strstr(items[i], CORPUS_SEP))
+            return err_set(err, "%s %ld holds \"%s\", the separator of data.concat between "
+                           "joined sentences; remove it from the text, or train with "
+                           "data.concat = 1", what, i + 1, CORPUS_SEP);
+    long m = (n + k - 1) / k;
+    char **o = xmalloc((size_t)(m ? m : 1) * sizeof *o);
+    const size_t sep = strlen(" " CORPUS_SEP " ");
+    for (long g = 0; g < m; g++) {
+        long a = g * k, b = a + k < n ? a + k : n;
+        size_t len = 1;
+        for (long i = a; i < b; i++) len += strlen(items[i]) + sep;
+        char *t = xmalloc(len), *w = t;
+        for (long i = a; i < b; i++) {
+            if (i > a) w += sprintf(w, " " CORPUS_SEP " ");
+            w += sprintf(w, "%s", items[i]);
+        }
+        o[g] = t;
+    }
+    *out = o, *nout = m;
+    return STATUS_OK;
+}
+
+Status corpus_join_lines(char *const *lines, long n, int k, char ***out, long *nout, Err *err) {
+    return join_groups(lines, n, k, "line", out, nout, err);
+}
+
+Status corpus_concat(Corpus *c, int k, Err *err) {
+    if (k == 1) return STATUS_OK;
+    char **src, **tgt;
+    long ns, nt;
+    if (join_groups(c->src, c->n, k, "source sentence", &src, &ns, err)) return STATUS_ERR;
+    if (join_groups(c->tgt, c->n, k, "target sentence", &tgt, &nt, err)) {
+        corpus_free_lines(src, ns);
+        return STATUS_ERR;
+    }
+    CorpusStats st = c->stats;
+    corpus_free(c);
+    c->n = ns, c->src = src, c->tgt = tgt, c->stats = st;
+    return STATUS_OK;
+}
+
+char *corpus_split_joined(const char *line, int *nparts, char **parts, int max_parts) {
+    const size_t sl = strlen(CORPUS_SEP);
+    char *doc = xmalloc(strlen(line) + 1), *w = doc;
+    int count = 0;
+    for (const char *part = line;;) {
+        const char *sep = strstr(part, CORPUS_SEP);
+        const char *a = part, *b = sep ? sep : part + strlen(part);
+        if (count) while (a < b && *a == ' ') a++; /* the spaces next to a separator */
+        if (sep) while (b > a && b[-1] == ' ') b--;
+        if (parts && count < max_parts) {
+            parts[count] = xmalloc((size_t)(b - a) + 1);
+            memcpy(parts[count], a, (size_t)(b - a));
+            parts[count][b - a] = 0;
+        }
+        count++;
+        if (w > doc && b > a) *w++ = ' ';
+        memcpy(w, a, (size_t)(b - a));
+        w += b - a;
+        if (!sep) break;
+        part = sep + sl;
+    }
+    *w = 0;
+    *nparts = count;
+    return doc;
+}

@@ -83,6 +83,32 @@ Status corpus_load(Corpus *c, const char *src_path, const char *tgt_path, long m
  * label may be NULL ("corpus"). No errors. */
 void corpus_print_summary(const Corpus *c, const char *label, FILE *f);
 
+/* The text between two joined sentences (data.concat): the piece CORPUS_SEP with a space on
+ * each side. A joint SentencePiece model trained for joined examples holds CORPUS_SEP as a
+ * user-defined symbol (one piece, never split). */
+#define CORPUS_SEP "<sep>"
+
+/* Joins the pairs of c into groups of k consecutive pairs in order (the last group may hold
+ * fewer): each side of group g becomes its sentences joined by " " CORPUS_SEP " ", so that
+ * c->n becomes ceil(n / k); k = 1 changes nothing. The stats stay those of the file. Source:
+ * document-level examples by concatenation (Junczys-Dowmunt 2019, "Microsoft Translator at WMT
+ * 2019", §2: sentences of a document joined with a separator). Errors (c unchanged): k < 1; a
+ * sentence that holds CORPUS_SEP itself (it would end up split in two; the message names the
+ * pair, counted from 1 among the kept pairs, and what to do). */
+Status corpus_concat(Corpus *c, int k, Err *err);
+
+/* lines[0..n) joined k at a time as corpus_concat joins one side, into *out (malloc'd array of
+ * *nout = ceil(n / k) malloc'd strings; free with corpus_free_lines). Errors: as corpus_concat's
+ * (the message names the line, from 1). */
+Status corpus_join_lines(char *const *lines, long n, int k, char ***out, long *nout, Err *err);
+
+/* The sentences of a joined line: writes the count of its parts (separated by each occurrence
+ * of CORPUS_SEP) to *nparts and returns the line with each separator and the spaces around it
+ * replaced by one space (malloc'd; the document text that document BLEU scores). parts, if non-NULL, receives *nparts malloc'd strings (each part
+ * trimmed of the spaces next to the separators; the caller frees them) and must have room for
+ * max_parts; with more parts than that only the first max_parts are stored. No errors. */
+char *corpus_split_joined(const char *line, int *nparts, char **parts, int max_parts);
+
 /* Frees everything c owns and zeroes it. Safe on a zeroed or already-freed Corpus and on NULL. */
 void corpus_free(Corpus *c);
 

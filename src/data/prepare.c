@@ -9,6 +9,19 @@
 
 Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, Spm **spm,
                          Err *err) {
+    return prepare_spm_train_sep(train, vocab_size, 0, dir, spm, err);
+}
+
+Status prepare_check_sep(const Spm *spm, int concat, const char *what, Err *err) {
+    if (concat <= 1 || spm_piece_id(spm, CORPUS_SEP) >= 0) return STATUS_OK;
+    return err_set(err, "data.concat = %d joins sentences with the piece %s, which %s does not "
+                   "hold; train the SentencePiece model with the run (leave data.spm_model "
+                   "empty) or with %s as a user-defined symbol", concat, CORPUS_SEP, what,
+                   CORPUS_SEP);
+}
+
+Status prepare_spm_train_sep(const Corpus *train, int vocab_size, int sep, const char *dir,
+                             Spm **spm, Err *err) {
     char txt[1100], prefix[1100], model[1200];
     snprintf(txt, sizeof txt, "%s/spm_train.txt", dir);
     snprintf(prefix, sizeof prefix, "%s/spm", dir);
@@ -23,11 +36,11 @@ Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, S
     }
     double t0 = now_seconds();
     const char *files[1] = {txt};
-    Status s = spm_train(files, 1, vocab_size, prefix, 1, err);
+    Status s = spm_train_symbols(files, 1, vocab_size, prefix, 1, sep ? CORPUS_SEP : NULL, err);
     unlink(txt);
     if (s) return err_prefix(err, "SentencePiece training on the training text");
-    printf("SentencePiece: trained a joint unigram model of %d pieces in %.1f s -> %s\n",
-           vocab_size, now_seconds() - t0, model);
+    printf("SentencePiece: trained a joint unigram model of %d pieces%s in %.1f s -> %s\n",
+           vocab_size, sep ? " (" CORPUS_SEP " one of them)" : "", now_seconds() - t0, model);
     return spm_load(spm, model, err);
 }
 

@@ -22,12 +22,20 @@
  * "SentencePiece training on the training text"; spm_load's. */
 Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, Spm **spm,
                          Err *err);
+/* prepare_spm_train for joined examples (data.concat > 1) when sep is 1: the model also holds
+ * CORPUS_SEP as one user-defined piece. Errors: prepare_spm_train's. */
+Status prepare_spm_train_sep(const Corpus *train, int vocab_size, int sep, const char *dir,
+                             Spm **spm, Err *err);
 
 /* data.spm_model = path: the model of that file into *spm, which must have vocab_size pieces,
  * and a copy of it written atomically as dir/spm.model (the run folder keeps the model it was
  * trained with). Errors: spm_load's, prefixed "data.spm_model"; another piece count (the message
  * says which data.vocab_size to set); spm_serialize's or the copy's write. */
 Status prepare_spm_load(const char *path, int vocab_size, const char *dir, Spm **spm, Err *err);
+
+/* For joined examples (concat > 1): an error unless spm holds CORPUS_SEP as a piece; what names
+ * the model in the message (e.g. "data.spm_model = m.model"). concat = 1: STATUS_OK. */
+Status prepare_check_sep(const Spm *spm, int concat, const char *what, Err *err);
 
 /* The pairs of c encoded with spm into *e (the caller frees it with encoded_free), through the
  * cache file cache_dir/<name>.<what>.enc (encoded_build: loaded when valid, else built and

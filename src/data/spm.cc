@@ -324,6 +324,13 @@ extern "C" {
 
 Status spm_train(const char *const *text_files, int n_files, int vocab_size,
                  const char *model_prefix, int num_threads, Err *err) {
+    return spm_train_symbols(text_files, n_files, vocab_size, model_prefix, num_threads, NULL,
+                             err);
+}
+
+Status spm_train_symbols(const char *const *text_files, int n_files, int vocab_size,
+                         const char *model_prefix, int num_threads, const char *user_symbols,
+                         Err *err) {
     try {
         if (n_files <= 0 || !text_files) return err_set(err, "spm_train: no input text files given");
         if (!model_prefix || !*model_prefix) return err_set(err, "spm_train: empty model prefix");
@@ -367,6 +374,7 @@ Status spm_train(const char *const *text_files, int n_files, int vocab_size,
             {"minloglevel", "2"},  // errors only (they come back to us as a Status anyway)
         };
 
+        if (user_symbols && *user_symbols) kw["user_defined_symbols"] = user_symbols;
         sentencepiece::SetRandomGeneratorSeed(kTrainSeed);
         sentencepiece::util::Status st;
         std::string thread_error;
@@ -531,6 +539,16 @@ Status spm_decode(const Spm *s, const int *ids, int n, char **text, Err *err) {
         return err_set(err, "decoding ids: %s", e.what());
     } catch (...) {
         return err_set(err, "decoding ids: unknown C++ exception");
+    }
+}
+
+int spm_piece_id(const Spm *s, const char *piece) {
+    if (!s || !piece) return -1;
+    try {
+        int id = s->sp.PieceToId(piece);
+        return id >= 0 && id < s->vocab && s->sp.IdToPiece(id) == piece ? id : -1;
+    } catch (...) {
+        return -1;
     }
 }
 

@@ -38,6 +38,12 @@ typedef struct Spm Spm;
  * own failures (each message names the prefix or file and the library's reason). */
 Status spm_train(const char *const *text_files, int n_files, int vocab_size,
                  const char *model_prefix, int num_threads, Err *err);
+/* spm_train with user-defined symbols: user_symbols (NULL or "": none) is a comma-separated list
+ * of pieces that the model holds whole and that the encoder never splits (SentencePiece's
+ * user_defined_symbols), e.g. CORPUS_SEP for joined examples. Errors: spm_train's. */
+Status spm_train_symbols(const char *const *text_files, int n_files, int vocab_size,
+                         const char *model_prefix, int num_threads, const char *user_symbols,
+                         Err *err);
 
 /* Loads a model file (<prefix>.model). Both loaders refuse a model whose normalisation tables
  * (precompiled character maps) would make SentencePiece read out of bounds (see spm.cc).
@@ -79,6 +85,8 @@ Status spm_decode(const Spm *s, const int *ids, int n, char **text, Err *err);
 /* The piece string of id (for plots/debugging); valid while s lives. "<out-of-range>" for a bad
  * id. No errors. */
 const char *spm_piece(const Spm *s, int id);
+/* The id of the piece string `piece`, or -1 when the model has no such piece. No errors. */
+int spm_piece_id(const Spm *s, const char *piece);
 
 void spm_free(Spm *s); /* NULL is fine; no errors */
 

@@ -11,9 +11,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
+#include "data/corpus.h"
 
 _Static_assert(METRICS_MAX_REFS == 16, "the CHECK messages below say 16 references");
 
@@ -568,4 +570,53 @@ const char *metrics_ppl_text(char *buf, size_t n, double ppl, int decimals) {
     else if (ppl > METRICS_PPL_PRINT_MAX) snprintf(buf, n, "> 1e6");
     else snprintf(buf, n, "%.*f", decimals, ppl);
     return buf;
+}
+
+/* Frees lines[0..n) and the array. */
+static void free_parts(char **lines, long n) {
+    for (long i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+void metrics_joined_score(JoinedScore *j, char *const *hyp, char **const ref[], int nrefs,
+                          long n, int k, long nsent) {
+    char **sh = xmalloc((size_t)(nsent ? nsent : 1) * sizeof *sh), **sr[METRICS_MAX_REFS];
+    char **part = xmalloc((size_t)(k + 1) * sizeof *part);
+    for (int r = 0; r < nrefs; r++) {
+        j->doc_ref[r] = xmalloc((size_t)(n ? n : 1) * sizeof(char *));
+        sr[r] = xmalloc((size_t)(nsent ? nsent : 1) * sizeof(char *));
+    }
+    j->doc_hyp = xmalloc((size_t)(n ? n : 1) * sizeof(char *));
+    long w = 0;
+    for (long i = 0; i < n; i++) {
+        int want = (int)(i + 1 < n ? k : nsent - (long)k * (n - 1)), got, rp;
+        j->doc_hyp[i] = corpus_split_joined(hyp[i], &got, part, k + 1);
+        int keep = got == want;
+        for (int p = 0; p < got && p <= k; p++) {
+            if (keep) sh[w + p] = part[p];
+            else free(part[p]);
+        }
+        for (int r = 0; r < nrefs; r++) {
+            j->doc_ref[r][i] = corpus_split_joined(ref[r][i], &rp, part, k + 1);
+            for (int p = 0; p < rp && p <= k; p++) {
+                if (keep && p < want) sr[r][w + p] = part[p];
+                else free(part[p]);
+            }
+        }
+        if (keep) w += want;
+        else j->mismatches++;
+    }
+    j->nsplit = w;
+    if (w) j->split = bleu_corpus_refs((const char *const *)sh, (const char *const *const *)sr,
+                                       nrefs, w);
+    free_parts(sh, w);
+    for (int r = 0; r < nrefs; r++) free_parts(sr[r], w);
+    free(part);
+}
+
+void metrics_joined_free(JoinedScore *j, int nrefs, long n) {
+    if (!j->doc_hyp) return;
+    free_parts(j->doc_hyp, n);
+    for (int r = 0; r < nrefs; r++) free_parts(j->doc_ref[r], n);
+    j->doc_hyp = NULL;
 }

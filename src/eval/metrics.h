@@ -96,6 +96,26 @@ void bleu_segment_stats_refs(BleuStats *stats, const char *const *hyps,
 /* BLEU (sacreBLEU's exp smoothing, as bleu_corpus) of summed statistics. No errors. */
 BleuScore bleu_from_sum(const BleuStats *sum);
 
+/* The scores of examples of k lines joined by CORPUS_SEP (data.concat = k > 1; data/corpus.h):
+ * each hypothesis and reference as a document (the separators left out: corpus_split_joined),
+ * and sentence BLEU over the sentences of the examples whose hypothesis splits into as many
+ * parts as the example joins lines. */
+typedef struct {
+    char **doc_hyp, **doc_ref[METRICS_MAX_REFS]; /* [n] documents, the separators left out */
+    BleuScore split; /* sentence BLEU of the examples that split right (when nsplit > 0) */
+    long nsplit;     /* their sentences; 0: no example split right */
+    long mismatches; /* examples whose hypothesis has another number of separators */
+} JoinedScore;
+
+/* Fills *j (zeroed by the caller) for n joined hypotheses hyp[0..n) and references
+ * ref[r][0..n), r < nrefs, of nsent lines joined k at a time (corpus_join_lines: the last
+ * example holds the rest). Free with metrics_joined_free. No errors. Source: document-level
+ * BLEU on concatenated sentences (Junczys-Dowmunt 2019 §2); sacreBLEU for both scores. */
+void metrics_joined_score(JoinedScore *j, char *const *hyp, char **const ref[], int nrefs,
+                          long n, int k, long nsent);
+/* Frees what metrics_joined_score allocated; a zeroed *j is fine. No errors. */
+void metrics_joined_free(JoinedScore *j, int nrefs, long n);
+
 /* Corpus chrF (chrF2, character order 6, no word n-grams) in percent, 0..100 (Popović 2015,
  * sacreBLEU's defaults). CHECKs as bleu_corpus. */
 double chrf_corpus(const char *const *hyps, const char *const *refs, long n);

@@ -284,11 +284,14 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
                                cJSON *tests, Err *err) {
     Corpus c = {0};
     char name[128], p[1400];
-    char **greedy = NULL, **beam = NULL;
+    char **greedy = NULL, **beam = NULL, **greedy_doc = NULL, **beam_doc = NULL;
+    JoinedScore jg = {0}, jb = {0};
     Status rc = STATUS_ERR;
     if (spec->name) snprintf(name, sizeof name, "%s", spec->name);
     else archive_test_name(spec->tgt, name, sizeof name);
-    if (corpus_load(&c, spec->src, spec->tgt, cfg->max_line_bytes, err)) {
+    long nsent;
+    if (corpus_load(&c, spec->src, spec->tgt, cfg->max_line_bytes, err) ||
+        (nsent = c.n, corpus_concat(&c, cfg->concat, err))) {
         err_prefix(err, "test set %s", name);
         goto done;
     }
@@ -301,18 +304,30 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
         goto done;
     }
     char **bh = o->beam.beam > 1 ? beam : greedy; /* K = 1 is greedy decoding (decode.h) */
-    double bg = bleu_corpus((const char *const *)greedy, (const char *const *)c.tgt, c.n).score;
-    double cg = chrf_corpus((const char *const *)greedy, (const char *const *)c.tgt, c.n);
-    double bb = bleu_corpus((const char *const *)bh, (const char *const *)c.tgt, c.n).score;
-    double cb = chrf_corpus((const char *const *)bh, (const char *const *)c.tgt, c.n);
-    fprintf(stderr, "  %s: %ld sentences, BLEU %.2f greedy, %.2f beam %d (%.1f s)\n", name, c.n,
-            bg, bb, o->beam.beam, now_seconds() - t0);
+    /* joined examples (data.concat): documents without the separators are archived and
+     * scored; the sentences of those that split right give a sentence BLEU */
+    char **ref = c.tgt;
+    if (cfg->concat > 1) {
+        char **refs[1] = {c.tgt};
+        metrics_joined_score(&jg, greedy, refs, 1, c.n, cfg->concat, nsent);
+        metrics_joined_score(&jb, bh, refs, 1, c.n, cfg->concat, nsent);
+        greedy_doc = jg.doc_hyp, beam_doc = jb.doc_hyp, ref = jg.doc_ref[0];
+    }
+    char **gh = cfg->concat > 1 ? greedy_doc : greedy, **bd = cfg->concat > 1 ? beam_doc : bh;
+    const char *const *rc_ = (const char *const *)ref;
+    double bg = bleu_corpus((const char *const *)gh, rc_, c.n).score;
+    double cg = chrf_corpus((const char *const *)gh, rc_, c.n);
+    double bb = bleu_corpus((const char *const *)bd, rc_, c.n).score;
+    double cb = chrf_corpus((const char *const *)bd, rc_, c.n);
+    fprintf(stderr, "  %s: %ld %s, BLEU %.2f greedy, %.2f beam %d (%.1f s)\n", name, c.n,
+            cfg->concat > 1 ? "documents" : "sentences", bg, bb, o->beam.beam,
+            now_seconds() - t0);
     snprintf(p, sizeof p, "%s/test/%s.ref", tmp, name);
-    if (write_lines(p, c.tgt, c.n, err)) goto done;
+    if (write_lines(p, ref, c.n, err)) goto done;
     snprintf(p, sizeof p, "%s/test/%s.greedy", tmp, name);
-    if (write_lines(p, greedy, c.n, err)) goto done;
+    if (write_lines(p, gh, c.n, err)) goto done;
     snprintf(p, sizeof p, "%s/test/%s.beam%d", tmp, name, o->beam.beam);
-    if (write_lines(p, bh, c.n, err)) goto done;
+    if (write_lines(p, bd, c.n, err)) goto done;
     if (first && model_has_attention(m) && o->nsentences > 0) {
         snprintf(p, sizeof p, "%s/attention.json", tmp);
         if (write_maps(p, m, spm, &c, name, o, err)) goto done;
@@ -326,9 +341,25 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
     cJSON_AddNumberToObject(t, "chrf_greedy", round(cg * 1e4) / 1e4);
     cJSON_AddNumberToObject(t, "bleu_beam", round(bb * 1e4) / 1e4);
     cJSON_AddNumberToObject(t, "chrf_beam", round(cb * 1e4) / 1e4);
+    if (cfg->concat > 1) { /* the lines are documents of data.concat sentences */
+        cJSON_AddNumberToObject(t, "concat", cfg->concat);
+        cJSON_AddNumberToObject(t, "lines", (double)nsent);
+        const JoinedScore *js[2] = {&jg, &jb};
+        const char *key[2][2] = {{"bleu_split_greedy", "split_mismatches_greedy"},
+                                 {"bleu_split_beam", "split_mismatches_beam"}};
+        for (int i = 0; i < 2; i++) {
+            if (js[i]->nsplit)
+                cJSON_AddNumberToObject(t, key[i][0], round(js[i]->split.score * 1e4) / 1e4);
+            else
+                cJSON_AddNullToObject(t, key[i][0]);
+            cJSON_AddNumberToObject(t, key[i][1], (double)js[i]->mismatches);
+        }
+    }
     cJSON_AddItemToArray(tests, t);
     rc = STATUS_OK;
 done:
+    metrics_joined_free(&jg, 1, c.n);
+    metrics_joined_free(&jb, 1, c.n);
     free_lines(greedy, c.n);
     free_lines(beam, c.n);
     corpus_free(&c);

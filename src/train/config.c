@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "data/corpus.h"
 #include "ops/cuda/cuda.h"
 
 const char *const model_type_names[2] = {"rnn", "transformer"};
@@ -177,6 +178,11 @@ static const KeyDef keys[] = {
           "run keeps a copy); empty = train one"),
     K_INT("data", "max_len", max_len, "100", 1, 100000,
           "max subword tokens per side of a training pair; longer pairs are skipped", ALL),
+    K_INT("data", "concat", concat, "1", 1, 4096,
+          "join this many consecutive sentence pairs (in file order) into one example, with "
+          "the piece " CORPUS_SEP " between sentences on both sides, in training, validation and "
+          "trainer eval (document-level examples; data.max_len then holds for each sentence)",
+          ALL),
     K_INT("data", "max_line_bytes", max_line_bytes, "1000", 1, 1 << 20,
           "pairs with a raw line longer than this are skipped (training, validation and "
           "archived test sets); trainer eval refuses a longer source line (or cuts it: "
@@ -878,11 +884,12 @@ Status config_validate(const Config *c, Err *err) {
          "config %s: model.linformer_share = layerwise (one E for every layer, Wang et al. 2020 "
          "§4) is not supported: the parameter table (ops/params.h) cannot alias one tensor "
          "under several layers; set model.linformer_share = none, headwise or kv", nm);
-    RULE(!lf || c->max_len <= ms->attn_opt.linformer_max_len,
-         "config %s: data.max_len = %d is longer than model.linformer_max_len = %d: training "
-         "sources of up to data.max_len tokens reach the linformer attention, whose projections "
-         "span model.linformer_max_len positions; set model.linformer_max_len >= %d or lower "
-         "data.max_len", nm, c->max_len, ms->attn_opt.linformer_max_len, c->max_len);
+    int ex = config_example_len(c);
+    RULE(!lf || ex <= ms->attn_opt.linformer_max_len,
+         "config %s: training sources of up to %d tokens (data.max_len = %d, data.concat = %d) "
+         "reach the linformer attention, whose projections span model.linformer_max_len = %d "
+         "positions; set model.linformer_max_len >= %d or lower data.max_len", nm, ex,
+         c->max_len, c->concat, ms->attn_opt.linformer_max_len, ex);
     const AttentionOps *row = attention_row(ms->attention);
     int luong = row && !row->rnn_prev_state; /* the query is the current state h_t */
     RULE(!(ms->type == MODEL_RNN && ms->input_feeding && !luong),
@@ -1075,6 +1082,11 @@ const char *config_save_dir(const Config *c, char *buf, size_t n) {
     if (c->save_dir[0]) snprintf(buf, n, "%s", c->save_dir);
     else snprintf(buf, n, "checkpoints/%s", c->name);
     return buf;
+}
+
+int config_example_len(const Config *c) {
+    long n = (long)c->concat * c->max_len + 2L * (c->concat - 1);
+    return n > 1000000 ? 1000000 : (int)n;
 }
 
 int config_diff(const Config *a, const Config *b, char *buf, size_t n) {

@@ -89,6 +89,8 @@ typedef struct Config {
     int max_len;             /* data.max_len: max subword tokens per side of a training pair
                                 (100, 1..100000); longer pairs are skipped */
     int max_line_bytes;      /* data.max_line_bytes: longer raw lines are skipped (1000, 1..1<<20) */
+    int concat;              /* data.concat: consecutive sentence pairs joined into one example,
+                                CORPUS_SEP between sentences (1 = none, 1..4096) */
     char cache_dir[1024];    /* data.cache_dir (data/cache) */
     /* [train] */
     DeviceType device;       /* train.device = cpu | cuda (cpu) */
@@ -230,5 +232,10 @@ const char *config_save_dir(const Config *c, char *buf, size_t n);
  * non-NULL, a "section.key: A -> B; ..." summary is written there (truncated to n bytes).
  * For checking a resumed run against its checkpoint's config. No errors. */
 int config_diff(const Config *a, const Config *b, char *buf, size_t n);
+
+/* The most subword tokens a side of a training example may hold: data.max_len for each of its
+ * data.concat sentences and two a separator (CORPUS_SEP and the word boundary before it):
+ * concat · max_len + 2 (concat − 1). No errors. */
+int config_example_len(const Config *c);
 
 #endif

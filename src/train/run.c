@@ -22,7 +22,8 @@ Status train_spm_model(const Config *cfg, const char *dir, Err *err) {
     Spm *spm = NULL;
     if (make_dirs(dir, err)) return STATUS_ERR;
     Status s = corpus_load(&c, cfg->train_src, cfg->train_tgt, cfg->max_line_bytes, err);
-    if (!s) s = prepare_spm_train(&c, cfg->vocab_size, dir, &spm, err);
+    if (!s) s = corpus_concat(&c, cfg->concat, err);
+    if (!s) s = prepare_spm_train_sep(&c, cfg->vocab_size, cfg->concat > 1, dir, &spm, err);
     spm_free(spm);
     corpus_free(&c);
     return s;
@@ -48,6 +49,15 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
     if (corpus_load(&r->val, cfg->val_src, cfg->val_tgt, cfg->max_line_bytes, err))
         return STATUS_ERR;
     corpus_print_summary(&r->val, "val", stdout);
+    if (cfg->concat > 1) { /* document-level examples: data.concat sentences each */
+        long nt = r->train.n, nv = r->val.n;
+        if (corpus_concat(&r->train, cfg->concat, err))
+            return err_prefix(err, "data.train_src / data.train_tgt");
+        if (corpus_concat(&r->val, cfg->concat, err))
+            return err_prefix(err, "data.val_src / data.val_tgt");
+        printf("data.concat = %d: train %ld pairs joined into %ld examples, val %ld into %ld\n",
+               cfg->concat, nt, r->train.n, nv, r->val.n);
+    }
     if (!lead) return STATUS_OK;
 
     if (resume) {
@@ -86,7 +96,8 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
     } else {
         if (cfg->spm_model[0]
                 ? prepare_spm_load(cfg->spm_model, cfg->vocab_size, r->dir, &r->spm, err)
-                : prepare_spm_train(&r->train, cfg->vocab_size, r->dir, &r->spm, err))
+                : prepare_spm_train_sep(&r->train, cfg->vocab_size, cfg->concat > 1, r->dir,
+                                        &r->spm, err))
             return STATUS_ERR;
         if (model_create(&r->model, &cfg->model, spm_vocab_size(r->spm), be, err))
             return STATUS_ERR;
@@ -94,6 +105,10 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
         rng_seed(&r->st.epoch_rng, cfg->seed, 0x5eed);
         unlink(r->mpath);
     }
+    if (prepare_check_sep(r->spm, cfg->concat,
+                          resume ? r->last : cfg->init_from[0] ? cfg->init_from
+                          : cfg->spm_model[0] ? cfg->spm_model : "the run's spm.model", err))
+        return STATUS_ERR;
     /* allocated once, with the parameters (docs/design.md §6); a resumed run has it from the
      * checkpoint's "ema/" records (params_allocate_ema then does nothing) */
     if (cfg->ema_decay > 0) params_allocate_ema(&r->model.ps);
@@ -186,11 +201,12 @@ Status run_open(Run *r, const Config *cfg_in, int resume, Err *err) {
                                    err))
             s = err_prefix(err, "validation pair %ld of data.val_src = %s", i + 1, cfg->val_src);
     if (ranks_agree(s, "start-up (validation source lengths)", err)) return STATUS_ERR;
-    r->nkeep = batch_filter(&r->tenc, cfg->max_len, &r->keep);
-    printf("train: %ld pairs within %d subword tokens a side (%ld longer ones skipped)\n",
-           r->nkeep, cfg->max_len, r->tenc.n - r->nkeep);
+    int cap = config_example_len(cfg);
+    r->nkeep = batch_filter(&r->tenc, cap, &r->keep);
+    printf("train: %ld %s within %d subword tokens a side (%ld longer ones skipped)\n",
+           r->nkeep, cfg->concat > 1 ? "examples" : "pairs", cap, r->tenc.n - r->nkeep);
     int bB, bS, bT;
-    batch_bounds(cfg->batch_tokens, cfg->max_len, &bB, &bS, &bT);
+    batch_bounds(cfg->batch_tokens, cap, &bB, &bS, &bT);
     batch_alloc(&r->tb, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
     model_reserve(&r->model, bB, bS, bT, cfg->batch_tokens, cfg->batch_tokens);
     print_model(r);

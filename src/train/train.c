@@ -76,9 +76,11 @@ static void fmt_time(char *buf, size_t n, double s) {
 }
 
 /* Validation: teacher-forced perplexity and greedy BLEU/chrF on (up to val_max_sentences of)
- * the validation set. */
-static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus *val,
-                       const Encoded *venc, double *ppl, double *bleu, double *chrf, Err *err) {
+ * the validation set; its examples joined (concat > 1) are scored as documents, the
+ * separators left out of hypothesis and reference. */
+static Status validate(Model *m, const Spm *spm, int max_sentences, int concat,
+                       const Corpus *val, const Encoded *venc, double *ppl, double *bleu,
+                       double *chrf, Err *err) {
     long n = val->n;
     if (max_sentences > 0 && max_sentences < n) n = max_sentences;
     Encoded sub = *venc;
@@ -88,9 +90,21 @@ static Status validate(Model *m, const Spm *spm, int max_sentences, const Corpus
     DecodeOpts greedy = {.beam = 1, .len_penalty = 0.0f};
     if (translate_lines(m, spm, (const char *const *)val->src, n, &greedy, &hyp, NULL, err))
         return STATUS_ERR;
-    BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
+    char **ref = val->tgt;
+    if (concat > 1) { /* documents: the separators out of both sides */
+        ref = xmalloc((size_t)n * sizeof *ref);
+        for (long i = 0; i < n; i++) {
+            int parts;
+            char *doc = corpus_split_joined(hyp[i], &parts, NULL, 0);
+            free(hyp[i]);
+            hyp[i] = doc;
+            ref[i] = corpus_split_joined(val->tgt[i], &parts, NULL, 0);
+        }
+    }
+    BleuScore b = bleu_corpus((const char *const *)hyp, (const char *const *)ref, n);
     *bleu = b.score;
-    *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)val->tgt, n);
+    *chrf = chrf_corpus((const char *const *)hyp, (const char *const *)ref, n);
+    if (ref != val->tgt) free_lines(ref, n);
     printf("  e.g. src: %s\n       hyp: %s\n       ref: %s\n", val->src[0], hyp[0], val->tgt[0]);
     free_lines(hyp, n);
     return STATUS_OK;
@@ -219,8 +233,8 @@ static Status validate_now(Run *r, TrainState *pos, int *early_stop, Err *err) {
     ParamSet *ps = &r->model.ps;
     int ema = cfg->ema_decay > 0 && ps->ema, by_step = cfg->valid_every > 0;
     if (ema) params_swap_ema(ps); /* validate (and save best.ckpt) with the EMA weights */
-    Status vs = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc, &vppl,
-                         &vbleu, &vchrf, err);
+    Status vs = validate(&r->model, r->spm, cfg->val_max_sentences, cfg->concat, &r->val,
+                         &r->venc, &vppl, &vbleu, &vchrf, err);
     if (vs) {
         if (ema) params_swap_ema(ps);
         return STATUS_ERR;
@@ -340,8 +354,8 @@ static Status average_at_end(Run *r, const char *out, Err *err) {
         return err_set(err, "%s: %zu parameters, the run's model has %zu; the epoch checkpoints "
                        "in %s are not all this run's", out, total, r->model.ps.total, r->dir);
     RunVal v = {.epoch = last, .step = r->st.step};
-    Status rc = validate(&r->model, r->spm, cfg->val_max_sentences, &r->val, &r->venc,
-                         &v.val_ppl, &v.val_bleu, &v.val_chrf, err);
+    Status rc = validate(&r->model, r->spm, cfg->val_max_sentences, cfg->concat, &r->val,
+                         &r->venc, &v.val_ppl, &v.val_bleu, &v.val_chrf, err);
     if (rc) return rc;
     char best[48] = "", ppl[32], fewer[128] = "";
     if (cfg->early_stop_metric != STOP_BLEU)

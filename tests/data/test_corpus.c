@@ -450,8 +450,55 @@ static void test_real_val(void) {
     corpus_free(&c);
 }
 
+/* data.concat: corpus_concat and corpus_join_lines join k lines with " <sep> ", the last group
+ * holding the rest; corpus_split_joined recovers the parts and the document text; a sentence
+ * holding the separator is refused, naming it. */
+static void test_concat(void) {
+    char *a[] = {"a b", "c", "d e f", "g", "h"};
+    char **j;
+    long nj;
+    Err err;
+    EXPECT(corpus_join_lines(a, 5, 2, &j, &nj, &err) == STATUS_OK && nj == 3, "join 5 by 2");
+    if (nj == 3) {
+        EXPECT(!strcmp(j[0], "a b <sep> c") && !strcmp(j[1], "d e f <sep> g") &&
+                   !strcmp(j[2], "h"),
+               "joined: '%s' '%s' '%s'", j[0], j[1], j[2]);
+        corpus_free_lines(j, nj);
+    }
+    EXPECT(corpus_join_lines(a, 5, 1, &j, &nj, &err) == STATUS_OK && nj == 5 &&
+               !strcmp(j[2], "d e f"), "join by 1 keeps the lines");
+    corpus_free_lines(j, nj);
+    char *bad[] = {"x", "y <sep> z"};
+    EXPECT(corpus_join_lines(bad, 2, 2, &j, &nj, &err) != STATUS_OK &&
+               strstr(err.msg, "line 2") && strstr(err.msg, "<sep>"),
+           "a line holding the separator should be refused naming it: %s", err.msg);
+
+    char *parts[4];
+    int np;
+    char *doc = corpus_split_joined("a b  <sep> c<sep>d <sep>", &np, parts, 4);
+    EXPECT(np == 4 && !strcmp(parts[0], "a b") && !strcmp(parts[1], "c") &&
+               !strcmp(parts[2], "d") && !strcmp(parts[3], "") && !strcmp(doc, "a b c d"),
+           "split: %d parts, doc '%s'", np, doc);
+    for (int i = 0; i < np && i < 4; i++) free(parts[i]);
+    free(doc);
+    doc = corpus_split_joined("no separator", &np, NULL, 0);
+    EXPECT(np == 1 && !strcmp(doc, "no separator"), "one part: %d '%s'", np, doc);
+    free(doc);
+
+    Corpus c = {0};
+    c.n = 3;
+    c.src = xmalloc(3 * sizeof(char *)), c.tgt = xmalloc(3 * sizeof(char *));
+    for (int i = 0; i < 3; i++) c.src[i] = strdup(a[i]), c.tgt[i] = strdup(a[4 - i]);
+    EXPECT(corpus_concat(&c, 3, &err) == STATUS_OK && c.n == 1 &&
+               !strcmp(c.src[0], "a b <sep> c <sep> d e f") &&
+               !strcmp(c.tgt[0], "h <sep> g <sep> d e f"),
+           "corpus_concat by 3: %ld examples", c.n);
+    corpus_free(&c);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    test_concat();
     test_utf8();
     test_utf8_repair_crop();
     test_good_gz_and_plain();

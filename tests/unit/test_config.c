@@ -424,8 +424,11 @@ static void test_validate(void) {
         {"model.type=transformer\nmodel.dec_self_attention=linformer",
          "model.dec_self_attention = linformer: linformer attention"},
         {"model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
-         "model.linformer_max_len=64", "data.max_len = 100 is longer than "
+         "model.linformer_max_len=64", "training sources of up to 100 tokens (data.max_len = "
+         "100, data.concat = 1) reach the linformer attention, whose projections span "
          "model.linformer_max_len = 64"},
+        {"model.type=transformer\nmodel.self_attention=linformer\nmodel.dec_self_attention=sdp\n"
+         "model.linformer_max_len=400\ndata.concat=4", "up to 406 tokens"},
         {"model.type=transformer\nmodel.cross_attention=linformer\nmodel.linformer_max_len=99",
          "set model.linformer_max_len >= 100 or lower data.max_len"},
         {"model.attention=linformer\nmodel.linformer_share=layerwise",

@@ -178,7 +178,31 @@ static void test_edges(void) {
     free(big);
 }
 
+/* metrics_joined_score: documents without the separators; sentence BLEU over the examples
+ * that split into as many parts as they join lines, the others counted. */
+static void test_joined(void) {
+    char *hyp[] = {"the cat sat on the mat <sep> a dog ran in the park",
+                   "one two three four five six", /* no separator: a mismatch */
+                   "the last line alone here"};
+    char *r0[] = {"the cat sat on the mat <sep> a dog ran in the park",
+                  "one two three <sep> four five six", "the last line alone here"};
+    char **ref[] = {r0};
+    JoinedScore j = {0};
+    metrics_joined_score(&j, hyp, ref, 1, 3, 2, 5);
+    EXPECT(j.mismatches == 1 && j.nsplit == 3 && fabs(j.split.score - 100.0) < 1e-9,
+           "joined: %ld mismatches, %ld sentences, split BLEU %g (want 1, 3, 100)",
+           j.mismatches, j.nsplit, j.split.score);
+    EXPECT(!strcmp(j.doc_hyp[0], "the cat sat on the mat a dog ran in the park") &&
+               !strcmp(j.doc_ref[0][1], "one two three four five six"),
+           "documents: '%s' / '%s'", j.doc_hyp[0], j.doc_ref[0][1]);
+    BleuScore d = bleu_corpus_refs((const char *const *)j.doc_hyp,
+                                   (const char *const *const *)j.doc_ref, 1, 3);
+    EXPECT(fabs(d.score - 100.0) < 1e-9, "document BLEU %g, want 100", d.score);
+    metrics_joined_free(&j, 1, 3);
+}
+
 int main(void) {
+    test_joined();
     test_fixtures();
     test_edges();
     return test_report("test_metrics");
