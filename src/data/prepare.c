@@ -28,7 +28,23 @@ Status prepare_spm_train_sep(const Corpus *train, int vocab_size, int sep, const
     snprintf(model, sizeof model, "%s.model", prefix);
     FILE *f = fopen(txt, "w");
     if (!f) return err_set(err, "cannot write %s: %s", txt, strerror(errno));
-    for (long i = 0; i < train->n; i++) fprintf(f, "%s\n%s\n", train->src[i], train->tgt[i]);
+    for (long i = 0; i < train->n; i++) { /* joined examples: one sentence a line again */
+        for (int side = 0; side < 2; side++) {
+            const char *line = side ? train->tgt[i] : train->src[i];
+            if (!sep) {
+                fprintf(f, "%s\n", line);
+                continue;
+            }
+            int np;
+            char **parts = xmalloc(((strlen(line) + 1) / 2 + 1) * sizeof *parts);
+            free(corpus_split_joined(line, &np, parts, (int)((strlen(line) + 1) / 2 + 1)));
+            for (int p = 0; p < np; p++) {
+                if (parts[p][0]) fprintf(f, "%s\n", parts[p]);
+                free(parts[p]);
+            }
+            free(parts);
+        }
+    }
     int werr = ferror(f), cerr = fclose(f), e = errno; /* the text goes, whatever happens */
     if (werr || cerr) {
         unlink(txt);

@@ -22,8 +22,10 @@
  * "SentencePiece training on the training text"; spm_load's. */
 Status prepare_spm_train(const Corpus *train, int vocab_size, const char *dir, Spm **spm,
                          Err *err);
-/* prepare_spm_train for joined examples (data.concat > 1) when sep is 1: the model also holds
- * CORPUS_SEP as one user-defined piece. Errors: prepare_spm_train's. */
+/* prepare_spm_train for joined examples (data.concat > 1) when sep is 1: the model is trained
+ * on their sentences, one a line (split at CORPUS_SEP: SentencePiece skips lines over 4192
+ * bytes, and the vocabulary is then the one of the sentences), and also holds CORPUS_SEP as
+ * one user-defined piece. Errors: prepare_spm_train's. */
 Status prepare_spm_train_sep(const Corpus *train, int vocab_size, int sep, const char *dir,
                              Spm **spm, Err *err);
 
