@@ -29,6 +29,8 @@
 typedef struct {
     char name[64], title[256], baseline[256];
     int first, n; /* its configs: configs[first .. first + n) */
+    unsigned long long seeds[MAX_SEEDS]; /* its own seeds (a check at one seed, say) */
+    int nseeds;                          /* 0: the study's */
 } Table;
 
 typedef struct {
@@ -211,9 +213,13 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
                                    "would share a name: rename one", where, c->name,
                                    s->configs[j].path, c->path);
         }
+    } else if (!strcmp(key, "seeds")) {
+        if (parse_u64_list(val, t->seeds, MAX_SEEDS, &t->nseeds, UINT64_MAX))
+            return err_set(err, "%s: seeds = %s in [table %s]: give 1 to %d different seeds, "
+                           "e.g. seeds = 1", where, val, t->name, MAX_SEEDS);
     } else {
         return err_set(err, "%s: unknown key '%s' in [table %s]; valid keys: title, configs, "
-                       "baseline", where, key, t->name);
+                       "baseline, seeds", where, key, t->name);
     }
     return STATUS_OK;
 }
@@ -319,11 +325,13 @@ static int run_sets(const Study *s, const StudyRun *r, char sets[][1100]) {
 
 static void make_runs(const Study *s, StudyRun *runs, int *n) {
     *n = 0;
-    for (int k = 0; k < s->nseeds; k++) /* seed by seed: each config gets a run early */
+    for (int k = 0; k < MAX_SEEDS; k++) /* seed by seed: each config gets a run early */
         for (int c = 0; c < s->nconfigs; c++) {
+            const Table *t = &s->tables[s->configs[c].table]; /* its seeds, or the study's */
+            if (k >= (t->nseeds ? t->nseeds : s->nseeds)) continue;
             StudyRun *r = &runs[(*n)++];
             memset(r, 0, sizeof *r);
-            r->config = c, r->seed = s->seeds[k];
+            r->config = c, r->seed = t->nseeds ? t->seeds[k] : s->seeds[k];
             snprintf(r->name, sizeof r->name, "%s_s%llu", s->configs[c].name, r->seed);
             char rel[320];
             snprintf(rel, sizeof rel, "runs/%s", r->name);
@@ -335,7 +343,9 @@ static void make_runs(const Study *s, StudyRun *runs, int *n) {
 }
 
 /* Loads and validates every run's config with the plan's settings; the configs must share the
- * training data and vocabulary (one SentencePiece model). *first gets the first run's config. */
+ * training data and vocabulary (one SentencePiece model). *first gets the first run's config,
+ * with data.concat the largest of the plan's (so that the shared model it trains holds <sep>
+ * when any config joins sentences). */
 static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config *first,
                          Err *err) {
     Config *c = xmalloc(sizeof *c);
@@ -355,6 +365,7 @@ static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config
             *first = *c;
             continue;
         }
+        if (c->concat > first->concat) first->concat = c->concat;
         if (strcmp(c->train_src, first->train_src) || strcmp(c->train_tgt, first->train_tgt) ||
             c->vocab_size != first->vocab_size || c->max_line_bytes != first->max_line_bytes)
             rc = err_set(err, "%s: config %s trains on other data or another vocabulary than %s "
@@ -564,12 +575,23 @@ static void fmt_hours(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%.0f min", s / 60);
 }
 
+/* "; table flash: 1 seed" for each table with its own seeds, into buf (n bytes; "" if none). */
+static void table_seeds_text(const Study *s, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int t = 0; t < s->ntables; t++)
+        if (s->tables[t].nseeds)
+            str_appendf(buf, n, "; table %s: %d seed%s", s->tables[t].name,
+                        s->tables[t].nseeds, s->tables[t].nseeds == 1 ? "" : "s");
+}
+
 static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     scan(runs, n);
     int count[3] = {0, 0, 0};
     for (int i = 0; i < n; i++) count[runs[i].state]++;
-    fprintf(f, "%s: %d runs (%d configs x %d seed%s), %d epochs each, %s\n", s->file, n,
-            s->nconfigs, s->nseeds, s->nseeds == 1 ? "" : "s", s->epochs,
+    char own[256];
+    table_seeds_text(s, own, sizeof own);
+    fprintf(f, "%s: %d runs (%d configs x %d seed%s%s), %d epochs each, %s\n", s->file, n,
+            s->nconfigs, s->nseeds, s->nseeds == 1 ? "" : "s", own, s->epochs,
             precision_names[s->precision]);
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
@@ -873,6 +895,8 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
             tests[k] = names[k];
         }
         recipe_text(s, "`", recipes, sizeof recipes);
+        char own[256];
+        table_seeds_text(s, own, sizeof own);
         int nck[3] = {0, 0, 0}, ndirty = 0; /* avg.ckpt, best.ckpt, last.ckpt */
         for (int i = 0; i < na; i++) {
             nck[!strcmp(a[i].checkpoint, "avg.ckpt")     ? 0
@@ -894,14 +918,15 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
         snprintf(intro, sizeof intro,
                  "Written by `trainer study %s` from the archives in `archive/`. Every run "
                  "trains one config of a table for exactly %d epoch%s (no early stopping) at %s "
-                 "precision, once per seed (%d seed%s), with the shared SentencePiece model `%s`. "
+                 "precision, once per seed (%d seed%s%s), with the shared SentencePiece model "
+                 "`%s`. "
                  "%s The checkpoint scored is a run's `avg.ckpt` when the run averaged its last "
                  "checkpoints (train.average_last) and that average validates at least as well "
                  "as its `best.ckpt`, else `best.ckpt`, saved at the run's best validation BLEU "
                  "over its epochs, which need not be the last (%s). %s"
                  "**Archived: %d of %d runs**%s.",
                  s->file, s->epochs, s->epochs == 1 ? "" : "s", precision_names[s->precision],
-                 s->nseeds, s->nseeds == 1 ? "" : "s", s->spm, recipes, scored, dirty,
+                 s->nseeds, s->nseeds == 1 ? "" : "s", own, s->spm, recipes, scored, dirty,
                  n - nmissing, n,
                  nmissing ? "; `trainer study … --status` lists the others and the time they "
                             "need" : "");

@@ -6,7 +6,7 @@
  * test sets (the 100 validation pairs, and their first 60 as a second set), beam 2, in a study
  * folder of the test's work folder:
  *  1. --status before anything: 4 runs missing, every config differing from its recipe in the
- *     attention alone; a plan with an unknown key, or whose precision this machine cannot train
+ *     attention alone (a table with its own seeds = 3 adds one run, dot_check_s3); a plan with an unknown key, or whose precision this machine cannot train
  *     (tf32 on the CPU), is refused (exit 2) naming the line or key, and so is one whose test_tgt
  *     does not exist, naming the plan's line, the key and the path (also by --status), before
  *     anything trains;
@@ -134,6 +134,22 @@ int main(void) {
                                    "%s/recipe.ini) in the attention alone.", w)),
            "--status does not say that the configs differ from their recipe in the attention "
            "alone");
+    /* a table with its own seeds trains those alone */
+    const char *own = test_strdup(tr_fmt("%s/own.ini", dir));
+    test_write_text(tr_fmt("%s/configs/dot_check.ini", dir),
+                    "include = ../../recipe.ini\n[model]\nattention = luong_dot\n");
+    write_plan(own, "");
+    char *text = test_read_file(own, NULL);
+    if (text) {
+        test_write_text(own, tr_fmt("%s[table check]\nseeds = 3\nbaseline = dot_check\n"
+                                    "configs = configs/dot_check.ini\n", text));
+        free(text);
+    }
+    rc = study("own_seeds", own, "--status", NULL);
+    const char *os = tr_fmt("%s/own_seeds.out", w);
+    EXPECT(rc == 0 && tr_file_contains(os, "5 runs (3 configs x 2 seeds; table check: 1 seed)") &&
+               tr_file_contains(os, "s3 missing") && !tr_file_contains(os, "dot_check_s1"),
+           "a table with seeds = 3 should add one run, dot_check_s3 (exit %d)", rc);
     const char *bad = test_strdup(tr_fmt("%s/bad.ini", dir));
     write_plan(bad, "epoch = 3");
     rc = study("bad_key", bad, NULL, NULL);
