@@ -159,13 +159,14 @@ have_taskset=0
 command -v taskset >/dev/null && have_taskset=1
 [ "$have_taskset" = 1 ] || [ "$run_train" = 0 ] ||
   die1 "taskset (util-linux) is needed to give each side its own core"
-pin() { # pin CORE CMD...: runs CMD on CORE with one thread of every runtime
+# pin CORE CMD...: runs CMD on CORE with one thread of every runtime. "${pinned[@]}" CORE CMD &
+# does the same in the background, with $! the command's own process (env and taskset exec it),
+# so that the clean-up at exit can end it.
+pinned=(env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c)
+pin() {
   local c=$1; shift
-  if [ "$have_taskset" = 1 ]; then
-    env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c "$c" "$@"
-  else
-    env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "$@"
-  fi
+  if [ "$have_taskset" = 1 ]; then "${pinned[@]}" "$c" "$@"
+  else env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "$@"; fi
 }
 
 # ---- the temporary folder and the processes this script starts, removed and ended at exit
@@ -502,10 +503,10 @@ EOF
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "== training: trainer on CPU $core_tr, OpenNMT-py on CPU $core_onmt, $minutes minutes each (logs: $t/trainer.log, $t/onmt.log) =="
   t0=$(now)
-  pin "$core_tr" "$trainer" train --config "$config" "${tr_set[@]}" >"$t/trainer.log" 2>&1 &
+  "${pinned[@]}" "$core_tr" "$trainer" train --config "$config" "${tr_set[@]}" >"$t/trainer.log" 2>&1 &
   pid_tr=$!
   bg_pids+=("$pid_tr")
-  pin "$core_onmt" "$onmt_py" bench/peers.py onmt-train --minutes "$minutes" -- \
+  "${pinned[@]}" "$core_onmt" "$onmt_py" bench/peers.py onmt-train --minutes "$minutes" -- \
     -config "$t/onmt/config.yaml" >"$t/onmt.log" 2>&1 &
   pid_onmt=$!
   bg_pids+=("$pid_onmt")
@@ -527,11 +528,11 @@ EOF
   [ "$eval_beam" = 1 ] || { beam_tr=(--beam "$eval_beam" --len-penalty 1); beam_onmt+=(-length_penalty wu -alpha 1.0); }
   echo "== test: $(ini data test_src), $([ "$eval_beam" = 1 ] && echo greedy || echo "beam $eval_beam") =="
   t0=$(now)
-  pin "$core_tr" "$trainer" translate --checkpoint "$ck_tr" "${beam_tr[@]}" --threads 1 \
+  "${pinned[@]}" "$core_tr" "$trainer" translate --checkpoint "$ck_tr" "${beam_tr[@]}" --threads 1 \
     --input "$(ini data test_src)" --output "$t/test.trainer.txt" >"$t/test.trainer.log" 2>&1 &
   pid_tr=$!
   bg_pids+=("$pid_tr")
-  pin "$core_onmt" "$onmt_py" -m onmt.bin.translate -model "$ck_onmt" -src "$t/onmt/test.src" \
+  "${pinned[@]}" "$core_onmt" "$onmt_py" -m onmt.bin.translate -model "$ck_onmt" -src "$t/onmt/test.src" \
     -output "$t/test.onmt.pieces" -gpu -1 -batch_size 32 -batch_type sents "${beam_onmt[@]}" \
     >"$t/test.onmt.log" 2>&1 &
   pid_onmt=$!
@@ -567,6 +568,9 @@ EOF
   stop_tr=$(grep -m1 '^reached train\.\|^early stopping' "$t/trainer.log" || echo "(no stop line)")
   best_step=$(grep 'new best' "$t/trainer.log" | tail -n 1 | sed -n 's/^step \([0-9]*\) (epoch.*/step \1/p; s/^epoch \([0-9]*\) done.*/the end of epoch \1/p')
   bleu_of() { sed -n "s/^$1 bleu=\([^ ]*\).*/\1/p" "$t/score.txt"; }
+  par_tr=$(sed -n 's/^model: .*, \([0-9]*\) parameters,.*/\1/p' "$t/trainer.log" | head -n 1)
+  par_onmt=$(sed -n 's/.* number of parameters: \([0-9]*\).*/\1/p' "$t/onmt.log" | head -n 1)
+  par_same=$([ -n "$par_tr" ] && [ "$par_tr" = "$par_onmt" ] && echo match || echo "DIFFER")
   tok_step_tr=$(sed -n 's/.*trainer_tokens_per_step=\([0-9.]*\).*/\1/p' "$t/onmt-data.log")
   summary+=("-- train: $config, $minutes minutes of training each, at the same time; trainer on CPU $core_tr ($precision), OpenNMT-py 3.5.1 on CPU $core_onmt (fp32); one thread each --")
   summary+=("$(printf '%-11s %-28s %8s %-22s %s' side 'tokens/s median [min-max]' steps 'test BLEU (checkpoint)' 'windows')")
@@ -578,6 +582,7 @@ EOF
   summary+=("OpenNMT-py: stopped after step $steps_onmt at $secs_onmt s of training; batch_size $onmt_batch (mean non-padding tokens a step over its log windows: $bsz_onmt); process $wall_onmt s, test translation $(printf '%.0f' "$test_onmt") s")
   summary+=("test: $(ini data test_src) against $(ini data test_tgt), $([ "$eval_beam" = 1 ] && echo "greedy" || echo "beam $eval_beam, length penalty ((5 + |Y|) / 6)^1 on both (OpenNMT-py -length_penalty wu -alpha 1)"), one thread each; sacreBLEU $("$python" -c 'import sacrebleu; print(sacrebleu.__version__)')")
   summary+=("tokens/s: per log window (the first, warm-up, left out unless it is the only one), non-padding source + target tokens (targets with </s>) over the window's wall time: the trainer's 'tok/s' (validations and saves not in its windows), OpenNMT-py's 'src/tgt tok/s' summed")
+  summary+=("parameters: trainer ${par_tr:-?}, OpenNMT-py ${par_onmt:-?} -> $par_same")
   summary+=("learning rate: trainer $lr * min(s / $warm, sqrt($warm / s)); OpenNMT-py noam: learning_rate * $D^-0.5 * min(s^-0.5, s * $warm^-1.5) with learning_rate = $lr * sqrt($D * $warm) = $onmt_lr: the same value at every step s")
   summary+=("matched: layers $(ini model enc_layers)+$(ini model dec_layers), d_model $D, $(ini model heads) heads, d_ff $(ini model d_ff), dropout $(ini model dropout) (none on the attention weights), pre-LN (eps 1e-5), $([ "$shared" = true ] && echo "one embedding for source, target and output (with an output bias)" || echo "separate embeddings and output layer"), sinusoidal positions (interleaved sin/cos, x sqrt(d_model)), label smoothing $(ini train label_smoothing), Adam betas $(ini train adam_beta1)/$(ini train adam_beta2) eps 1e-8, clip norm $clip, moving average $ema with warm-up min(d, (1 + n) / (10 + n)) (OpenNMT-py average_decay $avg), the trainer's SentencePiece model and pairs (1 to $max_len pieces a side), seed $(ini train seed)")
   diffs=("batches: trainer B * (S + T) <= $bt padded tokens (T with </s>); OpenNMT-py B * max(S, T + 2) <= batch_size (T + 2: <s> and </s>), and a source twice in one batch dropped; batch_size $onmt_batch gives the trainer's number of batches an epoch (onmt-data above), not its exact batches"
