@@ -1,7 +1,8 @@
-/* ops/backend.c — backend_open and backend_precision_runs (ops.h): the one place where a process
- * sets its OpenMP and OpenBLAS threads, starts the CPU or CUDA backend (ops/cpu/cpu.h,
- * ops/cuda/cuda.h) and sets the precision of its products, and the line that tells the log which
- * library runs them. Errors: the messages of ops.h; host memory only. Source: —. */
+/* ops/backend.c — backend_open, backend_precision_runs and backend_info (ops.h): the one place
+ * where a process sets its OpenMP and OpenBLAS threads, starts the CPU or CUDA backend
+ * (ops/cpu/cpu.h, ops/cuda/cuda.h) and sets the precision of its products, the line that tells
+ * the log which library runs them, and what the CUDA backend is for code above ops/. Errors: the
+ * messages of ops.h; host memory only. Source: —. */
 #include "ops/ops.h"
 
 #include <omp.h>
@@ -37,6 +38,15 @@ int backend_precision_runs(int device, int precision, char *why, size_t n) {
         return 0;
     }
     return 1;
+}
+
+BackendInfo backend_info(int device) {
+    CHECK(device == BACKEND_DEVICE_CPU || device == BACKEND_DEVICE_CUDA,
+          "backend_info: device is BACKEND_DEVICE_CPU or BACKEND_DEVICE_CUDA");
+    if (device == BACKEND_DEVICE_CPU) return (BackendInfo){0, 0, -1, ""};
+    return (BackendInfo){.emulated = backend_cuda_emulated(), .cudnn = backend_cuda_has_cudnn(),
+                         .gpu_index = backend_cuda_device_index(),
+                         .gpu_name = backend_cuda_device_name()};
 }
 
 Status backend_open(const BackendOptions *o, const Backend **be, char *line, size_t n,

@@ -689,7 +689,9 @@ static inline int backend_matmul_transb_slower(const Backend *be) {
 /* ---- Opening a backend ----
  * The trainer and every command open their backend through backend_open: it sets the threads,
  * starts the CPU backend (ops/cpu/cpu.h) or the CUDA one (ops/cuda/cuda.h) and sets the precision
- * of its products; those headers hold each backend's own controls. */
+ * of its products; those headers hold each backend's own controls, for ops/ and the tests. Code
+ * above ops/ asks what a build or machine runs here (backend_precision_runs, backend_info), never
+ * ops/cuda/cuda.h. */
 
 enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 }; /* train.device: cpu, cuda */
 
@@ -720,6 +722,20 @@ typedef struct {
  * build has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32".
  * Values out of range abort (programmer error). */
 int backend_precision_runs(int device, int precision, char *why, size_t n);
+
+/* What this build's CUDA backend is, and the GPU it started on (backend_info). */
+typedef struct {
+    int emulated;         /* 1: the SIMT emulation on the host (-DTRAINER_SIMT=ON, tests only) */
+    int cudnn;            /* 1: built with cuDNN (model.rnn_impl = cudnn can run) */
+    int gpu_index;        /* the ordinal the CUDA backend started on; -1 before it started */
+    const char *gpu_name; /* that GPU's name ("SIMT emulation (host)" emulated); "" before */
+} BackendInfo;
+
+/* What this build and process hold for device, starting nothing: for BACKEND_DEVICE_CUDA the
+ * CUDA backend's (ops/cuda/cuda.h; a build without CUDA: {0, 0, -1, ""}), for
+ * BACKEND_DEVICE_CPU {0, 0, -1, ""}. gpu_name is static memory. Another device aborts
+ * (programmer error). */
+BackendInfo backend_info(int device);
 
 /* Opens o->device's backend into *be: sets the threads, starts the backend (cuda: once per
  * process, on o->ordinal; later calls return the same table), sets the precision, and, when

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/cuda/cuda.h"
 #include "train/config_keys.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -400,12 +399,12 @@ Status config_validate(const Config *c, Err *err) {
     RULE(ms->rnn_impl != RNN_IMPL_CUDNN || c->device == DEVICE_CUDA,
          "config %s: model.rnn_impl = cudnn needs train.device = cuda (cuDNN runs on the GPU "
          "only); set train.device = cuda, or model.rnn_impl = own", nm);
-    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || backend_cuda_has_cudnn(),
+    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || backend_info(BACKEND_DEVICE_CUDA).cudnn,
          "config %s: model.rnn_impl = cudnn, but this build of trainer has no cuDNN (%s); set "
          "model.rnn_impl = own", nm,
-         backend_cuda_emulated() ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
-                                 : "cudnn.h and libcudnn were not found when it was built: "
-                                   "install cuDNN and rebuild");
+         backend_info(BACKEND_DEVICE_CUDA).emulated
+             ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
+             : "cudnn.h and libcudnn were not found when it was built: install cuDNN and rebuild");
     /* tf32 on the cpu; bf16 on a cpu or build without it (backend_open's own check) */
     RULE(backend_precision_runs((int)c->device, (int)c->precision, why, sizeof why),
          "config %s: %s", nm, why);
