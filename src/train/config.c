@@ -391,22 +391,16 @@ Status config_validate(const Config *c, Err *err) {
          "2015 §3.3), but model.attention = %s%s; set model.input_feeding = false", nm,
          attention_kind_names[ms->attention],
          ms->attention == ATTN_BAHDANAU ? " (which already feeds its context to the RNN)" : "");
-    /* model.rnn_impl = cudnn: an RNN, on the GPU, in a build that has cuDNN (the SIMT build
-     * cannot emulate it); in this order, so that each message names the first thing to change */
+    /* model.rnn_impl = cudnn: an RNN, on the GPU, in this order, so that each message names the
+     * first thing to change (a build without cuDNN: backend_open refuses it, BackendOptions) */
     RULE(ms->rnn_impl != RNN_IMPL_CUDNN || ms->type == MODEL_RNN,
          "config %s: model.rnn_impl = cudnn applies to the RNN's LSTM/GRU layers, but "
          "model.type = %s; set model.rnn_impl = own", nm, model_type_names[ms->type]);
     RULE(ms->rnn_impl != RNN_IMPL_CUDNN || c->device == DEVICE_CUDA,
          "config %s: model.rnn_impl = cudnn needs train.device = cuda (cuDNN runs on the GPU "
          "only); set train.device = cuda, or model.rnn_impl = own", nm);
-    RULE(ms->rnn_impl != RNN_IMPL_CUDNN || backend_info(BACKEND_DEVICE_CUDA).cudnn,
-         "config %s: model.rnn_impl = cudnn, but this build of trainer has no cuDNN (%s); set "
-         "model.rnn_impl = own", nm,
-         backend_info(BACKEND_DEVICE_CUDA).emulated
-             ? "the SIMT emulation of the CUDA backend cannot run cuDNN"
-             : "cudnn.h and libcudnn were not found when it was built: install cuDNN and rebuild");
-    /* tf32 on the cpu; bf16 on a cpu or build without it (backend_open's own check) */
-    RULE(backend_precision_runs((int)c->device, (int)c->precision, why, sizeof why),
+    /* tf32 on the cpu (bf16 on a CPU or build without it: backend_open refuses it) */
+    RULE(backend_precision_valid((int)c->device, (int)c->precision, why, sizeof why),
          "config %s: %s", nm, why);
     RULE(c->average_last <= c->keep_checkpoints,
          "config %s: train.average_last = %d averages the last %d epoch checkpoints, but "

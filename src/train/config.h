@@ -191,9 +191,12 @@ Status config_set(Config *c, const char *assignment, Err *err);
 /* Every key's range/enum again (the struct may have been edited in code), then cross-key rules:
  * rnn hidden even, transformer needs an attention, input_feeding needs an attention,
  * min_lr <= lr, batch_tokens >= 2 * max_len, train/val paths non-empty, test paths both set or
- * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."), and the attention
- * kinds attention_supports accepts. Errors: the first rule broken, naming the key(s) and what to
- * set. */
+ * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."), the attention
+ * kinds attention_supports accepts, model.rnn_impl = cudnn only for an RNN on train.device =
+ * cuda, train.precision one the device has (backend_precision_valid: tf32 on cuda only). Asks
+ * nothing of this machine or build: what they cannot run (cuDNN, bf16 on a CPU without it, no
+ * GPU) is refused by backend_open (backend_can_run) when the run starts. Errors: the first rule
+ * broken, naming the key(s) and what to set. */
 Status config_validate(const Config *c, Err *err);
 
 /* ---- Rendering (config_render.c) */
@@ -233,8 +236,9 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n);
  * self-attention / decoder self-attention / cross-attention, e.g. "efficient/sdp/efficient"). */
 const char *config_attention_text(const Config *c, char *buf, size_t n);
 
-/* backend_open's options for c (ops.h): train.device, train.precision and train.threads;
- * ordinal BACKEND_KEEP (the caller picks the GPU of a rank). No errors. */
+/* backend_open's options for c (ops.h): train.device, train.precision and train.threads,
+ * rnn_cudnn for model.rnn_impl = cudnn; ordinal BACKEND_KEEP (the caller picks the GPU of a
+ * rank). No errors. */
 BackendOptions config_backend_options(const Config *c);
 
 #endif

@@ -172,5 +172,6 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
 
 BackendOptions config_backend_options(const Config *c) {
     return (BackendOptions){.device = (int)c->device, .precision = (int)c->precision,
-                            .threads = c->threads, .ordinal = BACKEND_KEEP};
+                            .threads = c->threads, .ordinal = BACKEND_KEEP,
+                            .rnn_cudnn = c->model.rnn_impl == RNN_IMPL_CUDNN};
 }
