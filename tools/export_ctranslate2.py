@@ -196,7 +196,7 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------------------------------------
-# the stored config (config_to_ini in src/train/config.c)
+# the stored config (config_to_ini in src/train/config_render.c)
 
 
 def parse_ini(text, where):

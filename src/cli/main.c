@@ -24,7 +24,6 @@
 #include "core/revision.h"
 #include "dist/dist_nccl.h"
 #include "ops/cpu/cpu.h"
-#include "ops/cuda/cuda.h"
 #include "train/config.h"
 
 /* trainer --version: the source revision and what this build and this machine can run (the
@@ -36,9 +35,10 @@ static void print_version(FILE *f) {
     fprintf(f, "cpu: %s, %d OpenMP threads; bf16 products: %s%s\n", backend_cpu_gemm_name(),
             omp_get_max_threads(), bf16 ? "yes" : "no: ", bf16 ? "" : why);
 #ifdef TRAINER_HAVE_CUDA
+    BackendInfo cuda = backend_info(BACKEND_DEVICE_CUDA);
     fprintf(f, "cuda: %s; cuDNN %s; NCCL %s\n",
-            backend_cuda_emulated() ? "the SIMT emulation on the host (tests only)" : "built",
-            backend_cuda_has_cudnn() ? "yes" : "no", dist_nccl_available() ? "yes" : "no");
+            cuda.emulated ? "the SIMT emulation on the host (tests only)" : "built",
+            cuda.cudnn ? "yes" : "no", dist_nccl_available() ? "yes" : "no");
 #else
     fprintf(f, "cuda: not built (nvcc was not found when this trainer was built)\n");
 #endif

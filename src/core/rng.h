@@ -30,8 +30,8 @@ float rng_normal(Rng *r);
 /* Counter-based hash: a uniform 32-bit value from (key, counter) (SplitMix64 finaliser,
  * Steele et al. 2014). Pure function: the same inputs give the same output on every backend.
  * One definition serves the host and the GPU: under nvcc it is also a __device__ function
- * (RNG_HOST_DEVICE), so the CUDA dropout kernels (ops/cuda/dropout.cuh) draw the CPU's masks
- * bit for bit. */
+ * (RNG_HOST_DEVICE), so the CUDA dropout kernels (the CUDA backend's dropout.cuh) draw the
+ * CPU's masks bit for bit. */
 #if defined(__CUDACC__)
 #define RNG_HOST_DEVICE __host__ __device__
 #else

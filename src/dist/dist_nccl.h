@@ -4,13 +4,13 @@
  * buffer in device memory.
  *
  * Built with NCCL (TRAINER_NCCL: CMake found nccl.h and libnccl next to the CUDA toolkit and
- * MPI; or the emulated build, -DTRAINER_SIMT=ON with MPI, where src/ops/cuda/simt/host_nccl.cc
- * stands in for NCCL on MPI) the functions below do what they say; otherwise
+ * MPI; or the emulated build, -DTRAINER_SIMT=ON with MPI, where the SIMT emulation's
+ * host_nccl.cc, in the CUDA backend's simt/ folder, stands in for NCCL on MPI) the functions below do what they say; otherwise
  * dist_nccl_available() is 0, dist_nccl_init refuses with a message saying that NCCL was not
  * found at build time, and the others are never reached (they abort: programmer error).
  *
  * Streams: every call runs on the legacy default stream (stream 0), the one the CUDA backend
- * launches every op on (ops/cuda/cuda_internal.h), so the allreduce starts after the backward
+ * launches every op on (the CUDA backend's cuda_internal.h), so the allreduce starts after the backward
  * pass's kernels and the next op starts after it.
  * Faults (as dist.h's collectives): an NCCL call that fails, an asynchronous NCCL error, a dead
  * peer on this host, or no completion within dist.timeout (dist_set_timeout) ends this rank with

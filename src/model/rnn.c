@@ -4,8 +4,6 @@
 
 #include <string.h>
 
-#include "ops/cuda/cuda.h"
-
 static void declare_layer(ParamSet *ps, RnnLayer *L, const char *name, int gru, int in, int h) {
     char buf[96];
     L->gru = gru, L->in = in, L->h = h, L->G = gru ? 3 : 4;
@@ -132,8 +130,8 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err) {
         return err_set(err, "model.rnn_impl = cudnn: the %s backend has no cuDNN RNN (%s); set "
                        "model.rnn_impl = own", be->name,
                        strcmp(be->name, "cuda") != 0 ? "cuDNN runs with train.device = cuda only"
-                       : !backend_cuda_has_cudnn() ? "this build has no cuDNN"
-                                                   : "cuDNN did not start on this machine");
+                       : !backend_info(BACKEND_DEVICE_CUDA).cudnn ? "this build has no cuDNN"
+                       : "cuDNN did not start on this machine");
     m->cud = 1;
     m->dec_cud = !m->feed && m->style != DEC_BAHDANAU;
     return STATUS_OK;

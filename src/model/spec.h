@@ -3,7 +3,7 @@
  *
  * train/config.h embeds it (Config.model) and its key table parses, validates, prints and
  * serialises these fields (model.type, model.hidden, ...); model_create (model/model.h) builds
- * the network it describes. Defaults and ranges are those of the key table in train/config.c.
+ * the network it describes. Defaults and ranges are those of the key table in train/config_keys.c.
  * Legend: E embedding, H hidden, D model width, NH heads, F feed-forward width.
  */
 #ifndef TRAINER_MODEL_SPEC_H

@@ -689,7 +689,9 @@ static inline int backend_matmul_transb_slower(const Backend *be) {
 /* ---- Opening a backend ----
  * The trainer and every command open their backend through backend_open: it sets the threads,
  * starts the CPU backend (ops/cpu/cpu.h) or the CUDA one (ops/cuda/cuda.h) and sets the precision
- * of its products; those headers hold each backend's own controls. */
+ * of its products; those headers hold each backend's own controls, for ops/ and the tests. Code
+ * above ops/ asks what a build or machine runs here (backend_precision_valid, backend_can_run,
+ * backend_info), never ops/cuda/cuda.h. */
 
 enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 }; /* train.device: cpu, cuda */
 
@@ -711,15 +713,45 @@ typedef struct {
     int ordinal;   /* cuda: the GPU, modulo the number of devices (one GPU per rank: the local
                     * rank), or BACKEND_KEEP (the one chosen before, 0 by default); only the
                     * process's first start of the CUDA backend uses it; cpu: unused */
+    int rnn_cudnn; /* 1: the caller runs RNN layers on cuDNN (model.rnn_impl = cudnn, the
+                    * rnn_seq_* entries), which a build without cuDNN refuses; 0: it does not */
 } BackendOptions;
 
-/* Whether device can run products at precision here, without starting anything: 1 when it
- * can; else 0 with the reason and what to do in why (n bytes; why may be NULL): "train.precision
+/* Whether device has products at precision on any machine, asking nothing of this one: 1 when
+ * it has; else 0 with the reason and what to do in why (n bytes; why may be NULL): "train.precision
  * = tf32 needs train.device = cuda (TF32 is a tensor-core format); on the cpu set
- * train.precision = fp32 or bf16", or "train.precision = bf16 on train.device = cpu, but <this
- * build has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32".
- * Values out of range abort (programmer error). */
+ * train.precision = fp32 or bf16". Values out of range abort (programmer error). */
+int backend_precision_valid(int device, int precision, char *why, size_t n);
+
+/* Whether device can run products at precision here, without starting anything: 1 when it
+ * can; else 0 with the reason and what to do in why (n bytes; why may be NULL):
+ * backend_precision_valid's, or "train.precision = bf16 on train.device = cpu, but <this build
+ * has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32" (the CPU is
+ * asked). Values out of range abort (programmer error). */
 int backend_precision_runs(int device, int precision, char *why, size_t n);
+
+/* Whether this build and machine can run o, without starting anything: o->rnn_cudnn on a build
+ * without cuDNN, then o->precision (unless BACKEND_KEEP) by backend_precision_runs. 1 when it
+ * can; else 0 with the reason and what to do in why (n bytes; why may be NULL): "model.rnn_impl =
+ * cudnn, but this build of trainer has no cuDNN (<the SIMT emulation of the CUDA backend cannot
+ * run cuDNN | cudnn.h and libcudnn were not found when it was built: install cuDNN and
+ * rebuild>); set model.rnn_impl = own", or backend_precision_runs's. Whether a GPU is there is
+ * not asked (backend_open finds out). Out-of-range options abort (programmer error). */
+int backend_can_run(const BackendOptions *o, char *why, size_t n);
+
+/* What this build's CUDA backend is, and the GPU it started on (backend_info). */
+typedef struct {
+    int emulated;         /* 1: the SIMT emulation on the host (-DTRAINER_SIMT=ON, tests only) */
+    int cudnn;            /* 1: built with cuDNN (model.rnn_impl = cudnn can run) */
+    int gpu_index;        /* the ordinal the CUDA backend started on; -1 before it started */
+    const char *gpu_name; /* that GPU's name ("SIMT emulation (host)" emulated); "" before */
+} BackendInfo;
+
+/* What this build and process hold for device, starting nothing: for BACKEND_DEVICE_CUDA the
+ * CUDA backend's (ops/cuda/cuda.h; a build without CUDA: {0, 0, -1, ""}), for
+ * BACKEND_DEVICE_CPU {0, 0, -1, ""}. gpu_name is static memory. Another device aborts
+ * (programmer error). */
+BackendInfo backend_info(int device);
 
 /* Opens o->device's backend into *be: sets the threads, starts the backend (cuda: once per
  * process, on o->ordinal; later calls return the same table), sets the precision, and, when
@@ -727,7 +759,7 @@ int backend_precision_runs(int device, int precision, char *why, size_t n);
  * description for the log into line (n bytes): "device: cpu, precision bf16, matmul: onednn
  * matmul (bf16 inputs, fp32 accumulation)" (backend_cpu_gemm_name) or "device: cuda, <GPU name>,
  * precision tf32, kernels: own, matmul: cublas (bias: cublasLt epilogue)". Errors (*be NULL,
- * nothing changed but the threads where the CUDA start failed): backend_precision_runs's
+ * nothing changed but the threads where the CUDA start failed): backend_can_run's
  * refusal; "train.device = cuda: <why>" when this build has no CUDA backend or no device is
  * usable (backend_cuda's message, which says to set train.device = cpu). Out-of-range options
  * abort (programmer error). Call it from the main thread. */

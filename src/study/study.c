@@ -357,6 +357,10 @@ static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config
         rc = config_load(c, sc->path, err);
         for (int k = 0; k < n && !rc; k++) rc = config_set(c, sets[k], err);
         if (!rc) rc = config_validate(c, err);
+        char why[512];
+        BackendOptions bo = config_backend_options(c);
+        if (!rc && !backend_can_run(&bo, why, sizeof why))
+            rc = err_set(err, "config %s: %s", c->name, why);
         if (rc) {
             err_prefix(err, "%s: config %s (run %s)", s->file, sc->path, runs[i].name);
             break;

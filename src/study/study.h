@@ -35,11 +35,11 @@
  * writes the report into the study's folder: README.md, results.csv, significance.csv and the
  * figures, from the archives there are. study_status lists the runs archived, running (a
  * last.ckpt or a lock) and missing, and estimates the time left from the runs' times so far.
- * study_load loads and validates every config with the plan's settings, so a machine that
- * cannot run the plan's precision is refused with the reason (config_validate), and so is a plan
- * whose configs do not share the training data and vocabulary that one SentencePiece model
- * needs. SIGINT or SIGTERM during study_train stop the runs (each saves last.ckpt); the next
- * start resumes them.
+ * study_load loads and validates every config with the plan's settings and asks whether this
+ * machine runs it, so a machine that cannot run the plan's precision is refused with the reason
+ * (config_validate, backend_can_run), and so is a plan whose configs do not share the training
+ * data and vocabulary that one SentencePiece model needs. SIGINT or SIGTERM during study_train
+ * stop the runs (each saves last.ckpt); the next start resumes them.
  * A config's recipe is the file it includes (`include = FILE`, train/config.h). study_load
  * compares each config's resolved keys with its recipe's, both with the plan's settings, and
  * sorts the keys that differ into the attention's (model.attention, self_attention,

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/cuda/cuda.h"
 #include "train/ckptfile.h"
 
 enum { ST_STEP, ST_EPOCH, ST_BATCH, ST_RNG_STATE, ST_RNG_INC, ST_ADAM_T, ST_LR_SCALE, ST_BEST,
@@ -218,7 +217,7 @@ static Status load(const char *path, Model *m, Config *cfg_out, Spm **spm_out, T
      * the same): a checkpoint trained with cudnn loads with our own kernels where cuDNN is not
      * there (the CPU, a build without it) */
     if (cfg.model.rnn_impl == RNN_IMPL_CUDNN &&
-        (cfg.device != DEVICE_CUDA || !backend_cuda_has_cudnn()))
+        (cfg.device != DEVICE_CUDA || !backend_info(BACKEND_DEVICE_CUDA).cudnn))
         cfg.model.rnn_impl = RNN_IMPL_OWN;
     /* train.precision likewise says how the run's products were rounded, not what the (fp32)
      * parameters are: a checkpoint trained at tf32, or at bf16, loads at fp32 where that cannot

@@ -1,10 +1,12 @@
 /* train/config.h — the run configuration: a strict INI file → one typed struct (docs/design.md §1, §7).
  *
- * Every key is declared ONCE, in the table at the top of config.c: {section, key, type, field,
+ * Every key is declared ONCE, in the table of config_keys.c: {section, key, type, field,
  * default, range or valid names, help}. That table drives the defaults, parsing, --set overrides,
  * per-key validation, `trainer --help` and serialising back to INI text. To add a key: add a field
  * here (a [model] key: to ModelSpec, model/spec.h, which Config embeds as .model) and one row
- * there; nothing else.
+ * there; nothing else. config.c parses files and --set overrides and validates (config_load ..
+ * config_validate); config_render.c writes a config and the key reference (config_to_ini ..
+ * config_backend_options); config_keys.h, private to the three, holds the table's types.
  *
  * File grammar (UTF-8 text, lines of at most CONFIG_MAX_LINE bytes, LF or CRLF endings):
  *
@@ -167,14 +169,7 @@ typedef struct Config {
     unsigned char given[CONFIG_MAX_KEYS];
 } Config;
 
-/* backend_open's options for c (ops.h): train.device, train.precision and train.threads;
- * ordinal BACKEND_KEEP (the caller picks the GPU of a rank). No errors. */
-BackendOptions config_backend_options(const Config *c);
-
-/* No errors. The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
- * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder
- * self-attention / decoder self-attention / cross-attention, e.g. "efficient/sdp/efficient"). */
-const char *config_attention_text(const Config *c, char *buf, size_t n);
+/* ---- Parsing and validation (config.c; the defaults and one value's parsing: config_keys.c) */
 
 /* Fills *c with every key's default (and name "default"). Never fails. */
 void config_defaults(Config *c);
@@ -198,10 +193,15 @@ Status config_set(Config *c, const char *assignment, Err *err);
 /* Every key's range/enum again (the struct may have been edited in code), then cross-key rules:
  * rnn hidden even, transformer needs an attention, input_feeding needs an attention,
  * min_lr <= lr, batch_tokens >= 2 * max_len, train/val paths non-empty, test paths both set or
- * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."), and the attention
- * kinds attention_supports accepts. Errors: the first rule broken, naming the key(s) and what to
- * set. */
+ * both empty, name usable as a folder name ([A-Za-z0-9._-], not "." or ".."), the attention
+ * kinds attention_supports accepts, model.rnn_impl = cudnn only for an RNN on train.device =
+ * cuda, train.precision one the device has (backend_precision_valid: tf32 on cuda only). Asks
+ * nothing of this machine or build: what they cannot run (cuDNN, bf16 on a CPU without it, no
+ * GPU) is refused by backend_open (backend_can_run) when the run starts. Errors: the first rule
+ * broken, naming the key(s) and what to set. */
 Status config_validate(const Config *c, Err *err);
+
+/* ---- Rendering (config_render.c) */
 
 /* malloc'd (free()) INI text of every key the model reads (config_drop_unread: the [model] keys
  * of the other model type and the options of unused attentions are left out), including [run]
@@ -237,5 +237,15 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n);
  * data.concat sentences and two a separator (CORPUS_SEP and the word boundary before it):
  * concat · max_len + 2 (concat − 1). No errors. */
 int config_example_len(const Config *c);
+
+/* No errors. The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
+ * or the Transformer's kind when all three slots agree, else "ENC/DEC/CROSS" (encoder
+ * self-attention / decoder self-attention / cross-attention, e.g. "efficient/sdp/efficient"). */
+const char *config_attention_text(const Config *c, char *buf, size_t n);
+
+/* backend_open's options for c (ops.h): train.device, train.precision and train.threads,
+ * rnn_cudnn for model.rnn_impl = cudnn; ordinal BACKEND_KEEP (the caller picks the GPU of a
+ * rank). No errors. */
+BackendOptions config_backend_options(const Config *c);
 
 #endif

@@ -10,7 +10,6 @@
 #include "data/prepare.h"
 #include "dist/dist.h"
 #include "dist/dist_nccl.h"
-#include "ops/cuda/cuda.h"
 #include "train/finetune.h"
 #include "train/ranks.h"
 #include "train/rundir.h"
@@ -145,7 +144,7 @@ static void print_model(const Run *r) {
     size_t bf = train_bucket_floats(cfg);
     if (dist_nccl_ready())
         printf("ncclAllReduce (one GPU per rank, by local rank: rank 0 on GPU %d)%s",
-               backend_cuda_device_index(),
+               backend_info(BACKEND_DEVICE_CUDA).gpu_index,
                cfg->dist_overlap ? "; dist.overlap does not apply (one ncclAllReduce after "
                                    "backward)" : "");
     else if (cfg->dist_overlap && r->model.be->host_memory)

@@ -20,7 +20,6 @@
 #include "dist/dist_nccl.h"
 #include "eval/metrics.h"
 #include "eval/translate.h"
-#include "ops/cuda/cuda.h"
 #include "train/dist_check.h"
 #include "train/optim.h"
 #include "train/ranks.h"
@@ -150,7 +149,7 @@ static void write_start_record(const Run *r) {
     machine_cpu(rs.cpu, sizeof rs.cpu);
     snprintf(rs.device, sizeof rs.device, "%s", device_type_names[cfg->device]);
     snprintf(rs.gpu, sizeof rs.gpu, "%s",
-             cfg->device == DEVICE_CUDA ? backend_cuda_device_name() : "");
+             cfg->device == DEVICE_CUDA ? backend_info(BACKEND_DEVICE_CUDA).gpu_name : "");
     snprintf(rs.precision, sizeof rs.precision, "%s", precision_names[cfg->precision]);
     runlog_write_start(r->metrics, &rs);
 }

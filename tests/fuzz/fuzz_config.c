@@ -1,6 +1,6 @@
-/* fuzz_config.c — fuzz target of the config parser (src/train/config.c): config_load_string,
- * config_load on a file (the raw bytes, NULs included), config_set, config_validate,
- * config_to_ini and config_diff.
+/* fuzz_config.c — fuzz target of the config parser (src/train/config.c, config_keys.c):
+ * config_load_string, config_load on a file (the raw bytes, NULs included), config_set,
+ * config_validate, config_to_ini and config_diff.
  *
  * Input: any bytes, read as an INI file; then each line is also tried as a --set argument.
  * Invariants checked (config.h): whatever config_load_string / config_set accept, config_to_ini

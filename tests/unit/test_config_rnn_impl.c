@@ -1,8 +1,10 @@
 /* test_config_rnn_impl.c — model.rnn_impl = own | cudnn: the key itself (default,
  * names, round trip through a checkpoint's config text, `trainer --help`), each refusal with the
- * key name and what to do, and the model's own refusal on a backend without cuDNN. Runs on the
- * CPU in every build: which refusal a build gives for "no cuDNN" depends on the build (none,
- * SIMT, cuDNN found), and a build with cuDNN must accept the combination instead.
+ * key name and what to do (the config's: a Transformer, the cpu; the backend's: a build without
+ * cuDNN, backend_can_run and backend_open, while the config validates in every build), the
+ * model's own refusal on a backend without cuDNN, and backend_info against ops/cuda/cuda.h. Runs
+ * on the CPU in every build: which refusal a build gives for "no cuDNN" depends on the build
+ * (none, SIMT, cuDNN found), and a build with cuDNN must accept the combination instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,28 +84,58 @@ static void test_refusals(void) {
     const char *cpu_need[] = {"model.rnn_impl = cudnn", "train.device = cuda",
                               "model.rnn_impl = own"};
     expect_refused(cpu, 1, cpu_need, 3);
-    /* cudnn in a build without cuDNN (or the SIMT build); accepted where cuDNN was built in */
+    /* cudnn on the GPU: a valid config in every build (validation asks nothing of the build);
+     * a build without cuDNN (or the SIMT build) refuses it when the backend opens, before it
+     * starts anything; a build with cuDNN accepts it there */
     const char *cuda[] = {"train.device=cuda", "model.rnn_impl=cudnn"};
+    Config c;
+    Err err;
+    config_with(&c, cuda, 2);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "cudnn on cuda did not validate: %s", err.msg);
+    BackendOptions bo = config_backend_options(&c);
+    bo.threads = BACKEND_KEEP;
+    EXPECT(bo.rnn_cudnn == 1, "config_backend_options: rnn_cudnn %d", bo.rnn_cudnn);
+    char why[512] = "";
+    int can = backend_can_run(&bo, why, sizeof why);
     if (!backend_cuda_has_cudnn()) {
         const char *need[] = {"model.rnn_impl = cudnn", "no cuDNN", "set model.rnn_impl = own",
                               backend_cuda_emulated() ? "SIMT" : "rebuild"};
-        expect_refused(cuda, 2, need, 4);
+        const Backend *be = NULL;
+        err.msg[0] = 0;
+        Status st = backend_open(&bo, &be, NULL, 0, &err);
+        EXPECT(!can && st != STATUS_OK && !be, "a build without cuDNN ran cudnn: %d %d", can,
+               (int)st);
+        for (int i = 0; i < 4 && !can && st != STATUS_OK; i++)
+            EXPECT(strstr(why, need[i]) && strstr(err.msg, need[i]),
+                   "message lacks \"%s\": %s | %s", need[i], why, err.msg);
+        printf("refused by the backend: %s\n", err.msg);
     } else {
-        Config c;
-        Err err;
-        config_with(&c, cuda, 2);
-        EXPECT(config_validate(&c, &err) == STATUS_OK, "a build with cuDNN refused: %s",
-               err.msg);
+        EXPECT(can, "a build with cuDNN refused: %s", why);
     }
+    /* own on the GPU: nothing for backend_can_run to refuse (whether a GPU is there is
+     * backend_open's to find out) */
+    config_with(&c, cuda, 1);
+    bo = config_backend_options(&c);
+    EXPECT(bo.rnn_cudnn == 0 && backend_can_run(&bo, why, sizeof why),
+           "own on cuda: rnn_cudnn %d, %s", bo.rnn_cudnn, why);
     /* decoder with input feeding or bahdanau: not an error (the encoder uses cuDNN) */
-    if (backend_cuda_has_cudnn()) {
-        const char *bah[] = {"train.device=cuda", "model.rnn_impl=cudnn",
-                             "model.attention=bahdanau", "model.input_feeding=false"};
-        Config c;
-        Err err;
-        config_with(&c, bah, 4);
-        EXPECT(config_validate(&c, &err) == STATUS_OK, "bahdanau + cudnn refused: %s", err.msg);
-    }
+    const char *bah[] = {"train.device=cuda", "model.rnn_impl=cudnn", "model.attention=bahdanau",
+                         "model.input_feeding=false"};
+    config_with(&c, bah, 4);
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "bahdanau + cudnn refused: %s", err.msg);
+}
+
+/* backend_info, the way code above ops/ asks about the CUDA backend, says what cuda.h does. */
+static void test_backend_info(void) {
+    BackendInfo cu = backend_info(BACKEND_DEVICE_CUDA), cpu = backend_info(BACKEND_DEVICE_CPU);
+    EXPECT(cu.cudnn == backend_cuda_has_cudnn() && cu.emulated == backend_cuda_emulated() &&
+               cu.gpu_index == backend_cuda_device_index() &&
+               !strcmp(cu.gpu_name, backend_cuda_device_name()),
+           "backend_info(cuda) {%d, %d, %d, %s} differs from cuda.h's", cu.emulated, cu.cudnn,
+           cu.gpu_index, cu.gpu_name);
+    EXPECT(!cpu.cudnn && !cpu.emulated && cpu.gpu_index == -1 && !strcmp(cpu.gpu_name, ""),
+           "backend_info(cpu) {%d, %d, %d, %s}", cpu.emulated, cpu.cudnn, cpu.gpu_index,
+           cpu.gpu_name);
 }
 
 /* The model refuses cudnn on a backend without the cuDNN entries (the cpu backend here), by
@@ -153,5 +185,6 @@ int main(void) {
     test_key();
     test_refusals();
     test_model_refusal();
+    test_backend_info();
     return test_report("test_config_rnn_impl");
 }

@@ -2,8 +2,9 @@
  * (nearest, ties to even, NaN and infinity), the bf16 products of the CPU backend against a
  * double-precision product of the rounded inputs (every transpose, alpha, beta), that they are
  * not the fp32 products, that keeping an operand's rounding across products (matmul_run,
- * matmul_hold, matmul_keep) changes no bit and lasts as long as each says, and the config's
- * refusals (tf32 on the cpu; bf16 where the CPU or the build cannot). The products run where
+ * matmul_hold, matmul_keep) changes no bit and lasts as long as each says, and the refusals
+ * (tf32 on the cpu: config_validate; bf16 where the CPU or the build cannot: backend_open, while
+ * the config validates on every machine). The products run where
  * backend_cpu_bf16_supported() says yes (a build with oneDNN on an AVX512_BF16 CPU); elsewhere
  * the rounding (the portable loop) and the refusal are checked, and the test exits 77 (skipped:
  * the products were not) unless one of those checks failed (exit 1). CTest's
@@ -296,12 +297,35 @@ static void test_config(int supported, const char *why) {
     config_defaults(&c);
     EXPECT(config_set(&c, "train.precision=bf16", &err) == STATUS_OK, "%s", err.msg);
     err.msg[0] = 0;
-    Status st = config_validate(&c, &err);
-    if (supported)
-        EXPECT(st == STATUS_OK, "bf16 on a CPU that has it refused: %s", err.msg);
-    else
-        EXPECT(st != STATUS_OK && strstr(err.msg, "train.precision = bf16") && strstr(err.msg, why),
-               "bf16 without support (%s): %s", why, st ? err.msg : "validated");
+    /* bf16 on the cpu is a valid config on every machine; this machine's backend decides */
+    EXPECT(config_validate(&c, &err) == STATUS_OK, "bf16 on the cpu did not validate: %s",
+           err.msg);
+    BackendOptions bo = config_backend_options(&c);
+    bo.threads = BACKEND_KEEP;
+    char can_why[512] = "";
+    int can = backend_can_run(&bo, can_why, sizeof can_why);
+    const Backend *be = NULL;
+    err.msg[0] = 0;
+    Status st = backend_open(&bo, &be, NULL, 0, &err);
+    if (supported) {
+        EXPECT(can && st == STATUS_OK && be, "bf16 on a CPU that has it refused: %s %s", can_why,
+               err.msg);
+        backend_cpu_set_precision(BACKEND_PRECISION_FP32);
+    } else {
+        EXPECT(!can && strstr(can_why, "train.precision = bf16") && strstr(can_why, why),
+               "backend_can_run, bf16 without support (%s): %s", why, can ? "runs" : can_why);
+        EXPECT(st != STATUS_OK && !be && strstr(err.msg, "train.precision = bf16") &&
+                   strstr(err.msg, why) && strstr(err.msg, "set train.precision = fp32"),
+               "backend_open, bf16 without support (%s): %s", why, st ? err.msg : "opened");
+    }
+    /* tf32 is the config's refusal, and the backend's too (backend_precision_valid) */
+    char tf_why[512] = "";
+    EXPECT(!backend_precision_valid(BACKEND_DEVICE_CPU, BACKEND_PRECISION_TF32, tf_why,
+                                    sizeof tf_why) && strstr(tf_why, "train.precision = tf32"),
+           "tf32 on the cpu: %s", tf_why);
+    EXPECT(backend_precision_valid(BACKEND_DEVICE_CUDA, BACKEND_PRECISION_TF32, NULL, 0) &&
+               backend_precision_valid(BACKEND_DEVICE_CPU, BACKEND_PRECISION_BF16, NULL, 0),
+           "tf32 on cuda or bf16 on the cpu is not valid");
 }
 
 int main(void) {

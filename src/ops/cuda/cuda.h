@@ -3,8 +3,9 @@
  * (cuDNN, the SIMT emulation). A C header, included by the C code and, through
  * cuda_internal.h, by the backend's .cu files; a build without CUDA links
  * ops/cuda/backend_cuda_none.c, whose versions refuse or do nothing as each says. The trainer
- * and the commands open a backend through backend_open (ops.h), which calls these; tests and
- * benchmarks call them directly. Memory: device memory. Errors: none but those named at each
+ * and the commands open a backend through backend_open (ops.h), which calls these, and code above
+ * ops/ asks what they say through backend_can_run and backend_info (ops.h), never this header;
+ * tests and benchmarks call them directly. Memory: device memory. Errors: none but those named at each
  * function. */
 #ifndef TRAINER_OPS_CUDA_H
 #define TRAINER_OPS_CUDA_H
