@@ -24,7 +24,9 @@
  *   - checks every input unchanged, on every backend;
  *   - another backend: compares every written buffer (whole, prefills included, so what an op
  *     must not write is checked untouched) with the CPU's, bit for bit (tol 0) or normwise
- *     max|g − c| / max(max|c|, floor) < tol, floor the size of the terms where they may cancel;
+ *     max|g − c| / max(max|c|, floor) < tol, floor the size of the terms where they may cancel
+ *     (tol < 0: element-wise |g − c| <= |tol| (1 + |c|), infinities exactly); a row's calls may
+ *     compare a value before a later call changes it (emit_mid);
  *   - the CPU: the reference (ref, normwise ref_tol or exactly), the gradients computed into
  *     zeroed buffers against central finite differences of L = Σ dout ⊙ out (ε = FD_EPS),
  *     normwise: |g − g_fd| / max(|g_fd|, tiny) ≤ FD_NORM_TOL, and the run onto random prefills
@@ -32,8 +34,8 @@
  *   - the row's extra checks (extra), on every backend.
  * Checks a row does not express stay special functions of the case table (CASES): the memory
  * entries, matmul next to held ranges, train.precision, sumsq/all_finite, dropout's stream
- * statistics and u == p keys, the recurrent cells, the output layer, adam, and the attention
- * ops (attention_*.c for the CPU, the vs_cpu_* functions below for another backend). The program
+ * statistics and u == p keys, the output layer, and the attention ops' CPU cases (attention_*.c;
+ * their rows check another backend against the CPU, and the hooks' checks on both). The program
  * fails when an OpKind has no case. An op the CUDA backend leaves NULL is listed and skipped;
  * an op it has but whose case has no cross-backend check fails.
  *
@@ -302,174 +304,6 @@ static void test_dropout(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* LSTM cell                                                                                   */
-
-static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-typedef struct {
-    float *pre;   /* [B,4H] saved pre-activations (perturbed by the FD) */
-    float *gates; /* [B,4H] scratch: overwritten by the forward */
-    float *h, *c, *h_prev, *c_prev;
-    const float *mask, *rh, *rc;
-    int B, H;
-} LstmCtx;
-static double lstm_loss(void *p) {
-    LstmCtx *x = p;
-    size_t g = (size_t)x->B * 4 * x->H, bh = (size_t)x->B * x->H;
-    memcpy(x->gates, x->pre, sizeof(float) * g); /* the forward writes activations in place */
-    be->lstm_cell_forward(x->h, x->c, x->gates, x->h_prev, x->c_prev, x->mask, x->B, x->H);
-    return dot_rd(x->rh, x->h, bh) + dot_rd(x->rc, x->c, bh);
-}
-
-static void test_lstm(int with_mask) {
-    const int B = 4, H = 5;
-    const float maskv[4] = {1, 0, 1, 0};
-    const float *mask = with_mask ? maskv : NULL;
-    size_t g = (size_t)B * 4 * H, bh = (size_t)B * H;
-    float *pre = frand(g, -2, 2), *gates = fdup(pre, g);
-    float *h_prev = frand(bh, -1, 1), *c_prev = frand(bh, -1.5f, 1.5f);
-    float *h = fnew(bh), *c = fnew(bh);
-    Stat st;
-    stat_begin(&st, "lstm_cell_forward (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
-    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < H; j++) {
-            const float *pr = pre + (size_t)b * 4 * H;
-            double i = sigm(pr[j]), f = sigm(pr[H + j]), gg = tanh(pr[2 * H + j]),
-                   o = sigm(pr[3 * H + j]);
-            double cp = c_prev[b * H + j];
-            double cn = f * cp + i * gg, hn = o * tanh(cn);
-            const float *ga = gates + (size_t)b * 4 * H;
-            stat_add(&st, ga[j], i, FWD_ATOL, FWD_RTOL, "act i", b * 4 * H + j);
-            stat_add(&st, ga[H + j], f, FWD_ATOL, FWD_RTOL, "act f", b * 4 * H + H + j);
-            stat_add(&st, ga[2 * H + j], gg, FWD_ATOL, FWD_RTOL, "act g", b * 4 * H + 2 * H + j);
-            stat_add(&st, ga[3 * H + j], o, FWD_ATOL, FWD_RTOL, "act o", b * 4 * H + 3 * H + j);
-            if (mask && mask[b] == 0.0f) { /* masked row keeps its state, exactly */
-                stat_add(&st, c[b * H + j], c_prev[b * H + j], 0, 0, "c (masked)", b * H + j);
-                stat_add(&st, h[b * H + j], h_prev[b * H + j], 0, 0, "h (masked)", b * H + j);
-            } else {
-                stat_add(&st, c[b * H + j], cn, FWD_ATOL, FWD_RTOL, "c", b * H + j);
-                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
-            }
-        }
-    stat_end(&st);
-
-    /* L = Σ rh ⊙ h + Σ rc ⊙ c, so dh = rh, dc = rc. */
-    float *rh = frand(bh, -1, 1), *rc = frand(bh, -1, 1);
-    float *dg = fnew(g), *dhp = fnew(bh), *dcp = fnew(bh);
-    memcpy(gates, pre, sizeof(float) * g);
-    be->lstm_cell_forward(h, c, gates, h_prev, c_prev, mask, B, H);
-    be->lstm_cell_backward(dg, dhp, dcp, rh, rc, gates, c, c_prev, mask, B, H);
-    LstmCtx ctx = {pre, fnew(g), fnew(bh), fnew(bh), h_prev, c_prev, mask, rh, rc, B, H};
-    stat_begin(&st, "lstm_cell_backward vs FD (%s)", with_mask ? "mask 1,0,1,0" : "mask NULL");
-    fd_check(&st, "dgates", pre, g, dg, lstm_loss, &ctx);
-    fd_check(&st, "dc_prev", c_prev, bh, dcp, lstm_loss, &ctx);
-    fd_check(&st, "dh_prev", h_prev, bh, dhp, lstm_loss, &ctx);
-    stat_end(&st);
-
-    /* dh_prev, dc_prev accumulate; dgates is documented as overwritten (a temporary). */
-    stat_begin(&st, "lstm_cell_backward accumulates (%s)", with_mask ? "mask" : "no mask");
-    float *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2), *pc = frand(bh, -2, 2);
-    float *ag = fdup(pg, g), *ah = fdup(ph, bh), *ac = fdup(pc, bh);
-    be->lstm_cell_backward(ag, ah, ac, rh, rc, gates, c, c_prev, mask, B, H);
-    for (size_t i = 0; i < g; i++)
-        stat_add(&st, ag[i], dg[i], 0, 0, "dgates overwritten", (long)i);
-    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
-    accum_check(&st, "dc_prev", ac, pc, dcp, bh);
-    stat_end(&st);
-    free(pre), free(gates), free(h_prev), free(c_prev), free(h), free(c), free(rh), free(rc);
-    free(dg), free(dhp), free(dcp), free(ctx.gates), free(ctx.h), free(ctx.c);
-    free(pg), free(ph), free(pc), free(ag), free(ah), free(ac);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* GRU cell                                                                                    */
-
-typedef struct {
-    float *pre; /* [B,3H] saved x-side pre-activations (perturbed by the FD) */
-    float *gx;  /* [B,3H] scratch: overwritten by the forward */
-    float *gh, *h, *h_prev;
-    const float *mask, *rh;
-    int B, H;
-} GruCtx;
-static double gru_loss(void *p) {
-    GruCtx *x = p;
-    memcpy(x->gx, x->pre, sizeof(float) * x->B * 3 * x->H); /* activations are written in place */
-    be->gru_cell_forward(x->h, x->gx, x->gh, x->h_prev, x->mask, x->B, x->H);
-    return dot_rd(x->rh, x->h, (size_t)x->B * x->H);
-}
-
-static void test_gru(int with_mask) {
-    const int B = 3, H = 5;
-    const float maskv[3] = {1, 0, 1};
-    const float *mask = with_mask ? maskv : NULL;
-    const char *mtag = with_mask ? "mask 1,0,1" : "mask NULL";
-    size_t g = (size_t)B * 3 * H, bh = (size_t)B * H;
-    float *pre = frand(g, -2, 2), *gx = fdup(pre, g), *gh = frand(g, -2, 2);
-    float *h_prev = frand(bh, -1, 1), *h = fnew(bh);
-    for (size_t i = 0; i < bh; i++) h[i] = 123.0f; /* the op must write every element */
-    Stat st;
-    stat_begin(&st, "gru_cell_forward (%s)", mtag);
-    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < H; j++) {
-            const float *px = pre + (size_t)b * 3 * H, *ph = gh + (size_t)b * 3 * H;
-            double r = sigm((double)px[j] + ph[j]), z = sigm((double)px[H + j] + ph[H + j]);
-            double n = tanh((double)px[2 * H + j] + r * ph[2 * H + j]);
-            double hp = h_prev[b * H + j], hn = (1 - z) * n + z * hp;
-            const float *ga = gx + (size_t)b * 3 * H;
-            stat_add(&st, ga[j], r, FWD_ATOL, FWD_RTOL, "act r", b * 3 * H + j);
-            stat_add(&st, ga[H + j], z, FWD_ATOL, FWD_RTOL, "act z", b * 3 * H + H + j);
-            stat_add(&st, ga[2 * H + j], n, FWD_ATOL, FWD_RTOL, "act n", b * 3 * H + 2 * H + j);
-            if (mask && mask[b] == 0.0f) /* masked row keeps its state, exactly */
-                stat_add(&st, h[b * H + j], hp, 0, 0, "h (masked)", b * H + j);
-            else
-                stat_add(&st, h[b * H + j], hn, FWD_ATOL, FWD_RTOL, "h", b * H + j);
-        }
-    stat_end(&st);
-
-    /* L = Σ rh ⊙ h, so dh = rh. gh is an input of the op like gx, so FD on gh gives dgh, and
-     * FD on h_prev (gh held fixed) gives the direct z ⊙ h_prev path that dh_prev holds. */
-    float *rh = frand(bh, -1, 1);
-    float *dgx = fnew(g), *dgh = fnew(g), *dhp = fnew(bh);
-    memcpy(gx, pre, sizeof(float) * g);
-    be->gru_cell_forward(h, gx, gh, h_prev, mask, B, H);
-    be->gru_cell_backward(dgx, dgh, dhp, rh, gx, gh, h_prev, mask, B, H);
-    GruCtx ctx = {pre, fnew(g), gh, fnew(bh), h_prev, mask, rh, B, H};
-    stat_begin(&st, "gru_cell_backward vs FD (%s)", mtag);
-    fd_check(&st, "dgx", pre, g, dgx, gru_loss, &ctx);
-    fd_check(&st, "dgh", gh, g, dgh, gru_loss, &ctx);
-    fd_check(&st, "dh_prev", h_prev, bh, dhp, gru_loss, &ctx);
-    if (mask) /* a masked row: exactly zero pre-activation gradients, dh passed through */
-        for (int b = 0; b < B; b++) {
-            if (mask[b] != 0.0f) continue;
-            for (int j = 0; j < 3 * H; j++) {
-                stat_add(&st, dgx[b * 3 * H + j], 0.0, 0, 0, "dgx (masked row)", b * 3 * H + j);
-                stat_add(&st, dgh[b * 3 * H + j], 0.0, 0, 0, "dgh (masked row)", b * 3 * H + j);
-            }
-            for (int j = 0; j < H; j++)
-                stat_add(&st, dhp[b * H + j], rh[b * H + j], 0, 0, "dh_prev (masked row)",
-                         b * H + j);
-        }
-    stat_end(&st);
-
-    /* dh_prev accumulates; dgx and dgh are documented as overwritten (temporaries). */
-    stat_begin(&st, "gru_cell_backward accumulates (%s)", mtag);
-    float *px = frand(g, -3, 3), *pg = frand(g, -3, 3), *ph = frand(bh, -2, 2);
-    float *ax = fdup(px, g), *ag = fdup(pg, g), *ah = fdup(ph, bh);
-    be->gru_cell_backward(ax, ag, ah, rh, gx, gh, h_prev, mask, B, H);
-    for (size_t i = 0; i < g; i++) {
-        stat_add(&st, ax[i], dgx[i], 0, 0, "dgx overwritten", (long)i);
-        stat_add(&st, ag[i], dgh[i], 0, 0, "dgh overwritten", (long)i);
-    }
-    accum_check(&st, "dh_prev", ah, ph, dhp, bh);
-    stat_end(&st);
-    free(pre), free(gx), free(gh), free(h_prev), free(h), free(rh), free(dgx), free(dgh);
-    free(dhp), free(ctx.gx), free(ctx.h), free(px), free(pg), free(ph), free(ax), free(ag);
-    free(ah);
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* output layer                                                                                */
 
 typedef struct {
@@ -614,40 +448,6 @@ static void test_argmax(void) {
     free(y);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* optimiser                                                                                   */
-
-static void test_adam(void) {
-    const size_t n = 57;
-    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
-    float *p = frand(n, -1, 1), *m = fnew(n), *v = fnew(n);
-    double *pr = malloc(sizeof(double) * n), *mr = calloc(n, sizeof(double)),
-           *vr = calloc(n, sizeof(double));
-    for (size_t i = 0; i < n; i++) pr[i] = p[i];
-    Stat st;
-    stat_begin(&st, "adam_update (t = 1..4)");
-    for (int t = 1; t <= 4; t++) {
-        float *g = frand(n, -2, 2);
-        g[0] = 0.0f;           /* zero gradient */
-        g[1] = 1e-4f * t;      /* tiny gradient */
-        if (t == 2) g[2] = 50; /* a spike */
-        be->adam_update(p, g, m, v, n, lr, b1, b2, eps, t);
-        double c1 = 1.0 - pow((double)b1, t), c2 = 1.0 - pow((double)b2, t);
-        for (size_t i = 0; i < n; i++) {
-            mr[i] = (double)b1 * mr[i] + (1.0 - (double)b1) * g[i];
-            vr[i] = (double)b2 * vr[i] + (1.0 - (double)b2) * (double)g[i] * g[i];
-            pr[i] -= (double)lr * (mr[i] / c1) / (sqrt(vr[i] / c2) + (double)eps);
-            /* the update is ~lr per step: compare p to 1e-3·lr, m and v relatively */
-            stat_add(&st, p[i], pr[i], 1e-3 * lr * t, 0, "param", (long)i);
-            stat_add(&st, m[i], mr[i], 1e-7, 1e-5, "m", (long)i);
-            stat_add(&st, v[i], vr[i], 1e-9, 1e-5, "v", (long)i);
-        }
-        free(g);
-    }
-    stat_end(&st);
-    free(p), free(m), free(v), free(pr), free(mr), free(vr);
-}
-
 
 /* ========================================================================================== */
 /* another backend against the CPU                                                            */
@@ -763,7 +563,7 @@ static float *from_backend(const Backend *be, const float *p, size_t n) {
 
 /* Every output downloaded from the backend under test (from_backend), in order: a 64-bit FNV-1a hash
  * of each one's bytes and its label (the schedule check of run_vs_cpu). */
-static struct { uint64_t hash; char what[120]; } *out_seen;
+static struct { uint64_t hash; char what[300]; } *out_seen;
 static size_t n_seen, cap_seen;
 
 static void record_output(const char *what, const float *g, size_t n) {
@@ -1099,8 +899,6 @@ static void vs_cpu_reductions(void) {
 /* cache, the rows of dtable no id names) must therefore stay exactly the CPU's, i.e. untouched */
 /* (the CPU cases check that the CPU leaves it untouched).                                     */
 
-static long kp_checks, kp_fails; /* comparisons by the four vs_cpu functions below, failed ones */
-
 /* Downloads n floats from both backends; EXPECTs them bit-identical (memcmp per float, so
  * -0/+0 and NaN payloads count), naming the first difference. */
 static void compare_exact(const char *what, const float *g_dev, const float *c_dev, size_t n) {
@@ -1114,23 +912,13 @@ static void compare_exact(const char *what, const float *g_dev, const float *c_d
         if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
     EXPECT(bad == 0, "%s: %zu of %zu floats differ from the cpu (first at %zu: gpu %.9g cpu %.9g)",
            what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
-    kp_checks++;
-    kp_fails += bad != 0;
     free(g);
     free(c);
 }
 
-/* compare_floor(), counted in the summary line of the functions that print one. */
-static double compare_tol_floor(const char *what, const float *g_dev, const float *c_dev,
-                                size_t n, double tol, double floor) {
-    double e = compare_floor(what, g_dev, c_dev, n, tol, floor);
-    kp_checks++;
-    kp_fails += !(e < tol);
-    return e;
-}
 static double compare_tol(const char *what, const float *g_dev, const float *c_dev, size_t n,
                           double tol) {
-    return compare_tol_floor(what, g_dev, c_dev, n, tol, 0.0);
+    return compare_floor(what, g_dev, c_dev, n, tol, 0.0);
 }
 
 /* The same host buffer in both backends. */
@@ -1167,50 +955,6 @@ static void vs_cpu_dropout_edges(void) {
     }
 }
 
-/* adam_update, t = 1..4 (a zero gradient, a tiny one, a spike at t = 2), n = 1, 257, 10007 and
- * one past the element-wise grid (size_runs):
- * param, m and v normwise relative error < 1e-6. Not exact: the host compiler and nvcc may
- * contract b·m + (1-b)·g into fused multiply-adds differently (a few ulps per step); the bias
- * corrections themselves are computed the same way (powf on the host) on both. */
-static void vs_cpu_adam(void) {
-    if (!HAVE(adam_update)) return;
-    char what[128];
-    long checks0 = kp_checks, fails0 = kp_fails;
-    double worst = 0.0;
-    const float lr = 3e-3f, b1 = 0.9f, b2 = 0.98f, eps = 1e-6f;
-    static const size_t sizes[] = {1, 257, 10007, EW_GRID + 3};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        size_t n = sizes[s];
-        if (!size_runs(n)) continue;
-        float *hp = frand_pm1(n), *hm = fnew(n), *hv = fnew(n);
-        Pair p = pair_of(hp, n), m = pair_of(hm, n), v = pair_of(hv, n);
-        for (int t = 1; t <= 4; t++) {
-            float *hg = frand(n, -2, 2);
-            hg[0] = t == 2 ? 50.0f : 0.0f;
-            if (n > 1) hg[1] = 1e-4f * t;
-            Pair g = pair_of(hg, n);
-            gpu->adam_update(p.g, g.g, m.g, v.g, n, lr, b1, b2, eps, t);
-            cpu->adam_update(p.c, g.c, m.c, v.c, n, lr, b1, b2, eps, t);
-            double e;
-            snprintf(what, sizeof what, "adam_update n=%zu t=%d param", n, t);
-            e = compare_tol(what, p.g, p.c, n, 1e-6), worst = e > worst ? e : worst;
-            snprintf(what, sizeof what, "adam_update n=%zu t=%d m", n, t);
-            e = compare_tol(what, m.g, m.c, n, 1e-6), worst = e > worst ? e : worst;
-            snprintf(what, sizeof what, "adam_update n=%zu t=%d v", n, t);
-            e = compare_tol(what, v.g, v.c, n, 1e-6), worst = e > worst ? e : worst;
-            snprintf(what, sizeof what, "adam_update n=%zu t=%d grad unchanged", n, t);
-            compare_exact(what, g.g, g.c, n);
-            pair_free(g);
-            free(hg);
-        }
-        pair_free(p), pair_free(m), pair_free(v);
-        free(hp), free(hm), free(hv);
-    }
-    g_quiet = 0;
-    printf("  vs_cpu_adam: %ld comparisons, %ld fail; max relative error %.3g (tolerance 1e-6)\n",
-           kp_checks - checks0, kp_fails - fails0, worst);
-}
-
 
 /* ========================================================================================== */
 /* OpKind, supports_op, backend_require_ops                                                   */
@@ -1240,14 +984,6 @@ static void test_require_ops(void) {
 /* the case table                                                                             */
 
 /* Cases that run one function with several shapes. */
-static void case_lstm(void) {
-    test_lstm(1);
-    test_lstm(0);
-}
-static void case_gru(void) {
-    test_gru(1);
-    test_gru(0);
-}
 static void case_xent(void) {
     test_xent(0.1f, 0.5f);
     test_xent(0.0f, 1.0f);
@@ -1272,7 +1008,7 @@ typedef struct {
     char below;       /* INT: the dim its values stay below */
 } Buf;
 
-enum { MAXB = 12, MAXD = 8 };
+enum { MAXB = 20, MAXD = 12 };
 typedef struct Row {
     const char *name;
     const char *ops;  /* the OpKinds it checks, comma-separated (--ops, and the table check) */
@@ -1316,6 +1052,7 @@ static int nbufs(const Row *r) {
 static struct { void *h; size_t n; } *emitted;
 static size_t n_emitted, cap_emitted, i_emitted;
 static const Backend *g_be; /* the backend of the current run */
+static char g_nm[200];      /* the current shape's name (shape_name) */
 
 /* Downloads n floats (ints: isint) of be's memory and compares them: the cpu's are kept, another
  * backend's compared with the cpu's (tol normwise against max(max|cpu|, floor); 0: bit for
@@ -1348,6 +1085,11 @@ static void emit(const char *what, const void *p, size_t n, double tol, double f
             if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
         EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu (first at %zu: %.9g, cpu %.9g)",
                what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
+    } else if (tol < 0) { /* element-wise: |g − c| <= |tol| (1 + |c|), infinities exactly */
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += isinf(c[i]) || isinf(g[i]) ? g[i] != c[i] : !(fabs((double)g[i] - c[i]) <= -tol * (1 + fabs(c[i])));
+        EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu's", what, bad, n);
     } else {
         double cmax, e = test_rel_err(g, c, n, &cmax);
         if (floor > cmax) e = (cmax > 0 ? e * cmax : e) / floor;
@@ -1502,6 +1244,7 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
     int nb = nbufs(r);
     char nm[200];
     shape_name(nm, sizeof nm, r, d);
+    snprintf(g_nm, sizeof g_nm, "%s", nm);
     size_t big = 0;
     for (int i = 0; i < nb; i++)
         if (r->b[i].role != WORK && buf_len(r, d, i) > big) big = buf_len(r, d, i);
@@ -1566,7 +1309,7 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
 /* Every shape of a row (a dim -k runs over 0 .. k-1, the last dim fastest). */
 static void run_row(const Row *r, int ri) {
     for (int s = 0; s < r->nsh; s++) {
-        int d[MAXD], nd = (int)strlen(r->dims), k;
+        int d[MAXD] = {0}, nd = (int)strlen(r->dims), k;
         for (k = 0; k < nd; k++) d[k] = r->sh[s][k] < 0 ? 0 : r->sh[s][k];
         for (int idx = 0;; idx++) {
             run_shape(r, ri, s * 64 + idx, d);
@@ -1978,6 +1721,453 @@ static void em_extra(const Backend *be, void **p, void **h, const int *d, Stat *
 }
 static const int em_sh[][MAXD] = {{7, 5, 9}, {1, 1, 1}, {150, 70, 300}, {200, 1, 600}, {1100, 40, 700}, {50, 1031, 1021}};
 
+/* lstm_cell: gates [B,4H] (i f g o) pre-activations in, activations out; gru_cell: gx [B,3H]
+ * (r z n) likewise, gh an input. Where m = 1 the odd rows are padding steps (mask 0): their h (and
+ * c) stay h_prev (c_prev) exactly, and the GRU's their dgx, dgh are exactly 0 and their dh_prev
+ * exactly prefill + dh (cell_extra, on every backend). The gate gradients are overwritten, the
+ * state's accumulate. The last shape past the element-wise grid. */
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+static void cell_prep(void **h, const int *d) {
+    for (int b = 0; b < d[0]; b++) HF(3)[b] = b % 2 ? 0.0f : 1.0f;
+}
+static void lstm_fwd(const Backend *be, void **p, const int *d) {
+    be->lstm_cell_forward(F(4), F(5), F(0), F(1), F(2), d[3] ? F(3) : NULL, d[0], d[1]);
+}
+static void lstm_bwd(const Backend *be, void **p, const int *d) {
+    be->lstm_cell_backward(F(8), F(9), F(10), F(6), F(7), F(0), F(5), F(2), d[3] ? F(3) : NULL, d[0], d[1]);
+}
+static unsigned lstm_ref(double **r, void **h, const int *d) {
+    int H = d[1];
+    for (int b = 0; b < d[0]; b++)
+        for (int j = 0; j < H; j++) {
+            const float *x = HF(0) + (size_t)b * 4 * H;
+            double a[4] = {sigm(x[j]), sigm(x[H + j]), tanh(x[2 * H + j]), sigm(x[3 * H + j])};
+            for (int k = 0; k < 4; k++) r[0][(size_t)b * 4 * H + k * H + j] = a[k];
+            size_t o = (size_t)b * H + j;
+            double cn = a[1] * HF(2)[o] + a[0] * a[2];
+            r[5][o] = d[3] && b % 2 ? HF(2)[o] : cn;
+            r[4][o] = d[3] && b % 2 ? HF(1)[o] : a[3] * tanh(cn);
+        }
+    return 1 | 1u << 4 | 1u << 5;
+}
+static void gru_fwd(const Backend *be, void **p, const int *d) {
+    be->gru_cell_forward(F(4), F(0), F(1), F(2), d[3] ? F(3) : NULL, d[0], d[1]);
+}
+static void gru_bwd(const Backend *be, void **p, const int *d) {
+    be->gru_cell_backward(F(6), F(7), F(8), F(5), F(0), F(1), F(2), d[3] ? F(3) : NULL, d[0], d[1]);
+}
+static unsigned gru_ref(double **r, void **h, const int *d) {
+    int H = d[1];
+    for (int b = 0; b < d[0]; b++)
+        for (int j = 0; j < H; j++) {
+            const float *x = HF(0) + (size_t)b * 3 * H, *g = HF(1) + (size_t)b * 3 * H;
+            double rr = sigm((double)x[j] + g[j]), z = sigm((double)x[H + j] + g[H + j]);
+            double n = tanh((double)x[2 * H + j] + rr * g[2 * H + j]), hp = HF(2)[(size_t)b * H + j];
+            r[0][(size_t)b * 3 * H + j] = rr, r[0][(size_t)b * 3 * H + H + j] = z;
+            r[0][(size_t)b * 3 * H + 2 * H + j] = n;
+            r[4][(size_t)b * H + j] = d[3] && b % 2 ? hp : (1 - z) * n + z * hp;
+        }
+    return 1 | 1u << 4;
+}
+static void cell_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    int B = d[0], H = d[1], G = d[2], lstm = G == 4;
+    size_t n = (size_t)B * H, bad = 0;
+    float *o[4] = {from_backend(be, F(4), n), from_backend(be, lstm ? F(5) : F(6), lstm ? n : n * G),
+                   lstm ? NULL : from_backend(be, F(7), n * G), lstm ? NULL : from_backend(be, F(8), n)};
+    for (int b = 1; b < B && d[3]; b += 2)
+        for (int j = 0; j < H; j++) {
+            size_t k = (size_t)b * H + j;
+            bad += o[0][k] != HF(lstm ? 1 : 2)[k];
+            if (lstm) {
+                bad += o[1][k] != HF(2)[k];
+                continue;
+            }
+            for (int g = 0; g < G; g++)
+                bad += o[1][(size_t)b * G * H + g * H + j] != 0 || o[2][(size_t)b * G * H + g * H + j] != 0;
+            bad += o[3][k] != (float)(HF(8)[k] + HF(5)[k]);
+        }
+    stat_true(st, bad == 0, "%zu values of the padding rows not exactly their state (or 0)", bad);
+    for (int i = 0; i < 4; i++) free(o[i]);
+}
+static const int lstm_sh[][MAXD] = {{4, 5, 4, -2}, {3, 5, 4, -2}, {1, 1, 4, -2}, {4, 300, 4, -2}, {2, 524291, 4, 1}};
+static const int gru_sh[][MAXD] = {{3, 5, 3, -2}, {1, 1, 3, -2}, {4, 300, 3, -2}, {2, 524291, 3, 1}};
+
+/* ---- the attention kinds (their CPU cases: attention_*.c; here the backend under test against
+ * the CPU, and on the CPU the inputs unchanged and the hooks' checks) ---- */
+
+/* The attention rows' layout: q 0, k 1, v 2 (or the row's inputs), key_len 3, dims B, NH, Tq,
+ * Tk first. key_len: row 1 with no key, the others padded (Tk − b mod 3). Tolerance 1e-5
+ * normwise: the same float operations per output element in other orders, with FMA contraction
+ * on a GPU. */
+static int fd_never(const int *d) { return (void)d, 0; }
+static void attn_prep(void **h, const int *d) {
+    for (int b = 0; b < d[0]; b++) HI(3)[b] = b == 1 ? 0 : d[3] - b % 3;
+}
+#define ADIMS d[0], d[1], d[2], d[3], d[4], d[5] /* B, NH, Tq, Tk, D, Dv */
+/* Emits (compares) an intermediate value of the row's buffer i, within 1e-5, before the row's
+ * later calls change it. */
+static void emit_mid(const Row *r, const int *d, void **p, int i, const char *when) {
+    char what[300];
+    snprintf(what, sizeof what, "%s: %s (%s)", g_nm, r->b[i].name, when);
+    emit(what, p[i], buf_len(r, d, i), 1e-5, 0);
+}
+static const Row *row_named(const char *name);
+
+/* linear attention (both feature maps: elu + 1 on q, k in [−1, 1); the identity on [0, 1), so
+ * that every φ(q)·φ(k) ≥ 0, as the taylor kind's features give), causal and not; Tq != Tk,
+ * D != Dv, D and Dv past the 128-thread block */
+static void lin_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    for (int i = 0; i < 2 && d[7] == LINEAR_PHI_IDENTITY; i++)
+        for (size_t k = 0; k < (size_t)d[0] * d[1] * d[2 + i] * d[4]; k++) HF(i)[k] = (HF(i)[k] + 1) * 0.5f;
+}
+static void lin_fwd(const Backend *be, void **p, const int *d) {
+    be->linear_attn_forward(F(4), F(0), F(1), F(2), I(3), d[6], d[7], ADIMS, F(9));
+}
+static void lin_bwd(const Backend *be, void **p, const int *d) {
+    be->linear_attn_backward(F(6), F(7), F(8), F(5), F(0), F(1), F(2), I(3), d[6], d[7], ADIMS, F(9));
+}
+static size_t lin_work(const Backend *be, const int *d) { return be->linear_attn_workspace(ADIMS); }
+static const int lin_sh[][MAXD] = {{2, 2, 5, 7, 4, 3, -2, -2}, {3, 1, 6, 6, 8, 8, -2, -2}, {1, 3, 1, 9, 5, 6, -2, -2},
+                                   {2, 2, 9, 4, 16, 150, -2, -2}, {1, 1, 3, 4, 130, 131, -2, -2}};
+
+/* linear_attn_step: Tk decoding steps (dim k), a new query, key and value each, from zero state */
+static void step_fwd(const Backend *be, void **p, const int *d) {
+    size_t nz = (size_t)d[0] * d[1] * d[3], nv = (size_t)d[0] * d[1] * d[4];
+    for (int t = 0; t < d[2]; t++)
+        be->linear_attn_step(F(3) + t * nv, F(4), F(5), F(0) + t * nz, F(1) + t * nz, F(2) + t * nv, d[5],
+                             d[0], d[1], d[3], d[4]);
+}
+static void step_prep(void **h, const int *d) {
+    for (int i = 0; i < 2 && d[5] == LINEAR_PHI_IDENTITY; i++)
+        for (size_t k = 0; k < (size_t)d[0] * d[1] * d[2] * d[3]; k++) HF(i)[k] = (HF(i)[k] + 1) * 0.5f;
+}
+static const int step_sh[][MAXD] = {{2, 2, 7, 4, 3, -2}, {3, 1, 6, 8, 8, -2}, {1, 3, 9, 5, 6, -2},
+                                    {2, 2, 4, 16, 150, -2}, {1, 1, 4, 130, 131, -2}};
+
+/* linear_attn_summary, _read, _read_backward, _summary_backward (the non-causal form split at its
+ * key summary), the shapes of linear attention and one with D = Dv = 130 (k = v and dk = dv one
+ * buffer: the RNN's one-head case):
+ *   summary with key_len and with NULL onto random prefills (it overwrites); the read of each;
+ *     summary then read equals linear_attn_forward with causal = 0 bit for bit (lsp_extra);
+ *   read_backward onto the prefills of dq, dstate, dzsum over the summary of every key, then
+ *     with dq NULL (compared there: a pair with no key has den = 1e-6 and a dstate a million
+ *     times larger, which would hide the other pairs' errors), then over the summary with key_len
+ *     (dq and dzsum at the end);
+ *   summary_backward of random dstate, dzsum with key_len onto the prefills of dk, dv (padded keys
+ *     keep theirs), then with dv NULL, then with dk NULL; where D = Dv, k = v and dk = dv. */
+static void lsp_fwd(const Backend *be, void **p, const int *d) {
+    int f = d[6];
+    be->linear_attn_summary(F(5), F(6), F(1), F(2), I(3), f, d[0], d[1], d[3], d[4], d[5]);
+    be->linear_attn_summary(F(7), F(8), F(1), F(2), NULL, f, d[0], d[1], d[3], d[4], d[5]);
+    be->linear_attn_read(F(9), F(0), F(5), F(6), f, d[0], d[1], d[2], d[4], d[5]);
+    be->linear_attn_read(F(10), F(0), F(7), F(8), f, d[0], d[1], d[2], d[4], d[5]);
+}
+static void lsp_bwd(const Backend *be, void **p, const int *d) {
+    const Row *r = row_named("linear_attn_split");
+    int f = d[6], B = d[0], NH = d[1], Tq = d[2], Tk = d[3], D = d[4], Dv = d[5];
+    be->linear_attn_read_backward(F(11), F(12), F(13), F(4), F(0), F(7), F(8), f, B, NH, Tq, D, Dv);
+    be->linear_attn_read_backward(NULL, F(12), F(13), F(4), F(0), F(7), F(8), f, B, NH, Tq, D, Dv);
+    emit_mid(r, d, p, 11, "then dq NULL"), emit_mid(r, d, p, 12, "twice"), emit_mid(r, d, p, 13, "twice");
+    be->linear_attn_read_backward(F(11), F(12), F(13), F(4), F(0), F(5), F(6), f, B, NH, Tq, D, Dv);
+    be->linear_attn_summary_backward(F(16), F(17), F(14), F(15), F(1), F(2), I(3), f, B, NH, Tk, D, Dv);
+    emit_mid(r, d, p, 16, "dk and dv"), emit_mid(r, d, p, 17, "dk and dv");
+    be->linear_attn_summary_backward(F(16), NULL, F(14), F(15), F(1), F(2), I(3), f, B, NH, Tk, D, Dv);
+    be->linear_attn_summary_backward(NULL, F(17), F(14), F(15), F(1), F(2), I(3), f, B, NH, Tk, D, Dv);
+    if (D != Dv) return;
+    emit_mid(r, d, p, 16, "then dv NULL");
+    be->linear_attn_summary_backward(F(16), F(16), F(14), F(15), F(1), F(1), I(3), f, B, NH, Tk, D, Dv);
+}
+static void lsp_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    for (int i = 0; i < 2 && d[6] == LINEAR_PHI_IDENTITY; i++)
+        for (size_t k = 0; k < (size_t)d[0] * d[1] * d[2 + i] * d[4]; k++) HF(i)[k] = (HF(i)[k] + 1) * 0.5f;
+}
+static size_t lsp_work(const Backend *be, const int *d) { return be->linear_attn_workspace(ADIMS); }
+/* summary + read (o: p[o]; key_len NULL: p[o + 1]) = the forward (fwd: 0 linear, 1 efficient) */
+static void split_same(const Backend *be, void **p, const int *d, Stat *st, int o, int w, int eff) {
+    size_t n = (size_t)d[0] * d[1] * d[2] * d[5];
+    float *f = be->alloc(n * 4);
+    for (int null = 0; null < 2 - eff; null++) {
+        if (eff)
+            be->efficient_attn_forward(f, F(0), F(1), F(2), I(3), ADIMS, F(w));
+        else
+            be->linear_attn_forward(f, F(0), F(1), F(2), null ? NULL : I(3), 0, d[6], ADIMS, F(w));
+        float *a = from_backend(be, f, n), *b = from_backend(be, F(o + null), n);
+        stat_same(st, null ? "summary + read, key_len NULL: the forward" : "summary + read: the forward", b, a, n);
+        free(a), free(b);
+    }
+    be->free(f);
+}
+static void lsp_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    split_same(be, p, d, st, 9, 18, 0), (void)h;
+}
+static const int lsp_sh[][MAXD] = {{2, 2, 5, 7, 4, 3, -2}, {3, 1, 6, 6, 8, 8, -2}, {1, 3, 1, 9, 5, 6, -2},
+                                   {2, 2, 9, 4, 16, 150, -2}, {1, 1, 3, 4, 130, 131, -2}, {3, 1, 3, 5, 130, 130, -2}};
+
+/* efficient attention (keys x3: a sharper column softmax), and its context split as linear's
+ * (summary with key_len: row 1's context 0; then read; then read_backward onto dq, dctx, and with
+ * dq NULL; summary_backward of a random dctx, then dv NULL, then dk NULL, and k = v, dk = dv
+ * where D = Dv, over the summary of (k, k)); summary then read equals the forward bit for bit */
+static void eff_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    for (size_t i = 0; i < (size_t)d[0] * d[1] * d[3] * d[4]; i++) HF(1)[i] *= 3.0f;
+}
+static void eff_fwd(const Backend *be, void **p, const int *d) {
+    be->efficient_attn_forward(F(4), F(0), F(1), F(2), I(3), ADIMS, F(9));
+}
+static void eff_bwd(const Backend *be, void **p, const int *d) {
+    be->efficient_attn_backward(F(6), F(7), F(8), F(5), F(0), F(1), F(2), I(3), ADIMS, F(9));
+}
+static size_t eff_work(const Backend *be, const int *d) { return be->efficient_attn_workspace(ADIMS); }
+static void esp_fwd(const Backend *be, void **p, const int *d) {
+    be->efficient_attn_summary(F(5), F(1), F(2), I(3), d[0], d[1], d[3], d[4], d[5]);
+    be->efficient_attn_summary(F(6), F(1), F(2), NULL, d[0], d[1], d[3], d[4], d[5]);
+    be->efficient_attn_read(F(7), F(0), F(5), d[0], d[1], d[2], d[4], d[5]);
+}
+static void esp_bwd(const Backend *be, void **p, const int *d) {
+    const Row *r = row_named("efficient_attn_split");
+    int B = d[0], NH = d[1], Tq = d[2], Tk = d[3], D = d[4], Dv = d[5];
+    be->efficient_attn_read_backward(F(8), F(9), F(4), F(0), F(5), B, NH, Tq, D, Dv);
+    be->efficient_attn_read_backward(NULL, F(9), F(4), F(0), F(5), B, NH, Tq, D, Dv);
+    be->efficient_attn_summary_backward(F(11), F(12), F(10), F(5), F(1), F(2), I(3), B, NH, Tk, D, Dv);
+    emit_mid(r, d, p, 11, "dk and dv"), emit_mid(r, d, p, 12, "dk and dv");
+    be->efficient_attn_summary_backward(F(11), NULL, F(10), F(5), F(1), F(2), I(3), B, NH, Tk, D, Dv);
+    be->efficient_attn_summary_backward(NULL, F(12), F(10), F(5), F(1), F(2), I(3), B, NH, Tk, D, Dv);
+    if (D != Dv) return;
+    emit_mid(r, d, p, 11, "then dv NULL"), emit_mid(r, d, p, 5, "of k, v");
+    be->efficient_attn_summary(F(5), F(1), F(1), I(3), B, NH, Tk, D, Dv);
+    be->efficient_attn_summary_backward(F(11), F(11), F(10), F(5), F(1), F(1), I(3), B, NH, Tk, D, Dv);
+}
+static void esp_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    split_same(be, p, d, st, 7, 13, 1), (void)h;
+}
+
+/* linformer_proj (the projections over the key axis): per-head and shared P (s; H its heads),
+ * n > Tk and n = Tk, key_len and NULL (l), a shape wider than one block; the last two past the
+ * element-wise grid; padded rows of dx and the columns s >= Tk of dP keep their prefills */
+static void lp_fwd(const Backend *be, void **p, const int *d) {
+    be->linformer_proj_forward(F(4), F(0), F(1), d[8] ? NULL : I(3), d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
+}
+static void lp_bwd(const Backend *be, void **p, const int *d) {
+    be->linformer_proj_backward(F(5), F(6), F(2), F(0), F(1), d[8] ? NULL : I(3), d[0], d[1], d[2], d[3], d[4],
+                                d[5], d[6]);
+}
+static const int lp_sh[][MAXD] = {/* B, NH, R, Tk, D, n, shared, H, key_len NULL */
+    {3, 2, 4, 5, 3, 7, 0, 2, 0}, {3, 2, 4, 5, 3, 7, 1, 1, 0}, {2, 3, 3, 6, 4, 6, 0, 3, 1},
+    {2, 3, 3, 6, 4, 6, 1, 1, 1}, {4, 4, 32, 37, 16, 128, 0, 4, 0}, {4, 4, 32, 37, 16, 128, 1, 1, 0},
+    {1025, 1, 2, 2, 513, 2, 0, 1, 0}, {1, 1, 1025, 1025, 1, 1025, 0, 1, 0}};
+
+/* l2feature (the taylor kind's features [1; x/‖x‖₂], E = D + 1): widths 1, a head size, past
+ * the 64-thread block; a zero row (x̂ = 0) and a row of large values */
+static void l2_fwd(const Backend *be, void **p, const int *d) { be->l2feature_forward(F(1), F(0), d[0], d[1]); }
+static void l2_bwd(const Backend *be, void **p, const int *d) { be->l2feature_backward(F(3), F(2), F(0), d[0], d[1]); }
+static void l2_prep(void **h, const int *d) {
+    for (int k = 0; k < d[1] && d[0] > 2; k++) HF(0)[d[1] + k] = 0.0f, HF(0)[2 * d[1] + k] *= 1000.0f;
+}
+static const int l2_sh[][MAXD] = {{5, 8, 9}, {1, 1, 2}, {37, 64, 65}, {3, 150, 151}};
+
+/* The softmax kinds' shapes (B, NH, Tq, Tk, D, Dv, then the row's): Tq != Tk, D != Dv, padded
+ * keys, Tq > Tk with causal (rows that see no key), Tk past one block; D and Dv past a warp and not
+ * multiples of it, one query (Luong's decoder step), Tk·D large enough that attn_backward's
+ * inputs kernel splits a row over 2 and 4 blocks; the last past flash's 64-row tiles, the
+ * 128-thread blocks, and D (A = D + 3) past the 128- and 64-thread blocks. */
+#define SDP_SH(A, ...) {2, 2, 5, 7, 4 A, 3, __VA_ARGS__}, {3, 1, 6, 4, 8 A, 8, __VA_ARGS__}, \
+    {1, 3, 1, 9, 5 A, 6, __VA_ARGS__}, {2, 1, 3, 140, 16 A, 24, __VA_ARGS__}, {3, 1, 1, 13, 100 A, 70, __VA_ARGS__}, \
+    {2, 2, 2, 40, 96 A, 33, __VA_ARGS__}, {2, 4, 14, 12, 64 A, 64, __VA_ARGS__}, {1, 1, 70, 150, 130 A, 5, __VA_ARGS__}
+
+/* The keys of every (b, h) row at s = 1 (an odd lane) and s = Tk − 1 (the last) times 30, so
+ * that their scores lie far from the others' (a maximum taken over the even lanes only, or
+ * without the last key, then overflows exp). k [B, NH, Tk, D], or [B, Tk, NH, D] when merged. */
+static void spike_keys(float *k, int B, int NH, int Tk, int D, int merged) {
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int s = 1; s < Tk; s += Tk - 2 > 0 ? Tk - 2 : Tk) /* s = 1, then Tk − 1 */
+                for (int d = 0; d < D; d++)
+                    k[(merged ? ((size_t)b * Tk + s) * NH + h : ((size_t)b * NH + h) * Tk + s) * D +
+                      d] *= 30.0f;
+}
+
+/* x rounded to multiples of 1/16, in place: with |x| <= 2 (and keys spiked x30), every product
+ * q_d k_d and every partial sum of a score over D <= 130 terms is exact in float, so both
+ * backends compute the same scores whatever their order of summation. */
+static void round_to_sixteenths(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 16.0f) / 16.0f;
+}
+
+/* The size of the terms attn_backward adds, the floor of its tolerance. With P the weights
+ * [B,NH,Tq,Tk], dP = dout vᵀ and δ_t = Σ_s P_ts dP_ts, dS = P ∘ (dP − δ) is a difference of
+ * terms of size a = P (|dP| + |δ|), which a saturated row (one weight near 1, as the spiked keys
+ * make) cancels down to far below a: its rounding is then of the size of a, not of dS. Writes
+ * *mq = max over (b, h, t, d) of scale Σ_s a_ts |k_sd| and *mk = max over (b, h, s, d) of
+ * scale Σ_t a_ts |q_td|. q, k, v, dout: host arrays [B,NH,T,·], or [B,T,NH,·] when merged. */
+static void sdp_backward_terms(double *mq, double *mk, const float *q, const float *k,
+                               const float *v, const float *dout, const float *w, float scale,
+                               int merged, int B, int NH, int Tq, int Tk, int D, int Dv) {
+#define SDP_AT(b, h, t, T, d, W) \
+    (merged ? (((size_t)(b) * (T) + (t)) * NH + (h)) * (W) + (d) \
+            : (((size_t)(b) * NH + (h)) * (T) + (t)) * (W) + (d))
+    double *a = malloc(sizeof(double) * (size_t)Tq * Tk + 1);
+    if (!a) exit(2);
+    *mq = *mk = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *P = w + ((size_t)b * NH + h) * Tq * Tk;
+            for (int t = 0; t < Tq; t++) {
+                double delta = 0.0;
+                for (int s = 0; s < Tk; s++) {
+                    double dp = 0.0;
+                    for (int e = 0; e < Dv; e++)
+                        dp += (double)dout[SDP_AT(b, h, t, Tq, e, Dv)] * v[SDP_AT(b, h, s, Tk, e, Dv)];
+                    a[(size_t)t * Tk + s] = fabs(dp);
+                    delta += P[(size_t)t * Tk + s] * dp;
+                }
+                for (int s = 0; s < Tk; s++)
+                    a[(size_t)t * Tk + s] = P[(size_t)t * Tk + s] * (a[(size_t)t * Tk + s] + fabs(delta));
+            }
+            for (int d = 0; d < D; d++) {
+                for (int t = 0; t < Tq; t++) {
+                    double m = 0.0;
+                    for (int s = 0; s < Tk; s++)
+                        m += a[(size_t)t * Tk + s] * fabs((double)k[SDP_AT(b, h, s, Tk, d, D)]);
+                    *mq = fmax(*mq, scale * m);
+                }
+                for (int s = 0; s < Tk; s++) {
+                    double m = 0.0;
+                    for (int t = 0; t < Tq; t++)
+                        m += a[(size_t)t * Tk + s] * fabs((double)q[SDP_AT(b, h, t, Tq, d, D)]);
+                    *mk = fmax(*mk, scale * m);
+                }
+            }
+        }
+    free(a);
+#undef SDP_AT
+}
+
+
+/* attn_* (weights materialised), and its merged layout (m): out and weights, causal and not;
+ * backward onto random prefills (the merged one overwrites them), then dv alone. q and k on a grid
+ * of 1/16 and a power-of-two scale (near 1/√D), so that the scores are exact on both sides and
+ * the spiked keys' steep softmax does not turn their rounding into the weights'. dq and dk
+ * against the larger of the result and the terms they add (sdp_floor). flash_attn_* the same
+ * way: out and lse (±∞ exactly where the CPU has them), the backward then dk, dv alone. */
+static float sdp_scale(int D) { return ldexpf(1.0f, -(int)lrint(0.5 * log2((double)D))); }
+static void sdp_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    for (int i = 0; i < 2; i++) round_to_sixteenths(HF(i), (size_t)d[0] * d[1] * d[2 + i] * d[4]);
+    spike_keys(HF(1), d[0], d[1], d[3], d[4], d[7]);
+}
+static void sdp_fwd(const Backend *be, void **p, const int *d) {
+    (d[7] ? be->attn_forward_merged : be->attn_forward)(F(4), F(5), F(0), F(1), F(2), I(3), sdp_scale(d[4]), d[6], ADIMS);
+}
+static void sdp_bwd(const Backend *be, void **p, const int *d) {
+    void (*f)(float *, float *, float *, const float *, const float *, const float *, const float *,
+              const float *, float, int, int, int, int, int, int, float *) =
+        d[7] ? be->attn_backward_merged : be->attn_backward;
+    f(F(7), F(8), F(9), F(6), F(0), F(1), F(2), F(5), sdp_scale(d[4]), ADIMS, F(10));
+    f(NULL, NULL, F(9), F(6), F(0), F(1), F(2), F(5), sdp_scale(d[4]), ADIMS, F(10));
+}
+static size_t sdp_work(const Backend *be, const int *d) { return be->attn_workspace(ADIMS); }
+static double sdp_floor(int i, void **h, const int *d) {
+    if (i != 7 && i != 8) return 0;
+    size_t nw = (size_t)d[0] * d[1] * d[2] * d[3], no = (size_t)d[0] * d[1] * d[2] * d[5];
+    float *w = fnew(nw + 1), *o = fnew(no + 1);
+    const Backend *c = backend_cpu();
+    (d[7] ? c->attn_forward_merged : c->attn_forward)(o, w, HF(0), HF(1), HF(2), HI(3), sdp_scale(d[4]), d[6], ADIMS);
+    double mq, mk;
+    sdp_backward_terms(&mq, &mk, HF(0), HF(1), HF(2), HF(6), w, sdp_scale(d[4]), d[7], ADIMS);
+    free(w), free(o);
+    return i == 7 ? mq : mk * (1 + (d[8] == 1)); /* flash's dk: twice */
+}
+static const int sdp_sh[][MAXD] = {SDP_SH(+0, -2, -2)};
+static void fl_fwd(const Backend *be, void **p, const int *d) {
+    be->flash_attn_forward(F(4), F(5), F(0), F(1), F(2), I(3), sdp_scale(d[4]), d[6], ADIMS, F(10));
+}
+static void fl_bwd(const Backend *be, void **p, const int *d) {
+    be->flash_attn_backward(F(7), F(8), F(9), F(6), F(0), F(1), F(2), F(4), F(5), I(3), sdp_scale(d[4]), d[6], ADIMS, F(10));
+    be->flash_attn_backward(NULL, F(8), F(9), F(6), F(0), F(1), F(2), F(4), F(5), I(3), sdp_scale(d[4]), d[6], ADIMS, F(10));
+}
+static size_t fl_work(const Backend *be, const int *d) { return be->flash_attn_workspace(ADIMS); }
+static const int fl_sh[][MAXD] = {SDP_SH(+0, -2, 0, 1)};
+
+/* additive_attn_* (A = D + 3): out and weights, causal and not; backward of qp, kp, v_a and the
+ * values onto random prefills, then the values alone */
+static void add_fwd(const Backend *be, void **p, const int *d) {
+    be->additive_attn_forward(F(4), F(5), F(0), F(1), F(11), F(2), I(3), d[6], ADIMS);
+}
+static void add_bwd(const Backend *be, void **p, const int *d) {
+    be->additive_attn_backward(F(7), F(8), F(12), F(9), F(6), F(0), F(1), F(11), F(2), F(5), ADIMS, F(10));
+    be->additive_attn_backward(NULL, NULL, NULL, F(9), F(6), F(0), F(1), F(11), F(2), F(5), ADIMS, F(10));
+}
+static size_t add_work(const Backend *be, const int *d) { return be->additive_attn_workspace(ADIMS); }
+static const int add_sh[][MAXD] = {SDP_SH(+3, -2)};
+
+/* local_attn_* (Luong et al. 2015 §3.2): local-m and local-p (p), the dot (scale 1/√D) and the
+ * additive score (a), windows W clipped by padding and by the ends (from position P), a row of
+ * length 0; backward of q, k, v_a, v, z onto random prefills, then v alone. z puts p_t at a
+ * fractional part in [0.25, 0.75], so both backends find the same windows. */
+static void loc_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    spike_keys(HF(1), d[0], d[1], d[3], d[4], 0);
+    for (int b = 0; b < d[0]; b++) /* p_t = len σ(z) = an integer + [0.25, 0.75] */
+        for (int t = 0; t < d[2]; t++) {
+            float *z = &HF(13)[(size_t)b * d[2] + t];
+            int len = HI(3)[b];
+            double pt = (int)((*z + 1) * 0.5f * (len > 1 ? len - 1 : 0)) + 0.5 + 0.25 * *z;
+            double f = fmin(len > 0 ? pt / len : 0.5, 0.99);
+            *z = (float)log(f / (1 - f));
+        }
+}
+static void loc_fwd(const Backend *be, void **p, const int *d) {
+    be->local_attn_forward(F(4), F(5), F(0), F(1), d[7] ? F(11) : NULL, F(2), d[6] ? F(13) : NULL, I(3),
+                           1.0f / sqrtf((float)d[4]), d[8], d[9], ADIMS);
+}
+static void loc_bwd(const Backend *be, void **p, const int *d) {
+    const float *va = d[7] ? F(11) : NULL, *z = d[6] ? F(13) : NULL;
+    float s = 1.0f / sqrtf((float)d[4]);
+    be->local_attn_backward(F(7), F(8), d[7] ? F(12) : NULL, F(9), d[6] ? F(14) : NULL, F(6), F(0), F(1), va, F(2),
+                            z, F(5), I(3), s, d[8], d[9], ADIMS, F(10));
+    be->local_attn_backward(NULL, NULL, NULL, F(9), NULL, F(6), F(0), F(1), va, F(2), z, F(5), I(3), s, d[8], d[9],
+                            ADIMS, F(10));
+}
+static size_t loc_work(const Backend *be, const int *d) { return be->local_attn_workspace(ADIMS); }
+static const int loc_sh[][MAXD] = {/* B, NH, Tq, Tk, D, Dv, predictive, additive, W, pos0 */
+    {2, 2, 5, 7, 4, 3, -2, -2, 2, 0},   {3, 1, 6, 4, 8, 8, -2, -2, 3, 0},      {1, 3, 1, 9, 5, 6, -2, -2, 4, 4},
+    {2, 1, 3, 140, 16, 24, -2, -2, 70, 0}, {3, 1, 1, 13, 100, 70, -2, -2, 6, 0}, {2, 2, 2, 40, 96, 33, -2, -2, 7, 0},
+    {2, 4, 14, 12, 64, 64, -2, -2, 8, 0}, {1, 1, 70, 150, 130, 5, -2, -2, 70, 0}};
+
+/* adam_update, t = 1..T (gradients g[t-1]: element 0 zero but a spike at t = 2, element 1
+ * tiny), from zero moments; param, m and v compared after every step (normwise 1e-6: the host
+ * compiler and nvcc may contract b·m + (1−b)·g into fused multiply-adds differently); the last
+ * shape past the element-wise grid */
+static const float ADAM[4] = {3e-3f, 0.9f, 0.98f, 1e-6f}; /* lr, b1, b2, eps */
+static void adam_prep(void **h, const int *d) {
+    for (int t = 0; t < d[1]; t++) {
+        HF(0)[(size_t)t * d[0]] = t == 1 ? 50.0f : 0.0f;
+        if (d[0] > 1) HF(0)[(size_t)t * d[0] + 1] = 1e-4f * (t + 1);
+    }
+}
+static void adam_fwd(const Backend *be, void **p, const int *d) {
+    for (int t = 1; t <= d[1]; t++) {
+        be->adam_update(F(1), F(0) + (size_t)(t - 1) * d[0], F(2), F(3), (size_t)d[0], ADAM[0], ADAM[1], ADAM[2],
+                        ADAM[3], t);
+        for (int i = 1; i < 4 && t < d[1]; i++) emit_mid(row_named("adam"), d, p, i, "a step");
+    }
+}
+static unsigned adam_ref(double **r, void **h, const int *d) {
+    for (int t = 1; t <= d[1]; t++) {
+        double c1 = 1.0 - pow((double)ADAM[1], t), c2 = 1.0 - pow((double)ADAM[2], t);
+        for (int i = 0; i < d[0]; i++) {
+            double g = HF(0)[(size_t)(t - 1) * d[0] + i];
+            r[2][i] = ADAM[1] * r[2][i] + (1.0 - ADAM[1]) * g;
+            r[3][i] = ADAM[2] * r[3][i] + (1.0 - ADAM[2]) * g * g;
+            r[1][i] -= ADAM[0] * (r[2][i] / c1) / (sqrt(r[3][i] / c2) + ADAM[3]);
+        }
+    }
+    return 14;
+}
+static const int adam_sh[][MAXD] = {{57, 4}, {1, 4}, {257, 4}, {10007, 4}, {EW_GRID + 3, 4}};
+
 /* (a row names the fields it sets; the rest are zero: no tolerance, no gradient, no hook) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -2035,12 +2225,92 @@ static const Row ROWS[] = {
       {{"ids", INT, "N", 0, 0, 0, 0, 'V'}, {"table", IN, "VE", -1, 1}, {"out", OUT, "NE", -1, 1},
        {"dout", IN, "NE", -1, 1, 0, 3}, {"dtable", ACC, "VE", -2, 2, 0, 2}},
       em_fwd, em_bwd, em_ref, 0, em_prep, .extra = em_extra),
+    R("lstm", "lstm_cell_forward,lstm_cell_backward", "BHGm", SHAPES(lstm_sh),
+      {{"gates", ACC, "BGH", -3, 3, 1e-5}, {"h_prev", IN, "BH", -1, 1}, {"c_prev", IN, "BH", -1.5f, 1.5f},
+       {"mask", IN, "B", 1, 1}, {"h", OUT, "BH", -1, 1, 1e-5}, {"c", OUT, "BH", -1, 1, 1e-5},
+       {"dh", IN, "BH", -1, 1, 0, 5}, {"dc", IN, "BH", -1, 1, 0, 6}, {"dgates", OVW, "BGH", -3, 3, 1e-5, 1},
+       {"dh_prev", ACC, "BH", -2, 2, 1e-5, 2}, {"dc_prev", ACC, "BH", -2, 2, 1e-5, 3}},
+      lstm_fwd, lstm_bwd, lstm_ref, 1e-5, cell_prep, .extra = cell_extra),
+    R("gru", "gru_cell_forward,gru_cell_backward", "BHGm", SHAPES(gru_sh),
+      {{"gx", ACC, "BGH", -2, 2, 1e-5}, {"gh", IN, "BGH", -2, 2}, {"h_prev", IN, "BH", -1, 1}, {"mask", IN, "B", 1, 1},
+       {"h", OUT, "BH", -1, 1, 1e-5}, {"dh", IN, "BH", -1, 1, 0, 5}, {"dgx", OVW, "BGH", -3, 3, 1e-5, 1},
+       {"dgh", OVW, "BGH", -3, 3, 1e-5, 2}, {"dh_prev", ACC, "BH", -2, 2, 1e-5, 3}},
+      gru_fwd, gru_bwd, gru_ref, 1e-5, cell_prep, .extra = cell_extra),
+    R("linear_attn", "linear_attn_forward,linear_attn_backward,linear_attn_workspace", "BNqkDVcf", SHAPES(lin_sh),
+      {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1}, {"dq", ACC, "BNqD", -1, 1, 1e-5},
+       {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5}, {"work", WORK, ""}},
+      lin_fwd, lin_bwd, NULL, 0, lin_prep, .fd = fd_never, .work = lin_work),
+    R("linear_attn_step", "linear_attn_step", "BNTDVf", SHAPES(step_sh),
+      {{"q", IN, "TBND", -1, 1}, {"k", IN, "TBND", -1, 1}, {"v", IN, "TBNV", -1, 1}, {"out", OUT, "TBNV", -1, 1, 1e-5},
+       {"state", ACC, "BNDV", 0, 0, 1e-5}, {"zsum", ACC, "BND", 0, 0, 1e-5}},
+      step_fwd, NULL, NULL, 0, step_prep),
+    R("linear_attn_split", "linear_attn_summary,linear_attn_read,linear_attn_read_backward,linear_attn_summary_backward",
+      "BNqkDVf", SHAPES(lsp_sh),
+      {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"dout", IN, "BNqV", -1, 1}, {"state", OUT, "BNDV", -1, 1, 1e-5}, {"zsum", OUT, "BND", -1, 1, 1e-5},
+       {"state (key_len NULL)", OUT, "BNDV", -1, 1, 1e-5}, {"zsum (key_len NULL)", OUT, "BND", -1, 1, 1e-5},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"out (key_len NULL)", OUT, "BNqV", -1, 1, 1e-5},
+       {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dstate", ACC, "BNDV", -1, 1, 1e-5}, {"dzsum", ACC, "BND", -1, 1, 1e-5},
+       {"dstate_in", IN, "BNDV", -1, 1}, {"dzsum_in", IN, "BND", -1, 1}, {"dk", ACC, "BNkD", -1, 1, 1e-5},
+       {"dv", ACC, "BNkV", -1, 1, 1e-5}, {"work", WORK, ""}},
+      lsp_fwd, lsp_bwd, NULL, 0, lsp_prep, .extra = lsp_extra, .fd = fd_never, .work = lsp_work),
+    R("efficient_attn", "efficient_attn_forward,efficient_attn_backward,efficient_attn_workspace", "BNqkDV", SHAPES(lin_sh),
+      {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1}, {"dq", ACC, "BNqD", -1, 1, 1e-5},
+       {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5}, {"work", WORK, ""}},
+      eff_fwd, eff_bwd, NULL, 0, eff_prep, .fd = fd_never, .work = eff_work),
+    R("efficient_attn_split",
+      "efficient_attn_summary,efficient_attn_read,efficient_attn_read_backward,efficient_attn_summary_backward",
+      "BNqkDV", SHAPES(lsp_sh),
+      {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"dout", IN, "BNqV", -1, 1}, {"ctx", OUT, "BNDV", -1, 1, 1e-5}, {"ctx (key_len NULL)", OUT, "BNDV", -1, 1, 1e-5},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dctx", ACC, "BNDV", -1, 1, 1e-5},
+       {"dctx_in", IN, "BNDV", -1, 1}, {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
+       {"work", WORK, ""}},
+      esp_fwd, esp_bwd, NULL, 0, eff_prep, .extra = esp_extra, .fd = fd_never, .work = eff_work),
+    R("linformer_proj", "linformer_proj_forward,linformer_proj_backward", "BNRkDnsHl", SHAPES(lp_sh),
+      {{"P", IN, "HRn", -1, 1}, {"x", IN, "BNkD", -1, 1}, {"dout", IN, "BNRD", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNRD", -1, 1, 1e-5}, {"dx", ACC, "BNkD", -1, 1, 1e-5}, {"dP", ACC, "HRn", -1, 1, 1e-5}},
+      lp_fwd, lp_bwd, NULL, 0, attn_prep, .fd = fd_never),
+    R("l2feature", "l2feature_forward,l2feature_backward", "NDE", SHAPES(l2_sh),
+      {{"x", IN, "ND", -1, 1}, {"out", OUT, "NE", -1, 1, 1e-5}, {"dout", IN, "NE", -1, 1}, {"dx", ACC, "ND", -1, 1, 1e-5}},
+      l2_fwd, l2_bwd, NULL, 0, l2_prep, .fd = fd_never),
+    R("attn", "attn_forward,attn_backward,attn_workspace,attn_forward_merged,attn_backward_merged", "BNqkDVcm",
+      SHAPES(sdp_sh),
+      {{"q", IN, "BNqD", -2, 2}, {"k", IN, "BNkD", -2, 2}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqk", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1},
+       {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
+       {"work", WORK, ""}},
+      sdp_fwd, sdp_bwd, NULL, 0, sdp_prep, sdp_floor, .fd = fd_never, .work = sdp_work),
+    R("flash_attn", "flash_attn_forward,flash_attn_backward,flash_attn_workspace", "BNqkDVcmf", SHAPES(fl_sh),
+      {{"q", IN, "BNqD", -2, 2}, {"k", IN, "BNkD", -2, 2}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"lse", OUT, "BNq", -1, 1, -1e-5}, {"dout", IN, "BNqV", -1, 1},
+       {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
+       {"work", WORK, ""}},
+      fl_fwd, fl_bwd, NULL, 0, sdp_prep, sdp_floor, .fd = fd_never, .work = fl_work),
+    R("additive_attn", "additive_attn_forward,additive_attn_backward,additive_attn_workspace", "BNqkAVc", SHAPES(add_sh),
+      {{"qp", IN, "BNqA", -1, 1}, {"kp", IN, "BNkA", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqk", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1},
+       {"dqp", ACC, "BNqA", -1, 1, 1e-5}, {"dkp", ACC, "BNkA", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
+       {"work", WORK, ""}, {"v_a", IN, "NA", -1, 1}, {"dv_a", ACC, "NA", -1, 1, 1e-5}},
+      add_fwd, add_bwd, NULL, 0, attn_prep, .fd = fd_never, .work = add_work),
+    R("local_attn", "local_attn_forward,local_attn_backward,local_attn_workspace", "BNqkDVpaWP", SHAPES(loc_sh),
+      {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqk", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1},
+       {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
+       {"work", WORK, ""}, {"v_a", IN, "ND", -1, 1}, {"dv_a", ACC, "ND", -1, 1, 1e-5}, {"z", IN, "Bq", -1, 1},
+       {"dz", ACC, "Bq", -1, 1, 1e-5}},
+      loc_fwd, loc_bwd, NULL, 0, loc_prep, .fd = fd_never, .work = loc_work),
+    R("adam", "adam_update", "nT", SHAPES(adam_sh),
+      {{"grad", IN, "Tn", -2, 2}, {"param", ACC, "n", -1, 1, 1e-6}, {"m", ACC, "n", 0, 0, 1e-6}, {"v", ACC, "n", 0, 0, 1e-6}},
+      adam_fwd, NULL, adam_ref, 1e-6, adam_prep),
 #undef R
 };
 #pragma GCC diagnostic pop
 enum { NROWS = (int)(sizeof ROWS / sizeof ROWS[0]) };
 
-/* ---- linear and efficient attention, the CUDA backend against the CPU ---- */
+/* ---- the output layer, the CUDA backend against the CPU ---- */
 
 /* key_len[B] in both backends (int32). */
 typedef struct {
@@ -2053,640 +2323,6 @@ static IPair ipair_of(const int *host, int n) {
     return p;
 }
 
-/* Shapes of the linear-time kinds: Tq != Tk, D != Dv, padded keys (key_len below Tk, one batch
- * row with key_len 0 where the kind allows it), a shape wider than one block of threads. */
-static const int LIN_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
-                                    {2, 2, 5, 7, 4, 3},
-                                    {3, 1, 6, 6, 8, 8},
-                                    {1, 3, 1, 9, 5, 6},
-                                    {2, 2, 9, 4, 16, 150},
-                                    {1, 1, 3, 4, 130, 131}}; /* D, Dv past the 128-thread block */
-
-/* linear_attn_*: forward (causal and not), backward onto random prefills (accumulate), and a
- * decoding run of linear_attn_step over Tk steps, for both feature maps (elu + 1 on inputs in
- * [−1, 1]; the identity on inputs in [0, 1], so that every φ(q)·φ(k) ≥ 0, as the taylor kind's
- * features give). Tolerance 1e-5 normwise: the same float operations in the same order
- * (linear.cuh); 1e-5 leaves room for FMA contraction on a GPU. */
-static void vs_cpu_linear_attn(void) {
-    if (!HAVE(linear_attn_forward)) return;
-    for (int phi = LINEAR_PHI_ELU1; phi <= LINEAR_PHI_IDENTITY; phi++)
-    for (size_t si = 0; si < sizeof LIN_SHAPES / sizeof LIN_SHAPES[0]; si++) {
-        int B = LIN_SHAPES[si][0], NH = LIN_SHAPES[si][1], Tq = LIN_SHAPES[si][2],
-            Tk = LIN_SHAPES[si][3], D = LIN_SHAPES[si][4], Dv = LIN_SHAPES[si][5];
-        float lo = phi == LINEAR_PHI_IDENTITY ? 0.0f : -1.0f; /* q, k in [lo, 1) */
-        for (int causal = 0; causal < 2; causal++) {
-            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
-            int hl[4];
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
-            float *hq = frand(nq, lo, 1), *hk = frand(nk, lo, 1), *hv = frand_pm1(nv),
-                  *hg = frand_pm1(no), *hdq = frand_pm1(nq), *hdk = frand_pm1(nk),
-                  *hdv = frand_pm1(nv), *ho = frand_pm1(no);
-            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-                 o = pair_of(ho, no), dq = pair_of(hdq, nq), dk = pair_of(hdk, nk),
-                 dv = pair_of(hdv, nv);
-            IPair len = ipair_of(hl, B);
-            size_t wg = gpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv),
-                   wc = cpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv);
-            float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
-                  *workc = cpu->alloc(sizeof(float) * (wc + 1));
-            char what[160];
-            gpu->linear_attn_forward(o.g, q.g, k.g, v.g, len.g, causal, phi, B, NH, Tq, Tk, D, Dv,
-                                     workg);
-            cpu->linear_attn_forward(o.c, q.c, k.c, v.c, len.c, causal, phi, B, NH, Tq, Tk, D, Dv,
-                                     workc);
-            snprintf(what, sizeof what, "linear_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d "
-                     "causal=%d phi=%d", B, NH, Tq, Tk, D, Dv, causal, phi);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            if (HAVE(linear_attn_backward)) {
-                gpu->linear_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, causal, phi,
-                                          B, NH, Tq, Tk, D, Dv, workg);
-                cpu->linear_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, causal, phi,
-                                          B, NH, Tq, Tk, D, Dv, workc);
-                snprintf(what, sizeof what, "linear_attn_backward dq (accumulated) shape %zu "
-                         "causal=%d phi=%d", si, causal, phi);
-                compare_tol(what, dq.g, dq.c, nq, 1e-5);
-                snprintf(what, sizeof what, "linear_attn_backward dk (accumulated) shape %zu "
-                         "causal=%d phi=%d", si, causal, phi);
-                compare_tol(what, dk.g, dk.c, nk, 1e-5);
-                snprintf(what, sizeof what, "linear_attn_backward dv (accumulated) shape %zu "
-                         "causal=%d phi=%d", si, causal, phi);
-                compare_tol(what, dv.g, dv.c, nv, 1e-5);
-            }
-            gpu->free(workg), cpu->free(workc);
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o);
-            pair_free(dq), pair_free(dk), pair_free(dv);
-            free(hq), free(hk), free(hv), free(hg), free(hdq), free(hdk), free(hdv), free(ho);
-        }
-        if (HAVE(linear_attn_step)) { /* Tk decoding steps, one new key and query each */
-            size_t nst = (size_t)B * NH * D * Dv, nz = (size_t)B * NH * D;
-            float *zero = calloc(nst + 1, sizeof(float));
-            Pair st = pair_of(zero, nst), zs = pair_of(zero, nz), o = pair_of(zero, (size_t)B * NH * Dv);
-            for (int t = 0; t < Tk; t++) {
-                float *hq = frand(nz, lo, 1), *hk = frand(nz, lo, 1),
-                      *hv = frand_pm1((size_t)B * NH * Dv);
-                Pair q = pair_of(hq, nz), k = pair_of(hk, nz), v = pair_of(hv, (size_t)B * NH * Dv);
-                gpu->linear_attn_step(o.g, st.g, zs.g, q.g, k.g, v.g, phi, B, NH, D, Dv);
-                cpu->linear_attn_step(o.c, st.c, zs.c, q.c, k.c, v.c, phi, B, NH, D, Dv);
-                char what[120];
-                snprintf(what, sizeof what, "linear_attn_step shape %zu phi=%d step %d: out", si,
-                         phi, t);
-                compare_tol(what, o.g, o.c, (size_t)B * NH * Dv, 1e-5);
-                pair_free(q), pair_free(k), pair_free(v);
-                free(hq), free(hk), free(hv);
-            }
-            compare_tol("linear_attn_step: state after the last step", st.g, st.c, nst, 1e-5);
-            compare_tol("linear_attn_step: zsum after the last step", zs.g, zs.c, nz, 1e-5);
-            pair_free(st), pair_free(zs), pair_free(o);
-            free(zero);
-        }
-    }
-}
-
-/* EXPECTs the n floats at a and b (both the backend under test's) identical bit for bit. */
-static void expect_same_bits(const char *what, const float *a_dev, const float *b_dev, size_t n) {
-    float *a = from_backend(gpu, a_dev, n), *b = from_backend(gpu, b_dev, n);
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && !bad++) first = i;
-    EXPECT(bad == 0, "%s: %zu of %zu floats differ (first at %zu: %.9g against %.9g)", what, bad,
-           n, first, bad ? (double)a[first] : 0.0, bad ? (double)b[first] : 0.0);
-    free(a), free(b);
-}
-
-/* linear_attn_summary, _read, _read_backward, _summary_backward (the non-causal form split at its
- * key summary), for both feature maps over LIN_SHAPES (Tq > 1, D != Dv, D and Dv past one block):
- *   summary with key_len (a full row, short rows, row 1 with no key) and with NULL, onto random
- *     prefills (it overwrites); the read of each onto a random prefill; on the backend under
- *     test, summary then read equals its linear_attn_forward with causal = 0, bit for bit;
- *   read_backward onto random prefills of dq, dstate, dzsum (accumulate), then again with
- *     dq NULL (dq must stay as it was), over the summary of all keys (a pair with no key has
- *     den = 1e-6 and a dstate a million times larger, which would hide the other pairs' errors
- *     in the normwise measure; that pair's dq and dzsum are 0 and are checked with key_len);
- *   summary_backward of random dstate, dzsum with key_len onto random prefills of dk, dv (padded
- *     keys must keep theirs: whole buffers compared), then with dv NULL, then with dk NULL; and
- *     where D = Dv, with k = v and dk = dv the same buffers (the RNN's one-head case), and on a
- *     one-head shape with D = Dv = 130, past one block of threads.
- * Tolerance 1e-5 normwise: the same float operations in the same order (linear.cuh); 1e-5 leaves
- * room for FMA contraction and the CPU's vectorised dot products. */
-static void vs_cpu_linear_attn_split(void) {
-    if (!HAVE(linear_attn_summary) || !HAVE(linear_attn_read) ||
-        !HAVE(linear_attn_read_backward) || !HAVE(linear_attn_summary_backward))
-        return;
-    static const int alias_shape[6] = {3, 1, 3, 5, 130, 130}; /* B, NH, Tq, Tk, D = Dv */
-    size_t nshapes = sizeof LIN_SHAPES / sizeof LIN_SHAPES[0];
-    char what[200];
-    for (int phi = LINEAR_PHI_ELU1; phi <= LINEAR_PHI_IDENTITY; phi++)
-    for (size_t si = 0; si <= nshapes; si++) {
-        const int *sh = si < nshapes ? LIN_SHAPES[si] : alias_shape;
-        int B = sh[0], NH = sh[1], Tq = sh[2], Tk = sh[3], D = sh[4], Dv = sh[5];
-        float lo = phi == LINEAR_PHI_IDENTITY ? 0.0f : -1.0f; /* q, k in [lo, 1) */
-        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-               nst = (size_t)B * NH * D * Dv, nz = (size_t)B * NH * D;
-        int hl[4];
-        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
-        float *hq = frand(nq, lo, 1), *hk = frand(nk, lo, 1), *hv = frand_pm1(nv),
-              *hg = frand_pm1(no), *hst = frand_pm1(nst), *hz = frand_pm1(nz),
-              *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv),
-              *ho = frand_pm1(no), *hds = frand_pm1(nst), *hdz = frand_pm1(nz);
-        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-             st = pair_of(hst, nst), zs = pair_of(hz, nz), stf = pair_of(hst, nst),
-             zsf = pair_of(hz, nz), o = pair_of(ho, no), of = pair_of(ho, no),
-             dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv),
-             ds = pair_of(hds, nst), dz = pair_of(hdz, nz);
-        IPair len = ipair_of(hl, B);
-
-        if (si < nshapes) {
-            /* the summaries: with key_len into st, zs; of every key into stf, zsf */
-            gpu->linear_attn_summary(st.g, zs.g, k.g, v.g, len.g, phi, B, NH, Tk, D, Dv);
-            cpu->linear_attn_summary(st.c, zs.c, k.c, v.c, len.c, phi, B, NH, Tk, D, Dv);
-            gpu->linear_attn_summary(stf.g, zsf.g, k.g, v.g, NULL, phi, B, NH, Tk, D, Dv);
-            cpu->linear_attn_summary(stf.c, zsf.c, k.c, v.c, NULL, phi, B, NH, Tk, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_summary B=%d NH=%d Tk=%d D=%d Dv=%d phi=%d: "
-                     "state", B, NH, Tk, D, Dv, phi);
-            compare_tol(what, st.g, st.c, nst, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d: zsum", si, phi);
-            compare_tol(what, zs.g, zs.c, nz, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d key_len NULL: "
-                     "state", si, phi);
-            compare_tol(what, stf.g, stf.c, nst, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_summary shape %zu phi=%d key_len NULL: "
-                     "zsum", si, phi);
-            compare_tol(what, zsf.g, zsf.c, nz, 1e-5);
-
-            /* the reads, and summary + read = the non-causal forward on the backend under test */
-            gpu->linear_attn_read(o.g, q.g, st.g, zs.g, phi, B, NH, Tq, D, Dv);
-            cpu->linear_attn_read(o.c, q.c, st.c, zs.c, phi, B, NH, Tq, D, Dv);
-            gpu->linear_attn_read(of.g, q.g, stf.g, zsf.g, phi, B, NH, Tq, D, Dv);
-            cpu->linear_attn_read(of.c, q.c, stf.c, zsf.c, phi, B, NH, Tq, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_read shape %zu phi=%d: out", si, phi);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_read shape %zu phi=%d key_len NULL: out", si,
-                     phi);
-            compare_tol(what, of.g, of.c, no, 1e-5);
-            if (HAVE(linear_attn_forward)) {
-                size_t nw = gpu->linear_attn_workspace(B, NH, Tq, Tk, D, Dv);
-                float *work = gpu->alloc(sizeof(float) * (nw + 1));
-                float *fwd = gpu->alloc(sizeof(float) * no);
-                gpu->linear_attn_forward(fwd, q.g, k.g, v.g, len.g, 0, phi, B, NH, Tq, Tk, D, Dv,
-                                         work);
-                snprintf(what, sizeof what, "linear_attn_summary + _read shape %zu phi=%d against "
-                         "linear_attn_forward causal=0 (cuda)", si, phi);
-                expect_same_bits(what, o.g, fwd, no);
-                gpu->linear_attn_forward(fwd, q.g, k.g, v.g, NULL, 0, phi, B, NH, Tq, Tk, D, Dv,
-                                         work);
-                snprintf(what, sizeof what, "linear_attn_summary + _read shape %zu phi=%d key_len "
-                         "NULL against linear_attn_forward causal=0 (cuda)", si, phi);
-                expect_same_bits(what, of.g, fwd, no);
-                gpu->free(fwd), gpu->free(work);
-            }
-
-            /* read_backward over the summary of every key, onto the prefills; then dq NULL */
-            gpu->linear_attn_read_backward(dq.g, ds.g, dz.g, g.g, q.g, stf.g, zsf.g, phi, B, NH,
-                                           Tq, D, Dv);
-            cpu->linear_attn_read_backward(dq.c, ds.c, dz.c, g.c, q.c, stf.c, zsf.c, phi, B, NH,
-                                           Tq, D, Dv);
-            gpu->linear_attn_read_backward(NULL, ds.g, dz.g, g.g, q.g, stf.g, zsf.g, phi, B, NH,
-                                           Tq, D, Dv);
-            cpu->linear_attn_read_backward(NULL, ds.c, dz.c, g.c, q.c, stf.c, zsf.c, phi, B, NH,
-                                           Tq, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dq "
-                     "(accumulated, then dq NULL)", si, phi);
-            compare_tol(what, dq.g, dq.c, nq, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dstate "
-                     "(accumulated twice)", si, phi);
-            compare_tol(what, ds.g, ds.c, nst, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d: dzsum "
-                     "(accumulated twice)", si, phi);
-            compare_tol(what, dz.g, dz.c, nz, 1e-5);
-            /* over the summary with key_len (a pair with no key): dq and dzsum only */
-            gpu->linear_attn_read_backward(dq.g, ds.g, dz.g, g.g, q.g, st.g, zs.g, phi, B, NH,
-                                           Tq, D, Dv);
-            cpu->linear_attn_read_backward(dq.c, ds.c, dz.c, g.c, q.c, st.c, zs.c, phi, B, NH,
-                                           Tq, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d key_len: dq",
-                     si, phi);
-            compare_tol(what, dq.g, dq.c, nq, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_read_backward shape %zu phi=%d key_len: "
-                     "dzsum", si, phi);
-            compare_tol(what, dz.g, dz.c, nz, 1e-5);
-
-            /* summary_backward of random dstate, dzsum (hds, hdz in st, zs) with key_len:
-             * both, then dv NULL, then dk NULL */
-            gpu->upload(st.g, hds, sizeof(float) * nst);
-            cpu->upload(st.c, hds, sizeof(float) * nst);
-            gpu->upload(zs.g, hdz, sizeof(float) * nz);
-            cpu->upload(zs.c, hdz, sizeof(float) * nz);
-            gpu->linear_attn_summary_backward(dk.g, dv.g, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
-                                              Tk, D, Dv);
-            cpu->linear_attn_summary_backward(dk.c, dv.c, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
-                                              Tk, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dk "
-                     "(accumulated)", si, phi);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dv "
-                     "(accumulated)", si, phi);
-            compare_tol(what, dv.g, dv.c, nv, 1e-5);
-            gpu->linear_attn_summary_backward(dk.g, NULL, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
-                                              Tk, D, Dv);
-            cpu->linear_attn_summary_backward(dk.c, NULL, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
-                                              Tk, D, Dv);
-            gpu->linear_attn_summary_backward(NULL, dv.g, st.g, zs.g, k.g, v.g, len.g, phi, B, NH,
-                                              Tk, D, Dv);
-            cpu->linear_attn_summary_backward(NULL, dv.c, st.c, zs.c, k.c, v.c, len.c, phi, B, NH,
-                                              Tk, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dk "
-                     "(then dv NULL)", si, phi);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-            snprintf(what, sizeof what, "linear_attn_summary_backward shape %zu phi=%d: dv "
-                     "(then dk NULL)", si, phi);
-            compare_tol(what, dv.g, dv.c, nv, 1e-5);
-        }
-        if (D == Dv) { /* k = v, dk = dv: one buffer each, as the RNN with one head passes */
-            gpu->upload(st.g, hds, sizeof(float) * nst);
-            cpu->upload(st.c, hds, sizeof(float) * nst);
-            gpu->upload(zs.g, hdz, sizeof(float) * nz);
-            cpu->upload(zs.c, hdz, sizeof(float) * nz);
-            gpu->linear_attn_summary_backward(dk.g, dk.g, st.g, zs.g, k.g, k.g, len.g, phi, B, NH,
-                                              Tk, D, Dv);
-            cpu->linear_attn_summary_backward(dk.c, dk.c, st.c, zs.c, k.c, k.c, len.c, phi, B, NH,
-                                              Tk, D, Dv);
-            snprintf(what, sizeof what, "linear_attn_summary_backward B=%d NH=%d Tk=%d D=Dv=%d "
-                     "phi=%d: dk = dv, k = v (accumulated)", B, NH, Tk, D, phi);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-        }
-        gpu->free(len.g), cpu->free(len.c);
-        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(st), pair_free(zs);
-        pair_free(stf), pair_free(zsf), pair_free(o), pair_free(of), pair_free(dq);
-        pair_free(dk), pair_free(dv), pair_free(ds), pair_free(dz);
-        free(hq), free(hk), free(hv), free(hg), free(hst), free(hz), free(hdq), free(hdk);
-        free(hdv), free(ho), free(hds), free(hdz);
-    }
-}
-
-/* linformer_proj_forward / _backward (the linformer kind's projections over the key axis): per-head
- * and shared P, n > Tk and n = Tk, key_len with a full, an empty and a partial row, and NULL; a
- * shape wider than one block of threads; the backward onto random prefills (padded rows of dx and
- * the columns s >= Tk of dP must stay as prefilled: whole buffers compared). Tolerance 1e-5
- * normwise (the same float sums in the same order; FMA contraction on a GPU). */
-static void vs_cpu_linformer_proj(void) {
-    if (!HAVE(linformer_proj_forward)) return;
-    /* the last two past the element-wise grid (size_runs): B·NH·R·D and B·NH·Tk·D (the forward,
-     * dx), NP·R·Tk (dP) */
-    static const int shapes[][6] = {/* B, NH, R, Tk, D, n */
-                                    {3, 2, 4, 5, 3, 7},
-                                    {2, 3, 3, 6, 4, 6},
-                                    {4, 4, 32, 37, 16, 128},
-                                    {1025, 1, 2, 2, 513, 2},
-                                    {1, 1, 1025, 1025, 1, 1025}};
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int shared = 0; shared < 2; shared++) {
-            int B = shapes[si][0], NH = shapes[si][1], R = shapes[si][2], Tk = shapes[si][3],
-                D = shapes[si][4], n = shapes[si][5];
-            if (si >= 3 && (shared || !size_runs(EW_GRID + 1))) continue;
-            size_t np = (size_t)(shared ? 1 : NH) * R * n, nx = (size_t)B * NH * Tk * D,
-                   no = (size_t)B * NH * R * D;
-            int *hl = malloc(sizeof(int) * (size_t)B);
-            if (!hl) exit(2);
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
-            float *hP = frand_pm1(np), *hx = frand_pm1(nx), *hg = frand_pm1(no),
-                  *ho = frand_pm1(no), *hdx = frand_pm1(nx), *hdP = frand_pm1(np);
-            Pair P = pair_of(hP, np), x = pair_of(hx, nx), g = pair_of(hg, no),
-                 o = pair_of(ho, no), dx = pair_of(hdx, nx), dP = pair_of(hdP, np);
-            IPair len = ipair_of(hl, B);
-            const int *lg = si == 1 ? NULL : len.g, *lc = si == 1 ? NULL : len.c;
-            char what[160];
-            gpu->linformer_proj_forward(o.g, P.g, x.g, lg, B, NH, R, Tk, D, n, shared);
-            cpu->linformer_proj_forward(o.c, P.c, x.c, lc, B, NH, R, Tk, D, n, shared);
-            snprintf(what, sizeof what, "linformer_proj_forward B=%d NH=%d R=%d Tk=%d D=%d n=%d "
-                     "shared=%d", B, NH, R, Tk, D, n, shared);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            if (HAVE(linformer_proj_backward)) {
-                gpu->linformer_proj_backward(dx.g, dP.g, g.g, P.g, x.g, lg, B, NH, R, Tk, D, n,
-                                             shared);
-                cpu->linformer_proj_backward(dx.c, dP.c, g.c, P.c, x.c, lc, B, NH, R, Tk, D, n,
-                                             shared);
-                snprintf(what, sizeof what, "linformer_proj_backward dx (accumulated) shape %zu "
-                         "shared=%d", si, shared);
-                compare_tol(what, dx.g, dx.c, nx, 1e-5);
-                snprintf(what, sizeof what, "linformer_proj_backward dP (accumulated) shape %zu "
-                         "shared=%d", si, shared);
-                compare_tol(what, dP.g, dP.c, np, 1e-5);
-            }
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(P), pair_free(x), pair_free(g), pair_free(o), pair_free(dx), pair_free(dP);
-            free(hP), free(hx), free(hg), free(ho), free(hdx), free(hdP), free(hl);
-            g_quiet = 0;
-        }
-}
-
-/* l2feature_forward / _backward (the taylor kind's features [1; x/‖x‖₂]): rows of widths 1, a
- * head size, one wider than the 64-thread block (and not a multiple of it), a zero row (r =
- * 1e6, x̂ = 0) and a row of large values; the backward onto a random prefill. Tolerance 1e-5
- * normwise (the norm and x̂·g are summed in double in another order: a tree). */
-static void vs_cpu_l2feature(void) {
-    if (!HAVE(l2feature_forward)) return;
-    static const int shapes[][2] = {{5, 8}, {1, 1}, {37, 64}, {3, 150}};
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        int N = shapes[si][0], D = shapes[si][1];
-        size_t ni = (size_t)N * D, no = (size_t)N * (D + 1);
-        float *hx = frand_pm1(ni), *ho = frand_pm1(no), *hg = frand_pm1(no), *hd = frand_pm1(ni);
-        if (N > 2)
-            for (int d = 0; d < D; d++) hx[D + d] = 0.0f, hx[2 * D + d] *= 1000.0f;
-        Pair x = pair_of(hx, ni), o = pair_of(ho, no), g = pair_of(hg, no), dx = pair_of(hd, ni);
-        char what[120];
-        gpu->l2feature_forward(o.g, x.g, N, D);
-        cpu->l2feature_forward(o.c, x.c, N, D);
-        snprintf(what, sizeof what, "l2feature_forward N=%d D=%d", N, D);
-        compare_tol(what, o.g, o.c, no, 1e-5);
-        if (HAVE(l2feature_backward)) {
-            gpu->l2feature_backward(dx.g, g.g, x.g, N, D);
-            cpu->l2feature_backward(dx.c, g.c, x.c, N, D);
-            snprintf(what, sizeof what, "l2feature_backward (accumulated) N=%d D=%d", N, D);
-            compare_tol(what, dx.g, dx.c, ni, 1e-5);
-        }
-        pair_free(x), pair_free(o), pair_free(g), pair_free(dx);
-        free(hx), free(ho), free(hg), free(hd);
-    }
-}
-
-/* efficient_attn_*: forward and backward onto random prefills over LIN_SHAPES (padded keys, a
- * batch row with no key). Tolerance 1e-5 normwise: the CPU's operations per output element in
- * its order (efficient.cuh), except that dv sums over d before adding (the CPU adds each term
- * into dv), and FMA contraction on a GPU. */
-static void vs_cpu_efficient_attn(void) {
-    if (!HAVE(efficient_attn_forward)) return;
-    for (size_t si = 0; si < sizeof LIN_SHAPES / sizeof LIN_SHAPES[0]; si++) {
-        int B = LIN_SHAPES[si][0], NH = LIN_SHAPES[si][1], Tq = LIN_SHAPES[si][2],
-            Tk = LIN_SHAPES[si][3], D = LIN_SHAPES[si][4], Dv = LIN_SHAPES[si][5];
-        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv;
-        int hl[4];
-        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
-        float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv), *hg = frand_pm1(no),
-              *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv), *ho = frand_pm1(no);
-        for (size_t i = 0; i < nk; i++) hk[i] *= 3.0f; /* sharper column softmax */
-        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-             o = pair_of(ho, no), dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
-        IPair len = ipair_of(hl, B);
-        size_t wg = gpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv),
-               wc = cpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv);
-        float *workg = gpu->alloc(sizeof(float) * (wg + 1)), *workc = cpu->alloc(sizeof(float) * (wc + 1));
-        char what[160];
-        gpu->efficient_attn_forward(o.g, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D, Dv, workg);
-        cpu->efficient_attn_forward(o.c, q.c, k.c, v.c, len.c, B, NH, Tq, Tk, D, Dv, workc);
-        snprintf(what, sizeof what, "efficient_attn_forward B=%d NH=%d Tq=%d Tk=%d D=%d Dv=%d", B,
-                 NH, Tq, Tk, D, Dv);
-        compare_tol(what, o.g, o.c, no, 1e-5);
-        if (HAVE(efficient_attn_backward)) {
-            gpu->efficient_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D,
-                                         Dv, workg);
-            cpu->efficient_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, len.c, B, NH, Tq, Tk, D,
-                                         Dv, workc);
-            snprintf(what, sizeof what, "efficient_attn_backward dq (accumulated) shape %zu", si);
-            compare_tol(what, dq.g, dq.c, nq, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_backward dk (accumulated) shape %zu", si);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_backward dv (accumulated) shape %zu", si);
-            compare_tol(what, dv.g, dv.c, nv, 1e-5);
-        }
-        gpu->free(workg), cpu->free(workc);
-        gpu->free(len.g), cpu->free(len.c);
-        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o);
-        pair_free(dq), pair_free(dk), pair_free(dv);
-        free(hq), free(hk), free(hv), free(hg), free(hdq), free(hdk), free(hdv), free(ho);
-    }
-}
-
-/* efficient_attn_summary, _read, _read_backward, _summary_backward (the context split) over
- * LIN_SHAPES and, with k = v and dk = dv one buffer, a one-head shape with D = Dv = 130 (past one
- * block of threads):
- *   summary with key_len (row 1 with no key: ctx = 0) and with NULL onto random prefills (it
- *     overwrites); the read onto a random prefill; on the backend under test, summary then read
- *     equals its efficient_attn_forward bit for bit;
- *   read_backward onto random prefills of dq, dctx (accumulate), then with dq NULL;
- *   summary_backward of a random dctx with key_len onto random prefills of dk, dv (padded keys
- *     keep theirs: whole buffers compared), then with dv NULL, then with dk NULL; where D = Dv,
- *     with k = v and dk = dv.
- * Tolerance 1e-5 normwise, as vs_cpu_efficient_attn. */
-static void vs_cpu_efficient_attn_split(void) {
-    if (!HAVE(efficient_attn_summary) || !HAVE(efficient_attn_read) ||
-        !HAVE(efficient_attn_read_backward) || !HAVE(efficient_attn_summary_backward))
-        return;
-    static const int alias_shape[6] = {3, 1, 3, 5, 130, 130}; /* B, NH, Tq, Tk, D = Dv */
-    size_t nshapes = sizeof LIN_SHAPES / sizeof LIN_SHAPES[0];
-    char what[200];
-    for (size_t si = 0; si <= nshapes; si++) {
-        const int *sh = si < nshapes ? LIN_SHAPES[si] : alias_shape;
-        int B = sh[0], NH = sh[1], Tq = sh[2], Tk = sh[3], D = sh[4], Dv = sh[5];
-        size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-               nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-               nc = (size_t)B * NH * D * Dv;
-        int hl[4];
-        for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3); /* row 1: no key */
-        float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hv = frand_pm1(nv), *hg = frand_pm1(no),
-              *hc = frand_pm1(nc), *hdq = frand_pm1(nq), *hdk = frand_pm1(nk),
-              *hdv = frand_pm1(nv), *ho = frand_pm1(no), *hdc = frand_pm1(nc);
-        for (size_t i = 0; i < nk; i++) hk[i] *= 3.0f; /* sharper column softmax */
-        Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-             c = pair_of(hc, nc), cf = pair_of(hc, nc), o = pair_of(ho, no),
-             dq = pair_of(hdq, nq), dk = pair_of(hdk, nk), dv = pair_of(hdv, nv),
-             dc = pair_of(hdc, nc);
-        IPair len = ipair_of(hl, B);
-        if (si < nshapes) {
-            gpu->efficient_attn_summary(c.g, k.g, v.g, len.g, B, NH, Tk, D, Dv);
-            cpu->efficient_attn_summary(c.c, k.c, v.c, len.c, B, NH, Tk, D, Dv);
-            gpu->efficient_attn_summary(cf.g, k.g, v.g, NULL, B, NH, Tk, D, Dv);
-            cpu->efficient_attn_summary(cf.c, k.c, v.c, NULL, B, NH, Tk, D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_summary B=%d NH=%d Tk=%d D=%d Dv=%d: ctx",
-                     B, NH, Tk, D, Dv);
-            compare_tol(what, c.g, c.c, nc, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_summary shape %zu key_len NULL: ctx", si);
-            compare_tol(what, cf.g, cf.c, nc, 1e-5);
-
-            gpu->efficient_attn_read(o.g, q.g, c.g, B, NH, Tq, D, Dv);
-            cpu->efficient_attn_read(o.c, q.c, c.c, B, NH, Tq, D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_read shape %zu: out", si);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            if (HAVE(efficient_attn_forward)) {
-                size_t nw = gpu->efficient_attn_workspace(B, NH, Tq, Tk, D, Dv);
-                float *work = gpu->alloc(sizeof(float) * (nw + 1));
-                float *fwd = gpu->alloc(sizeof(float) * no);
-                gpu->efficient_attn_forward(fwd, q.g, k.g, v.g, len.g, B, NH, Tq, Tk, D, Dv, work);
-                snprintf(what, sizeof what, "efficient_attn_summary + _read shape %zu against "
-                         "efficient_attn_forward (cuda)", si);
-                expect_same_bits(what, o.g, fwd, no);
-                gpu->free(fwd), gpu->free(work);
-            }
-
-            gpu->efficient_attn_read_backward(dq.g, dc.g, g.g, q.g, c.g, B, NH, Tq, D, Dv);
-            cpu->efficient_attn_read_backward(dq.c, dc.c, g.c, q.c, c.c, B, NH, Tq, D, Dv);
-            gpu->efficient_attn_read_backward(NULL, dc.g, g.g, q.g, c.g, B, NH, Tq, D, Dv);
-            cpu->efficient_attn_read_backward(NULL, dc.c, g.c, q.c, c.c, B, NH, Tq, D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_read_backward shape %zu: dq "
-                     "(accumulated, then dq NULL)", si);
-            compare_tol(what, dq.g, dq.c, nq, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_read_backward shape %zu: dctx "
-                     "(accumulated twice)", si);
-            compare_tol(what, dc.g, dc.c, nc, 1e-5);
-
-            /* summary_backward of a random dctx (hdc) against the context with key_len */
-            gpu->upload(dc.g, hdc, sizeof(float) * nc);
-            cpu->upload(dc.c, hdc, sizeof(float) * nc);
-            gpu->efficient_attn_summary_backward(dk.g, dv.g, dc.g, c.g, k.g, v.g, len.g, B, NH, Tk,
-                                                 D, Dv);
-            cpu->efficient_attn_summary_backward(dk.c, dv.c, dc.c, c.c, k.c, v.c, len.c, B, NH, Tk,
-                                                 D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dk "
-                     "(accumulated)", si);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dv "
-                     "(accumulated)", si);
-            compare_tol(what, dv.g, dv.c, nv, 1e-5);
-            gpu->efficient_attn_summary_backward(dk.g, NULL, dc.g, c.g, k.g, v.g, len.g, B, NH,
-                                                 Tk, D, Dv);
-            cpu->efficient_attn_summary_backward(dk.c, NULL, dc.c, c.c, k.c, v.c, len.c, B, NH,
-                                                 Tk, D, Dv);
-            gpu->efficient_attn_summary_backward(NULL, dv.g, dc.g, c.g, k.g, v.g, len.g, B, NH,
-                                                 Tk, D, Dv);
-            cpu->efficient_attn_summary_backward(NULL, dv.c, dc.c, c.c, k.c, v.c, len.c, B, NH,
-                                                 Tk, D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dk (then dv "
-                     "NULL)", si);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-            snprintf(what, sizeof what, "efficient_attn_summary_backward shape %zu: dv (then dk "
-                     "NULL)", si);
-            compare_tol(what, dv.g, dv.c, nv, 1e-5);
-        }
-        if (D == Dv) { /* k = v, dk = dv: one buffer each, as the RNN with one head passes */
-            gpu->efficient_attn_summary(c.g, k.g, k.g, len.g, B, NH, Tk, D, Dv);
-            cpu->efficient_attn_summary(c.c, k.c, k.c, len.c, B, NH, Tk, D, Dv);
-            gpu->upload(dc.g, hdc, sizeof(float) * nc);
-            cpu->upload(dc.c, hdc, sizeof(float) * nc);
-            gpu->efficient_attn_summary_backward(dk.g, dk.g, dc.g, c.g, k.g, k.g, len.g, B, NH,
-                                                 Tk, D, Dv);
-            cpu->efficient_attn_summary_backward(dk.c, dk.c, dc.c, c.c, k.c, k.c, len.c, B, NH,
-                                                 Tk, D, Dv);
-            snprintf(what, sizeof what, "efficient_attn_summary_backward B=%d NH=%d Tk=%d "
-                     "D=Dv=%d: dk = dv, k = v (accumulated)", B, NH, Tk, D);
-            compare_tol(what, dk.g, dk.c, nk, 1e-5);
-        }
-        gpu->free(len.g), cpu->free(len.c);
-        pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(c), pair_free(cf);
-        pair_free(o), pair_free(dq), pair_free(dk), pair_free(dv), pair_free(dc);
-        free(hq), free(hk), free(hv), free(hg), free(hc), free(hdq), free(hdk), free(hdv);
-        free(ho), free(hdc);
-    }
-}
-
-/* ---- recurrent cells, the CUDA backend against the CPU ---- */
-
-/* A mask[B] of 1s with row 1 (when B > 1) a padding step (0). */
-static float *cell_mask(int B) {
-    float *m = malloc(sizeof(float) * (size_t)B);
-    for (int b = 0; b < B; b++) m[b] = (B > 1 && b == 1) ? 0.0f : 1.0f;
-    return m;
-}
-
-/* lstm_cell_*: forward (h, c, the activations written into gates) and backward (dgates
- * overwritten, dh_prev and dc_prev accumulated onto random prefills), with and without a mask.
- * Tolerance 1e-5 normwise: the CPU's formulas in its order, per element, but the CPU build
- * vectorises expf/tanhf and contracts multiply-adds (a single cell c = f c_prev + i g with
- * cancellation measured 1.05e-6), and libm on a GPU differs by a few ulps. */
-static void vs_cpu_lstm(void) {
-    if (!HAVE(lstm_cell_forward)) return;
-    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}, {2, 524291}}; /* the last: B·H */
-    for (size_t si = 0; si < 4; si++)                       /* past the element-wise grid */
-        for (int masked = 0; masked < 2; masked++) {
-            int B = shapes[si][0], H = shapes[si][1];
-            size_t n = (size_t)B * H, n4 = 4 * n;
-            if ((n > EW_GRID && !masked) || !size_runs(n)) continue;
-            float *hg = frand(n4, -3, 3), *hhp = frand_pm1(n), *hcp = frand_pm1(n),
-                  *hh = frand_pm1(n), *hc = frand_pm1(n), *hm = cell_mask(B);
-            Pair gates = pair_of(hg, n4), hp = pair_of(hhp, n), cp = pair_of(hcp, n),
-                 h = pair_of(hh, n), c = pair_of(hc, n), m = pair_of(hm, (size_t)B);
-            char what[120];
-            gpu->lstm_cell_forward(h.g, c.g, gates.g, hp.g, cp.g, masked ? m.g : NULL, B, H);
-            cpu->lstm_cell_forward(h.c, c.c, gates.c, hp.c, cp.c, masked ? m.c : NULL, B, H);
-            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: h", B, H, masked);
-            compare_tol(what, h.g, h.c, n, 1e-5);
-            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: c", B, H, masked);
-            compare_tol(what, c.g, c.c, n, 1e-5);
-            snprintf(what, sizeof what, "lstm_cell_forward B=%d H=%d masked=%d: gates", B, H, masked);
-            compare_tol(what, gates.g, gates.c, n4, 1e-5);
-            if (HAVE(lstm_cell_backward)) {
-                float *hdh = frand_pm1(n), *hdc = frand_pm1(n), *hdhp = frand_pm1(n),
-                      *hdcp = frand_pm1(n), *hdg = frand_pm1(n4);
-                Pair dh = pair_of(hdh, n), dc = pair_of(hdc, n), dhp = pair_of(hdhp, n),
-                     dcp = pair_of(hdcp, n), dg = pair_of(hdg, n4);
-                gpu->lstm_cell_backward(dg.g, dhp.g, dcp.g, dh.g, dc.g, gates.g, c.g, cp.g,
-                                        masked ? m.g : NULL, B, H);
-                cpu->lstm_cell_backward(dg.c, dhp.c, dcp.c, dh.c, dc.c, gates.c, c.c, cp.c,
-                                        masked ? m.c : NULL, B, H);
-                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dgates", B, H, masked);
-                compare_tol(what, dg.g, dg.c, n4, 1e-5);
-                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dh_prev", B, H, masked);
-                compare_tol(what, dhp.g, dhp.c, n, 1e-5);
-                snprintf(what, sizeof what, "lstm_cell_backward B=%d H=%d masked=%d: dc_prev", B, H, masked);
-                compare_tol(what, dcp.g, dcp.c, n, 1e-5);
-                pair_free(dh), pair_free(dc), pair_free(dhp), pair_free(dcp), pair_free(dg);
-                free(hdh), free(hdc), free(hdhp), free(hdcp), free(hdg);
-            }
-            pair_free(gates), pair_free(hp), pair_free(cp), pair_free(h), pair_free(c), pair_free(m);
-            free(hg), free(hhp), free(hcp), free(hh), free(hc), free(hm);
-        }
-    g_quiet = 0;
-}
-
-/* gru_cell_*: forward (h and the activations written into gx) and backward (dgx, dgh
- * overwritten, dh_prev accumulated onto a random prefill), with and without a mask; tolerance
- * as vs_cpu_lstm. */
-static void vs_cpu_gru(void) {
-    if (!HAVE(gru_cell_forward)) return;
-    static const int shapes[][2] = {{3, 5}, {1, 1}, {4, 300}, {2, 524291}}; /* as lstm's */
-    for (size_t si = 0; si < 4; si++)
-        for (int masked = 0; masked < 2; masked++) {
-            int B = shapes[si][0], H = shapes[si][1];
-            size_t n = (size_t)B * H, n3 = 3 * n;
-            if ((n > EW_GRID && !masked) || !size_runs(n)) continue;
-            float *hx = frand(n3, -2, 2), *hhg = frand(n3, -2, 2), *hhp = frand_pm1(n),
-                  *hh = frand_pm1(n), *hm = cell_mask(B);
-            Pair gx = pair_of(hx, n3), gh = pair_of(hhg, n3), hp = pair_of(hhp, n),
-                 h = pair_of(hh, n), m = pair_of(hm, (size_t)B);
-            char what[120];
-            gpu->gru_cell_forward(h.g, gx.g, gh.g, hp.g, masked ? m.g : NULL, B, H);
-            cpu->gru_cell_forward(h.c, gx.c, gh.c, hp.c, masked ? m.c : NULL, B, H);
-            snprintf(what, sizeof what, "gru_cell_forward B=%d H=%d masked=%d: h", B, H, masked);
-            compare_tol(what, h.g, h.c, n, 1e-5);
-            snprintf(what, sizeof what, "gru_cell_forward B=%d H=%d masked=%d: gx", B, H, masked);
-            compare_tol(what, gx.g, gx.c, n3, 1e-5);
-            if (HAVE(gru_cell_backward)) {
-                float *hdh = frand_pm1(n), *hdhp = frand_pm1(n), *hdx = frand_pm1(n3),
-                      *hdgh = frand_pm1(n3);
-                Pair dh = pair_of(hdh, n), dhp = pair_of(hdhp, n), dx = pair_of(hdx, n3),
-                     dgh = pair_of(hdgh, n3);
-                gpu->gru_cell_backward(dx.g, dgh.g, dhp.g, dh.g, gx.g, gh.g, hp.g,
-                                       masked ? m.g : NULL, B, H);
-                cpu->gru_cell_backward(dx.c, dgh.c, dhp.c, dh.c, gx.c, gh.c, hp.c,
-                                       masked ? m.c : NULL, B, H);
-                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dgx", B, H, masked);
-                compare_tol(what, dx.g, dx.c, n3, 1e-5);
-                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dgh", B, H, masked);
-                compare_tol(what, dgh.g, dgh.c, n3, 1e-5);
-                snprintf(what, sizeof what, "gru_cell_backward B=%d H=%d masked=%d: dh_prev", B, H, masked);
-                compare_tol(what, dhp.g, dhp.c, n, 1e-5);
-                pair_free(dh), pair_free(dhp), pair_free(dx), pair_free(dgh);
-                free(hdh), free(hdhp), free(hdx), free(hdgh);
-            }
-            pair_free(gx), pair_free(gh), pair_free(hp), pair_free(h), pair_free(m);
-            free(hx), free(hhg), free(hhp), free(hh), free(hm);
-        }
-    g_quiet = 0;
-}
-
-/* ---- the output layer, the CUDA backend against the CPU ---- */
 
 /* xent_forward_backward (loss and dlogits, with and without dlogits, smoothing 0 and 0.1, an
  * ignored row, V wider than a block, N = 257 rows: one past the rows' sum's 256 threads),
@@ -2796,401 +2432,6 @@ static void vs_cpu_xent(void) {
     }
 }
 
-/* ---- softmax attention kinds, the CUDA backend against the CPU ---- */
-
-/* Shapes of the softmax kinds: Tq != Tk, D != Dv, a batch row with key_len 0 and others padded,
- * Tq > Tk with causal (rows that see no key), Tk wider than one block; D and Dv above a warp's
- * 32 lanes and not multiples of it, with one query (Luong attention's decoder step), and Tk·D
- * large enough that attn_backward's inputs kernel splits a row over 2 and 4 blocks; the last one
- * past each block and tile: Tq 70 and Tk 150 over flash's 64-row tiles, Tk over the 128-thread
- * blocks of the softmax kinds, D (A = D + 3) over the 128- and 64-thread blocks of local,
- * additive and flash (and local's window, Tk > 128 with a half-width of 70, over 128 keys). */
-static const int SDP_SHAPES[][6] = {/* B, NH, Tq, Tk, D, Dv */
-                                    {2, 2, 5, 7, 4, 3},
-                                    {3, 1, 6, 4, 8, 8},
-                                    {1, 3, 1, 9, 5, 6},
-                                    {2, 1, 3, 140, 16, 24},
-                                    {3, 1, 1, 13, 100, 70},
-                                    {2, 2, 2, 40, 96, 33},
-                                    {2, 4, 14, 12, 64, 64}, /* transformer.ini's heads */
-                                    {1, 1, 70, 150, 130, 5}};
-
-/* The keys of every (b, h) row at s = 1 (an odd lane) and s = Tk − 1 (the last) times 30, so
- * that their scores lie far from the others' (a maximum taken over the even lanes only, or
- * without the last key, then overflows exp). k [B, NH, Tk, D], or [B, Tk, NH, D] when merged. */
-static void spike_keys(float *k, int B, int NH, int Tk, int D, int merged) {
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int s = 1; s < Tk; s += Tk - 2 > 0 ? Tk - 2 : Tk) /* s = 1, then Tk − 1 */
-                for (int d = 0; d < D; d++)
-                    k[(merged ? ((size_t)b * Tk + s) * NH + h : ((size_t)b * NH + h) * Tk + s) * D +
-                      d] *= 30.0f;
-}
-
-/* x rounded to multiples of 1/16, in place: with |x| <= 2 (and keys spiked x30), every product
- * q_d k_d and every partial sum of a score over D <= 130 terms is exact in float, so both
- * backends compute the same scores whatever their order of summation. */
-static void round_to_sixteenths(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 16.0f) / 16.0f;
-}
-
-/* The size of the terms attn_backward adds, the floor of its tolerance. With P the weights
- * [B,NH,Tq,Tk], dP = dout vᵀ and δ_t = Σ_s P_ts dP_ts, dS = P ∘ (dP − δ) is a difference of
- * terms of size a = P (|dP| + |δ|), which a saturated row (one weight near 1, as the spiked keys
- * make) cancels down to far below a: its rounding is then of the size of a, not of dS. Writes
- * *mq = max over (b, h, t, d) of scale Σ_s a_ts |k_sd| and *mk = max over (b, h, s, d) of
- * scale Σ_t a_ts |q_td|. q, k, v, dout: host arrays [B,NH,T,·], or [B,T,NH,·] when merged. */
-static void sdp_backward_terms(double *mq, double *mk, const float *q, const float *k,
-                               const float *v, const float *dout, const float *w, float scale,
-                               int merged, int B, int NH, int Tq, int Tk, int D, int Dv) {
-#define SDP_AT(b, h, t, T, d, W) \
-    (merged ? (((size_t)(b) * (T) + (t)) * NH + (h)) * (W) + (d) \
-            : (((size_t)(b) * NH + (h)) * (T) + (t)) * (W) + (d))
-    double *a = malloc(sizeof(double) * (size_t)Tq * Tk + 1);
-    if (!a) exit(2);
-    *mq = *mk = 0.0;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            const float *P = w + ((size_t)b * NH + h) * Tq * Tk;
-            for (int t = 0; t < Tq; t++) {
-                double delta = 0.0;
-                for (int s = 0; s < Tk; s++) {
-                    double dp = 0.0;
-                    for (int e = 0; e < Dv; e++)
-                        dp += (double)dout[SDP_AT(b, h, t, Tq, e, Dv)] * v[SDP_AT(b, h, s, Tk, e, Dv)];
-                    a[(size_t)t * Tk + s] = fabs(dp);
-                    delta += P[(size_t)t * Tk + s] * dp;
-                }
-                for (int s = 0; s < Tk; s++)
-                    a[(size_t)t * Tk + s] = P[(size_t)t * Tk + s] * (a[(size_t)t * Tk + s] + fabs(delta));
-            }
-            for (int d = 0; d < D; d++) {
-                for (int t = 0; t < Tq; t++) {
-                    double m = 0.0;
-                    for (int s = 0; s < Tk; s++)
-                        m += a[(size_t)t * Tk + s] * fabs((double)k[SDP_AT(b, h, s, Tk, d, D)]);
-                    *mq = fmax(*mq, scale * m);
-                }
-                for (int s = 0; s < Tk; s++) {
-                    double m = 0.0;
-                    for (int t = 0; t < Tq; t++)
-                        m += a[(size_t)t * Tk + s] * fabs((double)q[SDP_AT(b, h, t, Tq, d, D)]);
-                    *mk = fmax(*mk, scale * m);
-                }
-            }
-        }
-    free(a);
-#undef SDP_AT
-}
-
-/* sdp_backward_terms with the weights of the CPU's attn_forward on q, k, v, key_len (backend
- * memory of the CPU; hq, hk, hv, hdout their host copies [B,NH,T,·]), for the kinds that keep
- * no weights (flash). */
-static void sdp_backward_terms_cpu(double *mq, double *mk, const float *hq, const float *hk,
-                                   const float *hv, const float *hdout, const float *q,
-                                   const float *k, const float *v, const int *key_len,
-                                   float scale, int causal, int B, int NH, int Tq, int Tk, int D,
-                                   int Dv) {
-    size_t nw = (size_t)B * NH * Tq * Tk, no = (size_t)B * NH * Tq * Dv;
-    float *w = cpu->alloc(sizeof(float) * (nw + 1)), *o = cpu->alloc(sizeof(float) * (no + 1));
-    float *hw = malloc(sizeof(float) * nw + 1);
-    if (!hw) exit(2);
-    cpu->attn_forward(o, w, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv);
-    cpu->download(hw, w, sizeof(float) * nw);
-    sdp_backward_terms(mq, mk, hq, hk, hv, hdout, hw, scale, 0, B, NH, Tq, Tk, D, Dv);
-    free(hw);
-    cpu->free(w), cpu->free(o);
-}
-
-/* attn_* (weights materialised): out and weights, causal and not, with key_len; backward onto
- * random prefills (and dv alone). q and k on a grid of 1/16 and a power-of-two scale (near
- * 1/√D), so that the scores are exact on both sides and the spiked keys' steep softmax does not
- * turn their rounding into the weights'. Tolerance 1e-5 normwise: the same sums in another order
- * (OpenBLAS sgemm against per-thread loops); for dq and dk relative to the larger of the result
- * and the terms it adds (sdp_backward_terms), since a saturated row cancels them. merged:
- * attn_*_merged, the same shapes read in the heads' merged layout; their backward overwrites the
- * prefills on both sides. */
-static void attn_sdp_vs_cpu(int merged) {
-    const char *op = merged ? "attn_*_merged" : "attn";
-    void (*fwd_g)(float *, float *, const float *, const float *, const float *, const int *,
-                  float, int, int, int, int, int, int, int) =
-        merged ? gpu->attn_forward_merged : gpu->attn_forward;
-    void (*fwd_c)(float *, float *, const float *, const float *, const float *, const int *,
-                  float, int, int, int, int, int, int, int) =
-        merged ? cpu->attn_forward_merged : cpu->attn_forward;
-    void (*bwd_g)(float *, float *, float *, const float *, const float *, const float *,
-                  const float *, const float *, float, int, int, int, int, int, int, float *) =
-        merged ? gpu->attn_backward_merged : gpu->attn_backward;
-    void (*bwd_c)(float *, float *, float *, const float *, const float *, const float *,
-                  const float *, const float *, float, int, int, int, int, int, int, float *) =
-        merged ? cpu->attn_backward_merged : cpu->attn_backward;
-    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
-        for (int causal = 0; causal < 2; causal++) {
-            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
-                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
-            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-                   nw = (size_t)B * NH * Tq * Tk;
-            int hl[4];
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
-            float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
-                  *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
-                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
-            round_to_sixteenths(hq, nq), round_to_sixteenths(hk, nk);
-            spike_keys(hk, B, NH, Tk, D, merged);
-            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-                 o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
-                 dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
-            IPair len = ipair_of(hl, B);
-            float scale = ldexpf(1.0f, -(int)lrint(0.5 * log2((double)D)));
-            char what[160];
-            fwd_g(o.g, w.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv);
-            fwd_c(o.c, w.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv);
-            snprintf(what, sizeof what, "%s_forward shape %zu causal=%d: out", op, si, causal);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            snprintf(what, sizeof what, "%s_forward shape %zu causal=%d: weights", op, si,
-                     causal);
-            compare_tol(what, w.g, w.c, nw, 1e-5);
-            if (HAVE(attn_backward)) {
-                size_t wg = gpu->attn_workspace(B, NH, Tq, Tk, D, Dv),
-                       wc = cpu->attn_workspace(B, NH, Tq, Tk, D, Dv);
-                float *workg = gpu->alloc(sizeof(float) * (wg + 1)),
-                      *workc = cpu->alloc(sizeof(float) * (wc + 1));
-                bwd_g(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
-                bwd_c(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
-                bwd_g(NULL, NULL, dv.g, g.g, q.g, k.g, v.g, w.g, scale, B, NH, Tq, Tk, D, Dv, workg);
-                bwd_c(NULL, NULL, dv.c, g.c, q.c, k.c, v.c, w.c, scale, B, NH, Tq, Tk, D, Dv, workc);
-                float *hwc = malloc(sizeof(float) * nw + 1);
-                if (!hwc) exit(2);
-                cpu->download(hwc, w.c, sizeof(float) * nw);
-                double mq, mk;
-                sdp_backward_terms(&mq, &mk, hq, hk, hv, hg, hwc, scale, merged, B, NH, Tq, Tk,
-                                   D, Dv);
-                free(hwc);
-                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dq", op, si, causal);
-                compare_tol_floor(what, dq.g, dq.c, nq, 1e-5, mq);
-                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dk", op, si, causal);
-                compare_tol_floor(what, dk.g, dk.c, nk, 1e-5, mk);
-                snprintf(what, sizeof what, "%s_backward shape %zu causal=%d: dv (twice)", op, si,
-                         causal);
-                compare_tol(what, dv.g, dv.c, nv, 1e-5);
-                gpu->free(workg), cpu->free(workc);
-            }
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o), pair_free(w);
-            pair_free(dq), pair_free(dk), pair_free(dv);
-            free(hq), free(hk), free(hv), free(hg), free(ho), free(hw), free(hdq), free(hdk), free(hdv);
-        }
-}
-
-static void vs_cpu_attn_sdp(void) {
-    if (HAVE(attn_forward)) attn_sdp_vs_cpu(0);
-}
-
-static void vs_cpu_attn_sdp_merged(void) {
-    if (HAVE(attn_forward_merged) && HAVE(attn_backward_merged)) attn_sdp_vs_cpu(1);
-}
-
-/* additive_attn_*: out and weights (causal and not, padding, empty rows), backward of qp, kp,
- * v and values onto random prefills, then values alone. Tolerance 1e-5 normwise: per-element
- * sums in another order (the CPU accumulates dqp/dkp term by term into the destination). */
-static void vs_cpu_additive_attn(void) {
-    if (!HAVE(additive_attn_forward)) return;
-    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
-        for (int causal = 0; causal < 2; causal++) {
-            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
-                Tk = SDP_SHAPES[si][3], A = SDP_SHAPES[si][4] + 3, Dv = SDP_SHAPES[si][5];
-            size_t nq = (size_t)B * NH * Tq * A, nk = (size_t)B * NH * Tk * A, na = (size_t)NH * A,
-                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-                   nw = (size_t)B * NH * Tq * Tk;
-            int hl[4];
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
-            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hva = frand_pm1(na),
-                  *hv = frand_pm1(nv), *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
-                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdva = frand_pm1(na),
-                  *hdv = frand_pm1(nv);
-            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), va = pair_of(hva, na), v = pair_of(hv, nv),
-                 g = pair_of(hg, no), o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
-                 dk = pair_of(hdk, nk), dva = pair_of(hdva, na), dv = pair_of(hdv, nv);
-            IPair len = ipair_of(hl, B);
-            char what[160];
-            gpu->additive_attn_forward(o.g, w.g, q.g, k.g, va.g, v.g, len.g, causal, B, NH, Tq, Tk, A, Dv);
-            cpu->additive_attn_forward(o.c, w.c, q.c, k.c, va.c, v.c, len.c, causal, B, NH, Tq, Tk, A, Dv);
-            snprintf(what, sizeof what, "additive_attn_forward shape %zu causal=%d: out", si, causal);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            snprintf(what, sizeof what, "additive_attn_forward shape %zu causal=%d: weights", si, causal);
-            compare_tol(what, w.g, w.c, nw, 1e-5);
-            if (HAVE(additive_attn_backward) && HAVE(additive_attn_workspace)) {
-                Work wg = work_new(gpu, gpu->additive_attn_workspace(B, NH, Tq, Tk, A, Dv)),
-                     wc = work_new(cpu, cpu->additive_attn_workspace(B, NH, Tq, Tk, A, Dv));
-                gpu->additive_attn_backward(dq.g, dk.g, dva.g, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv, wg.p);
-                cpu->additive_attn_backward(dq.c, dk.c, dva.c, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv, wc.p);
-                gpu->additive_attn_backward(NULL, NULL, NULL, dv.g, g.g, q.g, k.g, va.g, v.g, w.g, B, NH, Tq, Tk, A, Dv, wg.p);
-                cpu->additive_attn_backward(NULL, NULL, NULL, dv.c, g.c, q.c, k.c, va.c, v.c, w.c, B, NH, Tq, Tk, A, Dv, wc.p);
-                work_done(wg, "additive_attn_backward"), work_done(wc, "additive_attn_backward");
-                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dqp", si, causal);
-                compare_tol(what, dq.g, dq.c, nq, 1e-5);
-                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dkp", si, causal);
-                compare_tol(what, dk.g, dk.c, nk, 1e-5);
-                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dv", si, causal);
-                compare_tol(what, dva.g, dva.c, na, 1e-5);
-                snprintf(what, sizeof what, "additive_attn_backward shape %zu causal=%d: dvalues (twice)", si, causal);
-                compare_tol(what, dv.g, dv.c, nv, 1e-5);
-            }
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(q), pair_free(k), pair_free(va), pair_free(v), pair_free(g), pair_free(o);
-            pair_free(w), pair_free(dq), pair_free(dk), pair_free(dva), pair_free(dv);
-            free(hq), free(hk), free(hva), free(hv), free(hg), free(ho), free(hw), free(hdq);
-            free(hdk), free(hdva), free(hdv);
-        }
-}
-
-/* local_attn_* (Luong et al. 2015 §3.2): out and weights for local-m and local-p, the dot
- * (scale 1/√D) and the additive score, windows clipped by padding and by the ends, a row of
- * length 0; backward of q, k, va, v, z onto random prefills, then v alone. z puts p_t at a
- * fractional part in [0.25, 0.75] so both backends find the same windows. Tolerance 1e-5
- * normwise: the same sums in another order. */
-static void vs_cpu_local_attn(void) {
-    if (!HAVE(local_attn_forward)) return;
-    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
-        for (int mode = 0; mode < 4; mode++) {
-            int pred = mode & 1, add = mode >> 1;
-            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
-                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
-            int W = Tk > 128 ? 70 : 2 + (int)si, pos0 = si == 2 ? 4 : 0;
-            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D, na = (size_t)NH * D,
-                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-                   nw = (size_t)B * NH * Tq * Tk, nz = (size_t)B * Tq;
-            int hl[4];
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
-            float *hq = frand_pm1(nq), *hk = frand_pm1(nk), *hva = frand_pm1(na),
-                  *hv = frand_pm1(nv), *hg = frand_pm1(no), *ho = frand_pm1(no), *hw = frand_pm1(nw),
-                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdva = frand_pm1(na),
-                  *hdv = frand_pm1(nv), *hz = frand_pm1(nz), *hdz = frand_pm1(nz);
-            spike_keys(hk, B, NH, Tk, D, 0);
-            for (int b = 0; b < B; b++) /* p_t = len σ(z) = an integer + [0.25, 0.75] */
-                for (int t = 0; t < Tq; t++) {
-                    float *z = &hz[(size_t)b * Tq + t];
-                    int len = hl[b];
-                    double pt = (int)((*z + 1) * 0.5f * (len > 1 ? len - 1 : 0)) + 0.5 + 0.25 * *z;
-                    double f = len > 0 ? pt / len : 0.5;
-                    f = f > 0.99 ? 0.99 : f;
-                    *z = (float)log(f / (1 - f));
-                }
-            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), va = pair_of(hva, na), v = pair_of(hv, nv),
-                 g = pair_of(hg, no), o = pair_of(ho, no), w = pair_of(hw, nw), dq = pair_of(hdq, nq),
-                 dk = pair_of(hdk, nk), dva = pair_of(hdva, na), dv = pair_of(hdv, nv),
-                 z = pair_of(hz, nz), dz = pair_of(hdz, nz);
-            IPair len = ipair_of(hl, B);
-            float scale = 1.0f / sqrtf((float)D);
-            const float *vag = add ? va.g : NULL, *vac = add ? va.c : NULL;
-            const float *zg = pred ? z.g : NULL, *zc = pred ? z.c : NULL;
-            char what[160], tag[64];
-            snprintf(tag, sizeof tag, "shape %zu %s %s", si, pred ? "predictive" : "monotonic",
-                     add ? "additive" : "dot");
-            gpu->local_attn_forward(o.g, w.g, q.g, k.g, vag, v.g, zg, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv);
-            cpu->local_attn_forward(o.c, w.c, q.c, k.c, vac, v.c, zc, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv);
-            snprintf(what, sizeof what, "local_attn_forward %s: out", tag);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            snprintf(what, sizeof what, "local_attn_forward %s: weights", tag);
-            compare_tol(what, w.g, w.c, nw, 1e-5);
-            if (HAVE(local_attn_backward) && HAVE(local_attn_workspace)) {
-                Work wg = work_new(gpu, gpu->local_attn_workspace(B, NH, Tq, Tk, D, Dv)),
-                     wc = work_new(cpu, cpu->local_attn_workspace(B, NH, Tq, Tk, D, Dv));
-                gpu->local_attn_backward(dq.g, dk.g, add ? dva.g : NULL, dv.g, pred ? dz.g : NULL, g.g, q.g, k.g, vag, v.g, zg, w.g, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wg.p);
-                cpu->local_attn_backward(dq.c, dk.c, add ? dva.c : NULL, dv.c, pred ? dz.c : NULL, g.c, q.c, k.c, vac, v.c, zc, w.c, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wc.p);
-                gpu->local_attn_backward(NULL, NULL, NULL, dv.g, NULL, g.g, q.g, k.g, vag, v.g, zg, w.g, len.g, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wg.p);
-                cpu->local_attn_backward(NULL, NULL, NULL, dv.c, NULL, g.c, q.c, k.c, vac, v.c, zc, w.c, len.c, scale, W, pos0, B, NH, Tq, Tk, D, Dv, wc.p);
-                work_done(wg, "local_attn_backward"), work_done(wc, "local_attn_backward");
-                snprintf(what, sizeof what, "local_attn_backward %s: dq", tag);
-                compare_tol(what, dq.g, dq.c, nq, 1e-5);
-                snprintf(what, sizeof what, "local_attn_backward %s: dk", tag);
-                compare_tol(what, dk.g, dk.c, nk, 1e-5);
-                snprintf(what, sizeof what, "local_attn_backward %s: dva", tag);
-                compare_tol(what, dva.g, dva.c, na, 1e-5);
-                snprintf(what, sizeof what, "local_attn_backward %s: dv (twice)", tag);
-                compare_tol(what, dv.g, dv.c, nv, 1e-5);
-                snprintf(what, sizeof what, "local_attn_backward %s: dz", tag);
-                compare_tol(what, dz.g, dz.c, nz, 1e-5);
-            }
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(q), pair_free(k), pair_free(va), pair_free(v), pair_free(g), pair_free(o);
-            pair_free(w), pair_free(dq), pair_free(dk), pair_free(dva), pair_free(dv);
-            pair_free(z), pair_free(dz);
-            free(hq), free(hk), free(hva), free(hv), free(hg), free(ho), free(hw), free(hdq);
-            free(hdk), free(hdva), free(hdv), free(hz), free(hdz);
-        }
-}
-
-/* flash_attn_*: out and lse (−∞ exactly where the CPU has it: rows with no visible key), causal
- * and not, with padding; backward onto random prefills, then dk, dv alone. q and k on the grid of
- * round_to_sixteenths with a power-of-two scale (exact scores, as attn_sdp_vs_cpu). Tolerance
- * 1e-5 normwise: the same exact softmax in other tile orders; dq and dk relative to the larger
- * of the result and the terms they add (sdp_backward_terms; dk's twice). */
-static void vs_cpu_flash_attn(void) {
-    if (!HAVE(flash_attn_forward)) return;
-    for (size_t si = 0; si < sizeof SDP_SHAPES / sizeof SDP_SHAPES[0]; si++)
-        for (int causal = 0; causal < 2; causal++) {
-            int B = SDP_SHAPES[si][0], NH = SDP_SHAPES[si][1], Tq = SDP_SHAPES[si][2],
-                Tk = SDP_SHAPES[si][3], D = SDP_SHAPES[si][4], Dv = SDP_SHAPES[si][5];
-            size_t nq = (size_t)B * NH * Tq * D, nk = (size_t)B * NH * Tk * D,
-                   nv = (size_t)B * NH * Tk * Dv, no = (size_t)B * NH * Tq * Dv,
-                   nl = (size_t)B * NH * Tq;
-            int hl[4];
-            for (int b = 0; b < B; b++) hl[b] = b == 1 ? 0 : Tk - (b % 3);
-            float *hq = frand(nq, -2, 2), *hk = frand(nk, -2, 2), *hv = frand_pm1(nv),
-                  *hg = frand_pm1(no), *ho = frand_pm1(no), *hlse = frand_pm1(nl),
-                  *hdq = frand_pm1(nq), *hdk = frand_pm1(nk), *hdv = frand_pm1(nv);
-            round_to_sixteenths(hq, nq), round_to_sixteenths(hk, nk);
-            spike_keys(hk, B, NH, Tk, D, 0);
-            Pair q = pair_of(hq, nq), k = pair_of(hk, nk), v = pair_of(hv, nv), g = pair_of(hg, no),
-                 o = pair_of(ho, no), lse = pair_of(hlse, nl), dq = pair_of(hdq, nq),
-                 dk = pair_of(hdk, nk), dv = pair_of(hdv, nv);
-            IPair len = ipair_of(hl, B);
-            size_t wg = gpu->flash_attn_workspace(B, NH, Tq, Tk, D, Dv),
-                   wc = cpu->flash_attn_workspace(B, NH, Tq, Tk, D, Dv);
-            float *workg = gpu->alloc(sizeof(float) * (wg + 1)), *workc = cpu->alloc(sizeof(float) * (wc + 1));
-            float scale = ldexpf(1.0f, -(int)lrint(0.5 * log2((double)D)));
-            char what[160];
-            gpu->flash_attn_forward(o.g, lse.g, q.g, k.g, v.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
-            cpu->flash_attn_forward(o.c, lse.c, q.c, k.c, v.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
-            snprintf(what, sizeof what, "flash_attn_forward shape %zu causal=%d: out", si, causal);
-            compare_tol(what, o.g, o.c, no, 1e-5);
-            float *lg = from_backend(gpu, lse.g, nl), *lc = from_backend(cpu, lse.c, nl);
-            size_t bad = 0, ninf = 0;
-            for (size_t i = 0; i < nl; i++) {
-                if (isinf(lc[i]) || isinf(lg[i])) {
-                    bad += !(lg[i] == lc[i]), ninf++;
-                    continue;
-                }
-                bad += !(fabs((double)lg[i] - (double)lc[i]) <= 1e-5 * (1.0 + fabs((double)lc[i])));
-            }
-            EXPECT(bad == 0, "flash_attn_forward shape %zu causal=%d: %zu of %zu lse values differ "
-                   "(%zu rows with no key)", si, causal, bad, nl, ninf);
-            free(lg), free(lc);
-            if (HAVE(flash_attn_backward)) {
-                gpu->flash_attn_backward(dq.g, dk.g, dv.g, g.g, q.g, k.g, v.g, o.g, lse.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
-                cpu->flash_attn_backward(dq.c, dk.c, dv.c, g.c, q.c, k.c, v.c, o.c, lse.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
-                gpu->flash_attn_backward(NULL, dk.g, dv.g, g.g, q.g, k.g, v.g, o.g, lse.g, len.g, scale, causal, B, NH, Tq, Tk, D, Dv, workg);
-                cpu->flash_attn_backward(NULL, dk.c, dv.c, g.c, q.c, k.c, v.c, o.c, lse.c, len.c, scale, causal, B, NH, Tq, Tk, D, Dv, workc);
-                double mq, mk;
-                sdp_backward_terms_cpu(&mq, &mk, hq, hk, hv, hg, q.c, k.c, v.c, len.c, scale,
-                                       causal, B, NH, Tq, Tk, D, Dv);
-                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dq", si, causal);
-                compare_tol_floor(what, dq.g, dq.c, nq, 1e-5, mq);
-                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dk (twice)", si, causal);
-                compare_tol_floor(what, dk.g, dk.c, nk, 1e-5, 2 * mk);
-                snprintf(what, sizeof what, "flash_attn_backward shape %zu causal=%d: dv (twice)", si, causal);
-                compare_tol(what, dv.g, dv.c, nv, 1e-5);
-            }
-            gpu->free(workg), cpu->free(workc);
-            gpu->free(len.g), cpu->free(len.c);
-            pair_free(q), pair_free(k), pair_free(v), pair_free(g), pair_free(o), pair_free(lse);
-            pair_free(dq), pair_free(dk), pair_free(dv);
-            free(hq), free(hk), free(hv), free(hg), free(ho), free(hlse), free(hdq), free(hdk), free(hdv);
-        }
-}
-
 /* One entry per OpKind: its row of the harness (ROWS), and the special checks the rows do not
  * express (the cpu's, and those of another backend against the cpu; NULL: none). A row or
  * function that serves several OpKinds runs once. */
@@ -3228,59 +2469,49 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_GATHER_ROWS_STRIDED] = {"gather_rows_strided", "gather_rows", NULL, NULL},
     [OP_EMBEDDING_FORWARD] = {"embedding_forward", "embedding", NULL, NULL},
     [OP_EMBEDDING_BACKWARD] = {"embedding_backward", "embedding", NULL, NULL},
-    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", NULL, case_lstm, vs_cpu_lstm},
-    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", NULL, case_lstm, vs_cpu_lstm},
-    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", NULL, case_gru, vs_cpu_gru},
-    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", NULL, case_gru, vs_cpu_gru},
+    [OP_LSTM_CELL_FORWARD] = {"lstm_cell_forward", "lstm", NULL, NULL},
+    [OP_LSTM_CELL_BACKWARD] = {"lstm_cell_backward", "lstm", NULL, NULL},
+    [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", "gru", NULL, NULL},
+    [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", "gru", NULL, NULL},
     [OP_GATHER_ROWS] = {"gather_rows", "gather_rows", NULL, NULL},
     [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", NULL, case_xent, vs_cpu_xent},
     [OP_XENT_WORKSPACE] = {"xent_workspace", NULL, case_xent, vs_cpu_xent},
     [OP_LOG_SOFTMAX] = {"log_softmax", NULL, test_log_softmax, vs_cpu_xent},
     [OP_ARGMAX] = {"argmax", NULL, test_argmax, vs_cpu_xent},
-    [OP_ADAM_UPDATE] = {"adam_update", NULL, test_adam, vs_cpu_adam},
-    [OP_ATTN_FORWARD] = {"attn_forward", NULL, case_attn_sdp, vs_cpu_attn_sdp},
-    [OP_ATTN_BACKWARD] = {"attn_backward", NULL, case_attn_sdp, vs_cpu_attn_sdp},
-    [OP_ATTN_WORKSPACE] = {"attn_workspace", NULL, case_attn_sdp, vs_cpu_attn_sdp},
-    [OP_ATTN_FORWARD_MERGED] = {"attn_forward_merged", NULL, case_attn_sdp_merged,
-                                 vs_cpu_attn_sdp_merged},
-    [OP_ATTN_BACKWARD_MERGED] = {"attn_backward_merged", NULL, case_attn_sdp_merged,
-                                  vs_cpu_attn_sdp_merged},
-    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", NULL, case_additive_attn, vs_cpu_additive_attn},
-    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", NULL, case_additive_attn, vs_cpu_additive_attn},
-    [OP_ADDITIVE_ATTN_WORKSPACE] = {"additive_attn_workspace", NULL, case_additive_attn, vs_cpu_additive_attn},
-    [OP_LOCAL_ATTN_FORWARD] = {"local_attn_forward", NULL, case_local_attn, vs_cpu_local_attn},
-    [OP_LOCAL_ATTN_BACKWARD] = {"local_attn_backward", NULL, case_local_attn, vs_cpu_local_attn},
-    [OP_LOCAL_ATTN_WORKSPACE] = {"local_attn_workspace", NULL, case_local_attn, vs_cpu_local_attn},
-    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", NULL, case_flash_attn, vs_cpu_flash_attn},
-    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", NULL, case_flash_attn, vs_cpu_flash_attn},
-    [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", NULL, case_flash_attn, vs_cpu_flash_attn},
-    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", NULL, case_linear_attn, vs_cpu_linear_attn},
-    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", NULL, case_linear_attn, vs_cpu_linear_attn},
-    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", NULL, case_linear_attn, vs_cpu_linear_attn},
-    [OP_LINEAR_ATTN_SUMMARY] = {"linear_attn_summary", NULL, case_linear_attn, vs_cpu_linear_attn_split},
-    [OP_LINEAR_ATTN_READ] = {"linear_attn_read", NULL, case_linear_attn, vs_cpu_linear_attn_split},
-    [OP_LINEAR_ATTN_READ_BACKWARD] = {"linear_attn_read_backward", NULL, case_linear_attn,
-                                      vs_cpu_linear_attn_split},
-    [OP_LINEAR_ATTN_SUMMARY_BACKWARD] = {"linear_attn_summary_backward", NULL, case_linear_attn,
-                                         vs_cpu_linear_attn_split},
-    [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", NULL, case_linear_attn, vs_cpu_linear_attn},
-    [OP_L2FEATURE_FORWARD] = {"l2feature_forward", NULL, case_taylor_attn, vs_cpu_l2feature},
-    [OP_L2FEATURE_BACKWARD] = {"l2feature_backward", NULL, case_taylor_attn, vs_cpu_l2feature},
-    [OP_LINFORMER_PROJ_FORWARD] = {"linformer_proj_forward", NULL, case_linformer_attn,
-                                   vs_cpu_linformer_proj},
-    [OP_LINFORMER_PROJ_BACKWARD] = {"linformer_proj_backward", NULL, case_linformer_attn,
-                                    vs_cpu_linformer_proj},
-    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", NULL, case_efficient_attn, vs_cpu_efficient_attn},
-    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", NULL, case_efficient_attn, vs_cpu_efficient_attn},
-    [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", NULL, case_efficient_attn, vs_cpu_efficient_attn},
-    [OP_EFFICIENT_ATTN_SUMMARY] = {"efficient_attn_summary", NULL, case_efficient_attn,
-                                   vs_cpu_efficient_attn_split},
-    [OP_EFFICIENT_ATTN_READ] = {"efficient_attn_read", NULL, case_efficient_attn,
-                                vs_cpu_efficient_attn_split},
-    [OP_EFFICIENT_ATTN_READ_BACKWARD] = {"efficient_attn_read_backward", NULL, case_efficient_attn,
-                                         vs_cpu_efficient_attn_split},
-    [OP_EFFICIENT_ATTN_SUMMARY_BACKWARD] = {"efficient_attn_summary_backward", NULL,
-                                            case_efficient_attn, vs_cpu_efficient_attn_split},
+    [OP_ADAM_UPDATE] = {"adam_update", "adam", NULL, NULL},
+    [OP_ATTN_FORWARD] = {"attn_forward", "attn", case_attn_sdp, NULL},
+    [OP_ATTN_BACKWARD] = {"attn_backward", "attn", case_attn_sdp, NULL},
+    [OP_ATTN_WORKSPACE] = {"attn_workspace", "attn", case_attn_sdp, NULL},
+    [OP_ATTN_FORWARD_MERGED] = {"attn_forward_merged", "attn", case_attn_sdp_merged, NULL},
+    [OP_ATTN_BACKWARD_MERGED] = {"attn_backward_merged", "attn", case_attn_sdp_merged, NULL},
+    [OP_ADDITIVE_ATTN_FORWARD] = {"additive_attn_forward", "additive_attn", case_additive_attn, NULL},
+    [OP_ADDITIVE_ATTN_BACKWARD] = {"additive_attn_backward", "additive_attn", case_additive_attn, NULL},
+    [OP_ADDITIVE_ATTN_WORKSPACE] = {"additive_attn_workspace", "additive_attn", case_additive_attn, NULL},
+    [OP_LOCAL_ATTN_FORWARD] = {"local_attn_forward", "local_attn", case_local_attn, NULL},
+    [OP_LOCAL_ATTN_BACKWARD] = {"local_attn_backward", "local_attn", case_local_attn, NULL},
+    [OP_LOCAL_ATTN_WORKSPACE] = {"local_attn_workspace", "local_attn", case_local_attn, NULL},
+    [OP_FLASH_ATTN_FORWARD] = {"flash_attn_forward", "flash_attn", case_flash_attn, NULL},
+    [OP_FLASH_ATTN_BACKWARD] = {"flash_attn_backward", "flash_attn", case_flash_attn, NULL},
+    [OP_FLASH_ATTN_WORKSPACE] = {"flash_attn_workspace", "flash_attn", case_flash_attn, NULL},
+    [OP_LINEAR_ATTN_FORWARD] = {"linear_attn_forward", "linear_attn", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_BACKWARD] = {"linear_attn_backward", "linear_attn", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_STEP] = {"linear_attn_step", "linear_attn_step", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_SUMMARY] = {"linear_attn_summary", "linear_attn_split", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_READ] = {"linear_attn_read", "linear_attn_split", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_READ_BACKWARD] = {"linear_attn_read_backward", "linear_attn_split", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_SUMMARY_BACKWARD] = {"linear_attn_summary_backward", "linear_attn_split", case_linear_attn, NULL},
+    [OP_LINEAR_ATTN_WORKSPACE] = {"linear_attn_workspace", "linear_attn", case_linear_attn, NULL},
+    [OP_L2FEATURE_FORWARD] = {"l2feature_forward", "l2feature", case_taylor_attn, NULL},
+    [OP_L2FEATURE_BACKWARD] = {"l2feature_backward", "l2feature", case_taylor_attn, NULL},
+    [OP_LINFORMER_PROJ_FORWARD] = {"linformer_proj_forward", "linformer_proj", case_linformer_attn, NULL},
+    [OP_LINFORMER_PROJ_BACKWARD] = {"linformer_proj_backward", "linformer_proj", case_linformer_attn, NULL},
+    [OP_EFFICIENT_ATTN_FORWARD] = {"efficient_attn_forward", "efficient_attn", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_BACKWARD] = {"efficient_attn_backward", "efficient_attn", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_WORKSPACE] = {"efficient_attn_workspace", "efficient_attn", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_SUMMARY] = {"efficient_attn_summary", "efficient_attn_split", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_READ] = {"efficient_attn_read", "efficient_attn_split", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_READ_BACKWARD] = {"efficient_attn_read_backward", "efficient_attn_split", case_efficient_attn, NULL},
+    [OP_EFFICIENT_ATTN_SUMMARY_BACKWARD] = {"efficient_attn_summary_backward", "efficient_attn_split", case_efficient_attn, NULL},
 };
 
 static const Row *row_named(const char *name) {
