@@ -1,6 +1,9 @@
 /* model/rnn_internal.h — what the files of the RNN share (rnn.c: parameters, memory, the decoder
- * and the training pass; rnn_encoder.c: the encoder; rnn_cudnn.c: model.rnn_impl = cudnn;
- * rnn_decode.c: incremental decoding). Not a public interface: rnn.h is.
+ * and the training pass; rnn_cell.c: the LSTM/GRU cell; rnn_encoder.c: the encoder;
+ * rnn_cudnn.c: model.rnn_impl = cudnn; rnn_decode.c: incremental decoding). Not a public
+ * interface: rnn.h is. The files call one way only: of rnn_decode.c, rnn.c, rnn_encoder.c,
+ * rnn_cudnn.c each calls only those after it, and rnn.c and rnn_encoder.c call rnn_cell.c, which
+ * calls none of them (tests/check_calls.py fails on a circle).
  *
  * Legend: B batch, S source length, T target length, E embedding, H decoder hidden, Hd = H/2
  * encoder hidden per direction, V vocabulary, G gate blocks (LSTM 4, GRU 3). The batch's ids
@@ -130,9 +133,9 @@ static inline uint64_t rnn_site_key(uint64_t key, uint64_t site) {
 }
 
 /* n floats of activation memory (rnn_reserve's; freed by rnn_release). */
-float *rnn_act(RnnModel *m, size_t n);
+static inline float *rnn_act(RnnModel *m, size_t n) { return acts_floats(&m->acts, m->be, n); }
 
-/* One LSTM/GRU cell over B rows (rnn.c; ops.h's cell ops on layer L's weights): gx [B,G·h] the
+/* One LSTM/GRU cell over B rows (rnn_cell.c; ops.h's cell ops on layer L's weights): gx [B,G·h] the
  * input part x W_ihᵀ + b, gh the GRU's recurrent part (NULL for the LSTM), hp, cp the previous
  * state, h, c the new one; mask [B] (NULL: none) keeps the state on masked rows. */
 void rnn_cell_forward(const Backend *be, const RnnLayer *L, float *gx, float *gh, const float *hp,
