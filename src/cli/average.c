@@ -13,14 +13,6 @@
 #include "cli/cli.h"
 #include "train/checkpoint.h"
 
-void cli_average_usage(FILE *f) {
-    fprintf(f,
-            "  trainer average --out FILE CKPT...\n"
-            "      average the parameters of checkpoints of one model into FILE, the weights\n"
-            "      alone (no optimizer state), with the config and training state of the last\n"
-            "      CKPT: to evaluate, translate or fine-tune (train.init_from), not to resume\n");
-}
-
 int cmd_average(int argc, char **argv) {
     const char *out = NULL;
     const char **paths = xcalloc((size_t)argc + 1, sizeof *paths);

@@ -1,5 +1,6 @@
 /* cli/cli.h — what the command files of `trainer` share (src/cli/: main.c dispatches to train.c,
- * eval.c, translate.c, compare.c, average.c; args.c holds the argument helpers below).
+ * eval.c, translate.c, compare.c, average.c; args.c holds the argument helpers below, usage.c
+ * the usage texts).
  *
  * The CLI is the top of the dependency graph (docs/design.md §1): it loads configs and checkpoints,
  * chooses the backend, and hands models to train and eval. Every cmd_* function returns the
@@ -19,8 +20,8 @@
 #include "study/archive.h"
 #include "train/config.h"
 
-/* Prints the usage text of every command to f (for --help and after a bad command line). No
- * errors. */
+/* Prints the usage text of every command to f (for --help and after a bad command line;
+ * cli/usage.c, as the per-command texts below). No errors. */
 void cli_usage(FILE *f);
 
 /* "--device cpu|cuda" → *dev = DEVICE_CPU or DEVICE_CUDA; 0, or 2 with "trainer[ cmd]: --device

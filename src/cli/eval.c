@@ -24,48 +24,6 @@
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 
-void cli_eval_usage(FILE *f) {
-    fprintf(f,
-            "  trainer eval --checkpoint FILE[,FILE...] --src FILE --ref FILE [--ref FILE]...\n"
-            "               [--beam K] [--len-penalty A] [--out FILE] [--json]\n"
-            "               [--device cpu|cuda] [--threads N] [--crop-long]\n"
-            "               [--batch-tokens N] [--batch-size N] [--concat K]\n"
-            "      translate --src and score it against the references: BLEU and chrF as\n"
-            "      sacreBLEU computes them by default (its signature lines; several --ref as\n"
-            "      sacreBLEU takes several references) and the perplexity of the first --ref;\n"
-            "      greedy by default, beam search with --beam K (length penalty A, Wu et al.\n"
-            "      2016 eq. 14; default 1.0 with a beam, 0 when greedy); every line is\n"
-            "      scored, as translate translates it: an empty line gives an empty\n"
-            "      translation, bytes that are not UTF-8 are read as U+FFFD (a warning names\n"
-            "      the lines), and a source line over the model's data.max_line_bytes is\n"
-            "      refused, naming its line\n"
-            "      --crop-long    cut such source lines to data.max_line_bytes bytes instead,\n"
-            "                     and a source of more subword tokens than the model reads\n"
-            "                     (model.linformer_max_len) to that many (stderr says how many;\n"
-            "                     without it such a source is refused, naming its line)\n"
-            "      --batch-tokens N  padded target tokens per decoding batch (default 6000)\n"
-            "      --batch-size N    sentences per decoding batch at most (default: any)\n"
-            "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
-            "                     log-probabilities at each step (one SentencePiece model);\n"
-            "                     its perplexity is given per model\n"
-            "      --concat K     join K lines an example with \" " CORPUS_SEP " \" between\n"
-            "                     them (default: the model's data.concat): BLEU and chrF\n"
-            "                     score the examples as documents, the separators left\n"
-            "                     out, and a sentence BLEU the translations split at the\n"
-            "                     separators, over the examples that split into K lines\n"
-            "      --out FILE     write the translations, one a line (an example a line\n"
-            "                     when joined)\n"
-            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
-            "      --json         print only a JSON object on stdout (the lines above go to\n"
-            "                     stderr): bleu, chrf, ppl (for an ensemble ppl_models,\n"
-            "                     one a model, and models, their count; a ppl is null\n"
-            "                     when it overflowed),\n"
-            "                     with joined lines concat, split_mismatches (examples\n"
-            "                     that did not split right) and bleu_split (null: none did),\n"
-            "                     sentences, seconds, beam, len_penalty, threads, nrefs,\n"
-            "                     bleu_signature, chrf_signature\n");
-}
-
 /* The lines of an eval file (--src, or the reference --ref) as corpus_read_lines reads them
  * (every line, in order), with the bytes that are not UTF-8 read as U+FFFD and a warning on
  * stderr counting the lines and naming the first. Errors: corpus_read_lines's, prefixed with the

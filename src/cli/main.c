@@ -12,9 +12,9 @@
  *   trainer average --out FILE CKPT...                                         (cli/average.c)
  *   trainer --help | --version
  *
- * This file dispatches on the command and prints the usage; the argument helpers the commands
- * share are in cli/args.c (cli/cli.h). Exit codes: 0 success, 1 a failure of the run, 2 a bad
- * command line.
+ * This file dispatches on the command; the usage texts are in cli/usage.c, the argument
+ * helpers the commands share in cli/args.c (cli/cli.h). Exit codes: 0 success, 1 a failure of
+ * the run, 2 a bad command line.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -47,35 +47,6 @@ static void print_version(FILE *f) {
 #else
     fprintf(f, "mpi: no (no MPI found when this trainer was built)\n");
 #endif
-}
-
-void cli_usage(FILE *f) {
-    fprintf(f,
-            "usage:\n"
-            "  trainer [train] --config FILE [--set section.key=value]... [--resume]\n"
-            "      train a model; --resume continues from <save_dir>/last.ckpt\n");
-    cli_eval_usage(f);
-    cli_translate_usage(f);
-    cli_score_usage(f);
-    fprintf(f,
-            "  trainer compare RUN_DIR|CONFIG|ARCHIVE... [--out DIR] [--beam K] [--len-penalty A]\n"
-            "                  [--sentences i,j,k] [--test-src FILE --test-tgt FILE]...\n"
-            "                  [--device cpu|cuda] [--baseline CONFIG]\n"
-            "                  [--budget steps=N|epochs=N|hours=H] [--seeds s1,s2,...]\n"
-            "      a report comparing runs (tables, curves, attention heatmaps, significance\n"
-            "      against --baseline) in DIR; configs are trained first (--budget: each under\n"
-            "      that budget; --seeds: once per seed); trainer compare --help for more\n"
-            "  trainer archive RUN_DIR --out DIR [--test-src FILE --test-tgt FILE]... [--beam K]\n"
-            "                  [--len-penalty A] [--sentences i,j,k] [--device cpu|cuda]\n"
-            "                  [--threads N] [--config FILE] [--name NAME]\n"
-            "      keep a run's card, config, metrics, test translations and attention in DIR,\n"
-            "      without its checkpoints (a report reads it as a run)\n"
-            "  trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]\n"
-            "      train the plan's missing runs, archive each and write its report\n");
-    cli_average_usage(f);
-    fprintf(f,
-            "  trainer --help     this text and every config key\n"
-            "  trainer --version  the source revision and what this build can run\n\n");
 }
 
 int main(int argc, char **argv) {

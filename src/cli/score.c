@@ -18,27 +18,6 @@
 #include "data/corpus.h"
 #include "eval/translate.h"
 
-void cli_score_usage(FILE *f) {
-    fprintf(f,
-            "  trainer score --checkpoint FILE[,FILE...] --src FILE --ref FILE [--normalize]\n"
-            "                [--json] [--crop-long] [--batch-tokens N] [--batch-size N]\n"
-            "                [--device cpu|cuda] [--threads N]\n"
-            "      forced decoding (as marian-scorer, fairseq-score): for each line, log p(ref |\n"
-            "      src) in nats, summed over the reference's subword pieces and EOS; one number\n"
-            "      a line, in input order (files gzip or plain, of the same number of lines;\n"
-            "      an empty source line is refused)\n"
-            "      --normalize    the mean log-probability per token instead of the sum\n"
-            "      --json         one JSON object a line: line (from 1), logp, tokens,\n"
-            "                     logp_per_token\n"
-            "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
-            "                     log-probabilities at each step (one SentencePiece model)\n"
-            "      --crop-long    cut a source line over data.max_line_bytes (or of more\n"
-            "                     tokens than the model reads) instead of refusing it\n"
-            "      --batch-tokens N, --batch-size N  padded target tokens and sentences per\n"
-            "                     batch (default 6000 tokens, any number of sentences)\n"
-            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n");
-}
-
 /* The lines of --src or --ref (opt) at path, every line in order, invalid UTF-8 read as U+FFFD
  * (a warning on stderr counts the lines). Errors: corpus_read_lines's, prefixed with opt. */
 static Status read_lines(const char *opt, const char *path, char ***lines, long *n, Err *err) {

@@ -33,49 +33,6 @@
 #include "eval/translate.h"
 #include "train/checkpoint.h"
 
-void cli_translate_usage(FILE *f) {
-    fprintf(f,
-            "  trainer translate --checkpoint FILE[,FILE...] [--beam K] [--len-penalty A]\n"
-            "                    [--nbest K] [--sample topk:K|topp:P|temp:T] [--seed N]\n"
-            "                    [--attention-map PNG] [--alignment] [--crop-long]\n"
-            "                    [--batch-tokens N] [--batch-size N] [--device cpu|cuda]\n"
-            "                    [--threads N] [--stream] [--input FILE] [--output FILE]\n"
-            "                    < in > out\n"
-            "      translate standard input line by line (greedy, or beam search with --beam),\n"
-            "      one output line for each input line (an empty one for an empty one; bytes\n"
-            "      that are not UTF-8 are read as U+FFFD, with a warning naming the lines)\n"
-            "      --checkpoint a.ckpt,b.ckpt  an ensemble: the mean of the models'\n"
-            "                     log-probabilities at each step (one SentencePiece model)\n"
-            "      --nbest K      K hypotheses a line, best first, as Marian's n-best lists:\n"
-            "                     'i ||| translation ||| score' (i from 0, score log p(Y|X) /\n"
-            "                     lp(Y) of the beam search; a beam of K unless --beam is given)\n"
-            "      --sample topk:K  draw each token from the K most probable; topp:P from the\n"
-            "                     fewest most probable holding probability P (nucleus\n"
-            "                     sampling, Holtzman et al. 2020); temp:T from all at\n"
-            "                     temperature T (temp:1 samples the model's distribution);\n"
-            "                     --seed N (default 0) fixes the draws of each line\n"
-            "      --attention-map PNG  draw the attention of the first line's translation\n"
-            "                     (its folder must exist)\n"
-            "      --alignment    append ' ||| i-j ...' to each line: target word j (0-based,\n"
-            "                     whitespace words of the translation) aligned to the source\n"
-            "                     word i whose pieces get the most attention (refused for a\n"
-            "                     model whose attention keeps no weights)\n"
-            "      --crop-long    cut a source line over the model's data.max_line_bytes to\n"
-            "                     that many bytes, and a source of more subword tokens than the\n"
-            "                     model reads (model.linformer_max_len) to that many (stderr\n"
-            "                     says how many); without it such a line is refused, naming it\n"
-            "      --batch-tokens N  padded target tokens (beam rows included) per decoding\n"
-            "                     batch (default 6000); the translations do not depend on it\n"
-            "      --batch-size N    sentences per decoding batch at most (default: any)\n"
-            "      --input FILE   read FILE (gzip or plain) instead of standard input\n"
-            "      --output FILE  write FILE instead of standard output\n"
-            "      --threads N    CPU threads (default: the checkpoint's train.threads)\n"
-            "      --stream       translate each line as it arrives and flush its translation\n"
-            "                     (the default when standard input is a pipe or a terminal;\n"
-            "                     a regular file is read whole and decoded in batches, with\n"
-            "                     a progress line on stderr when stderr is a terminal)\n");
-}
-
 /* Standard input read as it arrives (read(2) into a growing buffer): lines end at '\n', the last
  * one may lack it. */
 typedef struct {
