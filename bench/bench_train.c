@@ -7,7 +7,7 @@
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
  * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
  * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
- * timed training steps with the trainer's own train_step (train/train.h: zero gradients, forward
+ * timed training steps with the trainer's own train_step (train/step.h: zero gradients, forward
  * + backward with dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip
  * and Adam step at the schedule's learning rate; no plateau decay, which needs a validation)
  * and prints
@@ -64,6 +64,7 @@
 #include "model/model.h"
 #include "ops/cpu/cpu.h"
 #include "train/config.h"
+#include "train/step.h"
 #include "train/train.h"
 
 

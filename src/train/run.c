@@ -14,6 +14,7 @@
 #include "train/ranks.h"
 #include "train/rundir.h"
 #include "train/runlog.h"
+#include "train/step.h"
 #include "train/train.h"
 
 Status train_spm_model(const Config *cfg, const char *dir, Err *err) {

@@ -1,7 +1,7 @@
-/* step.c — one optimizer step (train.h): the gradient of its micro-batches, their sum over the
+/* step.c — one optimizer step (step.h): the gradient of its micro-batches, their sum over the
  * ranks (MPI, dist.overlap's buckets or NCCL), gradient-norm clipping, Adam and the EMA of the
  * weights (optim.h). */
-#include "train/train.h"
+#include "train/step.h"
 
 #include <math.h>
 

@@ -26,6 +26,7 @@
 #include "train/run.h"
 #include "train/rundir.h"
 #include "train/runlog.h"
+#include "train/step.h"
 
 /* SIGINT/SIGTERM: the loop finishes its step, saves last.ckpt and returns. A second signal
  * while that is pending stops the process at once (the default action; nothing is saved, the

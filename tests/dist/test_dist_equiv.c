@@ -56,7 +56,7 @@
 #include "ops/cuda/cuda.h"
 #include "testutil.h"
 #include "train/config.h"
-#include "train/train.h"
+#include "train/step.h"
 
 /* Tolerances, relative: |loss_N - loss_1| <= TOL_LOSS * |loss_1|; max |g_N - g_1| <= TOL_GRAD *
  * max |g_1| (every step); ||u_N - u_1|| <= TOL_PARAM * ||u_1|| for the parameters' updates

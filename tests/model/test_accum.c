@@ -1,5 +1,5 @@
 /* test_accum.c — train.accum_steps: one optimizer step over several batches (train_step_accum,
- * train/train.h) is the step over their union, up to float rounding, with dropout 0.
+ * train/step.h) is the step over their union, up to float rounding, with dropout 0.
  *
  * For the RNN (LSTM, luong_general, input feeding) and the Transformer (sdp, pre-norm), two
  * copies of one model (the same initial weights) take the same batches of random pairs:
@@ -25,7 +25,7 @@
 #include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/config.h"
-#include "train/train.h"
+#include "train/step.h"
 
 enum { V = 40, MAXLEN = 10, NPAIRS = 200, HALF = 6, STEPS = 4 };
 

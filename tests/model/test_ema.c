@@ -24,7 +24,7 @@
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
-#include "train/train.h"
+#include "train/step.h"
 
 enum { V = 40, MAXLEN = 10, BUDGET = 100, NPAIRS = 200, STEPS = 12 };
 

@@ -29,7 +29,7 @@
 #include "ops/cpu/cpu.h"
 #include "testutil.h"
 #include "train/config.h"
-#include "train/train.h"
+#include "train/step.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NO_WRAP 1
@@ -193,7 +193,7 @@ static int build(Model *m, const Case *c) {
     return 0;
 }
 
-/* The trainer's step (train_step, train/train.h) on batch k of the plan, after batch_fill:
+/* The trainer's step (train_step, train/step.h) on batch k of the plan, after batch_fill:
  * returns the loss per target token. */
 static double step(Model *m, const Config *cfg, TrainState *st, TokenBatch *tb, const Encoded *e,
                    const BatchPlan *p, long k) {
