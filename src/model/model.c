@@ -35,15 +35,8 @@ Status model_declare(Model *m, const ModelSpec *spec, int V, const Backend *be, 
     m->be = be;
     params_init_set(&m->ps, m->be);
     if (spec->type == MODEL_TRANSFORMER) {
-        TfConfig tc = {m->V, spec->d_model, spec->heads, spec->d_ff, spec->enc_layers,
-                       spec->dec_layers, spec->dropout, spec->norm == NORM_PRE,
-                       spec->tie_embeddings, spec->self_attention, spec_dec_self_attention(spec),
-                       spec->cross_attention, spec->attn_opt};
-        if (transformer_create(&m->tf, &m->ps, &tc, err)) goto fail;
-    } else if (rnn_create(&m->rnn, &m->ps, m->V, spec->emb, spec->hidden, spec->enc_layers,
-                          spec->dec_layers, spec->dropout, spec->cell == CELL_GRU,
-                          spec->input_feeding, spec->attention, spec->heads, &spec->attn_opt,
-                          err) ||
+        if (transformer_create(&m->tf, &m->ps, spec, m->V, err)) goto fail;
+    } else if (rnn_create(&m->rnn, &m->ps, spec, m->V, err) ||
                rnn_set_impl(m->rnn, spec->rnn_impl == RNN_IMPL_CUDNN, err)) {
         goto fail;
     }
@@ -187,7 +180,7 @@ int model_has_attention(const Model *m) {
     /* a kind without host weights (linformer: they need E, F) has no map to show, unless it
      * saves its weights (luong_local: the maps are its saved weights, averaged over heads) */
     const Attention *a = m->tf ? NULL : rnn_attention(m->rnn);
-    const AttentionOps *r = m->tf ? attention_row(transformer_config(m->tf)->cross)
+    const AttentionOps *r = m->tf ? attention_row(transformer_spec(m->tf)->cross_attention)
                                   : a ? a->ops : NULL;
     return r && (r->weights_host || r->save == ATTN_SAVE_WEIGHTS);
 }
@@ -198,8 +191,8 @@ int model_max_source_len(const Model *m) {
     AttentionKind k[2] = {ATTN_NONE, ATTN_NONE};
     AttentionOptions opt = {.linformer_share = LINFORMER_SHARE_NONE};
     if (m->tf) {
-        const TfConfig *c = transformer_config(m->tf);
-        k[0] = c->enc_self, k[1] = c->cross, opt = c->attn_opt;
+        const ModelSpec *c = transformer_spec(m->tf);
+        k[0] = c->self_attention, k[1] = c->cross_attention, opt = c->attn_opt;
     } else if (rnn_attention(m->rnn)) {
         const Attention *a = rnn_attention(m->rnn);
         k[0] = a->kind, opt.linformer_k = a->lf_r, opt.linformer_max_len = a->lf_n;

@@ -19,10 +19,11 @@ static void declare_layer(ParamSet *ps, RnnLayer *L, const char *name, int gru, 
     }
 }
 
-Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
-                  int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
-                  Err *err) {
+Status rnn_create(RnnModel **out, ParamSet *ps, const ModelSpec *spec, int V, Err *err) {
+    int E = spec->emb, H = spec->hidden, enc_layers = spec->enc_layers;
+    int dec_layers = spec->dec_layers, gru = spec->cell == CELL_GRU;
+    int input_feeding = spec->input_feeding, heads = spec->heads;
+    AttentionKind attention = spec->attention;
     char why[512];
     *out = NULL;
     if (H % 2) return err_set(err, "model.hidden = %d must be even (the bidirectional encoder "
@@ -41,7 +42,7 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
     RnnModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
     m->V = V, m->E = E, m->H = H, m->Hd = H / 2, m->Le = enc_layers, m->Ld = dec_layers;
-    m->p = dropout, m->gru = gru, m->feed = input_feeding, m->style = style;
+    m->p = spec->dropout, m->gru = gru, m->feed = input_feeding, m->style = style;
     params_declare(ps, &m->emb_src, "enc.emb", INIT_UNIFORM, 2, V, E);
     for (int l = 0; l < m->Le; l++)
         for (int d = 0; d < 2; d++) {
@@ -59,7 +60,7 @@ Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_lay
         declare_layer(ps, &m->dec[l], name, gru, l ? H : in0, H);
     }
     if (style != DEC_NONE) rnn_attn_declare(&m->attn, ps, "dec.attn", attention, H, H, heads,
-                                             attn_opt);
+                                             &spec->attn_opt);
     params_declare(ps, &m->W_c, "dec.W_c", INIT_UNIFORM, 2, H, style == DEC_NONE ? H : 2 * H);
     params_declare(ps, &m->W_out, "out.W", INIT_UNIFORM, 2, V, H);
     params_declare(ps, &m->b_out, "out.b", INIT_UNIFORM, 1, V, 0);

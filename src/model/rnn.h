@@ -38,6 +38,7 @@
 
 #include "attention/mha.h"
 #include "core/tokens.h"
+#include "model/spec.h"
 #include "ops/params.h"
 #include "ops/ops.h"
 
@@ -55,18 +56,15 @@ typedef struct {
 
 typedef struct RnnModel RnnModel;
 
-/* Creates the model and declares its parameters in ps (not yet allocated). gru: 0 LSTM, 1 GRU.
- * heads: model.heads, used by the multi-head kinds; attn_opt: the kinds' options
- * (model.linformer_*, model.local_*; NULL: linformer's defaults, refused by luong_local). V
- * vocabulary, E embedding, H decoder hidden
- * (even). Errors (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an
- * attention kind or size this model cannot use (attention_supports' message), input feeding
- * with bahdanau or none ("model.input_feeding = true applies to …; set model.input_feeding =
- * false"). */
-Status rnn_create(RnnModel **out, ParamSet *ps, int V, int E, int H, int enc_layers,
-                  int dec_layers, float dropout, int gru, int input_feeding,
-                  AttentionKind attention, int heads, const AttentionOptions *attn_opt,
-                  Err *err);
+/* Creates the model spec describes, for a vocabulary of V, and declares its parameters in ps
+ * (not yet allocated). It reads spec's emb (E), hidden (H, even), enc_layers, dec_layers,
+ * dropout, cell, input_feeding, attention, heads (used by the multi-head kinds) and attn_opt
+ * (the kinds' options: model.linformer_*, model.local_*; {0}: linformer's defaults, refused by
+ * luong_local); its rnn_impl is rnn_set_impl's, its Transformer fields are unread. Errors
+ * (STATUS_ERR): odd H ("model.hidden = … must be even"), more than 8 layers, an attention kind
+ * or size this model cannot use (attention_supports' message), input feeding with bahdanau or
+ * none ("model.input_feeding = true applies to …; set model.input_feeding = false"). */
+Status rnn_create(RnnModel **out, ParamSet *ps, const ModelSpec *spec, int V, Err *err);
 /* model.rnn_impl: cudnn != 0 runs the LSTM/GRU layers whose whole input is known through the
  * backend's cuDNN entries (ops.h rnn_seq_*): every encoder layer (both directions in one call),
  * and the decoder layers when the model has no input feeding and no bahdanau attention (their

@@ -33,13 +33,14 @@ static void declare_norm(ParamSet *ps, Norm *n, const char *name, int D) {
 
 static void declare_layer(TfModel *m, ParamSet *ps, TfLayer *L, int dec, int l) {
     char p[32], q[96];
-    const TfConfig *c = &m->c;
+    const ModelSpec *c = &m->spec;
     snprintf(p, sizeof p, "%s.l%d", dec ? "dec" : "enc", l);
     snprintf(q, sizeof q, "%s.self", p);
-    mha_declare(&L->self, ps, q, dec ? c->dec_self : c->enc_self, m->D, m->NH, dec, &c->attn_opt);
+    mha_declare(&L->self, ps, q, dec ? m->dec_self : c->self_attention, m->D, m->NH, dec,
+                &c->attn_opt);
     if (dec) {
         snprintf(q, sizeof q, "%s.cross", p);
-        mha_declare(&L->cross, ps, q, c->cross, m->D, m->NH, 0, &c->attn_opt);
+        mha_declare(&L->cross, ps, q, c->cross_attention, m->D, m->NH, 0, &c->attn_opt);
     }
     for (int i = 0; i < (dec ? 3 : 2); i++) {
         snprintf(q, sizeof q, "%s.ln%d", p, i + 1);
@@ -55,22 +56,23 @@ static void declare_layer(TfModel *m, ParamSet *ps, TfLayer *L, int dec, int l) 
     params_declare(ps, &L->b2, q, INIT_ZERO, 1, m->D, 0);
 }
 
-Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *err) {
+Status transformer_create(TfModel **out, ParamSet *ps, const ModelSpec *c, int V, Err *err) {
     char why[512];
     *out = NULL;
+    int D = c->d_model, NH = c->heads;
+    AttentionKind dec_self = spec_dec_self_attention(c);
     if (c->enc_layers > TF_MAXL || c->dec_layers > TF_MAXL)
         return err_set(err, "at most %d layers are supported (model.enc_layers, "
                        "model.dec_layers)", TF_MAXL);
-    if (!attention_supports_transformer(c->enc_self, c->dec_self, c->cross, ps->be, c->D, c->NH,
-                                        why, sizeof why))
+    if (!attention_supports_transformer(c->self_attention, dec_self, c->cross_attention, ps->be,
+                                        D, NH, why, sizeof why))
         return err_set(err, "%s", why);
     TfModel *m = xcalloc(1, sizeof *m);
     m->be = ps->be;
-    m->c = *c;
-    m->D = c->D, m->NH = c->NH, m->HS = c->D / c->NH, m->F = c->F, m->V = c->V;
-    m->Le = c->enc_layers, m->Ld = c->dec_layers, m->pre = c->pre_ln;
-    params_declare(ps, &m->emb_src, c->tie_embeddings ? "emb" : "enc.emb", INIT_EMB, 2, c->V,
-                   c->D);
+    m->spec = *c, m->dec_self = dec_self;
+    m->D = D, m->NH = NH, m->HS = D / NH, m->F = c->d_ff, m->V = V;
+    m->Le = c->enc_layers, m->Ld = c->dec_layers, m->pre = c->norm == NORM_PRE;
+    params_declare(ps, &m->emb_src, c->tie_embeddings ? "emb" : "enc.emb", INIT_EMB, 2, V, D);
     for (int l = 0; l < m->Le; l++) {
         m->off_enc[l] = ps->total;
         declare_layer(m, ps, &m->enc[l], 0, l);
@@ -78,7 +80,7 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     m->off_ln_enc = ps->total;
     if (m->pre) declare_norm(ps, &m->ln_enc, "enc.ln", m->D);
     m->off_emb_tgt = ps->total;
-    if (!c->tie_embeddings) params_declare(ps, &m->emb_tgt, "dec.emb", INIT_EMB, 2, c->V, c->D);
+    if (!c->tie_embeddings) params_declare(ps, &m->emb_tgt, "dec.emb", INIT_EMB, 2, V, D);
     for (int l = 0; l < m->Ld; l++) {
         m->off_dec[l] = ps->total;
         declare_layer(m, ps, &m->dec[l], 1, l);
@@ -86,18 +88,18 @@ Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *e
     m->off_ln_dec = ps->total;
     if (m->pre) declare_norm(ps, &m->ln_dec, "dec.ln", m->D);
     m->off_out = ps->total;
-    if (!c->tie_embeddings) params_declare(ps, &m->W_out, "out.W", INIT_XAVIER, 2, c->V, c->D);
-    params_declare(ps, &m->b_out, "out.b", INIT_ZERO, 1, c->V, 0);
+    if (!c->tie_embeddings) params_declare(ps, &m->W_out, "out.W", INIT_XAVIER, 2, V, D);
+    params_declare(ps, &m->b_out, "out.b", INIT_ZERO, 1, V, 0);
     *out = m;
     return STATUS_OK;
 }
 
-const TfConfig *transformer_config(const TfModel *m) { return &m->c; }
+const ModelSpec *transformer_spec(const TfModel *m) { return &m->spec; }
 
 /* The embedding tables and output matrix (one tensor when tied). */
 static const Param *E_src(const TfModel *m) { return &m->emb_src; }
-const Param *tf_E_tgt(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
-const Param *tf_W_out(const TfModel *m) { return m->c.tie_embeddings ? &m->emb_src : &m->W_out; }
+const Param *tf_E_tgt(const TfModel *m) { return m->spec.tie_embeddings ? &m->emb_src : &m->emb_tgt; }
+const Param *tf_W_out(const TfModel *m) { return m->spec.tie_embeddings ? &m->emb_src : &m->W_out; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* memory                                                                                   */
@@ -284,7 +286,7 @@ static void ffn_backward(TfModel *m, const TfLayer *L_, const LayerActs *la, flo
     backend_matmul_run(be, 0);
     be->bias_backward(L->b2.g, dout, N, D);
     /* hd = dropout(relu(pre + b1)), with the training dropout rate (backward runs only then) */
-    be->relu_dropout_backward(m->fh2, m->fh1, la->hd, m->c.dropout, (size_t)N * F);
+    be->relu_dropout_backward(m->fh2, m->fh1, la->hd, m->spec.dropout, (size_t)N * F);
     /* pre = a W1ᵀ */
     backend_matmul_run(be, 1); /* fh2 likewise */
     be->matmul(L->W1.g, m->fh2, a, F, D, N, 1, 0, 1.0f, 1.0f);
@@ -381,7 +383,7 @@ static int layer_subs(const TfModel *m, int dec, int l, SubCall *c, uint64_t key
  * all layers; returns the stack's output (before the final LN). */
 static const float *stack_forward(TfModel *m, int dec, const float *x, int train, uint64_t key,
                                   const float **in) {
-    float p = train ? m->c.dropout : 0.0f;
+    float p = train ? m->spec.dropout : 0.0f;
     int k = 0;
     for (int l = 0; l < (dec ? m->Ld : m->Le); l++) {
         SubCall c[3];
@@ -427,7 +429,7 @@ const float *tf_encoder_forward(TfModel *m, int train, uint64_t key, const float
     for (int l = 0; m->w2t && l < m->Ld; l++)
         m->be->transpose01_forward(m->dec[l].W2T, m->dec[l].W2.w, D, m->F, 1);
     embed(m, m->src_x, m->src_mask, m->src_emb, m->d_src, E_src(m), B, S,
-          train ? m->c.dropout : 0.0f, site_key(key, 1));
+          train ? m->spec.dropout : 0.0f, site_key(key, 1));
     const float *x = stack_forward(m, 0, m->src_x, train, key, in);
     if (m->pre)
         m->be->layernorm_forward(m->enc_out, m->enc_mean, m->enc_rstd, x, m->ln_enc.w.w,
@@ -447,7 +449,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
     const float *enc_in[2 * TF_MAXL], *dec_in[3 * TF_MAXL];
     const float *xtop = tf_encoder_forward(m, train, key, enc_in);
     embed(m, m->tgt_x, m->tgt_mask, m->tgt_emb, m->d_tin, tf_E_tgt(m), B, T,
-          train ? m->c.dropout : 0.0f, site_key(key, 2));
+          train ? m->spec.dropout : 0.0f, site_key(key, 2));
     const float *x = stack_forward(m, 1, m->tgt_x, train, key, dec_in);
     const float *y = x;
     if (m->pre) {
@@ -488,7 +490,7 @@ double transformer_loss(TfModel *m, const TokenBatch *b, float smoothing, int tr
     float *dx = stack_backward(m, 1, dy, dec_in, key);
     embed_backward(m, tf_E_tgt(m), m->g1, dx, m->tgt_mask, m->d_tin, NT);
     /* untied: dec.emb (declared after enc.ln) is final; tied: it is emb, at 0 */
-    if (!m->c.tie_embeddings) grad_ready(&m->grad_ready, m->off_emb_tgt);
+    if (!m->spec.tie_embeddings) grad_ready(&m->grad_ready, m->off_emb_tgt);
 
     /* encoder: enc_out = LN_enc(x) (pre) or x */
     float *de = m->gA;
@@ -525,9 +527,9 @@ int transformer_ops_used(const TfModel *m, OpKind *ops) {
         OP_WRITE_STEP,                OP_GATHER_ROWS_STRIDED, /* these two: decoding */
         OP_TRANSPOSE01_FORWARD}; /* the weight copies W2T, W_outT */
     int n = op_list_append(ops, 0, own, (int)(sizeof own / sizeof own[0]));
-    n += attention_ops_used(m->c.enc_self, ops + n);
-    n += attention_ops_used(m->c.dec_self, ops + n);
-    n += attention_ops_used(m->c.cross, ops + n);
+    n += attention_ops_used(m->spec.self_attention, ops + n);
+    n += attention_ops_used(m->dec_self, ops + n);
+    n += attention_ops_used(m->spec.cross_attention, ops + n);
     return n;
 }
 

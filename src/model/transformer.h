@@ -28,27 +28,24 @@
 
 #include "attention/mha.h"
 #include "core/tokens.h"
+#include "model/spec.h"
 #include "ops/params.h"
 #include "ops/ops.h"
 
-typedef struct {
-    int V, D, NH, F, enc_layers, dec_layers;
-    float dropout;
-    int pre_ln;                              /* 1 pre-LN, 0 post-LN */
-    int tie_embeddings;                      /* 1: one E [V,D] for source, target and output */
-    AttentionKind enc_self, dec_self, cross; /* attention kind of each slot */
-    AttentionOptions attn_opt; /* the kinds' options (model.linformer_*, model.local_*) */
-} TfConfig;
-
 typedef struct TfModel TfModel;
 
-/* The configuration m was created with (its kinds and their options). No errors. */
-const TfConfig *transformer_config(const TfModel *m);
+/* The spec m was created with (its kinds and their options). No errors. */
+const ModelSpec *transformer_spec(const TfModel *m);
 
-/* Creates the model and declares its parameters in ps (not yet allocated). Errors: a kind that
- * cannot serve in its slot (efficient in the causal decoder self-attention, none), heads that
- * do not divide D, more than 16 layers — each with the config key to change (STATUS_ERR). */
-Status transformer_create(TfModel **out, ParamSet *ps, const TfConfig *c, Err *err);
+/* Creates the model spec describes, for a vocabulary of V, and declares its parameters in ps
+ * (not yet allocated). It reads spec's d_model (D), heads (NH), d_ff (F), enc_layers,
+ * dec_layers, dropout, norm, tie_embeddings, self_attention, dec_self_attention ("same": as
+ * self_attention; spec_dec_self_attention), cross_attention and attn_opt (the kinds' options:
+ * model.linformer_*, model.local_*); its RNN fields are unread. Errors: a kind that cannot
+ * serve in its slot (efficient in the causal decoder self-attention, none), heads that do not
+ * divide D, more than 16 layers — each with the config key to change (STATUS_ERR). */
+Status transformer_create(TfModel **out, ParamSet *ps, const ModelSpec *spec, int V,
+                          Err *err);
 /* Ensures activation memory for batches of up to B sentences, S source and T target positions,
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
  * the training step. Positions beyond max(S, T) are not supported. No errors. */

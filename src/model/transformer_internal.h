@@ -53,7 +53,8 @@ typedef struct {             /* decoding buffers' sizes in floats (grow-only) */
 
 struct TfModel {
     const Backend *be;
-    TfConfig c;
+    ModelSpec spec;         /* transformer_create's (its kinds, options, dropout, tying) */
+    AttentionKind dec_self; /* the decoder self-attention's kind (spec_dec_self_attention) */
     int D, NH, HS, F, V, Le, Ld, pre;
     int w2t; /* this pass multiplies by the layers' W2T copies (Backend.matmul_transb_slower) */
     Param emb_src, emb_tgt, W_out, b_out; /* tied: emb_src serves all three */

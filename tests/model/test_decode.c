@@ -68,7 +68,10 @@ static int build(Model *m, Case c) {
      * r 4, n 5 = S (headwise) */
     AttentionOptions opt = c.opt;
     opt.linformer_k = 4, opt.linformer_max_len = 5, opt.linformer_share = LINFORMER_SHARE_HEADWISE;
-    if (rnn_create(&m->rnn, &m->ps, V, E, H, 1, 1, 0.0f, c.gru, c.feed, c.kind, 2, &opt, &err)) {
+    ModelSpec spec = {.type = MODEL_RNN, .cell = c.gru ? CELL_GRU : CELL_LSTM,
+                      .attention = c.kind, .emb = E, .hidden = H, .enc_layers = 1,
+                      .dec_layers = 1, .input_feeding = c.feed, .heads = 2, .attn_opt = opt};
+    if (rnn_create(&m->rnn, &m->ps, &spec, V, &err)) {
         EXPECT(0, "%s: rnn_create: %s", name(c), err.msg);
         return 1;
     }

@@ -176,11 +176,18 @@ static int build(Model *m, const Case *c) {
     params_init_set(&m->ps, m->be);
     Status rc;
     if (c->tf) {
-        TfConfig tc = {V, 8, 2, 16, 2, 2, 0.1f, 1, 1, c->kind, c->kind, c->kind, attn_opt};
-        rc = transformer_create(&m->tf, &m->ps, &tc, &err);
+        ModelSpec tc = {.type = MODEL_TRANSFORMER, .d_model = 8, .heads = 2, .d_ff = 16,
+                        .enc_layers = 2, .dec_layers = 2, .dropout = 0.1f, .norm = NORM_PRE,
+                        .tie_embeddings = 1, .self_attention = c->kind,
+                        .dec_self_attention = c->kind, .cross_attention = c->kind,
+                        .attn_opt = attn_opt};
+        rc = transformer_create(&m->tf, &m->ps, &tc, V, &err);
     } else {
-        rc = rnn_create(&m->rnn, &m->ps, V, 8, 8, c->layers, c->layers, 0.1f, c->gru, c->feed,
-                        c->kind, 1, &attn_opt, &err);
+        ModelSpec rs = {.type = MODEL_RNN, .cell = c->gru ? CELL_GRU : CELL_LSTM,
+                        .attention = c->kind, .emb = 8, .hidden = 8, .enc_layers = c->layers,
+                        .dec_layers = c->layers, .dropout = 0.1f, .input_feeding = c->feed,
+                        .heads = 1, .attn_opt = attn_opt};
+        rc = rnn_create(&m->rnn, &m->ps, &rs, V, &err);
     }
     if (rc) {
         EXPECT(0, "%s: %s", c->name, err.msg);

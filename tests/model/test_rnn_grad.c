@@ -74,7 +74,10 @@ static int fixture(Fixture *f, AttentionKind kind, int gru, int feed, int Le, in
     int V = 13, E = 4, H = 6, B = 3, S = short_seq ? 2 : 5, T = short_seq ? 2 : 4;
     params_init_set(&f->ps, be);
     /* heads = 2 (HS 3): used by the multi-head kinds sdp, flash, linear, efficient */
-    if (rnn_create(&f->m, &f->ps, V, E, H, Le, Ld, 0.2f, gru, feed, kind, 2, &attn_opt, &err)) {
+    ModelSpec spec = {.type = MODEL_RNN, .cell = gru ? CELL_GRU : CELL_LSTM, .attention = kind,
+                      .emb = E, .hidden = H, .enc_layers = Le, .dec_layers = Ld, .dropout = 0.2f,
+                      .input_feeding = feed, .heads = 2, .attn_opt = attn_opt};
+    if (rnn_create(&f->m, &f->ps, &spec, V, &err)) {
         EXPECT(0, "rnn_create (%s): %s", describe(kind, gru, feed, Le, Ld), err.msg);
         return 1;
     }

@@ -49,7 +49,11 @@ static void run(const char *path) {
     params_init_set(&ps, be);
     RnnModel *m;
     Err err;
-    if (rnn_create(&m, &ps, V, E, H, Le, Ld, 0.0f, 0, 1, kind, 1, NULL, &err)) {
+    /* LSTM, input feeding, one head, no dropout; attn_opt {0}: the kinds' defaults */
+    ModelSpec spec = {.type = MODEL_RNN, .cell = CELL_LSTM, .attention = kind, .emb = E,
+                      .hidden = H, .enc_layers = Le, .dec_layers = Ld, .input_feeding = 1,
+                      .heads = 1};
+    if (rnn_create(&m, &ps, &spec, V, &err)) {
         EXPECT(0, "rnn_create: %s", err.msg);
         fixture_free(&fx);
         return;

@@ -86,6 +86,17 @@ static TokenBatch batch(int *ti, int *to) {
     return hb;
 }
 
+/* The spec of a test model: D wide, NH heads, F feed-forward, L layers a side; pre: pre-LN;
+ * tie: tied embeddings; es, ds, cr: the kinds of the three slots. */
+static ModelSpec tf_spec(int L, float dropout, int pre, int tie, AttentionKind es,
+                         AttentionKind ds, AttentionKind cr, AttentionOptions opt) {
+    return (ModelSpec){.type = MODEL_TRANSFORMER, .d_model = D, .heads = NH, .d_ff = F,
+                       .enc_layers = L, .dec_layers = L, .dropout = dropout,
+                       .norm = pre ? NORM_PRE : NORM_POST, .tie_embeddings = tie,
+                       .self_attention = es, .dec_self_attention = ds, .cross_attention = cr,
+                       .attn_opt = opt};
+}
+
 /* The backend build() gives its models: the CPU's, or check_decode_plan's counting copy. */
 static const Backend *g_be;
 /* model_set_loss_rows for the models build() makes (0: one block) */
@@ -97,8 +108,8 @@ static int build(Model *m, Case c, float dropout, uint64_t seed) {
     m->be = g_be ? g_be : backend_cpu();
     m->V = V;
     params_init_set(&m->ps, m->be);
-    TfConfig tc = {V, D, NH, F, 2, 2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, case_opt(c)};
-    if (transformer_create(&m->tf, &m->ps, &tc, &err)) {
+    ModelSpec tc = tf_spec(2, dropout, c.pre, c.tie, c.es, c.ds, c.cr, case_opt(c));
+    if (transformer_create(&m->tf, &m->ps, &tc, V, &err)) {
         EXPECT(0, "%s: transformer_create: %s", name(c), err.msg);
         return 1;
     }
@@ -535,9 +546,9 @@ int main(void) {
     Err err;
     m.be = backend_cpu();
     params_init_set(&m.ps, m.be);
-    TfConfig bad = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP,
-                    {.linformer_share = LINFORMER_SHARE_NONE}};
-    EXPECT(transformer_create(&m.tf, &m.ps, &bad, &err) != STATUS_OK &&
+    ModelSpec bad = tf_spec(1, 0.0f, 1, 1, ATTN_SDP, ATTN_EFFICIENT, ATTN_SDP,
+                            (AttentionOptions){.linformer_share = LINFORMER_SHARE_NONE});
+    EXPECT(transformer_create(&m.tf, &m.ps, &bad, V, &err) != STATUS_OK &&
                strstr(err.msg, "model.dec_self_attention") && strstr(err.msg, "no causal form"),
            "efficient decoder self-attention accepted or unclear: %s", err.msg);
     params_free(&m.ps);
@@ -545,19 +556,18 @@ int main(void) {
     m = (Model){0};
     m.be = backend_cpu();
     params_init_set(&m.ps, m.be);
-    TfConfig bad2 = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_LUONG_LOCAL, ATTN_SDP,
-                     local_opt};
-    EXPECT(transformer_create(&m.tf, &m.ps, &bad2, &err) != STATUS_OK &&
+    ModelSpec bad2 = tf_spec(1, 0.0f, 1, 1, ATTN_SDP, ATTN_LUONG_LOCAL, ATTN_SDP, local_opt);
+    EXPECT(transformer_create(&m.tf, &m.ps, &bad2, V, &err) != STATUS_OK &&
                strstr(err.msg, "model.dec_self_attention = luong_local") &&
                strstr(err.msg, "no causal form"),
            "luong_local decoder self-attention accepted or unclear: %s", err.msg);
     params_free(&m.ps);
     /* ... and linformer, naming its reason */
-    TfConfig badl = {V, D, NH, F, 1, 1, 0.0f, 1, 1, ATTN_SDP, ATTN_LINFORMER, ATTN_SDP,
-                     {.linformer_k = 3, .linformer_max_len = 6,
-                      .linformer_share = LINFORMER_SHARE_NONE}};
+    ModelSpec badl = tf_spec(1, 0.0f, 1, 1, ATTN_SDP, ATTN_LINFORMER, ATTN_SDP,
+                             (AttentionOptions){.linformer_k = 3, .linformer_max_len = 6,
+                                                .linformer_share = LINFORMER_SHARE_NONE});
     params_init_set(&m.ps, m.be);
-    EXPECT(transformer_create(&m.tf, &m.ps, &badl, &err) != STATUS_OK &&
+    EXPECT(transformer_create(&m.tf, &m.ps, &badl, V, &err) != STATUS_OK &&
                strstr(err.msg, "model.dec_self_attention = linformer") &&
                strstr(err.msg, "no causal form"),
            "linformer decoder self-attention accepted or unclear: %s", err.msg);

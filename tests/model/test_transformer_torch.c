@@ -33,34 +33,35 @@ static void run(const char *path) {
         EXPECT(0, "cannot load %s", path);
         return;
     }
-    TfConfig c = {0};
+    ModelSpec c = {.type = MODEL_TRANSFORMER};
+    int V = 0;
     char norm[16], es[32], ds[32], cr[32];
     double smoothing;
     Err err;
-    int ok = sscanf(fx.config, "%d %d %d %d %d %d %15s %d %31s %31s %31s %lf", &c.V, &c.D, &c.NH,
-                    &c.F, &c.enc_layers, &c.dec_layers, norm, &c.tie_embeddings, es, ds, cr,
-                    &smoothing) == 12 &&
-             attention_kind_from_name(es, &c.enc_self, &err) == STATUS_OK &&
-             attention_kind_from_name(ds, &c.dec_self, &err) == STATUS_OK &&
-             attention_kind_from_name(cr, &c.cross, &err) == STATUS_OK && c.V == fx.V;
+    int ok = sscanf(fx.config, "%d %d %d %d %d %d %15s %d %31s %31s %31s %lf", &V, &c.d_model,
+                    &c.heads, &c.d_ff, &c.enc_layers, &c.dec_layers, norm, &c.tie_embeddings, es,
+                    ds, cr, &smoothing) == 12 &&
+             attention_kind_from_name(es, &c.self_attention, &err) == STATUS_OK &&
+             attention_kind_from_name(ds, &c.dec_self_attention, &err) == STATUS_OK &&
+             attention_kind_from_name(cr, &c.cross_attention, &err) == STATUS_OK && V == fx.V;
     EXPECT(ok, "%s: bad config line: %s", path, fx.config);
     if (!ok) {
         fixture_free(&fx);
         return;
     }
-    c.pre_ln = !strcmp(norm, "pre");
+    c.norm = !strcmp(norm, "pre") ? NORM_PRE : NORM_POST;
     const Backend *be = backend_cpu();
     ParamSet ps;
     params_init_set(&ps, be);
     TfModel *m;
-    if (transformer_create(&m, &ps, &c, &err)) {
+    if (transformer_create(&m, &ps, &c, V, &err)) {
         EXPECT(0, "%s: transformer_create: %s", path, err.msg);
         fixture_free(&fx);
         return;
     }
     params_allocate(&ps);
     fixture_set_params(&fx, &ps, path);
-    int B = fx.B, S = fx.S, T = fx.T, V = c.V;
+    int B = fx.B, S = fx.S, T = fx.T;
     TokenBatch hb; /* the fixture's arrays are time-major */
     test_token_batch(&hb, B, S, T, fx.src, fx.src_len, fx.tgt_in, fx.tgt_out);
     transformer_reserve(m, B, S, T, (long)B * S, (long)B * T);
