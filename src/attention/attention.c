@@ -191,6 +191,21 @@ void attention_decode_reorder(const Attention *a, const Backend *be, float *dst,
 /* ---------------------------------------------------------------------------------------- */
 /* helpers shared by the rows (kinds.h)                                                      */
 
+void attention_proj_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
+                            int Din, int Dout, int wt) {
+    be->matmul(y, x, W->w, N, Dout, Din, 0, wt, 1.0f, 0.0f);
+}
+
+/* y = x W  →  dW += xᵀ dy, dx += dy Wᵀ;  y = x Wᵀ (wt)  →  dW += dyᵀ x, dx += dy W */
+void attention_proj_backward(const Backend *be, float *dx, const float *dy, const float *x,
+                             const Param *W, int N, int Din, int Dout, int wt) {
+    if (wt)
+        be->matmul(W->g, dy, x, Dout, Din, N, 1, 0, 1.0f, 1.0f);
+    else
+        be->matmul(W->g, x, dy, Din, Dout, N, 1, 0, 1.0f, 1.0f);
+    be->matmul(dx, dy, W->w, N, Din, Dout, 0, !wt, 1.0f, 1.0f);
+}
+
 void attention_softmax_host(float *w, const float *e, int len) {
     float m = -INFINITY;
     double z = 0;

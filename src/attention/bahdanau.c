@@ -31,39 +31,26 @@ void attention_additive_declare(Attention *a, ParamSet *ps, const char *prefix, 
     params_declare(ps, &a->v_a, name, mat, 1, a->A, 0);
 }
 
-/* y[N,A] = x[N,D] Wᵀ, W [A,D] (W_q on the query, U on the keys) */
-static void proj_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
-                         int A, int D) {
-    be->matmul(y, x, W->w, N, A, D, 0, 1, 1.0f, 0.0f);
-}
-
-/* y = x Wᵀ  →  dW += dyᵀ x,  dx += dy W */
-static void proj_backward(const Backend *be, float *dx, const float *dy, const float *x,
-                          const Param *W, int N, int A, int D) {
-    be->matmul(W->g, dy, x, A, D, N, 1, 0, 1.0f, 1.0f);
-    be->matmul(dx, dy, W->w, N, D, A, 0, 0, 1.0f, 1.0f);
-}
-
 /* qp = q W_qᵀ  [N, A] */
 void attention_additive_query_forward(const Attention *a, const Backend *be, float *qp,
                                       const float *q, int N) {
-    proj_forward(be, qp, q, &a->W_a, N, a->A, a->Dq);
+    attention_proj_forward(be, qp, q, &a->W_a, N, a->Dq, a->A, 1);
 }
 
 void attention_additive_query_backward(const Attention *a, const Backend *be, float *dq,
                                        const float *dqp, const float *q, int N) {
-    proj_backward(be, dq, dqp, q, &a->W_a, N, a->A, a->Dq);
+    attention_proj_backward(be, dq, dqp, q, &a->W_a, N, a->Dq, a->A, 1);
 }
 
 /* kp = h̄ Uᵀ  [N, A] */
 void attention_additive_keys_forward(const Attention *a, const Backend *be, float *kp,
                                      const float *keys, int N) {
-    proj_forward(be, kp, keys, &a->U_a, N, a->A, a->Dk);
+    attention_proj_forward(be, kp, keys, &a->U_a, N, a->Dk, a->A, 1);
 }
 
 void attention_additive_keys_backward(const Attention *a, const Backend *be, float *dkeys,
                                       const float *dkp, const float *keys, int N) {
-    proj_backward(be, dkeys, dkp, keys, &a->U_a, N, a->A, a->Dk);
+    attention_proj_backward(be, dkeys, dkp, keys, &a->U_a, N, a->Dk, a->A, 1);
 }
 
 /* q [B,NH,Tq,A], k [B,NH,Tk,A] (after the transforms), v [B,NH,Tk,HS]; weights saved */

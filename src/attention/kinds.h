@@ -1,7 +1,8 @@
-/* attention/kinds.h — private to src/attention: the rows of the table (one file per kind) and the pieces
- * two rows share (the dot-product score of sdp.c serves luong_dot and luong_general; the
- * additive score of bahdanau.c serves luong_concat). Shapes, memory and sources as in
- * attention.h and the AttentionOps fields these functions fill; none has errors of its own. */
+/* attention/kinds.h — private to src/attention: the rows of the table (one file per kind) and
+ * the pieces two rows share (the dot-product score of sdp.c serves luong_dot and luong_general;
+ * the additive score of bahdanau.c serves luong_concat; attention.c's projection serves
+ * bahdanau, luong and mha.c). Shapes, memory and sources as in attention.h and the AttentionOps
+ * fields these functions fill; none has errors of its own. */
 #ifndef TRAINER_ATTENTION_KINDS_H
 #define TRAINER_ATTENTION_KINDS_H
 
@@ -11,13 +12,14 @@
 ATTENTION_KINDS(ATTENTION_ROW_EXTERN_)
 #undef ATTENTION_ROW_EXTERN_
 
-/* luong.c: y[N, Dout] = x[N, Din] W for W [Din, Dout], and its backward, accumulating
- * dW += xᵀ dy and dx[N, Din] += dy Wᵀ: the general score's query transform and the RNN's
- * multi-head projections (mha.c: W_q, W_k) are such products. */
-void attention_xw_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
-                          int Din, int Dout);
-void attention_xw_backward(const Backend *be, float *dx, const float *dy, const float *x,
-                           const Param *W, int N, int Din, int Dout);
+/* attention.c: the projection y[N, Dout] = x[N, Din] W of a kind's own weight W, stored
+ * [Din, Dout] (wt = 0: y = x W; luong_general's W_a, the RNN's multi-head W_q and W_k in mha.c)
+ * or [Dout, Din] (wt = 1: y = x Wᵀ; the additive score's W_q and U), and its backward,
+ * accumulating dW and dx[N, Din]. */
+void attention_proj_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
+                            int Din, int Dout, int wt);
+void attention_proj_backward(const Backend *be, float *dx, const float *dy, const float *x,
+                             const Param *W, int N, int Din, int Dout, int wt);
 
 /* luong.c: the general score's query transform q' = q W_a (W_a [Dq, Dk]; Luong et al. 2015
  * eq. 8) and its backward (dW_a += qᵀ dq', dq += dq' W_aᵀ); luong_local reuses them. */

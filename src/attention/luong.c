@@ -24,27 +24,15 @@ static void luong_general_declare(Attention *a, ParamSet *ps, const char *prefix
     params_declare(ps, &a->W_a, name, mat, 2, a->Dq, a->Dk);
 }
 
-void attention_xw_forward(const Backend *be, float *y, const float *x, const Param *W, int N,
-                          int Din, int Dout) {
-    be->matmul(y, x, W->w, N, Dout, Din, 0, 0, 1.0f, 0.0f);
-}
-
-/* y = x W  →  dW += xᵀ dy,  dx += dy Wᵀ */
-void attention_xw_backward(const Backend *be, float *dx, const float *dy, const float *x,
-                           const Param *W, int N, int Din, int Dout) {
-    be->matmul(W->g, x, dy, Din, Dout, N, 1, 0, 1.0f, 1.0f);
-    be->matmul(dx, dy, W->w, N, Din, Dout, 0, 1, 1.0f, 1.0f);
-}
-
 /* q' = q W_a  [N, Dk] */
 void attention_general_query_forward(const Attention *a, const Backend *be, float *qp,
                                      const float *q, int N) {
-    attention_xw_forward(be, qp, q, &a->W_a, N, a->Dq, a->Dk);
+    attention_proj_forward(be, qp, q, &a->W_a, N, a->Dq, a->Dk, 0);
 }
 
 void attention_general_query_backward(const Attention *a, const Backend *be, float *dq,
                                       const float *dqp, const float *q, int N) {
-    attention_xw_backward(be, dq, dqp, q, &a->W_a, N, a->Dq, a->Dk);
+    attention_proj_backward(be, dq, dqp, q, &a->W_a, N, a->Dq, a->Dk, 0);
 }
 
 static void luong_weights_host(float *w, const float *q, const float *k, const float *v_a,

@@ -285,7 +285,7 @@ void rnn_attn_begin(const RnnAttn *r, const Backend *be, const float *enc, const
     if (!rnn_attn_kbuf_floats(r, (long)B * Tk, B)) return;
     if (r->proj) {
         float *vh = r->kbuf + (size_t)B * Tk * a->Dk;
-        attention_xw_forward(be, vh, enc, &r->W_k, B * Tk, a->Dk, a->Dk);      /* k' = h̄ W_k */
+        attention_proj_forward(be, vh, enc, &r->W_k, B * Tk, a->Dk, a->Dk, 0); /* k' = h̄ W_k */
         be->permute0213_forward(r->kbuf, vh, B, Tk, a->NH, a->HS);              /* key heads */
         be->permute0213_forward(vh, enc, B, Tk, a->NH, a->HS);                  /* value heads */
     } else if (a->k_transform) a->ops->keys_forward(a, be, r->kbuf, enc, B * Tk); /* h̄ Uᵀ */
@@ -300,7 +300,8 @@ void rnn_attn_forward(const RnnAttn *r, const Backend *be, float *ctx, float *sa
                       const float *q, const float *enc, const int *key_len, int B, int Tq,
                       int Tk, float *work) {
     const Attention *a = &r->at;
-    if (r->proj) attention_xw_forward(be, qsave, q, &r->W_q, B * Tq, a->Dq, a->Dk); /* q W_q */
+    if (r->proj) /* q W_q */
+        attention_proj_forward(be, qsave, q, &r->W_q, B * Tq, a->Dq, a->Dk, 0);
     else attention_query_forward(a, be, qsave, q, B * Tq); /* general: h W_a; additive: W_q h */
     const float *qh = qsave;
     float *oh = ctx;
@@ -345,7 +346,7 @@ void rnn_attn_backward(const RnnAttn *r, const Backend *be, float *dq, float *de
                             qh, core_k(r, enc), core_v(r, enc, B, Tk), key_len, 0, B, Tq, Tk,
                             work);
     if (dqh != dqp) be->permute0213_backward(dqp, dqh, B, Tq, a->NH, a->HS);
-    if (r->proj) attention_xw_backward(be, dq, dqp, q, &r->W_q, B * Tq, a->Dq, a->Dk);
+    if (r->proj) attention_proj_backward(be, dq, dqp, q, &r->W_q, B * Tq, a->Dq, a->Dk, 0);
     else attention_query_backward(a, be, dq, dqp, q, B * Tq);
 }
 
@@ -363,7 +364,7 @@ void rnn_attn_end_backward(const RnnAttn *r, const Backend *be, float *denc, con
         be->permute0213_backward(denc, dvh, B, Tk, a->NH, a->HS); /* values: denc += merged */
         be->zero(dkp, sizeof(float) * n);
         be->permute0213_backward(dkp, r->dkbuf, B, Tk, a->NH, a->HS); /* dk' [B·Tk, Dk] */
-        attention_xw_backward(be, denc, dkp, enc, &r->W_k, B * Tk, a->Dk, a->Dk);
+        attention_proj_backward(be, denc, dkp, enc, &r->W_k, B * Tk, a->Dk, a->Dk, 0);
     } else if (a->k_transform) a->ops->keys_backward(a, be, denc, r->dkbuf, enc, B * Tk);
 }
 
