@@ -114,6 +114,11 @@ extern const char *const attention_slot_keys[ATTN_SLOT_COUNT];
 
 typedef enum { ATTN_SAVE_NONE, ATTN_SAVE_WEIGHTS, ATTN_SAVE_LSE } AttentionSave;
 
+/* What the running sums of a linear-attention row (linear.c) are over: q and k themselves
+ * through the ops' φ = elu + 1 (linear; Katharopoulos et al. 2020), or the features [1; x̂],
+ * x̂ = x/‖x‖₂, HS + 1 wide, through the identity (taylor; Li et al. 2020). */
+typedef enum { LINEAR_FEATURES_ELU1, LINEAR_FEATURES_L2 } LinearFeatures;
+
 typedef struct AttentionOps AttentionOps;
 
 /* One attention: its kind's row, sizes and the parameters the kind owns (backend memory). */
@@ -150,6 +155,7 @@ struct AttentionOps {
                           * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
     int scaled;          /* dot-product scores scaled by 1/√HS (Vaswani et al. 2017 eq. 1) */
     AttentionSave save;  /* what forward saves for backward and for attention maps */
+    LinearFeatures linear_features; /* the rows of linear.c's machinery: their feature map */
     const OpKind *ops;   /* the backend ops the kind calls (training and decoding) */
     int nops;
     /* Extra conditions on the sizes (e.g. luong_dot: Dq = Dk); 1 if fine, else 0 and a reason

@@ -1,8 +1,9 @@
 /* attention/kinds.h — private to src/attention: the rows of the table (one file per kind) and
  * the pieces two rows share (the dot-product score of sdp.c serves luong_dot and luong_general;
- * the additive score of bahdanau.c serves luong_concat; attention.c's projection serves
- * bahdanau, luong and mha.c). Shapes, memory and sources as in attention.h and the AttentionOps
- * fields these functions fill; none has errors of its own. */
+ * the additive score of bahdanau.c serves luong_concat; linear.c's machinery serves linear and
+ * taylor; attention.c's projection serves bahdanau, luong and mha.c). Shapes, memory and
+ * sources as in attention.h and the AttentionOps fields these functions fill; none has errors
+ * of its own. */
 #ifndef TRAINER_ATTENTION_KINDS_H
 #define TRAINER_ATTENTION_KINDS_H
 
@@ -82,6 +83,52 @@ extern const OpKind attention_additive_ops[3]; /* bahdanau, luong_concat */
 /* w[s] = softmax_s(v_aᵀ tanh(q + k_s)) over len keys (host arrays, as weights_host). */
 void attention_additive_weights_host(float *w, const float *q, const float *k, const float *v_a,
                                      int len, int HS);
+
+/* linear.c: linear attention over the features the row's linear_features name (q and k through
+ * φ = elu + 1: linear; [1; x̂] through the identity: taylor), one function per field of
+ * ATTENTION_LINEAR_ROW; workspace, summary and state layouts in linear.c's header. */
+void attention_linear_forward(const Attention *a, const Backend *be, float *o, float *save,
+                              const float *q, const float *k, const float *v, const int *key_len,
+                              int causal, int B, int Tq, int Tk, float *work);
+void attention_linear_backward(const Attention *a, const Backend *be, float *dq, float *dk,
+                               float *dv, const float *dout, const float *o, const float *save,
+                               const float *q, const float *k, const float *v,
+                               const int *key_len, int causal, int B, int Tq, int Tk,
+                               float *work);
+size_t attention_linear_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+size_t attention_linear_summary_floats(const Attention *a, int B, int Tk);
+void attention_linear_summary_forward(const Attention *a, const Backend *be, float *sum,
+                                      const float *k, const float *v, const int *key_len, int B,
+                                      int Tk);
+void attention_linear_forward_summary(const Attention *a, const Backend *be, float *o,
+                                      const float *q, const float *sum, int B, int Tq,
+                                      float *work);
+void attention_linear_backward_summary(const Attention *a, const Backend *be, float *dq,
+                                       float *dsum, const float *dout, const float *q,
+                                       const float *sum, int B, int Tq, float *work);
+void attention_linear_summary_backward(const Attention *a, const Backend *be, float *dk,
+                                       float *dv, float *dsum, const float *sum, const float *k,
+                                       const float *v, const int *key_len, int B, int Tk);
+size_t attention_linear_state_floats(const Attention *a, int R, int Tcap);
+void attention_linear_decode_step(const Attention *a, const Backend *be, float *o, float *save,
+                                  float *state, const float *q, const float *k, const float *v,
+                                  const int *step_len, int R, int t, int Tcap, float *work);
+void attention_linear_decode_reorder(const Attention *a, const Backend *be, float *dst,
+                                     const float *src, const int *parent, const int *parent_bh,
+                                     int R, int t, int Tcap);
+/* The fields of a linear-attention row (linear, taylor differ in their kind, linear_features,
+ * ops and weights_host). */
+#define ATTENTION_LINEAR_ROW                                                                     \
+    .causal_ok = 1, .multi_head = 1, .save = ATTN_SAVE_NONE,                                    \
+    .forward = attention_linear_forward, .backward = attention_linear_backward,                 \
+    .workspace = attention_linear_workspace, .state_floats = attention_linear_state_floats,     \
+    .decode_step = attention_linear_decode_step,                                                \
+    .decode_reorder = attention_linear_decode_reorder,                                          \
+    .summary_floats = attention_linear_summary_floats,                                          \
+    .summary_forward = attention_linear_summary_forward,                                        \
+    .forward_summary = attention_linear_forward_summary,                                        \
+    .backward_summary = attention_linear_backward_summary,                                      \
+    .summary_backward = attention_linear_summary_backward
 
 /* attention.c: w[s] = softmax(e)[s] over len scores (double sum), w, e [len] on the host; w may
  * not alias e. */
