@@ -213,14 +213,9 @@ if [ "$run_train" = 1 ] && ! "$onmt_py" -c 'import onmt, torch' 2>/dev/null; the
 fi
 
 # ---- load and statistics
-busy_percent() { # % of all CPUs' time not idle over the next 3 s (/proc/stat: idle + iowait)
-  local a b
-  a=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
-  sleep 3
-  b=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
-  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    t = y[1] - x[1]; printf "%.0f", (t > 0 ? 100 * (t - (y[2] - x[2])) / t : 0) }'
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh  # busy_percent
+
 load_line() { # load_line BUSY_BEFORE LOAD_BEFORE THREADS: the load line of the summary
   local after idle="idle"
   after=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -127,14 +127,8 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
   export OPENBLAS_CORETYPE=SkylakeX  # what the trainer sets for itself on AVX-512 CPUs
 fi
 
-busy_percent() { # % of all CPUs' time not idle over the next 3 s (/proc/stat: idle + iowait)
-  local a b
-  a=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
-  sleep 3
-  b=$(awk '/^cpu / { print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6 }' /proc/stat)
-  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    t = y[1] - x[1]; printf "%.0f", (t > 0 ? 100 * (t - (y[2] - x[2])) / t : 0) }'
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh  # busy_percent
 
 stats() { # "median min max" of the numbers on stdin
   sort -g | awk '{ a[NR] = $1 } END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
