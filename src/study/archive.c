@@ -289,9 +289,12 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
     Status rc = STATUS_ERR;
     if (spec->name) snprintf(name, sizeof name, "%s", spec->name);
     else archive_test_name(spec->tgt, name, sizeof name);
-    long nsent;
-    if (corpus_load(&c, spec->src, spec->tgt, cfg->max_line_bytes, err) ||
-        (nsent = c.n, corpus_concat(&c, cfg->concat, err))) {
+    if (corpus_load(&c, spec->src, spec->tgt, cfg->max_line_bytes, err)) {
+        err_prefix(err, "test set %s", name);
+        goto done;
+    }
+    long nsent = c.n; /* sentences, before data.concat joins them */
+    if (corpus_concat(&c, cfg->concat, err)) {
         err_prefix(err, "test set %s", name);
         goto done;
     }
@@ -314,11 +317,11 @@ static Status archive_test_set(const char *tmp, Model *m, const Spm *spm, const 
         greedy_doc = jg.doc_hyp, beam_doc = jb.doc_hyp, ref = jg.doc_ref[0];
     }
     char **gh = cfg->concat > 1 ? greedy_doc : greedy, **bd = cfg->concat > 1 ? beam_doc : bh;
-    const char *const *rc_ = (const char *const *)ref;
-    double bg = bleu_corpus((const char *const *)gh, rc_, c.n).score;
-    double cg = chrf_corpus((const char *const *)gh, rc_, c.n);
-    double bb = bleu_corpus((const char *const *)bd, rc_, c.n).score;
-    double cb = chrf_corpus((const char *const *)bd, rc_, c.n);
+    const char *const *rf = (const char *const *)ref;
+    double bg = bleu_corpus((const char *const *)gh, rf, c.n).score;
+    double cg = chrf_corpus((const char *const *)gh, rf, c.n);
+    double bb = bleu_corpus((const char *const *)bd, rf, c.n).score;
+    double cb = chrf_corpus((const char *const *)bd, rf, c.n);
     fprintf(stderr, "  %s: %ld %s, BLEU %.2f greedy, %.2f beam %d (%.1f s)\n", name, c.n,
             cfg->concat > 1 ? "documents" : "sentences", bg, bb, o->beam.beam,
             now_seconds() - t0);
