@@ -5,8 +5,9 @@
  *               [--threads T] [--spm MODEL] [--profile [ROWS]] [--set SECTION.KEY=VALUE]...
  *
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
- * filter, seeded bucketing), writes the first W + N of them to FILE for the PyTorch script of
- * the model type (bench_rnn_torch.py, bench_transformer_torch.py), then runs W warm-up and N
+ * examples joined by data.concat, length filter, seeded bucketing), writes the first W + N of
+ * them to FILE for the PyTorch script of the model type (bench_rnn_torch.py,
+ * bench_transformer_torch.py), then runs W warm-up and N
  * timed training steps with the trainer's own train_step (train/step.h: zero gradients, forward
  * + backward with dropout and label smoothing, grad_scale = 1 / target tokens, global-norm clip
  * and Adam step at the schedule's learning rate; no plateau decay, which needs a validation)
@@ -59,6 +60,7 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/encoded.h"
+#include "data/prepare.h"
 #include "data/spm.h"
 #include "op_profile.h"
 #include "model/model.h"
@@ -124,29 +126,17 @@ static Status write_dump(const char *path, const Config *cfg, int V, size_t npar
     return rc;
 }
 
-/* Trains the joint SentencePiece model on both sides of the training text, as train.c does. */
+/* Trains the joint SentencePiece model as a run without data.spm_model does
+ * (prepare_spm_train_sep: with <sep> for joined examples), in a temporary folder removed after. */
 static Status train_spm_tmp(const Config *cfg, const Corpus *train, Spm **spm, Err *err) {
-    char dir[] = "/tmp/bench_train.XXXXXX", txt[256], prefix[256], model[300], vocab[300];
+    char dir[] = "/tmp/bench_train.XXXXXX", path[300];
     if (!mkdtemp(dir)) return err_set(err, "cannot create a temporary folder in /tmp");
-    snprintf(txt, sizeof txt, "%s/spm_train.txt", dir);
-    snprintf(prefix, sizeof prefix, "%s/spm", dir);
-    snprintf(model, sizeof model, "%s.model", prefix);
-    snprintf(vocab, sizeof vocab, "%s.vocab", prefix);
-    Status rc = STATUS_ERR;
-    FILE *f = fopen(txt, "w");
-    if (!f) return err_set(err, "cannot write %s", txt);
-    for (long i = 0; i < train->n; i++) fprintf(f, "%s\n%s\n", train->src[i], train->tgt[i]);
-    if (fclose(f)) {
-        err_set(err, "cannot write %s", txt);
-        goto done;
-    }
-    const char *files[1] = {txt};
     printf("bench_train: training the SentencePiece model (%d pieces) in %s\n", cfg->vocab_size,
            dir);
-    if (spm_train(files, 1, cfg->vocab_size, prefix, 1, err)) goto done;
-    rc = spm_load(spm, model, err);
-done:
-    unlink(txt), unlink(model), unlink(vocab), rmdir(dir);
+    Status rc = prepare_spm_train_sep(train, cfg->vocab_size, cfg->concat > 1, dir, spm, err);
+    const char *files[] = {"spm_train.txt", "spm.model", "spm.vocab"};
+    for (int i = 0; i < 3; i++) snprintf(path, sizeof path, "%s/%s", dir, files[i]), unlink(path);
+    rmdir(dir);
     return rc;
 }
 
@@ -224,6 +214,7 @@ int main(int argc, char **argv) {
     threads = omp_get_max_threads();
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, &err)) goto fail;
+    if (corpus_concat(&train, cfg.concat, &err)) goto fail; /* data.concat, as the trainer */
     char dir[1024], def_spm[1100], cache[1400];
     config_save_dir(&cfg, dir, sizeof dir);
     snprintf(def_spm, sizeof def_spm, "%s/spm.model", dir);
@@ -235,6 +226,9 @@ int main(int argc, char **argv) {
     } else if (train_spm_tmp(&cfg, &train, &spm, &err)) {
         goto fail;
     }
+    if (prepare_check_sep(spm, cfg.concat, spm_path ? spm_path : "the SentencePiece model",
+                          &err))
+        goto fail;
     /* a cache of our own, so that the trainer's cache is never rewritten */
     if (make_dirs(cfg.cache_dir, &err)) {
         err_prefix(&err, "data.cache_dir");
@@ -244,14 +238,15 @@ int main(int argc, char **argv) {
     if (encoded_build(&tenc, (const char *const *)train.src, (const char *const *)train.tgt,
                       train.n, spm, cache, &err))
         goto fail;
-    long nkeep = batch_filter(&tenc, cfg.max_len, &keep);
+    int cap = config_example_len(&cfg); /* the trainer's cap: data.max_len × data.concat */
+    long nkeep = batch_filter(&tenc, cap, &keep);
 
     if (profile) be = op_profile_wrap(be);
     if (model_create(&model, &cfg.model, spm_vocab_size(spm), be, &err)) goto fail;
     model_init_params(&model, cfg.seed);
     model_set_loss_rows(&model, loss_rows);
     int bB, bS, bT;
-    batch_bounds(cfg.batch_tokens, cfg.max_len, &bB, &bS, &bT);
+    batch_bounds(cfg.batch_tokens, cap, &bB, &bS, &bT);
     model_reserve(&model, bB, bS, bT, cfg.batch_tokens, cfg.batch_tokens);
 
     /* the first epoch's batches, as train_run plans them */

@@ -13,9 +13,9 @@
 # runs train with: train.precision = the plan's `precision` (--precision P overrides it, e.g.
 # fp32 on a CPU without AVX512_BF16), T threads (default 1, as the study trains: train.threads
 # and bench_train --threads), the plan's SentencePiece model (`spm_model`, default spm.model in
-# the plan's folder; it must exist: `trainer study PLAN` makes it), and train.seed = the plan's
-# first seed, so that each config times the first W + N batches (defaults 3 and 20) of its
-# first seed's first epoch. --set passes an override to every config (e.g. train.device=cuda).
+# the plan's folder; `trainer study PLAN --prepare` makes it), and train.seed = the first seed
+# of the config's table (its `seeds =`, else the plan's), so that each config times the first
+# W + N batches (defaults 3 and 20) of its first run's first epoch. --set passes an override to every config (e.g. train.device=cuda).
 #
 # R rounds (default 5), interleaved: each round runs every config once, round r starting at the
 # (r−1)-th config of the list (mod its length) and going round it, so that every config meets
@@ -101,17 +101,20 @@ seed=${seeds%% *}
 # a path of the plan: relative to its folder unless absolute
 in_plan() { case "$1" in /*) echo "$1" ;; *) echo "$plandir/$1" ;; esac; }
 spm=$(in_plan "${spm_rel:-spm.model}")
-[ -f "$spm" ] || die "the plan's SentencePiece model $spm is missing; 'trainer study $plan' trains it"
+[ -f "$spm" ] || die "the plan's SentencePiece model $spm is missing; 'trainer study $plan --prepare' trains it"
 
 # Tables: names in order; per table its title, baseline and configs (name<TAB>path lines).
 declare -a tnames=() cnames=() cpaths=() ctable=()
-declare -A ttitle=() tbase=()
+declare -A ttitle=() tbase=() tseed=()
 while IFS=$'\t' read -r kind tname key val; do
   [ "$kind" = table ] || continue
   if [ -z "$key" ]; then tnames+=("$tname"); ttitle[$tname]=$tname; tbase[$tname]=""; continue; fi
   case "$key" in
     title) ttitle[$tname]=$val ;;
     baseline) tbase[$tname]=$val ;;
+    seeds)
+      tseed[$tname]=${val%% *}
+      [[ ${tseed[$tname]} =~ ^[0-9]+$ ]] || die "$plan: [table $tname]: seeds = $val: the first seed is not a whole number" ;;
     configs)
       for c in $val; do
         name=$(basename "$c" .ini)
@@ -122,7 +125,7 @@ while IFS=$'\t' read -r kind tname key val; do
         [ -f "$path" ] || die "$plan: [table $tname]: config $path does not exist"
         cnames+=("$name"); cpaths+=("$path"); ctable+=("$tname")
       done ;;
-    *) die "$plan: unknown key '$key' in [table $tname]; valid keys: title, configs, baseline" ;;
+    *) die "$plan: unknown key '$key' in [table $tname]; valid keys: title, configs, baseline, seeds" ;;
   esac
 done <<<"$parsed"
 [ ${#tnames[@]} -gt 0 ] || die "$plan: no [table NAME] section"
@@ -172,7 +175,7 @@ for ((r = 1; r <= rounds; r++)); do
     if ! OMP_NUM_THREADS=$threads "$bench" --config "${cpaths[$i]}" --batches "$batches" \
         --warmup "$warmup" --threads "$threads" --spm "$spm" \
         --set "train.precision=$precision" --set "train.threads=$threads" \
-        --set "data.spm_model=$spm" --set "train.seed=$seed" "${sets[@]}" >"$log" 2>&1; then
+        --set "data.spm_model=$spm" --set "train.seed=${tseed[${ctable[$i]}]:-$seed}" "${sets[@]}" >"$log" 2>&1; then
       cat "$log" >&2
       [ "$precision" != bf16 ] ||
         echo "study_speed.sh: where the CPU lacks bf16 (above), pass --precision fp32 (the header then names it)" >&2
@@ -206,7 +209,7 @@ done
   echo "- date: $date_utc"
   echo "- machine: $machine"
   prec_note=""; [ "$precision" = "$plan_precision" ] || prec_note=" (not the plan's ${plan_precision:-unset}: --precision)"
-  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of seed $seed's first epoch), $rounds rounds interleaved (round r starts at the r-th config)"
+  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of the first epoch of each table's first seed: $seed unless the table sets its own), $rounds rounds interleaved (round r starts at the r-th config)"
   echo "- SentencePiece model: $spm"
   echo "- load average (1, 5, 15 min; running/total; last pid) before: $load0; after: $load1"
   awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' &&

@@ -2,12 +2,13 @@
  * machines are at hand, and reports from the runs' archives alone (study/study.h: the
  * plan's format, what runs where, and what is written).
  *
- *   trainer study STUDY.ini [--jobs N] [--status] [--report] [--device cpu|cuda]
+ *   trainer study STUDY.ini [--jobs N] [--status] [--report] [--prepare] [--device cpu|cuda]
  *
  * --jobs N runs N at a time (default 1), one thread each; --status lists the runs archived,
  * running and missing, what the configs change in their recipes, and the time left with N at a
  * time (default: this machine's CPUs); --report writes the report from the archives there are,
- * training nothing; --device cuda trains and decodes the missing runs on the GPU.
+ * training nothing; --prepare trains the plan's shared SentencePiece model when it is missing
+ * and checks the plan, training no run; --device cuda trains and decodes the missing runs on the GPU.
  * Exit codes: 2 for a bad command line or plan (a config that does not validate with the plan's
  * settings included, a test file that cannot be read), 1 when an archive or a run folder to
  * resume holds another SentencePiece model than the plan's, a run fails to train or archive or
@@ -22,7 +23,7 @@
 #include "study/study.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: trainer study STUDY.ini [--jobs N] [--status] [--report] "
+    fprintf(f, "usage: trainer study STUDY.ini [--jobs N] [--status] [--report] [--prepare] "
                "[--device cpu|cuda]\n"
                "  trains every run of the plan that has no archive yet (N at a time, one thread "
                "each),\n"
@@ -34,13 +35,16 @@ static void usage(FILE *f) {
                "                     at --jobs N (default: this machine's CPUs)\n"
                "  --report           write the report from the archives there are; train "
                "nothing\n"
+               "  --prepare          train the plan's shared SentencePiece model if it is "
+               "missing,\n"
+               "                     check the plan and its archives; train no run\n"
                "  --device cpu|cuda  where the missing runs train (default: their configs')\n"
                "the plan's format: src/study/study.h, or docs/study.md\n");
 }
 
 int cmd_study(int argc, char **argv) {
     const char *file = NULL;
-    int jobs = 0, only_status = 0, only_report = 0, device = -1;
+    int jobs = 0, only_status = 0, only_report = 0, only_prepare = 0, device = -1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -57,6 +61,8 @@ int cmd_study(int argc, char **argv) {
             only_status = 1;
         } else if (!strcmp(argv[i], "--report")) {
             only_report = 1;
+        } else if (!strcmp(argv[i], "--prepare")) {
+            only_prepare = 1;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             if (cli_device_arg(argv[++i], &device, "study")) return 2;
         } else if (argv[i][0] == '-' || file) {
@@ -87,6 +93,11 @@ int cmd_study(int argc, char **argv) {
         goto done;
     }
     rc = 1;
+    if (only_prepare) {
+        if (study_prepare(s, &err)) goto fail;
+        rc = 0;
+        goto done;
+    }
     if (!only_report && study_train(s, jobs ? jobs : 1, &failed, &stopped, &err)) goto fail;
     if (stopped) {
         fprintf(stderr, "trainer study: stopped by a signal; the runs resume from their "

@@ -961,8 +961,7 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
 
 void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jobs, f); }
 
-Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
-    *failed = 0, *stopped = 0;
+Status study_prepare(Study *s, Err *err) {
     if (!path_is_file(s->spm)) {
         char dir[PATH], made[PATH + 16];
         const char *slash = strrchr(s->spm, '/');
@@ -975,7 +974,12 @@ Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
         if (strcmp(made, s->spm) && rename(made, s->spm) != 0)
             return err_set(err, "cannot rename %s to %s: %s", made, s->spm, strerror(errno));
     }
-    if (check_models(s, s->runs, s->nruns, err)) return STATUS_ERR;
+    return check_models(s, s->runs, s->nruns, err);
+}
+
+Status study_train(Study *s, int jobs, int *failed, int *stopped, Err *err) {
+    *failed = 0, *stopped = 0;
+    if (study_prepare(s, err)) return STATUS_ERR;
     char recipes[8192];
     recipe_text(s, "", recipes, sizeof recipes);
     printf("study: %s\n", recipes);

@@ -77,9 +77,14 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
  * epochs. No errors. */
 void study_status(Study *s, int jobs, FILE *f);
 
-/* Trains the shared SentencePiece model when missing, checks that every archive and every run
- * folder to resume has that model (see the top), prints what the configs change in their
- * recipes, then trains every run without an archive, jobs at a time, archiving each; a run
+/* Trains the shared SentencePiece model (spm_model) when missing, and checks that every archive
+ * and every run folder to resume has that model (see the top): what study_train does before it
+ * trains, for a machine that measures the plan's configs (bench/study_speed.sh) or packs it for
+ * another. Errors: the SentencePiece model's (training, loading, hashing), an archive or run
+ * folder of another model. */
+Status study_prepare(Study *s, Err *err);
+
+/* study_prepare, then prints what the configs change in their recipes, then trains every run without an archive, jobs at a time, archiving each; a run
  * whose archive appeared while it trained (another machine archived it) keeps that archive and
  * is not archived again. *failed: the runs that failed (each named on stderr with its log);
  * *stopped: 1 when a signal stopped the study. Errors: the SentencePiece model's (training,

@@ -180,8 +180,14 @@ int main(void) {
     EXPECT(!tr_exists(tr_fmt("%s/runs", dir)) && !tr_exists(tr_fmt("%s/spm.model", dir)),
            "a refused plan started a run or trained its SentencePiece model");
 
-    /* 2. the study: the shared SentencePiece model, then the 4 runs, 2 at a time */
+    /* 2. the study: the shared SentencePiece model (--prepare: that alone), then the 4 runs, 2
+     * at a time */
     const char *spm = test_strdup(tr_fmt("%s/spm.model", dir));
+    rc = study("prepare", plan, "--prepare", NULL);
+    EXPECT(rc == 0 && tr_exists(spm) && !tr_exists(tr_fmt("%s/runs", dir)) &&
+               !tr_exists(tr_fmt("%s/archive", dir)),
+           "--prepare (exit %d) should train %s and no run", rc, spm);
+    if (!rc) unlink(spm); /* the study trains it again, as below checks */
     rc = study("study", plan, "--jobs", "2");
     EXPECT(rc == 0, "trainer study failed (exit %d)", rc);
     if (rc) tr_print_tail(tr_fmt("%s/study.err", w), 20);
