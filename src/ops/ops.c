@@ -1,6 +1,6 @@
 /* ops.c — the backend-independent part of the op layer (ops.h): the OpKind name table, the map
  * from each OpKind to its Backend field, supports_op and backend_require_ops. The backends
- * themselves live in ops/cpu/ (one file per op family, table in backend_cpu.c) and ops/cuda/. */
+ * themselves live in ops/cpu/ and ops/cuda/, one file per op family of OP_FAMILIES (ops.h). */
 #include "ops/ops.h"
 
 #include <assert.h>

@@ -37,16 +37,15 @@
  * backend is refused before training starts. Backend-independent code: ops/ops.c, and
  * ops/backend.c: backend_open, the one way to open a backend (below).
  *
- * The tree: ops/cpu/ holds the CPU backend (its controls: ops/cpu/cpu.h), one file per op
- * family (matmul.c, bias.c, elementwise.c, dropout.c, layernorm.c, embedding.c, softmax_xent.c,
- * lstm.c, gru.c, adam.c, shape.c, and the attention ops attn_sdp.c, attn_additive.c, flash.c,
- * linear.c (with the taylor kind's l2feature_*), efficient.c, linformer.c, attn_local.c),
- * declared in cpu_internal.h and gathered into the table by backend_cpu.c; ops/cuda/ holds the
- * CUDA backend (its controls: ops/cuda/cuda.h), which fills the same table and is to mirror cpu/
- * file by file; ops/params.h carves parameters from one table. Every op is tested by
- * tests/ops/test_backend_ops.c (one case per OpKind; the attention cases in
- * tests/ops/attention_softmax.c, attention_linear.c, attention_taylor.c, attention_linformer.c and
- * attention_local.c).
+ * The tree: ops/cpu/ holds the CPU backend (its controls: ops/cpu/cpu.h) and ops/cuda/ the CUDA
+ * backend (its controls: ops/cuda/cuda.h), each as one file per op family, the families of
+ * OP_FAMILIES below: ops/cpu/<family>.c and ops/cuda/<family>.cu (its kernels in <family>.cuh),
+ * each ending in the function that sets its family's fields of the table
+ * (cpu_register_<family>, cuda_register_<family>); backend_cpu.c and backend_cuda.cu hold the
+ * memory functions and call the registrations, both from OP_FAMILIES. ops/params.h carves
+ * parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case per
+ * OpKind; the attention cases in tests/ops/attention_softmax.c, attention_linear.c,
+ * attention_taylor.c, attention_linformer.c and attention_local.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -622,6 +621,38 @@ typedef enum OpKind {
     OP_EFFICIENT_ATTN_SUMMARY_BACKWARD,
     OP_COUNT
 } OpKind;
+
+/* The op families, X(family) once for each. A family is one file in each backend,
+ * ops/cpu/<family>.c and ops/cuda/<family>.cu, ending in void cpu_register_<family>(Backend *)
+ * and void cuda_register_<family>(Backend *), which set the fields named beside it. Both
+ * backends declare (cpu_internal.h, cuda_internal.h) and call (backend_cpu.c, backend_cuda.cu)
+ * their registrations from this list, in its order, after setting the memory functions (a CUDA
+ * family may allocate its fixed scratch through be->alloc), so a family that one backend lacks
+ * fails to link. A family that one backend alone has is registered by that backend by hand (the
+ * CUDA backend's rnn_cudnn: rnn_seq_*, with cuDNN only). A new family: its two files, one line
+ * here, its fields and OpKinds above (with ops.c's name table), and their cases in
+ * tests/ops/test_backend_ops.c. */
+#define OP_FAMILIES(X)                                                                           \
+    X(matmul)        /* matmul, matmul_bias_forward (the CPU also: matmul_run, matmul_hold,    \
+                        matmul_keep, matmul_transb_slower) */                                    \
+    X(bias)          /* bias_forward, bias_backward */                                           \
+    X(elementwise)   /* axpy, scale, sumsq, all_finite, tanh_forward, tanh_backward */           \
+    X(dropout)       /* dropout_*, bias_relu_dropout_forward, relu_dropout_backward */           \
+    X(layernorm)     /* layernorm_* */                                                           \
+    X(embedding)     /* embedding_* */                                                           \
+    X(softmax_xent)  /* xent_forward_backward, xent_workspace, log_softmax, argmax */            \
+    X(lstm)          /* lstm_cell_* */                                                           \
+    X(gru)           /* gru_cell_* */                                                            \
+    X(adam)          /* adam_update */                                                           \
+    X(shape)         /* concat2_*, transpose01_*, permute0213_*, write_step, gather_rows,        \
+                        gather_rows_strided */                                                   \
+    X(attn_sdp)      /* attn_forward, attn_backward, attn_*_merged, attn_workspace */            \
+    X(attn_additive) /* additive_attn_* */                                                       \
+    X(attn_local)    /* local_attn_* */                                                          \
+    X(flash)         /* flash_attn_* */                                                          \
+    X(linear)        /* linear_attn_*, l2feature_* (the taylor kind's features) */               \
+    X(efficient)     /* efficient_attn_* */                                                      \
+    X(linformer)     /* linformer_proj_* */
 
 /* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range.
  * No errors. Source: ggml's GGML_OP_NAME (the idea). */

@@ -4,8 +4,8 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
-                     float b1, float b2, float eps, int t) {
+static void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
+                            float b1, float b2, float eps, int t) {
     float c1 = 1.0f / (1.0f - powf(b1, (float)t));
     float c2 = 1.0f / (1.0f - powf(b2, (float)t));
 #pragma omp parallel for simd if (n > 65536)
@@ -16,3 +16,5 @@ void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t
         param[i] -= lr * (m[i] * c1) / (sqrtf(v[i] * c2) + eps);
     }
 }
+
+void cpu_register_adam(Backend *be) { be->adam_update = cpu_adam_update; }

@@ -10,9 +10,9 @@
 /* Additive attention (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 "concat"): the score
  * is v_hᵀ tanh(qp + kp) instead of a dot product; qp [B,Tq,A], kp [B,Tk,A], v [NH,A] (row r uses
  * head r mod NH), values [B,Tk,Dv]. Parallel over the rows; each (r, t) row is independent. */
-void cpu_additive_attn_forward(float *out, float *weights, const float *qp, const float *kp,
-                               const float *v, const float *values, const int *key_len,
-                               int causal, int B, int NH, int Tq, int Tk, int A, int Dv) {
+static void cpu_additive_attn_forward(float *out, float *weights, const float *qp, const float *kp,
+                                      const float *v, const float *values, const int *key_len,
+                                      int causal, int B, int NH, int Tq, int Tk, int A, int Dv) {
     int R = B * NH; /* rows (b, h), row r = b·NH + h */
 #pragma omp parallel for if ((long)R * Tq * Tk * A > 16384)
     for (int b = 0; b < R; b++) {
@@ -47,7 +47,7 @@ void cpu_additive_attn_forward(float *out, float *weights, const float *qp, cons
 }
 
 /* No workspace: the backward's scratch rows (Tk + A floats) are per thread, on the stack. */
-size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv) {
+static size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv) {
     (void)B, (void)NH, (void)Tq, (void)Tk, (void)A, (void)Dv;
     return 0;
 }
@@ -57,10 +57,10 @@ size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv)
  * private vector, added to dv[r mod NH] in the order of r (omp ordered), so the result does not
  * depend on the number of threads and no floating-point atomics are used (docs/design.md §9).
  * Positions with weight 0 (masked) contribute nothing and are skipped. */
-void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
-                                const float *dout, const float *qp, const float *kp,
-                                const float *v, const float *values, const float *weights, int B,
-                                int NH, int Tq, int Tk, int A, int Dv, float *work) {
+static void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
+                                       const float *dout, const float *qp, const float *kp,
+                                       const float *v, const float *values, const float *weights,
+                                       int B, int NH, int Tq, int Tk, int A, int Dv, float *work) {
     (void)work; /* no workspace: the scratch rows dw, dvb are per thread, on the stack */
     int need_u = dqp || dkp || dv; /* anything behind the tanh wanted? */
     B *= NH;                       /* rows (b, h) */
@@ -112,4 +112,10 @@ void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalue
             }
         }
     }
+}
+
+void cpu_register_attn_additive(Backend *be) {
+    be->additive_attn_forward = cpu_additive_attn_forward;
+    be->additive_attn_workspace = cpu_additive_attn_workspace;
+    be->additive_attn_backward = cpu_additive_attn_backward;
 }

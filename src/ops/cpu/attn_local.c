@@ -11,8 +11,8 @@
 #include "ops/cpu/cpu_internal.h"
 
 /* The query's window [*lo, *hi] (empty when lo > hi) and its position p (local-p: len·σ(z)). */
-void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int window, int pos0,
-                      int b, int t, int Tq) {
+static void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int window,
+                             int pos0, int b, int t, int Tq) {
     float pt = z ? (float)len / (1.0f + expf(-z[(size_t)b * Tq + t])) : (float)(pos0 + t);
     int l = (int)ceilf(pt - (float)window), h = (int)floorf(pt + (float)window);
     *lo = l < 0 ? 0 : l;
@@ -30,10 +30,10 @@ static int local_len(const int *key_len, int b, int Tk) {
     return len > Tk ? Tk : len < 0 ? 0 : len;
 }
 
-void cpu_local_attn_forward(float *out, float *weights, const float *q, const float *k,
-                            const float *va, const float *v, const float *z, const int *key_len,
-                            float scale, int window, int pos0, int B, int NH, int Tq, int Tk,
-                            int D, int Dv) {
+static void cpu_local_attn_forward(float *out, float *weights, const float *q, const float *k,
+                                   const float *va, const float *v, const float *z,
+                                   const int *key_len, float scale, int window, int pos0, int B,
+                                   int NH, int Tq, int Tk, int D, int Dv) {
     int R = B * NH;
     float sig = 0.5f * (float)window; /* σ = D/2 (eq. 10) */
 #pragma omp parallel for if ((long)R * Tq * (2 * window + 1) * D > 16384)
@@ -71,7 +71,7 @@ void cpu_local_attn_forward(float *out, float *weights, const float *q, const fl
     }
 }
 
-size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH, (void)Tq, (void)Tk, (void)D, (void)Dv;
     return 0;
 }
@@ -82,11 +82,12 @@ size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
  *   dp = Σ_s dw_s a_s (s − p)/σ²;  dz += dp · p (1 − p/len)             (g, then p = len σ(z))
  *   dot: dq += scale Σ de_s k_s, dk_s += scale de_s q;  additive: u = tanh(q + k_s),
  *   dq += de_s va (1 − u²), dk_s += the same, dva += de_s u. */
-void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float *dz,
-                             const float *dout, const float *q, const float *k, const float *va,
-                             const float *v, const float *z, const float *weights,
-                             const int *key_len, float scale, int window, int pos0, int B, int NH,
-                             int Tq, int Tk, int D, int Dv, float *work) {
+static void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float *dz,
+                                    const float *dout, const float *q, const float *k,
+                                    const float *va, const float *v, const float *z,
+                                    const float *weights, const int *key_len, float scale,
+                                    int window, int pos0, int B, int NH, int Tq, int Tk, int D,
+                                    int Dv, float *work) {
     (void)work;
     float sig = 0.5f * (float)window;
 #pragma omp parallel if ((long)B * NH * Tq * (2 * window + 1) * D > 16384)
@@ -153,4 +154,10 @@ void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float 
             }
         }
     }
+}
+
+void cpu_register_attn_local(Backend *be) {
+    be->local_attn_forward = cpu_local_attn_forward;
+    be->local_attn_workspace = cpu_local_attn_workspace;
+    be->local_attn_backward = cpu_local_attn_backward;
 }

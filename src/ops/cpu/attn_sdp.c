@@ -80,20 +80,20 @@ static void attn_forward(float *out, float *weights, const float *q, const float
     }
 }
 
-void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
-                      const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
-                      int D, int Dv) {
+static void cpu_attn_forward(float *out, float *weights, const float *q, const float *k,
+                             const float *v, const int *key_len, float scale, int causal, int B,
+                             int NH, int Tq, int Tk, int D, int Dv) {
     attn_forward(out, weights, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv, 0);
 }
 
-void cpu_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
-                             const float *v, const int *key_len, float scale, int causal, int B,
-                             int NH, int Tq, int Tk, int D, int Dv) {
+static void cpu_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
+                                    const float *v, const int *key_len, float scale, int causal,
+                                    int B, int NH, int Tq, int Tk, int D, int Dv) {
     attn_forward(out, weights, q, k, v, key_len, scale, causal, B, NH, Tq, Tk, D, Dv, 1);
 }
 
 /* Floats of work for attn_backward: one [Tq, Tk] matrix dP per OpenMP thread. */
-size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH, (void)D, (void)Dv;
     return (size_t)omp_get_max_threads() * ((size_t)Tq * Tk + 1);
 }
@@ -142,15 +142,23 @@ static void attn_backward(float *dq, float *dk, float *dv, const float *dout, co
     }
 }
 
-void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                       const float *k, const float *v, const float *weights, float scale, int B,
-                       int NH, int Tq, int Tk, int D, int Dv, float *work) {
+static void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                              const float *k, const float *v, const float *weights, float scale,
+                              int B, int NH, int Tq, int Tk, int D, int Dv, float *work) {
     attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv, work, 0);
 }
 
-void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
-                              const float *q, const float *k, const float *v,
-                              const float *weights, float scale, int B, int NH, int Tq, int Tk,
-                              int D, int Dv, float *work) {
+static void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
+                                     const float *q, const float *k, const float *v,
+                                     const float *weights, float scale, int B, int NH, int Tq,
+                                     int Tk, int D, int Dv, float *work) {
     attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv, work, 1);
+}
+
+void cpu_register_attn_sdp(Backend *be) {
+    be->attn_forward = cpu_attn_forward;
+    be->attn_forward_merged = cpu_attn_forward_merged;
+    be->attn_workspace = cpu_attn_workspace;
+    be->attn_backward = cpu_attn_backward;
+    be->attn_backward_merged = cpu_attn_backward_merged;
 }

@@ -26,7 +26,7 @@ void cpu_bias_forward(float *out, const float *bias, int N, int C) {
 enum { NONES = 65536 };
 static const float ONES[NONES] = {ONES64K};
 
-void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
+static void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
     /* out = inp + bias (broadcast over N rows)  →  dbias += doutᵀ · 1, one sgemv per 65536 rows
      * (one in practice: N is the rows of one batch) */
     for (int n0 = 0; n0 < N; n0 += NONES) {
@@ -34,4 +34,9 @@ void cpu_bias_backward(float *dbias, const float *dout, int N, int C) {
         cblas_sgemv(CblasRowMajor, CblasTrans, rows, C, 1.0f, dout + (size_t)n0 * C, C, ONES, 1,
                     1.0f, dbias, 1);
     }
+}
+
+void cpu_register_bias(Backend *be) {
+    be->bias_forward = cpu_bias_forward;
+    be->bias_backward = cpu_bias_backward;
 }

@@ -13,7 +13,8 @@
 #include "ops/ops.h"
 
 /* The CPU backend (OpenBLAS + OpenMP; memory is 64-byte aligned host memory): always present;
- * the reference. No errors. */
+ * the reference, with every op. Built on the first call (thread-safe); later calls return the
+ * same table. Aborts naming the op if an op family left one unset (programmer error). */
 const Backend *backend_cpu(void);
 
 /* Debian's OpenBLAS 0.3.21 picks its Haswell (AVX2) kernels on AVX-512 machines; its SkylakeX

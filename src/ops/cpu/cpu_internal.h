@@ -1,9 +1,11 @@
-/* ops/cpu/cpu_internal.h — private to src/ops/cpu: the CPU backend's functions (OpenBLAS +
- * OpenMP), each defined in the file of its op family (matmul.c, bias.c, elementwise.c,
- * dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c, shape.c,
- * attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c) and gathered into the table by
- * backend_cpu.c, and the helpers those files share. Semantics, shapes, errors (none: shapes are
- * the caller's contract) and sources are documented once, on the table in ops/ops.h. */
+/* ops/cpu/cpu_internal.h — private to src/ops/cpu: what the CPU backend's files share. Each op
+ * family (ops.h's OP_FAMILIES) is one file, <family>.c, whose op functions are static and whose
+ * cpu_register_<family>, declared here from OP_FAMILIES, sets its fields of the table;
+ * backend_cpu.c holds the memory functions and calls the registrations. Also here: the helpers
+ * more than one file uses (the vectorisable exp, σ and tanh, the additive score, the attention
+ * ops' dot product, axpy and key count) and the two ops that matmul.c's matmul_bias_forward
+ * reuses. Semantics, shapes, errors (none: shapes are the caller's contract) and sources of the
+ * ops are documented once, on the table in ops/ops.h. */
 #ifndef TRAINER_CPU_INTERNAL_H
 #define TRAINER_CPU_INTERNAL_H
 #include <stdint.h>
@@ -90,155 +92,18 @@ static inline void cpu_additive_score_backward(float *dq, float *dk, float *dv, 
     }
 }
 
+/* Sets the fields of family f (ops.h's OP_FAMILIES names them) in *be: one
+ * void cpu_register_<f>(Backend *be) per family, defined at the end of <f>.c and called once by
+ * backend_cpu.c while it builds the table. No errors. */
+#define CPU_REGISTER_DECLARE(f) void cpu_register_##f(Backend *be);
+OP_FAMILIES(CPU_REGISTER_DECLARE)
+#undef CPU_REGISTER_DECLARE
 
-void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
-                int transB, float alpha, float beta);
-void cpu_matmul_run(int begin);
-void cpu_matmul_hold(const float *p, size_t n);
-void cpu_matmul_keep(const float *p, size_t n);
-int cpu_matmul_transb_slower(void);
-void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight, const float *bias,
-                             int N, int C, int K, int relu);
+/* Backend.bias_forward (bias.c) and Backend.bias_relu_dropout_forward (dropout.c), also the
+ * second pass of matmul.c's matmul_bias_forward, which must match them bit for bit. */
 void cpu_bias_forward(float *out, const float *bias, int N, int C);
-void cpu_bias_backward(float *dbias, const float *dout, int N, int C);
-void cpu_axpy(float *y, float a, const float *x, size_t n);
-void cpu_scale(float *x, float a, size_t n);
-double cpu_sumsq(const float *x, size_t n);
-int cpu_all_finite(const float *x, size_t n);
-void cpu_concat2_forward(float *out, const float *a, const float *b, int N, int Ca, int Cb);
-void cpu_concat2_backward(float *da, float *db, const float *dout, int N, int Ca, int Cb);
-void cpu_transpose01_forward(float *out, const float *inp, int D0, int D1, int C);
-void cpu_transpose01_backward(float *dinp, const float *dout, int D0, int D1, int C);
-void cpu_tanh_forward(float *out, const float *inp, size_t n);
-void cpu_tanh_backward(float *dinp, const float *dout, const float *out, size_t n);
-void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
-                         size_t n);
-void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n);
-void cpu_embedding_forward(float *out, const int *ids, const float *table, int N, int E);
-void cpu_embedding_backward(float *dtable, const float *dout, const int *ids, int N, int E);
-void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev,
-                           const float *c_prev, const float *mask, int B, int H);
-void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
-                            const float *dc, const float *gates, const float *c,
-                            const float *c_prev, const float *mask, int B, int H);
-void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_prev,
-                          const float *mask, int B, int H);
-void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *dh,
-                           const float *gx, const float *gh, const float *h_prev,
-                           const float *mask, int B, int H);
-void cpu_additive_attn_forward(float *out, float *weights, const float *qp, const float *kp,
-                               const float *v, const float *values, const int *key_len,
-                               int causal, int B, int NH, int Tq, int Tk, int A, int Dv);
-void cpu_additive_attn_backward(float *dqp, float *dkp, float *dv, float *dvalues,
-                                const float *dout, const float *qp, const float *kp,
-                                const float *v, const float *values, const float *weights, int B,
-                                int NH, int Tq, int Tk, int A, int Dv, float *work);
-size_t cpu_additive_attn_workspace(int B, int NH, int Tq, int Tk, int A, int Dv);
-void cpu_gather_rows(float *dst, const float *src, const int *idx, int n, int D);
-void cpu_gather_rows_strided(float *dst, const float *src, const int *idx, int n, int D,
-                             int stride);
-void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *weight, const float *bias, int N, int C);
-void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, const float *mean,
-                            const float *rstd, int N, int C);
-void cpu_bias_relu_dropout_forward(float *out, const float *inp, const float *bias,
-                                   float p, uint64_t key, int N, int C);
-void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out, float p,
-                               size_t n);
-void cpu_permute0213_forward(float *out, const float *inp, int A, int D0, int D1, int C);
-void cpu_permute0213_backward(float *dinp, const float *dout, int A, int D0, int D1, int C);
-void cpu_write_step(float *cache, const float *x, int N, int Tcap, int t, int C);
-void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
-                          const float *v, int phi, int B, int NH, int D, int Dv);
-void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
-                             const int *key_len, int phi, int B, int NH, int Tk, int D, int Dv);
-void cpu_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
-                          int phi, int B, int NH, int Tq, int D, int Dv);
-void cpu_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
-                                   const float *q, const float *state, const float *zsum, int phi,
-                                   int B, int NH, int Tq, int D, int Dv);
-void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
-                                      const float *dzsum, const float *k, const float *v,
-                                      const int *key_len, int phi, int B, int NH, int Tk, int D,
-                                      int Dv);
-void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v, const int *key_len,
-                                int B, int NH, int Tk, int D, int Dv);
-void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH, int Tq,
-                             int D, int Dv);
-void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout, const float *q,
-                                      const float *ctx, int B, int NH, int Tq, int D, int Dv);
-void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
-                                         const float *ctx, const float *k, const float *v,
-                                         const int *key_len, int B, int NH, int Tk, int D,
-                                         int Dv);
-void cpu_l2feature_forward(float *out, const float *inp, int N, int D);
-void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D);
-void cpu_linformer_proj_forward(float *out, const float *P, const float *x, const int *key_len,
-                                int B, int NH, int R, int Tk, int D, int n, int shared);
-void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const float *P,
-                                 const float *x, const int *key_len, int B, int NH, int R, int Tk,
-                                 int D, int n, int shared);
-void cpu_attn_forward(float *out, float *weights, const float *q, const float *k, const float *v,
-                      const int *key_len, float scale, int causal, int B, int NH, int Tq, int Tk,
-                      int D, int Dv);
-void cpu_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                       const float *k, const float *v, const float *weights, float scale, int B,
-                       int NH, int Tq, int Tk, int D, int Dv, float *work);
-void cpu_attn_forward_merged(float *out, float *weights, const float *q, const float *k,
-                             const float *v, const int *key_len, float scale, int causal, int B,
-                             int NH, int Tq, int Tk, int D, int Dv);
-void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout,
-                              const float *q, const float *k, const float *v,
-                              const float *weights, float scale, int B, int NH, int Tq, int Tk,
-                              int D, int Dv, float *work);
-size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
-size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
-size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
-size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
-/* attn_local.c: local attention (ops.h local_attn_*); cpu_local_window: the window [lo, hi] and
- * p_t of query t of batch row b (the one definition the CPU op uses) */
-void cpu_local_window(int *lo, int *hi, float *p, const float *z, int len, int window, int pos0,
-                      int b, int t, int Tq);
-void cpu_local_attn_forward(float *out, float *weights, const float *q, const float *k,
-                            const float *va, const float *v, const float *z, const int *key_len,
-                            float scale, int window, int pos0, int B, int NH, int Tq, int Tk,
-                            int D, int Dv);
-void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float *dz,
-                             const float *dout, const float *q, const float *k, const float *va,
-                             const float *v, const float *z, const float *weights,
-                             const int *key_len, float scale, int window, int pos0, int B, int NH,
-                             int Tq, int Tk, int D, int Dv, float *work);
-size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
-double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
-                                 int V, float smoothing, int ignore_id, float grad_scale,
-                                 float *work);
-size_t cpu_xent_workspace(int N, int V);
-void cpu_log_softmax(float *out, const float *logits, int N, int V);
-void cpu_argmax(int *ids, const float *x, int N, int V);
-void cpu_adam_update(float *param, const float *grad, float *m, float *v, size_t n, float lr,
-                     float b1, float b2, float eps, int t);
-void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
-                            const float *v, const int *key_len, float scale, int causal, int B,
-                            int NH, int Tq, int Tk, int D, int Dv, float *work);
-void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                             const float *k, const float *v, const float *out, const float *lse,
-                             const int *key_len, float scale, int causal, int B, int NH, int Tq,
-                             int Tk, int D, int Dv, float *work);
-void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
-                             const int *key_len, int causal, int phi, int B, int NH, int Tq,
-                             int Tk, int D, int Dv, float *work);
-void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                              const float *k, const float *v, const int *key_len, int causal,
-                              int phi, int B, int NH, int Tq, int Tk, int D, int Dv,
-                              float *work);
-void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
-                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
-                                float *work);
-void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
-                                 const float *q, const float *k, const float *v,
-                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
-                                 float *work);
+void cpu_bias_relu_dropout_forward(float *out, const float *inp, const float *bias, float p,
+                                   uint64_t key, int N, int C);
 
 /* Shared by the linear-time attention ops (linear.c, efficient.c, flash.c). */
 /* Σ_i a_i b_i in float32; an `omp simd` reduction (a fixed, compile-time order: the result does

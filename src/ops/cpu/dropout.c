@@ -11,8 +11,8 @@ static inline float keep_mask(uint64_t key, size_t i, float p, float keep_scale)
     return (p <= 0 || u >= p) ? keep_scale : 0.0f;
 }
 
-void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
-                         size_t n) {
+static void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uint64_t key,
+                                size_t n) {
     float keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 #pragma omp parallel for simd if (n > 65536)
     for (size_t i = 0; i < n; i++) {
@@ -21,7 +21,7 @@ void cpu_dropout_forward(float *out, float *mask, const float *inp, float p, uin
     }
 }
 
-void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
+static void cpu_dropout_backward(float *dinp, const float *dout, const float *mask, size_t n) {
     /* out = inp · mask  →  dinp += dout · mask */
 #pragma omp parallel for simd if (n > 65536)
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * mask[i];
@@ -49,11 +49,18 @@ void cpu_bias_relu_dropout_forward(float *out, const float *inp, const float *bi
     }
 }
 
-void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out, float p,
-                               size_t n) {
+static void cpu_relu_dropout_backward(float *dinp, const float *dout, const float *out, float p,
+                                      size_t n) {
     /* out = max(x, 0) · mask, mask ∈ {0, 1/(1-p)}  →  dx = dout · mask · [x > 0], and
      * mask · [x > 0] = [out > 0] / (1 - p) */
     float keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
 #pragma omp parallel for simd if (n > 65536)
     for (size_t i = 0; i < n; i++) dinp[i] = out[i] > 0.0f ? dout[i] * keep_scale : 0.0f;
+}
+
+void cpu_register_dropout(Backend *be) {
+    be->dropout_forward = cpu_dropout_forward;
+    be->dropout_backward = cpu_dropout_backward;
+    be->bias_relu_dropout_forward = cpu_bias_relu_dropout_forward;
+    be->relu_dropout_backward = cpu_relu_dropout_backward;
 }

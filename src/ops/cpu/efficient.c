@@ -30,7 +30,7 @@ static size_t efficient_per_thread(int D, int Dv) {
     return 2 * (size_t)D * Dv + 7 * (size_t)D + (size_t)Dv + 1;
 }
 
-size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH, (void)Tq, (void)Tk;
     return (size_t)omp_get_max_threads() * efficient_per_thread(D, Dv);
 }
@@ -136,9 +136,9 @@ static void efficient_keys_backward(float *dkb, float *dvb, const float *dC, con
 
 /* Efficient attention forward (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v), ρ_k over the
  * key_len[b] visible keys; out[B,NH,Tq,Dv] overwritten, 0 where key_len[b] = 0. */
-void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
-                                const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
-                                float *work) {
+static void cpu_efficient_attn_forward(float *out, const float *q, const float *k, const float *v,
+                                       const int *key_len, int B, int NH, int Tq, int Tk, int D,
+                                       int Dv, float *work) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
     {
@@ -165,8 +165,8 @@ void cpu_efficient_attn_forward(float *out, const float *q, const float *k, cons
 
 /* The context of the visible keys (ops.h efficient_attn_summary): colsoftmax_stats and
  * efficient_context, as the forward builds it; 0 for a pair with no visible key. */
-void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v, const int *key_len,
-                                int B, int NH, int Tk, int D, int Dv) {
+static void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v,
+                                       const int *key_len, int B, int NH, int Tk, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
     {
@@ -187,8 +187,8 @@ void cpu_efficient_attn_summary(float *ctx, const float *k, const float *v, cons
 }
 
 /* out_t = ctxᵀ ρ_q(q_t), as the forward's rows (ops.h efficient_attn_read). */
-void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH, int Tq,
-                             int D, int Dv) {
+static void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B, int NH,
+                                    int Tq, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
     {
@@ -202,8 +202,9 @@ void cpu_efficient_attn_read(float *out, const float *q, const float *ctx, int B
 }
 
 /* dq and dC = Σ_t P_t g_tᵀ as the backward's rows (ops.h efficient_attn_read_backward). */
-void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout, const float *q,
-                                      const float *ctx, int B, int NH, int Tq, int D, int Dv) {
+static void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout,
+                                             const float *q, const float *ctx, int B, int NH,
+                                             int Tq, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
     {
@@ -221,10 +222,10 @@ void cpu_efficient_attn_read_backward(float *dq, float *dctx, const float *dout,
 
 /* dk and dv from dC and C as the backward's keys (ops.h efficient_attn_summary_backward); dk
  * may be dv. */
-void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
-                                         const float *ctx, const float *k, const float *v,
-                                         const int *key_len, int B, int NH, int Tk, int D,
-                                         int Dv) {
+static void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx,
+                                                const float *ctx, const float *k, const float *v,
+                                                const int *key_len, int B, int NH, int Tk, int D,
+                                                int Dv) {
     if (!dk && !dv) return;
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
@@ -247,10 +248,10 @@ void cpu_efficient_attn_summary_backward(float *dk, float *dv, const float *dctx
  * dC = Σ_t P_t g_tᵀ, then per visible key dv_s = dCᵀ K_s and dk (column-softmax backward).
  * Accumulates (+=) into dq, dk, dv, each may be NULL; padded keys (s ≥ key_len[b]) get no
  * gradient. */
-void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
-                                 const float *q, const float *k, const float *v,
-                                 const int *key_len, int B, int NH, int Tq, int Tk, int D, int Dv,
-                                 float *work) {
+static void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                        const float *q, const float *k, const float *v,
+                                        const int *key_len, int B, int NH, int Tq, int Tk, int D,
+                                        int Dv, float *work) {
     if (!dq && !dk && !dv) return;
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
@@ -282,4 +283,14 @@ void cpu_efficient_attn_backward(float *dq, float *dk, float *dv, const float *d
                                         inv, len, D, Dv, sc);
         }
     }
+}
+
+void cpu_register_efficient(Backend *be) {
+    be->efficient_attn_workspace = cpu_efficient_attn_workspace;
+    be->efficient_attn_forward = cpu_efficient_attn_forward;
+    be->efficient_attn_summary = cpu_efficient_attn_summary;
+    be->efficient_attn_read = cpu_efficient_attn_read;
+    be->efficient_attn_read_backward = cpu_efficient_attn_read_backward;
+    be->efficient_attn_summary_backward = cpu_efficient_attn_summary_backward;
+    be->efficient_attn_backward = cpu_efficient_attn_backward;
 }

@@ -41,7 +41,7 @@
 #define FLASH_PAR_MIN 262144.0
 
 /* Floats of work for flash_attn_forward and _backward: 2·FLASH_BR·FLASH_BC per OpenMP thread. */
-size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH, (void)Tq, (void)Tk, (void)D, (void)Dv;
     return (size_t)omp_get_max_threads() * 2 * FLASH_BR * FLASH_BC;
 }
@@ -53,9 +53,9 @@ static inline int row_limit(int t, int len, int causal, int off) {
     return lim < 0 ? 0 : lim;
 }
 
-void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
-                            const float *v, const int *key_len, float scale, int causal, int B,
-                            int NH, int Tq, int Tk, int D, int Dv, float *work) {
+static void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float *k,
+                                   const float *v, const int *key_len, float scale, int causal,
+                                   int B, int NH, int Tq, int Tk, int D, int Dv, float *work) {
     if (B <= 0 || NH <= 0 || Tq <= 0) return;
     const int nblk = (Tq + FLASH_BR - 1) / FLASH_BR; /* query blocks per (b, h) */
     const long items = (long)B * NH * nblk;
@@ -135,10 +135,11 @@ void cpu_flash_attn_forward(float *out, float *lse, const float *q, const float 
     }
 }
 
-void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                             const float *k, const float *v, const float *out, const float *lse,
-                             const int *key_len, float scale, int causal, int B, int NH, int Tq,
-                             int Tk, int D, int Dv, float *work) {
+static void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                    const float *q, const float *k, const float *v,
+                                    const float *out, const float *lse, const int *key_len,
+                                    float scale, int causal, int B, int NH, int Tq, int Tk, int D,
+                                    int Dv, float *work) {
     if (!dq && !dk && !dv) return;
     if (B <= 0 || NH <= 0 || Tq <= 0 || Tk <= 0) return;
     const int off = Tk - Tq;
@@ -223,4 +224,10 @@ void cpu_flash_attn_backward(float *dq, float *dk, float *dv, const float *dout,
             }
         }
     }
+}
+
+void cpu_register_flash(Backend *be) {
+    be->flash_attn_workspace = cpu_flash_attn_workspace;
+    be->flash_attn_forward = cpu_flash_attn_forward;
+    be->flash_attn_backward = cpu_flash_attn_backward;
 }

@@ -6,8 +6,8 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_prev,
-                          const float *mask, int B, int H) {
+static void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_prev,
+                                 const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
     for (int b = 0; b < B; b++) {
         float *gt = gx + (size_t)b * 3 * H;       /* [3H] in: x W_ihᵀ + b_ih; out: r,z,n */
@@ -26,8 +26,9 @@ void cpu_gru_cell_forward(float *h, float *gx, const float *gh, const float *h_p
     }
 }
 
-void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *dh, const float *gx,
-                           const float *gh, const float *h_prev, const float *mask, int B, int H) {
+static void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *dh,
+                                  const float *gx, const float *gh, const float *h_prev,
+                                  const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
     for (int b = 0; b < B; b++) {
         const float *gt = gx + (size_t)b * 3 * H; /* [3H] activations r, z, n */
@@ -58,4 +59,9 @@ void cpu_gru_cell_backward(float *dgx, float *dgh, float *dh_prev, const float *
             dx[2 * H + j] = dpn, dgr[2 * H + j] = dpn * r;
         }
     }
+}
+
+void cpu_register_gru(Backend *be) {
+    be->gru_cell_forward = cpu_gru_cell_forward;
+    be->gru_cell_backward = cpu_gru_cell_backward;
 }

@@ -19,8 +19,8 @@
 
 #define LN_EPS 1e-5
 
-void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *weight, const float *bias, int N, int C) {
+static void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                  const float *weight, const float *bias, int N, int C) {
 #pragma omp parallel for if ((long)N * C > 32768)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -39,9 +39,9 @@ void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in
     }
 }
 
-void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, const float *mean,
-                            const float *rstd, int N, int C) {
+static void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, const float *mean,
+                                   const float *rstd, int N, int C) {
 #pragma omp parallel if ((long)N * C > 32768)
     {
         /* out = x̂ w + b, x̂ = (x − μ)·rstd  →  dx = rstd (g − mean(g) − x̂ mean(g x̂)) */
@@ -88,4 +88,9 @@ void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const flo
             }
         }
     }
+}
+
+void cpu_register_layernorm(Backend *be) {
+    be->layernorm_forward = cpu_layernorm_forward;
+    be->layernorm_backward = cpu_layernorm_backward;
 }

@@ -209,16 +209,16 @@ static size_t linear_per_thread(int Tq, int Tk, int D, int Dv) {
            LINEAR_ROWS * ((size_t)D + (size_t)Dv);
 }
 
-size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     (void)B, (void)NH;
     return (size_t)omp_get_max_threads() * linear_per_thread(Tq, Tk, D, Dv);
 }
 
 /* Linear attention forward (Katharopoulos et al. 2020 eq. 6; causal: eq. 8–9 as prefix sums).
  * out[B,NH,Tq,Dv] is overwritten. The rows that see the same keys are read together. */
-void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
-                             const int *key_len, int causal, int phi_m, int B, int NH, int Tq,
-                             int Tk, int D, int Dv, float *work) {
+static void cpu_linear_attn_forward(float *out, const float *q, const float *k, const float *v,
+                                    const int *key_len, int causal, int phi_m, int B, int NH,
+                                    int Tq, int Tk, int D, int Dv, float *work) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
     {
@@ -257,8 +257,9 @@ void cpu_linear_attn_forward(float *out, const float *q, const float *k, const f
  * §3.4): the new key joins each row's running state, then the query reads it, through the
  * forward's kernels, so out equals the causal forward's row t bit for bit. Parallel over the
  * B·NH (row, head) pairs, each owning its state. */
-void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q, const float *k,
-                          const float *v, int phi_m, int B, int NH, int D, int Dv) {
+static void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
+                                 const float *k, const float *v, int phi_m, int B, int NH, int D,
+                                 int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * D * Dv > 65536)
     {
@@ -278,9 +279,9 @@ void cpu_linear_attn_step(float *out, float *state, float *zsum, const float *q,
 /* The summary of the visible keys (ops.h linear_attn_summary): state = Σ φ(k_s) v_sᵀ,
  * zsum = Σ φ(k_s) over s < L in order, as the forward builds them. Parallel over the B·NH
  * pairs, each owning its state; φ(k) is taken a block of keys at a time. */
-void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
-                             const int *key_len, int phi_m, int B, int NH, int Tk, int D,
-                             int Dv) {
+static void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const float *v,
+                                    const int *key_len, int phi_m, int B, int NH, int Tk, int D,
+                                    int Dv) {
     int BH = B * NH;
     enum { KEYS = 32 };
 #pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
@@ -303,8 +304,8 @@ void cpu_linear_attn_summary(float *state, float *zsum, const float *k, const fl
 }
 
 /* Each query reads the summary as the forward's rows do (ops.h linear_attn_read). */
-void cpu_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
-                          int phi_m, int B, int NH, int Tq, int D, int Dv) {
+static void cpu_linear_attn_read(float *out, const float *q, const float *state, const float *zsum,
+                                 int phi_m, int B, int NH, int Tq, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
     {
@@ -335,9 +336,9 @@ static float row_dq(float *dq, const float *qr, const float *Qr, const float *g,
 /* The read's backward (ops.h linear_attn_read_backward): per row, out_t and den_t recomputed
  * as the read computes them; dq_t by row_dq; dstate, dzsum take the row's part of R_s, r_s
  * (dL/dφ(k_s) = R v_s − r, so dzsum holds −r). Parallel over the pairs. */
-void cpu_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
-                                   const float *q, const float *state, const float *zsum,
-                                   int phi_m, int B, int NH, int Tq, int D, int Dv) {
+static void cpu_linear_attn_read_backward(float *dq, float *dstate, float *dzsum, const float *dout,
+                                          const float *q, const float *state, const float *zsum,
+                                          int phi_m, int B, int NH, int Tq, int D, int Dv) {
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tq * D * Dv > 65536)
     {
@@ -387,10 +388,10 @@ static void key_grads(float *dk, float *dv, float *gv, const float *kr, const fl
 }
 
 /* The summary's backward (ops.h linear_attn_summary_backward), per visible key by key_grads. */
-void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
-                                      const float *dzsum, const float *k, const float *v,
-                                      const int *key_len, int phi_m, int B, int NH, int Tk, int D,
-                                      int Dv) {
+static void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
+                                             const float *dzsum, const float *k, const float *v,
+                                             const int *key_len, int phi_m, int B, int NH, int Tk,
+                                             int D, int Dv) {
     if (!dk && !dv) return;
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * Tk * D * Dv > 65536)
@@ -417,10 +418,10 @@ void cpu_linear_attn_summary_backward(float *dk, float *dv, const float *dstate,
  * Pass 1 keeps S_t transposed, [Dv, D], so that u_t = S_t g_t is a read (read_rows) and not D dot
  * products; g_t·out_t = φ(q_t)·u_t / den_t needs no out_t. Pass 2 keeps R_s both ways: R [D, Dv]
  * for dv_s = Rᵀ φ(k_s) and Rᵀ [Dv, D] for R v_s. */
-void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                              const float *k, const float *v, const int *key_len, int causal,
-                              int phi_m, int B, int NH, int Tq, int Tk, int D, int Dv,
-                              float *work) {
+static void cpu_linear_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                     const float *q, const float *k, const float *v,
+                                     const int *key_len, int causal, int phi_m, int B, int NH,
+                                     int Tq, int Tk, int D, int Dv, float *work) {
     if (!dq && !dk && !dv) return;
     int BH = B * NH;
 #pragma omp parallel if ((long)BH * (Tq + Tk) * D * Dv > 65536)
@@ -542,7 +543,7 @@ static inline float l2_rnorm(const float *x, int D) {
     return (float)(1.0 / sqrt(ss + L2FEATURE_EPS));
 }
 
-void cpu_l2feature_forward(float *out, const float *inp, int N, int D) {
+static void cpu_l2feature_forward(float *out, const float *inp, int N, int D) {
 #pragma omp parallel for if ((long)N * D > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * D;
@@ -553,7 +554,7 @@ void cpu_l2feature_forward(float *out, const float *inp, int N, int D) {
     }
 }
 
-void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D) {
+static void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, int N, int D) {
 #pragma omp parallel for if ((long)N * D > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * D, *g = dout + (size_t)n * (D + 1) + 1; /* dL/dx̂ */
@@ -565,4 +566,17 @@ void cpu_l2feature_backward(float *dinp, const float *dout, const float *inp, in
         /* o[1 + d] = x[d] · r, r = (‖x‖² + ε)^(−1/2):  dx += r (g − x̂ (x̂·g)) */
         for (int d = 0; d < D; d++) dx[d] += r * (g[d] - x[d] * r * c);
     }
+}
+
+void cpu_register_linear(Backend *be) {
+    be->linear_attn_workspace = cpu_linear_attn_workspace;
+    be->linear_attn_forward = cpu_linear_attn_forward;
+    be->linear_attn_step = cpu_linear_attn_step;
+    be->linear_attn_summary = cpu_linear_attn_summary;
+    be->linear_attn_read = cpu_linear_attn_read;
+    be->linear_attn_read_backward = cpu_linear_attn_read_backward;
+    be->linear_attn_summary_backward = cpu_linear_attn_summary_backward;
+    be->linear_attn_backward = cpu_linear_attn_backward;
+    be->l2feature_forward = cpu_l2feature_forward;
+    be->l2feature_backward = cpu_l2feature_backward;
 }

@@ -28,8 +28,9 @@ static int visible_len(const int *key_len, int b, int Tk) {
     return L > Tk ? Tk : (L < 0 ? 0 : L);
 }
 
-void cpu_linformer_proj_forward(float *out, const float *P, const float *x, const int *key_len,
-                                int B, int NH, int R, int Tk, int D, int n, int shared) {
+static void cpu_linformer_proj_forward(float *out, const float *P, const float *x,
+                                       const int *key_len, int B, int NH, int R, int Tk, int D,
+                                       int n, int shared) {
     int BH = B * NH;
 #pragma omp parallel for schedule(static) if ((long)BH * R * Tk * D > 65536)
     for (int bh = 0; bh < BH; bh++) {
@@ -45,9 +46,9 @@ void cpu_linformer_proj_forward(float *out, const float *P, const float *x, cons
     }
 }
 
-void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const float *P,
-                                 const float *x, const int *key_len, int B, int NH, int R, int Tk,
-                                 int D, int n, int shared) {
+static void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const float *P,
+                                        const float *x, const int *key_len, int B, int NH, int R,
+                                        int Tk, int D, int n, int shared) {
     int BH = B * NH;
     if (dx) {
 #pragma omp parallel if ((long)BH * R * Tk * D > 65536)
@@ -86,4 +87,9 @@ void cpu_linformer_proj_backward(float *dx, float *dP, const float *dout, const 
             dP[((size_t)p * R + j) * n + s] += acc;
         }
     }
+}
+
+void cpu_register_linformer(Backend *be) {
+    be->linformer_proj_forward = cpu_linformer_proj_forward;
+    be->linformer_proj_backward = cpu_linformer_proj_backward;
 }

@@ -5,8 +5,8 @@
 
 #include "ops/cpu/cpu_internal.h"
 
-void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev,
-                           const float *c_prev, const float *mask, int B, int H) {
+static void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev,
+                                  const float *c_prev, const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
     for (int b = 0; b < B; b++) {
         float *gt = gates + (size_t)b * 4 * H;
@@ -25,9 +25,9 @@ void cpu_lstm_cell_forward(float *h, float *c, float *gates, const float *h_prev
     }
 }
 
-void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
-                            const float *dc, const float *gates, const float *c,
-                            const float *c_prev, const float *mask, int B, int H) {
+static void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const float *dh,
+                                   const float *dc, const float *gates, const float *c,
+                                   const float *c_prev, const float *mask, int B, int H) {
 #pragma omp parallel for if ((long)B * H > 16384)
     for (int b = 0; b < B; b++) {
         const float *gt = gates + (size_t)b * 4 * H;
@@ -55,4 +55,9 @@ void cpu_lstm_cell_backward(float *dgates, float *dh_prev, float *dc_prev, const
             dg[3 * H + j] = d_o * o * (1.0f - o);   /* o = σ(·) */
         }
     }
+}
+
+void cpu_register_lstm(Backend *be) {
+    be->lstm_cell_forward = cpu_lstm_cell_forward;
+    be->lstm_cell_backward = cpu_lstm_cell_backward;
 }

@@ -312,7 +312,7 @@ static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
 }
 #endif
 
-void cpu_matmul_run(int begin) {
+static void cpu_matmul_run(int begin) {
 #ifdef TRAINER_DNNL
     t_run.on = begin;
     for (int i = 0; i < RUN_KEEP; i++) t_run.k[i].src = NULL, t_run.k[i].used = 0;
@@ -321,7 +321,7 @@ void cpu_matmul_run(int begin) {
 #endif
 }
 
-void cpu_matmul_hold(const float *p, size_t n) {
+static void cpu_matmul_hold(const float *p, size_t n) {
     t_nheld = p != NULL;
     if (p) t_held[0].lo = (uintptr_t)p, t_held[0].hi = (uintptr_t)(p + n);
 #ifdef TRAINER_DNNL
@@ -329,14 +329,14 @@ void cpu_matmul_hold(const float *p, size_t n) {
 #endif
 }
 
-void cpu_matmul_keep(const float *p, size_t n) {
+static void cpu_matmul_keep(const float *p, size_t n) {
     if (t_nheld == 0 || t_nheld == HELD_RANGES || !p || n == 0) return;
     t_held[t_nheld].lo = (uintptr_t)p, t_held[t_nheld].hi = (uintptr_t)(p + n);
     t_nheld++;
 }
 
 /* Backend.matmul_transb_slower: sgemm at fp32 yes, oneDNN's bf16 matmul no (ops.h). */
-int cpu_matmul_transb_slower(void) { return g_precision != BACKEND_PRECISION_BF16; }
+static int cpu_matmul_transb_slower(void) { return g_precision != BACKEND_PRECISION_BF16; }
 
 #ifdef TRAINER_DNNL
 static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
@@ -377,8 +377,8 @@ static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc,
 }
 #endif
 
-void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
-                int transB, float alpha, float beta) {
+static void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, int transA,
+                       int transB, float alpha, float beta) {
     if (M == 0 || Nc == 0) return;
     CHECK(!overlaps_held(C, (size_t)M * Nc),
           "matmul: its output overlaps a range held by matmul_hold or matmul_keep (ops.h)");
@@ -401,11 +401,20 @@ void cpu_matmul(float *C, const float *A, const float *B, int M, int Nc, int K, 
 
 /* The product, then the bias row (and ReLU) in a second pass: the same arithmetic as matmul +
  * bias_forward (+ bias_relu_dropout_forward with p = 0), so swapping them changes no bit. */
-void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight, const float *bias,
-                             int N, int C, int K, int relu) {
+static void cpu_matmul_bias_forward(float *out, const float *inp, const float *weight,
+                                    const float *bias, int N, int C, int K, int relu) {
     cpu_matmul(out, inp, weight, N, C, K, 0, 1, 1.0f, 0.0f);
     if (relu)
         cpu_bias_relu_dropout_forward(out, out, bias, 0.0f, 0, N, C);
     else
         cpu_bias_forward(out, bias, N, C);
+}
+
+void cpu_register_matmul(Backend *be) {
+    be->matmul_run = cpu_matmul_run;
+    be->matmul_hold = cpu_matmul_hold;
+    be->matmul_keep = cpu_matmul_keep;
+    be->matmul_transb_slower = cpu_matmul_transb_slower;
+    be->matmul = cpu_matmul;
+    be->matmul_bias_forward = cpu_matmul_bias_forward;
 }

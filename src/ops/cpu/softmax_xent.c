@@ -6,16 +6,16 @@
 #include "ops/cpu/cpu_internal.h"
 
 /* No workspace: the rows' losses are summed by the OpenMP reduction (work is unused). */
-size_t cpu_xent_workspace(int N, int V) {
+static size_t cpu_xent_workspace(int N, int V) {
     (void)N, (void)V;
     return 0;
 }
 
 /* Per row: the maximum, Σ exp(x − max) and Σ x in `omp simd` loops (cpu_expf; the sums in
  * double), then the gradient softmax − smoothed target in one vectorised pass. */
-double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
-                                 int V, float smoothing, int ignore_id, float grad_scale,
-                                 float *work) {
+static double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets,
+                                        int N, int V, float smoothing, int ignore_id,
+                                        float grad_scale, float *work) {
     (void)work;
     double total = 0;
     float conf = 1.0f - smoothing, uni = smoothing / (float)V;
@@ -49,7 +49,7 @@ double cpu_xent_forward_backward(float *dlogits, const float *logits, const int 
     return total;
 }
 
-void cpu_log_softmax(float *out, const float *logits, int N, int V) {
+static void cpu_log_softmax(float *out, const float *logits, int N, int V) {
 #pragma omp parallel for if ((long)N * V > 65536)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * V;
@@ -65,7 +65,7 @@ void cpu_log_softmax(float *out, const float *logits, int N, int V) {
     }
 }
 
-void cpu_argmax(int *ids, const float *x, int N, int V) {
+static void cpu_argmax(int *ids, const float *x, int N, int V) {
 #pragma omp parallel for if ((long)N * V > 65536)
     for (int n = 0; n < N; n++) { /* the largest value (a vectorised max), then its first index */
         const float *r = x + (size_t)n * V;
@@ -75,4 +75,11 @@ void cpu_argmax(int *ids, const float *x, int N, int V) {
         while (best < V && !(r[best] == mx)) best++;
         ids[n] = best < V ? best : 0; /* a row of NaN: 0 */
     }
+}
+
+void cpu_register_softmax_xent(Backend *be) {
+    be->xent_workspace = cpu_xent_workspace;
+    be->xent_forward_backward = cpu_xent_forward_backward;
+    be->log_softmax = cpu_log_softmax;
+    be->argmax = cpu_argmax;
 }

@@ -5,7 +5,8 @@
  * other and to cudaMemcpy; functions that return a scalar (sumsq, all_finite) synchronise.
  * This file holds the memory functions, start-up (device check, the cuBLAS handle g_cuda_blas)
  * and the table; each op family lives in its own <family>.cu (kernels in <family>.cuh), mirroring
- * ops/cpu/, and fills its entries through cuda_register_<family> (cuda_internal.h). Dense matrix
+ * ops/cpu/, and fills its entries through cuda_register_<family> (cuda_internal.h), called here
+ * for every family of ops.h's OP_FAMILIES and for the CUDA backend's own rnn_cudnn. Dense matrix
  * products go through cuBLAS at the precision of backend_cuda_set_precision (matmul.cu); the other
  * ops are our own kernels. Reductions use a fixed launch shape and a fixed summation tree, and no
  * floating-point atomics, so they are deterministic run to run (docs/design.md §9).
@@ -104,27 +105,9 @@ static Backend make_table(void) {
     b.copy = cu_copy;
     b.zero = cu_zero;
     b.synchronize = cu_synchronize;
-    cuda_register_matmul(&b);
-    cuda_register_bias(&b);
-    cuda_register_elementwise(&b);
-    /* ---- the kernel families: one `cuda_register_<family>(&b);` each (cuda_internal.h), added
-     * here by the helper that writes <family>.cu; one call per line, in any order ---- */
-    cuda_register_shape(&b);
-    cuda_register_dropout(&b);
-    cuda_register_embedding(&b);
-    cuda_register_adam(&b);
-    cuda_register_linear(&b);
-    cuda_register_efficient(&b);
-    cuda_register_linformer(&b);
-    cuda_register_lstm(&b);
-    cuda_register_gru(&b);
-    cuda_register_layernorm(&b);
-    cuda_register_softmax_xent(&b);
-    cuda_register_attn_sdp(&b);
-    cuda_register_attn_additive(&b);
-    cuda_register_attn_local(&b);
-    cuda_register_flash(&b);
-    /* ---- end of the kernel families ---- */
+#define CUDA_REGISTER(f) cuda_register_##f(&b);
+    OP_FAMILIES(CUDA_REGISTER) /* the families both backends have (ops.h) */
+#undef CUDA_REGISTER
 #ifdef TRAINER_CUDNN
     cuda_register_rnn_cudnn(&b); /* optional: leaves rnn_seq_* NULL if cuDNN cannot start */
 #endif

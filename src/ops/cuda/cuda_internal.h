@@ -1,10 +1,11 @@
 /* ops/cuda/cuda_internal.h — what the CUDA backend's files share (C++; not a public header).
  *
- * The CUDA backend mirrors ops/cpu/ file by file: each op family is a kernel header
- * <family>.cuh (kernels only, written against ops/cuda/kernel_api.h so that the SIMT emulation
- * can run them) and a <family>.cu holding the host functions that launch them. Each .cu fills its
- * entries of the Backend table through one cuda_register_<family>(Backend *) declared here;
- * backend_cuda.cu calls them all and owns the memory functions and start-up.
+ * The CUDA backend mirrors ops/cpu/ file by file: each op family (ops.h's OP_FAMILIES, and
+ * rnn_cudnn, which the CUDA backend alone has) is a kernel header <family>.cuh (kernels only,
+ * written against ops/cuda/kernel_api.h so that the SIMT emulation can run them) and a
+ * <family>.cu holding the host functions that launch them. Each .cu fills its entries of the
+ * Backend table through one cuda_register_<family>(Backend *) declared here; backend_cuda.cu
+ * calls them all and owns the memory functions and start-up.
  *
  * Shared state (defined in backend_cuda.cu): g_cuda_blas, the cuBLAS handle. Every launch goes to
  * the legacy default stream, so ops are ordered with each other and with cudaMemcpy.
@@ -39,32 +40,17 @@ static inline unsigned cuda_ew_blocks(size_t n) {
 
 extern cublasHandle_t g_cuda_blas; /* created by backend_cuda() */
 
-/* One per op family (<family>.cu): sets that family's entries of the table. Called once, by
- * backend_cuda.cu, while it builds the table. */
-void cuda_register_matmul(Backend *be);        /* matmul (cuBLAS) */
-void cuda_register_bias(Backend *be);          /* bias_forward, bias_backward */
-void cuda_register_elementwise(Backend *be);   /* axpy, scale, sumsq, all_finite, tanh_* */
-void cuda_register_shape(Backend *be);         /* concat2, transpose01, permute0213, write_step,
-                                                  gather_rows, gather_rows_strided */
-void cuda_register_dropout(Backend *be);       /* dropout_*, bias_relu_dropout_forward,
-                                                  relu_dropout_backward */
-void cuda_register_embedding(Backend *be);     /* embedding_* */
-void cuda_register_adam(Backend *be);          /* adam_update */
-void cuda_register_layernorm(Backend *be);     /* layernorm_* */
-void cuda_register_softmax_xent(Backend *be);  /* xent_*, log_softmax, argmax */
-void cuda_register_lstm(Backend *be);          /* lstm_cell_* */
-void cuda_register_gru(Backend *be);           /* gru_cell_* */
-void cuda_register_attn_sdp(Backend *be);      /* attn_forward, attn_backward, attn_workspace */
-void cuda_register_attn_additive(Backend *be); /* additive_attn_* */
-void cuda_register_attn_local(Backend *be);    /* local_attn_* */
-void cuda_register_flash(Backend *be);         /* flash_attn_* */
-void cuda_register_linear(Backend *be);        /* linear_attn_* */
-void cuda_register_efficient(Backend *be);     /* efficient_attn_* */
-void cuda_register_linformer(Backend *be);     /* linformer_proj_* */
+/* One per op family of ops.h's OP_FAMILIES (declared from that list; <family>.cu defines it):
+ * sets that family's entries of the table (OP_FAMILIES names them). Called once, by
+ * backend_cuda.cu, while it builds the table, after the memory functions are set. */
+#define CUDA_REGISTER_DECLARE(f) void cuda_register_##f(Backend *be);
+OP_FAMILIES(CUDA_REGISTER_DECLARE)
+#undef CUDA_REGISTER_DECLARE
+/* The CUDA backend's own family, outside OP_FAMILIES (no CPU counterpart; backend_cuda.cu calls
+ * it by hand): rnn_seq_sizes, rnn_seq_forward, rnn_seq_backward (cuDNN; rnn_cudnn.cu), set only
+ * if the cuDNN handle starts. */
 #ifdef TRAINER_CUDNN
-void cuda_register_rnn_cudnn(Backend *be);     /* rnn_seq_sizes, rnn_seq_forward,
-                                                  rnn_seq_backward (cuDNN; rnn_cudnn.cu): set
-                                                  only if the cuDNN handle starts */
+void cuda_register_rnn_cudnn(Backend *be);
 #endif
 
 /* The precision backend_cuda_set_precision chose (BACKEND_PRECISION_*; matmul.cu). */
