@@ -182,7 +182,7 @@ int model_has_attention(const Model *m) {
     const Attention *a = m->tf ? NULL : rnn_attention(m->rnn);
     const AttentionOps *r = m->tf ? attention_row(transformer_spec(m->tf)->cross_attention)
                                   : a ? a->ops : NULL;
-    return r && (r->weights_host || r->save == ATTN_SAVE_WEIGHTS);
+    return r && (r->weights_host || attention_saves_weights(r));
 }
 
 int model_max_source_len(const Model *m) {

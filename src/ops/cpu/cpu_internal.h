@@ -209,7 +209,7 @@ void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, float 
                              const float *v, const float *z, const float *weights,
                              const int *key_len, float scale, int window, int pos0, int B, int NH,
                              int Tq, int Tk, int D, int Dv, float *work);
-size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv, int window);
 double cpu_xent_forward_backward(float *dlogits, const float *logits, const int *targets, int N,
                                  int V, float smoothing, int ignore_id, float grad_scale,
                                  float *work);
