@@ -14,7 +14,9 @@
  *
  * Checks, for both modes and the scores dot (scale 1 and 0.5), additive; windows that clip at
  * both ends, windows wider than the sequence, empty windows (local-m past the end), key_len 0:
- *  - forward vs the double reference (FWD_*), weights saved = the reference's a_t(s);
+ *  - forward vs the double reference (FWD_*), weights saved = the reference's a_t(s); the saved
+ *    rows (2W + 2 floats, ops.h) start at the window's first key max(⌈p_t − W⌉, 0) and hold
+ *    exactly 0 past its last key;
  *  - backward vs double central differences of the reference (GRAD_*; dq, dk, dva, dv, dz) and
  *    vs central differences of the float op (fd_check: FD_*). Inputs are chosen so that no key
  *    sits within 0.15 of a window edge (p_t's fractional part in [0.3, 0.7]): window membership
@@ -24,7 +26,8 @@
  *    change no output or gradient bit; a row with an empty window has out = 0 and dq = dz = 0;
  *  - accumulate; bit-identical for 1 and 2 OpenMP threads;
  *  - the kind (RNN setting: one head, own projections; Transformer setting: 2 heads on
- *    projected heads) for dot / general / concat × monotonic / predictive: forward vs the
+ *    projected heads) for dot / general / concat × monotonic / predictive: what it saves is
+ *    B·Tq·NH·(2W + 2) floats and neither that nor its workspace grows with Tk; forward vs the
  *    reference from h_t, and its gradients (dq, dk, dv and every parameter it owns: W_a, W_q, v,
  *    v_a, W_p, v_p) vs central differences of the float kind.
  * Runs on one OpenMP thread but for the thread check. */
