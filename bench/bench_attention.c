@@ -31,7 +31,7 @@
  *              and keys of width A = HS and one v_a [A] per head: the op of bahdanau and
  *              luong_concat (their projections W q, U h are matmuls outside it). Its scores cost
  *              NH·T²·A tanh, so it runs up to T = --additive-max-len (default 512) only.
- *   local      local_attn_forward (weights [NH, T, T] kept, zero outside the window) / _backward,
+ *   local      local_attn_forward (each query's window of weights [NH, T, 2D + 2] kept) / _backward,
  *              the op of luong_local: the dot score (general's query transform is a matmul
  *              outside it) scaled by 1/√HS, local-p positions p_t = T·σ(z_t) from a given z
  *              (uniform in [−2, 2); the predictor's matmul and tanh are outside it), window
@@ -178,9 +178,11 @@ static void alloc_extra(Bufs *b, int kind, const Setup *su) {
         nwork = 4 * b->nkv + (size_t)NH * T * r + b->n + be->attn_workspace(1, NH, T, r, HS, HS);
         break;
     case K_ADDITIVE: nwork = be->additive_attn_workspace(1, NH, T, T, HS, HS); break;
-    case K_LOCAL: nwork = be->local_attn_workspace(1, NH, T, T, HS, HS); break;
+    case K_LOCAL: nwork = be->local_attn_workspace(1, NH, T, T, HS, HS, su->window); break;
     }
-    /* the kinds that keep their attention weights [NH, T, T] for the backward */
+    /* the kinds that keep their attention weights for the backward: [NH, T, T], local's
+     * windows [NH, T, 2D + 2] */
+    if (kind == K_LOCAL) nw = (size_t)NH * T * local_attn_save_width(su->window);
     if (kind == K_SDP || kind == K_ADDITIVE || kind == K_LOCAL) b->w = xmalloc(sizeof(float) * nw);
     b->work = xmalloc(sizeof(float) * (nwork + 1));
 }

@@ -422,9 +422,10 @@ static void p_local_attn_backward(float *dq, float *dk, float *dva, float *dv, f
                               window, pos0, B, NH, Tq, Tk, D, Dv, work);
     prof_end(PI_local_attn_backward, t_, 4.0 * B * NH * Tq * local_keys(window, Tk) * (D + Dv));
 }
-static size_t p_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+static size_t p_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv,
+                                     int window) {
     double t_ = prof_begin();
-    size_t r_ = g_in->local_attn_workspace(B, NH, Tq, Tk, D, Dv);
+    size_t r_ = g_in->local_attn_workspace(B, NH, Tq, Tk, D, Dv, window);
     t_ = prof_end(PI_local_attn_workspace, t_, 0);
     return r_;
 }

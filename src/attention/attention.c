@@ -115,8 +115,27 @@ size_t attention_save_floats(const Attention *a, long BTq, int Tk) {
     switch (a->ops->save) {
     case ATTN_SAVE_WEIGHTS: return (size_t)BTq * a->NH * Tk;
     case ATTN_SAVE_LSE: return (size_t)BTq * a->NH;
+    case ATTN_SAVE_WINDOW:
+        return (size_t)BTq * a->NH * (size_t)local_attn_save_width(a->opt.local_window);
     default: return 0;
     }
+}
+
+int attention_saves_weights(const AttentionOps *row) {
+    return row->save == ATTN_SAVE_WEIGHTS || row->save == ATTN_SAVE_WINDOW;
+}
+
+void attention_saved_weights_host(const Attention *a, float *w, const float *saved, int Tk) {
+    CHECK(attention_saves_weights(a->ops), "attention_saved_weights_host: the kind saves no "
+                                           "weights (ask attention_saves_weights first)");
+    if (a->ops->save == ATTN_SAVE_WEIGHTS) {
+        memcpy(w, saved, sizeof(float) * (size_t)Tk);
+        return;
+    }
+    int lo = (int)saved[0], n = local_attn_save_width(a->opt.local_window) - 1;
+    memset(w, 0, sizeof(float) * (size_t)Tk);
+    for (int j = 0; j < n && lo + j < Tk; j++)
+        if (lo + j >= 0) w[lo + j] = saved[1 + j];
 }
 
 size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {

@@ -7,8 +7,8 @@
  * One calling convention for all kinds: queries q [B, NH, Tq, HS], keys k [B, NH, Tk, HS],
  * values v [B, NH, Tk, HS], key_len [B] (backend memory; NULL = all keys visible) and a causal
  * flag (key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq); output
- * o [B, NH, Tq, HS]; what the kind saves for backward (weights [B, NH, Tq, Tk], lse [B, NH, Tq]
- * or nothing). The Transformer calls it through mha.c (projections and heads); the RNN decoder
+ * o [B, NH, Tq, HS]; what the kind saves for backward (weights [B, NH, Tq, Tk], lse [B, NH, Tq],
+ * the weights of each query's window [B, NH, Tq, 2W + 2] or nothing: AttentionSave). The Transformer calls it through mha.c (projections and heads); the RNN decoder
  * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys and
  * values from the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
@@ -112,7 +112,10 @@ typedef enum AttentionSlot {
 /* The config key of each slot ("model.attention", ...). */
 extern const char *const attention_slot_keys[ATTN_SLOT_COUNT];
 
-typedef enum { ATTN_SAVE_NONE, ATTN_SAVE_WEIGHTS, ATTN_SAVE_LSE } AttentionSave;
+/* What forward saves: nothing, the weights [B, NH, Tq, Tk], the log-sum-exp [B, NH, Tq], or the
+ * weights of each query's window [B, NH, Tq, 2W + 2] (W = opt.local_window: the window's first
+ * key, then its 2W + 1 weights; ops.h local_attn_forward), O(Tq·W) instead of O(Tq·Tk). */
+typedef enum { ATTN_SAVE_NONE, ATTN_SAVE_WEIGHTS, ATTN_SAVE_LSE, ATTN_SAVE_WINDOW } AttentionSave;
 
 /* What the running sums of a linear-attention row (linear.c) are over: q and k themselves
  * through the ops' φ = elu + 1 (linear; Katharopoulos et al. 2020), or the features [1; x̂],
@@ -273,8 +276,18 @@ void attention_declare(Attention *a, ParamSet *ps, const char *prefix, Attention
 int attention_max_keys(AttentionKind kind, const AttentionOptions *opt);
 
 /* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
- * or 0. No errors; likewise the three size functions below. */
+ * windows NH·BTq·(2W + 2) (AttentionSave), or 0. No errors; likewise the three size functions
+ * below. */
 size_t attention_save_floats(const Attention *a, long BTq, int Tk);
+/* 1 if the kind's save holds its weights (ATTN_SAVE_WEIGHTS or ATTN_SAVE_WINDOW: attention maps
+ * can be read from it), else 0. No errors. */
+int attention_saves_weights(const AttentionOps *row);
+/* Host arrays: w[Tk] = one query's weights over Tk keys from its saved row saved[n], n =
+ * attention_save_floats(a, 1, Tk) / NH (one head's share): a copy (ATTN_SAVE_WEIGHTS), or the
+ * window placed at its first key and zeros elsewhere (ATTN_SAVE_WINDOW; keys past Tk dropped).
+ * CHECKs that the kind saves weights ("attention_saved_weights_host: the kind saves no
+ * weights"). */
+void attention_saved_weights_host(const Attention *a, float *w, const float *saved, int Tk);
 /* Floats of workspace of one call (forward and backward; the CPU's depends on the thread
  * count). */
 size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);

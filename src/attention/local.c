@@ -10,8 +10,8 @@
  *     membership is piecewise constant in p_t and contributes none (as in the paper's model).
  * The score (model.local_score, eq. 8) is dot (h_tᵀ h̄_s), general (h_t W_a h̄_s: luong.c's
  * query transform) or concat (the additive score of bahdanau.c: W_q, U, v in the RNN, v_a per
- * head in the Transformer). c_t = Σ_s a_t(s) h̄_s; the weights [B,NH,Tq,Tk] are saved (zero
- * outside the window). Ops: local_attn_forward / _backward (ops.h), matmul and tanh for p_t.
+ * head in the Transformer). c_t = Σ_s a_t(s) h̄_s; the weights are saved as each query's window
+ * (ATTN_SAVE_WINDOW: [B,NH,Tq,2D+2], its first key and its 2D + 1 weights), O(Tq·D) a head. Ops: local_attn_forward / _backward (ops.h), matmul and tanh for p_t.
  *
  * The position needs the untransformed query h_t, so this row has no query transform of its own
  * for the model (q_transform = 0: the RNN's qsave and the Transformer's q heads are h_t itself);
@@ -101,7 +101,8 @@ static LocalWork local_carve(const Attention *a, float *work, int B, int Tq) {
 static size_t local_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
     size_t sz[11];
     return local_sizes(a, B, Tq, sz) +
-           be->local_attn_workspace(B, a->NH, Tq, Tk, score_width(a), a->HS);
+           be->local_attn_workspace(B, a->NH, Tq, Tk, score_width(a), a->HS,
+                                    a->opt.local_window);
 }
 
 /* The op's inputs from the query heads q [B,NH,Tq,HS] (the RNN: [B,Tq,Dq]): the merged query
@@ -196,7 +197,7 @@ static const OpKind local_ops[] = {OP_LOCAL_ATTN_FORWARD, OP_LOCAL_ATTN_BACKWARD
                                    OP_MATMUL, OP_PERMUTE0213_FORWARD, OP_PERMUTE0213_BACKWARD};
 
 const AttentionOps attention_luong_local = {
-    .kind = ATTN_LUONG_LOCAL, .causal_ok = 0, .save = ATTN_SAVE_WEIGHTS,
+    .kind = ATTN_LUONG_LOCAL, .causal_ok = 0, .save = ATTN_SAVE_WINDOW,
     .no_causal = "local attention (Luong et al. 2015 §3.2) centres its window on a position "
                  "aligned with the source (a causal local-m window is not implemented)",
     .ops = local_ops, .nops = 8, .declare = local_declare, .forward = local_forward,

@@ -15,9 +15,10 @@
 typedef struct {
     void *p[ACTS_MAX];
     int n;
+    size_t bytes; /* the sum of the sizes asked of acts_alloc since the last acts_free */
 } Acts;
 
-/* bytes (0 counts as 4) of backend memory from be, remembered in a. */
+/* bytes (0 counts as 4) of backend memory from be, remembered in a (and added to a->bytes). */
 void *acts_alloc(Acts *a, const Backend *be, size_t bytes);
 
 /* n floats (0 counts as 1): acts_alloc of 4·n bytes. */
@@ -25,7 +26,7 @@ static inline float *acts_floats(Acts *a, const Backend *be, size_t n) {
     return (float *)acts_alloc(a, be, sizeof(float) * n);
 }
 
-/* Frees every buffer of a (with be, which allocated them) and empties it. */
+/* Frees every buffer of a (with be, which allocated them) and empties it (bytes = 0). */
 void acts_free(Acts *a, const Backend *be);
 
 #endif

@@ -103,6 +103,10 @@ void model_reserve(Model *m, int B, int S, int T, long NS, long NT) {
     d->tgt_row_tm = be->alloc(sizeof(int) * d->cap.NT);
 }
 
+size_t model_activation_bytes(const Model *m) {
+    return m->tf ? transformer_activation_bytes(m->tf) : rnn_activation_bytes(m->rnn);
+}
+
 void model_reserve_decode(Model *m, int K, const BatchBounds *batches, long n) {
     BatchBounds u = {1, 1, 1, 1, 1};
     for (long i = 0; i < n; i++) bounds_grow(&u, batches[i]);
@@ -182,7 +186,7 @@ int model_has_attention(const Model *m) {
     const Attention *a = m->tf ? NULL : rnn_attention(m->rnn);
     const AttentionOps *r = m->tf ? attention_row(transformer_spec(m->tf)->cross_attention)
                                   : a ? a->ops : NULL;
-    return r && (r->weights_host || r->save == ATTN_SAVE_WEIGHTS);
+    return r && (r->weights_host || attention_saves_weights(r));
 }
 
 int model_max_source_len(const Model *m) {

@@ -67,6 +67,12 @@ void model_init_params(Model *m, uint64_t seed);
  * Grows only; model_loss then never allocates (model_decode_begin may, once, for the Transformer's
  * step buffers: model_reserve_decode). No errors. */
 void model_reserve(Model *m, int B, int S, int T, long NS, long NT);
+/* Bytes of backend memory model_reserve holds for training passes: the activations, what the
+ * attentions save for backward and their workspace, the output layer's logits (not the
+ * parameters, gradients, Adam state, the batch, the position table or a decoding state). The
+ * plan of memory against length: an attention's extra memory is part of it. 0 before the first
+ * model_reserve and after model_release. No errors. Source: — (memory layout only). */
+size_t model_activation_bytes(const Model *m);
 /* Frees what model_reserve allocated: the activations and the backend batch (not the parameters,
  * gradients or Adam state). Capacity is zero again: the next model_reserve (or
  * model_reserve_decode) allocates for its own bounds, and until then model_loss and

@@ -117,6 +117,8 @@ static size_t batched_attn_workspace(const void *ctx, int B, int T, int S) {
     return rnn_attn_workspace(&m->attn, m->be, B, T, S);
 }
 
+size_t rnn_activation_bytes(const RnnModel *m) { return m->acts.bytes; }
+
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;

@@ -79,6 +79,9 @@ Status rnn_set_impl(RnnModel *m, int cudnn, Err *err);
  * calls it once with the batcher's bounds, so the training step never allocates. Sizes the
  * attention workspace for the current thread count. No errors (be->alloc aborts). */
 void rnn_reserve(RnnModel *m, int B, int S, int T, long NS, long NT);
+/* Bytes of backend memory rnn_reserve holds (activations, the attention's saved tensors and
+ * workspace, the output layer's). No errors. */
+size_t rnn_activation_bytes(const RnnModel *m);
 /* Frees what rnn_reserve allocated (the activations), keeping the parameters; capacity is zero
  * again, so the next rnn_reserve allocates for its own bounds, and until then a pass
  * CHECK-aborts (capacity). No errors. Source: — (memory layout only). */

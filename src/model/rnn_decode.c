@@ -68,6 +68,18 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
     int R = m->dsrc.B, S = m->dsrc.S;
     if (m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1)
         return rnn_step_save(m, t, R, S); /* the weights themselves */
+    if (m->attn.at.ops->save == ATTN_SAVE_WINDOW && m->attn.at.NH == 1) {
+        /* luong_local: each row's saved window placed over the S keys */
+        size_t n = rnn_attn_save_floats(&m->attn, 1, S);
+        float *sw = xmalloc(sizeof(float) * (size_t)R * n);
+        float *w = xmalloc(sizeof(float) * (size_t)R * S);
+        m->be->download(sw, rnn_step_save(m, t, R, S), sizeof(float) * (size_t)R * n);
+        for (int r = 0; r < R; r++)
+            attention_saved_weights_host(&m->attn.at, w + (size_t)r * S, sw + (size_t)r * n, S);
+        m->be->upload(m->attn_map, w, sizeof(float) * (size_t)R * S);
+        free(sw), free(w);
+        return m->attn_map;
+    }
     /* no weights kept (flash, linear, efficient, taylor) or one map per head: the kind's weights of
      * step t's query, averaged over heads, on the host */
     rnn_attn_weights(&m->attn, m->be, m->attn_map,

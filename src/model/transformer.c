@@ -194,6 +194,8 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     m->d_enc_out = act(m, NS * D);
 }
 
+size_t transformer_activation_bytes(const TfModel *m) { return m->acts.bytes; }
+
 /* ---------------------------------------------------------------------------------------- */
 /* batches                                                                                  */
 

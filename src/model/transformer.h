@@ -50,6 +50,9 @@ Status transformer_create(TfModel **out, ParamSet *ps, const ModelSpec *spec, in
  * NS source and NT target tokens (padding included). Grows only; no allocation after it in
  * the training step. Positions beyond max(S, T) are not supported. No errors. */
 void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
+/* Bytes of backend memory transformer_reserve holds for training passes: every activation, the
+ * attention ops' saved tensors and workspace, the output layer's. No errors. */
+size_t transformer_activation_bytes(const TfModel *m);
 /* Frees what transformer_reserve allocated (the training activations), keeping the parameters,
  * the positions and decoding's step buffers; capacity is zero again, so the next
  * transformer_reserve allocates for its own bounds, and until then a pass or a decode_begin

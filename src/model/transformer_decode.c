@@ -22,17 +22,21 @@ static int *diact(TfModel *m, size_t n) {
  * of many short sentences and of few long ones share them. Grows m->dcap (never shrinks);
  * returns 1 if any size grew. */
 static int decode_grow(TfModel *m, int R, int B, int S, int Tc) {
-    size_t st = 0, work = 0;
+    /* save: one query's weights [R, NH, Tk] (the KV-cache kinds' steps) or what the cross-
+     * attention saves for R queries (luong_local: its windows, which may hold more floats than
+     * a short source's keys) */
+    size_t st = 0, work = 0, save = (size_t)R * m->NH * (Tc > S ? Tc : S);
     for (int l = 0; l < m->Ld; l++) {
         size_t s = attention_state_floats(&m->dec[l].self.at, R, Tc);
         size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
         size_t c = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
+        size_t w = attention_save_floats(&m->dec[l].cross.at, R, S);
         st = s > st ? s : st;
         work = a > work ? a : work;
         work = c > work ? c : work;
+        save = w > save ? w : save;
     }
-    DecodeCaps need = {(size_t)R, (size_t)R * S, (size_t)B * S,
-                       (size_t)R * m->NH * (Tc > S ? Tc : S), st, work, (size_t)Tc};
+    DecodeCaps need = {(size_t)R, (size_t)R * S, (size_t)B * S, save, st, work, (size_t)Tc};
     DecodeCaps *cap = &m->dcap;
     int grew = 0;
 #define GROW(f) if (need.f > cap->f) cap->f = need.f, grew = 1
@@ -209,18 +213,20 @@ const float *transformer_decode_attention(TfModel *m, int t) {
         va = xmalloc(sizeof(float) * D);
         be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
-    if (!a->at.ops->weights_host && a->at.ops->save == ATTN_SAVE_WEIGHTS) {
-        /* luong_local: its saved weights [R,NH,1,S], head mean */
+    if (!a->at.ops->weights_host && attention_saves_weights(a->at.ops)) {
+        /* luong_local: its saved weights (one row of n floats per row and head), head mean */
         int NH = a->at.NH;
-        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * S);
-        be->download(sw, m->save1, sizeof(float) * (size_t)R * NH * S);
-        for (int r = 0; r < R; r++)
-            for (int s = 0; s < S; s++) {
-                float acc = 0.0f;
-                for (int h = 0; h < NH; h++) acc += sw[((size_t)r * NH + h) * S + s] / NH;
-                w[(size_t)r * S + s] = acc;
+        size_t n = attention_save_floats(&a->at, 1, S) / NH;
+        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * n), *wh = xmalloc(sizeof(float) * S);
+        be->download(sw, m->save1, sizeof(float) * (size_t)R * NH * n);
+        for (int r = 0; r < R; r++) {
+            for (int s = 0; s < S; s++) w[(size_t)r * S + s] = 0.0f;
+            for (int h = 0; h < NH; h++) {
+                attention_saved_weights_host(&a->at, wh, sw + ((size_t)r * NH + h) * n, S);
+                for (int s = 0; s < S; s++) w[(size_t)r * S + s] += wh[s] / NH;
             }
-        free(sw);
+        }
+        free(sw), free(wh);
     } else {
         mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
     }

@@ -373,7 +373,11 @@ struct Backend {
      *   e_s = scale·q_t·k_s (dot; va NULL) or va[h]ᵀ tanh(q_t + k_s) (additive; D = A);
      *   a_s = softmax_{s ∈ W_t}(e)_s (eq. 7 restricted to the window), times
      *   exp(−(s − p_t)² / (2σ²)), σ = W/2, for local-p (eq. 10); 0 outside W_t;
-     *   weights[B,NH,Tq,Tk] = a (saved), out[B,NH,Tq,Dv] = Σ_s a_s v_s.
+     *   out[B,NH,Tq,Dv] = Σ_s a_s v_s; the weights are saved as the window alone:
+     *   weights[B,NH,Tq,LW], LW = local_attn_save_width(W) = 2W + 2, per query row
+     *   [lo, a_lo, a_{lo+1}, …, a_{lo+2W}] with lo = max(⌈p_t − W⌉, 0) the window's first key
+     *   (an integer held in a float: exact below 2^24) and 0 past its last key (the window
+     *   holds at most 2W + 1 keys), so a row takes O(W) memory, not O(Tk).
      * q[B,NH,Tq,D], k[B,NH,Tk,D], va[NH,D] or NULL, v[B,NH,Tk,Dv], z[B,Tq] or NULL. A row with
      * an empty window (local-m, p_t ≥ len + W) gets zero weights and zero output. No causal
      * form. The forward needs no workspace. */
@@ -392,9 +396,10 @@ struct Backend {
                                 const float *weights, const int *key_len, float scale,
                                 int window, int pos0, int B, int NH, int Tq, int Tk, int D,
                                 int Dv, float *work);
-    /* Floats of work for local_attn_backward (the CPU: 0; CUDA: the score gradients
-     * [B·NH,Tq,Tk], the per-row gradients of z [B·NH,Tq] and the rows' shares of dva [B·NH,D]). */
-    size_t (*local_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* Floats of work for local_attn_backward (the CPU: 0; CUDA: the score gradients of the
+     * windows [B·NH,Tq,2W+1], the per-row gradients of z [B·NH,Tq] and the rows' shares of dva
+     * [B·NH,D]): O(Tq·W) per head. */
+    size_t (*local_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv, int window);
     /* Efficient attention (Shen et al. 2021 eq. 2): out = ρ_q(q) (ρ_k(k)ᵀ v) with ρ_q the
      * softmax over each row of q (over D) and ρ_k the softmax over each column of k (over the
      * key_len[b] visible positions); no causal form (callers must refuse one). */
@@ -665,6 +670,11 @@ size_t op_offset(OpKind op);
 /* 1 if be implements op (its table entry is non-NULL), else 0. CHECKs that op is in range
  * ("supports_op: OpKind out of range"). Source: ggml's supports_op (the idea). */
 int supports_op(const Backend *be, OpKind op);
+
+/* Floats local_attn_forward saves per query row for a window of half-width window (≥ 0): the
+ * window's first key and its 2·window + 1 weights (local_attn_forward above). No errors.
+ * Source: Luong et al. 2015 §3.2 (the window [p_t − D, p_t + D]). */
+static inline int local_attn_save_width(int window) { return 2 * window + 2; }
 
 /* Appends more[0..count) to the op list ops[0..n) (room is the caller's; host memory); returns
  * n + count. No errors. */

@@ -14,7 +14,9 @@
  *
  * Checks, for both modes and the scores dot (scale 1 and 0.5), additive; windows that clip at
  * both ends, windows wider than the sequence, empty windows (local-m past the end), key_len 0:
- *  - forward vs the double reference (FWD_*), weights saved = the reference's a_t(s);
+ *  - forward vs the double reference (FWD_*), weights saved = the reference's a_t(s); the saved
+ *    rows (2W + 2 floats, ops.h) start at the window's first key max(⌈p_t − W⌉, 0) and hold
+ *    exactly 0 past its last key;
  *  - backward vs double central differences of the reference (GRAD_*; dq, dk, dva, dv, dz) and
  *    vs central differences of the float op (fd_check: FD_*). Inputs are chosen so that no key
  *    sits within 0.15 of a window edge (p_t's fractional part in [0.3, 0.7]): window membership
@@ -24,7 +26,8 @@
  *    change no output or gradient bit; a row with an empty window has out = 0 and dq = dz = 0;
  *  - accumulate; bit-identical for 1 and 2 OpenMP threads;
  *  - the kind (RNN setting: one head, own projections; Transformer setting: 2 heads on
- *    projected heads) for dot / general / concat × monotonic / predictive: forward vs the
+ *    projected heads) for dot / general / concat × monotonic / predictive: what it saves is
+ *    B·Tq·NH·(2W + 2) floats and neither that nor its workspace grows with Tk; forward vs the
  *    reference from h_t, and its gradients (dq, dk, dv and every parameter it owns: W_a, W_q, v,
  *    v_a, W_p, v_p) vs central differences of the float kind.
  * Runs on one OpenMP thread but for the thread check. */
@@ -59,13 +62,32 @@ typedef struct {
     float scale;
     const int *key_len;               /* [B] */
     float *q, *k, *va, *v, *z;        /* [B,NH,Tq,D], [B,NH,Tk,D], [NH,D], [B,NH,Tk,Dv], [B,Tq] */
-    float *r, *out, *w;               /* r = dL/dout; out, weights scratch */
-    size_t nq, nk, nv, no, nw, nz, na;
+    float *r, *out, *w;               /* r = dL/dout; out, saved weights [ns] scratch */
+    size_t nq, nk, nv, no, nw, nz, na; /* nw: the weights over all keys [B,NH,Tq,Tk] */
+    size_t ns;                        /* the saved windows [B,NH,Tq,LW] */
+    int LW;                           /* 2W + 2: a saved row (its first key, its weights) */
 } OpProb;
 
 static int plen(const OpProb *p, int b) {
     int l = p->key_len[b];
     return l > p->Tk ? p->Tk : l < 0 ? 0 : l;
+}
+
+/* p_t of query t of batch row b in double (the reference's) */
+static double ref_pt(const OpProb *p, const double *z, int b, int t) {
+    return p->pred ? plen(p, b) / (1.0 + exp(-z[(size_t)b * p->Tq + t])) : p->pos0 + t;
+}
+
+/* The saved windows [ns] placed over the keys: dense [nw], zero outside each window (written
+ * here from ops.h's layout, apart from the library's attention_saved_weights_host). */
+static void expand(const OpProb *p, const float *saved, float *dense) {
+    memset(dense, 0, sizeof(float) * p->nw);
+    for (size_t row = 0; row < p->nw / (p->Tk ? p->Tk : 1); row++) {
+        const float *sr = saved + row * p->LW;
+        int lo = (int)sr[0];
+        for (int j = 0; j + 1 < p->LW; j++)
+            if (lo + j >= 0 && lo + j < p->Tk) dense[row * p->Tk + lo + j] = sr[1 + j];
+    }
 }
 
 /* The reference, in double, from (possibly perturbed) double copies of the inputs. out [no],
@@ -80,7 +102,7 @@ static void ref_local(const OpProb *p, double *out, double *w, const double *q, 
             for (int t = 0; t < p->Tq; t++) {
                 size_t r = (size_t)b * p->NH + h, row = r * p->Tq + t;
                 int len = plen(p, b);
-                double pt = p->pred ? len / (1.0 + exp(-z[(size_t)b * p->Tq + t])) : p->pos0 + t;
+                double pt = ref_pt(p, z, b, t);
                 double e[256], mx = -INFINITY, sum = 0;
                 int in[256];
                 for (int s = 0; s < p->Tk; s++) {
@@ -131,10 +153,12 @@ static void opprob_init(OpProb *p, int B, int NH, int Tq, int Tk, int D, int Dv,
     p->nq = (size_t)B * NH * Tq * D, p->nk = (size_t)B * NH * Tk * D;
     p->nv = (size_t)B * NH * Tk * Dv, p->no = (size_t)B * NH * Tq * Dv;
     p->nw = (size_t)B * NH * Tq * Tk, p->nz = (size_t)B * Tq, p->na = (size_t)NH * D;
+    p->LW = 2 * window + 2, p->ns = (size_t)B * NH * Tq * p->LW;
+    CHECK(local_attn_save_width(window) == p->LW, "ops.h's saved row is 2W + 2 floats");
     p->q = frand(p->nq, -1, 1), p->k = frand(p->nk, -1, 1), p->v = frand(p->nv, -1, 1);
     p->va = frand(p->na, -1, 1), p->z = fnew(p->nz);
     if (pred) pick_z(p);
-    p->r = frand(p->no, -1, 1), p->out = fnew(p->no), p->w = fnew(p->nw);
+    p->r = frand(p->no, -1, 1), p->out = fnew(p->no), p->w = fnew(p->ns);
 }
 
 static void opprob_free(OpProb *p) {
@@ -199,21 +223,43 @@ static void test_op(OpProb *p, const char *tag) {
            *v64 = to_d(p->v, p->nv), *z64 = to_d(p->z, p->nz);
     double *ro = test_dnew(p->no), *rw = test_dnew(p->nw);
     ref_local(p, ro, rw, q64, k64, a64, v64, z64);
-    float *out = fnew(p->no), *w = fnew(p->nw);
+    float *out = fnew(p->no), *ws = fnew(p->ns), *w = fnew(p->nw);
     for (size_t i = 0; i < p->no; i++) out[i] = NAN;
-    for (size_t i = 0; i < p->nw; i++) w[i] = NAN;
-    op_fwd(p, out, w, p->k, p->v);
+    for (size_t i = 0; i < p->ns; i++) ws[i] = NAN;
+    op_fwd(p, out, ws, p->k, p->v);
+    expand(p, ws, w);
     stat_begin(&st, "%s forward vs eq. 7/9/10 reference", kn);
     for (size_t i = 0; i < p->no; i++)
         stat_add(&st, out[i], ro[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
     for (size_t i = 0; i < p->nw; i++) stat_add(&st, w[i], rw[i], FWD_ATOL, FWD_RTOL, "w", (long)i);
+    stat_end(&st);
+    /* the saved rows: 2W + 2 floats, the window's first key max(⌈p_t − W⌉, 0), then exactly 0
+     * past the window's last key (so nothing outside the window is kept) */
+    stat_begin(&st, "%s saved rows: the window's first key, zeros past the window", kn);
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->NH; h++)
+            for (int t = 0; t < p->Tq; t++) {
+                size_t row = ((size_t)b * p->NH + h) * p->Tq + t;
+                const float *sr = ws + row * p->LW;
+                double pt = ref_pt(p, z64, b, t);
+                int lo = (int)ceil(pt - p->window), len = plen(p, b);
+                lo = lo < 0 ? 0 : lo;
+                stat_true(&st, sr[0] == (float)lo, "row b%d h%d t%d starts at %g, not %d", b, h,
+                          t, (double)sr[0], lo);
+                for (int j = 0; j + 1 < p->LW; j++) {
+                    int s = lo + j, in = s < len && fabs(s - pt) <= p->window;
+                    stat_true(&st, in || sr[1 + j] == 0.0f,
+                              "row b%d h%d t%d keeps %g at key %d, outside its window", b, h, t,
+                              (double)sr[1 + j], s);
+                }
+            }
     stat_end(&st);
 
     /* backward vs double central differences of the reference */
     float *g[5] = {fnew(p->nq), fnew(p->nk), fnew(p->na), fnew(p->nv), fnew(p->nz)};
     size_t n[5] = {p->nq, p->nk, p->na, p->nv, p->nz};
     const char *names[5] = {"dq", "dk", "dva", "dv", "dz"};
-    op_bwd(p, g[0], g[1], g[2], g[3], g[4], p->k, p->v, w);
+    op_bwd(p, g[0], g[1], g[2], g[3], g[4], p->k, p->v, ws);
     stat_begin(&st, "%s backward vs double FD of the reference", kn);
     for (int i = 0; i < 5; i++) {
         if ((i == 2 && !p->additive) || (i == 4 && !p->pred)) continue;
@@ -236,7 +282,7 @@ static void test_op(OpProb *p, const char *tag) {
     stat_begin(&st, "%s padding: no weight, zero dk/dv, other padded keys change nothing", kn);
     {
         float *k2 = fdup(p->k, p->nk), *v2 = fdup(p->v, p->nv), *o2 = fnew(p->no);
-        float *w2 = fnew(p->nw);
+        float *w2 = fnew(p->ns);
         float *h[5] = {fnew(p->nq), fnew(p->nk), fnew(p->na), fnew(p->nv), fnew(p->nz)};
         for (int b = 0; b < p->B; b++)
             for (int hh = 0; hh < p->NH; hh++)
@@ -259,7 +305,7 @@ static void test_op(OpProb *p, const char *tag) {
         op_fwd(p, o2, w2, k2, v2);
         op_bwd(p, h[0], h[1], h[2], h[3], h[4], k2, v2, w2);
         stat_same(&st, "out with other padded keys", o2, out, p->no);
-        stat_same(&st, "weights with other padded keys", w2, w, p->nw);
+        stat_same(&st, "weights with other padded keys", w2, ws, p->ns);
         for (int i = 0; i < 5; i++) stat_same(&st, names[i], h[i], g[i], n[i]);
         for (int b = 0; b < p->B; b++) /* rows with an empty window: out = 0, dq = 0 */
             for (int hh = 0; hh < p->NH; hh++)
@@ -284,7 +330,7 @@ static void test_op(OpProb *p, const char *tag) {
     {
         float *pre[5], *acc[5];
         for (int i = 0; i < 5; i++) pre[i] = frand(n[i], -1, 1), acc[i] = fdup(pre[i], n[i]);
-        op_bwd(p, acc[0], acc[1], acc[2], acc[3], acc[4], p->k, p->v, w);
+        op_bwd(p, acc[0], acc[1], acc[2], acc[3], acc[4], p->k, p->v, ws);
         for (int i = 0; i < 5; i++) {
             if ((i == 2 && !p->additive) || (i == 4 && !p->pred)) continue;
             accum_check(&st, names[i], acc[i], pre[i], g[i], n[i]);
@@ -292,7 +338,8 @@ static void test_op(OpProb *p, const char *tag) {
         for (int i = 0; i < 5; i++) free(pre[i]), free(acc[i]);
     }
     stat_end(&st);
-    free(q64), free(k64), free(a64), free(v64), free(z64), free(ro), free(rw), free(out), free(w);
+    free(q64), free(k64), free(a64), free(v64), free(z64), free(ro), free(rw), free(out), free(w),
+        free(ws);
     for (int i = 0; i < 5; i++) free(g[i]);
 }
 
@@ -305,7 +352,7 @@ static void test_op_threads(int additive, int pred) {
     size_t n[5] = {P.nq, P.nk, P.na, P.nv, P.nz};
     for (int i = 0; i < 2; i++) {
         omp_set_num_threads(i + 1);
-        o[i] = fnew(P.no), w[i] = fnew(P.nw);
+        o[i] = fnew(P.no), w[i] = fnew(P.ns);
         for (int j = 0; j < 5; j++) g[i][j] = fnew(n[j]);
         op_fwd(&P, o[i], w[i], P.k, P.v);
         op_bwd(&P, g[i][0], g[i][1], g[i][2], g[i][3], g[i][4], P.k, P.v, w[i]);
@@ -315,7 +362,7 @@ static void test_op_threads(int additive, int pred) {
     stat_begin(&st, "local_attn %s %s bit-identical for 1 and 2 threads",
                pred ? "predictive" : "monotonic", additive ? "additive" : "dot");
     stat_same(&st, "out", o[0], o[1], P.no);
-    stat_same(&st, "weights", w[0], w[1], P.nw);
+    stat_same(&st, "weights", w[0], w[1], P.ns);
     const char *names[5] = {"dq", "dk", "dva", "dv", "dz"};
     for (int j = 0; j < 5; j++) stat_same(&st, names[j], g[0][j], g[1][j], n[j]);
     stat_end(&st);
@@ -424,6 +471,19 @@ static void test_kind(int own, int NH, int B, int Tq, int Tk, int Dq, int window
              own ? "RNN" : "heads", local_mode_names[mode], local_score_names[score], NH, window,
              B, Tq, Tk, Dq);
     Stat st;
+    /* what the kind saves and its workspace: O(Tq·W) a head, the same at 64 times the keys */
+    stat_begin(&st, "%s saves and works in O(Tq W)", kn);
+    {
+        size_t ns = attention_save_floats(&p->at, (long)B * Tq, Tk);
+        stat_true(&st, ns == (size_t)B * Tq * NH * (2 * window + 2),
+                  "saves %zu floats, not B Tq NH (2W + 2)", ns);
+        stat_true(&st, attention_save_floats(&p->at, (long)B * Tq, 64 * Tk) == ns,
+                  "the saved floats grow with Tk");
+        stat_true(&st, attention_workspace(&p->at, be, B, Tq, 64 * Tk) ==
+                           attention_workspace(&p->at, be, B, Tq, Tk),
+                  "the workspace grows with Tk");
+    }
+    stat_end(&st);
     /* p_t (local-p) comes from the parameters here: the seed was checked to put no key within
      * the differences' reach (~1e-3) of a window edge */
     double *ro = test_dnew(p->no);

@@ -2105,9 +2105,12 @@ static size_t add_work(const Backend *be, const int *d) { return be->additive_at
 static const int add_sh[][MAXD] = {SDP_SH(+3, -2)};
 
 /* local_attn_* (Luong et al. 2015 §3.2): local-m and local-p (p), the dot (scale 1/√D) and the
- * additive score (a), windows W clipped by padding and by the ends (from position P), a row of
- * length 0; backward of q, k, v_a, v, z onto random prefills, then v alone. z puts p_t at a
- * fractional part in [0.25, 0.75], so both backends find the same windows. */
+ * additive score (a), windows W clipped by padding and by the ends (from position P; the last
+ * shape's windows are wider than its keys, clipped at both ends at once), a row of length 0;
+ * backward of q, k, v_a, v, z onto random prefills, then v alone. z puts p_t at a fractional
+ * part in [0.25, 0.75], so both backends find the same windows. The saved rows (w = 2W + 2: the
+ * window's first key, then its weights) are compared element-wise, so that the first key, an
+ * integer, must agree exactly and does not set the scale of the weights' tolerance. */
 static void loc_prep(void **h, const int *d) {
     attn_prep(h, d);
     spike_keys(HF(1), d[0], d[1], d[3], d[4], 0);
@@ -2132,11 +2135,25 @@ static void loc_bwd(const Backend *be, void **p, const int *d) {
     be->local_attn_backward(NULL, NULL, NULL, F(9), NULL, F(6), F(0), F(1), va, F(2), z, F(5), I(3), s, d[8], d[9],
                             ADIMS, F(10));
 }
-static size_t loc_work(const Backend *be, const int *d) { return be->local_attn_workspace(ADIMS); }
-static const int loc_sh[][MAXD] = {/* B, NH, Tq, Tk, D, Dv, predictive, additive, W, pos0 */
-    {2, 2, 5, 7, 4, 3, -2, -2, 2, 0},   {3, 1, 6, 4, 8, 8, -2, -2, 3, 0},      {1, 3, 1, 9, 5, 6, -2, -2, 4, 4},
-    {2, 1, 3, 140, 16, 24, -2, -2, 70, 0}, {3, 1, 1, 13, 100, 70, -2, -2, 6, 0}, {2, 2, 2, 40, 96, 33, -2, -2, 7, 0},
-    {2, 4, 14, 12, 64, 64, -2, -2, 8, 0}, {1, 1, 70, 150, 130, 5, -2, -2, 70, 0}};
+static size_t loc_work(const Backend *be, const int *d) { return be->local_attn_workspace(ADIMS, d[8]); }
+/* the workspace is O(Tq·W) a head: the same for 64 times the keys, and below Tq·Tk floats a row
+ * once Tk exceeds the window (it holds the windows' score gradients, not Tq × Tk) */
+static void loc_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    (void)p, (void)h;
+    size_t w1 = be->local_attn_workspace(ADIMS, d[8]);
+    size_t w64 = be->local_attn_workspace(d[0], d[1], d[2], 64 * d[3], d[4], d[5], d[8]);
+    stat_true(st, w64 == w1, "local_attn_workspace grows with Tk: %zu floats at Tk = %d, %zu at %d",
+              w1, d[3], w64, 64 * d[3]);
+    size_t quad = (size_t)d[0] * d[1] * d[2] * 64 * d[3];
+    stat_true(st, w64 < quad || quad == 0, "local_attn_workspace %zu floats >= Tq x Tk (%zu)", w64,
+              quad);
+}
+static const int loc_sh[][MAXD] = {/* B, NH, Tq, Tk, D, Dv, predictive, additive, W, pos0,
+                                   * 2W + 2 (the saved row) */
+    {2, 2, 5, 7, 4, 3, -2, -2, 2, 0, 6},   {3, 1, 6, 4, 8, 8, -2, -2, 3, 0, 8},      {1, 3, 1, 9, 5, 6, -2, -2, 4, 4, 10},
+    {2, 1, 3, 140, 16, 24, -2, -2, 70, 0, 142}, {3, 1, 1, 13, 100, 70, -2, -2, 6, 0, 14}, {2, 2, 2, 40, 96, 33, -2, -2, 7, 0, 16},
+    {2, 4, 14, 12, 64, 64, -2, -2, 8, 0, 18}, {1, 1, 70, 150, 130, 5, -2, -2, 70, 0, 142},
+    {2, 2, 6, 5, 4, 3, -2, -2, 3, 0, 8}};
 
 /* adam_update, t = 1..T (gradients g[t-1]: element 0 zero but a spike at t = 2, element 1
  * tiny), from zero moments; param, m and v compared after every step (normwise 1e-6: the host
@@ -2297,13 +2314,13 @@ static const Row ROWS[] = {
        {"dqp", ACC, "BNqA", -1, 1, 1e-5}, {"dkp", ACC, "BNkA", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
        {"work", WORK, ""}, {"v_a", IN, "NA", -1, 1}, {"dv_a", ACC, "NA", -1, 1, 1e-5}},
       add_fwd, add_bwd, NULL, 0, attn_prep, .fd = fd_never, .work = add_work),
-    R("local_attn", "local_attn_forward,local_attn_backward,local_attn_workspace", "BNqkDVpaWP", SHAPES(loc_sh),
+    R("local_attn", "local_attn_forward,local_attn_backward,local_attn_workspace", "BNqkDVpaWPw", SHAPES(loc_sh),
       {{"q", IN, "BNqD", -1, 1}, {"k", IN, "BNkD", -1, 1}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
-       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqk", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqw", -1, 1, -1e-5}, {"dout", IN, "BNqV", -1, 1},
        {"dq", ACC, "BNqD", -1, 1, 1e-5}, {"dk", ACC, "BNkD", -1, 1, 1e-5}, {"dv", ACC, "BNkV", -1, 1, 1e-5},
        {"work", WORK, ""}, {"v_a", IN, "ND", -1, 1}, {"dv_a", ACC, "ND", -1, 1, 1e-5}, {"z", IN, "Bq", -1, 1},
        {"dz", ACC, "Bq", -1, 1, 1e-5}},
-      loc_fwd, loc_bwd, NULL, 0, loc_prep, .fd = fd_never, .work = loc_work),
+      loc_fwd, loc_bwd, NULL, 0, loc_prep, .extra = loc_extra, .fd = fd_never, .work = loc_work),
     R("adam", "adam_update", "nT", SHAPES(adam_sh),
       {{"grad", IN, "Tn", -2, 2}, {"param", ACC, "n", -1, 1, 1e-6}, {"m", ACC, "n", 0, 0, 1e-6}, {"v", ACC, "n", 0, 0, 1e-6}},
       adam_fwd, NULL, adam_ref, 1e-6, adam_prep),

@@ -1,6 +1,7 @@
 /* attn_local.c — local attention (Luong et al. 2015 §3.2): local-m (p_t = pos0 + t) and local-p
  * (p_t = len·σ(z), eq. 9, with the Gaussian of eq. 10), the dot or the additive score, the
- * softmax over the window [p_t − W, p_t + W] clipped to the valid keys; weights materialised.
+ * softmax over the window [p_t − W, p_t + W] clipped to the valid keys; the weights saved as
+ * each query's window (2W + 2 floats: its first key, its weights).
  * Semantics in ops/ops.h (local_attn_*). Parallel over the batch rows b (each b's heads by one
  * thread), so dz [B,Tq], shared by the heads, is summed in a fixed order; dva [NH,D] is summed
  * over b in the order of b (omp ordered), as attn_additive.c: deterministic for any thread count.
@@ -34,7 +35,7 @@ static void cpu_local_attn_forward(float *out, float *weights, const float *q, c
                                    const float *va, const float *v, const float *z,
                                    const int *key_len, float scale, int window, int pos0, int B,
                                    int NH, int Tq, int Tk, int D, int Dv) {
-    int R = B * NH;
+    int R = B * NH, LW = local_attn_save_width(window);
     float sig = 0.5f * (float)window; /* σ = D/2 (eq. 10) */
 #pragma omp parallel for if ((long)R * Tq * (2 * window + 1) * D > 16384)
     for (int r = 0; r < R; r++) {
@@ -42,37 +43,40 @@ static void cpu_local_attn_forward(float *out, float *weights, const float *q, c
         const float *vh = va ? va + (size_t)(r % NH) * D : NULL;
         for (int t = 0; t < Tq; t++) {
             const float *qr = q + ((size_t)r * Tq + t) * D;
-            float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
+            float *row = weights + ((size_t)r * Tq + t) * LW, *o = out + ((size_t)r * Tq + t) * Dv;
             int lo, hi;
             float p;
             cpu_local_window(&lo, &hi, &p, z, len, window, pos0, b, t, Tq);
-            memset(w, 0, sizeof(float) * Tk);
+            float *w = row + 1; /* w[s − lo] = a_s */
+            row[0] = (float)lo;
+            memset(row + 1, 0, sizeof(float) * (LW - 1));
             memset(o, 0, sizeof(float) * Dv);
             if (lo > hi) continue; /* empty window: zero weights, zero output */
             float mx = -INFINITY;
             for (int s = lo; s <= hi; s++) {
-                w[s] = local_score(qr, k + ((size_t)r * Tk + s) * D, vh, scale, D);
-                if (w[s] > mx) mx = w[s];
+                w[s - lo] = local_score(qr, k + ((size_t)r * Tk + s) * D, vh, scale, D);
+                if (w[s - lo] > mx) mx = w[s - lo];
             }
             double sum = 0;
-            for (int s = lo; s <= hi; s++) sum += (w[s] = expf(w[s] - mx));
+            for (int s = lo; s <= hi; s++) sum += (w[s - lo] = expf(w[s - lo] - mx));
             for (int s = lo; s <= hi; s++) {
-                w[s] = (float)(w[s] / sum); /* align(h_t, h̄_s), eq. 7 over the window */
+                w[s - lo] = (float)(w[s - lo] / sum); /* align(h_t, h̄_s), eq. 7 over the window */
                 if (z) { /* eq. 10: × exp(−(s − p_t)² / 2σ²) */
                     float u = ((float)s - p) / sig;
-                    w[s] *= expf(-0.5f * u * u);
+                    w[s - lo] *= expf(-0.5f * u * u);
                 }
             }
             for (int s = lo; s <= hi; s++) { /* c_t = Σ_s a_t(s) h̄_s */
                 const float *vr = v + ((size_t)r * Tk + s) * Dv;
-                for (int d = 0; d < Dv; d++) o[d] += w[s] * vr[d];
+                for (int d = 0; d < Dv; d++) o[d] += w[s - lo] * vr[d];
             }
         }
     }
 }
 
-static size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
-    (void)B, (void)NH, (void)Tq, (void)Tk, (void)D, (void)Dv;
+static size_t cpu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv,
+                                       int window) {
+    (void)B, (void)NH, (void)Tq, (void)Tk, (void)D, (void)Dv, (void)window;
     return 0;
 }
 
@@ -89,10 +93,11 @@ static void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv,
                                     int window, int pos0, int B, int NH, int Tq, int Tk, int D,
                                     int Dv, float *work) {
     (void)work;
+    int LW = local_attn_save_width(window);
     float sig = 0.5f * (float)window;
 #pragma omp parallel if ((long)B * NH * Tq * (2 * window + 1) * D > 16384)
     {
-        float dw[Tk > 0 ? Tk : 1];
+        float dw[2 * window + 1]; /* dw_s of the window at dw[s − lo] */
         float dvb[va && dva ? NH * D : 1]; /* this b's share of dva */
 #pragma omp for schedule(static, 1) ordered
         for (int b = 0; b < B; b++) {
@@ -105,7 +110,7 @@ static void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv,
                 double dpz = 0; /* Σ over the heads of dp */
                 for (int h = 0; h < NH && lo <= hi; h++) {
                     int r = b * NH + h;
-                    const float *w = weights + ((size_t)r * Tq + t) * Tk;
+                    const float *w = weights + ((size_t)r * Tq + t) * LW + 1; /* w[s − lo] = a_s */
                     const float *go = dout + ((size_t)r * Tq + t) * Dv;
                     const float *qr = q + ((size_t)r * Tq + t) * D;
                     const float *vh = va ? va + (size_t)h * D : NULL;
@@ -115,12 +120,12 @@ static void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv,
                         const float *vr = v + ((size_t)r * Tk + s) * Dv;
                         float acc = 0.0f;
                         for (int d = 0; d < Dv; d++) acc += go[d] * vr[d];
-                        dw[s] = acc;
-                        sum += (double)w[s] * acc;
-                        if (z) dp += (double)acc * w[s] * ((float)s - p) / (sig * sig);
+                        dw[s - lo] = acc;
+                        sum += (double)w[s - lo] * acc;
+                        if (z) dp += (double)acc * w[s - lo] * ((float)s - p) / (sig * sig);
                         if (dv) {
                             float *dvr = dv + ((size_t)r * Tk + s) * Dv;
-                            for (int d = 0; d < Dv; d++) dvr[d] += w[s] * go[d];
+                            for (int d = 0; d < Dv; d++) dvr[d] += w[s - lo] * go[d];
                         }
                     }
                     dpz += dp;
@@ -130,7 +135,7 @@ static void cpu_local_attn_backward(float *dq, float *dk, float *dva, float *dv,
                             float u = ((float)s - p) / sig;
                             g = expf(-0.5f * u * u);
                         }
-                        float de = w[s] * dw[s] - (w[s] / g) * (float)sum;
+                        float de = w[s - lo] * dw[s - lo] - (w[s - lo] / g) * (float)sum;
                         const float *kr = k + ((size_t)r * Tk + s) * D;
                         float *dkr = dk ? dk + ((size_t)r * Tk + s) * D : NULL;
                         if (!vh) {

@@ -1,6 +1,7 @@
 /* ops/cuda/attn_local.cu — local_attn_forward, local_attn_backward and local_attn_workspace on
  * the GPU (Luong et al. 2015 §3.2; semantics: ops/ops.h; kernels and determinism:
- * attn_local.cuh). The backward's scratch — the score gradients dE [B·NH,Tq,Tk], the per-row
+ * attn_local.cuh). The backward's scratch — the score gradients of the windows dE
+ * [B·NH,Tq,2W+1], the per-row
  * gradients of p_t dpart [B·NH,Tq] and the rows' shares of dva [B·NH,D] — is the caller's work
  * (local_attn_workspace floats); nothing is allocated. Errors: a NULL work aborts (CHECK); a
  * failed launch aborts (LAUNCH).
@@ -8,12 +9,13 @@
 #include "ops/cuda/attn_local.cuh"
 #include "ops/cuda/cuda_internal.h"
 
-/* dE [R,Tq,Tk], dpart [R,Tq], dvapart [R,D], R = B·NH. */
-static size_t cu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+/* dE [R,Tq,2W+1], dpart [R,Tq], dvapart [R,D], R = B·NH: O(Tq·W) per row. */
+static size_t cu_local_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv, int window) {
     (void)Dv;
     size_t R = (size_t)(B > 0 ? B : 0) * (NH > 0 ? NH : 0);
     if (!R || Tq <= 0 || Tk <= 0) return 0;
-    return R * (size_t)Tq * Tk + R * (size_t)Tq + R * (size_t)(D > 0 ? D : 0);
+    size_t NW = 2 * (size_t)(window > 0 ? window : 0) + 1;
+    return R * (size_t)Tq * NW + R * (size_t)Tq + R * (size_t)(D > 0 ? D : 0);
 }
 
 static void cu_local_attn_forward(float *out, float *weights, const float *q, const float *k,
@@ -37,13 +39,14 @@ static void cu_local_attn_backward(float *dq, float *dk, float *dva, float *dv, 
     if (!z) dz = NULL;
     if ((!dq && !dk && !dva && !dv && !dz) || R <= 0 || Tq <= 0 || Tk <= 0) return;
     CHECK(work != NULL, "local_attn_backward: work is NULL; pass local_attn_workspace(B, NH, Tq, "
-                        "Tk, D, Dv) floats of backend memory (reserved once by the caller)");
-    float *dE = work, *dpart = work + (size_t)R * Tq * Tk, *dvapart = dpart + (size_t)R * Tq;
+                        "Tk, D, Dv, window) floats of backend memory (reserved once by the caller)");
+    float *dE = work, *dpart = work + (size_t)R * Tq * (2 * (size_t)window + 1);
+    float *dvapart = dpart + (size_t)R * Tq;
     dim3 grid((unsigned)Tq, (unsigned)R);
     LAUNCH(k_local_backward_rows, grid, LOC_THREADS, 0, dE, dpart, dq, dout, q, k, va, v, z,
            weights, key_len, scale, window, pos0, NH, Tq, Tk, D, Dv);
     LAUNCH(k_local_backward_keys, R, LOC_THREADS, 0, dk, dva ? dvapart : NULL, dv, dE, dout, q, k,
-           va, weights, scale, NH, Tq, Tk, D, Dv);
+           va, weights, scale, window, NH, Tq, Tk, D, Dv);
     if (dz) {
         int n = B * Tq;
         LAUNCH(k_local_backward_z, (n + LOC_THREADS - 1) / LOC_THREADS, LOC_THREADS, 0, dz, dpart,

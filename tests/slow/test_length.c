@@ -1,0 +1,186 @@
+/* test_length.c — the Transformer at length (docs/design.md §4: "every kind trains at thousands
+ * of pieces, and its extra memory grows as its mathematics says"): for every attention kind that
+ * the Transformer allows in its encoder self-attention slot (attention_supports), one training
+ * step (forward and backward, model_loss) on one example of L = 4,096 pieces a side, and the
+ * memory the model plans for it (model_activation_bytes, after model_reserve) at L and at L/2.
+ *
+ * The model: d_model 16, 2 heads, d_ff 32, 1 + 1 layers, vocabulary 32, dropout 0.1, the kind in
+ * every slot that allows it (the decoder self-attention needs a causal form, the others take
+ * flash there, O(L) itself); linformer with linformer_max_len = L (its projections span the
+ * example), luong_local local-p with the general score and window D = 10 (the config's
+ * defaults). The example: one sentence, source and target ids a fixed pattern over the
+ * vocabulary, so every position (and the sinusoids' whole table up to L) is read.
+ *
+ * Checks, per kind:
+ *  - the loss is finite and positive, and the gradient's global norm is finite and nonzero;
+ *  - the planned bytes at L over those at L/2: at most LINEAR_MAX (2.2) for the kinds whose extra
+ *    memory is O(L) (flash, linear, efficient, taylor, linformer) or O(L·D) (luong_local: its
+ *    windows), and at least QUADRATIC_MIN (3.5; 2.5 below L = 1,024) for those that keep L × L weights (sdp, the
+ *    Luong scores, bahdanau): the accounting sees an L² term where there is one, so the linear
+ *    bound is a bound that can fail. A kind in neither list fails the test, named.
+ * Options: --length N (a power of two >= 64; default 4,096) and --backend cuda, the CUDA
+ * backend: CTest's test_length_simt runs the emulated one at N = 128 (the emulation of the L x L
+ * kernels is too slow for more), test_length_cuda a device at 4,096 (label gpu). Without a CUDA
+ * backend it exits 77, but in the emulated build, where that is a failure.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tokens.h"
+#include "data/batch.h"
+#include "model/model.h"
+#include "ops/cpu/cpu.h"
+#include "ops/cuda/cuda.h"
+#include "testutil.h"
+#include "train/optim.h"
+
+enum { V = 32, DM = 16, NH = 2, FF = 32, LOCAL_D = 10 };
+#define LINEAR_MAX 2.2
+/* the L² term dominates the plan from about L = 1,024 (x3.9 at 4,096 with this model); at
+ * shorter L the O(L) activations still weigh, and an L² term shows as more than x2.5 */
+#define QUADRATIC_MIN(L) ((L) >= 1024 ? 3.5 : 2.5)
+
+/* How a kind's extra memory grows with the length L: 1 linearly (O(L) or O(L·D)), 2 as L²; 0
+ * not listed. */
+static int growth(AttentionKind k) {
+    switch (k) {
+    case ATTN_FLASH: case ATTN_LINEAR: case ATTN_EFFICIENT: case ATTN_TAYLOR:
+    case ATTN_LINFORMER: case ATTN_LUONG_LOCAL: return 1;
+    case ATTN_SDP: case ATTN_LUONG_DOT: case ATTN_LUONG_GENERAL: case ATTN_LUONG_CONCAT:
+    case ATTN_BAHDANAU: return 2;
+    default: return 0;
+    }
+}
+
+static ModelSpec spec_for(AttentionKind k, const Backend *be, int L) {
+    ModelSpec s = {0};
+    char why[512];
+    s.type = MODEL_TRANSFORMER, s.d_model = DM, s.heads = NH, s.d_ff = FF;
+    s.enc_layers = 1, s.dec_layers = 1, s.dropout = 0.1f, s.norm = NORM_PRE;
+    s.tie_embeddings = 1;
+    s.self_attention = k;
+    s.dec_self_attention =
+        attention_supports(k, ATTN_SLOT_DEC_SELF, 1, be, DM, DM, NH, why, sizeof why) ? k
+                                                                                     : ATTN_FLASH;
+    s.cross_attention =
+        attention_supports(k, ATTN_SLOT_CROSS, 0, be, DM, DM, NH, why, sizeof why) ? k
+                                                                                  : ATTN_FLASH;
+    s.attn_opt = (AttentionOptions){.linformer_k = LINFORMER_K_DEFAULT,
+                                    .linformer_max_len = L,
+                                    .linformer_share = LINFORMER_SHARE_NONE,
+                                    .local_window = LOCAL_D,
+                                    .local_mode = LOCAL_PREDICTIVE,
+                                    .local_score = LOCAL_SCORE_GENERAL};
+    return s;
+}
+
+/* One sentence of L pieces a side (target: BOS + L − 1 words in, L − 1 words + EOS out). */
+static void make_batch(TokenBatch *tb, int L) {
+    int *src = xmalloc(sizeof(int) * L), *tin = xmalloc(sizeof(int) * L);
+    int *tout = xmalloc(sizeof(int) * L), len = L;
+    for (int t = 0; t < L; t++) {
+        src[t] = 4 + (7 * t + 3) % (V - 4);
+        tin[t] = t == 0 ? TOKEN_BOS : 4 + (5 * t + 1) % (V - 4);
+        tout[t] = t + 1 < L ? 4 + (5 * (t + 1) + 1) % (V - 4) : TOKEN_EOS;
+    }
+    test_token_batch(tb, 1, L, L, src, &len, tin, tout);
+    free(src), free(tin), free(tout);
+}
+
+static void check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb, int L) {
+    const char *name = attention_kind_names[k];
+    ModelSpec spec = spec_for(k, be, L);
+    Model m;
+    Err err;
+    if (model_create(&m, &spec, V, be, &err)) {
+        EXPECT(0, "%s at L = %d: %s", name, L, err.msg);
+        return;
+    }
+    model_init_params(&m, 11);
+    int H = L / 2;
+    model_reserve(&m, 1, H, H, H, H);
+    size_t half = model_activation_bytes(&m);
+    model_release(&m);
+    model_reserve(&m, 1, L, L, L, L);
+    size_t full = model_activation_bytes(&m);
+    double ratio = half ? (double)full / (double)half : INFINITY;
+
+    double t0 = now_seconds();
+    params_zero_grad(&m.ps);
+    double loss = model_loss(&m, tb, 0.1f, 1, 5, 1.0f / (float)tb->tgt_tokens);
+    double norm = optim_grad_norm(&m.ps), secs = now_seconds() - t0;
+    printf("  %-14s (dec self %s, cross %s): loss %.4f, |grad| %.3g, planned %.1f MiB at L = %d, "
+           "%.1f MiB at %d: x%.2f; the step %.1f s\n",
+           name, attention_kind_names[spec.dec_self_attention],
+           attention_kind_names[spec.cross_attention], loss, norm, full / 1048576.0, L,
+           half / 1048576.0, H, ratio, secs);
+    EXPECT(isfinite(loss) && loss > 0, "%s at L = %d: loss %g", name, L, loss);
+    EXPECT(isfinite(norm) && norm > 0, "%s at L = %d: gradient norm %g", name, L, norm);
+    switch (growth(k)) {
+    case 1:
+        EXPECT(ratio <= LINEAR_MAX, "%s: planned memory x%.2f from L = %d to %d (> %.1f: it "
+               "grows faster than linearly)", name, ratio, H, L, LINEAR_MAX);
+        break;
+    case 2:
+        EXPECT(ratio >= QUADRATIC_MIN(L), "%s: planned memory x%.2f from L = %d to %d (< %.1f: "
+               "its L x L weights are not in the plan)", name, ratio, H, L, QUADRATIC_MIN(L));
+        break;
+    default:
+        EXPECT(0, "%s: no expected growth of its memory in test_length.c's growth()", name);
+    }
+    model_free(&m);
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int L = 4096, cuda = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
+            cuda = 1, i++;
+        else if (!strcmp(argv[i], "--length") && i + 1 < argc)
+            L = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: test_length [--backend cuda] [--length N]\n");
+            return 2;
+        }
+    }
+    if (L < 64 || (L & (L - 1))) {
+        fprintf(stderr, "test_length: --length must be a power of two >= 64\n");
+        return 2;
+    }
+    const Backend *be = backend_cpu();
+    if (cuda) {
+        char msg[512] = "";
+        be = backend_cuda(msg, sizeof msg);
+        if (!be) {
+#ifdef TRAINER_SIMT /* the emulated backend always exists: not starting is a failure */
+            fprintf(stderr, "test_length: FAIL: the emulated CUDA backend did not start: %s\n",
+                    msg);
+            return 1;
+#else
+            printf("test_length: skipped: %s\n", msg);
+            return 77;
+#endif
+        }
+    }
+    printf("test_length: the Transformer on %s, one example of %d pieces a side\n", be->name, L);
+    TokenBatch tb;
+    make_batch(&tb, L);
+    int n = 0;
+    for (int k = 1; k < ATTN_KIND_COUNT; k++) {
+        char why[512];
+        if (!attention_supports((AttentionKind)k, ATTN_SLOT_ENC_SELF, 0, be, DM, DM, NH, why,
+                                sizeof why)) {
+            printf("  %-14s not allowed in the encoder self-attention: %s\n",
+                   attention_kind_names[k], why);
+            continue;
+        }
+        check_kind((AttentionKind)k, be, &tb, L);
+        n++;
+    }
+    EXPECT(n >= 6, "only %d kinds ran", n);
+    batch_free(&tb);
+    return test_report("test_length");
+}
