@@ -23,9 +23,13 @@
  *  - backward vs central finite differences of the flash forward on small cases (one crossing a
  *    key tile boundary);
  *  - bit-identical results with 1, 2 and 3 OpenMP threads (docs/design.md §9).
+ *  - forward and backward in exactly flash_attn_workspace floats (a guard after it unchanged,
+ *    the same bits as in a larger buffer) with 1, 2 and 3 threads, and that size non-decreasing
+ *    in Tq and Tk.
  *   Shapes cover padding (key_len full, partial and 0), causal on and off, Tq ≠ Tk (both signs
- *   of Tk − Tq, also causal, where early queries see no key), lengths 1, 63, 64, 65, 130, 200
- *   (not multiples of the 64-key tile) and D ≠ Dv.
+ *   of Tk − Tq, also causal, where early queries see no key), lengths 1, 63, 64, 65, 130, 200,
+ *   257, 270, 300, 520, 600 (within one block of 128 queries and one tile of 256 keys, and past
+ *   them) and D ≠ Dv.
  *
  * Each case seeds optest_rng itself, so its inputs do not depend on the cases run before it. */
 #include <math.h>
@@ -659,6 +663,64 @@ static void test_threads(int B, int NH, int Tq, int Tk, int D, int Dv, const int
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* the workspace: exactly flash_attn_workspace floats suffice                                   */
+
+/* With 1, 2 and 3 OpenMP threads, flash forward and backward run in a buffer of exactly
+ * flash_attn_workspace(B, NH, Tq, Tk, D, Dv) floats followed by a guard of sentinel floats: the
+ * guard must come back unchanged (no thread's tiles reach past the size the op asked for) and
+ * the results must be the bits of a run in the fixture's larger buffer (the larger of flash's
+ * and attn_workspace). The sizes must not shrink as Tq or Tk grows, so that a workspace sized for
+ * the longest lengths serves every shorter call. */
+static void test_workspace_exact(int B, int NH, int Tq, int Tk, int D, int Dv, const int *key_len,
+                                 int causal) {
+    enum { GUARD = 1024 };
+    AttnProb p;
+    flash_prob(&p, B, NH, Tq, Tk, D, Dv, key_len, causal, 1.0f / sqrtf((float)D));
+    float *out0 = fnew(p.no), *lse0 = fnew(n_lse(&p));
+    float *gq0 = fnew(p.nq), *gk0 = fnew(p.nk), *gv0 = fnew(p.nv);
+    flash_fwd(&p, out0, lse0);
+    flash_bwd(&p, gq0, gk0, gv0, out0, lse0);
+    Stat st;
+    stat_begin(&st, "flash in exactly flash_attn_workspace floats, 1-3 threads  B%d NH%d Tq%d Tk%d "
+               "causal=%d", B, NH, Tq, Tk, causal);
+    int saved = omp_get_max_threads();
+    float guard[GUARD];
+    for (int i = 0; i < GUARD; i++) guard[i] = 1234.5f + (float)i;
+    for (int nt = 1; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        size_t ws = be->flash_attn_workspace(B, NH, Tq, Tk, D, Dv);
+        float *work = fnew(ws + GUARD);
+        memcpy(work + ws, guard, sizeof guard);
+        float *out = fnew(p.no), *lse = fnew(n_lse(&p));
+        float *gq = fnew(p.nq), *gk = fnew(p.nk), *gv = fnew(p.nv);
+        be->flash_attn_forward(out, lse, p.q, p.k, p.v, p.key_len, p.scale, p.causal, B, NH, Tq,
+                               Tk, D, Dv, work);
+        be->flash_attn_backward(gq, gk, gv, p.r, p.q, p.k, p.v, out, lse, p.key_len, p.scale,
+                                p.causal, B, NH, Tq, Tk, D, Dv, work);
+        stat_same(&st, "guard", work + ws, guard, GUARD);
+        stat_same(&st, "out", out, out0, p.no);
+        stat_same(&st, "lse", lse, lse0, n_lse(&p));
+        stat_same(&st, "dq", gq, gq0, p.nq);
+        stat_same(&st, "dk", gk, gk0, p.nk);
+        stat_same(&st, "dv", gv, gv0, p.nv);
+        free(work), free(out), free(lse), free(gq), free(gk), free(gv);
+    }
+    omp_set_num_threads(saved);
+    const int lens[] = {0, 1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1000};
+    const int nl = (int)(sizeof lens / sizeof lens[0]);
+    for (int i = 0; i + 1 < nl; i++)
+        for (int j = 0; j + 1 < nl; j++) {
+            size_t w = be->flash_attn_workspace(B, NH, lens[i], lens[j], D, Dv);
+            stat_true(&st, w <= be->flash_attn_workspace(B, NH, lens[i + 1], lens[j], D, Dv) &&
+                               w <= be->flash_attn_workspace(B, NH, lens[i], lens[j + 1], D, Dv),
+                      "workspace shrinks past Tq %d, Tk %d", lens[i], lens[j]);
+        }
+    stat_end(&st);
+    free(out0), free(lse0), free(gq0), free(gk0), free(gv0);
+    attn_prob_free(&p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* the cases                                                                                   */
 
 void case_attn_sdp(void) {
@@ -809,17 +871,44 @@ void case_flash_attn(void) {
         test_vs_materialised(3, 1, 65, 1, 4, 3, len1, 0, 0.5f, 0);
     }
     {
-        /* finite differences: small, and one crossing the 64-key tile */
+        /* past the 128-row blocks and the 256-key tiles: two and three key tiles, a partial
+         * length one past a tile (257), causal blocks on the diagonal that end inside a tile */
+        const int len[3] = {600, 257, 0};
+        test_vs_materialised(3, 2, 300, 600, 16, 24, len, 0, 0.25f, 0);
+        test_vs_materialised(3, 2, 300, 600, 16, 24, len, 1, 0.25f, 0);
+        test_vs_materialised(3, 2, 300, 600, 16, 24, len, 0, 0.25f, 1);
+        /* a large scale: the running maximum keeps changing across the key tiles (rescaling) */
+        test_vs_materialised(3, 2, 65, 600, 12, 7, len, 0, 2.0f, 0);
+        /* causal, square: the diagonal crosses blocks and tiles */
+        const int len2[2] = {520, 300};
+        test_vs_materialised(2, 2, 520, 520, 8, 8, len2, 1, 0.35f, 0);
+    }
+    {
+        /* finite differences: small, and crossing the key tile (FLASH_BC = 256 keys) */
         const int len[2] = {7, 4};
         test_fd(2, 2, 5, 7, 4, 3, len, 0, 0.5f);
         test_fd(2, 2, 5, 7, 4, 3, len, 1, 0.5f);
         test_fd(2, 2, 9, 7, 4, 3, len, 1, 0.5f); /* Tq > Tk: two queries see no key */
         const int len2[1] = {70};
         test_fd(1, 2, 3, 70, 3, 2, len2, 0, 0.7f);
+        const int len3[1] = {270};
+        test_fd(1, 1, 3, 270, 3, 2, len3, 0, 0.7f);
     }
     {
         const int len[3] = {200, 130, 0};
         test_threads(3, 2, 130, 200, 64, 40, len, 0); /* D 64: the usual head size */
         test_threads(3, 2, 200, 200, 16, 24, len, 1);
+        const int len2[3] = {600, 257, 0};
+        test_threads(3, 2, 300, 600, 16, 24, len2, 0);
+    }
+    {
+        /* the workspace: single tiles, then several blocks and tiles, causal both ways */
+        const int len[3] = {200, 130, 0};
+        test_workspace_exact(3, 2, 130, 200, 64, 40, len, 0);
+        const int len2[3] = {600, 257, 0};
+        test_workspace_exact(3, 2, 300, 600, 16, 24, len2, 1);
+        test_workspace_exact(3, 2, 600, 300, 16, 24, len2, 1);
+        const int len3[2] = {1, 1};
+        test_workspace_exact(2, 1, 1, 1, 4, 3, len3, 0);
     }
 }
