@@ -25,9 +25,10 @@
  *   - another backend: compares every written buffer (whole, prefills included, so what an op
  *     must not write is checked untouched) with the CPU's, bit for bit (tol 0) or normwise
  *     max|g − c| / max(max|c|, floor) < tol, floor the size of the terms where they may cancel
- *     (tol < 0: element-wise |g − c| <= |tol| (1 + |c|), infinities exactly); a row's calls may
- *     compare a value before a later call changes it (emit_mid);
- *   - the CPU: the reference (ref, normwise ref_tol or exactly), the gradients computed into
+ *     (tol < 0: element-wise |g − c| <= |tol| max(1 + |c|, floor), infinities exactly); a row's
+ *     calls may compare a value before a later call changes it (emit_mid); ints and the doubles
+ *     an op returns (a loss, a sum, a verdict) are buffers too (IOUT, RET);
+ *   - the CPU: the reference (ref: normwise, element-wise or exactly), the gradients computed into
  *     zeroed buffers against central finite differences of L = Σ dout ⊙ out (ε = FD_EPS),
  *     normwise: |g − g_fd| / max(|g_fd|, tiny) ≤ FD_NORM_TOL, and the run onto random prefills
  *     = prefill + gradient (accum_check), or the gradient alone where ops.h says overwritten;
@@ -993,16 +994,19 @@ static void case_xent(void) {
 /* the harness: one table of rows, each run on every backend of the mode                     */
 
 /* A buffer of a row. Its length is the product of the dims its letters name (size; "" = 1). */
-enum { IN = 1, INT, OUT, ACC, OVW, WORK };
+enum { IN = 1, INT, OUT, ACC, OVW, WORK, IOUT, RET };
 typedef struct {
     const char *name;
     int role;         /* IN: read only, drawn in [lo, hi); INT: ints below dim `below` (or lo);
                        * OUT: written (prefilled in [lo, hi), or lo where lo == hi); ACC: added
                        * into (a random prefill); OVW: a gradient ops.h says is overwritten;
-                       * WORK: the row's workspace (work_new, its size from the row's work) */
+                       * WORK: the row's workspace (work_new, its size from the row's work);
+                       * IOUT: ints written (prefilled with lo); RET: doubles an op returns, in
+                       * host memory, which the row's calls store through p[i] */
     const char *size;
     float lo, hi;
-    double tol;       /* another backend against the cpu, normwise; 0: bit for bit */
+    double tol;       /* another backend against the cpu, normwise (RET: relative to the largest
+                       * finite |cpu|); 0: bit for bit; < 0: element-wise (emit) */
     int of;           /* ACC/OVW: 1 + the buffer it is the gradient of; IN: 1 + the output it is
                        * dL/d of (the loss of the finite differences is Σ this ⊙ that) */
     char below;       /* INT: the dim its values stay below */
@@ -1019,7 +1023,9 @@ typedef struct Row {
     void (*fwd)(const Backend *be, void **p, const int *d);
     void (*bwd)(const Backend *be, void **p, const int *d); /* NULL: no backward */
     /* fills the expected final value of the buffers whose bit it sets, r[i] holding the
-     * buffer's prefill on entry; the cpu must match within ref_tol (normwise; 0: exactly) */
+     * buffer's prefill on entry; the cpu must match within ref_tol (normwise against the largest
+     * finite |ref|; 0: exactly; < 0: element-wise |cpu − ref| <= |ref_tol| max(1 + |ref|, floor));
+     * a reference that is not finite, exactly */
     unsigned (*ref)(double **r, void **h, const int *d);
     double ref_tol;
     void (*prep)(void **h, const int *d);                   /* plants values after the draw */
@@ -1036,6 +1042,7 @@ static int dim(const Row *r, const int *d, char c) {
     const char *p = strchr(r->dims, c);
     return p ? d[p - r->dims] : 1;
 }
+static size_t esz(const Buf *b) { return b->role == RET ? sizeof(double) : 4; } /* bytes */
 static size_t buf_len(const Row *r, const int *d, int i) {
     size_t n = 1;
     for (const char *s = r->b[i].size; *s; s++) n *= (size_t)dim(r, d, *s);
@@ -1057,20 +1064,29 @@ static char g_nm[200];      /* the current shape's name (shape_name) */
 /* Downloads n floats (ints: isint) of be's memory and compares them: the cpu's are kept, another
  * backend's compared with the cpu's (tol normwise against max(max|cpu|, floor); 0: bit for
  * bit) and recorded for the schedule check. */
-static void emit(const char *what, const void *p, size_t n, double tol, double floor) {
+static void emit_as(int role, const char *what, const void *p, size_t n, double tol, double floor) {
     const Backend *be = g_be;
+    size_t seen = n_seen, nd = n;
+    float *g;
+    if (role == RET) { /* host memory: its doubles as 2 n floats */
+        g = malloc(2 * n * sizeof *g + 1);
+        if (!g) exit(2);
+        memcpy(g, p, n * sizeof(double));
+        n *= 2;
+        if (be == gpu && !g_quiet) record_output(what, g, n);
+    } else {
+        g = from_backend(be, p, n);
+    }
     if (be == cpu || !gpu) {
         if (n_emitted == cap_emitted) {
             cap_emitted = cap_emitted ? 2 * cap_emitted : 64;
             emitted = realloc(emitted, cap_emitted * sizeof *emitted);
             if (!emitted) exit(2);
         }
-        emitted[n_emitted].h = from_backend(be, p, n);
+        emitted[n_emitted].h = g;
         emitted[n_emitted++].n = n;
         return;
     }
-    size_t seen = n_seen;
-    float *g = from_backend(gpu, p, n);
     if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[0].what, "%s", what);
     EXPECT(i_emitted < n_emitted && emitted[i_emitted].n == n, "%s: the cpu gave no such output",
            what);
@@ -1085,10 +1101,21 @@ static void emit(const char *what, const void *p, size_t n, double tol, double f
             if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
         EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu (first at %zu: %.9g, cpu %.9g)",
                what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
-    } else if (tol < 0) { /* element-wise: |g − c| <= |tol| (1 + |c|), infinities exactly */
+    } else if (role == RET) { /* max|g − c| / max(largest finite |c|, floor, or 1 where 0) */
+        const double *gd = (const double *)g, *cd = (const double *)c;
+        double num = 0, den = floor;
+        for (size_t i = 0; i < nd; i++) {
+            double di = gd[i] == cd[i] || (isnan(gd[i]) && isnan(cd[i])) ? 0 : fabs(gd[i] - cd[i]);
+            if (!(di <= num)) num = isnan(di) ? INFINITY : di;
+            if (isfinite(cd[i])) den = fmax(den, fabs(cd[i]));
+        }
+        EXPECT(num / (den > 0 ? den : 1) < tol, "%s: %.17g, the cpu %.17g (relative error %.3g >= "
+               "%.1g)", what, gd[0], cd[0], num / (den > 0 ? den : 1), tol);
+    } else if (tol < 0) { /* element-wise: |g − c| <= |tol| max(1 + |c|, floor), infinities exactly */
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
-            bad += isinf(c[i]) || isinf(g[i]) ? g[i] != c[i] : !(fabs((double)g[i] - c[i]) <= -tol * (1 + fabs(c[i])));
+            bad += isinf(c[i]) || isinf(g[i]) ? g[i] != c[i]
+                                              : !(fabs((double)g[i] - c[i]) <= -tol * fmax(1 + fabs(c[i]), floor));
         EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu's", what, bad, n);
     } else {
         double cmax, e = test_rel_err(g, c, n, &cmax);
@@ -1097,6 +1124,9 @@ static void emit(const char *what, const void *p, size_t n, double tol, double f
         if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
     }
     free(g);
+}
+static void emit(const char *what, const void *p, size_t n, double tol, double floor) {
+    emit_as(OUT, what, p, n, tol, floor);
 }
 static void emit_reset(void) {
     for (size_t i = 0; i < n_emitted; i++) free(emitted[i].h);
@@ -1109,13 +1139,18 @@ static void shape_name(char *s, size_t cap, const Row *r, const int *d) {
         k += snprintf(s + k, cap - (size_t)k, " %c=%d", r->dims[i], d[i]);
 }
 
-/* The row's buffers in be's memory (copies of h), its workspaces from work_new. */
+/* The row's buffers in be's memory (copies of h; RET in host memory), its workspaces from
+ * work_new. */
 static void to_dev(const Row *r, const int *d, const Backend *be, void **h, void **p, Work *w) {
     for (int i = 0; i < nbufs(r); i++) {
         size_t n = buf_len(r, d, i);
         if (r->b[i].role == WORK) {
             *w = work_new(be, r->work(be, d));
             p[i] = w->p;
+            continue;
+        }
+        if (r->b[i].role == RET) {
+            p[i] = test_calloc(n + 1, sizeof(double));
             continue;
         }
         p[i] = be->alloc(n * 4); /* exactly: the guards of the backend under test follow */
@@ -1126,6 +1161,8 @@ static void free_dev(const Row *r, const Backend *be, void **p, Work *w) {
     for (int i = 0; i < nbufs(r); i++)
         if (r->b[i].role == WORK)
             work_done(*w, r->name);
+        else if (r->b[i].role == RET)
+            free(p[i]);
         else
             be->free(p[i]);
 }
@@ -1134,12 +1171,17 @@ static void free_dev(const Row *r, const Backend *be, void **p, Work *w) {
  * perturbed value), in double. */
 static double fd_loss(const Row *r, const int *d, void **h, void **c) {
     for (int i = 0; i < nbufs(r); i++)
-        if (r->b[i].role != WORK) memcpy(c[i], h[i], buf_len(r, d, i) * 4);
+        if (r->b[i].role != WORK) memcpy(c[i], h[i], buf_len(r, d, i) * esz(&r->b[i]));
     r->fwd(backend_cpu(), c, d);
     double l = 0;
-    for (int i = 0; i < nbufs(r); i++)
-        if (r->b[i].role == IN && r->b[i].of)
-            l += dot_rd(h[i], c[r->b[i].of - 1], buf_len(r, d, r->b[i].of - 1));
+    for (int i = 0; i < nbufs(r); i++) {
+        int o = r->b[i].of - 1;
+        if (r->b[i].role != IN || o < 0) continue;
+        if (r->b[o].role == RET) /* a returned scalar: dL/d of it in h[i] */
+            for (size_t k = 0; k < buf_len(r, d, o); k++) l += (double)((float *)h[i])[k] * ((double *)c[o])[k];
+        else
+            l += dot_rd(h[i], c[o], buf_len(r, d, o));
+    }
     return l;
 }
 
@@ -1155,25 +1197,34 @@ static void cpu_checks(const Row *r, const int *d, void **h, void **res, const c
             if (r->b[i].role == WORK || r->b[i].role == INT) continue;
             size_t n = buf_len(r, d, i);
             rv[i] = test_dnew(n + 1);
-            for (size_t k = 0; k < n; k++) rv[i][k] = ((float *)h[i])[k];
+            for (size_t k = 0; k < n; k++)
+                rv[i][k] = r->b[i].role == IOUT  ? ((int *)h[i])[k]
+                           : r->b[i].role == RET ? ((double *)h[i])[k] : ((float *)h[i])[k];
         }
         unsigned got = r->ref(rv, h, d);
         stat_begin(&st, "%s: against the reference", nm);
         for (int i = 0; i < nb; i++) {
             if (!(got >> i & 1)) continue;
-            size_t n = buf_len(r, d, i);
-            double mx = 0, e = 0;
-            for (size_t k = 0; k < n; k++) mx = fmax(mx, fabs(rv[i][k]));
-            if (r->floor) mx = fmax(mx, r->floor(i | 0x100, h, d));
+            size_t n = buf_len(r, d, i), bad = 0;
+            double mx = 0, e = 0, fl = r->floor ? r->floor(i | 0x100, h, d) : 0;
+            for (size_t k = 0; k < n; k++)
+                if (isfinite(rv[i][k])) mx = fmax(mx, fabs(rv[i][k]));
+            if (r->ref_tol > 0) mx = fmax(mx, fl);
             for (size_t k = 0; k < n; k++) {
-                double g = r->b[i].role == INT ? ((int *)res[i])[k] : ((float *)res[i])[k];
-                if (r->ref_tol == 0 || isinf(rv[i][k]))
+                int role = r->b[i].role;
+                double g = role == IOUT ? ((int *)res[i])[k] : role == RET ? ((double *)res[i])[k] : ((float *)res[i])[k];
+                if (r->ref_tol == 0 || !isfinite(rv[i][k]))
                     stat_true(&st, g == rv[i][k] || (isnan(g) && isnan(rv[i][k])), "%s[%zu] = %.9g, "
                               "want %.9g", r->b[i].name, k, g, rv[i][k]);
+                else if (r->ref_tol < 0)
+                    bad += !(fabs(g - rv[i][k]) <= -r->ref_tol * fmax(1 + fabs(rv[i][k]), fl));
                 else
                     e = fmax(e, isnan(g) ? INFINITY : fabs(g - rv[i][k]) / (mx > 0 ? mx : 1));
             }
-            if (r->ref_tol) stat_add(&st, e, 0, r->ref_tol, 0, r->b[i].name, 0);
+            if (r->ref_tol > 0) stat_add(&st, e, 0, r->ref_tol, 0, r->b[i].name, 0);
+            if (r->ref_tol < 0)
+                stat_true(&st, bad == 0, "%s: %zu of %zu values off the reference by more than "
+                          "%.0e (1 + |ref|)", r->b[i].name, bad, n, -r->ref_tol);
         }
         stat_end(&st);
         for (int i = 0; i < nb; i++) free(rv[i]);
@@ -1191,7 +1242,7 @@ static void cpu_checks(const Row *r, const int *d, void **h, void **res, const c
             h[i] = wp;
             continue;
         }
-        c[i] = fdup(h[i], n);
+        c[i] = fdup(h[i], n * esz(&r->b[i]) / 4);
         if (r->b[i].role == ACC && r->b[i].of) memset(c[i], 0, n * 4);
         if (r->b[i].role == OVW) memset(c[i], 0, n * 4);
     }
@@ -1255,11 +1306,13 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
     for (int i = 0; i < nb; i++) {
         const Buf *b = &r->b[i];
         size_t n = buf_len(r, d, i);
-        if (b->role == INT) {
+        if (b->role == INT || b->role == IOUT) {
             int *v = test_calloc(n + 1, sizeof(int));
             for (size_t k = 0; k < n; k++)
                 v[k] = b->below ? (int)rng_below(&optest_rng, (uint32_t)dim(r, d, b->below)) : (int)b->lo;
             h[i] = v;
+        } else if (b->role == RET) {
+            h[i] = test_calloc(n + 1, sizeof(double));
         } else if (b->role != WORK) {
             h[i] = b->lo == b->hi ? fnew(n + 1) : frand(n + 1, b->lo, b->hi);
             if (b->lo == b->hi)
@@ -1287,9 +1340,9 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
                 EXPECT(memcmp(got, h[i], n * 4) == 0, "%s (%s) changed (an input)", what, be->name);
                 free(got);
             } else if (be == cpu && !gpu) {
-                res[i] = from_backend(be, p[i], n);
+                res[i] = b->role == RET ? fdup(p[i], 2 * n) : from_backend(be, p[i], n);
             } else {
-                emit(what, p[i], n, b->tol, r->floor ? r->floor(i, h, d) : 0);
+                emit_as(b->role, what, p[i], n, b->tol, r->floor ? r->floor(i, h, d) : 0);
             }
         }
         if (r->extra) {
