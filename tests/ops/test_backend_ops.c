@@ -371,72 +371,37 @@ static void bf16_against_reference(int bias) {
     optest_rng = outer;
 }
 
-/* matmul_bias_forward at tf32 against the CPU's fp32 (inputs in backend memory, the CPU's result
- * in cpu memory): the rounding of the inputs must show (error above 1e-6) and stay small. */
-static void precision_shows(const float *gx, const float *gw, const float *gb, const float *co,
-                           int N, int C, int K) {
-    size_t no = (size_t)N * C;
-    float *go = gpu->alloc(no * sizeof(float));
-    backend_cuda_set_precision(BACKEND_PRECISION_TF32);
-    gpu->matmul_bias_forward(go, gx, gw, gb, N, C, K, 1);
-    backend_cuda_set_precision(BACKEND_PRECISION_FP32);
-    float *g = from_backend(gpu, go, no), *c = from_backend(cpu, co, no);
-    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what,
-             "matmul_bias_forward at precision tf32");
-    double e = test_rel_err(g, c, no, NULL);
-    EXPECT(e > 1e-6 && e < 3e-3,
-           "matmul_bias_forward at precision tf32: relative error %.3g, want (1e-06, 3e-03)", e);
-    printf("  matmul_bias_forward at precision tf32: relative error %.2e against the cpu's fp32\n",
-           e);
-    free(g), free(c);
-    gpu->free(go);
-}
-
 /* train.precision: tf32 and bf16 round the inputs (10 and 7 mantissa bits), so the product
- * moves away from the fp32 one by about 2^-11 and 2^-8 relative, and no further (matmul, and
- * matmul_bias_forward at tf32); and at bf16 the product of the bf16-rounded inputs. */
+ * moves away from the cpu's fp32 one by about 2^-11 and 2^-8 relative, and no further (matmul at
+ * both; matmul_bias_forward, a dense layer's shape with ReLU, at tf32); and at bf16 the product
+ * of the bf16-rounded inputs (bf16_against_reference). */
 static void vs_cpu_precision(void) {
     if (!HAVE(matmul) || !HAVE(matmul_bias_forward)) return;
-    static const struct { int prec; double lo, hi; const char *name; } precs[] = {
-        {BACKEND_PRECISION_TF32, 1e-6, 3e-3, "tf32"}, {BACKEND_PRECISION_BF16, 1e-5, 2e-2, "bf16"}};
+    static const struct { int prec, bias; double lo, hi; const char *name; } runs[3] = {
+        {BACKEND_PRECISION_TF32, 0, 1e-6, 3e-3, "matmul at precision tf32"},
+        {BACKEND_PRECISION_BF16, 0, 1e-5, 2e-2, "matmul at precision bf16"},
+        {BACKEND_PRECISION_TF32, 1, 1e-6, 3e-3, "matmul_bias_forward at precision tf32"}};
     int M = 37, Nc = 53, K = 71;
-    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
-    float *ha = frand_pm1(na), *hb = frand_pm1(nb);
-    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
-    float *ca = to_backend(cpu, ha, na), *cb = to_backend(cpu, hb, nb);
-    float *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
-    cpu->matmul(cc, ca, cb, M, Nc, K, 0, 0, 1.0f, 0.0f);
-    float *c = from_backend(cpu, cc, nc);
-    for (int p = 0; p < 2; p++) {
-        backend_cuda_set_precision(precs[p].prec);
-        gpu->matmul(gc, ga, gb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+    size_t n[3] = {(size_t)M * K, (size_t)K * Nc, (size_t)Nc}, nc = (size_t)M * Nc;
+    float *h[3], *g[3], *c[3], *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
+    for (int i = 0; i < 3; i++) h[i] = frand_pm1(n[i]), g[i] = to_backend(gpu, h[i], n[i]), c[i] = to_backend(cpu, h[i], n[i]);
+    for (int k = 0; k < 3; k++) { /* matmul_bias_forward: w[Nc, K] */
+        backend_cuda_set_precision(runs[k].prec);
+        if (runs[k].bias)
+            cpu->matmul_bias_forward(cc, c[0], c[1], c[2], M, Nc, K, 1), gpu->matmul_bias_forward(gc, g[0], g[1], g[2], M, Nc, K, 1);
+        else
+            cpu->matmul(cc, c[0], c[1], M, Nc, K, 0, 0, 1.0f, 0.0f), gpu->matmul(gc, g[0], g[1], M, Nc, K, 0, 0, 1.0f, 0.0f);
         backend_cuda_set_precision(BACKEND_PRECISION_FP32);
-        float *g = from_backend(gpu, gc, nc);
-        char what[64];
-        snprintf(what, sizeof what, "matmul at precision %s", precs[p].name);
-        record_output(what, g, nc);
-        double e = test_rel_err(g, c, nc, NULL);
-        EXPECT(e > precs[p].lo && e < precs[p].hi,
-               "matmul at precision %s: relative error %.3g against fp32, want (%.0e, %.0e)",
-               precs[p].name, e, precs[p].lo, precs[p].hi);
-        printf("  matmul at precision %s: relative error %.2e against the cpu's fp32\n",
-               precs[p].name, e);
-        free(g);
+        float *gh = from_backend(gpu, gc, nc), *ch = from_backend(cpu, cc, nc);
+        snprintf(out_seen[n_seen - 1].what, sizeof out_seen[0].what, "%s", runs[k].name);
+        double e = test_rel_err(gh, ch, nc, NULL);
+        EXPECT(e > runs[k].lo && e < runs[k].hi, "%s: relative error %.3g against the cpu's fp32, want "
+               "(%.0e, %.0e)", runs[k].name, e, runs[k].lo, runs[k].hi);
+        printf("  %s: relative error %.2e against the cpu's fp32\n", runs[k].name, e);
+        free(gh), free(ch);
     }
-    free(c), free(ha), free(hb);
-    gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
-    {   /* matmul_bias_forward at tf32, on a dense layer's shape with ReLU */
-        int N = 37, C = 53, K = 71;
-        float *hx = frand_pm1((size_t)N * K), *hw = frand_pm1((size_t)C * K), *hb = frand_pm1(C);
-        float *gx = to_backend(gpu, hx, (size_t)N * K), *gw = to_backend(gpu, hw, (size_t)C * K);
-        float *gb = to_backend(gpu, hb, C), *cx = to_backend(cpu, hx, (size_t)N * K);
-        float *cw = to_backend(cpu, hw, (size_t)C * K), *cb = to_backend(cpu, hb, C);
-        float *co = cpu->alloc(sizeof(float) * N * C);
-        cpu->matmul_bias_forward(co, cx, cw, cb, N, C, K, 1);
-        precision_shows(gx, gw, gb, co, N, C, K);
-        gpu->free(gx), gpu->free(gw), gpu->free(gb), cpu->free(cx), cpu->free(cw), cpu->free(cb);
-        cpu->free(co), free(hx), free(hw), free(hb);
-    }
+    for (int i = 0; i < 3; i++) free(h[i]), gpu->free(g[i]), cpu->free(c[i]);
+    gpu->free(gc), cpu->free(cc);
     bf16_against_reference(0);
     bf16_against_reference(1);
 }
