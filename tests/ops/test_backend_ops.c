@@ -25,19 +25,19 @@
  *   - another backend: compares every written buffer (whole, prefills included, so what an op
  *     must not write is checked untouched) with the CPU's, bit for bit (tol 0) or normwise
  *     max|g − c| / max(max|c|, floor) < tol, floor the size of the terms where they may cancel
- *     (tol < 0: element-wise |g − c| <= |tol| (1 + |c|), infinities exactly); a row's calls may
- *     compare a value before a later call changes it (emit_mid);
- *   - the CPU: the reference (ref, normwise ref_tol or exactly), the gradients computed into
+ *     (tol < 0: element-wise |g − c| <= |tol| max(1 + |c|, floor), infinities exactly); a row's
+ *     calls may compare a value before a later call changes it (emit_mid); ints and the doubles
+ *     an op returns (a loss, a sum, a verdict) are buffers too (IOUT, RET);
+ *   - the CPU: the reference (ref: normwise, element-wise or exactly), the gradients computed into
  *     zeroed buffers against central finite differences of L = Σ dout ⊙ out (ε = FD_EPS),
  *     normwise: |g − g_fd| / max(|g_fd|, tiny) ≤ FD_NORM_TOL, and the run onto random prefills
  *     = prefill + gradient (accum_check), or the gradient alone where ops.h says overwritten;
  *   - the row's extra checks (extra), on every backend.
  * Checks a row does not express stay special functions of the case table (CASES): the memory
- * entries, matmul next to held ranges, train.precision, sumsq/all_finite, dropout's stream
- * statistics and u == p keys, the output layer, and the attention ops' CPU cases (attention_*.c;
- * their rows check another backend against the CPU, and the hooks' checks on both). The program
- * fails when an OpKind has no case. An op the CUDA backend leaves NULL is listed and skipped;
- * an op it has but whose case has no cross-backend check fails.
+ * entries (on each backend), matmul next to held ranges, train.precision, and the attention ops'
+ * CPU cases (attention_*.c; their rows check another backend against the CPU, and the hooks'
+ * checks on both). The program fails when an OpKind has no case. An op the CUDA backend leaves
+ * NULL is listed and skipped; an op it has but whose case has no cross-backend check fails.
  *
  * The backend under test runs with guarded memory (guarded_alloc) and workspaces of exactly the
  * size their function declares (work_new: at an odd float offset, NaN-filled, guarded). In the
@@ -63,391 +63,9 @@
 #include "ops/cuda/simt/simt_c.h" /* the emulated build: thread schedules */
 #endif
 
-static const Backend *be; /* the CPU backend (the CPU cases) */
-
 /* --ops: the OpKinds whose cases run (all when no --ops was given) */
 static int op_selected[OP_COUNT];
 static int ops_filtered;
-
-/* ========================================================================================== */
-/* the CPU against double-precision references                                               */
-
-/* ------------------------------------------------------------------------------------------ */
-/* memory                                                                                      */
-
-static void test_memory(void) {
-    Stat st;
-    stat_begin(&st, "memory alloc/upload/download/copy/zero");
-    size_t n = 37;
-    float *d = be->alloc(sizeof(float) * n);
-    float *d2 = be->alloc(sizeof(float) * n);
-    stat_true(&st, d != NULL && d2 != NULL, "alloc returned NULL");
-    int zero = 1;
-    for (size_t i = 0; i < n; i++) zero &= d[i] == 0.0f;
-    stat_true(&st, zero, "alloc is not zero-filled");
-    float *h = frand(n, -1, 1), *back = fnew(n);
-    be->upload(d, h, sizeof(float) * n);
-    be->copy(d2, d, sizeof(float) * n);
-    be->synchronize();
-    be->download(back, d2, sizeof(float) * n);
-    stat_true(&st, memcmp(back, h, sizeof(float) * n) == 0, "upload/copy/download round trip");
-    be->zero(d2 + 3, sizeof(float) * 5);
-    be->download(back, d2, sizeof(float) * n);
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) ok &= back[i] == ((i >= 3 && i < 8) ? 0.0f : h[i]);
-    stat_true(&st, ok, "zero touched the wrong range");
-    {   /* a block of 4 MiB and more goes in 1 MiB pieces over the threads (the CPU): 4.5 MiB
-         * and 3 floats, at an offset, between untouched floats */
-        size_t nb = (size_t)9 << 17, big = nb + 3 + 2 * 5;
-        float *hb = malloc(sizeof(float) * big), *db = be->alloc(sizeof(float) * big);
-        for (size_t i = 0; i < big; i++) hb[i] = 1.0f + (float)(i % 7);
-        be->upload(db, hb, sizeof(float) * big);
-        be->zero(db + 5, sizeof(float) * (nb + 3));
-        be->download(hb, db, sizeof(float) * big);
-        int okb = 1;
-        for (size_t i = 0; i < big; i++)
-            okb &= hb[i] == ((i >= 5 && i < 5 + nb + 3) ? 0.0f : 1.0f + (float)(i % 7));
-        stat_true(&st, okb, "zero of a large block touched the wrong range");
-        be->free(db);
-        free(hb);
-    }
-    be->free(d);
-    be->free(d2);
-    free(h);
-    free(back);
-    stat_end(&st);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* dense algebra                                                                               */
-
-/* matmul's output may lie right next to a range held by matmul_hold (ops.h forbids only an
- * overlap): C = buf[10..25) between held buf[0..10) and buf[25..35) is accepted and computed. */
-static void test_matmul_next_to_held(void) {
-    Stat st;
-    stat_begin(&st, "matmul next to held ranges");
-    float *buf = frand(35, -1, 1), *A = frand(3 * 4, -1, 1), *B = frand(4 * 5, -1, 1);
-    be->matmul_hold(buf, 10);
-    be->matmul_keep(buf + 25, 10);
-    be->matmul(buf + 10, A, B, 3, 5, 4, 0, 0, 1.0f, 0.0f);
-    be->matmul_hold(NULL, 0);
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 5; j++) {
-            double s = 0;
-            for (int k = 0; k < 4; k++) s += (double)A[i * 4 + k] * B[k * 5 + j];
-            stat_add(&st, buf[10 + i * 5 + j], s, FWD_ATOL, FWD_RTOL, "C", i * 5 + j);
-        }
-    stat_end(&st);
-    free(buf), free(A), free(B);
-}
-
-static void test_sumsq_all_finite(void) {
-    size_t sizes[3] = {0, 1003, 300001};
-    Stat st;
-    stat_begin(&st, "sumsq");
-    for (int k = 0; k < 3; k++) {
-        size_t n = sizes[k];
-        float *x = frand(n, -2, 2);
-        double ref = 0;
-        for (size_t i = 0; i < n; i++) ref += (double)x[i] * (double)x[i];
-        /* double accumulation of exact float products: only summation order may differ */
-        stat_add(&st, be->sumsq(x, n), ref, 1e-12, 1e-10, "sumsq", (long)n);
-        free(x);
-    }
-    stat_end(&st);
-
-    stat_begin(&st, "all_finite");
-    for (int k = 0; k < 3; k++) {
-        size_t n = sizes[k];
-        float *x = frand(n, -1e30f, 1e30f);
-        stat_true(&st, be->all_finite(x, n) == 1, "n=%zu finite data reported non-finite", n);
-        if (n) { /* the largest finite floats are finite */
-            x[0] = FLT_MAX, x[n - 1] = -FLT_MAX, x[n / 2] = FLT_MIN / 4; /* a subnormal */
-            stat_true(&st, be->all_finite(x, n) == 1, "n=%zu: FLT_MAX/subnormal reported", n);
-        }
-        free(x);
-    }
-    const float bads[3] = {NAN, INFINITY, -INFINITY};
-    for (int k = 1; k < 3; k++) {
-        size_t n = sizes[k];
-        size_t pos[3] = {0, n / 2, n - 1};
-        for (int b = 0; b < 3; b++)
-            for (int j = 0; j < 3; j++) {
-                float *x = frand(n, -1, 1);
-                x[pos[j]] = bads[b];
-                stat_true(&st, be->all_finite(x, n) == 0, "n=%zu: %g at %zu not detected", n,
-                          (double)bads[b], pos[j]);
-                free(x);
-            }
-    }
-    stat_end(&st);
-}
-
-typedef struct {
-    float *inp, *out, *mask;
-    const float *r;
-    float p;
-    uint64_t key;
-    size_t n;
-} DropCtx;
-static double drop_loss(void *pp) {
-    DropCtx *c = pp;
-    be->dropout_forward(c->out, c->mask, c->inp, c->p, c->key, c->n);
-    return dot_rd(c->r, c->out, c->n);
-}
-
-static void test_dropout(void) {
-    const size_t n = 100000;
-    const float ps[2] = {0.3f, 0.5f};
-    for (int k = 0; k < 2; k++) {
-        float p = ps[k];
-        Stat st;
-        stat_begin(&st, "dropout_forward p=%.1f n=%zu", p, n);
-        float *inp = frand(n, -1, 1), *out = fnew(n), *mask = fnew(n);
-        float *out2 = fnew(n), *mask2 = fnew(n);
-        uint64_t key = 0x1234567ull + (uint64_t)k;
-        be->dropout_forward(out, mask, inp, p, key, n);
-        double keep_val = 1.0 / (1.0 - (double)p);
-        size_t kept = 0, badval = 0, badout = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (mask[i] == 0.0f) {
-                if (out[i] != 0.0f) badout++;
-            } else {
-                kept++;
-                if (fabs(mask[i] - keep_val) > 1e-6 * keep_val) badval++;
-                if (fabs(out[i] - (double)inp[i] * keep_val) > 1e-6 * (1 + fabs(out[i])))
-                    badout++;
-            }
-        }
-        stat_true(&st, badval == 0, "%zu mask values are neither 0 nor 1/(1-p)", badval);
-        stat_true(&st, badout == 0, "%zu outputs differ from inp * mask", badout);
-        double frac = (double)kept / n;
-        stat_add(&st, frac, 1.0 - p, 0.01, 0, "fraction kept", 0);
-        /* same key: bit-identical; a prefix is the same stream (mask[i] depends on (key, i)) */
-        be->dropout_forward(out2, mask2, inp, p, key, n);
-        stat_true(&st, memcmp(mask, mask2, sizeof(float) * n) == 0, "same key, different mask");
-        stat_true(&st, memcmp(out, out2, sizeof(float) * n) == 0, "same key, different out");
-        be->dropout_forward(out2, mask2, inp, p, key, 1000);
-        stat_true(&st, memcmp(mask, mask2, sizeof(float) * 1000) == 0,
-                  "mask of a prefix differs from the prefix of the mask");
-        /* another key: a different mask (expected disagreement 2p(1-p) ≥ 0.42) */
-        be->dropout_forward(out2, mask2, inp, p, key + 1, n);
-        size_t differ = 0;
-        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
-        stat_true(&st, differ > n * 0.3, "key+1 gives a mask that differs in only %zu places",
-                  differ);
-        /* no structure along i: agreement of mask[i] and mask[i+lag] ≈ p² + (1−p)² */
-        const size_t lags[6] = {1, 2, 255, 1024, 4096, 65536};
-        for (int l = 0; l < 6; l++) {
-            size_t agree = 0, m = n - lags[l];
-            for (size_t i = 0; i < m; i++) agree += (mask[i] == 0.0f) == (mask[i + lags[l]] == 0.0f);
-            stat_add(&st, (double)agree / m, (double)p * p + (1.0 - p) * (1.0 - p), 0.02, 0,
-                     "lag agreement", (long)lags[l]);
-        }
-        be->dropout_forward(out2, mask2, inp, p, key ^ 0x8000000000000000ull, n);
-        differ = 0;
-        for (size_t i = 0; i < n; i++) differ += (mask[i] == 0.0f) != (mask2[i] == 0.0f);
-        stat_true(&st, differ > n * 0.3, "high-bit key gives a mask differing in only %zu places",
-                  differ);
-        stat_end(&st);
-        free(inp), free(out), free(mask), free(out2), free(mask2);
-    }
-    {
-        /* u == p exactly is kept (u >= p): keys whose element draws u = p, found by search */
-        static const struct { float p; uint64_t key; size_t i; } edge[2] = {
-            {0.3f, 2391, 2954}, {0.5f, 19341, 640}};
-        for (int k = 0; k < 2; k++) {
-            Stat st;
-            stat_begin(&st, "dropout_forward keeps u == p (p=%.1f)", edge[k].p);
-            size_t m = edge[k].i + 1;
-            float u = (float)(rng_hash(edge[k].key, edge[k].i) >> 8) * (1.0f / 16777216.0f);
-            stat_true(&st, u == edge[k].p, "the case's draw %.9g is not p %.9g", u, edge[k].p);
-            float *inp = frand(m, 1, 2), *out = fnew(m), *mask = fnew(m);
-            be->dropout_forward(out, mask, inp, edge[k].p, edge[k].key, m);
-            stat_true(&st, mask[edge[k].i] == 1.0f / (1.0f - edge[k].p),
-                      "element %zu, u == p, dropped (mask %g)", edge[k].i, mask[edge[k].i]);
-            stat_end(&st);
-            free(inp), free(out), free(mask);
-        }
-    }
-    {
-        Stat st;
-        stat_begin(&st, "dropout_forward p=0 is the identity");
-        float *inp = frand(1000, -1, 1), *out = fnew(1000), *mask = fnew(1000);
-        be->dropout_forward(out, mask, inp, 0.0f, 99, 1000);
-        for (int i = 0; i < 1000; i++) {
-            stat_add(&st, out[i], inp[i], 0, 0, "out", i);
-            stat_add(&st, mask[i], 1.0, 0, 0, "mask", i);
-        }
-        stat_end(&st);
-        free(inp), free(out), free(mask);
-    }
-    {
-        const size_t m = 41;
-        float *inp = frand(m, -1, 1), *out = fnew(m), *mask = fnew(m), *r = frand(m, -1, 1);
-        float *g0 = fnew(m);
-        DropCtx ctx = {inp, out, mask, r, 0.4f, 777, m};
-        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
-        be->dropout_backward(g0, r, mask, m);
-        Stat st;
-        stat_begin(&st, "dropout_backward vs FD");
-        fd_check(&st, "dinp", inp, m, g0, drop_loss, &ctx);
-        stat_end(&st);
-        be->dropout_forward(out, mask, inp, ctx.p, ctx.key, m);
-        float *pre = frand(m, -2, 2), *acc = fdup(pre, m);
-        be->dropout_backward(acc, r, mask, m);
-        stat_begin(&st, "dropout_backward accumulates");
-        accum_check(&st, "dinp", acc, pre, g0, m);
-        stat_end(&st);
-        free(inp), free(out), free(mask), free(r), free(g0), free(pre), free(acc);
-    }
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* output layer                                                                                */
-
-typedef struct {
-    float *logits;
-    const int *targets;
-    int N, V, ignore_id;
-    float smoothing, grad_scale;
-} XentCtx;
-static double xent_loss(void *p) {
-    XentCtx *x = p;
-    float *work = fnew(be->xent_workspace(x->N, x->V) + 1);
-    double l = be->xent_forward_backward(NULL, x->logits, x->targets, x->N, x->V, x->smoothing,
-                                         x->ignore_id, 0.0f, work);
-    free(work);
-    return x->grad_scale * l;
-}
-
-static double xent_ref(const float *logits, const int *targets, int N, int V, double eps,
-                       int ignore_id) {
-    double total = 0;
-    for (int n = 0; n < N; n++) {
-        if (targets[n] == ignore_id) continue;
-        const float *x = logits + (size_t)n * V;
-        double mx = -INFINITY, z = 0;
-        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
-        double lse = mx + log(z);
-        /* target distribution q = (1-ε) one-hot + ε/V; loss = −Σ_v q_v log p_v */
-        for (int v = 0; v < V; v++) {
-            double qv = eps / V + (v == targets[n] ? 1.0 - eps : 0.0);
-            total -= qv * (x[v] - lse);
-        }
-    }
-    return total;
-}
-
-static void test_xent(float smoothing, float grad_scale) {
-    const int N = 6, V = 11, IGN = 1;
-    const int targets[6] = {3, IGN, 0, 10, 5, IGN};
-    size_t nv = (size_t)N * V;
-    float *logits = frand(nv, -3, 3);
-    logits[2 * V + 0] = 8.0f; /* a confident correct row */
-    Stat st;
-    stat_begin(&st, "xent_forward_backward loss (eps=%.2f)", smoothing);
-    double ref = xent_ref(logits, targets, N, V, smoothing, IGN);
-    float *g0 = fnew(nv), *work = fnew(be->xent_workspace(N, V) + 1);
-    double got =
-        be->xent_forward_backward(g0, logits, targets, N, V, smoothing, IGN, grad_scale, work);
-    stat_add(&st, got, ref, 1e-5, 1e-6, "loss (with dlogits)", 0);
-    double got2 =
-        be->xent_forward_backward(NULL, logits, targets, N, V, smoothing, IGN, 1.0f, work);
-    stat_add(&st, got2, ref, 1e-5, 1e-6, "loss (dlogits NULL)", 0);
-    /* ignored rows contribute nothing: loss of the counted rows alone is the same */
-    int only[6];
-    for (int n = 0; n < N; n++) only[n] = targets[n];
-    double part = 0;
-    for (int n = 0; n < N; n++)
-        if (targets[n] != IGN)
-            part += xent_ref(logits + (size_t)n * V, targets + n, 1, V, smoothing, IGN);
-    stat_add(&st, got, part, 1e-5, 1e-6, "loss = sum of counted rows", 0);
-    for (int n = 0; n < N; n++) only[n] = IGN;
-    stat_add(&st, be->xent_forward_backward(NULL, logits, only, N, V, smoothing, IGN, 1.0f, work),
-             0.0, 0, 0, "loss, all rows ignored", 0);
-    stat_end(&st);
-
-    XentCtx ctx = {logits, targets, N, V, IGN, smoothing, grad_scale};
-    stat_begin(&st, "xent dlogits vs FD (eps=%.2f, grad_scale=%.2f)", smoothing, grad_scale);
-    fd_check(&st, "dlogits", logits, nv, g0, xent_loss, &ctx);
-    stat_end(&st);
-
-    stat_begin(&st, "xent dlogits overwrites (eps=%.2f)", smoothing);
-    float *pre = frand(nv, -2, 2), *acc = fdup(pre, nv);
-    be->xent_forward_backward(acc, logits, targets, N, V, smoothing, IGN, grad_scale, work);
-    for (size_t i = 0; i < nv; i++) stat_add(&st, acc[i], g0[i], 0, 0, "dlogits", (long)i);
-    for (int n = 0; n < N; n++)
-        if (targets[n] == IGN)
-            for (int v = 0; v < V; v++)
-                stat_add(&st, acc[n * V + v], 0.0, 0, 0, "ignored row zero", n * V + v);
-    stat_end(&st);
-    free(logits), free(g0), free(pre), free(acc), free(work);
-}
-
-static void test_log_softmax(void) {
-    const int N = 4, V = 9;
-    size_t nv = (size_t)N * V;
-    float *x = frand(nv, -4, 4), *out = fnew(nv);
-    for (int v = 0; v < V; v++) {
-        x[2 * V + v] += 1000.0f; /* large logits: must not overflow */
-        x[3 * V + v] -= 1000.0f;
-    }
-    Stat st;
-    stat_begin(&st, "log_softmax");
-    be->log_softmax(out, x, N, V);
-    for (int n = 0; n < N; n++) {
-        const float *r = x + (size_t)n * V;
-        double mx = -INFINITY, z = 0;
-        for (int v = 0; v < V; v++) mx = r[v] > mx ? r[v] : mx;
-        for (int v = 0; v < V; v++) z += exp(r[v] - mx);
-        double lse = mx + log(z), psum = 0;
-        for (int v = 0; v < V; v++) {
-            /* around ±1000 one float ulp is 6e-5: allow for it */
-            double tol = fabs(r[v]) > 100 ? 2e-4 : FWD_ATOL;
-            stat_add(&st, out[n * V + v], r[v] - lse, tol, FWD_RTOL, "out", n * V + v);
-            psum += exp((double)out[n * V + v]);
-        }
-        stat_add(&st, psum, 1.0, 1e-3, 0, "Σ exp", n);
-    }
-    stat_end(&st);
-    free(x), free(out);
-}
-
-static void test_argmax(void) {
-    enum { N = 8, V = 5 };
-    const float x[N][V] = {
-        {0.1f, 3.0f, 3.0f, 2.0f, -1.0f},          /* tie: first (1) */
-        {-5.0f, -1.0f, -1.0f, -3.0f, -2.0f},      /* negative tie: 1 */
-        {-INFINITY, -INFINITY, 2.0f, 2.0f, 1.0f}, /* 2 */
-        {7.0f, 7.0f, 7.0f, 7.0f, 7.0f},           /* all equal: 0 */
-        {0.0f, 1.0f, 2.0f, 3.0f, 4.0f},           /* last: 4 */
-        {9.0f, 1.0f, 2.0f, 8.99f, 4.0f},          /* first: 0 */
-        {NAN, 1.0f, 2.0f, 3.0f, 4.0f},            /* NaN in column 0: 0, as k_argmax */
-        {NAN, NAN, NAN, NAN, NAN},                /* a row of NaN: 0, an index in the row */
-    };
-    const int want[N] = {1, 1, 2, 0, 4, 0, 0, 0};
-    int ids[N];
-    Stat st;
-    stat_begin(&st, "argmax (first on ties)");
-    be->argmax(ids, &x[0][0], N, V);
-    for (int n = 0; n < N; n++) stat_add(&st, ids[n], want[n], 0, 0, "id", n);
-    /* random rows against a plain loop */
-    const int N2 = 10, V2 = 13;
-    float *y = frand((size_t)N2 * V2, -1, 1);
-    int ids2[10];
-    be->argmax(ids2, y, N2, V2);
-    for (int n = 0; n < N2; n++) {
-        int best = 0;
-        for (int v = 1; v < V2; v++)
-            if (y[n * V2 + v] > y[n * V2 + best]) best = v;
-        stat_add(&st, ids2[n], best, 0, 0, "id (random)", n);
-    }
-    stat_end(&st);
-    free(y);
-}
-
 
 /* ========================================================================================== */
 /* another backend against the CPU                                                            */
@@ -526,28 +144,15 @@ static int g_pass, g_quiet;
  * (src/ops/cuda/cuda_internal.h); their grid-stride loops take a second turn only past EW_GRID
  * elements, so each such family has one case past it, where a wrong stride or bound of that loop
  * shows. No thread of those kernels reads what another wrote, so the thread order cannot change
- * their result: they run in the first schedule pass only, unrecorded for the schedule check, and
- * not under the sanitizers (ASan, TSan: each of a million emulated threads costs there). */
+ * their result: a row's shape past it runs in the first schedule pass only, unrecorded for the
+ * schedule check, and not under the sanitizers (ASan, TSan: each of a million emulated threads
+ * costs there). */
 #define EW_GRID ((size_t)4096 * 256)
 #ifdef __SANITIZE_THREAD__
 #define TSAN_BUILD 1
 #else
 #define TSAN_BUILD 0
 #endif
-/* 1 when a case over n elements runs in this pass (always when n <= EW_GRID); sets g_quiet for
- * it. The inputs a case past the grid draws are drawn again by the next case (optest_rng is
- * put back to where it was, at the next call or the end of the case function), so that every
- * other case draws the same inputs in every pass. */
-static Rng g_rng_before;
-static int g_rng_saved;
-static int size_runs(size_t n) {
-    if (g_rng_saved) optest_rng = g_rng_before, g_rng_saved = 0;
-    g_quiet = n > EW_GRID;
-    int runs = !g_quiet || (g_pass == 0 && !test_sanitized() && !TSAN_BUILD);
-    if (runs && g_quiet) g_rng_before = optest_rng, g_rng_saved = 1;
-    return runs;
-}
-
 /* Downloads n floats from be's memory into a fresh host buffer; every download from the backend
  * under test is recorded (hashed) for the schedule check of run_vs_cpu, unless g_quiet. */
 static float *from_backend(const Backend *be, const float *p, size_t n) {
@@ -581,25 +186,6 @@ static void record_output(const char *what, const float *g, size_t n) {
     out_seen[n_seen].hash = h;
     snprintf(out_seen[n_seen].what, sizeof out_seen[n_seen].what, "%s", what);
     n_seen++;
-}
-
-/* Downloads a float tensor from both backends and compares them; returns the normwise relative
- * error max|g − c| / max(max|c|, floor), printed with its tolerance when TEST_PRINT_ERRORS is
- * set. floor: the size of the terms the op adds where they may cancel (0: none). */
-static double compare_floor(const char *what, const float *g_dev, const float *c_dev, size_t n,
-                            double tol, double floor) {
-    size_t seen = n_seen;
-    float *g = from_backend(gpu, g_dev, n);
-    float *c = from_backend(cpu, c_dev, n);
-    /* from_backend recorded g for the schedule check: label it */
-    if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
-    double cmax, e = test_rel_err(g, c, n, &cmax);
-    if (floor > cmax) e = (cmax > 0 ? e * cmax : e) / floor; /* max|g − c| / floor */
-    EXPECT(e < tol, "%s: relative error %.3g >= %.1g (n = %zu)", what, e, tol, n);
-    if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
-    free(g);
-    free(c);
-    return e;
 }
 
 /* An op's workspace in one backend, exactly its size function's value n (floats), placed to catch
@@ -652,45 +238,66 @@ static int both_have(const char *op, const void *cpu_fn, const void *gpu_fn) {
 }
 #define HAVE(op) both_have(#op, (const void *)cpu->op, (const void *)gpu->op)
 
-/* alloc zero-fills; upload/download round-trips; copy and zero do what they say. */
-static void vs_cpu_memory(void) {
-    size_t n = 10007;
-    float *h = frand_pm1(n);
-    float *d = gpu->alloc(n * sizeof(float));
-    float *back = from_backend(gpu, d, n);
-    size_t nonzero = 0;
-    for (size_t i = 0; i < n; i++) nonzero += back[i] != 0.0f;
-    EXPECT(nonzero == 0, "alloc: %zu of %zu floats not zero", nonzero, n);
+/* The memory entries of b: alloc zero-fills; upload, copy and download round-trip the bytes;
+ * zero clears its range and nothing else, a middle range and a block of 4.5 MiB and 3 floats at
+ * an offset (the CPU clears a block of 4 MiB and more in 1 MiB pieces over its threads); free
+ * of NULL does nothing. */
+static void memory_checks(const Backend *b) {
+    Stat st;
+    stat_begin(&st, "memory (%s): alloc/upload/download/copy/zero", b->name);
+    size_t n = 10007, lo = 3, len = 5000, nb = (size_t)9 << 17, big = nb + 3 + 2 * 5, bad = 0;
+    float *h = frand(n, -1, 1), *d = b->alloc(n * 4), *d2 = b->alloc(n * 4);
+    stat_true(&st, d != NULL && d2 != NULL, "alloc returned NULL");
+    float *back = from_backend(b, d, n);
+    for (size_t i = 0; i < n; i++) bad += back[i] != 0.0f;
+    stat_true(&st, bad == 0, "alloc: %zu of %zu floats not zero", bad, n);
     free(back);
-
-    gpu->upload(d, h, n * sizeof(float));
-    back = from_backend(gpu, d, n);
-    EXPECT(memcmp(back, h, n * sizeof(float)) == 0, "upload/download: bytes differ");
+    b->upload(d, h, n * 4);
+    back = from_backend(b, d, n);
+    stat_true(&st, memcmp(back, h, n * 4) == 0, "upload/download: bytes differ");
     free(back);
-
-    float *d2 = gpu->alloc(n * sizeof(float));
-    gpu->copy(d2, d, n * sizeof(float));
-    back = from_backend(gpu, d2, n);
-    EXPECT(memcmp(back, h, n * sizeof(float)) == 0, "copy: bytes differ");
-    free(back);
-
-    /* zero a middle range only: the bytes around it must survive */
-    size_t lo = 100, len = 5000;
-    gpu->zero(d2 + lo, len * sizeof(float));
-    gpu->synchronize();
-    back = from_backend(gpu, d2, n);
-    size_t bad = 0;
+    b->copy(d2, d, n * 4);
+    b->zero(d2 + lo, len * 4);
+    b->synchronize();
+    back = from_backend(b, d2, n);
+    bad = 0;
     for (size_t i = 0; i < n; i++) {
         float want = (i >= lo && i < lo + len) ? 0.0f : h[i];
         bad += memcmp(&back[i], &want, sizeof want) != 0;
     }
-    EXPECT(bad == 0, "zero: %zu floats wrong", bad);
+    stat_true(&st, bad == 0, "copy, then zero of [%zu, %zu): %zu floats wrong", lo, lo + len, bad);
     free(back);
+    float *hb = malloc(sizeof(float) * big), *db = b->alloc(sizeof(float) * big);
+    for (size_t i = 0; i < big; i++) hb[i] = 1.0f + (float)(i % 7);
+    b->upload(db, hb, sizeof(float) * big);
+    b->zero(db + 5, sizeof(float) * (nb + 3));
+    b->download(hb, db, sizeof(float) * big);
+    bad = 0;
+    for (size_t i = 0; i < big; i++) bad += hb[i] != ((i >= 5 && i < 5 + nb + 3) ? 0.0f : 1.0f + (float)(i % 7));
+    stat_true(&st, bad == 0, "zero of a large block: %zu floats wrong", bad);
+    b->free(db), b->free(d), b->free(d2), b->free(NULL);
+    free(hb), free(h);
+    stat_end(&st);
+}
 
-    gpu->free(d);
-    gpu->free(d2);
-    gpu->free(NULL);
-    free(h);
+/* matmul's output may lie right next to a range held by matmul_hold (ops.h forbids only an
+ * overlap): C = buf[10..25) between held buf[0..10) and buf[25..35) is accepted and computed. */
+static void test_matmul_next_to_held(void) {
+    Stat st;
+    stat_begin(&st, "matmul next to held ranges");
+    float *buf = frand(35, -1, 1), *A = frand(3 * 4, -1, 1), *B = frand(4 * 5, -1, 1);
+    cpu->matmul_hold(buf, 10);
+    cpu->matmul_keep(buf + 25, 10);
+    cpu->matmul(buf + 10, A, B, 3, 5, 4, 0, 0, 1.0f, 0.0f);
+    cpu->matmul_hold(NULL, 0);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            double s = 0;
+            for (int k = 0; k < 4; k++) s += (double)A[i * 4 + k] * B[k * 5 + j];
+            stat_add(&st, buf[10 + i * 5 + j], s, FWD_ATOL, FWD_RTOL, "C", i * 5 + j);
+        }
+    stat_end(&st);
+    free(buf), free(A), free(B);
 }
 
 /* x rounded to bfloat16 as the backends round it (backend_cpu_round_bf16), widened back. */
@@ -764,197 +371,40 @@ static void bf16_against_reference(int bias) {
     optest_rng = outer;
 }
 
-/* matmul_bias_forward at tf32 against the CPU's fp32 (inputs in backend memory, the CPU's result
- * in cpu memory): the rounding of the inputs must show (error above 1e-6) and stay small. */
-static void precision_shows(const float *gx, const float *gw, const float *gb, const float *co,
-                           int N, int C, int K) {
-    size_t no = (size_t)N * C;
-    float *go = gpu->alloc(no * sizeof(float));
-    backend_cuda_set_precision(BACKEND_PRECISION_TF32);
-    gpu->matmul_bias_forward(go, gx, gw, gb, N, C, K, 1);
-    backend_cuda_set_precision(BACKEND_PRECISION_FP32);
-    float *g = from_backend(gpu, go, no), *c = from_backend(cpu, co, no);
-    snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what,
-             "matmul_bias_forward at precision tf32");
-    double e = test_rel_err(g, c, no, NULL);
-    EXPECT(e > 1e-6 && e < 3e-3,
-           "matmul_bias_forward at precision tf32: relative error %.3g, want (1e-06, 3e-03)", e);
-    printf("  matmul_bias_forward at precision tf32: relative error %.2e against the cpu's fp32\n",
-           e);
-    free(g), free(c);
-    gpu->free(go);
-}
-
 /* train.precision: tf32 and bf16 round the inputs (10 and 7 mantissa bits), so the product
- * moves away from the fp32 one by about 2^-11 and 2^-8 relative, and no further (matmul, and
- * matmul_bias_forward at tf32); and at bf16 the product of the bf16-rounded inputs. */
+ * moves away from the cpu's fp32 one by about 2^-11 and 2^-8 relative, and no further (matmul at
+ * both; matmul_bias_forward, a dense layer's shape with ReLU, at tf32); and at bf16 the product
+ * of the bf16-rounded inputs (bf16_against_reference). */
 static void vs_cpu_precision(void) {
     if (!HAVE(matmul) || !HAVE(matmul_bias_forward)) return;
-    static const struct { int prec; double lo, hi; const char *name; } precs[] = {
-        {BACKEND_PRECISION_TF32, 1e-6, 3e-3, "tf32"}, {BACKEND_PRECISION_BF16, 1e-5, 2e-2, "bf16"}};
+    static const struct { int prec, bias; double lo, hi; const char *name; } runs[3] = {
+        {BACKEND_PRECISION_TF32, 0, 1e-6, 3e-3, "matmul at precision tf32"},
+        {BACKEND_PRECISION_BF16, 0, 1e-5, 2e-2, "matmul at precision bf16"},
+        {BACKEND_PRECISION_TF32, 1, 1e-6, 3e-3, "matmul_bias_forward at precision tf32"}};
     int M = 37, Nc = 53, K = 71;
-    size_t na = (size_t)M * K, nb = (size_t)K * Nc, nc = (size_t)M * Nc;
-    float *ha = frand_pm1(na), *hb = frand_pm1(nb);
-    float *ga = to_backend(gpu, ha, na), *gb = to_backend(gpu, hb, nb);
-    float *ca = to_backend(cpu, ha, na), *cb = to_backend(cpu, hb, nb);
-    float *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
-    cpu->matmul(cc, ca, cb, M, Nc, K, 0, 0, 1.0f, 0.0f);
-    float *c = from_backend(cpu, cc, nc);
-    for (int p = 0; p < 2; p++) {
-        backend_cuda_set_precision(precs[p].prec);
-        gpu->matmul(gc, ga, gb, M, Nc, K, 0, 0, 1.0f, 0.0f);
+    size_t n[3] = {(size_t)M * K, (size_t)K * Nc, (size_t)Nc}, nc = (size_t)M * Nc;
+    float *h[3], *g[3], *c[3], *gc = gpu->alloc(nc * sizeof(float)), *cc = cpu->alloc(nc * sizeof(float));
+    for (int i = 0; i < 3; i++) h[i] = frand_pm1(n[i]), g[i] = to_backend(gpu, h[i], n[i]), c[i] = to_backend(cpu, h[i], n[i]);
+    for (int k = 0; k < 3; k++) { /* matmul_bias_forward: w[Nc, K] */
+        backend_cuda_set_precision(runs[k].prec);
+        if (runs[k].bias)
+            cpu->matmul_bias_forward(cc, c[0], c[1], c[2], M, Nc, K, 1), gpu->matmul_bias_forward(gc, g[0], g[1], g[2], M, Nc, K, 1);
+        else
+            cpu->matmul(cc, c[0], c[1], M, Nc, K, 0, 0, 1.0f, 0.0f), gpu->matmul(gc, g[0], g[1], M, Nc, K, 0, 0, 1.0f, 0.0f);
         backend_cuda_set_precision(BACKEND_PRECISION_FP32);
-        float *g = from_backend(gpu, gc, nc);
-        char what[64];
-        snprintf(what, sizeof what, "matmul at precision %s", precs[p].name);
-        record_output(what, g, nc);
-        double e = test_rel_err(g, c, nc, NULL);
-        EXPECT(e > precs[p].lo && e < precs[p].hi,
-               "matmul at precision %s: relative error %.3g against fp32, want (%.0e, %.0e)",
-               precs[p].name, e, precs[p].lo, precs[p].hi);
-        printf("  matmul at precision %s: relative error %.2e against the cpu's fp32\n",
-               precs[p].name, e);
-        free(g);
+        float *gh = from_backend(gpu, gc, nc), *ch = from_backend(cpu, cc, nc);
+        snprintf(out_seen[n_seen - 1].what, sizeof out_seen[0].what, "%s", runs[k].name);
+        double e = test_rel_err(gh, ch, nc, NULL);
+        EXPECT(e > runs[k].lo && e < runs[k].hi, "%s: relative error %.3g against the cpu's fp32, want "
+               "(%.0e, %.0e)", runs[k].name, e, runs[k].lo, runs[k].hi);
+        printf("  %s: relative error %.2e against the cpu's fp32\n", runs[k].name, e);
+        free(gh), free(ch);
     }
-    free(c), free(ha), free(hb);
-    gpu->free(ga), gpu->free(gb), gpu->free(gc), cpu->free(ca), cpu->free(cb), cpu->free(cc);
-    {   /* matmul_bias_forward at tf32, on a dense layer's shape with ReLU */
-        int N = 37, C = 53, K = 71;
-        float *hx = frand_pm1((size_t)N * K), *hw = frand_pm1((size_t)C * K), *hb = frand_pm1(C);
-        float *gx = to_backend(gpu, hx, (size_t)N * K), *gw = to_backend(gpu, hw, (size_t)C * K);
-        float *gb = to_backend(gpu, hb, C), *cx = to_backend(cpu, hx, (size_t)N * K);
-        float *cw = to_backend(cpu, hw, (size_t)C * K), *cb = to_backend(cpu, hb, C);
-        float *co = cpu->alloc(sizeof(float) * N * C);
-        cpu->matmul_bias_forward(co, cx, cw, cb, N, C, K, 1);
-        precision_shows(gx, gw, gb, co, N, C, K);
-        gpu->free(gx), gpu->free(gw), gpu->free(gb), cpu->free(cx), cpu->free(cw), cpu->free(cb);
-        cpu->free(co), free(hx), free(hw), free(hb);
-    }
+    for (int i = 0; i < 3; i++) free(h[i]), gpu->free(g[i]), cpu->free(c[i]);
+    gpu->free(gc), cpu->free(cc);
     bf16_against_reference(0);
     bf16_against_reference(1);
 }
-
-/* sumsq (double accumulation on both sides) and all_finite (same verdicts, incl. NaN/Inf at the
- * first, a middle and the last position; past the first pass's 1024 blocks of 256 threads
- * (n = 262145), also a NaN in the share of the partials 255, 256, 511, 512, 767, 768 and 1023,
- * at each turn of the second pass's strided loop, and in the first pass's second turn). */
-static void vs_cpu_reductions(void) {
-    static const size_t sizes[] = {1, 1000, 262145, 5000011};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        size_t n = sizes[s];
-        float *hx = frand_pm1(n);
-        float *gx = to_backend(gpu, hx, n), *cx = to_backend(cpu, hx, n);
-        if (HAVE(sumsq)) {
-            double g = gpu->sumsq(gx, n), c = cpu->sumsq(cx, n);
-            double e = fabs(g - c) / (c > 0 ? c : 1.0);
-            EXPECT(e < 1e-9, "sumsq n=%zu: gpu %.17g cpu %.17g (relative error %.3g)", n, g, c,
-                   e);
-        }
-        if (HAVE(all_finite)) {
-            int g = gpu->all_finite(gx, n), c = cpu->all_finite(cx, n);
-            EXPECT(g == 1 && c == 1, "all_finite n=%zu on finite data: gpu %d cpu %d", n, g, c);
-            g = gpu->all_finite(gx, n); /* again: a verdict must not depend on the one before */
-            EXPECT(g == 1, "all_finite n=%zu on finite data, the second time in a row: gpu %d", n,
-                   g);
-            const float bad_values[] = {NAN, INFINITY, -INFINITY};
-            const size_t where[] = {0, n / 2, n - 1};
-            for (int v = 0; v < 3; v++)
-                for (int w = 0; w < 3; w++) {
-                    size_t i = where[w];
-                    gpu->upload(gx + i, &bad_values[v], sizeof(float));
-                    cpu->upload(cx + i, &bad_values[v], sizeof(float));
-                    g = gpu->all_finite(gx, n);
-                    c = cpu->all_finite(cx, n);
-                    EXPECT(g == 0 && c == 0, "all_finite n=%zu with %g at %zu: gpu %d cpu %d", n,
-                           (double)bad_values[v], i, g, c);
-                    gpu->upload(gx + i, &hx[i], sizeof(float));
-                    cpu->upload(cx + i, &hx[i], sizeof(float));
-                }
-            if (n == 262145) {
-                static const size_t part[] = {255, 256, 511, 512, 767, 768, 1023};
-                const float nan = NAN;
-                for (size_t w = 0; w <= sizeof part / sizeof part[0]; w++) {
-                    size_t i = w < sizeof part / sizeof part[0] ? part[w] * 256 + 3 : 262144;
-                    gpu->upload(gx + i, &nan, sizeof(float));
-                    cpu->upload(cx + i, &nan, sizeof(float));
-                    g = gpu->all_finite(gx, n);
-                    c = cpu->all_finite(cx, n);
-                    EXPECT(g == 0 && c == 0, "all_finite n=%zu with NaN at %zu: gpu %d cpu %d", n,
-                           i, g, c);
-                    gpu->upload(gx + i, &hx[i], sizeof(float));
-                    cpu->upload(cx + i, &hx[i], sizeof(float));
-                }
-            }
-        }
-        gpu->free(gx), cpu->free(cx);
-        free(hx);
-    }
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* shape ops, dropout, embedding, adam against the CPU                                         */
-/* Exact ops (copies, selects, masks, one float add) are compared bit for bit over the WHOLE   */
-/* destination buffer, which both backends receive with the same random prefill: what an op    */
-/* must not write (a row beyond n, floats beyond D of a strided row, the other steps of a      */
-/* cache, the rows of dtable no id names) must therefore stay exactly the CPU's, i.e. untouched */
-/* (the CPU cases check that the CPU leaves it untouched).                                     */
-
-/* Downloads n floats from both backends; EXPECTs them bit-identical (memcmp per float, so
- * -0/+0 and NaN payloads count), naming the first difference. */
-static void compare_exact(const char *what, const float *g_dev, const float *c_dev, size_t n) {
-    size_t seen = n_seen;
-    float *g = from_backend(gpu, g_dev, n);
-    float *c = from_backend(cpu, c_dev, n);
-    /* from_backend recorded g for the schedule check: label it */
-    if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[n_seen - 1].what, "%s", what);
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
-    EXPECT(bad == 0, "%s: %zu of %zu floats differ from the cpu (first at %zu: gpu %.9g cpu %.9g)",
-           what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
-    free(g);
-    free(c);
-}
-
-static double compare_tol(const char *what, const float *g_dev, const float *c_dev, size_t n,
-                          double tol) {
-    return compare_floor(what, g_dev, c_dev, n, tol, 0.0);
-}
-
-/* The same host buffer in both backends. */
-typedef struct {
-    float *g, *c;
-} Pair;
-static Pair pair_of(const float *host, size_t n) {
-    Pair p = {to_backend(gpu, host, n), to_backend(cpu, host, n)};
-    return p;
-}
-static void pair_free(Pair p) {
-    gpu->free(p.g);
-    cpu->free(p.c);
-}
-
-/* dropout_forward with keys whose element i draws u == p exactly (test_dropout's): kept on
- * both backends. */
-static void vs_cpu_dropout_edges(void) {
-    char what[128];
-    static const struct { float p; uint64_t key; size_t i; } edge[2] = {
-        {0.3f, 2391, 2954}, {0.5f, 19341, 640}};
-    for (int k = 0; k < 2 && HAVE(dropout_forward); k++) {
-        size_t n = edge[k].i + 1;
-        if (!size_runs(n)) continue; /* always runs (n is small); puts optest_rng back */
-        float *hi = frand_pm1(n), *hm = frand_pm1(n), *ho = frand_pm1(n);
-        Pair in = pair_of(hi, n), mask = pair_of(hm, n), out = pair_of(ho, n);
-        gpu->dropout_forward(out.g, mask.g, in.g, edge[k].p, edge[k].key, n);
-        cpu->dropout_forward(out.c, mask.c, in.c, edge[k].p, edge[k].key, n);
-        snprintf(what, sizeof what, "dropout_forward u == p at %zu (p=%.1f) mask", edge[k].i,
-                 (double)edge[k].p);
-        compare_exact(what, mask.g, mask.c, n);
-        pair_free(in), pair_free(mask), pair_free(out);
-        free(hi), free(hm), free(ho);
-    }
-}
-
 
 /* ========================================================================================== */
 /* OpKind, supports_op, backend_require_ops                                                   */
@@ -981,28 +431,22 @@ static void test_require_ops(void) {
 }
 
 /* ========================================================================================== */
-/* the case table                                                                             */
-
-/* Cases that run one function with several shapes. */
-static void case_xent(void) {
-    test_xent(0.1f, 0.5f);
-    test_xent(0.0f, 1.0f);
-}
-
-/* ========================================================================================== */
 /* the harness: one table of rows, each run on every backend of the mode                     */
 
 /* A buffer of a row. Its length is the product of the dims its letters name (size; "" = 1). */
-enum { IN = 1, INT, OUT, ACC, OVW, WORK };
+enum { IN = 1, INT, OUT, ACC, OVW, WORK, IOUT, RET };
 typedef struct {
     const char *name;
     int role;         /* IN: read only, drawn in [lo, hi); INT: ints below dim `below` (or lo);
                        * OUT: written (prefilled in [lo, hi), or lo where lo == hi); ACC: added
                        * into (a random prefill); OVW: a gradient ops.h says is overwritten;
-                       * WORK: the row's workspace (work_new, its size from the row's work) */
+                       * WORK: the row's workspace (work_new, its size from the row's work);
+                       * IOUT: ints written (prefilled with lo); RET: doubles an op returns, in
+                       * host memory, which the row's calls store through p[i] */
     const char *size;
     float lo, hi;
-    double tol;       /* another backend against the cpu, normwise; 0: bit for bit */
+    double tol;       /* another backend against the cpu, normwise (RET: relative to the largest
+                       * finite |cpu|); 0: bit for bit; < 0: element-wise (emit) */
     int of;           /* ACC/OVW: 1 + the buffer it is the gradient of; IN: 1 + the output it is
                        * dL/d of (the loss of the finite differences is Σ this ⊙ that) */
     char below;       /* INT: the dim its values stay below */
@@ -1019,7 +463,9 @@ typedef struct Row {
     void (*fwd)(const Backend *be, void **p, const int *d);
     void (*bwd)(const Backend *be, void **p, const int *d); /* NULL: no backward */
     /* fills the expected final value of the buffers whose bit it sets, r[i] holding the
-     * buffer's prefill on entry; the cpu must match within ref_tol (normwise; 0: exactly) */
+     * buffer's prefill on entry; the cpu must match within ref_tol (normwise against the largest
+     * finite |ref|; 0: exactly; < 0: element-wise |cpu − ref| <= |ref_tol| max(1 + |ref|, floor));
+     * a reference that is not finite, exactly */
     unsigned (*ref)(double **r, void **h, const int *d);
     double ref_tol;
     void (*prep)(void **h, const int *d);                   /* plants values after the draw */
@@ -1036,6 +482,7 @@ static int dim(const Row *r, const int *d, char c) {
     const char *p = strchr(r->dims, c);
     return p ? d[p - r->dims] : 1;
 }
+static size_t esz(const Buf *b) { return b->role == RET ? sizeof(double) : 4; } /* bytes */
 static size_t buf_len(const Row *r, const int *d, int i) {
     size_t n = 1;
     for (const char *s = r->b[i].size; *s; s++) n *= (size_t)dim(r, d, *s);
@@ -1057,20 +504,29 @@ static char g_nm[200];      /* the current shape's name (shape_name) */
 /* Downloads n floats (ints: isint) of be's memory and compares them: the cpu's are kept, another
  * backend's compared with the cpu's (tol normwise against max(max|cpu|, floor); 0: bit for
  * bit) and recorded for the schedule check. */
-static void emit(const char *what, const void *p, size_t n, double tol, double floor) {
+static void emit_as(int role, const char *what, const void *p, size_t n, double tol, double floor) {
     const Backend *be = g_be;
+    size_t seen = n_seen, nd = n;
+    float *g;
+    if (role == RET) { /* host memory: its doubles as 2 n floats */
+        g = malloc(2 * n * sizeof *g + 1);
+        if (!g) exit(2);
+        memcpy(g, p, n * sizeof(double));
+        n *= 2;
+        if (be == gpu && !g_quiet) record_output(what, g, n);
+    } else {
+        g = from_backend(be, p, n);
+    }
     if (be == cpu || !gpu) {
         if (n_emitted == cap_emitted) {
             cap_emitted = cap_emitted ? 2 * cap_emitted : 64;
             emitted = realloc(emitted, cap_emitted * sizeof *emitted);
             if (!emitted) exit(2);
         }
-        emitted[n_emitted].h = from_backend(be, p, n);
+        emitted[n_emitted].h = g;
         emitted[n_emitted++].n = n;
         return;
     }
-    size_t seen = n_seen;
-    float *g = from_backend(gpu, p, n);
     if (n_seen > seen) snprintf(out_seen[n_seen - 1].what, sizeof out_seen[0].what, "%s", what);
     EXPECT(i_emitted < n_emitted && emitted[i_emitted].n == n, "%s: the cpu gave no such output",
            what);
@@ -1085,10 +541,21 @@ static void emit(const char *what, const void *p, size_t n, double tol, double f
             if (memcmp(&g[i], &c[i], sizeof(float)) != 0 && !bad++) first = i;
         EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu (first at %zu: %.9g, cpu %.9g)",
                what, bad, n, first, bad ? (double)g[first] : 0.0, bad ? (double)c[first] : 0.0);
-    } else if (tol < 0) { /* element-wise: |g − c| <= |tol| (1 + |c|), infinities exactly */
+    } else if (role == RET) { /* max|g − c| / max(largest finite |c|, floor, or 1 where 0) */
+        const double *gd = (const double *)g, *cd = (const double *)c;
+        double num = 0, den = floor;
+        for (size_t i = 0; i < nd; i++) {
+            double di = gd[i] == cd[i] || (isnan(gd[i]) && isnan(cd[i])) ? 0 : fabs(gd[i] - cd[i]);
+            if (!(di <= num)) num = isnan(di) ? INFINITY : di;
+            if (isfinite(cd[i])) den = fmax(den, fabs(cd[i]));
+        }
+        EXPECT(num / (den > 0 ? den : 1) < tol, "%s: %.17g, the cpu %.17g (relative error %.3g >= "
+               "%.1g)", what, gd[0], cd[0], num / (den > 0 ? den : 1), tol);
+    } else if (tol < 0) { /* element-wise: |g − c| <= |tol| max(1 + |c|, floor), infinities exactly */
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
-            bad += isinf(c[i]) || isinf(g[i]) ? g[i] != c[i] : !(fabs((double)g[i] - c[i]) <= -tol * (1 + fabs(c[i])));
+            bad += isinf(c[i]) || isinf(g[i]) ? g[i] != c[i]
+                                              : !(fabs((double)g[i] - c[i]) <= -tol * fmax(1 + fabs(c[i]), floor));
         EXPECT(bad == 0, "%s: %zu of %zu values differ from the cpu's", what, bad, n);
     } else {
         double cmax, e = test_rel_err(g, c, n, &cmax);
@@ -1097,6 +564,9 @@ static void emit(const char *what, const void *p, size_t n, double tol, double f
         if (getenv("TEST_PRINT_ERRORS")) printf("    error %.3g (tolerance %.0e): %s\n", e, tol, what);
     }
     free(g);
+}
+static void emit(const char *what, const void *p, size_t n, double tol, double floor) {
+    emit_as(OUT, what, p, n, tol, floor);
 }
 static void emit_reset(void) {
     for (size_t i = 0; i < n_emitted; i++) free(emitted[i].h);
@@ -1109,13 +579,18 @@ static void shape_name(char *s, size_t cap, const Row *r, const int *d) {
         k += snprintf(s + k, cap - (size_t)k, " %c=%d", r->dims[i], d[i]);
 }
 
-/* The row's buffers in be's memory (copies of h), its workspaces from work_new. */
+/* The row's buffers in be's memory (copies of h; RET in host memory), its workspaces from
+ * work_new. */
 static void to_dev(const Row *r, const int *d, const Backend *be, void **h, void **p, Work *w) {
     for (int i = 0; i < nbufs(r); i++) {
         size_t n = buf_len(r, d, i);
         if (r->b[i].role == WORK) {
             *w = work_new(be, r->work(be, d));
             p[i] = w->p;
+            continue;
+        }
+        if (r->b[i].role == RET) {
+            p[i] = test_calloc(n + 1, sizeof(double));
             continue;
         }
         p[i] = be->alloc(n * 4); /* exactly: the guards of the backend under test follow */
@@ -1126,6 +601,8 @@ static void free_dev(const Row *r, const Backend *be, void **p, Work *w) {
     for (int i = 0; i < nbufs(r); i++)
         if (r->b[i].role == WORK)
             work_done(*w, r->name);
+        else if (r->b[i].role == RET)
+            free(p[i]);
         else
             be->free(p[i]);
 }
@@ -1134,12 +611,17 @@ static void free_dev(const Row *r, const Backend *be, void **p, Work *w) {
  * perturbed value), in double. */
 static double fd_loss(const Row *r, const int *d, void **h, void **c) {
     for (int i = 0; i < nbufs(r); i++)
-        if (r->b[i].role != WORK) memcpy(c[i], h[i], buf_len(r, d, i) * 4);
+        if (r->b[i].role != WORK) memcpy(c[i], h[i], buf_len(r, d, i) * esz(&r->b[i]));
     r->fwd(backend_cpu(), c, d);
     double l = 0;
-    for (int i = 0; i < nbufs(r); i++)
-        if (r->b[i].role == IN && r->b[i].of)
-            l += dot_rd(h[i], c[r->b[i].of - 1], buf_len(r, d, r->b[i].of - 1));
+    for (int i = 0; i < nbufs(r); i++) {
+        int o = r->b[i].of - 1;
+        if (r->b[i].role != IN || o < 0) continue;
+        if (r->b[o].role == RET) /* a returned scalar: dL/d of it in h[i] */
+            for (size_t k = 0; k < buf_len(r, d, o); k++) l += (double)((float *)h[i])[k] * ((double *)c[o])[k];
+        else
+            l += dot_rd(h[i], c[o], buf_len(r, d, o));
+    }
     return l;
 }
 
@@ -1155,25 +637,34 @@ static void cpu_checks(const Row *r, const int *d, void **h, void **res, const c
             if (r->b[i].role == WORK || r->b[i].role == INT) continue;
             size_t n = buf_len(r, d, i);
             rv[i] = test_dnew(n + 1);
-            for (size_t k = 0; k < n; k++) rv[i][k] = ((float *)h[i])[k];
+            for (size_t k = 0; k < n; k++)
+                rv[i][k] = r->b[i].role == IOUT  ? ((int *)h[i])[k]
+                           : r->b[i].role == RET ? ((double *)h[i])[k] : ((float *)h[i])[k];
         }
         unsigned got = r->ref(rv, h, d);
         stat_begin(&st, "%s: against the reference", nm);
         for (int i = 0; i < nb; i++) {
             if (!(got >> i & 1)) continue;
-            size_t n = buf_len(r, d, i);
-            double mx = 0, e = 0;
-            for (size_t k = 0; k < n; k++) mx = fmax(mx, fabs(rv[i][k]));
-            if (r->floor) mx = fmax(mx, r->floor(i | 0x100, h, d));
+            size_t n = buf_len(r, d, i), bad = 0;
+            double mx = 0, e = 0, fl = r->floor ? r->floor(i | 0x100, h, d) : 0;
+            for (size_t k = 0; k < n; k++)
+                if (isfinite(rv[i][k])) mx = fmax(mx, fabs(rv[i][k]));
+            if (r->ref_tol > 0) mx = fmax(mx, fl);
             for (size_t k = 0; k < n; k++) {
-                double g = r->b[i].role == INT ? ((int *)res[i])[k] : ((float *)res[i])[k];
-                if (r->ref_tol == 0 || isinf(rv[i][k]))
+                int role = r->b[i].role;
+                double g = role == IOUT ? ((int *)res[i])[k] : role == RET ? ((double *)res[i])[k] : ((float *)res[i])[k];
+                if (r->ref_tol == 0 || !isfinite(rv[i][k]))
                     stat_true(&st, g == rv[i][k] || (isnan(g) && isnan(rv[i][k])), "%s[%zu] = %.9g, "
                               "want %.9g", r->b[i].name, k, g, rv[i][k]);
+                else if (r->ref_tol < 0)
+                    bad += !(fabs(g - rv[i][k]) <= -r->ref_tol * fmax(1 + fabs(rv[i][k]), fl));
                 else
                     e = fmax(e, isnan(g) ? INFINITY : fabs(g - rv[i][k]) / (mx > 0 ? mx : 1));
             }
-            if (r->ref_tol) stat_add(&st, e, 0, r->ref_tol, 0, r->b[i].name, 0);
+            if (r->ref_tol > 0) stat_add(&st, e, 0, r->ref_tol, 0, r->b[i].name, 0);
+            if (r->ref_tol < 0)
+                stat_true(&st, bad == 0, "%s: %zu of %zu values off the reference by more than "
+                          "%.0e (1 + |ref|)", r->b[i].name, bad, n, -r->ref_tol);
         }
         stat_end(&st);
         for (int i = 0; i < nb; i++) free(rv[i]);
@@ -1191,7 +682,7 @@ static void cpu_checks(const Row *r, const int *d, void **h, void **res, const c
             h[i] = wp;
             continue;
         }
-        c[i] = fdup(h[i], n);
+        c[i] = fdup(h[i], n * esz(&r->b[i]) / 4);
         if (r->b[i].role == ACC && r->b[i].of) memset(c[i], 0, n * 4);
         if (r->b[i].role == OVW) memset(c[i], 0, n * 4);
     }
@@ -1255,11 +746,13 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
     for (int i = 0; i < nb; i++) {
         const Buf *b = &r->b[i];
         size_t n = buf_len(r, d, i);
-        if (b->role == INT) {
+        if (b->role == INT || b->role == IOUT) {
             int *v = test_calloc(n + 1, sizeof(int));
             for (size_t k = 0; k < n; k++)
                 v[k] = b->below ? (int)rng_below(&optest_rng, (uint32_t)dim(r, d, b->below)) : (int)b->lo;
             h[i] = v;
+        } else if (b->role == RET) {
+            h[i] = test_calloc(n + 1, sizeof(double));
         } else if (b->role != WORK) {
             h[i] = b->lo == b->hi ? fnew(n + 1) : frand(n + 1, b->lo, b->hi);
             if (b->lo == b->hi)
@@ -1287,9 +780,9 @@ static void run_shape(const Row *r, int ri, int si, const int *d) {
                 EXPECT(memcmp(got, h[i], n * 4) == 0, "%s (%s) changed (an input)", what, be->name);
                 free(got);
             } else if (be == cpu && !gpu) {
-                res[i] = from_backend(be, p[i], n);
+                res[i] = b->role == RET ? fdup(p[i], 2 * n) : from_backend(be, p[i], n);
             } else {
-                emit(what, p[i], n, b->tol, r->floor ? r->floor(i, h, d) : 0);
+                emit_as(b->role, what, p[i], n, b->tol, r->floor ? r->floor(i, h, d) : 0);
             }
         }
         if (r->extra) {
@@ -1538,23 +1031,67 @@ static const int ga_sh[][MAXD] = {{4, 7, 5, 5, -2, -2, 8},   {4, 6, 5, 7, -2, 0,
                                   {4, 6, 1, 7, -2, 0, 7},    {1, 1, 1, 1, -2, -2, 2},     {50, 100, 37, 37, -2, -2, 101},
                                   {50, 100, 60, 64, -2, 0, 101}, {9, 3, 300, 301, -2, 0, 4}, {1100, 1025, 1025, 1030, 0, 0, 1026}};
 
-/* dropout: mask and out bit for bit the cpu's, p = 0, 0.3, 0.5, keys with the high bit set;
- * dropout_backward onto a prefill (against the size of its terms) and onto zeros (exactly) */
+/* dropout: mask and out bit for bit the cpu's, p = 0 (out = inp and mask 1, exactly), 0.3, 0.5,
+ * keys with the high bit set; e = 1, 2: keys whose element i draws u == p exactly (kept: u >= p),
+ * found by search; dropout_backward onto a prefill (against the size of its terms) and onto zeros
+ * (exactly). At n = 100000 the stream (dr_stream): the fraction kept 1 − p within 0.01; the
+ * same key the same mask and out, bit for bit, and a prefix of n the prefix of the mask (mask[i]
+ * depends on (key, i) alone); key + 1 and the key with its high bit flipped another mask (they
+ * disagree on more than 30 %: 2p(1 − p) ≥ 0.42 expected); no structure along i (mask[i] and
+ * mask[i + lag] agree as p² + (1 − p)² within 0.02). */
 static const float PS[3] = {0.0f, 0.3f, 0.5f};
 static const uint64_t KEYS[3] = {0x1234567ull, 0x8000000000000abcull, 0xffffffffffffffffull};
+static const struct { uint64_t key; size_t i; } DR_EDGE[3] = {{0, 0}, {2391, 2954}, {19341, 640}}; /* p = PS[e] */
+static uint64_t dr_key(const int *d) { return d[2] ? DR_EDGE[d[2]].key : KEYS[(d[0] + d[1]) % 3]; }
 static void dr_fwd(const Backend *be, void **p, const int *d) {
-    be->dropout_forward(F(1), F(2), F(0), PS[d[1]], KEYS[(d[0] + d[1]) % 3], (size_t)d[0]);
+    be->dropout_forward(F(1), F(2), F(0), PS[d[1]], dr_key(d), (size_t)d[0]);
 }
 static void dr_bwd(const Backend *be, void **p, const int *d) { be->dropout_backward(F(4), F(3), F(2), (size_t)d[0]); }
+static void dr_stream(const Backend *be, void **p, const float *m, const float *o, float pr, uint64_t key,
+                      size_t n, Stat *st) {
+    static const size_t lags[6] = {1, 2, 255, 1024, 4096, 65536};
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) kept += m[i] != 0.0f;
+    stat_add(st, (double)kept / n, 1.0 - pr, 0.01, 0, "fraction kept", 0);
+    for (int l = 0; l < 6; l++) {
+        size_t agree = 0, len = n - lags[l];
+        for (size_t i = 0; i < len; i++) agree += (m[i] == 0.0f) == (m[i + lags[l]] == 0.0f);
+        stat_add(st, (double)agree / len, (double)pr * pr + (1.0 - pr) * (1.0 - pr), 0.02, 0, "lag agreement", (long)lags[l]);
+    }
+    const uint64_t keys[4] = {key, key, key + 1, key ^ 0x8000000000000000ull};
+    const size_t len[4] = {n, 1000, n, n};
+    float *o2 = be->alloc(n * 4), *m2 = be->alloc(n * 4);
+    for (int k = 0; k < 4; k++) {
+        be->dropout_forward(o2, m2, F(0), pr, keys[k], len[k]);
+        float *a = from_backend(be, m2, len[k]), *b = from_backend(be, o2, len[k]);
+        size_t differ = 0;
+        for (size_t i = 0; i < len[k]; i++) differ += (a[i] == 0.0f) != (m[i] == 0.0f);
+        if (k < 2)
+            stat_true(st, memcmp(a, m, len[k] * 4) == 0 && memcmp(b, o, len[k] * 4) == 0, "the same key%s: "
+                      "another mask or out", k ? ", a prefix" : "");
+        else
+            stat_true(st, differ > n * 0.3, "key %s: a mask that differs in only %zu places",
+                      k == 2 ? "+ 1" : "with its high bit flipped", differ);
+        free(a), free(b);
+    }
+    be->free(o2), be->free(m2);
+}
 static void dr_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
-    size_t n = (size_t)d[0];
-    float *m = from_backend(be, F(2), n), *o = from_backend(be, F(1), n);
-    double keep = 1.0 / (1.0 - PS[d[1]]);
+    size_t n = (size_t)d[0], e = DR_EDGE[d[2]].i;
+    float *m = from_backend(be, F(2), n), *o = from_backend(be, F(1), n), pr = PS[d[1]];
+    double keep = 1.0 / (1.0 - pr);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++)
         bad += m[i] == 0.0f ? o[i] != 0.0f
                             : fabs(m[i] - keep) > 1e-6 * keep || fabs(o[i] - HF(0)[i] * keep) > 1e-6 * (1 + fabs(o[i]));
-    stat_true(st, bad == 0, "%zu mask values neither 0 nor 1/(1-p), or out not inp * mask", bad);
+    for (size_t i = 0; i < n && pr == 0; i++) bad += o[i] != HF(0)[i] || m[i] != 1.0f;
+    stat_true(st, bad == 0, "%zu mask values neither 0 nor 1/(1-p), or out not inp * mask (p = 0: exactly inp)", bad);
+    if (d[2]) { /* u == p at element e: the case's draw, and the element kept */
+        float u = (float)(rng_hash(dr_key(d), e) >> 8) * (1.0f / 16777216.0f);
+        stat_true(st, u == pr, "the case's draw %.9g is not p %.9g", u, pr);
+        stat_true(st, m[e] == 1.0f / (1.0f - pr), "element %zu, u == p, dropped (mask %g)", e, m[e]);
+    }
+    if (n >= 100000 && pr > 0) dr_stream(be, p, m, o, pr, dr_key(d), n, st);
     float *z = be->alloc(n * 4); /* the backward onto zeros: exactly dout · mask */
     be->dropout_backward(z, F(3), F(2), n);
     emit("dropout_backward onto zeros", z, n, 0, 0);
@@ -1565,7 +1102,8 @@ static double dr_floor(int i, void **h, const int *d) {
     for (int k = 0; k < d[0] && i == 4; k++) m = fmax(m, fabs(HF(4)[k]) + fabs(HF(3)[k]) / (1.0 - PS[d[1]]));
     return m;
 }
-static const int dr_sh[][MAXD] = {{41, -3}, {1, -3}, {255, -3}, {70001, -3}, {EW_GRID + 9, 1}};
+static const int dr_sh[][MAXD] = {{41, -3, 0}, {1, -3, 0}, {255, -3, 0}, {70001, -3, 0}, {100000, -3, 0},
+                                  {2955, 1, 1}, {641, 2, 2}, {EW_GRID + 9, 1, 0}};
 
 /* bias_relu_dropout_forward: out = max(inp + bias, 0) · dropout_forward's mask of the
  * pre-activations, bit for bit, pre-activations planted at 0 and ±1e-30; in place the same;
@@ -2187,6 +1725,180 @@ static unsigned adam_ref(double **r, void **h, const int *d) {
 }
 static const int adam_sh[][MAXD] = {{57, 4}, {1, 4}, {257, 4}, {10007, 4}, {EW_GRID + 3, 4}};
 
+/* ---- the output layer, sumsq and all_finite ---- */
+
+/* xent_forward_backward: fwd the loss alone (dlogits NULL: what the finite differences see), bwd
+ * the loss with dlogits = grad_scale (p − q) (q = (1 − ε) one-hot + ε/V; loss −Σ_v q_v log p_v
+ * over the counted rows), both losses and dlogits against the reference, dlogits (overwritten;
+ * ignored rows 0) against finite differences of grad_scale · loss (dloss = grad_scale); the two
+ * losses bit for bit the same, and every row ignored (a = 1) a loss of exactly 0 (xent_extra, on
+ * every backend). ε 0 and 0.1; ignore ids −1 and 1 (a class id); rows 1, 5, 9, ... ignored, row
+ * 2's target logit 8 (confident), row 0's logit 1 (an odd lane) and the last counted row's last
+ * logit 100, far above the others in [−4, 4] (a maximum that misses them overflows exp); V wider
+ * than a block, N = 257: one past the rows' sum's 256 threads. Tolerance 1e-5 between backends:
+ * the CPU's exp is a polynomial approximation (cpu_expf, relative error ~1e-7) and the sums run
+ * in another order. */
+static const float SMOOTH[2] = {0.0f, 0.1f}, GSCALE[3] = {1.0f, 0.5f, 0.25f};
+static const int IGNORE[2] = {-1, 1};
+#define XENT_ARGS F(0), I(1), d[0], d[1], SMOOTH[d[2]], IGNORE[d[3]]
+static void xent_fwd(const Backend *be, void **p, const int *d) {
+    *(double *)p[3] = be->xent_forward_backward(NULL, XENT_ARGS, 1.0f, F(6));
+}
+static void xent_bwd(const Backend *be, void **p, const int *d) {
+    *(double *)p[4] = be->xent_forward_backward(F(5), XENT_ARGS, GSCALE[d[4]], F(6));
+}
+static size_t xent_work(const Backend *be, const int *d) { return be->xent_workspace(d[0], d[1]); }
+static void xent_prep(void **h, const int *d) {
+    int N = d[0], V = d[1], ign = IGNORE[d[3]], last = 0;
+    for (int n = 0; n < N; n++) {
+        HI(1)[n] = d[5] || n % 4 == 1 ? ign : (n * 7 + 3) % V;
+        if (HI(1)[n] != ign) last = n;
+    }
+    if (N > 2 && HI(1)[2] != ign) HF(0)[2 * V + HI(1)[2]] = 8.0f;
+    if (V > 1) HF(0)[1] = 100.0f;
+    if (last > 0) HF(0)[(size_t)last * V + V - 1] = 100.0f;
+    HF(2)[0] = GSCALE[d[4]];
+}
+static unsigned xent_ref(double **r, void **h, const int *d) {
+    int N = d[0], V = d[1];
+    double eps = SMOOTH[d[2]], loss = 0;
+    for (int n = 0; n < N; n++) {
+        const float *x = HF(0) + (size_t)n * V;
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < V; v++) z += exp(x[v] - mx);
+        for (int v = 0; v < V; v++) {
+            double q = eps / V + (v == HI(1)[n] ? 1.0 - eps : 0.0), lp = x[v] - mx - log(z);
+            int counted = HI(1)[n] != IGNORE[d[3]];
+            loss -= counted ? q * lp : 0;
+            r[5][(size_t)n * V + v] = counted ? GSCALE[d[4]] * (exp(lp) - q) : 0;
+        }
+    }
+    r[3][0] = r[4][0] = loss;
+    return 1u << 3 | 1u << 4 | 1u << 5;
+}
+static void xent_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    double l = *(double *)p[3], l2 = *(double *)p[4];
+    stat_true(st, l == l2, "loss %.17g without dlogits, %.17g with", l, l2);
+    stat_true(st, !d[5] || l == 0, "every row ignored: loss %.17g, not 0", l);
+    float *g = from_backend(be, F(5), (size_t)d[0] * d[1]);
+    size_t bad = 0;
+    for (size_t k = 0; k < (size_t)d[0] * d[1]; k++) bad += HI(1)[k / d[1]] == IGNORE[d[3]] && g[k] != 0.0f;
+    stat_true(st, bad == 0, "%zu dlogits of ignored rows not 0", bad);
+    free(g);
+}
+static const int xent_sh[][MAXD] = {/* N, V, ε, ignore id, grad_scale, all ignored */
+    {6, 11, -2, 1, -2, -2}, {4, 7, -2, 0, 2, 0}, {1, 1, -2, 0, 2, 0}, {6, 1000, -2, 0, 2, 0},
+    {3, 8003, -2, 0, 2, 0}, {257, 5, -2, 0, 2, 0}};
+
+/* log_softmax and argmax (first on ties) over rows of k: 0, logits in [−4, 4), row 0's logit 1
+ * and the last row's last logit 100 (but on row 3), ties for argmax (row 2 all 0.5, row 3 its
+ * maximum 9 twice); 1, rows 2 and 3 shifted by +1000 and −1000 (log_softmax must not overflow);
+ * 2, −inf logits (a masked vocabulary: every even column, row 2's all but 151; row 0's maximum 50
+ * in its last lane); 3, argmax's table (ARGMAX_TAB: ties, −inf, NaN). log_softmax element-wise
+ * within 1e-5 (1 + |out|), −inf exactly, each row's Σ exp 1 within 1e-3 (sm_extra); between
+ * backends no closer than an ulp of the largest logit (sm_floor: a GPU's log-sum-exp in float);
+ * argmax exactly. */
+enum { AN = 8, AV = 5 };
+static const float ARGMAX_TAB[AN][AV] = {
+    {0.1f, 3.0f, 3.0f, 2.0f, -1.0f},          /* tie: first (1) */
+    {-5.0f, -1.0f, -1.0f, -3.0f, -2.0f},      /* negative tie: 1 */
+    {-INFINITY, -INFINITY, 2.0f, 2.0f, 1.0f}, /* 2 */
+    {7.0f, 7.0f, 7.0f, 7.0f, 7.0f},           /* all equal: 0 */
+    {0.0f, 1.0f, 2.0f, 3.0f, 4.0f},           /* last: 4 */
+    {9.0f, 1.0f, 2.0f, 8.99f, 4.0f},          /* first: 0 */
+    {NAN, 1.0f, 2.0f, 3.0f, 4.0f},            /* NaN in column 0: 0, as k_argmax */
+    {NAN, NAN, NAN, NAN, NAN},                /* a row of NaN: 0, an index in the row */
+};
+static const int ARGMAX_WANT[AN] = {1, 1, 2, 0, 4, 0, 0, 0};
+static void sm_prep(void **h, const int *d) {
+    int N = d[0], V = d[1];
+    float *x = HF(0);
+    if (d[2] == 0) {
+        if (N > 3) {
+            for (int v = 0; v < V; v++) x[(size_t)2 * V + v] = 0.5f;
+            x[(size_t)3 * V + V / 3] = 9.0f, x[(size_t)3 * V + V - 1] = 9.0f;
+        }
+        if (V > 1) x[1] = 100.0f;
+        if (N > 1 && (N <= 3 || N - 1 > 3)) x[(size_t)N * V - 1] = 100.0f;
+    }
+    for (int v = 0; v < V && d[2] == 1 && N > 3; v++) x[2 * V + v] += 1000.0f, x[3 * V + v] -= 1000.0f;
+    for (int n = 0; n < N && d[2] == 2; n++)
+        for (int v = 0; v < V; v++)
+            if (v % 2 == 0 || (n == 2 && v != 151)) x[(size_t)n * V + v] = -INFINITY;
+    if (d[2] == 2) x[V - 1] = 50.0f;
+    if (d[2] == 3) memcpy(x, ARGMAX_TAB, sizeof ARGMAX_TAB);
+}
+static void ls_fwd(const Backend *be, void **p, const int *d) { be->log_softmax(F(1), F(0), d[0], d[1]); }
+static unsigned ls_ref(double **r, void **h, const int *d) {
+    for (int n = 0; n < d[0]; n++) {
+        const float *x = HF(0) + (size_t)n * d[1];
+        double mx = -INFINITY, z = 0;
+        for (int v = 0; v < d[1]; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < d[1]; v++) z += exp(x[v] - mx);
+        for (int v = 0; v < d[1]; v++) r[1][(size_t)n * d[1] + v] = x[v] - mx - log(z);
+    }
+    return 2;
+}
+static double sm_floor(int i, void **h, const int *d) {
+    double m = 0;
+    for (size_t k = 0; k < (size_t)d[0] * d[1] && i == 1; k++)
+        if (isfinite(HF(0)[k])) m = fmax(m, fabs(HF(0)[k]));
+    return m * FLT_EPSILON / 1e-5;
+}
+static void sm_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    float *o = from_backend(be, F(1), (size_t)d[0] * d[1]);
+    for (int n = 0; n < d[0]; n++) {
+        double s = 0;
+        for (int v = 0; v < d[1]; v++) s += exp((double)o[(size_t)n * d[1] + v]);
+        stat_add(st, s, 1.0, 1e-3, 0, "Σ exp", n);
+    }
+    free(o), (void)h;
+}
+static void am_fwd(const Backend *be, void **p, const int *d) { be->argmax(I(1), F(0), d[0], d[1]); }
+static unsigned am_ref(double **r, void **h, const int *d) {
+    for (int n = 0; n < d[0]; n++) {
+        const float *x = HF(0) + (size_t)n * d[1];
+        int best = 0;
+        for (int v = 1; v < d[1]; v++) best = x[v] > x[best] ? v : best;
+        r[1][n] = d[2] == 3 ? ARGMAX_WANT[n] : best;
+    }
+    return 2;
+}
+static const int ls_sh[][MAXD] = {{4, 9, 1}, {4, 7, 0}, {1, 1, 0}, {6, 1000, 0}, {3, 8003, 0}, {257, 5, 0}, {3, 300, 2}};
+static const int am_sh[][MAXD] = {{AN, AV, 3}, {10, 13, 0}, {4, 7, 0}, {1, 1, 0}, {6, 1000, 0}, {3, 8003, 0},
+                                  {257, 5, 0}, {3, 300, 2}};
+
+/* all_finite over x in ±1e30 with case c: 0, finite, FLT_MAX, −FLT_MAX and a subnormal planted;
+ * 1–9, NaN, +Inf or −Inf at the first, the middle or the last element; 10–17 (n = 262145, past
+ * the first pass's 1024 blocks of 256 threads), NaN in the share of the partials 255, 256, 511,
+ * 512, 767, 768 and 1023 and at 262144 (the first pass's second turn); n = 0 too. On finite data
+ * also sumsq (double accumulation: only the order of the sum may differ, 1e-10 from the
+ * reference, 1e-9 between backends; 0 where not called) and all_finite a second time (a verdict
+ * must not depend on the one before; else the first verdict again). */
+static const size_t PARTIALS[7] = {255, 256, 511, 512, 767, 768, 1023};
+static void red_fwd(const Backend *be, void **p, const int *d) {
+    *(double *)p[1] = d[1] ? 0.0 : be->sumsq(F(0), (size_t)d[0]);
+    *(double *)p[2] = be->all_finite(F(0), (size_t)d[0]);
+    *(double *)p[3] = d[1] ? *(double *)p[2] : be->all_finite(F(0), (size_t)d[0]);
+}
+static void red_prep(void **h, const int *d) {
+    size_t n = (size_t)d[0], c = (size_t)d[1], at[3] = {0, n / 2, n - 1};
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    if (n && c == 0) HF(0)[0] = FLT_MAX, HF(0)[n - 1] = -FLT_MAX, HF(0)[n / 2] = FLT_MIN / 4;
+    if (n && c >= 1 && c <= 9) HF(0)[at[(c - 1) % 3]] = bad[(c - 1) / 3];
+    if (c >= 10) HF(0)[c < 17 ? PARTIALS[c - 10] * 256 + 3 : 262144] = NAN;
+}
+static unsigned red_ref(double **r, void **h, const int *d) {
+    double s = 0;
+    int ok = 1;
+    for (int i = 0; i < d[0]; i++) s += (double)HF(0)[i] * HF(0)[i], ok &= isfinite(HF(0)[i]) != 0;
+    r[1][0] = d[1] ? 0.0 : s, r[2][0] = r[3][0] = ok;
+    return 14;
+}
+static const int red_sh[][MAXD] = {{0, 0}, {1, 0}, {1, 1}, {1, 4}, {1, 7}, {1003, -10}, {262145, -18},
+                                   {300001, -10}, {5000011, -10}};
+
 /* (a row names the fields it sets; the rest are zero: no tolerance, no gradient, no hook) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -2226,7 +1938,7 @@ static const Row ROWS[] = {
     R("gather_rows", "gather_rows,gather_rows_strided", "RnDSzgP", SHAPES(ga_sh),
       {{"src", IN, "RS", -1, 1}, {"idx", INT, "n", 0, 0, 0, 0, 'R'}, {"dst", OUT, "PS", -1, 1}},
       ga_fwd, NULL, ga_ref, 0),
-    R("dropout", "dropout_forward,dropout_backward", "np", SHAPES(dr_sh),
+    R("dropout", "dropout_forward,dropout_backward", "npe", SHAPES(dr_sh),
       {{"inp", IN, "n", -1, 1}, {"out", OUT, "n", -1, 1, 0}, {"mask", OUT, "n", -1, 1, 0},
        {"dout", IN, "n", -1, 1, 0, 2}, {"dinp", ACC, "n", -2, 2, 1e-6, 1}},
       dr_fwd, dr_bwd, NULL, 0, .floor = dr_floor, .extra = dr_extra),
@@ -2324,132 +2036,23 @@ static const Row ROWS[] = {
     R("adam", "adam_update", "nT", SHAPES(adam_sh),
       {{"grad", IN, "Tn", -2, 2}, {"param", ACC, "n", -1, 1, 1e-6}, {"m", ACC, "n", 0, 0, 1e-6}, {"v", ACC, "n", 0, 0, 1e-6}},
       adam_fwd, NULL, adam_ref, 1e-6, adam_prep),
+    R("xent", "xent_forward_backward,xent_workspace", "NVeiga", SHAPES(xent_sh),
+      {{"logits", IN, "NV", -4, 4}, {"targets", INT, "N", 0, 0, 0, 0, 'V'}, {"dloss", IN, "", 1, 1, 0, 4},
+       {"loss", RET, "", 0, 0, 1e-5}, {"loss (with dlogits)", RET, "", 0, 0, 1e-5},
+       {"dlogits", OVW, "NV", -2, 2, 1e-5, 1}, {"work", WORK, ""}},
+      xent_fwd, xent_bwd, xent_ref, 2e-6, xent_prep, .extra = xent_extra, .work = xent_work),
+    R("log_softmax", "log_softmax", "NVk", SHAPES(ls_sh), {{"x", IN, "NV", -4, 4}, {"out", OUT, "NV", -1, 1, -1e-5}},
+      ls_fwd, NULL, ls_ref, -1e-5, sm_prep, sm_floor, sm_extra),
+    R("argmax", "argmax", "NVk", SHAPES(am_sh), {{"x", IN, "NV", -4, 4}, {"ids", IOUT, "N", -7, -7}},
+      am_fwd, NULL, am_ref, 0, sm_prep),
+    R("sumsq_all_finite", "sumsq,all_finite", "nc", SHAPES(red_sh),
+      {{"x", IN, "n", -1e30f, 1e30f}, {"sumsq", RET, "", 0, 0, 1e-9}, {"all_finite", RET, "", 0, 0, 0},
+       {"all_finite again", RET, "", 0, 0, 0}},
+      red_fwd, NULL, red_ref, 1e-10, red_prep),
 #undef R
 };
 #pragma GCC diagnostic pop
 enum { NROWS = (int)(sizeof ROWS / sizeof ROWS[0]) };
-
-/* ---- the output layer, the CUDA backend against the CPU ---- */
-
-/* key_len[B] in both backends (int32). */
-typedef struct {
-    int *g, *c;
-} IPair;
-static IPair ipair_of(const int *host, int n) {
-    IPair p = {gpu->alloc(sizeof(int) * (size_t)n), cpu->alloc(sizeof(int) * (size_t)n)};
-    gpu->upload(p.g, host, sizeof(int) * (size_t)n);
-    cpu->upload(p.c, host, sizeof(int) * (size_t)n);
-    return p;
-}
-
-
-/* xent_forward_backward (loss and dlogits, with and without dlogits, smoothing 0 and 0.1, an
- * ignored row, V wider than a block, N = 257 rows: one past the rows' sum's 256 threads),
- * log_softmax and argmax (ties: a row of equal values and a row with its maximum twice: the
- * first index). Adversarial rows: the first row's logit 1 (an odd lane) and the last row's last
- * logit are 100, far above the others in [−4, 4] (a maximum that misses them overflows exp);
- * then log_softmax and argmax over rows with −inf logits (a masked vocabulary: −inf stays −inf,
- * compared exactly). Tolerance 1e-5: the CPU's exp is a polynomial approximation (cpu_expf,
- * relative error ~1e-7) and its sums run in another order; argmax exactly. */
-static void vs_cpu_xent(void) {
-    static const int shapes[][2] = {{4, 7}, {1, 1}, {6, 1000}, {3, 8003}, {257, 5}};
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        int N = shapes[si][0], V = shapes[si][1];
-        size_t n = (size_t)N * V;
-        float *hx = frand(n, -4, 4);
-        int *ht = malloc(sizeof(int) * (size_t)N);
-        for (int i = 0; i < N; i++) ht[i] = (i * 7 + 3) % V;
-        if (N > 1) ht[1] = -1; /* ignored row (ignore_id = -1) */
-        if (N > 3) { /* ties for argmax */
-            for (int v = 0; v < V; v++) hx[(size_t)2 * V + v] = 0.5f;
-            hx[(size_t)3 * V + V / 3] = 9.0f, hx[(size_t)3 * V + V - 1] = 9.0f;
-        }
-        if (V > 1) hx[1] = 100.0f;                         /* row 0, odd lane 1 */
-        if (N > 1 && (N <= 3 || N - 1 > 3)) hx[n - 1] = 100.0f; /* the last row's last lane */
-        Pair x = pair_of(hx, n);
-        IPair t = ipair_of(ht, N);
-        char what[120];
-        if (HAVE(xent_forward_backward) && HAVE(xent_workspace))
-            for (int sm = 0; sm < 2; sm++) {
-                float eps = sm ? 0.1f : 0.0f;
-                float *hz = frand_pm1(n);
-                Pair d = pair_of(hz, n);
-                Work wg = work_new(gpu, gpu->xent_workspace(N, V)),
-                     wc = work_new(cpu, cpu->xent_workspace(N, V));
-                double lg = gpu->xent_forward_backward(d.g, x.g, t.g, N, V, eps, -1, 0.25f, wg.p);
-                double lc = cpu->xent_forward_backward(d.c, x.c, t.c, N, V, eps, -1, 0.25f, wc.p);
-                double lg2 = gpu->xent_forward_backward(NULL, x.g, t.g, N, V, eps, -1, 0.25f, wg.p);
-                work_done(wg, "xent_forward_backward"), work_done(wc, "xent_forward_backward");
-                double e = fabs(lg - lc) / (fabs(lc) > 0 ? fabs(lc) : 1.0);
-                EXPECT(e < 1e-5 && lg2 == lg, "xent N=%d V=%d eps=%g: loss %.9g on cuda (%.9g "
-                       "without dlogits), %.9g on cpu", N, V, (double)eps, lg, lg2, lc);
-                record_output("xent loss", (const float *)&lg, 2); /* the double's bits */
-                snprintf(what, sizeof what, "xent_forward_backward N=%d V=%d eps=%g: dlogits", N, V, (double)eps);
-                compare_tol(what, d.g, d.c, n, 1e-5);
-                pair_free(d);
-                free(hz);
-            }
-        if (HAVE(log_softmax)) {
-            float *hz = frand_pm1(n);
-            Pair o = pair_of(hz, n);
-            gpu->log_softmax(o.g, x.g, N, V);
-            cpu->log_softmax(o.c, x.c, N, V);
-            snprintf(what, sizeof what, "log_softmax N=%d V=%d", N, V);
-            compare_tol(what, o.g, o.c, n, 1e-5);
-            pair_free(o);
-            free(hz);
-        }
-        if (HAVE(argmax)) {
-            IPair ids = ipair_of(ht, N);
-            gpu->argmax(ids.g, x.g, N, V);
-            cpu->argmax(ids.c, x.c, N, V);
-            int *a = malloc(sizeof(int) * (size_t)N), *b = malloc(sizeof(int) * (size_t)N);
-            gpu->download(a, ids.g, sizeof(int) * (size_t)N);
-            cpu->download(b, ids.c, sizeof(int) * (size_t)N);
-            record_output("argmax", (const float *)a, (size_t)N);
-            for (int i = 0; i < N; i++)
-                EXPECT(a[i] == b[i], "argmax N=%d V=%d row %d: %d on cuda, %d on cpu", N, V, i, a[i], b[i]);
-            free(a), free(b);
-            gpu->free(ids.g), cpu->free(ids.c);
-        }
-        pair_free(x);
-        gpu->free(t.g), cpu->free(t.c);
-        free(hx), free(ht);
-    }
-    if (HAVE(log_softmax) && HAVE(argmax)) { /* −inf logits: every even column but row 2's 151 */
-        const int N = 3, V = 300;
-        size_t n = (size_t)N * V;
-        float *hx = frand(n, -4, 4), *hz = frand_pm1(n);
-        for (int r = 0; r < N; r++)
-            for (int v = 0; v < V; v += 2) hx[(size_t)r * V + v] = -INFINITY;
-        for (int v = 0; v < V; v++) hx[(size_t)2 * V + v] = v == 151 ? 1.0f : -INFINITY;
-        hx[V - 1] = 50.0f; /* row 0's maximum in its last lane */
-        Pair x = pair_of(hx, n), o = pair_of(hz, n);
-        gpu->log_softmax(o.g, x.g, N, V);
-        cpu->log_softmax(o.c, x.c, N, V);
-        float *og = from_backend(gpu, o.g, n), *oc = from_backend(cpu, o.c, n);
-        size_t bad = 0;
-        for (size_t i = 0; i < n; i++)
-            bad += isinf(oc[i]) ? og[i] != oc[i]
-                                : !(fabs((double)og[i] - oc[i]) <= 1e-5 * (1.0 + fabs((double)oc[i])));
-        EXPECT(bad == 0, "log_softmax N=%d V=%d with -inf logits: %zu of %zu values differ", N, V,
-               bad, n);
-        IPair ids = ipair_of((int[3]){-1, -1, -1}, N);
-        gpu->argmax(ids.g, x.g, N, V);
-        cpu->argmax(ids.c, x.c, N, V);
-        int a[3], b[3];
-        gpu->download(a, ids.g, sizeof a);
-        cpu->download(b, ids.c, sizeof b);
-        record_output("argmax -inf", (const float *)a, (size_t)N);
-        EXPECT(a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && b[0] == V - 1 && b[2] == 151,
-               "argmax with -inf logits: %d %d %d on cuda, %d %d %d on cpu (want %d, ., 151)",
-               a[0], a[1], a[2], b[0], b[1], b[2], V - 1);
-        free(og), free(oc);
-        gpu->free(ids.g), cpu->free(ids.c);
-        pair_free(x), pair_free(o);
-        free(hx), free(hz);
-    }
-}
 
 /* One entry per OpKind: its row of the harness (ROWS), and the special checks the rows do not
  * express (the cpu's, and those of another backend against the cpu; NULL: none). A row or
@@ -2468,16 +2071,16 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_BIAS_BACKWARD] = {"bias_backward", "bias", NULL, NULL},
     [OP_AXPY] = {"axpy", "axpy", NULL, NULL},
     [OP_SCALE] = {"scale", "scale", NULL, NULL},
-    [OP_SUMSQ] = {"sumsq", NULL, test_sumsq_all_finite, vs_cpu_reductions},
-    [OP_ALL_FINITE] = {"all_finite", NULL, test_sumsq_all_finite, vs_cpu_reductions},
+    [OP_SUMSQ] = {"sumsq", "sumsq_all_finite", NULL, NULL},
+    [OP_ALL_FINITE] = {"all_finite", "sumsq_all_finite", NULL, NULL},
     [OP_CONCAT2_FORWARD] = {"concat2_forward", "concat2", NULL, NULL},
     [OP_CONCAT2_BACKWARD] = {"concat2_backward", "concat2", NULL, NULL},
     [OP_TRANSPOSE01_FORWARD] = {"transpose01_forward", "transpose01", NULL, NULL},
     [OP_TRANSPOSE01_BACKWARD] = {"transpose01_backward", "transpose01", NULL, NULL},
     [OP_TANH_FORWARD] = {"tanh_forward", "tanh", NULL, NULL},
     [OP_TANH_BACKWARD] = {"tanh_backward", "tanh", NULL, NULL},
-    [OP_DROPOUT_FORWARD] = {"dropout_forward", "dropout", test_dropout, vs_cpu_dropout_edges},
-    [OP_DROPOUT_BACKWARD] = {"dropout_backward", "dropout", test_dropout, vs_cpu_dropout_edges},
+    [OP_DROPOUT_FORWARD] = {"dropout_forward", "dropout", NULL, NULL},
+    [OP_DROPOUT_BACKWARD] = {"dropout_backward", "dropout", NULL, NULL},
     [OP_LAYERNORM_FORWARD] = {"layernorm_forward", "layernorm", NULL, NULL},
     [OP_LAYERNORM_BACKWARD] = {"layernorm_backward", "layernorm", NULL, NULL},
     [OP_BIAS_RELU_DROPOUT_FORWARD] = {"bias_relu_dropout_forward", "bias_relu_dropout", NULL, NULL},
@@ -2493,10 +2096,10 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_GRU_CELL_FORWARD] = {"gru_cell_forward", "gru", NULL, NULL},
     [OP_GRU_CELL_BACKWARD] = {"gru_cell_backward", "gru", NULL, NULL},
     [OP_GATHER_ROWS] = {"gather_rows", "gather_rows", NULL, NULL},
-    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", NULL, case_xent, vs_cpu_xent},
-    [OP_XENT_WORKSPACE] = {"xent_workspace", NULL, case_xent, vs_cpu_xent},
-    [OP_LOG_SOFTMAX] = {"log_softmax", NULL, test_log_softmax, vs_cpu_xent},
-    [OP_ARGMAX] = {"argmax", NULL, test_argmax, vs_cpu_xent},
+    [OP_XENT_FORWARD_BACKWARD] = {"xent_forward_backward", "xent", NULL, NULL},
+    [OP_XENT_WORKSPACE] = {"xent_workspace", "xent", NULL, NULL},
+    [OP_LOG_SOFTMAX] = {"log_softmax", "log_softmax", NULL, NULL},
+    [OP_ARGMAX] = {"argmax", "argmax", NULL, NULL},
     [OP_ADAM_UPDATE] = {"adam_update", "adam", NULL, NULL},
     [OP_ATTN_FORWARD] = {"attn_forward", "attn", case_attn_sdp, NULL},
     [OP_ATTN_BACKWARD] = {"attn_backward", "attn", case_attn_sdp, NULL},
@@ -2571,16 +2174,15 @@ static void run_case(int op, int cross) {
     void (*fn)(void) = cross ? CASES[op].vs_cpu : CASES[op].cpu;
     /* each function's inputs are its own: the same whether or not --ops left others out */
     rng_seed(&optest_rng, cross ? 20240601u : 20240611u, 100 + (uint64_t)op);
-    g_quiet = 0, g_rng_saved = 0;
+    g_quiet = 0;
     if (fn && !ran_before(op, (const void *)fn, 1 + cross)) fn();
-    g_quiet = 0, g_rng_saved = 0;
 }
 
 static int run_cpu(void) {
-    be = cpu = backend_cpu();
+    cpu = backend_cpu();
     rng_seed(&optest_rng, 20240611, 3);
     check_table();
-    if (!ops_filtered) test_memory();
+    if (!ops_filtered) memory_checks(cpu);
     int ncases = 0;
     for (int op = 0; op < OP_COUNT; op++) {
         if (!op_selected[op]) continue;
@@ -2597,7 +2199,7 @@ static int run_cpu(void) {
 static void vs_cpu_suite(int verbose) {
     rng_seed(&optest_rng, 20240601u, 7u);
     check_table();
-    if (!ops_filtered) vs_cpu_memory();
+    if (!ops_filtered) memory_checks(gpu);
     for (int op = 0; op < OP_COUNT; op++) {
         if (!op_selected[op]) continue;
         if (!supports_op(gpu, (OpKind)op)) {
