@@ -3,9 +3,14 @@
  *
  *   bench_attention [--threads N] [--min-len 16] [--max-len 4096] [--heads 8] [--head-size 64]
  *                   [--causal | --non-causal] [--kinds a,b,...] [--reps R] [--linformer-k 32]
- *                   [--local-window 10] [--additive-max-len 512] [--csv FILE] [--plot PNG]
+ *                   [--local-window 10] [--additive-max-len 512] [--clock wall|cpu] [--csv FILE]
+ *                   [--plot PNG]
  *
  * --threads: 0 (default) all cores. --kinds: a comma-separated subset of the kinds below.
+ * --clock cpu (with --threads 1 only): time the passes by the process's CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock, so that other jobs on the machine take
+ * the core from the benchmark without adding to its figures (they still share its caches and
+ * memory bandwidth; the output names the clock).
  *
  * Self-attention of one sequence: q, k, v [1, NH, T, HS] (uniform in [−0.5, 0.5)), every key
  * visible (no padding), T = min-len, 2·min-len, …, max-len. Two series, one after the other: not
@@ -41,8 +46,8 @@
  *
  * Time: each (series, kind, T) runs one warm-up forward + backward, then R timed ones (R = --reps,
  * else 9 up to T = 256, 5 up to 1024, 3 beyond); forward and backward are timed separately (wall
- * clock, now_seconds). Reported: the median forward ms, the median backward ms and the median of
- * their per-pass sums ("fwd+bwd"), so fwd + bwd need not equal fwd+bwd exactly.
+ * clock, now_seconds, or --clock cpu). Reported: the median forward ms, the median backward ms
+ * and the median of their per-pass sums ("fwd+bwd"), so fwd + bwd need not equal fwd+bwd exactly.
  * Memory: each (series, kind, T) runs in a forked child. The child allocates and touches the
  * arguments (q, k, v, out, dout, dq, dk, dv; linformer's E, F and their gradients; additive's
  * v_a and its gradient; local's z and its gradient), reads its peak resident set (getrusage
@@ -69,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/common.h"
@@ -96,6 +102,16 @@ typedef struct {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static int g_cpu_clock; /* --clock cpu */
+
+/* Seconds on the clock --clock chose: the wall clock, or the process's CPU time. */
+static double bench_clock(void) {
+    if (!g_cpu_clock) return now_seconds();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static double median(double *x, int n) {
@@ -207,7 +223,7 @@ static void pass(const Bufs *b, int kind, int causal, const Setup *su, double *t
     /* linformer's: Kp, Vp, dKp, dVp, weights, output scratch, then attn_backward's */
     float *Kp = work, *Vp = work + b->nkv, *dKp = work + 2 * b->nkv, *dVp = work + 3 * b->nkv;
     float *Wl = work + 4 * b->nkv, *Os = Wl + (size_t)NH * T * r, *Wa = Os + b->n;
-    double t0 = now_seconds();
+    double t0 = bench_clock();
     switch (kind) {
     case K_SDP: be->attn_forward(o, w, q, k, v, len, scale, causal, 1, NH, T, T, HS, HS); break;
     case K_FLASH:
@@ -237,7 +253,7 @@ static void pass(const Bufs *b, int kind, int causal, const Setup *su, double *t
                                HS, HS);
         break;
     }
-    double t1 = now_seconds();
+    double t1 = bench_clock();
     switch (kind) {
     case K_SDP: be->attn_backward(dq, dk, dv, g, q, k, v, w, scale, 1, NH, T, T, HS, HS, work); break;
     case K_FLASH:
@@ -280,7 +296,7 @@ static void pass(const Bufs *b, int kind, int causal, const Setup *su, double *t
                                 su->window, 0, 1, NH, T, T, HS, HS, work);
         break;
     }
-    *tf = t1 - t0, *tb = now_seconds() - t1;
+    *tf = t1 - t0, *tb = bench_clock() - t1;
 }
 
 /* One (kind, T, causal) measurement; runs in the child. A pass at T = 16 first brings the ops'
@@ -421,8 +437,8 @@ static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen
 static int usage(void) {
     fprintf(stderr, "usage: bench_attention [--threads N] [--min-len L] [--max-len L] [--heads NH] "
                     "[--head-size HS] [--causal | --non-causal] [--kinds a,b,...] [--reps R] "
-                    "[--linformer-k R] [--local-window D] [--additive-max-len L] [--csv FILE] "
-                    "[--plot PNG]\n"
+                    "[--linformer-k R] [--local-window D] [--additive-max-len L] "
+                    "[--clock wall|cpu] [--csv FILE] [--plot PNG]\n"
                     "kinds: sdp flash linear efficient taylor linformer additive local\n");
     return 2;
 }
@@ -460,6 +476,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--local-window")) dst = &su.window, hi = 1000;
         else if (!strcmp(a, "--additive-max-len")) dst = &su.additive_max;
         else if (!strcmp(a, "--csv")) csv = val;
+        else if (!strcmp(a, "--clock") && (!strcmp(val, "wall") || !strcmp(val, "cpu")))
+            g_cpu_clock = !strcmp(val, "cpu");
         else if (!strcmp(a, "--plot")) png = val;
         else if (!strcmp(a, "--kinds")) {
             for (int k = 0; k < NKINDS; k++) use[k] = 0;
@@ -484,6 +502,10 @@ int main(int argc, char **argv) {
             return usage();
         }
         i++;
+    }
+    if (g_cpu_clock && threads != 1) {
+        fprintf(stderr, "bench_attention: --clock cpu times one thread: give --threads 1\n");
+        return 2;
     }
     if (min_len > max_len) {
         fprintf(stderr, "bench_attention: --min-len %d is above --max-len %d\n", min_len, max_len);
@@ -521,8 +543,8 @@ int main(int argc, char **argv) {
     printf("linformer: n = T (the projections span exactly the sequence), r = %d; local: local-p, "
            "dot score, window %d; additive: A = %d, up to T = %d\n", su.lf_r, su.window, su.HS,
            su.additive_max);
-    printf("times: median of R passes after one warm-up (ms); extra: peak resident set beyond the "
-           "arguments (MiB)\n");
+    printf("times: median of R passes after one warm-up (ms, %s); extra: peak resident set beyond the "
+           "arguments (MiB)\n", g_cpu_clock ? "process CPU time" : "wall clock");
     for (int s = 0; s < 2; s++) {
         if (!run_series[s]) continue;
         printf("\n## %s\n\n", s ? "causal" : "not causal");
