@@ -1,9 +1,10 @@
 /* ops/cpu/cpu_internal.h — private to src/ops/cpu: the CPU backend's functions (OpenBLAS +
  * OpenMP), each defined in the file of its op family (matmul.c, bias.c, elementwise.c,
  * dropout.c, layernorm.c, embedding.c, softmax_xent.c, lstm.c, gru.c, adam.c, shape.c,
- * attn_sdp.c, attn_additive.c, flash.c, linear.c, efficient.c) and gathered into the table by
- * backend_cpu.c, and the helpers those files share. Semantics, shapes, errors (none: shapes are
- * the caller's contract) and sources are documented once, on the table in ops/ops.h. */
+ * attn_sdp.c, attn_additive.c, attn_pointwise.c, flash.c, linear.c, efficient.c) and gathered
+ * into the table by backend_cpu.c, and the helpers those files share. Semantics, shapes,
+ * errors (none: shapes are the caller's contract) and sources are documented once, on the table
+ * in ops/ops.h. */
 #ifndef TRAINER_CPU_INTERNAL_H
 #define TRAINER_CPU_INTERNAL_H
 #include <stdint.h>
@@ -194,6 +195,21 @@ void cpu_attn_backward_merged(float *dq, float *dk, float *dv, const float *dout
                               int D, int Dv, float *work);
 size_t cpu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_flash_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+/* attn_pointwise.c: pointwise attention and the per-head RMS normalisation (ops.h
+ * pointwise_attn_*, head_rmsnorm_*) */
+void cpu_pointwise_attn_forward(float *out, float *weights, const float *q, const float *k,
+                                const float *v, const int *key_len, float scale, int causal,
+                                int fn, int B, int NH, int Tq, int Tk, int D, int Dv);
+void cpu_pointwise_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                 const float *q, const float *k, const float *v,
+                                 const float *weights, float scale, int fn, int B, int NH, int Tq,
+                                 int Tk, int D, int Dv, float *work);
+size_t cpu_pointwise_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
+void cpu_head_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *gain,
+                              int B, int NH, int T, int C);
+void cpu_head_rmsnorm_backward(float *dinp, float *dgain, const float *dout, const float *inp,
+                               const float *gain, const float *rstd, int B, int NH, int T,
+                               int C);
 size_t cpu_linear_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 size_t cpu_efficient_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv);
 /* attn_local.c: local attention (ops.h local_attn_*); cpu_local_window: the window [lo, hi] and

@@ -123,6 +123,7 @@ static Backend make_table(void) {
     cuda_register_attn_sdp(&b);
     cuda_register_attn_additive(&b);
     cuda_register_attn_local(&b);
+    cuda_register_attn_pointwise(&b);
     cuda_register_flash(&b);
     /* ---- end of the kernel families ---- */
 #ifdef TRAINER_CUDNN

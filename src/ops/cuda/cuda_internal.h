@@ -57,6 +57,7 @@ void cuda_register_gru(Backend *be);           /* gru_cell_* */
 void cuda_register_attn_sdp(Backend *be);      /* attn_forward, attn_backward, attn_workspace */
 void cuda_register_attn_additive(Backend *be); /* additive_attn_* */
 void cuda_register_attn_local(Backend *be);    /* local_attn_* */
+void cuda_register_attn_pointwise(Backend *be); /* pointwise_attn_*, head_rmsnorm_* */
 void cuda_register_flash(Backend *be);         /* flash_attn_* */
 void cuda_register_linear(Backend *be);        /* linear_attn_* */
 void cuda_register_efficient(Backend *be);     /* efficient_attn_* */
