@@ -16,7 +16,8 @@
  * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
  * bahdanau.c, local.c (luong_local; its query position Attention.pos0), sigmoid.c, rela.c —
  * with the parameters it owns, forward, backward, workspace, its decoding state and its place
- * in the RNN; attention_supports() is the one place that answers "can kind X serve in slot Y here?".
+ * in the RNN; attention_supports() is the one place that answers "can kind X serve in slot Y
+ * here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
  * memory; only the *_host functions read host arrays. Sizes returned are counts of floats.

@@ -145,8 +145,9 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 /* ---- the RNN decoder's attention (no W_v, W_o around it) ----
  * q [B,Tq,Dq] decoder states, enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
  * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor,
- * linformer, sigmoid, rela: the rows' multi_head), else 1. The multi-head kinds: q' = q W_q, k' = enc W_k, values = enc (Vaswani et
- * al. 2017 §3.2.2, W^Q and W^K; the kind's score on q', k' as in the Transformer).
+ * linformer, sigmoid, rela: the rows' multi_head), else 1. The multi-head kinds: q' = q W_q,
+ * k' = enc W_k, values = enc (Vaswani et al. 2017 §3.2.2, W^Q and W^K; the kind's score on q',
+ * k' as in the Transformer).
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄, or the multi-head kinds' key
  * and value heads) in kbuf, then, for a kind with a summary of its keys (attention.h; linformer:
  * E K, F V), that summary, which every step reads instead of the keys, and zeroes dkbuf; after

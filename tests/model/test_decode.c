@@ -1,7 +1,7 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
  * every RNN attention kind (sdp, flash, linear, efficient, taylor, linformer, sigmoid, rela with
- * model.heads = 2; luong_local in both modes with each score and windows that clip), both cells and both
- * input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
+ * model.heads = 2; luong_local in both modes with each score and windows that clip), both cells
+ * and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
  * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
  *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
