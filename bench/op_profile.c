@@ -33,7 +33,9 @@
     X(efficient_attn_summary) X(efficient_attn_read) X(efficient_attn_read_backward) \
     X(efficient_attn_summary_backward) \
     X(gather_rows) X(attn_forward) X(attn_backward) X(attn_workspace) X(attn_forward_merged) \
-    X(attn_backward_merged) X(xent_forward_backward) \
+    X(attn_backward_merged) X(pointwise_attn_forward) X(pointwise_attn_backward) \
+    X(pointwise_attn_workspace) X(head_rmsnorm_forward) X(head_rmsnorm_backward) \
+    X(xent_forward_backward) \
     X(xent_workspace) X(log_softmax) X(argmax) X(adam_update) X(rnn_seq_sizes) \
     X(rnn_seq_forward) X(rnn_seq_backward)
 
@@ -495,6 +497,42 @@ static void p_attn_backward(float *dq, float *dk, float *dv, const float *dout, 
     double t_ = prof_begin();
     g_in->attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, B, NH, Tq, Tk, D, Dv, work);
     t_ = prof_end(PI_attn_backward, t_, 4.0 * B * NH * Tq * Tk * (D + Dv));
+}
+static void p_pointwise_attn_forward(float *out, float *weights, const float *q, const float *k,
+                                     const float *v, const int *key_len, float scale, int causal,
+                                     int fn, int B, int NH, int Tq, int Tk, int D, int Dv) {
+    double t_ = prof_begin();
+    g_in->pointwise_attn_forward(out, weights, q, k, v, key_len, scale, causal, fn, B, NH, Tq, Tk,
+                                 D, Dv);
+    t_ = prof_end(PI_pointwise_attn_forward, t_, 2.0 * B * NH * Tq * Tk * (D + Dv));
+}
+static void p_pointwise_attn_backward(float *dq, float *dk, float *dv, const float *dout,
+                                      const float *q, const float *k, const float *v,
+                                      const float *weights, float scale, int fn, int B, int NH,
+                                      int Tq, int Tk, int D, int Dv, float *work) {
+    double t_ = prof_begin();
+    g_in->pointwise_attn_backward(dq, dk, dv, dout, q, k, v, weights, scale, fn, B, NH, Tq, Tk, D,
+                                  Dv, work);
+    t_ = prof_end(PI_pointwise_attn_backward, t_, 4.0 * B * NH * Tq * Tk * (D + Dv));
+}
+static size_t p_pointwise_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
+    double t_ = prof_begin();
+    size_t r_ = g_in->pointwise_attn_workspace(B, NH, Tq, Tk, D, Dv);
+    t_ = prof_end(PI_pointwise_attn_workspace, t_, 0);
+    return r_;
+}
+static void p_head_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *gain,
+                                   int B, int NH, int T, int C) {
+    double t_ = prof_begin();
+    g_in->head_rmsnorm_forward(out, rstd, inp, gain, B, NH, T, C);
+    t_ = prof_end(PI_head_rmsnorm_forward, t_, 0);
+}
+static void p_head_rmsnorm_backward(float *dinp, float *dgain, const float *dout, const float *inp,
+                                    const float *gain, const float *rstd, int B, int NH, int T,
+                                    int C) {
+    double t_ = prof_begin();
+    g_in->head_rmsnorm_backward(dinp, dgain, dout, inp, gain, rstd, B, NH, T, C);
+    t_ = prof_end(PI_head_rmsnorm_backward, t_, 0);
 }
 static size_t p_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     double t_ = prof_begin();

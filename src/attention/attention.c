@@ -112,6 +112,7 @@ int attention_max_keys(AttentionKind kind, const AttentionOptions *opt) {
 }
 
 size_t attention_save_floats(const Attention *a, long BTq, int Tk) {
+    if (a->ops->save_floats) return a->ops->save_floats(a, BTq, Tk);
     switch (a->ops->save) {
     case ATTN_SAVE_WEIGHTS: return (size_t)BTq * a->NH * Tk;
     case ATTN_SAVE_LSE: return (size_t)BTq * a->NH;

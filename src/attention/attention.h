@@ -14,9 +14,10 @@
  *
  * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
  * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
- * bahdanau.c, local.c (luong_local; its query position Attention.pos0) — with the parameters it
- * owns, forward, backward, workspace, its decoding state and its place in the RNN;
- * attention_supports() is the one place that answers "can kind X serve in slot Y here?".
+ * bahdanau.c, local.c (luong_local; its query position Attention.pos0), sigmoid.c, rela.c —
+ * with the parameters it owns, forward, backward, workspace, its decoding state and its place
+ * in the RNN; attention_supports() is the one place that answers "can kind X serve in slot Y
+ * here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
  * memory; only the *_host functions read host arrays. Sizes returned are counts of floats.
@@ -47,7 +48,9 @@
     X(EFFICIENT, efficient)           /* Shen et al. 2021, softmax over Q's rows, K's columns */ \
     X(TAYLOR, taylor)                 /* Li et al. 2020, first-order Taylor: ∝ 1 + q̂·k̂ */      \
     X(LINFORMER, linformer)           /* Wang et al. 2020 eq. 7, keys projected to r rows */   \
-    X(LUONG_LOCAL, luong_local)       /* Luong et al. 2015 §3.2, local-m / local-p */
+    X(LUONG_LOCAL, luong_local)       /* Luong et al. 2015 §3.2, local-m / local-p */        \
+    X(SIGMOID, sigmoid)               /* Ramapuram et al. 2024, σ(q·k/√d − log n) */          \
+    X(RELA, rela)                     /* Zhang et al. 2021, RMSNorm(ReLU(q·k/√d) v) */
 
 #define ATTENTION_KIND_ENUM_(E, name) ATTN_##E,
 #define ATTENTION_KIND_NAME(E, name) #name,
@@ -142,6 +145,7 @@ typedef struct {
     AttentionOptions opt; /* attention_declare's opt, copied ({0} for NULL); luong_local reads
                            * its window, mode and score here */
     Param W_p, v_p; /* luong_local predictive: W_p [Dq, Dq], v_p [Dq] (Luong et al. 2015 eq. 9) */
+    Param gain;     /* rela: the RMSNorm gain [NH, HS], one per head (init 1) */
     int pos0;       /* luong_local monotonic: the position of query 0 (p_t = pos0 + t). The caller
                      * sets it before forward and backward: the RNN its decoding step t in
                      * per-step calls (Tq = 1), 0 when all T queries come at once */
@@ -191,6 +195,10 @@ struct AttentionOps {
                      int Tq, int Tk, float *work);
     /* Floats of workspace forward and backward need (depends on the thread count). */
     size_t (*workspace)(const Attention *a, const Backend *be, int B, int Tq, int Tk);
+    /* Floats forward saves for BTq query rows against Tk keys, where the row saves more than
+     * save says (NULL: save's size). rela: its weights, then its output before the RMSNorm
+     * and the norm's rstd. */
+    size_t (*save_floats)(const Attention *a, long BTq, int Tk);
     /* Decoding state of a causal self-attention, one query per step (NULL: a KV cache, keys and
      * values [R, NH, Tcap, HS] each, appended per step; attention.c). linear: the running sums
      * of Katharopoulos et al. 2020 §3.4, constant in t; taylor: the same over its features. */
@@ -203,10 +211,12 @@ struct AttentionOps {
     void (*decode_reorder)(const Attention *a, const Backend *be, float *dst, const float *src,
                            const int *parent, const int *parent_bh, int R, int t, int Tcap);
     /* Host-side weights of one query against len keys for attention maps: w[s] for s < len,
-     * summing to 1, from one head's q [HS] and k [len, HS] (after query_forward), v_a [HS] of
-     * that head (additive) or NULL. The softmax for the softmax kinds; φ(q)·φ(k_s) / Σ for
-     * linear; ρ_q(q)·ρ_k(k)_s for efficient; (1 + q̂·k̂_s) / Σ for taylor. NULL for
-     * luong_local (its weights need W_p, v_p and p_t): the models read its saved weights. */
+     * from one head's q [HS] and k [len, HS] (after query_forward), v_a [HS] of that head
+     * (additive) or NULL. The softmax for the softmax kinds; φ(q)·φ(k_s) / Σ for linear;
+     * ρ_q(q)·ρ_k(k)_s for efficient; (1 + q̂·k̂_s) / Σ for taylor: each sums to 1. The
+     * pointwise kinds' own weights, which need not: σ(q·k_s/√HS − log len) for sigmoid,
+     * max(q·k_s/√HS, 0) for rela (before its RMSNorm). NULL for luong_local (its weights need
+     * W_p, v_p and p_t): the models read its saved weights. */
     void (*weights_host)(float *w, const float *q, const float *k, const float *v_a, int len,
                          int HS);
     /* Keys summarised once (NULL for the kinds without): where the keys and values stay the same
@@ -276,8 +286,8 @@ void attention_declare(Attention *a, ParamSet *ps, const char *prefix, Attention
 int attention_max_keys(AttentionKind kind, const AttentionOptions *opt);
 
 /* Floats forward saves for BTq = B·Tq query rows against Tk keys: weights NH·BTq·Tk, lse NH·BTq,
- * windows NH·BTq·(2W + 2) (AttentionSave), or 0. No errors; likewise the three size functions
- * below. */
+ * windows NH·BTq·(2W + 2) (AttentionSave), or the row's save_floats (rela: NH·BTq·(Tk + HS + 1)),
+ * or 0. No errors; likewise the three size functions below. */
 size_t attention_save_floats(const Attention *a, long BTq, int Tk);
 /* 1 if the kind's save holds its weights (ATTN_SAVE_WEIGHTS or ATTN_SAVE_WINDOW: attention maps
  * can be read from it), else 0. No errors. */

@@ -28,6 +28,10 @@
  *                  [p_t − D, p_t + D] of the keys, × a Gaussian around p_t for local-p (Luong et
  *                  al. 2015 §3.2, eq. 9–10; local.c); p_t = t (monotonic) or S·σ(v_pᵀ tanh(W_p
  *                  q_t)) from the merged query, shared by the heads; no causal form.
+ *   sigmoid        Σ_s σ(q·k_s / √HS − log n) v_s, n the keys the query sees; no normalisation
+ *                  over the keys                                (Ramapuram et al. 2024)
+ *   rela           RMSNorm(Σ_s max(q·k_s / √HS, 0) v_s) ⊙ g_h per head, gain g [NH,HS]
+ *                  (Zhang et al. 2021)
  *
  * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
  * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
@@ -141,8 +145,9 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 /* ---- the RNN decoder's attention (no W_v, W_o around it) ----
  * q [B,Tq,Dq] decoder states, enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
  * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor,
- * linformer), else 1. The multi-head kinds: q' = q W_q, k' = enc W_k, values = enc (Vaswani et
- * al. 2017 §3.2.2, W^Q and W^K; the kind's score on q', k' as in the Transformer).
+ * linformer, sigmoid, rela: the rows' multi_head), else 1. The multi-head kinds: q' = q W_q,
+ * k' = enc W_k, values = enc (Vaswani et al. 2017 §3.2.2, W^Q and W^K; the kind's score on q',
+ * k' as in the Transformer).
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄, or the multi-head kinds' key
  * and value heads) in kbuf, then, for a kind with a summary of its keys (attention.h; linformer:
  * E K, F V), that summary, which every step reads instead of the keys, and zeroes dkbuf; after

@@ -22,19 +22,23 @@ static int *diact(TfModel *m, size_t n) {
  * of many short sentences and of few long ones share them. Grows m->dcap (never shrinks);
  * returns 1 if any size grew. */
 static int decode_grow(TfModel *m, int R, int B, int S, int Tc) {
-    /* save: one query's weights [R, NH, Tk] (the KV-cache kinds' steps) or what the cross-
-     * attention saves for R queries (luong_local: its windows, which may hold more floats than
-     * a short source's keys) */
-    size_t st = 0, work = 0, save = (size_t)R * m->NH * (Tc > S ? Tc : S);
+    /* save: what one step's self- and cross-attention save for R queries (the weights of one
+     * query, or more: luong_local's windows may hold more floats than a short source's keys,
+     * rela keeps its output's norm; attention_save_floats) */
+    size_t st = 0, work = 0, save = 0;
     for (int l = 0; l < m->Ld; l++) {
         size_t s = attention_state_floats(&m->dec[l].self.at, R, Tc);
         size_t a = mha_workspace_floats(&m->dec[l].self, m->be, R, 1, Tc);
         size_t c = mha_workspace_floats(&m->dec[l].cross, m->be, R, 1, S);
-        size_t w = attention_save_floats(&m->dec[l].cross.at, R, S);
+        /* what one step's self- and cross-attention save (the weights of one query, or more:
+         * attention_save_floats) */
+        size_t vs = attention_save_floats(&m->dec[l].self.at, R, Tc);
+        size_t vc = attention_save_floats(&m->dec[l].cross.at, R, S);
         st = s > st ? s : st;
         work = a > work ? a : work;
         work = c > work ? c : work;
-        save = w > save ? w : save;
+        save = vs > save ? vs : save;
+        save = vc > save ? vc : save;
     }
     DecodeCaps need = {(size_t)R, (size_t)R * S, (size_t)B * S, save, st, work, (size_t)Tc};
     DecodeCaps *cap = &m->dcap;

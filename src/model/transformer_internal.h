@@ -47,7 +47,8 @@ typedef struct {             /* decoding caches of one decoder layer (backend me
 typedef struct {             /* decoding buffers' sizes in floats (grow-only) */
     size_t R;                /* rows R = B·K: the [R,·] buffers */
     size_t RS, BS;           /* R·S (cross-attention keys and values, per D) and B·S */
-    size_t save, state, work; /* R·NH·max(Tc,S), attention_state_floats, the workspace */
+    size_t save, state, work; /* the most any step's attention saves (attention_save_floats),
+                              * attention_state_floats, the workspace */
     size_t Tc;               /* cached steps (the position table's length) */
 } DecodeCaps;
 

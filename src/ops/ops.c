@@ -82,6 +82,11 @@ static const struct {
     OP_ROW(OP_LOG_SOFTMAX, log_softmax),
     OP_ROW(OP_ARGMAX, argmax),
     OP_ROW(OP_ADAM_UPDATE, adam_update),
+    OP_ROW(OP_POINTWISE_ATTN_FORWARD, pointwise_attn_forward),
+    OP_ROW(OP_POINTWISE_ATTN_BACKWARD, pointwise_attn_backward),
+    OP_ROW(OP_POINTWISE_ATTN_WORKSPACE, pointwise_attn_workspace),
+    OP_ROW(OP_HEAD_RMSNORM_FORWARD, head_rmsnorm_forward),
+    OP_ROW(OP_HEAD_RMSNORM_BACKWARD, head_rmsnorm_backward),
 };
 #undef OP_ROW
 static_assert(sizeof OP_TABLE / sizeof OP_TABLE[0] == OP_COUNT,

@@ -45,7 +45,8 @@
  * memory functions and call the registrations, both from OP_FAMILIES. ops/params.h carves
  * parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case per
  * OpKind; the attention cases in tests/ops/attention_softmax.c, attention_linear.c,
- * attention_taylor.c, attention_linformer.c and attention_local.c).
+ * attention_taylor.c, attention_linformer.c and attention_local.c; pointwise_attn_* and
+ * head_rmsnorm_*, the family attn_pointwise of sigmoid and rela, are rows of its harness).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H
@@ -85,6 +86,10 @@ typedef struct {
 /* The feature map of linear_attn_* (Backend, below): φ(x) = elu(x) + 1 (Katharopoulos et al.
  * 2020 §3.2), or the identity (the inputs are features already: the taylor kind). */
 enum { LINEAR_PHI_ELU1 = 0, LINEAR_PHI_IDENTITY = 1 };
+
+/* The weight function of pointwise_attn_* (Backend, below): the sigmoid kind's σ with the bias
+ * −log n, or rela's max(·, 0). */
+enum { POINTWISE_SIGMOID = 0, POINTWISE_RELU = 1 };
 
 struct Backend {
     const char *name; /* "cpu" or "cuda" */
@@ -474,6 +479,46 @@ struct Backend {
                                  const float *weights, float scale, int B, int NH, int Tq,
                                  int Tk, int D, int Dv, float *work);
 
+    /* ---- pointwise attention: each weight a function of its own score, no normalisation
+     * over the keys (the sigmoid and rela kinds) ----
+     * weights[B,NH,Tq,Tk] = f(scale · q_t·k_s + bias_t) for the visible keys s (as attn_forward:
+     * s < key_len[b] and, causal, s <= t + Tk − Tq), exactly 0 for the others;
+     * out[B,NH,Tq,Dv] = Σ_s weights_ts v_s. fn (POINTWISE_*, above) chooses f and bias:
+     *   POINTWISE_SIGMOID: f = σ, bias_t = −log n_t, n_t the number of keys query t sees
+     *     (Ramapuram et al. 2024, "Theory, analysis, and best practices for sigmoid
+     *     self-attention", b = −log n; here n counted per query row: n_t = min(key_len[b],
+     *     t + 1 + Tk − Tq) when causal, else min(key_len[b], Tk));
+     *   POINTWISE_RELU: f = max(·, 0), bias 0 (Zhang et al. 2021, "Sparse attention with
+     *     linear units", before its normalisation).
+     * Shapes as attn_forward's; a row with no visible key gets zero weights and zero output.
+     * No workspace for the forward. */
+    void (*pointwise_attn_forward)(float *out, float *weights, const float *q, const float *k,
+                                   const float *v, const int *key_len, float scale, int causal,
+                                   int fn, int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* Accumulates dq, dk, dv (each may be NULL) from the saved weights alone: dv += weightsᵀ
+     * dout, and with dP = dout vᵀ, dS = f'(w) ⊙ dP · scale (σ: w (1 − w); relu: [w > 0]),
+     * dq += dS k, dk += dSᵀ q. Masked weights are 0, so f'(0) = 0 passes them nothing (a sigmoid
+     * weight that underflowed to 0 likewise). work: pointwise_attn_workspace floats. */
+    void (*pointwise_attn_backward)(float *dq, float *dk, float *dv, const float *dout,
+                                    const float *q, const float *k, const float *v,
+                                    const float *weights, float scale, int fn, int B, int NH,
+                                    int Tq, int Tk, int D, int Dv, float *work);
+    /* Floats of work for pointwise_attn_backward (as attn_workspace). */
+    size_t (*pointwise_attn_workspace)(int B, int NH, int Tq, int Tk, int D, int Dv);
+    /* RMS normalisation of each head's rows with a gain per head (Zhang and Sennrich 2019,
+     * "Root mean square layer normalization"; ReLA's normalisation, Zhang et al. 2021): per
+     * row (b, h, t) of inp [B,NH,T,C], rstd = 1/√(mean_c inp² + 1e-8) (the mean of squares
+     * summed in double), out[b,h,t,:] = inp · rstd ⊙ gain[h,:]; rstd [B,NH,T] saved.
+     * gain [NH,C]. out may not alias inp. */
+    void (*head_rmsnorm_forward)(float *out, float *rstd, const float *inp, const float *gain,
+                                 int B, int NH, int T, int C);
+    /* Accumulates dinp [B,NH,T,C] += rstd (g − x̂ mean_c(x̂ ⊙ g)), g = dout ⊙ gain[h],
+     * x̂ = inp · rstd, and dgain [NH,C] += Σ_{b,t} dout ⊙ x̂ (summed over b, then t, in order:
+     * deterministic); either may be NULL. */
+    void (*head_rmsnorm_backward)(float *dinp, float *dgain, const float *dout, const float *inp,
+                                  const float *gain, const float *rstd, int B, int NH, int T,
+                                  int C);
+
     /* ---- output layer ----
      * Fused log-softmax + cross-entropy with label smoothing (Szegedy et al. 2016 §7):
      * target distribution (1-ε) one-hot + ε/V uniform; rows whose target == ignore_id add
@@ -624,6 +669,11 @@ typedef enum OpKind {
     OP_EFFICIENT_ATTN_READ,
     OP_EFFICIENT_ATTN_READ_BACKWARD,
     OP_EFFICIENT_ATTN_SUMMARY_BACKWARD,
+    OP_POINTWISE_ATTN_FORWARD,
+    OP_POINTWISE_ATTN_BACKWARD,
+    OP_POINTWISE_ATTN_WORKSPACE,
+    OP_HEAD_RMSNORM_FORWARD,
+    OP_HEAD_RMSNORM_BACKWARD,
     OP_COUNT
 } OpKind;
 
@@ -657,7 +707,8 @@ typedef enum OpKind {
     X(flash)         /* flash_attn_* */                                                          \
     X(linear)        /* linear_attn_*, l2feature_* (the taylor kind's features) */               \
     X(efficient)     /* efficient_attn_* */                                                      \
-    X(linformer)     /* linformer_proj_* */
+    X(linformer)     /* linformer_proj_* */                                                      \
+    X(attn_pointwise) /* pointwise_attn_*, head_rmsnorm_* (the sigmoid and rela kinds) */
 
 /* The op's name as the Backend field is spelled ("flash_attn_backward"); "?" out of range.
  * No errors. Source: ggml's GGML_OP_NAME (the idea). */

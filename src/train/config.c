@@ -296,11 +296,16 @@ static Status unread_key(const Config *c, Err *err) {
         if (!c->given[i] || config_key_read(c, k)) continue;
         config_key_value(c, k, val, sizeof val);
         switch (k->reads) {
-        case R_HEADS:
+        case R_HEADS: {
+            char multi[256] = ""; /* the multi-head kinds, from the attention table */
+            for (int kd = 1, n = 0; kd < ATTN_KIND_COUNT; kd++)
+                if (attention_row((AttentionKind)kd)->multi_head)
+                    str_appendf(multi, sizeof multi, "%s%s", n++ ? ", " : "",
+                                attention_kind_names[kd]);
             return err_set(err, "config %s: model.heads = %s is given, but the RNN's attention "
-                           "%s has one head (only sdp, flash, linear, efficient, taylor and "
-                           "linformer split model.heads); remove the key", c->name, val,
-                           attention_kind_names[ms->attention]);
+                           "%s has one head (only %s split model.heads); remove the key",
+                           c->name, val, attention_kind_names[ms->attention], multi);
+        }
         case R_LINFORMER:
         case R_LOCAL:
             return err_set(err, "config %s: %s.%s = %s is given, but no attention of this model "

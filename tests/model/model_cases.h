@@ -12,7 +12,7 @@
 #include "model/spec.h"
 #include "testutil.h"
 
-enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_MAX = 24 };
+enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_MAX = 28 };
 
 typedef struct {
     const char *name;
@@ -89,6 +89,10 @@ static int model_cases(Case *out) {
         {"transformer luong_local / sdp / luong_local", tf_local_spec()},
         {"transformer luong_concat / sdp / luong_dot",
          tf_spec(ATTN_LUONG_CONCAT, ATTN_SDP, ATTN_LUONG_DOT)},
+        {"rnn lstm sigmoid input feeding", rnn_spec(ATTN_SIGMOID, 0, 1)},
+        {"rnn gru rela batched", rnn_spec(ATTN_RELA, 1, 0)},
+        {"transformer sigmoid / rela / sigmoid", tf_spec(ATTN_SIGMOID, ATTN_RELA, ATTN_SIGMOID)},
+        {"transformer rela / sigmoid / rela", tf_spec(ATTN_RELA, ATTN_SIGMOID, ATTN_RELA)},
     };
     static_assert(sizeof cases / sizeof cases[0] <= MODEL_CASES_MAX,
                   "model_cases: raise MODEL_CASES_MAX (the callers' Case arrays)");

@@ -1,7 +1,7 @@
 /* test_decode.c — incremental decoding and search (model/rnn.h rnn_decode_*, eval/decode.h), for
- * every RNN attention kind (sdp, flash, linear, efficient, taylor, linformer with model.heads =
- * 2; luong_local in both modes with each score and windows that clip), both cells and both
- * input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
+ * every RNN attention kind (sdp, flash, linear, efficient, taylor, linformer, sigmoid, rela with
+ * model.heads = 2; luong_local in both modes with each score and windows that clip), both cells
+ * and both input-feeding settings, on tiny random models (V 13, E 4, H 6, 2 sentences of 5
  * and 3 source tokens):
  *  1. Step by step = teacher forcing: feeding the target inputs one step at a time through
  *     rnn_decode_step gives the same Σ log p(y_t) as rnn_forward_backward (|Δ| ≤ 1e-5·|loss|).
@@ -14,8 +14,9 @@
  *  4. Beam search is exact when the beam holds every prefix: with max_T = 3 and K = 169 = V²,
  *     its result equals the best of all 13³ outputs found by scoring each one by teacher
  *     forcing, with the length penalty α = 0 and α = 1 (Wu et al. 2016 eq. 14); for one case of
- *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU) and for
- *     luong_local local-p (input feeding) and local-m (its window p_t = t follows the step).
+ *     each decoder style (bahdanau, Luong with feeding, none with GRU, concat with GRU), for
+ *     luong_local local-p (input feeding) and local-m (its window p_t = t follows the step), and
+ *     for sigmoid and rela (input feeding).
  *  5. Decoding in a model reserved by model_reserve_decode alone (two steps' states) past the
  *     large reserve's T equals decoding in the large one (check_small_reserve).
  * The Model is assembled by hand (no tokenizer is needed to decode ids); its output bias for
@@ -287,6 +288,9 @@ int main(void) {
         {ATTN_LUONG_LOCAL, 1, 1, LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_DOT)},
         {ATTN_LUONG_LOCAL, 0, 0, LOCAL(1, LOCAL_MONOTONIC, LOCAL_SCORE_GENERAL)},
         {ATTN_LUONG_LOCAL, 0, 1, LOCAL(2, LOCAL_MONOTONIC, LOCAL_SCORE_CONCAT)},
+        /* the pointwise kinds (2 heads), with and without input feeding */
+        {ATTN_SIGMOID, 0, 1, {0}},        {ATTN_SIGMOID, 1, 0, {0}},
+        {ATTN_RELA, 1, 1, {0}},           {ATTN_RELA, 0, 0, {0}},
     };
     int covered[ATTN_KIND_COUNT] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) covered[cases[i].kind] = 1;
@@ -295,7 +299,8 @@ int main(void) {
                attention_kind_names[k]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         check_steps(cases[i]);
-        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 19 || i == 22);
+        check_search(cases[i], i == 1 || i == 3 || i == 8 || i == 11 || i == 19 || i == 22 ||
+                                    i == 25 || i == 27);
         check_small_reserve(cases[i]);
     }
     return test_report("test_decode");

@@ -205,7 +205,10 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     memcpy(grad, ps.grad, sizeof(float) * ps.total);
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 0.5f); /* the gradients accumulate, scaled */
     test_check_accumulated(grad, &ps, describe(kind, gru, feed, Le, Ld), 0.5);
-    const FdOptions opt = {1e-2f, 2e-3, 2e-2, 1e-3, {0, 0}}; /* ε, |a − n| ≤ 2e-3 + 2e-2·|n| */
+    /* ε, |a − n| ≤ 2e-3 + 2e-2·|n|. rela: ε = 1e-3, as its loss bends sharply: its RMSNorm of
+     * each head's HS = 3 values rescales a sum of few ReLU weights, and a step of 1e-2 moves
+     * scores across ReLU's kink (its gradient is checked at the same tolerances) */
+    const FdOptions opt = {kind == ATTN_RELA ? 1e-3f : 1e-2f, 2e-3, 2e-2, 1e-3, {0, 0}};
     LossCtx ctx = {m, &batch, key};
     long bad = 0;
     double maxrel = 0;

@@ -342,8 +342,19 @@ static void check_decode(Case c) {
                                             * on padding */
         double sum = 0, pad = 0;
         int local = c.cr == ATTN_LUONG_LOCAL;
-        for (int s = 0; s < S; s++) *(s < src_len[b] ? &sum : &pad) += ga[(b * MT) * S + s];
-        EXPECT((local ? sum < 1 + 1e-5 : fabs(sum - 1) < 1e-5) && pad == 0,
+        /* the pointwise kinds' own weights need not sum to 1: sigmoid's lie in (0, 1), rela's
+         * are >= 0 (before its RMSNorm) */
+        int pointwise = c.cr == ATTN_SIGMOID || c.cr == ATTN_RELA, in_range = 1;
+        for (int s = 0; s < S; s++) {
+            float w = ga[(b * MT) * S + s];
+            *(s < src_len[b] ? &sum : &pad) += w;
+            if (s < src_len[b])
+                in_range &= c.cr == ATTN_SIGMOID ? w > 0 && w < 1 : w >= 0;
+        }
+        EXPECT(in_range, "%s: sentence %d: an attention weight out of its kind's range", name(c),
+               b);
+        EXPECT((pointwise ? sum > 0 || c.cr == ATTN_RELA
+                          : local ? sum < 1 + 1e-5 : fabs(sum - 1) < 1e-5) && pad == 0,
                "%s: sentence %d: attention row sums to %.6f, %.3g on padding", name(c), b, sum,
                pad);
     }

@@ -4,9 +4,10 @@
  * tests/reference/make_transformer_fixture.py (float64 PyTorch, no dropout; the sdp cases are also
  * checked there against nn.TransformerEncoderLayer / nn.TransformerDecoderLayer): parameters, a
  * padded batch, the logits, the summed label-smoothed loss (ε 0.1) and its gradient w.r.t. every
- * parameter. The fixtures are committed, so this test needs no PyTorch. Five cases cover every
- * attention kind (sdp, flash, linear, efficient, bahdanau, luong_dot, luong_general,
- * luong_concat) in the slots they may take, pre- and post-LN, tied and untied embeddings.
+ * parameter. The fixtures are committed, so this test needs no PyTorch. Seven cases cover the
+ * attention kinds sdp, flash, linear, efficient, bahdanau, luong_dot, luong_general,
+ * luong_concat, sigmoid and rela in the slots they may take, pre- and post-LN, tied and untied
+ * embeddings.
  * For each: the same model from transformer_create (dropout 0), the parameters loaded by name
  * (shapes checked, every declared tensor in the fixture and vice versa), one transformer_loss
  * with train = 1, and
@@ -110,7 +111,8 @@ static void run(const char *path) {
 
 int main(void) {
     const char *cases[] = {"sdp_pre_tied", "sdp_post_untied", "linear_efficient",
-                           "efficient_flash_bahdanau", "general_concat_dot"};
+                           "efficient_flash_bahdanau", "general_concat_dot",
+                           "sigmoid_rela_sigmoid", "rela_sigmoid_rela"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "tests/fixtures/transformer_tiny/%s.txt", cases[i]);

@@ -1693,6 +1693,161 @@ static const int loc_sh[][MAXD] = {/* B, NH, Tq, Tk, D, Dv, predictive, additive
     {2, 4, 14, 12, 64, 64, -2, -2, 8, 0, 18}, {1, 1, 70, 150, 130, 5, -2, -2, 70, 0, 142},
     {2, 2, 6, 5, 4, 3, -2, -2, 3, 0, 8}};
 
+/* pointwise_attn_* (the sigmoid and rela kinds' weights f(scale·q·k + bias)), both functions
+ * (f), causal and not, on the softmax kinds' shapes; scale 1/√D. The CPU against a reference
+ * written here in double from ops.h's formulas (weights, out, and the gradients added to the
+ * prefills), and its gradients against finite differences on the small shapes; extra (both
+ * backends): each gradient alone (the others NULL) equals its value with all three, into
+ * zeroed buffers, and the masked weights are exactly 0. */
+static float pw_scale(int D) { return 1.0f / sqrtf((float)D); }
+static void pw_fwd(const Backend *be, void **p, const int *d) {
+    be->pointwise_attn_forward(F(4), F(5), F(0), F(1), F(2), I(3), pw_scale(d[4]), d[6], d[7], ADIMS);
+}
+static void pw_bwd(const Backend *be, void **p, const int *d) {
+    be->pointwise_attn_backward(F(7), F(8), F(9), F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7], ADIMS,
+                                F(10));
+}
+static size_t pw_work(const Backend *be, const int *d) { return be->pointwise_attn_workspace(ADIMS); }
+/* the visible keys of query t in batch row b (ops.h's masks) */
+static int pw_lim(const int *key_len, const int *d, int b, int t) {
+    int len = key_len[b] < d[3] ? key_len[b] : d[3];
+    if (d[6] && t + d[3] - d[2] + 1 < len) len = t + d[3] - d[2] + 1;
+    return len < 0 ? 0 : len;
+}
+static unsigned pw_ref(double **r, void **h, const int *d) {
+    int B = d[0], NH = d[1], Tq = d[2], Tk = d[3], D = d[4], Dv = d[5], fn = d[7];
+    double scale = pw_scale(D);
+    for (int bh = 0; bh < B * NH; bh++)
+        for (int t = 0; t < Tq; t++) {
+            int lim = pw_lim(HI(3), d, bh / NH, t);
+            const float *q = HF(0) + ((size_t)bh * Tq + t) * D, *g = HF(6) + ((size_t)bh * Tq + t) * Dv;
+            double *w = r[5] + ((size_t)bh * Tq + t) * Tk, *o = r[4] + ((size_t)bh * Tq + t) * Dv;
+            for (int e = 0; e < Dv; e++) o[e] = 0;
+            for (int s = 0; s < Tk; s++) {
+                const float *k = HF(1) + ((size_t)bh * Tk + s) * D, *v = HF(2) + ((size_t)bh * Tk + s) * Dv;
+                w[s] = 0;
+                if (s >= lim) continue;
+                double e = 0, dw = 0;
+                for (int j = 0; j < D; j++) e += (double)q[j] * k[j];
+                e *= scale;
+                double fp; /* f'(e) */
+                if (fn == POINTWISE_SIGMOID) {
+                    w[s] = 1.0 / (1.0 + exp(-(e - log((double)lim))));
+                    fp = w[s] * (1 - w[s]);
+                } else {
+                    w[s] = e > 0 ? e : 0;
+                    fp = e > 0;
+                }
+                for (int j = 0; j < Dv; j++) {
+                    o[j] += w[s] * v[j];
+                    dw += (double)g[j] * v[j];
+                    r[9][((size_t)bh * Tk + s) * Dv + j] += w[s] * g[j]; /* dv */
+                }
+                double de = fp * dw * scale;
+                for (int j = 0; j < D; j++) {
+                    r[7][((size_t)bh * Tq + t) * D + j] += de * k[j]; /* dq */
+                    r[8][((size_t)bh * Tk + s) * D + j] += de * q[j]; /* dk */
+                }
+            }
+        }
+    return 1u << 4 | 1u << 5 | 1u << 7 | 1u << 8 | 1u << 9;
+}
+static void pw_extra(const Backend *be, void **p, void **h, const int *d, Stat *st) {
+    size_t nq = (size_t)d[0] * d[1] * d[2] * d[4], nk = (size_t)d[0] * d[1] * d[3] * d[4];
+    size_t nv = (size_t)d[0] * d[1] * d[3] * d[5];
+    const size_t n[3] = {nq, nk, nv};
+    float *all[3], *one[3];
+    for (int i = 0; i < 3; i++) all[i] = be->alloc(n[i] * 4 + 4), one[i] = be->alloc(n[i] * 4 + 4);
+    be->pointwise_attn_backward(all[0], all[1], all[2], F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7],
+                                ADIMS, F(10));
+    be->pointwise_attn_backward(one[0], NULL, NULL, F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7], ADIMS,
+                                F(10));
+    be->pointwise_attn_backward(NULL, one[1], NULL, F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7], ADIMS,
+                                F(10));
+    be->pointwise_attn_backward(NULL, NULL, one[2], F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7], ADIMS,
+                                F(10));
+    be->pointwise_attn_backward(NULL, NULL, NULL, F(6), F(0), F(1), F(2), F(5), pw_scale(d[4]), d[7], ADIMS,
+                                F(10)); /* nothing to do; must not crash */
+    const char *names[3] = {"dq alone", "dk alone", "dv alone"};
+    for (int i = 0; i < 3; i++) {
+        float *a = from_backend(be, all[i], n[i]), *b = from_backend(be, one[i], n[i]);
+        stat_same(st, names[i], b, a, n[i]);
+        free(a), free(b);
+        be->free(all[i]), be->free(one[i]);
+    }
+    size_t nw = (size_t)d[0] * d[1] * d[2] * d[3];
+    float *w = from_backend(be, F(5), nw);
+    int masked_zero = 1;
+    for (int bh = 0; bh < d[0] * d[1]; bh++)
+        for (int t = 0; t < d[2]; t++)
+            for (int s = pw_lim(HI(3), d, bh / d[1], t); s < d[3]; s++)
+                masked_zero &= w[((size_t)bh * d[2] + t) * d[3] + s] == 0.0f;
+    stat_true(st, masked_zero, "a masked key has a nonzero weight");
+    free(w);
+}
+/* relu: every score at least 0.02 away from ReLU's kink, where finite differences of step
+ * FD_EPS would straddle it (a key whose score with some query is nearer is moved, one coordinate
+ * at a time, until none is) */
+static void pw_prep(void **h, const int *d) {
+    attn_prep(h, d);
+    if (d[7] != POINTWISE_RELU) return;
+    int Tq = d[2], Tk = d[3], D = d[4];
+    for (int bh = 0; bh < d[0] * d[1]; bh++)
+        for (int s = 0; s < Tk; s++) {
+            float *k = HF(1) + ((size_t)bh * Tk + s) * D;
+            for (int tries = 0, near = 1; near && tries < 64; tries++) {
+                near = 0;
+                for (int t = 0; t < Tq; t++) {
+                    const float *q = HF(0) + ((size_t)bh * Tq + t) * D;
+                    double e = 0;
+                    for (int j = 0; j < D; j++) e += (double)q[j] * k[j];
+                    near |= fabs(e * pw_scale(D)) < 0.02;
+                }
+                if (near) k[tries % D] += 0.37f;
+            }
+        }
+}
+static const int pw_sh[][MAXD] = {SDP_SH(+0, -2, -2)};
+
+/* head_rmsnorm_* (rela's normalisation): widths 1, a head size and past the 64-thread block,
+ * rows of one head and of several; with z, row 1 all zeros (rstd = 1/√ε, out = 0; no finite
+ * differences there: the norm is not smooth at 0). The CPU against a double reference (out,
+ * rstd, and the gradients added to the prefills), its gradients against finite differences on
+ * the small shapes. */
+static void rms_fwd(const Backend *be, void **p, const int *d) {
+    be->head_rmsnorm_forward(F(2), F(3), F(0), F(1), d[0], d[1], d[2], d[3]);
+}
+static void rms_bwd(const Backend *be, void **p, const int *d) {
+    be->head_rmsnorm_backward(F(5), F(6), F(4), F(0), F(1), F(3), d[0], d[1], d[2], d[3]);
+}
+static void rms_prep(void **h, const int *d) {
+    if (d[4])
+        for (int c = 0; c < d[3]; c++) HF(0)[(size_t)d[3] + c] = 0.0f; /* row 1 */
+}
+static unsigned rms_ref(double **r, void **h, const int *d) {
+    int NH = d[1], T = d[2], C = d[3];
+    long N = (long)d[0] * NH * T;
+    for (long n = 0; n < N; n++) {
+        const float *x = HF(0) + (size_t)n * C, *g = HF(1) + (size_t)((n / T) % NH) * C;
+        const float *go = HF(4) + (size_t)n * C;
+        double ss = 0, sgx = 0;
+        for (int c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        double rs = 1.0 / sqrt(ss / C + 1e-8);
+        r[3][n] = rs;
+        for (int c = 0; c < C; c++) {
+            r[2][(size_t)n * C + c] = x[c] * rs * g[c];
+            sgx += (double)go[c] * g[c] * x[c] * rs;
+            r[6][(size_t)((n / T) % NH) * C + c] += go[c] * x[c] * rs;
+        }
+        for (int c = 0; c < C; c++)
+            r[5][(size_t)n * C + c] += rs * (go[c] * g[c] - x[c] * rs * sgx / C);
+    }
+    return 1u << 2 | 1u << 3 | 1u << 5 | 1u << 6;
+}
+static int rms_fd(const int *d) { return !d[4] && (long)d[0] * d[1] * d[2] * d[3] <= 400; }
+static const int rms_sh[][MAXD] = {{2, 3, 4, 5, 0}, {1, 1, 1, 1, 0}, {3, 2, 5, 8, -2}, {3, 4, 7, 64, 0},
+                                   {2, 2, 9, 130, 0}, {1, 8, 300, 64, 1}};
+
 /* adam_update, t = 1..T (gradients g[t-1]: element 0 zero but a spike at t = 2, element 1
  * tiny), from zero moments; param, m and v compared after every step (normwise 1e-6: the host
  * compiler and nvcc may contract b·m + (1−b)·g into fused multiply-adds differently); the last
@@ -2033,6 +2188,18 @@ static const Row ROWS[] = {
        {"work", WORK, ""}, {"v_a", IN, "ND", -1, 1}, {"dv_a", ACC, "ND", -1, 1, 1e-5}, {"z", IN, "Bq", -1, 1},
        {"dz", ACC, "Bq", -1, 1, 1e-5}},
       loc_fwd, loc_bwd, NULL, 0, loc_prep, .extra = loc_extra, .fd = fd_never, .work = loc_work),
+    R("pointwise_attn", "pointwise_attn_forward,pointwise_attn_backward,pointwise_attn_workspace", "BNqkDVcf",
+      SHAPES(pw_sh),
+      {{"q", IN, "BNqD", -2, 2}, {"k", IN, "BNkD", -2, 2}, {"v", IN, "BNkV", -1, 1}, {"key_len", INT, "B"},
+       {"out", OUT, "BNqV", -1, 1, 1e-5}, {"weights", OUT, "BNqk", -1, 1, 1e-5}, {"dout", IN, "BNqV", -1, 1, 0, 5},
+       {"dq", ACC, "BNqD", -1, 1, 1e-5, 1}, {"dk", ACC, "BNkD", -1, 1, 1e-5, 2}, {"dv", ACC, "BNkV", -1, 1, 1e-5, 3},
+       {"work", WORK, ""}},
+      pw_fwd, pw_bwd, pw_ref, 1e-5, pw_prep, .extra = pw_extra, .work = pw_work),
+    R("head_rmsnorm", "head_rmsnorm_forward,head_rmsnorm_backward", "BNTCz", SHAPES(rms_sh),
+      {{"inp", IN, "BNTC", -1, 1}, {"gain", IN, "NC", 0.5f, 1.5f}, {"out", OUT, "BNTC", -1, 1, 1e-5},
+       {"rstd", OUT, "BNT", -1, 1, 1e-5}, {"dout", IN, "BNTC", -1, 1, 0, 3}, {"dinp", ACC, "BNTC", -1, 1, 1e-5, 1},
+       {"dgain", ACC, "NC", -1, 1, 1e-5, 2}},
+      rms_fwd, rms_bwd, rms_ref, 1e-5, rms_prep, .fd = rms_fd),
     R("adam", "adam_update", "nT", SHAPES(adam_sh),
       {{"grad", IN, "Tn", -2, 2}, {"param", ACC, "n", -1, 1, 1e-6}, {"m", ACC, "n", 0, 0, 1e-6}, {"v", ACC, "n", 0, 0, 1e-6}},
       adam_fwd, NULL, adam_ref, 1e-6, adam_prep),
@@ -2134,6 +2301,11 @@ static const OpCase CASES[OP_COUNT] = {
     [OP_EFFICIENT_ATTN_READ] = {"efficient_attn_read", "efficient_attn_split", case_efficient_attn, NULL},
     [OP_EFFICIENT_ATTN_READ_BACKWARD] = {"efficient_attn_read_backward", "efficient_attn_split", case_efficient_attn, NULL},
     [OP_EFFICIENT_ATTN_SUMMARY_BACKWARD] = {"efficient_attn_summary_backward", "efficient_attn_split", case_efficient_attn, NULL},
+    [OP_POINTWISE_ATTN_FORWARD] = {"pointwise_attn_forward", "pointwise_attn", NULL, NULL},
+    [OP_POINTWISE_ATTN_BACKWARD] = {"pointwise_attn_backward", "pointwise_attn", NULL, NULL},
+    [OP_POINTWISE_ATTN_WORKSPACE] = {"pointwise_attn_workspace", "pointwise_attn", NULL, NULL},
+    [OP_HEAD_RMSNORM_FORWARD] = {"head_rmsnorm_forward", "head_rmsnorm", NULL, NULL},
+    [OP_HEAD_RMSNORM_BACKWARD] = {"head_rmsnorm_backward", "head_rmsnorm", NULL, NULL},
 };
 
 static const Row *row_named(const char *name) {

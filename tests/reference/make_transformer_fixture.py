@@ -6,7 +6,9 @@ tests/model/test_transformer_torch.c checks our forward and backward against.
 
 Usage (from the repository root; needs Debian's python3-torch, i.e. /usr/bin/python3):
 
-    /usr/bin/python3 tests/reference/make_transformer_fixture.py
+    /usr/bin/python3 tests/reference/make_transformer_fixture.py [NAME.txt ...]
+
+(every case, or only the named files)
 
 The model, written out with torch ops so that every attention kind is explicit (no dropout):
   embed      x = E[y] * sqrt(D) + PE, PE[t, 2i] = sin(t / 10000^(2i/D)), PE[t, 2i+1] = cos(...)
@@ -23,14 +25,19 @@ The model, written out with torch ops so that every attention kind is explicit (
                linear           phi(q) . sum_s phi(k_s) v_s^T / (phi(q) . sum_s phi(k_s) + 1e-6),
                                 phi = elu + 1
                efficient        softmax_d(q) (softmax_s(k)^T v)   (column softmax over the s)
+               sigmoid          sum_s sigmoid(q k_s / sqrt(HS) - log n) v_s, n the visible keys
+                                of the query (Ramapuram et al. 2024)
+               rela             RMSNorm(sum_s relu(q k_s / sqrt(HS)) v_s) * rms_gain[h], the norm
+                                over the head's HS values, eps 1e-8 (Zhang et al. 2021)
              heads merged, times W_o^T, + b_o
   output     logits = y W^T + b_out, W = E when the embeddings are tied, else out.W
   loss       sum over non-pad targets of -(1-eps) log p_y - (eps/V) sum_v log p_v (eps 0.1).
 For the sdp cases the same parameters are also run through PyTorch's own
 nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (+ nn.LayerNorm for the final norms)
 and the logits must agree to 1e-10: the written-out model is the standard one.
-Parameters are uniform in [-1, 1] (layer-norm gains in [0.5, 1.5]) from torch.manual_seed,
-rounded to float32 so the C test uses bit-identical weights; everything else is float64.
+Parameters are uniform in [-1, 1] (layer-norm and RMSNorm gains in [0.5, 1.5]) from
+torch.manual_seed, rounded to float32 so the C test uses bit-identical weights; everything else is
+float64.
 
 File format: that of tests/reference/make_rnn_fixture.py with the first lines
   transformer_fixture 1
@@ -61,6 +68,8 @@ def mha_specs(p, kind, D, NH):
         s.append((f"{p}.W_a", (D, D)))
     if kind in ("bahdanau", "luong_concat"):
         s.append((f"{p}.v_a", (NH, D // NH)))
+    if kind == "rela":
+        s.append((f"{p}.rms_gain", (NH, D // NH)))
     return s
 
 
@@ -111,7 +120,7 @@ def layer_norm(x, w, b):
     return (x - mu) / torch.sqrt(var + 1e-5) * w + b
 
 
-def attend(kind, q, k, v, key_len, causal, v_a):
+def attend(kind, q, k, v, key_len, causal, v_a, gain=None):
     """q [B,NH,Tq,HS], k, v [B,NH,Tk,HS] -> [B,NH,Tq,HS]"""
     B, NH, Tq, HS = q.shape
     Tk = k.shape[2]
@@ -126,6 +135,13 @@ def attend(kind, q, k, v, key_len, causal, v_a):
             e = q @ k.transpose(-1, -2) * (1 / math.sqrt(HS) if kind in ("sdp", "flash") else 1.0)
         a = torch.softmax(e.masked_fill(~vis, float("-inf")), dim=-1)
         return a @ v
+    if kind in ("sigmoid", "rela"):
+        e = q @ k.transpose(-1, -2) / math.sqrt(HS)
+        if kind == "sigmoid":
+            n = vis.sum(-1, keepdim=True).clamp(min=1).to(DT)
+            return (torch.sigmoid(e - torch.log(n)) * vis) @ v
+        y = (torch.relu(e) * vis) @ v
+        return y * torch.rsqrt((y * y).mean(-1, keepdim=True) + 1e-8) * gain[None, :, None, :]
     if kind == "linear":
         phi = lambda x: torch.nn.functional.elu(x) + 1  # noqa: E731
         w = (phi(q) @ phi(k).transpose(-1, -2)) * vis
@@ -145,7 +161,7 @@ def mha(P, p, kind, xq, xkv, key_len, causal, NH):
     q = qm.view(B, Tq, NH, HS).transpose(1, 2)
     k = (xkv @ P[p + ".W_k"].T + P[p + ".b_k"]).view(B, Tk, NH, HS).transpose(1, 2)
     v = (xkv @ P[p + ".W_v"].T + P[p + ".b_v"]).view(B, Tk, NH, HS).transpose(1, 2)
-    o = attend(kind, q, k, v, key_len, causal, P.get(p + ".v_a"))
+    o = attend(kind, q, k, v, key_len, causal, P.get(p + ".v_a"), P.get(p + ".rms_gain"))
     return o.transpose(1, 2).reshape(B, Tq, D) @ P[p + ".W_o"].T + P[p + ".b_o"]
 
 
@@ -249,7 +265,7 @@ def make_case(fname, seed, cfg, src_lens, tgt_lens, eps=0.1):
     P = {}
     for name, shape in specs:
         w = torch.rand(shape, dtype=DT) * 2 - 1
-        if ".ln" in name and name.endswith(".w"):
+        if (".ln" in name and name.endswith(".w")) or name.endswith(".rms_gain"):
             w = 1.0 + 0.5 * w
         P[name] = w.float().double().requires_grad_(True)  # exact float32 values
     src, src_len, tgt_in, tgt_out = make_batch(gen, V, src_lens, tgt_lens)  # time-major
@@ -279,22 +295,32 @@ def make_case(fname, seed, cfg, src_lens, tgt_lens, eps=0.1):
     print("%s: loss %.10f, %d parameters" % (fname, loss.item(), sum(p.numel() for p in P.values())))
 
 
-def main():
+def main(only):
+    """Writes every case, or only the files named in only."""
     os.makedirs(OUT, exist_ok=True)
     V, D, NH, F = 17, 8, 2, 12
-    # sources of lengths 6, 4, 2 (S 6), targets of 4, 2, 5 tokens (T 6)
-    make_case("sdp_pre_tied.txt", 11, (V, D, NH, F, 2, 2, "pre", 1, "sdp", "sdp", "sdp"),
-              [6, 4, 2], [4, 2, 5])
-    make_case("sdp_post_untied.txt", 12, (V, D, NH, F, 1, 2, "post", 0, "sdp", "sdp", "sdp"),
-              [3, 5, 1], [3, 4, 1])
-    make_case("linear_efficient.txt", 13,
-              (V, D, NH, F, 2, 1, "pre", 1, "linear", "linear", "efficient"), [2, 5, 4], [1, 3, 3])
-    make_case("efficient_flash_bahdanau.txt", 14,
-              (V, D, NH, F, 1, 1, "post", 0, "efficient", "flash", "bahdanau"), [6, 4, 2], [4, 2, 5])
-    make_case("general_concat_dot.txt", 15,
-              (V, D, NH, F, 1, 2, "pre", 0, "luong_general", "luong_concat", "luong_dot"),
-              [3, 5, 1], [3, 4, 1])
+    cases = [
+        # sources of lengths 6, 4, 2 (S 6), targets of 4, 2, 5 tokens (T 6)
+        ("sdp_pre_tied.txt", 11, (V, D, NH, F, 2, 2, "pre", 1, "sdp", "sdp", "sdp"),
+         [6, 4, 2], [4, 2, 5]),
+        ("sdp_post_untied.txt", 12, (V, D, NH, F, 1, 2, "post", 0, "sdp", "sdp", "sdp"),
+         [3, 5, 1], [3, 4, 1]),
+        ("linear_efficient.txt", 13,
+         (V, D, NH, F, 2, 1, "pre", 1, "linear", "linear", "efficient"), [2, 5, 4], [1, 3, 3]),
+        ("efficient_flash_bahdanau.txt", 14,
+         (V, D, NH, F, 1, 1, "post", 0, "efficient", "flash", "bahdanau"), [6, 4, 2], [4, 2, 5]),
+        ("general_concat_dot.txt", 15,
+         (V, D, NH, F, 1, 2, "pre", 0, "luong_general", "luong_concat", "luong_dot"),
+         [3, 5, 1], [3, 4, 1]),
+        ("sigmoid_rela_sigmoid.txt", 16,
+         (V, D, NH, F, 2, 2, "pre", 1, "sigmoid", "rela", "sigmoid"), [6, 4, 2], [4, 2, 5]),
+        ("rela_sigmoid_rela.txt", 17,
+         (V, D, NH, F, 1, 2, "post", 0, "rela", "sigmoid", "rela"), [3, 5, 1], [3, 4, 1]),
+    ]
+    for fname, seed, cfg, src_lens, tgt_lens in cases:
+        if not only or fname in only:
+            make_case(fname, seed, cfg, src_lens, tgt_lens)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
