@@ -49,7 +49,7 @@ static int growth(AttentionKind k) {
     case ATTN_FLASH: case ATTN_LINEAR: case ATTN_EFFICIENT: case ATTN_TAYLOR:
     case ATTN_LINFORMER: case ATTN_LUONG_LOCAL: return 1;
     case ATTN_SDP: case ATTN_LUONG_DOT: case ATTN_LUONG_GENERAL: case ATTN_LUONG_CONCAT:
-    case ATTN_BAHDANAU: return 2;
+    case ATTN_BAHDANAU: case ATTN_SIGMOID: case ATTN_RELA: return 2;
     default: return 0;
     }
 }
