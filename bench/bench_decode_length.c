@@ -5,7 +5,7 @@
  *
  *   bench_decode_length --config configs/transformer.ini [--kinds sdp,flash,linear,taylor]
  *       [--lengths 16,64,256,1024,4096] [--batch B] [--src-len S] [--rounds R] [--threads N]
- *       [--csv FILE] [--set SECTION.KEY=VALUE]...
+ *       [--clock wall|cpu] [--csv FILE] [--set SECTION.KEY=VALUE]...
  *
  * For each kind K the config's model is built with model.dec_self_attention = K (the encoder's
  * self-attention and the cross-attention as the config says), parameters initialised from
@@ -21,12 +21,16 @@
  * untimed warm-up call per kind at the shortest L. Prints per L and kind the median tokens/s and
  * min–max, and per kind the ratio of its median at the longest L to that at the shortest (1.0:
  * constant work per token); --csv writes one row per (kind, L). CPU or CUDA (train.device).
+ * --clock cpu (the CPU backend at --threads 1 only) times each call by the process's CPU time
+ * instead of the wall clock, so that other jobs on a shared machine do not add to the figures
+ * (bench_attention's option).
  * Errors (exit 2 on a bad command line or config, 1 on a model that cannot be built) on stderr.
  */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/common.h"
 #include "core/machine.h"
@@ -50,6 +54,16 @@ static int parse_list(const char *s, char items[][64], int max) {
     return n;
 }
 
+static int g_cpu_clock; /* --clock cpu */
+
+/* Seconds on the clock --clock chose: the wall clock, or the process's CPU time. */
+static double bench_clock(void) {
+    if (!g_cpu_clock) return now_seconds();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -58,7 +72,7 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
     fprintf(stderr, "usage: bench_decode_length --config FILE [--kinds k1,k2,...] "
                     "[--lengths L1,L2,...] [--batch B] [--src-len S] [--rounds R] "
-                    "[--threads N] [--csv FILE] [--set SECTION.KEY=VALUE]...\n"
+                    "[--threads N] [--clock wall|cpu] [--csv FILE] [--set SECTION.KEY=VALUE]...\n"
                     "  (what it measures: the top of bench/bench_decode_length.c)\n");
     return 2;
 }
@@ -78,6 +92,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--rounds")) rounds = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--csv")) csv = v;
+        else if (!strcmp(a, "--clock") && (!strcmp(v, "cpu") || !strcmp(v, "wall")))
+            g_cpu_clock = !strcmp(v, "cpu");
         else if (!strcmp(a, "--set") && nsets < MAX_SETS) sets[nsets++] = v;
         else return usage();
         i++;
@@ -116,6 +132,10 @@ int main(int argc, char **argv) {
     if (threads >= 0) bo.threads = threads;
     if (backend_open(&bo, &be, NULL, 0, &err)) goto bad;
     threads = omp_get_max_threads();
+    if (g_cpu_clock && (threads != 1 || !be->host_memory)) {
+        err_set(&err, "--clock cpu times one CPU thread: give --threads 1 on the CPU backend");
+        goto bad;
+    }
     int V = cfg[0].vocab_size;
     BatchBounds gb = {B, S, Lmax + 1, (long)B * S, (long)B * (Lmax + 1)};
     for (int k = 0; k < nk; k++) {
@@ -145,11 +165,13 @@ int main(int argc, char **argv) {
     batch_fill(&tb, &e, idx, B);
 
     printf("bench_decode_length: %s, %d threads, precision %s; V %d, d_model %d, heads %d, "
-           "layers %d/%d; B %d sentences, S %d source tokens, %d rounds; encoder %s, cross %s\n",
+           "layers %d/%d; B %d sentences, S %d source tokens, %d rounds; encoder %s, cross %s; "
+           "%s\n",
            be->name, threads, precision_names[cfg[0].precision], V, cfg[0].model.d_model,
            cfg[0].model.heads, cfg[0].model.enc_layers, cfg[0].model.dec_layers, B, S, rounds,
            attention_kind_names[cfg[0].model.self_attention],
-           attention_kind_names[cfg[0].model.cross_attention]);
+           attention_kind_names[cfg[0].model.cross_attention],
+           g_cpu_clock ? "process CPU time" : "wall clock");
     static double tps[MAX_KINDS][MAX_LENGTHS][MAX_ROUNDS];
     for (int r = -1; r < rounds; r++) { /* r = -1: the warm-up */
         for (int kk = 0; kk < nk; kk++) {
@@ -163,10 +185,10 @@ int main(int argc, char **argv) {
                     len[b] = L + 1;
                 }
                 Model *m = &model[k];
-                double t0 = now_seconds();
+                double t0 = bench_clock();
                 decode_force(&m, 1, &tb, tgt, len, L + 1, lp);
                 be->synchronize();
-                double dt = now_seconds() - t0;
+                double dt = bench_clock() - t0;
                 if (r >= 0) tps[k][j][r] = (double)B * (L + 1) / dt;
             }
         }

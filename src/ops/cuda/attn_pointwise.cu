@@ -26,15 +26,6 @@ static size_t cu_pointwise_attn_workspace(int B, int NH, int Tq, int Tk, int D, 
     return (size_t)B * NH * Tq * Tk + 1;
 }
 
-/* Blocks per row r for k_attn_backward_inputs: about 8 outputs per thread for the largest of
- * dq [Tq,D], dk [Tk,D], dv [Tk,Dv], at most SDP_SLICES (attn_sdp.cu's rule). */
-static unsigned pw_slices(int Tq, int Tk, int D, int Dv) {
-    long most = (long)Tk * (D > Dv ? D : Dv);
-    if ((long)Tq * D > most) most = (long)Tq * D;
-    long y = (most + 8L * SDP_THREADS - 1) / (8L * SDP_THREADS);
-    return (unsigned)(y < 1 ? 1 : y > SDP_SLICES ? SDP_SLICES : y);
-}
-
 static void cu_pointwise_attn_backward(float *dq, float *dk, float *dv, const float *dout,
                                        const float *q, const float *k, const float *v,
                                        const float *weights, float scale, int fn, int B, int NH,
@@ -45,7 +36,7 @@ static void cu_pointwise_attn_backward(float *dq, float *dk, float *dv, const fl
         LAUNCH(k_pointwise_attn_backward_scores, grid, SDP_THREADS, 0, work, dout, v, weights,
                scale, fn, Tq, Tk, Dv);
     }
-    dim3 grid((unsigned)(B * NH), pw_slices(Tq, Tk, D, Dv));
+    dim3 grid((unsigned)(B * NH), sdp_slices(Tq, Tk, D, Dv));
     LAUNCH(k_attn_backward_inputs<0>, grid, SDP_THREADS, 0, dq, dk, dv, work, dout, q, k, weights,
            NH, Tq, Tk, D, Dv);
 }

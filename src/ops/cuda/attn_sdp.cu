@@ -43,15 +43,6 @@ static size_t cu_attn_workspace(int B, int NH, int Tq, int Tk, int D, int Dv) {
     return (size_t)B * NH * Tq * Tk + 1;
 }
 
-/* Blocks per row r for k_attn_backward_inputs: about 8 outputs per thread for the largest of
- * dq [Tq,D], dk [Tk,D], dv [Tk,Dv], at most SDP_SLICES. */
-static unsigned sdp_slices(int Tq, int Tk, int D, int Dv) {
-    long most = (long)Tk * (D > Dv ? D : Dv);
-    if ((long)Tq * D > most) most = (long)Tq * D;
-    long y = (most + 8L * SDP_THREADS - 1) / (8L * SDP_THREADS);
-    return (unsigned)(y < 1 ? 1 : y > SDP_SLICES ? SDP_SLICES : y);
-}
-
 static void attn_backward_layout(float *dq, float *dk, float *dv, const float *dout,
                                  const float *q, const float *k, const float *v,
                                  const float *weights, float scale, int B, int NH, int Tq, int Tk,

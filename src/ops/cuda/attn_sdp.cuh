@@ -31,6 +31,16 @@ constexpr int SDP_THREADS = 128;              /* threads per block (a power of t
 constexpr int SDP_WARPS = SDP_THREADS / 32;    /* warps per block: keys scored at once */
 constexpr int SDP_SLICES = 16;                 /* backward inputs: blocks per row r at most */
 
+/* Blocks per row r for k_attn_backward_inputs: about 8 outputs per thread for the largest of
+ * dq [Tq,D], dk [Tk,D], dv [Tk,Dv], at most SDP_SLICES (host code; sdp's and pointwise
+ * attention's backward). */
+static inline unsigned sdp_slices(int Tq, int Tk, int D, int Dv) {
+    long most = (long)Tk * (D > Dv ? D : Dv);
+    if ((long)Tq * D > most) most = (long)Tq * D;
+    long y = (most + 8L * SDP_THREADS - 1) / (8L * SDP_THREADS);
+    return (unsigned)(y < 1 ? 1 : y > SDP_SLICES ? SDP_SLICES : y);
+}
+
 /* Launch: grid (Tq, R) of SDP_THREADS; block (t, r). */
 template <int merged>
 __global__ void __launch_bounds__(SDP_THREADS)
