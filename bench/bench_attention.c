@@ -74,7 +74,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/common.h"
@@ -107,12 +106,7 @@ static int cmp_double(const void *a, const void *b) {
 static int g_cpu_clock; /* --clock cpu */
 
 /* Seconds on the clock --clock chose: the wall clock, or the process's CPU time. */
-static double bench_clock(void) {
-    if (!g_cpu_clock) return now_seconds();
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double bench_clock(void) { return g_cpu_clock ? cpu_seconds() : now_seconds(); }
 
 static double median(double *x, int n) {
     qsort(x, n, sizeof(double), cmp_double);

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/common.h"
 #include "core/machine.h"
@@ -57,12 +56,7 @@ static int parse_list(const char *s, char items[][64], int max) {
 static int g_cpu_clock; /* --clock cpu */
 
 /* Seconds on the clock --clock chose: the wall clock, or the process's CPU time. */
-static double bench_clock(void) {
-    if (!g_cpu_clock) return now_seconds();
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double bench_clock(void) { return g_cpu_clock ? cpu_seconds() : now_seconds(); }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -2,7 +2,8 @@
  * the Transformer), and the batches it ran on.
  *
  *   bench_train --config configs/luong.ini [--batches N] [--warmup W] [--dump FILE]
- *               [--threads T] [--spm MODEL] [--profile [ROWS]] [--set SECTION.KEY=VALUE]...
+ *               [--threads T] [--spm MODEL] [--profile [ROWS]] [--clock wall|cpu]
+ *               [--set SECTION.KEY=VALUE]...
  *
  * Builds exactly the batches the trainer's first epoch starts with (same SentencePiece model,
  * examples joined by data.concat, length filter, seeded bucketing), writes the first W + N of
@@ -25,6 +26,10 @@
  * trainer loads then), else <save_dir>/spm.model when it exists (the trainer trains it
  * deterministically at the start of a run, so it is the same model), else one is trained on the
  * training text in a temporary folder exactly as the trainer does.
+ *
+ * --clock cpu (one CPU thread only): the timed steps, and with --profile every figure of the
+ * profile, on the process's CPU time (cpu_seconds) instead of the wall clock, so that other jobs
+ * on a shared machine do not add to them (they still share its caches and memory bandwidth).
  *
  * --set: overrides of the config, as trainer's (e.g. --set train.precision=bf16; at most 32).
  *
@@ -161,7 +166,7 @@ static void print_profile(int nsteps, double dt, int rows, int threads, const ch
 static int usage(void) {
     fprintf(stderr, "usage: bench_train --config FILE [--batches N] [--warmup W] [--dump FILE] "
                     "[--threads T] [--spm MODEL] [--profile [ROWS]] [--loss-rows R] "
-                    "[--set SECTION.KEY=VALUE]...\n");
+                    "[--clock wall|cpu] [--set SECTION.KEY=VALUE]...\n");
     return 2;
 }
 
@@ -169,7 +174,7 @@ int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *config = NULL, *dump = NULL, *spm_path = NULL;
-    int nsteps = 20, warmup = 3, threads = -1, profile = 0, nsets = 0, loss_rows = 0;
+    int nsteps = 20, warmup = 3, threads = -1, profile = 0, nsets = 0, loss_rows = 0, cpu_clock = 0;
     const char *sets[32];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
@@ -179,6 +184,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spm") && i + 1 < argc) spm_path = argv[++i];
         else if (!strcmp(argv[i], "--loss-rows") && i + 1 < argc) loss_rows = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--clock") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "cpu") || !strcmp(argv[i + 1], "wall")))
+            cpu_clock = !strcmp(argv[++i], "cpu");
         else if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 32) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--profile")) {
             profile = 12;
@@ -212,6 +220,12 @@ int main(int argc, char **argv) {
         printf("bench_train: cpu, precision %s, matmul: %s\n", precision_names[cfg.precision],
                backend_cpu_gemm_name());
     threads = omp_get_max_threads();
+    if (cpu_clock && (threads != 1 || cfg.device != DEVICE_CPU)) {
+        err_set(&err, "--clock cpu times one CPU thread: give --threads 1 on the CPU");
+        goto fail;
+    }
+    double (*clock_now)(void) = cpu_clock ? cpu_seconds : now_seconds;
+    if (cpu_clock) op_profile_cpu_clock(1);
 
     if (corpus_load(&train, cfg.train_src, cfg.train_tgt, cfg.max_line_bytes, &err)) goto fail;
     if (corpus_concat(&train, cfg.concat, &err)) goto fail; /* data.concat, as the trainer */
@@ -293,7 +307,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nb; k++) {
         if (k == warmup) {
             if (profile) op_profile_reset();
-            t0 = now_seconds();
+            t0 = clock_now();
         }
         TokenBatch *hb = &hbs[k];
         StepResult r = train_step(&model, &cfg, hb, &st, NULL); /* the trainer's step */
@@ -301,9 +315,10 @@ int main(int argc, char **argv) {
             printf("bench_train: step %d loss %.4f per target token (B %d S %d T %d, grad norm %.3f)\n",
                    k, r.loss / hb->tgt_tokens, hb->B, hb->S, hb->T, r.norm);
     }
-    double dt = now_seconds() - t0;
+    double dt = clock_now() - t0;
     printf("bench_train: %ld tokens (source + target, non-padding) in %.3f s\n", tokens_timed, dt);
-    printf("trainer: %.1f tokens/s (%d steps, %d threads)\n", tokens_timed / dt, nsteps, threads);
+    printf("trainer: %.1f tokens/s (%d steps, %d threads%s)\n", tokens_timed / dt, nsteps, threads,
+           cpu_clock ? ", process CPU time" : "");
     printf("bench_train: peak resident memory %.1f MiB (the whole process)\n",
            machine_peak_rss_mb());
     if (profile)

@@ -41,11 +41,11 @@
 
 static const Backend *g_in; /* the backend being timed */
 
-static double prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+static int g_cpu_clock; /* op_profile_cpu_clock */
+
+static double prof_now(void) { return g_cpu_clock ? cpu_seconds() : now_seconds(); }
+
+void op_profile_cpu_clock(int on) { g_cpu_clock = on; }
 
 /* ---- the per-op table ---- */
 #define PROF_INDEX(name) PI_##name,

@@ -5,7 +5,7 @@
  * row, so that the product's GFLOP/s in the step can be set against sgemm's at the same shape
  * measured alone.
  *
- * Units: seconds of wall time (CLOCK_MONOTONIC), FLOPs counted as 2·M·N·K per product (attention:
+ * Units: seconds of wall time (CLOCK_MONOTONIC; or CPU time, op_profile_cpu_clock), FLOPs counted as 2·M·N·K per product (attention:
  * its Tq × Tk products, with causal masking not discounted). Host memory for the tables.
  * Errors: none (op_profile_wrap CHECKs it is called once). Not thread-safe: the trainer calls
  * ops from one thread. Source: the idea of PyTorch's profiler table (torch.profiler's
@@ -20,6 +20,10 @@
 /* A backend that times inner's ops (its memory functions are inner's own): build the model with
  * it. Call once per process; the returned table is static. */
 const Backend *op_profile_wrap(const Backend *inner);
+/* on = 1: every time here (the ops, the products alone, the peaks) is the process's CPU time
+ * (cpu_seconds) instead of the wall clock, for one thread on a machine other jobs share; the
+ * caller runs one thread. */
+void op_profile_cpu_clock(int on);
 /* Forgets what was timed so far (e.g. after warm-up steps). */
 void op_profile_reset(void);
 /* Prints, as Markdown tables: per op (by time) calls, ms and % of a step, GFLOP and GFLOP/s,

@@ -71,6 +71,10 @@ int parse_u64_list(const char *s, unsigned long long *out, int max, int *n,
 /* Seconds (double) on the monotonic clock, from an arbitrary origin: only differences mean
  * anything. No errors. Source: —. */
 double now_seconds(void);
+/* Seconds (double) of CPU time the process has used, all its threads together
+ * (CLOCK_PROCESS_CPUTIME_ID): a one-thread benchmark's clock on a machine other jobs share.
+ * Only differences mean anything. No errors. Source: POSIX clock_gettime(2). */
+double cpu_seconds(void);
 
 /* 1 when path names a regular file (path_is_file) or a folder (path_is_dir), following
  * symbolic links; 0 otherwise, a missing path included. No errors. Source: POSIX stat(2). */
