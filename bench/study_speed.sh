@@ -4,7 +4,7 @@
 #
 #   bash bench/study_speed.sh [PLAN] [--rounds R] [--warmup W] [--batches N] [--threads T]
 #                             [--precision P] [--out FILE.md] [--build DIR] [--only NAME,...]
-#                             [--set SECTION.KEY=VALUE]...
+#                             [--clock wall|cpu] [--set SECTION.KEY=VALUE]...
 #
 # PLAN: a study plan (src/study/study.h; default experiments/attention-multi30k/study.ini). Its
 # configs are the `configs =` lines of its [table NAME] sections, paths relative to the plan's
@@ -34,6 +34,8 @@
 # (another job shares the cores). Files: FILE.md (default speed.md in the plan's folder), FILE.csv
 # (one row per config: the table's columns) and FILE.runs.csv (one row per run, in the order
 # run). --only NAME,... measures those configs alone (a quick look; ratios need the baseline).
+# --clock cpu (with --threads 1): bench_train times the steps by the process's CPU time, for a
+# machine other jobs share (docs/performance.md, "Rules for a fair comparison"); no load warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shq() { if [[ $1 =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$1"; else printf ' %q' "$1"; fi; }
@@ -41,7 +43,7 @@ cmdline="bash bench/study_speed.sh$(for a in "$@"; do shq "$a"; done)"
 die() { echo "study_speed.sh: $*" >&2; exit 2; }
 
 plan=experiments/attention-multi30k/study.ini rounds=5 warmup=3 batches=20 threads=1
-precision="" out="" build=build only="" sets=()
+precision="" out="" build=build only="" sets=() clock=wall
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see the top of bench/study_speed.sh)"; }
 posint() { [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] || die "$1 $2: give a whole number, $3 or more"; }
 while [ $# -gt 0 ]; do
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --out) need "$@"; out=$2; shift 2 ;;
     --build) need "$@"; build=$2; shift 2 ;;
     --only) need "$@"; only=$2; shift 2 ;;
+    --clock) need "$@"; [[ $2 =~ ^(wall|cpu)$ ]] || die "--clock $2: give wall or cpu"; clock=$2; shift 2 ;;
     --set) need "$@"; sets+=(--set "$2"); shift 2 ;;
     -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (see the top of bench/study_speed.sh)" ;;
@@ -173,7 +176,7 @@ for ((r = 1; r <= rounds; r++)); do
     i=${pick[$(((j + r - 1) % n))]}
     name=${cnames[$i]} log="$tmp/${cnames[$i]}.log"
     if ! OMP_NUM_THREADS=$threads "$bench" --config "${cpaths[$i]}" --batches "$batches" \
-        --warmup "$warmup" --threads "$threads" --spm "$spm" \
+        --warmup "$warmup" --threads "$threads" --spm "$spm" --clock "$clock" \
         --set "train.precision=$precision" --set "train.threads=$threads" \
         --set "data.spm_model=$spm" --set "train.seed=${tseed[${ctable[$i]}]:-$seed}" "${sets[@]}" >"$log" 2>&1; then
       cat "$log" >&2
@@ -209,15 +212,15 @@ done
   echo "- date: $date_utc"
   echo "- machine: $machine"
   prec_note=""; [ "$precision" = "$plan_precision" ] || prec_note=" (not the plan's ${plan_precision:-unset}: --precision)"
-  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of the first epoch of each table's first seed: $seed unless the table sets its own), $rounds rounds interleaved (round r starts at the r-th config)"
+  echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of the first epoch of each table's first seed: $seed unless the table sets its own), $rounds rounds interleaved (round r starts at the r-th config), timed by the $([ "$clock" = cpu ] && echo "process's CPU time (--clock cpu)" || echo "wall clock")"
   echo "- SentencePiece model: $spm"
   echo "- load average (1, 5, 15 min; running/total; last pid) before: $load0; after: $load1"
-  awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' &&
+  [ "$clock" = cpu ] || awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' &&
     echo "- **WARNING**: the machine was not idle before the measurement (1-minute load ${load0%% *}): another job shared the cores, and the figures say less than an idle machine's would"
   echo "- commit: $commit"
   echo "- command: \`$cmdline\`"
   echo
-  echo "Tokens/s: non-padding source + target tokens of the timed steps over their wall time (bench/README.md). Ratio: the config's median over the table's baseline's median. Peak memory: the largest resident set of bench_train's process over the rounds (model, optimizer state, buffers sized for the largest batch the config admits, the corpus)."
+  echo "Tokens/s: non-padding source + target tokens of the timed steps over their $([ "$clock" = cpu ] && echo "CPU time" || echo "wall time") (bench/README.md). Ratio: the config's median over the table's baseline's median. Peak memory: the largest resident set of bench_train's process over the rounds (model, optimizer state, buffers sized for the largest batch the config admits, the corpus)."
   for t in "${tnames[@]}"; do
     b=${tbase[$t]}
     rows=0
