@@ -215,7 +215,7 @@ done
   echo "- measured: \`bench_train\`, $threads thread(s), precision $precision$prec_note, $warmup warm-up + $batches timed batches per run (the first batches of the first epoch of each table's first seed: $seed unless the table sets its own), $rounds rounds interleaved (round r starts at the r-th config), timed by the $([ "$clock" = cpu ] && echo "process's CPU time (--clock cpu)" || echo "wall clock")"
   echo "- SentencePiece model: $spm"
   echo "- load average (1, 5, 15 min; running/total; last pid) before: $load0; after: $load1"
-  [ "$clock" = cpu ] || awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' &&
+  [ "$clock" = cpu ] || ! awk -v l="${load0%% *}" 'BEGIN { exit !(l > 0.5) }' ||
     echo "- **WARNING**: the machine was not idle before the measurement (1-minute load ${load0%% *}): another job shared the cores, and the figures say less than an idle machine's would"
   echo "- commit: $commit"
   echo "- command: \`$cmdline\`"
