@@ -3,6 +3,7 @@
  *
  *   bench_length [--min 64] [--max 4096] [--kinds sdp,flash,...] [--d-model 64] [--heads 4]
  *                [--ff 256] [--layers 2] [--local-window 10] [--linformer-k 32] [--csv FILE]
+ *                [--plot PNG]
  *
  * For each kind and each length L = min, 2·min, … ≤ max (powers of two): the Transformer of
  * d_model, heads, ff and layers encoder + layers decoder layers (vocabulary 64, dropout 0.1,
@@ -22,7 +23,8 @@
  *                figure, not a speed measurement (bench_train and bench_attention time);
  *   x2           planned MiB over that at L/2 (2.0: linear in L; 4.0: quadratic).
  * Output: a Markdown table per kind, then --csv FILE: kind,L,d_model,heads,layers,threads,
- * planned_mib,peak_mib,step_s,loss (a failed child: empty figures). The step's cost grows as
+ * planned_mib,peak_mib,step_s,loss (a failed child: empty figures); --plot PNG: planned MiB
+ * against L, log-log, one line per kind (gnuplot). The step's cost grows as
  * L² for the quadratic kinds: a full run to 4,096 takes minutes; --max 256 is a smoke run.
  */
 #include <math.h>
@@ -36,6 +38,7 @@
 #include "core/common.h"
 #include "core/machine.h"
 #include "core/tokens.h"
+#include "eval/plot.h"
 #include "data/batch.h"
 #include "model/model.h"
 #include "ops/cpu/cpu.h"
@@ -144,7 +147,7 @@ static int run_child(AttentionKind k, int L, const Setup *su, Result *out) {
 static int usage(void) {
     fprintf(stderr, "usage: bench_length [--min 64] [--max 4096] [--kinds K,K,...] [--d-model 64] "
                     "[--heads 4] [--ff 256] [--layers 2] [--local-window 10] [--linformer-k 32] "
-                    "[--csv FILE]\n");
+                    "[--csv FILE] [--plot PNG]\n");
     return 2;
 }
 
@@ -152,7 +155,7 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     Setup su = {64, 4, 256, 2, 10, 32};
     int lo = 64, hi = 4096;
-    const char *csv = NULL, *kinds = NULL;
+    const char *csv = NULL, *kinds = NULL, *png = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int *dst = NULL;
@@ -166,6 +169,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--local-window")) dst = &su.window;
         else if (!strcmp(a, "--linformer-k")) dst = &su.lf_k;
         else if (!strcmp(a, "--csv")) csv = argv[++i];
+        else if (!strcmp(a, "--plot")) png = argv[++i];
         else if (!strcmp(a, "--kinds")) kinds = argv[++i];
         else return usage();
         if (dst && (*dst = atoi(argv[++i])) < 1) return usage();
@@ -173,6 +177,15 @@ int main(int argc, char **argv) {
     if (lo < 2 || hi < lo || su.dm % su.heads) return usage();
     int lens[MAXLEN], nlen = 0;
     for (int L = lo; L <= hi && nlen < MAXLEN; L *= 2) lens[nlen++] = L;
+    Err err = {{0}};
+    if (png && !plot_gnuplot_available(&err)) { /* before the measurements, not after */
+        fprintf(stderr, "bench_length: --plot %s: %s\n", png, err.msg);
+        return 1;
+    }
+    char *body = NULL; /* --plot: the data blocks, then the plot command */
+    size_t body_len = 0;
+    FILE *pf = png ? open_memstream(&body, &body_len) : NULL;
+    char plots[4096] = "";
     FILE *out = NULL;
     if (csv && !(out = fopen(csv, "w"))) {
         fprintf(stderr, "bench_length: cannot write %s\n", csv);
@@ -205,6 +218,7 @@ int main(int argc, char **argv) {
                attention_kind_names[sp.cross_attention]);
         printf("| L | planned MiB | x2 | peak MiB | step s |\n|---|---|---|---|---|\n");
         double prev = 0;
+        if (pf) fprintf(pf, "$%s << EOD\n", name);
         for (int i = 0; i < nlen; i++) {
             Result r;
             if (run_child((AttentionKind)k, lens[i], &su, &r)) {
@@ -223,8 +237,28 @@ int main(int argc, char **argv) {
                         su.heads, su.layers, omp_get_max_threads(), r.planned_mib, r.peak_mib,
                         r.step_s, r.loss);
             prev = r.planned_mib;
+            if (pf) fprintf(pf, "%d %.6g\n", lens[i], r.planned_mib);
+        }
+        if (pf) {
+            fprintf(pf, "EOD\n");
+            size_t l = strlen(plots);
+            snprintf(plots + l, sizeof plots - l, "%s$%s using 1:2 with linespoints lw 2 title '%s'",
+                     l ? ", " : "plot ", name, name);
         }
     }
     if (out) fclose(out);
+    if (pf) {
+        fprintf(pf, "set title \"planned memory of one Transformer training step (d_model %d, %d "
+                    "heads, %d + %d layers)\"\nset grid\nset logscale x 2\nset logscale y 10\n"
+                    "set format x '%%g'\nset xlabel 'example length L (pieces a side)'\n"
+                    "set ylabel 'MiB'\nset key top left box opaque\n%s\n",
+                su.dm, su.heads, su.layers, su.layers, plots[0] ? plots : "plot [1:2] 1 notitle");
+        fclose(pf);
+        if (plot_script_png(png, 1000, 650, body, "memory plot", &err)) {
+            fprintf(stderr, "bench_length: %s\n", err.msg);
+            failed++;
+        }
+        free(body);
+    }
     return failed ? 1 : 0;
 }
