@@ -652,7 +652,11 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     char h1[32], h2[32];
     fmt_hours(h1, sizeof h1, left);
     fmt_hours(h2, sizeof h2, left / (jobs > 0 ? jobs : 1));
+    int missing = n - count[ARCHIVED];
     if (count[ARCHIVED] == n) fprintf(f, "\nevery run is archived\n");
+    else if (unknown == missing)
+        fprintf(f, "\ntime left: unknown: no run of this plan has been archived %s or has "
+                   "finished an epoch yet\n", want_gpu ? "on a GPU" : "on a CPU");
     else
         fprintf(f, "\ntime left: about %s of training %s (%s with --jobs %d), from the times of "
                "the runs archived %s or running so far%s\n", h1,

@@ -129,6 +129,8 @@ int main(void) {
     EXPECT(rc == 0 && tr_file_contains(tr_fmt("%s/status0.out", w), "archived 0, running 0, "
                                                                    "missing 4"),
            "--status before anything (exit %d) does not list 4 missing runs", rc);
+    EXPECT(tr_file_contains(tr_fmt("%s/status0.out", w), "time left: unknown: no run of this plan"),
+           "--status before anything gives a time left, though no run has a measured time");
     EXPECT(tr_file_contains(tr_fmt("%s/status0.out", w),
                             tr_fmt("Every config differs from its recipe (the file it includes: "
                                    "%s/recipe.ini) in the attention alone.", w)),
