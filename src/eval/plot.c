@@ -373,17 +373,17 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
     return rc;
 }
 
-/* one block per panel: x y "name" rows of the runs that have an x */
+/* one block per panel: a row "x y sd" per run, NaN x for a run without one (gnuplot skips it),
+ * so that row i is run i in both panels; the number of runs drawn */
 static int tradeoff_block(FILE *f, const char *name, const RunPoint *runs, int n, int by_time) {
     int rows = 0;
     fprintf(f, "$%s << EOD\n", name);
     for (int i = 0; i < n; i++) {
         double x = by_time ? runs[i].hours : runs[i].params / 1e6;
-        if (!isfinite(x) || !isfinite(runs[i].bleu) || (!by_time && x <= 0)) continue;
-        fprintf(f, "%.17g %.17g ", x, runs[i].bleu);
-        gp_str(f, runs[i].name);
-        fprintf(f, "\n");
-        rows++;
+        int ok = isfinite(x) && isfinite(runs[i].bleu) && (by_time || x > 0);
+        double sd = isfinite(runs[i].bleu_sd) ? runs[i].bleu_sd : 0.0;
+        if (ok) fprintf(f, "%.17g %.17g %.17g\n", x, runs[i].bleu, sd), rows++;
+        else fprintf(f, "NaN NaN 0\n");
     }
     fprintf(f, "EOD\n");
     return rows;
@@ -397,28 +397,47 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
     size_t len = 0;
     FILE *f = open_memstream(&script, &len);
     CHECK(f != NULL, "open_memstream failed (out of memory)");
-    gp_terminal(f, 1300, 520, path);
+    gp_terminal(f, 1400, 560, path);
     int rp = tradeoff_block(f, "params", runs, n, 0), rt = tradeoff_block(f, "hours", runs, n, 1);
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(runs[i].params) && runs[i].params > 0)
+            lo = fmin(lo, runs[i].params), hi = fmax(hi, runs[i].params);
+    int logx = hi > 10 * lo;
     fprintf(f, "set multiplot layout 1,2");
     if (title) {
         fprintf(f, " title ");
         gp_str(f, title);
     }
-    fprintf(f, "\nset grid\nunset key\nset ylabel 'test BLEU (%%)'\nset offsets graph 0.08, graph "
-               "0.08, graph 0.1, graph 0.1\n");
+    fprintf(f, "\nset grid\nset ylabel 'test BLEU (%%)'\nset offsets graph 0.08, graph "
+               "0.08, graph 0.1, graph 0.1\nset bars small\n");
     static const char *const names[2] = {"params", "hours"};
-    static const char *const xl[2] = {"parameters (millions, log scale)", "training time (hours)"};
+    const char *xl[2] = {logx ? "parameters (millions, log scale)" : "parameters (millions)",
+                         "training time (hours)"};
     static const char *const tl[2] = {"test BLEU by model size", "test BLEU by training time"};
     int rows[2] = {rp, rt};
     for (int k = 0; k < 2; k++) {
         fprintf(f, "set title '%s'\nset xlabel '%s'\n%s", tl[k], xl[k],
-                k == 0 ? "set logscale x\n" : "unset logscale x\n");
-        if (!rows[k])
+                k == 0 && logx ? "set logscale x\n" : "unset logscale x\n");
+        if (k == 0) fprintf(f, "unset key\n");
+        else fprintf(f, "set key outside right top vertical Left reverse samplen 1\n");
+        if (!rows[k]) {
             fprintf(f, "set label 1 'no data' at graph 0.5, graph 0.5 center\nplot [1:2] [0:1] 2 "
                        "notitle\nunset label 1\n");
-        else
-            fprintf(f, "plot $%s using 1:2 with points pt 7 ps 1.4, $%s using 1:2:3 with labels "
-                       "offset char 1, char 0.8 left notitle\n", names[k], names[k]);
+            continue;
+        }
+        /* ten strong colours (Tableau's) and point types 4–14, open and filled symbols in turn:
+         * a pair of its own for each of up to 110 configs */
+        static const char *const colour[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                               "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                               "#bcbd22", "#17becf"};
+        fprintf(f, "plot ");
+        for (int i = 0; i < n; i++) {
+            fprintf(f, "%s$%s every ::%d::%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.5 "
+                       "title ", i ? ", " : "", names[k], i, i, colour[i % 10], 4 + i % 11);
+            gp_str(f, runs[i].name);
+        }
+        fprintf(f, "\n");
     }
     fprintf(f, "unset multiplot\nunset output\n");
     fclose(f);

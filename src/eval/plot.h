@@ -54,17 +54,20 @@ Status plot_attention_png(const AttnMap *a, const char *path, const char *title,
  * (usable) points is left out of that panel; a panel with nothing to draw says "no validation
  * data". x axis: one tic per epoch up to 20 epochs. Size 1950×560 px. title may be NULL.
  * Errors: nruns < 1; see the top of this file. */
-/* One finished run in the trade-off plot: its test BLEU against its size and its cost. */
+/* One config in the trade-off plot: its test BLEU against its size and its cost. */
 typedef struct {
     const char *name;
-    double bleu;   /* test BLEU, percent 0..100 */
-    double params; /* parameters (floats) */
-    double hours;  /* training time in hours; NaN: unknown, left out of that panel */
+    double bleu;    /* test BLEU, percent 0..100 (the mean over its seeds) */
+    double bleu_sd; /* the seeds' sample standard deviation, percent; NaN: one seed, no bar */
+    double params;  /* parameters (floats) */
+    double hours;   /* training time in hours; NaN: unknown, left out of that panel */
 } RunPoint;
 
-/* Test BLEU against parameters (millions, log-scaled x) and against training time (hours): two
- * panels, one labelled point per run (the trade-offs a comparison of attention kinds is read
- * by). Size 1300×520 px. title may be NULL. Errors: n < 1; see the top of this file. */
+/* Test BLEU against parameters (millions) and against training time (hours): two panels, one
+ * point per config with an error bar of ± one seed standard deviation, each config its own colour
+ * and symbol, named in the legend right of the second panel (the trade-offs a comparison of
+ * attention kinds is read by). The size axis is log-scaled only where the sizes span more than a
+ * factor of 10. Size 1400×560 px. title may be NULL. Errors: n < 1; see the top of this file. */
 Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *runs, int n,
                          Err *err);
 

@@ -258,7 +258,7 @@ static Status report(Compare *c, Err *err) {
                                      : co->budget_kind == BUDGET_EPOCHS ? "max_epochs"
                                                                         : "max_hours",
                      co->budget);
-        ReportTable t = {"Results", "", co->baseline, NULL, p, NULL, c->nruns};
+        ReportTable t = {"Results", "", co->baseline, NULL, p, NULL, c->nruns, NULL};
         ReportOpts o = {co->out_dir, "compare.md", "compare.csv", title, intro[0] ? intro : NULL,
                         NULL, tests, ntests, co->sentences, co->nsentences, co->echo};
         rc = report_write(&o, &t, 1, err);

@@ -731,6 +731,8 @@ static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int
         if (nctl)
             fprintf(f, "- Seed control: %d of %d comparisons of a config's seeds against its own "
                        "other seeds are significant at %.2f.\n", nsig, nctl, ALPHA);
+        if (t->t->pending && t->t->pending[0])
+            fprintf(f, "- Not trained yet (no run archived): %s.\n", t->t->pending);
         fprintf(f, "\n");
         free(cls);
     }
@@ -788,8 +790,8 @@ static Status write_tradeoff(const ReportOpts *o, const Table *t, const char *pn
         int nh = 0; /* the times of the runs on the reference machine alone */
         for (int i = 0; i < g->n; i++)
             if (on_ref(t, g->runs[i])) h[nh++] = run_secs(g->runs[i]) / 3600.0;
-        p[gi] = (RunPoint){g->name, mean_of(v, g->n), (double)g->runs[0]->params,
-                           nh ? mean_of(h, nh) : NAN};
+        p[gi] = (RunPoint){g->name, mean_of(v, g->n), g->n > 1 ? sd_of(v, g->n) : NAN,
+                           (double)g->runs[0]->params, nh ? mean_of(h, nh) : NAN};
         free(v), free(h);
     }
     if (t->ref_split)
@@ -1010,8 +1012,9 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
         rc = write_curves(o, t, png, err);
         if (rc) break;
         file_name(png, sizeof png, "tradeoff", t->t->tag);
-        fprintf(f, "### Test BLEU by model size and by training time\n\n![test BLEU against "
-                   "parameters and training time](%s)\n\n", png);
+        fprintf(f, "### Test BLEU by model size and by training time\n\nEach config's mean "
+                   "over its seeds, with a bar of ± one standard deviation of its seeds.\n\n"
+                   "![test BLEU against parameters and training time](%s)\n\n", png);
         rc = write_tradeoff(o, t, png, K, err);
         if (rc) break;
         fprintf(f, "### Attention (greedy translations of %s)\n\n", o->tests[0]);

@@ -55,6 +55,8 @@ typedef struct {
     const Archive *const *runs; /* nruns archives (not owned) */
     const char *const *groups;  /* the config of each run, or NULL: derived (above) */
     int nruns;
+    const char *pending;        /* the plan's configs with no run archived yet, comma-separated
+                                 * (the summary names them), or NULL */
 } ReportTable;
 
 typedef struct {

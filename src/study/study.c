@@ -859,6 +859,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
     const Archive **ptr = xcalloc((size_t)n, sizeof *ptr);
     const char **groups = xcalloc((size_t)n, sizeof *groups);
     ReportTable tables[MAX_TABLES];
+    char pending[MAX_TABLES][4096]; /* 32 KiB */
     int na = 0, nt = 0;
     Status rc = STATUS_OK;
     char intro[16384], recipes[8192], scored[256] = "", dirty[256] = "";
@@ -886,13 +887,22 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                 na++;
             }
         if (rc || na == first) continue;
+        char *pend = pending[nt];
+        pend[0] = 0;
+        for (int c = s->tables[t].first; c < s->tables[t].first + s->tables[t].n; c++) {
+            int any = 0;
+            for (int i = first; i < na; i++) any |= !strcmp(groups[i], s->configs[c].name);
+            if (!any)
+                snprintf(pend + strlen(pend), sizeof pending[nt] - strlen(pend), "%s%s",
+                         pend[0] ? ", " : "", s->configs[c].name);
+        }
         const char *base = s->tables[t].baseline;
         int has_base = 0;
         for (int i = first; i < na; i++) has_base |= base[0] && !strcmp(groups[i], base);
         tables[nt++] = (ReportTable){s->tables[t].title, s->tables[t].name,
                                      has_base ? base : NULL,
                                      !has_base && base[0] ? base : NULL, ptr + first,
-                                     groups + first, na - first};
+                                     groups + first, na - first, pend};
     }
     if (!rc && !nt) rc = err_set(err, "%s: no run is archived yet; nothing to report", s->file);
     if (!rc) {

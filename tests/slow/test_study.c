@@ -281,6 +281,22 @@ int main(void) {
                tr_count_lines(tr_fmt("%s/significance.csv", dir)) == 7,
            "results.csv should have 4 rows and significance.csv 6 (per test set: dot against "
            "general, and each config's seed control)");
+    { /* a config of the plan with no run yet: the summary names it */
+        const char *plan3 = test_strdup(tr_fmt("%s/pending.ini", dir));
+        test_write_text(tr_fmt("%s/configs/concat.ini", dir),
+                        "include = ../../recipe.ini\n[model]\nattention = luong_concat\n");
+        char *p3 = test_read_file(plan, NULL), *cf = p3 ? strstr(p3, "configs/dot.ini") : NULL;
+        if (cf) {
+            cf[strlen("configs/dot.ini")] = 0;
+            test_write_text(plan3, tr_fmt("%s configs/concat.ini\n", p3));
+        }
+        free(p3);
+        rc = study("pending", plan3, "--report", NULL);
+        EXPECT(rc == 0 && tr_file_contains(md, "- Not trained yet (no run archived): concat."),
+               "a report (exit %d) does not name the config of the plan that has no run yet", rc);
+        remove(plan3);
+        remove(tr_fmt("%s/configs/concat.ini", dir));
+    }
 
     /* 3. a third seed; general_s3 started by hand with the study's settings and stopped after 5
      * steps (train.max_steps), as an interrupted run: the study resumes it */
