@@ -341,20 +341,22 @@ static void check_decode(Case c) {
                                             * local-m's window may hold no key: at most 1, none
                                             * on padding */
         double sum = 0, pad = 0;
-        int local = c.cr == ATTN_LUONG_LOCAL;
-        /* the pointwise kinds' own weights need not sum to 1: sigmoid's lie in (0, 1), rela's
-         * are >= 0 (before its RMSNorm) */
-        int pointwise = c.cr == ATTN_SIGMOID || c.cr == ATTN_RELA, in_range = 1;
+        /* what the kind's weights satisfy (its row's weights, AttentionWeights): a
+         * distribution, a sum of at most 1, each in (0, 1), or each >= 0 */
+        AttentionWeights wr = attention_row(c.cr)->weights;
+        int in_range = 1;
         for (int s = 0; s < S; s++) {
             float w = ga[(b * MT) * S + s];
             *(s < src_len[b] ? &sum : &pad) += w;
-            if (s < src_len[b])
-                in_range &= c.cr == ATTN_SIGMOID ? w > 0 && w < 1 : w >= 0;
+            if (s < src_len[b]) in_range &= wr == ATTN_WEIGHTS_OPEN_UNIT ? w > 0 && w < 1 : w >= 0;
         }
         EXPECT(in_range, "%s: sentence %d: an attention weight out of its kind's range", name(c),
                b);
-        EXPECT((pointwise ? sum > 0 || c.cr == ATTN_RELA
-                          : local ? sum < 1 + 1e-5 : fabs(sum - 1) < 1e-5) && pad == 0,
+        int sum_ok = wr == ATTN_WEIGHTS_SUM_1          ? fabs(sum - 1) < 1e-5
+                   : wr == ATTN_WEIGHTS_SUM_AT_MOST_1 ? sum < 1 + 1e-5
+                   : wr == ATTN_WEIGHTS_OPEN_UNIT     ? sum > 0
+                                                      : 1;
+        EXPECT(sum_ok && pad == 0,
                "%s: sentence %d: attention row sums to %.6f, %.3g on padding", name(c), b, sum,
                pad);
     }
