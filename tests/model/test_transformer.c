@@ -273,9 +273,13 @@ static void teacher_logp(Model *m, int *ti, int *to, float *lp) {
 }
 
 /* 4. cached decoding = full recomputation, with and without reordering */
+/* the kinds check_decode has decoded through, in any slot: every kind of the table must be */
+static int decoded[ATTN_KIND_COUNT];
+
 static void check_decode(Case c) {
     Model m;
     if (build(&m, c, 0.0f, 11)) return;
+    decoded[c.es] = decoded[c.ds] = decoded[c.cr] = 1;
     int ti[2][T * B], to[2][T * B];
     Rng rng;
     rng_seed(&rng, 21, 0);
@@ -536,8 +540,9 @@ int main(void) {
     local_opt = (AttentionOptions){
         .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
     for (int k = 1; k < ATTN_KIND_COUNT; k++)
-        EXPECT(graded[k], "attention kind %s has no Transformer gradient case in test_transformer: "
-               "add one", attention_kind_names[k]);
+        EXPECT(graded[k] && decoded[k], "attention kind %s has no Transformer gradient case (%d) "
+               "or no decoding case (%d) in test_transformer: add one", attention_kind_names[k],
+               graded[k], decoded[k]);
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
     const Case blocks[] = {{ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE},
