@@ -539,6 +539,16 @@ int main(void) {
     }
     local_opt = (AttentionOptions){
         .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
+    /* a kind of the table that none of the above runs (one without a causal form): in the
+     * encoder self- and the cross-attention, sdp in the causal slot */
+    for (int k = 1; k < ATTN_KIND_COUNT; k++)
+        if (!graded[k]) {
+            Case c = {(AttentionKind)k, ATTN_SDP, (AttentionKind)k, k % 2, 1,
+                      LINFORMER_SHARE_NONE};
+            check_grad(c);
+            check_padding(c);
+            check_decode(c);
+        }
     for (int k = 1; k < ATTN_KIND_COUNT; k++)
         EXPECT(graded[k] && decoded[k], "attention kind %s has no Transformer gradient case (%d) "
                "or no decoding case (%d) in test_transformer: add one", attention_kind_names[k],
