@@ -1,64 +1,46 @@
-/* bench_attention.c — forward and backward time and extra memory of each attention op of the CPU
- * backend against sequence length, causal and not (a benchmark, not a test).
+/* bench_attention.c — forward and backward time and extra memory of each attention kind of the
+ * attention table (attention/attention.h) on the CPU backend against sequence length, causal and
+ * not (a benchmark, not a test).
  *
  *   bench_attention [--threads N] [--min-len 16] [--max-len 4096] [--heads 8] [--head-size 64]
  *                   [--causal | --non-causal] [--kinds a,b,...] [--reps R] [--linformer-k 32]
  *                   [--local-window 10] [--additive-max-len 512] [--clock wall|cpu] [--csv FILE]
  *                   [--plot PNG]
  *
- * --threads: 0 (default) all cores. --kinds: a comma-separated subset of the kinds below.
- * --clock cpu (with --threads 1 only): time the passes by the process's CPU time
- * (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock, so that other jobs on the machine take
- * the core from the benchmark without adding to its figures (they still share its caches and
- * memory bandwidth; the output names the clock).
+ * --threads: 0 (default) all cores. --kinds: a comma-separated subset of the table's kinds, by
+ * their config names (default: every kind). --clock cpu (with --threads 1 only): time the passes
+ * by the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock, so that other
+ * jobs on the machine take the core from the benchmark without adding to its figures (they still
+ * share its caches and memory bandwidth; the output names the clock).
  *
  * Self-attention of one sequence: q, k, v [1, NH, T, HS] (uniform in [−0.5, 0.5)), every key
  * visible (no padding), T = min-len, 2·min-len, …, max-len. Two series, one after the other: not
  * causal, then causal (key s visible to query t iff s <= t); --causal or --non-causal runs one.
- * Each kind is the sequence of backend ops (ops/ops.h) its attention row calls for one forward
- * and one backward, with nothing around them (no projections, no head split):
- *   sdp        attn_forward (weights [NH, T, T] kept for the backward) / attn_backward. The
- *              same op serves luong_dot and luong_general (general adds a matmul outside it).
- *   flash      flash_attn_forward (keeps lse [NH, T]) / flash_attn_backward.
- *   linear     linear_attn_forward / _backward, φ = elu + 1.
- *   efficient  efficient_attn_forward / _backward. No causal form.
- *   taylor     as attention/taylor.c: l2feature_forward of q and of k ([1; x/‖x‖], HS + 1
- *              wide), linear_attn_forward with the identity map; the backward recomputes the
- *              features, runs linear_attn_backward into their gradients and l2feature_backward
- *              into dq, dk.
- *   linformer  as attention/linformer.c with model.linformer_share = none: Kp = E K, Vp = F V
- *              (linformer_proj_forward; E, F [NH·r, n], Xavier-uniform), attn_forward of q over
- *              the r projected keys; the backward recomputes those, runs attn_backward and
- *              linformer_proj_backward into dk, dE and dv, dF. n, the longest length the
- *              projections span, must be >= T: here n = T at every length; r = --linformer-k
- *              (default 32, the config's default). No causal form.
- *   additive   additive_attn_forward (weights [NH, T, T] kept) / _backward on projected queries
- *              and keys of width A = HS and one v_a [A] per head: the op of bahdanau and
- *              luong_concat (their projections W q, U h are matmuls outside it). Its scores cost
- *              NH·T²·A tanh, so it runs up to T = --additive-max-len (default 512) only.
- *   local      local_attn_forward (each query's window of weights [NH, T, 2D + 2] kept) / _backward,
- *              the op of luong_local: the dot score (general's query transform is a matmul
- *              outside it) scaled by 1/√HS, local-p positions p_t = T·σ(z_t) from a given z
- *              (uniform in [−2, 2); the predictor's matmul and tanh are outside it), window
- *              D = --local-window (default 10, the config's default). No causal form.
- * Kinds without a causal form are left out of the causal series (the output names them; the CSV
- * has no causal rows for them).
+ * Each kind is its row's attention_forward and attention_backward (attention.h) on heads that
+ * projections would have made (attention_declare with own_proj = 0, as in the Transformer: the
+ * projections and a query transform such as luong_general's W_a are matmuls outside it, not
+ * timed), with the config's default options: linformer r = --linformer-k (default 32) with
+ * n = T at every length (its projections must span the sequence), sharing none; luong_local
+ * local-p, the general score, window D = --local-window (default 10). The kinds whose scores call
+ * additive_attn_forward (bahdanau, luong_concat: NH·T²·A tanh, A = HS) run up to
+ * T = --additive-max-len (default 512) only. Kinds without a causal form (the row's causal_ok)
+ * are left out of the causal series (the output names them; the CSV has no causal rows for
+ * them).
  *
  * Time: each (series, kind, T) runs one warm-up forward + backward, then R timed ones (R = --reps,
  * else 9 up to T = 256, 5 up to 1024, 3 beyond); forward and backward are timed separately (wall
  * clock, now_seconds, or --clock cpu). Reported: the median forward ms, the median backward ms
  * and the median of their per-pass sums ("fwd+bwd"), so fwd + bwd need not equal fwd+bwd exactly.
  * Memory: each (series, kind, T) runs in a forked child. The child allocates and touches the
- * arguments (q, k, v, out, dout, dq, dk, dv; linformer's E, F and their gradients; additive's
- * v_a and its gradient; local's z and its gradient), reads its peak resident set (getrusage
- * ru_maxrss), then allocates what the kind needs beyond its arguments once (the workspace its
- * *_workspace function asks for; the saved weights of sdp, additive and local; flash's lse) and
- * runs the passes. "extra MiB" = the peak after the passes minus the peak before: pages the kind
- * touched beyond its arguments. Before all this the child runs one untimed pass at T = 16 (its
- * buffers freed after), so that the ops' code and the BLAS and OpenMP runtimes are resident
- * before the baseline and not counted. Resolution: 4 KiB pages; figures under about 0.2 MiB are
- * at the allocator's granularity. Buffers are allocated once per child, as a model reserves them
- * once, so the timed passes do not fault in fresh pages.
+ * arguments (q, k, v, out, dout, dq, dk, dv, and the kind's own parameters and their gradients),
+ * reads its peak resident set (getrusage ru_maxrss), then allocates what the kind needs beyond
+ * its arguments once (attention_workspace's floats and attention_save_floats' for what its
+ * forward keeps) and runs the passes. "extra MiB" = the peak after the passes minus the peak
+ * before: pages the kind touched beyond its arguments. Before all this the child runs one
+ * untimed pass at T = 16 (its buffers freed after), so that the ops' code and the BLAS and
+ * OpenMP runtimes are resident before the baseline and not counted. Resolution: 4 KiB pages;
+ * figures under about 0.2 MiB are at the allocator's granularity. Buffers are allocated once per
+ * child, as a model reserves them once, so the timed passes do not fault in fresh pages.
  * Output: per series a Markdown table (T, kind, reps, fwd ms, bwd ms, fwd+bwd ms, extra MiB),
  * then per series the shortest T from which each kind's fwd+bwd is below sdp's at every longer
  * T measured, and linear against flash. --csv FILE: one row per (series, kind, T):
@@ -76,6 +58,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attention/attention.h"
 #include "core/common.h"
 #include "core/machine.h"
 #include "core/rng.h"
@@ -84,10 +67,20 @@
 #include "ops/ops.h"
 #include "train/train.h"
 
-enum { K_SDP, K_FLASH, K_LINEAR, K_EFFICIENT, K_TAYLOR, K_LINFORMER, K_ADDITIVE, K_LOCAL, NKINDS };
-static const char *const kind_names[NKINDS] = {"sdp",    "flash",     "linear",   "efficient",
-                                               "taylor", "linformer", "additive", "local"};
-static const int kind_causal[NKINDS] = {1, 1, 1, 0, 1, 0, 1, 0}; /* has a causal form */
+/* the kinds: the attention table's, indexed by AttentionKind (ATTN_NONE is not one) */
+enum { NKINDS = ATTN_KIND_COUNT };
+#define kind_names attention_kind_names
+
+/* 1 if kind has a causal form (its row's causal_ok) */
+static int kind_causal(int kind) { return attention_row((AttentionKind)kind)->causal_ok; }
+
+/* 1 if kind's scores call additive_attn_forward (NH·T²·A tanh: capped at --additive-max-len) */
+static int kind_additive(int kind) {
+    const AttentionOps *r = attention_row((AttentionKind)kind);
+    for (int i = 0; i < r->nops; i++)
+        if (r->ops[i] == OP_ADDITIVE_ATTN_FORWARD) return 1;
+    return 0;
+}
 
 typedef struct {
     int NH, HS, lf_r, window, reps_fixed, additive_max;
@@ -135,161 +128,66 @@ static float *zero_buf(size_t n) {
 /* One (kind, T)'s buffers: the arguments, then what the kind needs beyond them. */
 typedef struct {
     int T, len;
-    size_t n, nf, nkv;
-    float *q, *k, *v, *g, *o, *dq, *dk, *dv;        /* [NH, T, HS] */
-    float *E, *F, *dE, *dF, *va, *dva, *z, *dz;     /* linformer, additive, local */
-    float *w, *lse, *work;                          /* beyond the arguments */
+    size_t n;
+    float *q, *k, *v, *g, *o, *dq, *dk, *dv; /* [NH, T, HS] */
+    Attention at;                            /* the kind, declared for T */
+    ParamSet ps;                             /* its own parameters and their gradients */
+    float *save, *work;                      /* beyond the arguments */
 } Bufs;
 
-/* The arguments (touched). */
+/* The arguments (touched), and the kind declared with the config's default options (linformer:
+ * n = T). */
 static void alloc_args(Bufs *b, int kind, int T, const Setup *su) {
-    int NH = su->NH, HS = su->HS, r = su->lf_r;
+    const Backend *be = backend_cpu();
+    int NH = su->NH, HS = su->HS;
     memset(b, 0, sizeof *b);
     b->T = b->len = T;
-    b->n = (size_t)NH * T * HS, b->nf = (size_t)NH * T * (HS + 1), b->nkv = (size_t)NH * r * HS;
+    b->n = (size_t)NH * T * HS;
     Rng rng;
     rng_seed(&rng, 1, (uint64_t)T);
     b->q = rand_buf(&rng, b->n, -0.5f, 1.0f), b->k = rand_buf(&rng, b->n, -0.5f, 1.0f);
     b->v = rand_buf(&rng, b->n, -0.5f, 1.0f), b->g = rand_buf(&rng, b->n, -0.5f, 1.0f);
     b->o = zero_buf(b->n), b->dq = zero_buf(b->n);
     b->dk = zero_buf(b->n), b->dv = zero_buf(b->n);
-    if (kind == K_LINFORMER) { /* E, F [NH·r, n], Xavier-uniform over [r, n], n = T */
-        size_t nE = (size_t)NH * r * T;
-        float a = sqrtf(6.0f / (float)(r + T));
-        b->E = rand_buf(&rng, nE, -a, 2 * a), b->F = rand_buf(&rng, nE, -a, 2 * a);
-        b->dE = zero_buf(nE), b->dF = zero_buf(nE);
-    } else if (kind == K_ADDITIVE) { /* v_a [NH, A], A = HS */
-        b->va = rand_buf(&rng, (size_t)NH * HS, -0.5f, 1.0f);
-        b->dva = zero_buf((size_t)NH * HS);
-    } else if (kind == K_LOCAL) { /* z [T]: p_t = T·σ(z_t) */
-        b->z = rand_buf(&rng, (size_t)T, -2.0f, 4.0f), b->dz = zero_buf((size_t)T);
+    AttentionOptions opt = {.linformer_k = su->lf_r, .linformer_max_len = T,
+                            .linformer_share = LINFORMER_SHARE_NONE, .local_window = su->window,
+                            .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
+    params_init_set(&b->ps, be);
+    attention_declare(&b->at, &b->ps, "attn", (AttentionKind)kind, NH * HS, NH * HS, NH, 0,
+                      INIT_XAVIER, &opt);
+    if (b->ps.n) {
+        params_allocate(&b->ps);
+        params_initialise(&b->ps, &rng, 0.1f);
+        params_zero_grad(&b->ps);
     }
 }
 
-/* What the kind needs beyond its arguments (not touched here): its workspace, as its attention
- * row sizes it, and what its forward keeps for the backward. */
-static void alloc_extra(Bufs *b, int kind, const Setup *su) {
-    const Backend *be = backend_cpu();
-    int NH = su->NH, HS = su->HS, r = su->lf_r, T = b->T;
-    size_t nw = (size_t)NH * T * T, nwork = 0;
-    switch (kind) {
-    case K_SDP: nwork = be->attn_workspace(1, NH, T, T, HS, HS); break;
-    case K_FLASH:
-        nwork = be->flash_attn_workspace(1, NH, T, T, HS, HS);
-        b->lse = xmalloc(sizeof(float) * (size_t)NH * T);
-        break;
-    case K_LINEAR: nwork = be->linear_attn_workspace(1, NH, T, T, HS, HS); break;
-    case K_EFFICIENT: nwork = be->efficient_attn_workspace(1, NH, T, T, HS, HS); break;
-    case K_TAYLOR: /* as taylor_workspace: φ(q), φ(k), their gradients, linear attention's */
-        nwork = 4 * b->nf + be->linear_attn_workspace(1, NH, T, T, HS + 1, HS);
-        break;
-    case K_LINFORMER: /* as linformer_workspace: Kp, Vp, dKp, dVp [NH, r, HS]; weights
-                       * [NH, T, r]; the backward's output scratch [NH, T, HS]; attn_backward's */
-        nwork = 4 * b->nkv + (size_t)NH * T * r + b->n + be->attn_workspace(1, NH, T, r, HS, HS);
-        break;
-    case K_ADDITIVE: nwork = be->additive_attn_workspace(1, NH, T, T, HS, HS); break;
-    case K_LOCAL: nwork = be->local_attn_workspace(1, NH, T, T, HS, HS, su->window); break;
-    }
-    /* the kinds that keep their attention weights for the backward: [NH, T, T], local's
-     * windows [NH, T, 2D + 2] */
-    if (kind == K_LOCAL) nw = (size_t)NH * T * local_attn_save_width(su->window);
-    if (kind == K_SDP || kind == K_ADDITIVE || kind == K_LOCAL) b->w = xmalloc(sizeof(float) * nw);
+/* What the kind needs beyond its arguments (not touched here): its workspace and what its
+ * forward keeps for the backward, as its attention row sizes them. */
+static void alloc_extra(Bufs *b) {
+    size_t nsave = attention_save_floats(&b->at, b->T, b->T);
+    size_t nwork = attention_workspace(&b->at, backend_cpu(), 1, b->T, b->T);
+    b->save = xmalloc(sizeof(float) * (nsave + 1));
     b->work = xmalloc(sizeof(float) * (nwork + 1));
 }
 
 static void free_bufs(Bufs *b) {
-    float *p[] = {b->q, b->k, b->v, b->g, b->o, b->dq, b->dk, b->dv, b->E, b->F, b->dE,
-                  b->dF, b->va, b->dva, b->z, b->dz, b->w, b->lse, b->work};
+    float *p[] = {b->q, b->k, b->v, b->g, b->o, b->dq, b->dk, b->dv, b->save, b->work};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    params_free(&b->ps);
     memset(b, 0, sizeof *b);
 }
 
-/* One forward (the time into *tf, seconds) and one backward (*tb) of kind on b. */
-static void pass(const Bufs *b, int kind, int causal, const Setup *su, double *tf, double *tb) {
+/* One forward (the time into *tf, seconds) and one backward (*tb) of b's kind. */
+static void pass(Bufs *b, int causal, double *tf, double *tb) {
     const Backend *be = backend_cpu();
-    int NH = su->NH, HS = su->HS, r = su->lf_r, T = b->T, D1 = HS + 1;
-    const int *len = &b->len;
-    float scale = 1.0f / sqrtf((float)HS);
-    float *q = b->q, *k = b->k, *v = b->v, *g = b->g, *o = b->o, *dq = b->dq, *dk = b->dk,
-          *dv = b->dv, *w = b->w, *work = b->work;
-    /* taylor's work: features, their gradients, then linear attention's */
-    float *fq = work, *fk = work + b->nf, *dfq = work + 2 * b->nf, *dfk = work + 3 * b->nf;
-    /* linformer's: Kp, Vp, dKp, dVp, weights, output scratch, then attn_backward's */
-    float *Kp = work, *Vp = work + b->nkv, *dKp = work + 2 * b->nkv, *dVp = work + 3 * b->nkv;
-    float *Wl = work + 4 * b->nkv, *Os = Wl + (size_t)NH * T * r, *Wa = Os + b->n;
+    int T = b->T;
     double t0 = bench_clock();
-    switch (kind) {
-    case K_SDP: be->attn_forward(o, w, q, k, v, len, scale, causal, 1, NH, T, T, HS, HS); break;
-    case K_FLASH:
-        be->flash_attn_forward(o, b->lse, q, k, v, len, scale, causal, 1, NH, T, T, HS, HS, work);
-        break;
-    case K_LINEAR:
-        be->linear_attn_forward(o, q, k, v, len, causal, LINEAR_PHI_ELU1, 1, NH, T, T, HS, HS,
-                                work);
-        break;
-    case K_EFFICIENT: be->efficient_attn_forward(o, q, k, v, len, 1, NH, T, T, HS, HS, work); break;
-    case K_TAYLOR:
-        be->l2feature_forward(fq, q, NH * T, HS);
-        be->l2feature_forward(fk, k, NH * T, HS);
-        be->linear_attn_forward(o, fq, fk, v, len, causal, LINEAR_PHI_IDENTITY, 1, NH, T, T, D1,
-                                HS, work + 4 * b->nf);
-        break;
-    case K_LINFORMER:
-        be->linformer_proj_forward(Kp, b->E, k, len, 1, NH, r, T, HS, T, 0);
-        be->linformer_proj_forward(Vp, b->F, v, len, 1, NH, r, T, HS, T, 0);
-        be->attn_forward(o, Wl, q, Kp, Vp, NULL, scale, 0, 1, NH, T, r, HS, HS);
-        break;
-    case K_ADDITIVE:
-        be->additive_attn_forward(o, w, q, k, b->va, v, len, causal, 1, NH, T, T, HS, HS);
-        break;
-    case K_LOCAL:
-        be->local_attn_forward(o, w, q, k, NULL, v, b->z, len, scale, su->window, 0, 1, NH, T, T,
-                               HS, HS);
-        break;
-    }
+    attention_forward(&b->at, be, b->o, b->save, b->q, b->k, b->v, &b->len, causal, 1, T, T,
+                      b->work);
     double t1 = bench_clock();
-    switch (kind) {
-    case K_SDP: be->attn_backward(dq, dk, dv, g, q, k, v, w, scale, 1, NH, T, T, HS, HS, work); break;
-    case K_FLASH:
-        be->flash_attn_backward(dq, dk, dv, g, q, k, v, o, b->lse, len, scale, causal, 1, NH, T, T,
-                                HS, HS, work);
-        break;
-    case K_LINEAR:
-        be->linear_attn_backward(dq, dk, dv, g, q, k, v, len, causal, LINEAR_PHI_ELU1, 1, NH, T, T,
-                                 HS, HS, work);
-        break;
-    case K_EFFICIENT:
-        be->efficient_attn_backward(dq, dk, dv, g, q, k, v, len, 1, NH, T, T, HS, HS, work);
-        break;
-    case K_TAYLOR: /* features recomputed, as taylor_backward does */
-        be->l2feature_forward(fq, q, NH * T, HS);
-        be->l2feature_forward(fk, k, NH * T, HS);
-        be->zero(dfq, sizeof(float) * b->nf);
-        be->zero(dfk, sizeof(float) * b->nf);
-        be->linear_attn_backward(dfq, dfk, dv, g, fq, fk, v, len, causal, LINEAR_PHI_IDENTITY, 1,
-                                 NH, T, T, D1, HS, work + 4 * b->nf);
-        be->l2feature_backward(dq, dfq, q, NH * T, HS);
-        be->l2feature_backward(dk, dfk, k, NH * T, HS);
-        break;
-    case K_LINFORMER: /* Kp, Vp and the weights recomputed, as linformer_backward does */
-        be->linformer_proj_forward(Kp, b->E, k, len, 1, NH, r, T, HS, T, 0);
-        be->linformer_proj_forward(Vp, b->F, v, len, 1, NH, r, T, HS, T, 0);
-        be->attn_forward(Os, Wl, q, Kp, Vp, NULL, scale, 0, 1, NH, T, r, HS, HS);
-        be->zero(dKp, sizeof(float) * b->nkv);
-        be->zero(dVp, sizeof(float) * b->nkv);
-        be->attn_backward(dq, dKp, dVp, g, q, Kp, Vp, Wl, scale, 1, NH, T, r, HS, HS, Wa);
-        be->linformer_proj_backward(dk, b->dE, dKp, b->E, k, len, 1, NH, r, T, HS, T, 0);
-        be->linformer_proj_backward(dv, b->dF, dVp, b->F, v, len, 1, NH, r, T, HS, T, 0);
-        break;
-    case K_ADDITIVE:
-        be->additive_attn_backward(dq, dk, b->dva, dv, g, q, k, b->va, v, w, 1, NH, T, T, HS, HS,
-                                   work);
-        break;
-    case K_LOCAL:
-        be->local_attn_backward(dq, dk, NULL, dv, b->dz, g, q, k, NULL, v, b->z, w, len, scale,
-                                su->window, 0, 1, NH, T, T, HS, HS, work);
-        break;
-    }
+    attention_backward(&b->at, be, b->dq, b->dk, b->dv, b->g, b->o, b->save, b->q, b->k, b->v,
+                       &b->len, causal, 1, T, T, b->work);
     *tf = t1 - t0, *tb = bench_clock() - t1;
 }
 
@@ -300,17 +198,17 @@ static Result measure(int kind, int T, int causal, const Setup *su) {
     Bufs b;
     double f, bw;
     alloc_args(&b, kind, 16, su);
-    alloc_extra(&b, kind, su);
-    pass(&b, kind, causal, su, &f, &bw);
+    alloc_extra(&b);
+    pass(&b, causal, &f, &bw);
     free_bufs(&b);
     alloc_args(&b, kind, T, su);
     double base = machine_peak_rss_mb();
-    alloc_extra(&b, kind, su);
+    alloc_extra(&b);
     int reps = reps_for(su, T);
     double *tf = xmalloc(sizeof(double) * reps), *tb = xmalloc(sizeof(double) * reps);
     double *tt = xmalloc(sizeof(double) * reps);
     for (int rep = -1; rep < reps; rep++) { /* rep = -1: warm-up */
-        pass(&b, kind, causal, su, &f, &bw);
+        pass(&b, causal, &f, &bw);
         if (rep >= 0) tf[rep] = f, tb[rep] = bw, tt[rep] = f + bw;
     }
     Result res = {reps, 1e3 * median(tf, reps), 1e3 * median(tb, reps), 1e3 * median(tt, reps),
@@ -357,9 +255,13 @@ static int faster_from(Result (*res)[NKINDS], int nlen, const int *lens, int kin
     return from;
 }
 
-/* One colour and point type per kind, the same in every panel. */
-static const char *const kind_colour[NKINDS] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a",
-                                                "#66a61e", "#e6ab02", "#a6761d", "#444444"};
+/* One colour and point type per kind, the same in every panel (the colours cycle past 14). */
+static const char *const palette[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
+                                      "#e6ab02", "#a6761d", "#444444", "#1f78b4", "#b2df8a",
+                                      "#fb9a99", "#cab2d6", "#ff7f00", "#6a3d9a"};
+static const char *kind_colour(int kind) {
+    return palette[(kind - 1) % (int)(sizeof palette / sizeof palette[0])];
+}
 
 /* The gnuplot commands of --plot: one data block per (panel, kind), then three panels. A kind
  * with no point to draw in a panel (not measured there, or 0 MiB everywhere) is named in a
@@ -372,9 +274,9 @@ static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen
     CHECK(f != NULL, "open_memstream failed (out of memory)");
     int panel_series[3] = {0, 1, run_series[0] ? 0 : 1}, rows[3][NKINDS] = {{0}};
     for (int p = 0; p < 3; p++)
-        for (int k = 0; k < NKINDS; k++) {
+        for (int k = 1; k < NKINDS; k++) {
             int s = panel_series[p];
-            if (!run_series[s] || !use[k] || (s && !kind_causal[k])) continue;
+            if (!run_series[s] || !use[k] || (s && !kind_causal(k))) continue;
             fprintf(f, "$p%d_%s << EOD\n", p, kind_names[k]);
             for (int i = 0; i < nlen; i++) {
                 const Result *r = &res[s][i][k];
@@ -383,7 +285,7 @@ static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen
             }
             fprintf(f, "EOD\n");
         }
-    fprintf(f, "set multiplot layout 1,3 title \"attention ops on the CPU backend: one sequence, "
+    fprintf(f, "set multiplot layout 1,3 title \"attention kinds on the CPU backend: one sequence, "
                "%d heads of %d, %d thread%s\"\n", su->NH, su->HS, threads, threads == 1 ? "" : "s");
     fprintf(f, "set grid\nset logscale x 2\nset logscale y 10\nset format x '%%g'\n"
                "set xlabel 'sequence length T'\nset key top left box opaque\n");
@@ -397,8 +299,8 @@ static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen
                     s ? "causal" : "not causal");
         int drawn = 0, missing = 0;
         char note[256] = "";
-        for (int k = 0; k < NKINDS; k++) {
-            if (!run_series[s] || !use[k] || (s && !kind_causal[k])) continue;
+        for (int k = 1; k < NKINDS; k++) {
+            if (!run_series[s] || !use[k] || (s && !kind_causal(k))) continue;
             if (rows[p][k]) {
                 drawn++;
                 continue;
@@ -415,10 +317,10 @@ static char *plot_body(Result (*res[2])[NKINDS], const int *run_series, int nlen
         if (missing) /* a failed child, or no page beyond the arguments at any T */
             fprintf(f, "set label 2 'not drawn (%s): %s' at graph 0.98, graph 0.04 right\n",
                     p < 2 ? "failed" : "0 MiB at every T", note);
-        for (int k = 0, n = 0; k < NKINDS; k++) {
-            if (!run_series[s] || !use[k] || (s && !kind_causal[k]) || !rows[p][k]) continue;
+        for (int k = 1, n = 0; k < NKINDS; k++) {
+            if (!run_series[s] || !use[k] || (s && !kind_causal(k)) || !rows[p][k]) continue;
             fprintf(f, "%s$p%d_%s using 1:2 with linespoints lw 2 lc rgb '%s' pt %d ps 0.9 "
-                       "title '%s'", n++ ? ", " : "plot ", p, kind_names[k], kind_colour[k],
+                       "title '%s'", n++ ? ", " : "plot ", p, kind_names[k], kind_colour(k),
                     4 + k, kind_names[k]);
         }
         fprintf(f, "\nunset label 2\n");
@@ -432,8 +334,9 @@ static int usage(void) {
     fprintf(stderr, "usage: bench_attention [--threads N] [--min-len L] [--max-len L] [--heads NH] "
                     "[--head-size HS] [--causal | --non-causal] [--kinds a,b,...] [--reps R] "
                     "[--linformer-k R] [--local-window D] [--additive-max-len L] "
-                    "[--clock wall|cpu] [--csv FILE] [--plot PNG]\n"
-                    "kinds: sdp flash linear efficient taylor linformer additive local\n");
+                    "[--clock wall|cpu] [--csv FILE] [--plot PNG]\nkinds:");
+    for (int k = 1; k < NKINDS; k++) fprintf(stderr, " %s", kind_names[k]);
+    fprintf(stderr, "\n");
     return 2;
 }
 
@@ -448,8 +351,8 @@ int main(int argc, char **argv) {
     backend_cpu_prefer_fast_blas(argv);
     int threads = 0, min_len = 16, max_len = 4096, only = -1;
     Setup su = {8, 64, 32, 10, 0, 512};
-    int use[NKINDS];
-    for (int k = 0; k < NKINDS; k++) use[k] = 1;
+    int use[NKINDS] = {0};
+    for (int k = 1; k < NKINDS; k++) use[k] = 1;
     const char *csv = NULL, *png = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -474,12 +377,12 @@ int main(int argc, char **argv) {
             g_cpu_clock = !strcmp(val, "cpu");
         else if (!strcmp(a, "--plot")) png = val;
         else if (!strcmp(a, "--kinds")) {
-            for (int k = 0; k < NKINDS; k++) use[k] = 0;
+            for (int k = 1; k < NKINDS; k++) use[k] = 0;
             char list[512];
             snprintf(list, sizeof list, "%s", val);
             for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
                 int found = 0;
-                for (int k = 0; k < NKINDS; k++)
+                for (int k = 1; k < NKINDS; k++)
                     if (!strcmp(t, kind_names[k])) use[k] = found = 1;
                 if (!found) {
                     fprintf(stderr, "bench_attention: unknown kind '%s'\n", t);
@@ -532,11 +435,13 @@ int main(int argc, char **argv) {
         fprintf(cf, "kind,causal,T,heads,head_size,threads,reps,fwd_ms,bwd_ms,total_ms,"
                     "extra_mib\n");
 
-    printf("attention ops on the CPU backend, forward and backward: one sequence, %d heads of %d, "
+    printf("attention kinds on the CPU backend, forward and backward: one sequence, %d heads of %d, "
            "%d threads; T = %d … %d\n", su.NH, su.HS, threads, min_len, max_len);
-    printf("linformer: n = T (the projections span exactly the sequence), r = %d; local: local-p, "
-           "dot score, window %d; additive: A = %d, up to T = %d\n", su.lf_r, su.window, su.HS,
-           su.additive_max);
+    printf("linformer: n = T (the projections span exactly the sequence), r = %d; luong_local: "
+           "local-p, general score, window %d; additive_attn_* (", su.lf_r, su.window);
+    for (int k = 1, n = 0; k < NKINDS; k++)
+        if (kind_additive(k)) printf("%s%s", n++ ? ", " : "", kind_names[k]);
+    printf("): A = %d, up to T = %d\n", su.HS, su.additive_max);
     printf("times: median of R passes after one warm-up (ms, %s); extra: peak resident set beyond the "
            "arguments (MiB)\n", g_cpu_clock ? "process CPU time" : "wall clock");
     for (int s = 0; s < 2; s++) {
@@ -544,8 +449,8 @@ int main(int argc, char **argv) {
         printf("\n## %s\n\n", s ? "causal" : "not causal");
         if (s) {
             int first = 1;
-            for (int k = 0; k < NKINDS; k++) {
-                if (!use[k] || kind_causal[k]) continue;
+            for (int k = 1; k < NKINDS; k++) {
+                if (!use[k] || kind_causal(k)) continue;
                 printf("%s%s", first ? "left out (no causal form): " : ", ", kind_names[k]);
                 first = 0;
             }
@@ -554,10 +459,10 @@ int main(int argc, char **argv) {
         printf("| T | kind | reps | fwd ms | bwd ms | fwd+bwd ms | extra MiB |\n"
                "|---:|---|---:|---:|---:|---:|---:|\n");
         for (int i = 0; i < nlen; i++)
-            for (int k = 0; k < NKINDS; k++) {
-                if (!use[k] || (s && !kind_causal[k])) continue;
+            for (int k = 1; k < NKINDS; k++) {
+                if (!use[k] || (s && !kind_causal(k))) continue;
                 Result *r = &res[s][i][k];
-                if (k == K_ADDITIVE && lens[i] > su.additive_max) {
+                if (kind_additive(k) && lens[i] > su.additive_max) {
                     r->reps = -1;
                     continue;
                 }
@@ -583,14 +488,14 @@ int main(int argc, char **argv) {
         if (!run_series[s]) continue;
         int last;
         printf("\n%s: fwd+bwd below sdp's at every longer T measured:", s ? "causal" : "not causal");
-        for (int k = 0; k < NKINDS; k++) {
-            if (k == K_SDP || !use[k] || !use[K_SDP] || (s && !kind_causal[k])) continue;
-            int from = faster_from(res[s], nlen, lens, k, K_SDP, &last);
+        for (int k = 1; k < NKINDS; k++) {
+            if (k == ATTN_SDP || !use[k] || !use[ATTN_SDP] || (s && !kind_causal(k))) continue;
+            int from = faster_from(res[s], nlen, lens, k, ATTN_SDP, &last);
             if (from) printf(" %s from T = %d;", kind_names[k], from);
             else if (last) printf(" %s not at T = %d;", kind_names[k], last);
         }
-        if (use[K_LINEAR] && use[K_FLASH]) {
-            int from = faster_from(res[s], nlen, lens, K_LINEAR, K_FLASH, &last);
+        if (use[ATTN_LINEAR] && use[ATTN_FLASH]) {
+            int from = faster_from(res[s], nlen, lens, ATTN_LINEAR, ATTN_FLASH, &last);
             if (from) printf(" linear below flash from T = %d", from);
             else if (last) printf(" linear not below flash at T = %d", last);
         }

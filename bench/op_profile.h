@@ -1,7 +1,8 @@
 /* op_profile.h — where a training step's time goes, op by op (bench only, never in
- * the trainer): a Backend whose every op calls the same op of another backend between two of
- * its synchronize() calls and adds the wall time, the call count and, for the dense-algebra and
- * attention ops, the FLOPs to a table; each GEMM shape (M, N, K, transA, transB) gets its own
+ * the trainer): a Backend whose every op calls the same op of another backend, those with a
+ * shim in op_profile.c between two of its synchronize() calls, adding the wall time, the call
+ * count and, for the dense-algebra and attention ops, the FLOPs to a table (op_profile_print
+ * names the ops without one, untimed); each GEMM shape (M, N, K, transA, transB) gets its own
  * row, so that the product's GFLOP/s in the step can be set against sgemm's at the same shape
  * measured alone.
  *

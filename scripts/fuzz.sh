@@ -50,7 +50,18 @@ for t in "${targets[@]}"; do
   dirs=("build-fuzz/corpus/$t" "tests/fuzz/corpus/$t")
   [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
   dict=()
-  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
+  if [ -f "tests/fuzz/$t.dict" ]; then
+    # the committed words, and for the config parser the attention kinds' names, from the
+    # table's rows X(ENUM, name) in src/attention/attention.h
+    cp "tests/fuzz/$t.dict" "build-fuzz/$t.dict"
+    if [ "$t" = config ]; then
+      sed -n 's/^ *X([A-Z0-9_]*, *\([a-z0-9_]*\)).*/"\1"/p' src/attention/attention.h \
+        >>"build-fuzz/$t.dict"
+      grep -q '^"sdp"$' "build-fuzz/$t.dict" \
+        || { echo "fuzz: no attention kinds read from src/attention/attention.h" >&2; exit 2; }
+    fi
+    dict=(-dict="build-fuzz/$t.dict")
+  fi
   echo "fuzz: $t for ${secs} s"
   rc=0
   "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

@@ -12,12 +12,12 @@
  * with Tq = 1 per step (input feeding) or Tq = T (attention after the whole RNN), keys and
  * values from the encoder states h̄_s (mha.h's RnnAttn, rnn_attn_* functions).
  *
- * Each kind is one row (AttentionOps) defined in its own file — sdp.c, flash.c, linear.c,
- * efficient.c, taylor.c, linformer.c, luong.c (luong_dot, luong_general, luong_concat),
- * bahdanau.c, local.c (luong_local; its query position Attention.pos0), sigmoid.c, rela.c —
- * with the parameters it owns, forward, backward, workspace, its decoding state and its place
- * in the RNN; attention_supports() is the one place that answers "can kind X serve in slot Y
- * here?".
+ * Each kind is one row (AttentionOps) defined in its own file, src/attention/<name>.c (the
+ * three Luong scores share luong.c; luong_local is local.c), with the parameters it owns,
+ * forward, backward, workspace, its decoding state, its place in the RNN and the properties
+ * every list of kinds is derived from (models, tests, benches, docs: docs/design.md, "Adding an
+ * attention kind"); attention_supports() is the one place that answers "can kind X serve in
+ * slot Y here?".
  *
  * Memory: tensors (q, k, v, o, save, work, state, key_len, step_len, parent) live in backend
  * memory; only the *_host functions read host arrays. Sizes returned are counts of floats.
@@ -125,6 +125,18 @@ typedef enum { ATTN_SAVE_NONE, ATTN_SAVE_WEIGHTS, ATTN_SAVE_LSE, ATTN_SAVE_WINDO
  * x̂ = x/‖x‖₂, HS + 1 wide, through the identity (taylor; Li et al. 2020). */
 typedef enum { LINEAR_FEATURES_ELU1, LINEAR_FEATURES_L2 } LinearFeatures;
 
+/* What a kind's weights over the visible keys of one query satisfy (its saved weights and
+ * weights_host: attention maps; tests check them): a distribution, each >= 0 summing to 1 (the
+ * softmax kinds, linear, efficient, taylor); each >= 0 summing to at most 1 (luong_local: its
+ * local-p Gaussian scales the row, a local-m window may hold no key); each in (0, 1), no
+ * normalisation (sigmoid); each >= 0, no normalisation (rela, before its RMSNorm). */
+typedef enum {
+    ATTN_WEIGHTS_SUM_1,
+    ATTN_WEIGHTS_SUM_AT_MOST_1,
+    ATTN_WEIGHTS_OPEN_UNIT,
+    ATTN_WEIGHTS_NONNEG
+} AttentionWeights;
+
 typedef struct AttentionOps AttentionOps;
 
 /* One attention: its kind's row, sizes and the parameters the kind owns (backend memory). */
@@ -161,7 +173,13 @@ struct AttentionOps {
     int rnn_prev_state;  /* in the RNN, the query is s_{t−1} and c_t feeds the RNN input
                           * (Bahdanau et al. 2015 §3.1); else the query is h_t (Luong §3.1) */
     int scaled;          /* dot-product scores scaled by 1/√HS (Vaswani et al. 2017 eq. 1) */
-    AttentionSave save;  /* what forward saves for backward and for attention maps */
+    AttentionSave save;  /* what forward saves for backward and for attention maps;
+                          * ATTN_SAVE_WEIGHTS keeps Tq × Tk weights: memory quadratic in the
+                          * length (tests/slow/test_length.c checks the plan against it) */
+    AttentionWeights weights; /* what its weights satisfy (ATTN_WEIGHTS_SUM_1 unless set) */
+    float fd_eps;        /* the step of finite-difference checks of a loss through the kind
+                          * (tests/model; 0: the tests' own). rela: 1e-3, where its per-head
+                          * RMSNorm of few values bends the loss sharply */
     LinearFeatures linear_features; /* the rows of linear.c's machinery: their feature map */
     const OpKind *ops;   /* the backend ops the kind calls (training and decoding) */
     int nops;

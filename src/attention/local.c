@@ -198,6 +198,7 @@ static const OpKind local_ops[] = {OP_LOCAL_ATTN_FORWARD, OP_LOCAL_ATTN_BACKWARD
 
 const AttentionOps attention_luong_local = {
     .kind = ATTN_LUONG_LOCAL, .causal_ok = 0, .save = ATTN_SAVE_WINDOW,
+    .weights = ATTN_WEIGHTS_SUM_AT_MOST_1,
     .no_causal = "local attention (Luong et al. 2015 §3.2) centres its window on a position "
                  "aligned with the source (a causal local-m window is not implemented)",
     .ops = local_ops, .nops = 8, .declare = local_declare, .forward = local_forward,

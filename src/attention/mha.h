@@ -9,30 +9,13 @@
  *   o_h = attend(q_h, k_h, v_h)  per head h, keys masked by key_len and causality
  *   out = concat_h(o_h) W_oᵀ + b_o                                     (eq. MultiHead)
  *
- * attend() is the kind's row of the attention table (attention.h; one file per kind):
- *   sdp            softmax(q kᵀ / √HS) v, weights materialised      (Vaswani et al. 2017 eq. 1)
- *   flash          the same, tiled with the online softmax; keeps lse   (Dao et al. 2022)
- *   linear         φ(q)ᵀ Σ φ(k) vᵀ / φ(q)ᵀ Σ φ(k), φ = elu + 1  (Katharopoulos et al. 2020 eq. 6)
- *   efficient      ρ_q(q) (ρ_k(k)ᵀ v), row / column softmaxes; no causal form (Shen et al. 2021)
- *   taylor         (Σ v + q̂ (K̂ᵀV)) / (N + q̂·(K̂ᵀ1)), q̂ = q/‖q‖, k̂ = k/‖k‖: weights ∝ 1 + q̂·k̂
- *                  (Li et al. 2020; linear attention over the features [1; x̂])
- *   linformer      softmax(q (E K)ᵀ / √HS) (F V), E, F [r, n] learned over the key axis, padding
- *                  zeroed first; no causal form                  (Wang et al. 2020 eq. 7)
- *   luong_dot      softmax(q kᵀ) v, unscaled                      (Luong et al. 2015 eq. 8, dot)
- *   luong_general  q is first projected by W_a [D,D]: softmax((q W_a) kᵀ) v     (eq. 8, general)
- *   bahdanau,      softmax_s(v_hᵀ tanh(q_h + k_h)) v per head; v_a [NH,HS]
- *   luong_concat   (Bahdanau et al. 2015 eq. 6; Luong et al. 2015 eq. 8 concat: the same
- *                  function once W_a [q; k] is split into W_q q + W_k k). In a Transformer the
- *                  query is the current position's state.
- *   luong_local    the softmax of the luong score (dot / general / concat) over the window
- *                  [p_t − D, p_t + D] of the keys, × a Gaussian around p_t for local-p (Luong et
- *                  al. 2015 §3.2, eq. 9–10; local.c); p_t = t (monotonic) or S·σ(v_pᵀ tanh(W_p
- *                  q_t)) from the merged query, shared by the heads; no causal form.
- *   sigmoid        Σ_s σ(q·k_s / √HS − log n) v_s, n the keys the query sees; no normalisation
- *                  over the keys                                (Ramapuram et al. 2024)
- *   rela           RMSNorm(Σ_s max(q·k_s / √HS, 0) v_s) ⊙ g_h per head, gain g [NH,HS]
- *                  (Zhang et al. 2021)
- *
+ * attend() is the kind's row of the attention table (attention.h; one file per kind, whose
+ * header gives its formula and source; all of them in docs/attention.md, "The kinds"): the
+ * softmax of scaled dot products (sdp, flash), Luong's and Bahdanau's scores (luong_general
+ * projects q by W_a [D,D] first; the additive kinds keep one v_a [NH,HS]; luong_local's window
+ * position p_t is shared by the heads), the kinds linear in the length, and the others. A kind
+ * without a causal form (the row's causal_ok) is refused in the decoder self-attention.
+
  * Masking: key s is visible to query t iff s < key_len[b] and, causal, s <= t + Tk − Tq. A
  * query with no visible key gets a zero output. No kind lets a weight reach a masked key.
  *
@@ -144,8 +127,8 @@ void mha_weights_host(const Attention *a, float *w, const float *q, const float 
 
 /* ---- the RNN decoder's attention (no W_v, W_o around it) ----
  * q [B,Tq,Dq] decoder states, enc [B,Tk,Dk] encoder states, ctx [B,Tq,Dk].
- * Heads: NH = model.heads for the multi-head kinds (sdp, flash, linear, efficient, taylor,
- * linformer, sigmoid, rela: the rows' multi_head), else 1. The multi-head kinds: q' = q W_q,
+ * Heads: NH = model.heads for the multi-head kinds (the rows' multi_head: sdp, flash, ...),
+ * else 1. The multi-head kinds: q' = q W_q,
  * k' = enc W_k, values = enc (Vaswani et al. 2017 §3.2.2, W^Q and W^K; the kind's score on q',
  * k' as in the Transformer).
  * Per batch, rnn_attn_begin prepares the keys (the additive U h̄, or the multi-head kinds' key

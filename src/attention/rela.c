@@ -89,6 +89,6 @@ static const OpKind rela_ops[5] = {OP_POINTWISE_ATTN_FORWARD, OP_POINTWISE_ATTN_
 
 const AttentionOps attention_rela = {
     .kind = ATTN_RELA, .causal_ok = 1, .multi_head = 1, .scaled = 1, .save = ATTN_SAVE_WEIGHTS,
-    .ops = rela_ops, .nops = 5, .declare = rela_declare, .forward = rela_forward,
+    .weights = ATTN_WEIGHTS_NONNEG, .fd_eps = 1e-3f, .ops = rela_ops, .nops = 5, .declare = rela_declare, .forward = rela_forward,
     .backward = rela_backward, .workspace = rela_workspace, .save_floats = rela_save_floats,
     .weights_host = rela_weights_host};

@@ -53,6 +53,6 @@ static const OpKind sigmoid_ops[3] = {OP_POINTWISE_ATTN_FORWARD, OP_POINTWISE_AT
 
 const AttentionOps attention_sigmoid = {
     .kind = ATTN_SIGMOID, .causal_ok = 1, .multi_head = 1, .scaled = 1,
-    .save = ATTN_SAVE_WEIGHTS, .ops = sigmoid_ops, .nops = 3, .forward = sigmoid_forward,
-    .backward = sigmoid_backward, .workspace = sigmoid_workspace,
+    .save = ATTN_SAVE_WEIGHTS, .weights = ATTN_WEIGHTS_OPEN_UNIT, .ops = sigmoid_ops, .nops = 3,
+    .forward = sigmoid_forward, .backward = sigmoid_backward, .workspace = sigmoid_workspace,
     .weights_host = sigmoid_weights_host};

@@ -22,9 +22,9 @@ static int *diact(TfModel *m, size_t n) {
  * of many short sentences and of few long ones share them. Grows m->dcap (never shrinks);
  * returns 1 if any size grew. */
 static int decode_grow(TfModel *m, int R, int B, int S, int Tc) {
-    /* save: what one step's self- and cross-attention save for R queries (the weights of one
-     * query, or more: luong_local's windows may hold more floats than a short source's keys,
-     * rela keeps its output's norm; attention_save_floats) */
+    /* save: what one step's self- and cross-attention save for R queries, as each row sizes
+     * it (attention_save_floats: the weights of one query, or more, such as luong_local's
+     * windows, which may hold more floats than a short source's keys) */
     size_t st = 0, work = 0, save = 0;
     for (int l = 0; l < m->Ld; l++) {
         size_t s = attention_state_floats(&m->dec[l].self.at, R, Tc);

@@ -597,85 +597,88 @@ struct Backend {
 /* Every computational op of the Backend table (not the memory functions), one per field and named
  * as the field: OP_MATMUL is Backend.matmul. op_name() gives the field's name ("matmul"); the
  * tables behind op_name and supports_op are checked against OP_COUNT at compile time (ops.c).
- * A new op is appended before OP_COUNT: test_backend_ops seeds each op's inputs from its
- * number, so inserting one would redraw the inputs of every op after it. */
-typedef enum OpKind {
-    OP_MATMUL,
-    OP_MATMUL_BIAS_FORWARD,
-    OP_BIAS_FORWARD,
-    OP_BIAS_BACKWARD,
-    OP_AXPY,
-    OP_SCALE,
-    OP_SUMSQ,
-    OP_ALL_FINITE,
-    OP_CONCAT2_FORWARD,
-    OP_CONCAT2_BACKWARD,
-    OP_TRANSPOSE01_FORWARD,
-    OP_TRANSPOSE01_BACKWARD,
-    OP_TANH_FORWARD,
-    OP_TANH_BACKWARD,
-    OP_DROPOUT_FORWARD,
-    OP_DROPOUT_BACKWARD,
-    OP_LAYERNORM_FORWARD,
-    OP_LAYERNORM_BACKWARD,
-    OP_BIAS_RELU_DROPOUT_FORWARD,
-    OP_RELU_DROPOUT_BACKWARD,
-    OP_PERMUTE0213_FORWARD,
-    OP_PERMUTE0213_BACKWARD,
-    OP_WRITE_STEP,
-    OP_GATHER_ROWS_STRIDED,
-    OP_EMBEDDING_FORWARD,
-    OP_EMBEDDING_BACKWARD,
-    OP_LSTM_CELL_FORWARD,
-    OP_LSTM_CELL_BACKWARD,
-    OP_GRU_CELL_FORWARD,
-    OP_GRU_CELL_BACKWARD,
-    OP_ADDITIVE_ATTN_FORWARD,
-    OP_ADDITIVE_ATTN_BACKWARD,
-    OP_FLASH_ATTN_FORWARD,
-    OP_FLASH_ATTN_BACKWARD,
-    OP_LINEAR_ATTN_FORWARD,
-    OP_LINEAR_ATTN_BACKWARD,
-    OP_LINEAR_ATTN_STEP,
-    OP_L2FEATURE_FORWARD,
-    OP_L2FEATURE_BACKWARD,
-    OP_LINFORMER_PROJ_FORWARD,
-    OP_LINFORMER_PROJ_BACKWARD,
-    OP_EFFICIENT_ATTN_FORWARD,
-    OP_EFFICIENT_ATTN_BACKWARD,
-    OP_GATHER_ROWS,
-    OP_ATTN_FORWARD,
-    OP_ATTN_BACKWARD,
-    OP_ATTN_WORKSPACE,
-    OP_ATTN_FORWARD_MERGED,
-    OP_ATTN_BACKWARD_MERGED,
-    OP_FLASH_ATTN_WORKSPACE,
-    OP_LINEAR_ATTN_WORKSPACE,
-    OP_EFFICIENT_ATTN_WORKSPACE,
-    OP_ADDITIVE_ATTN_WORKSPACE,
-    OP_LOCAL_ATTN_FORWARD,
-    OP_LOCAL_ATTN_BACKWARD,
-    OP_LOCAL_ATTN_WORKSPACE,
-    OP_XENT_FORWARD_BACKWARD,
-    OP_XENT_WORKSPACE,
-    OP_LOG_SOFTMAX,
-    OP_ARGMAX,
-    OP_ADAM_UPDATE,
-    OP_LINEAR_ATTN_SUMMARY,
-    OP_LINEAR_ATTN_READ,
-    OP_LINEAR_ATTN_READ_BACKWARD,
-    OP_LINEAR_ATTN_SUMMARY_BACKWARD,
-    OP_EFFICIENT_ATTN_SUMMARY,
-    OP_EFFICIENT_ATTN_READ,
-    OP_EFFICIENT_ATTN_READ_BACKWARD,
-    OP_EFFICIENT_ATTN_SUMMARY_BACKWARD,
-    OP_POINTWISE_ATTN_FORWARD,
-    OP_POINTWISE_ATTN_BACKWARD,
-    OP_POINTWISE_ATTN_WORKSPACE,
-    OP_HEAD_RMSNORM_FORWARD,
-    OP_HEAD_RMSNORM_BACKWARD,
-    OP_COUNT
-} OpKind;
+ * One row X(ENUM, field) per op gives OpKind OP_<ENUM> and the name table (ops.c). A new op is
+ * appended at the end: test_backend_ops seeds each op's inputs from its number, so inserting
+ * one would redraw the inputs of every op after it. */
+#define OP_KINDS(X)                                                      \
+    X(MATMUL, matmul)                                                    \
+    X(MATMUL_BIAS_FORWARD, matmul_bias_forward)                          \
+    X(BIAS_FORWARD, bias_forward)                                        \
+    X(BIAS_BACKWARD, bias_backward)                                      \
+    X(AXPY, axpy)                                                        \
+    X(SCALE, scale)                                                      \
+    X(SUMSQ, sumsq)                                                      \
+    X(ALL_FINITE, all_finite)                                            \
+    X(CONCAT2_FORWARD, concat2_forward)                                  \
+    X(CONCAT2_BACKWARD, concat2_backward)                                \
+    X(TRANSPOSE01_FORWARD, transpose01_forward)                          \
+    X(TRANSPOSE01_BACKWARD, transpose01_backward)                        \
+    X(TANH_FORWARD, tanh_forward)                                        \
+    X(TANH_BACKWARD, tanh_backward)                                      \
+    X(DROPOUT_FORWARD, dropout_forward)                                  \
+    X(DROPOUT_BACKWARD, dropout_backward)                                \
+    X(LAYERNORM_FORWARD, layernorm_forward)                              \
+    X(LAYERNORM_BACKWARD, layernorm_backward)                            \
+    X(BIAS_RELU_DROPOUT_FORWARD, bias_relu_dropout_forward)              \
+    X(RELU_DROPOUT_BACKWARD, relu_dropout_backward)                      \
+    X(PERMUTE0213_FORWARD, permute0213_forward)                          \
+    X(PERMUTE0213_BACKWARD, permute0213_backward)                        \
+    X(WRITE_STEP, write_step)                                            \
+    X(GATHER_ROWS_STRIDED, gather_rows_strided)                          \
+    X(EMBEDDING_FORWARD, embedding_forward)                              \
+    X(EMBEDDING_BACKWARD, embedding_backward)                            \
+    X(LSTM_CELL_FORWARD, lstm_cell_forward)                              \
+    X(LSTM_CELL_BACKWARD, lstm_cell_backward)                            \
+    X(GRU_CELL_FORWARD, gru_cell_forward)                                \
+    X(GRU_CELL_BACKWARD, gru_cell_backward)                              \
+    X(ADDITIVE_ATTN_FORWARD, additive_attn_forward)                      \
+    X(ADDITIVE_ATTN_BACKWARD, additive_attn_backward)                    \
+    X(FLASH_ATTN_FORWARD, flash_attn_forward)                            \
+    X(FLASH_ATTN_BACKWARD, flash_attn_backward)                          \
+    X(LINEAR_ATTN_FORWARD, linear_attn_forward)                          \
+    X(LINEAR_ATTN_BACKWARD, linear_attn_backward)                        \
+    X(LINEAR_ATTN_STEP, linear_attn_step)                                \
+    X(L2FEATURE_FORWARD, l2feature_forward)                              \
+    X(L2FEATURE_BACKWARD, l2feature_backward)                            \
+    X(LINFORMER_PROJ_FORWARD, linformer_proj_forward)                    \
+    X(LINFORMER_PROJ_BACKWARD, linformer_proj_backward)                  \
+    X(EFFICIENT_ATTN_FORWARD, efficient_attn_forward)                    \
+    X(EFFICIENT_ATTN_BACKWARD, efficient_attn_backward)                  \
+    X(GATHER_ROWS, gather_rows)                                          \
+    X(ATTN_FORWARD, attn_forward)                                        \
+    X(ATTN_BACKWARD, attn_backward)                                      \
+    X(ATTN_WORKSPACE, attn_workspace)                                    \
+    X(ATTN_FORWARD_MERGED, attn_forward_merged)                          \
+    X(ATTN_BACKWARD_MERGED, attn_backward_merged)                        \
+    X(FLASH_ATTN_WORKSPACE, flash_attn_workspace)                        \
+    X(LINEAR_ATTN_WORKSPACE, linear_attn_workspace)                      \
+    X(EFFICIENT_ATTN_WORKSPACE, efficient_attn_workspace)                \
+    X(ADDITIVE_ATTN_WORKSPACE, additive_attn_workspace)                  \
+    X(LOCAL_ATTN_FORWARD, local_attn_forward)                            \
+    X(LOCAL_ATTN_BACKWARD, local_attn_backward)                          \
+    X(LOCAL_ATTN_WORKSPACE, local_attn_workspace)                        \
+    X(XENT_FORWARD_BACKWARD, xent_forward_backward)                      \
+    X(XENT_WORKSPACE, xent_workspace)                                    \
+    X(LOG_SOFTMAX, log_softmax)                                          \
+    X(ARGMAX, argmax)                                                    \
+    X(ADAM_UPDATE, adam_update)                                          \
+    X(LINEAR_ATTN_SUMMARY, linear_attn_summary)                          \
+    X(LINEAR_ATTN_READ, linear_attn_read)                                \
+    X(LINEAR_ATTN_READ_BACKWARD, linear_attn_read_backward)              \
+    X(LINEAR_ATTN_SUMMARY_BACKWARD, linear_attn_summary_backward)        \
+    X(EFFICIENT_ATTN_SUMMARY, efficient_attn_summary)                    \
+    X(EFFICIENT_ATTN_READ, efficient_attn_read)                          \
+    X(EFFICIENT_ATTN_READ_BACKWARD, efficient_attn_read_backward)        \
+    X(EFFICIENT_ATTN_SUMMARY_BACKWARD, efficient_attn_summary_backward)  \
+    X(POINTWISE_ATTN_FORWARD, pointwise_attn_forward)                    \
+    X(POINTWISE_ATTN_BACKWARD, pointwise_attn_backward)                  \
+    X(POINTWISE_ATTN_WORKSPACE, pointwise_attn_workspace)                \
+    X(HEAD_RMSNORM_FORWARD, head_rmsnorm_forward)                        \
+    X(HEAD_RMSNORM_BACKWARD, head_rmsnorm_backward)
+
+#define OP_KIND_ENUM_(E, field) OP_##E,
+typedef enum OpKind { OP_KINDS(OP_KIND_ENUM_) OP_COUNT } OpKind;
+#undef OP_KIND_ENUM_
 
 /* The op families, X(family) once for each. A family is one file in each backend,
  * ops/cpu/<family>.c and ops/cuda/<family>.cu, ending in void cpu_register_<family>(Backend *)
@@ -685,8 +688,8 @@ typedef enum OpKind {
  * family may allocate its fixed scratch through be->alloc), so a family that one backend lacks
  * fails to link. A family that one backend alone has is registered by that backend by hand (the
  * CUDA backend's rnn_cudnn: rnn_seq_*, with cuDNN only). A new family: its two files, one line
- * here, its fields and OpKinds above (with ops.c's name table), and their cases in
- * tests/ops/test_backend_ops.c. */
+ * here, its fields and their OP_KINDS rows above, and their cases in tests/ops (bench/
+ * op_profile.c times an op that has a shim there and names the others). */
 #define OP_FAMILIES(X)                                                                           \
     X(matmul)        /* matmul, matmul_bias_forward (the CPU also: matmul_run, matmul_hold,    \
                         matmul_keep, matmul_transb_slower) */                                    \

@@ -42,9 +42,12 @@ char *config_to_ini(const Config *c) {
     return out;
 }
 
-/* Who reads a key, in words; R_HEADS lists the multi-head kinds from the attention table. */
-static const char *reader_text(KeyReader r) {
+/* Who reads a key, in words; R_HEADS lists the multi-head kinds from the attention table (md:
+ * the Markdown page, which links docs/attention.md's table of kinds instead). */
+static const char *reader_text(KeyReader r, int md) {
     static char heads[256];
+    if (r == R_HEADS && md)
+        return "transformer; rnn with a multi-head attention ([the kinds](attention.md#the-kinds))";
     if (r == R_HEADS && !heads[0]) {
         snprintf(heads, sizeof heads, "transformer; rnn with a multi-head attention (");
         for (int k = 1, n = 0; k < ATTN_KIND_COUNT; k++) {
@@ -85,7 +88,7 @@ void config_print_keys(FILE *f) {
             }
             char full[64], who[256] = "";
             snprintf(full, sizeof full, "%s.%s", k->section, k->key);
-            if (k->reads != R_ALL) snprintf(who, sizeof who, " [%s]", reader_text(k->reads));
+            if (k->reads != R_ALL) snprintf(who, sizeof who, " [%s]", reader_text(k->reads, 0));
             fprintf(f, "  %-25s %-6s default %s%s%s%s\n      %s%s\n", full,
                     config_key_type_names[k->type], k->type == T_STR ? "\"" : "", k->def,
                     k->type == T_STR ? "\"" : "", extra, k->help, who);
@@ -99,6 +102,14 @@ static void md_cell(FILE *f, const char *s) {
         if (*s == '|') fputc('\\', f);
         fputc(*s, f);
     }
+}
+
+/* 1 if k's values are the attention table's kinds after its first name (none, or same). */
+static int attention_kind_key(const KeyDef *k) {
+    if (k->type != T_ENUM || k->n_names != ATTN_KIND_COUNT) return 0;
+    for (int i = 1; i < ATTN_KIND_COUNT; i++)
+        if (strcmp(k->names[i], attention_kind_names[i]) != 0) return 0;
+    return 1;
 }
 
 void config_print_markdown(FILE *f) {
@@ -120,14 +131,18 @@ void config_print_markdown(FILE *f) {
             const KeyDef *k = &config_keys[i];
             if (strcmp(k->section, config_sections[s]) != 0) continue;
             char values[600] = "";
-            if (k->type == T_ENUM) config_key_names(k, values, sizeof values);
+            if (attention_kind_key(k))
+                snprintf(values, sizeof values, "%s, or a kind of the attention table ([the "
+                         "kinds](attention.md#the-kinds); `trainer --help` lists them)",
+                         k->names[0]);
+            else if (k->type == T_ENUM) config_key_names(k, values, sizeof values);
             else if (k->type != T_STR && k->type != T_BOOL)
                 config_key_range(k, values, sizeof values);
             else if (k->type == T_BOOL) snprintf(values, sizeof values, "true, false");
             fprintf(f, "| `%s.%s` | %s | `%s` | ", k->section, k->key,
                     config_key_type_names[k->type], k->def[0] ? k->def : "\"\"");
             md_cell(f, values);
-            fprintf(f, " | %s | ", reader_text(k->reads));
+            fprintf(f, " | %s | ", reader_text(k->reads, 1));
             md_cell(f, k->help);
             fprintf(f, " |\n");
         }

@@ -7,12 +7,16 @@
 #define TRAINER_TEST_MODEL_CASES_H
 
 #include <assert.h>
+#include <stdio.h>
 
 #include "data/batch.h"
 #include "model/spec.h"
 #include "testutil.h"
 
-enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_MAX = 28 };
+/* MODEL_CASES_MAX: the fixed cases (at most MODEL_CASES_FIXED) and two for each kind of the
+ * table without one of its own */
+enum { B = 3, S = 5, T = 4, V = 23, MODEL_CASES_FIXED = 24 };
+enum { MODEL_CASES_MAX = MODEL_CASES_FIXED + 2 * ATTN_KIND_COUNT };
 
 typedef struct {
     const char *name;
@@ -89,19 +93,45 @@ static int model_cases(Case *out) {
         {"transformer luong_local / sdp / luong_local", tf_local_spec()},
         {"transformer luong_concat / sdp / luong_dot",
          tf_spec(ATTN_LUONG_CONCAT, ATTN_SDP, ATTN_LUONG_DOT)},
-        {"rnn lstm sigmoid input feeding", rnn_spec(ATTN_SIGMOID, 0, 1)},
-        {"rnn gru rela batched", rnn_spec(ATTN_RELA, 1, 0)},
-        {"transformer sigmoid / rela / sigmoid", tf_spec(ATTN_SIGMOID, ATTN_RELA, ATTN_SIGMOID)},
-        {"transformer rela / sigmoid / rela", tf_spec(ATTN_RELA, ATTN_SIGMOID, ATTN_RELA)},
     };
-    static_assert(sizeof cases / sizeof cases[0] <= MODEL_CASES_MAX,
-                  "model_cases: raise MODEL_CASES_MAX (the callers' Case arrays)");
+    static_assert(sizeof cases / sizeof cases[0] <= MODEL_CASES_FIXED,
+                  "model_cases: raise MODEL_CASES_FIXED (the callers' Case arrays)");
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) out[i] = cases[i];
-    /* every kind of the attention table in an RNN case and, but none, in a Transformer's slot */
     int rnn[ATTN_KIND_COUNT] = {0}, tf[ATTN_KIND_COUNT] = {0};
     for (int i = 0; i < n; i++) {
         const ModelSpec *m = &cases[i].spec;
+        if (m->type == MODEL_RNN) rnn[m->attention] = 1;
+        else tf[m->self_attention] = tf[m->dec_self_attention] = tf[m->cross_attention] = 1;
+    }
+    /* every other kind of the table, from its row: in the RNN (the u-th such kind: LSTM with
+     * input feeding for even u, GRU batched for odd), and in every Transformer slot it allows
+     * (the j-th of w such kinds in the encoder and cross slots, the next one, or itself, or
+     * sdp in the causal decoder slot, by their causal forms) */
+    static char names[2 * ATTN_KIND_COUNT][96];
+    int nn = 0, w = 0;
+    AttentionKind tfk[ATTN_KIND_COUNT];
+    for (int k = 1, u = 0; k < ATTN_KIND_COUNT; k++) {
+        if (!rnn[k]) {
+            int gru = u++ & 1;
+            snprintf(names[nn], sizeof names[nn], "rnn %s %s %s", gru ? "gru" : "lstm",
+                     attention_kind_names[k], gru ? "batched" : "input feeding");
+            out[n++] = (Case){names[nn++], rnn_spec((AttentionKind)k, gru, !gru)};
+        }
+        if (!tf[k]) tfk[w++] = (AttentionKind)k;
+    }
+    for (int j = 0; j < w; j++) {
+        AttentionKind next = tfk[(j + 1) % w], dec = attention_row(next)->causal_ok ? next
+                                                  : attention_row(tfk[j])->causal_ok ? tfk[j]
+                                                                                      : ATTN_SDP;
+        snprintf(names[nn], sizeof names[nn], "transformer %s / %s / %s",
+                 attention_kind_names[tfk[j]], attention_kind_names[dec],
+                 attention_kind_names[tfk[j]]);
+        out[n++] = (Case){names[nn++], tf_spec(tfk[j], dec, tfk[j])};
+    }
+    /* every kind of the attention table in an RNN case and, but none, in a Transformer's slot */
+    for (int i = 0; i < n; i++) {
+        const ModelSpec *m = &out[i].spec;
         if (m->type == MODEL_RNN) rnn[m->attention] = 1;
         else tf[m->self_attention] = tf[m->dec_self_attention] = tf[m->cross_attention] = 1;
     }

@@ -1,7 +1,7 @@
 /* test_rnn_grad.c — the whole tiny RNN model's backward against central finite differences, for
- * every attention kind (the multi-head sdp, flash, linear, efficient, taylor and linformer (r 3,
- * n 6 >= S 5) with 2 heads; luong_local in both modes with each score, per step and batched), both
- * cells and both input-feeding settings, and the batched attention (input_feeding = false,
+ * every attention kind of the table (the multi-head ones, the rows' multi_head, with 2 heads,
+ * linformer at r 3, n 6 >= S 5; luong_local in both modes with each score, per step and batched;
+ * any other kind in both cells and both feeds), both cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
  * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
@@ -205,10 +205,12 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     memcpy(grad, ps.grad, sizeof(float) * ps.total);
     rnn_forward_backward(m, &batch, 0.1f, 1, key, 0.5f); /* the gradients accumulate, scaled */
     test_check_accumulated(grad, &ps, describe(kind, gru, feed, Le, Ld), 0.5);
-    /* ε, |a − n| ≤ 2e-3 + 2e-2·|n|. rela: ε = 1e-3, as its loss bends sharply: its RMSNorm of
-     * each head's HS = 3 values rescales a sum of few ReLU weights, and a step of 1e-2 moves
-     * scores across ReLU's kink (its gradient is checked at the same tolerances) */
-    const FdOptions opt = {kind == ATTN_RELA ? 1e-3f : 1e-2f, 2e-3, 2e-2, 1e-3, {0, 0}};
+    /* ε, |a − n| ≤ 2e-3 + 2e-2·|n|; ε is the row's fd_eps where it sets one, for a kind whose
+     * loss bends sharply (a step of 1e-2 across a kink of its weights; checked at the same
+     * tolerances) */
+    const AttentionOps *row = kind == ATTN_NONE ? NULL : attention_row(kind);
+    const float eps = row && row->fd_eps > 0 ? row->fd_eps : 1e-2f;
+    const FdOptions opt = {eps, 2e-3, 2e-2, 1e-3, {0, 0}};
     LossCtx ctx = {m, &batch, key};
     long bad = 0;
     double maxrel = 0;
@@ -279,6 +281,11 @@ int main(void) {
                 run(ATTN_LUONG_LOCAL, (mode + score) & 1, feed, 1, 1);
             run_stepwise(ATTN_LUONG_LOCAL, score & 1);
         }
+    /* a kind of the table that none of the above runs (one head, no options): both cells and
+     * both input-feeding settings */
+    for (int k = 1; k < ATTN_KIND_COUNT; k++)
+        if (!ran[k])
+            for (int i = 0; i < 4; i++) run((AttentionKind)k, i >> 1, i & 1, 1, 1);
     for (int k = 0; k < ATTN_KIND_COUNT; k++)
         EXPECT(ran[k] && ran_stepwise[k], "attention kind %s has no finite-difference case (%d) "
                "or no batched-vs-step case (%d) in test_rnn_grad: add one", attention_kind_names[k],

@@ -273,9 +273,13 @@ static void teacher_logp(Model *m, int *ti, int *to, float *lp) {
 }
 
 /* 4. cached decoding = full recomputation, with and without reordering */
+/* the kinds check_decode has decoded through, in any slot: every kind of the table must be */
+static int decoded[ATTN_KIND_COUNT];
+
 static void check_decode(Case c) {
     Model m;
     if (build(&m, c, 0.0f, 11)) return;
+    decoded[c.es] = decoded[c.ds] = decoded[c.cr] = 1;
     int ti[2][T * B], to[2][T * B];
     Rng rng;
     rng_seed(&rng, 21, 0);
@@ -341,20 +345,22 @@ static void check_decode(Case c) {
                                             * local-m's window may hold no key: at most 1, none
                                             * on padding */
         double sum = 0, pad = 0;
-        int local = c.cr == ATTN_LUONG_LOCAL;
-        /* the pointwise kinds' own weights need not sum to 1: sigmoid's lie in (0, 1), rela's
-         * are >= 0 (before its RMSNorm) */
-        int pointwise = c.cr == ATTN_SIGMOID || c.cr == ATTN_RELA, in_range = 1;
+        /* what the kind's weights satisfy (its row's weights, AttentionWeights): a
+         * distribution, a sum of at most 1, each in (0, 1), or each >= 0 */
+        AttentionWeights wr = attention_row(c.cr)->weights;
+        int in_range = 1;
         for (int s = 0; s < S; s++) {
             float w = ga[(b * MT) * S + s];
             *(s < src_len[b] ? &sum : &pad) += w;
-            if (s < src_len[b])
-                in_range &= c.cr == ATTN_SIGMOID ? w > 0 && w < 1 : w >= 0;
+            if (s < src_len[b]) in_range &= wr == ATTN_WEIGHTS_OPEN_UNIT ? w > 0 && w < 1 : w >= 0;
         }
         EXPECT(in_range, "%s: sentence %d: an attention weight out of its kind's range", name(c),
                b);
-        EXPECT((pointwise ? sum > 0 || c.cr == ATTN_RELA
-                          : local ? sum < 1 + 1e-5 : fabs(sum - 1) < 1e-5) && pad == 0,
+        int sum_ok = wr == ATTN_WEIGHTS_SUM_1          ? fabs(sum - 1) < 1e-5
+                   : wr == ATTN_WEIGHTS_SUM_AT_MOST_1 ? sum < 1 + 1e-5
+                   : wr == ATTN_WEIGHTS_OPEN_UNIT     ? sum > 0
+                                                      : 1;
+        EXPECT(sum_ok && pad == 0,
                "%s: sentence %d: attention row sums to %.6f, %.3g on padding", name(c), b, sum,
                pad);
     }
@@ -533,9 +539,20 @@ int main(void) {
     }
     local_opt = (AttentionOptions){
         .local_window = 2, .local_mode = LOCAL_PREDICTIVE, .local_score = LOCAL_SCORE_GENERAL};
+    /* a kind of the table that none of the above runs (one without a causal form): in the
+     * encoder self- and the cross-attention, sdp in the causal slot */
     for (int k = 1; k < ATTN_KIND_COUNT; k++)
-        EXPECT(graded[k], "attention kind %s has no Transformer gradient case in test_transformer: "
-               "add one", attention_kind_names[k]);
+        if (!graded[k]) {
+            Case c = {(AttentionKind)k, ATTN_SDP, (AttentionKind)k, k % 2, 1,
+                      LINFORMER_SHARE_NONE};
+            check_grad(c);
+            check_padding(c);
+            check_decode(c);
+        }
+    for (int k = 1; k < ATTN_KIND_COUNT; k++)
+        EXPECT(graded[k] && decoded[k], "attention kind %s has no Transformer gradient case (%d) "
+               "or no decoding case (%d) in test_transformer: add one", attention_kind_names[k],
+               graded[k], decoded[k]);
     check_flash_equals_sdp(1);
     check_flash_equals_sdp(0);
     const Case blocks[] = {{ATTN_SDP, ATTN_SDP, ATTN_SDP, 1, 1, LINFORMER_SHARE_NONE},

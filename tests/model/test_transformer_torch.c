@@ -4,10 +4,10 @@
  * tests/reference/make_transformer_fixture.py (float64 PyTorch, no dropout; the sdp cases are also
  * checked there against nn.TransformerEncoderLayer / nn.TransformerDecoderLayer): parameters, a
  * padded batch, the logits, the summed label-smoothed loss (ε 0.1) and its gradient w.r.t. every
- * parameter. The fixtures are committed, so this test needs no PyTorch. Seven cases cover the
- * attention kinds sdp, flash, linear, efficient, bahdanau, luong_dot, luong_general,
- * luong_concat, sigmoid and rela in the slots they may take, pre- and post-LN, tied and untied
- * embeddings.
+ * parameter. The fixtures are committed, so this test needs no PyTorch; it runs every one of
+ * them (every .txt file in tests/fixtures/transformer_tiny), which cover the attention kinds sdp, flash,
+ * linear, efficient, bahdanau, luong_dot, luong_general and luong_concat, and those added
+ * since, in the slots they may take, pre- and post-LN, tied and untied embeddings.
  * For each: the same model from transformer_create (dropout 0), the parameters loaded by name
  * (shapes checked, every declared tensor in the fixture and vice versa), one transformer_loss
  * with train = 1, and
@@ -18,6 +18,7 @@
  * then a second training pass with grad_scale 0.5 and without zeroing must add half of every
  * gradient again (they accumulate, scaled: test_check_accumulated).
  * Ours runs in float32, so these are float32 tolerances. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,14 +110,31 @@ static void run(const char *path) {
     fixture_free(&fx);
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 int main(void) {
-    const char *cases[] = {"sdp_pre_tied", "sdp_post_untied", "linear_efficient",
-                           "efficient_flash_bahdanau", "general_concat_dot",
-                           "sigmoid_rela_sigmoid", "rela_sigmoid_rela"};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "tests/fixtures/transformer_tiny/%s.txt", cases[i]);
-        run(path);
+    /* every fixture make_transformer_fixture.py wrote, in name order */
+    const char *dir = "tests/fixtures/transformer_tiny";
+    char *names[64];
+    int n = 0;
+    DIR *d = opendir(dir);
+    EXPECT(d != NULL, "cannot open %s (run from the repository root)", dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".txt") && n < 64)
+            names[n++] = strdup(e->d_name);
     }
+    if (d) closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    EXPECT(n > 0, "no fixtures (*.txt) in %s", dir);
+    for (int i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        run(path);
+        free(names[i]);
+    }
+    printf("%d PyTorch fixtures\n", n);
     return test_report("test_transformer_torch");
 }

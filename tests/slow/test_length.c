@@ -13,11 +13,12 @@
  *
  * Checks, per kind:
  *  - the loss is finite and positive, and the gradient's global norm is finite and nonzero;
- *  - the planned bytes at L over those at L/2: at most LINEAR_MAX (2.2) for the kinds whose extra
- *    memory is O(L) (flash, linear, efficient, taylor, linformer) or O(L·D) (luong_local: its
- *    windows), and at least QUADRATIC_MIN (3.5; 2.5 below L = 1,024) for those that keep L × L weights (sdp, the
- *    Luong scores, bahdanau): the accounting sees an L² term where there is one, so the linear
- *    bound is a bound that can fail. A kind in neither list fails the test, named.
+ *  - the planned bytes at L over those at L/2: at least QUADRATIC_MIN (3.5; 2.5 below
+ *    L = 1,024) for the kinds that keep L × L weights (their rows' save is ATTN_SAVE_WEIGHTS:
+ *    sdp, the Luong scores, bahdanau, ...), and at most LINEAR_MAX (2.2) for the others, whose
+ *    extra memory is O(L) (flash, linear, efficient, taylor, linformer) or O(L·D) (luong_local:
+ *    its windows): the accounting sees an L² term where there is one, so the linear bound is a
+ *    bound that can fail.
  * Options: --length N (a power of two >= 64; default 4,096) and --backend cuda, the CUDA
  * backend: CTest's test_length_simt runs the emulated one at N = 128 (the emulation of the L x L
  * kernels is too slow for more), test_length_cuda a device at 4,096 (label gpu). Without a CUDA
@@ -42,16 +43,10 @@ enum { V = 32, DM = 16, NH = 2, FF = 32, LOCAL_D = 10 };
  * shorter L the O(L) activations still weigh, and an L² term shows as more than x2.5 */
 #define QUADRATIC_MIN(L) ((L) >= 1024 ? 3.5 : 2.5)
 
-/* How a kind's extra memory grows with the length L: 1 linearly (O(L) or O(L·D)), 2 as L²; 0
- * not listed. */
+/* How a kind's extra memory grows with the length L, from its row: 2 as L² where it saves its
+ * Tq × Tk weights (ATTN_SAVE_WEIGHTS), else 1, linearly (O(L), or O(L·D) for saved windows). */
 static int growth(AttentionKind k) {
-    switch (k) {
-    case ATTN_FLASH: case ATTN_LINEAR: case ATTN_EFFICIENT: case ATTN_TAYLOR:
-    case ATTN_LINFORMER: case ATTN_LUONG_LOCAL: return 1;
-    case ATTN_SDP: case ATTN_LUONG_DOT: case ATTN_LUONG_GENERAL: case ATTN_LUONG_CONCAT:
-    case ATTN_BAHDANAU: case ATTN_SIGMOID: case ATTN_RELA: return 2;
-    default: return 0;
-    }
+    return attention_row(k)->save == ATTN_SAVE_WEIGHTS ? 2 : 1;
 }
 
 static ModelSpec spec_for(AttentionKind k, const Backend *be, int L) {
@@ -118,18 +113,12 @@ static void check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb,
            half / 1048576.0, H, ratio, secs);
     EXPECT(isfinite(loss) && loss > 0, "%s at L = %d: loss %g", name, L, loss);
     EXPECT(isfinite(norm) && norm > 0, "%s at L = %d: gradient norm %g", name, L, norm);
-    switch (growth(k)) {
-    case 1:
+    if (growth(k) == 1)
         EXPECT(ratio <= LINEAR_MAX, "%s: planned memory x%.2f from L = %d to %d (> %.1f: it "
                "grows faster than linearly)", name, ratio, H, L, LINEAR_MAX);
-        break;
-    case 2:
+    else
         EXPECT(ratio >= QUADRATIC_MIN(L), "%s: planned memory x%.2f from L = %d to %d (< %.1f: "
                "its L x L weights are not in the plan)", name, ratio, H, L, QUADRATIC_MIN(L));
-        break;
-    default:
-        EXPECT(0, "%s: no expected growth of its memory in test_length.c's growth()", name);
-    }
     model_free(&m);
 }
 

@@ -1,9 +1,14 @@
 /* test_attention_table.c — the attention table (src/attention/attention.h, ATTENTION_KINDS) is
  * whole: every kind has a unique config name that parses back to it, a row (but none) whose kind
  * is its own, ops the CPU backend implements, a causal-form reason where it has no causal form,
- * and a row in docs/attention.md's table of kinds ("## The kinds"). The model tests check that
- * every kind has a gradient and a decoding case (test_rnn_grad, test_transformer, test_decode,
- * model_cases.h), test_backend_ops that every op has a case. Run from the repository root. */
+ * properties in range (weights an AttentionWeights, fd_eps 0 or in (0, 1e-2]), and a row in
+ * docs/attention.md's table of kinds ("## The kinds"). The rest of a kind's coverage is checked
+ * where its cases run, each failing by the kind's name: a gradient case (test_rnn_grad, finite
+ * differences and batched against step by step; test_transformer), a decoding case
+ * (test_decode; test_transformer's cached decoding), a case on every backend (model_cases.h:
+ * test_model_ops, test_model_cuda), and a case for every op it calls (test_backend_ops: every
+ * OpKind). Those tests generate the cases of a kind that has none of its own from its row. Run
+ * from the repository root. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +43,11 @@ int main(void) {
                 EXPECT(r->causal_ok || (r->no_causal && r->no_causal[0]),
                        "%s has no causal form and no reason for attention_supports' message",
                        name);
+                EXPECT(r->weights >= ATTN_WEIGHTS_SUM_1 && r->weights <= ATTN_WEIGHTS_NONNEG,
+                       "%s: weights %d is not an AttentionWeights", name, (int)r->weights);
+                EXPECT(r->fd_eps == 0 || (r->fd_eps > 0 && r->fd_eps <= 1e-2f),
+                       "%s: fd_eps %g is neither 0 (the tests' own) nor a step in (0, 1e-2]",
+                       name, (double)r->fd_eps);
                 Err e;
                 EXPECT(backend_require_ops(backend_cpu(), r->ops, r->nops, &e) == STATUS_OK,
                        "%s: the CPU backend lacks an op it calls: %s", name, e.msg);

@@ -614,18 +614,21 @@ static void test_print_keys(void) {
     free(txt);
 }
 
-/* Each configs/transformer_<kind>.ini is configs/transformer.ini with other attention: every
- * key agrees, except the run's name, the attention keys and the options of the kind. (The
- * attention variants had lacked transformer.ini's EMA lines for three days while their comments
- * said "the same training".) */
+/* Each configs/transformer_<kind>.ini, for every kind of the attention table that has one, is
+ * configs/transformer.ini with other attention: every key agrees, except the run's name, the
+ * attention keys and the options of the kind. (The attention variants had lacked
+ * transformer.ini's EMA lines for three days while their comments said "the same training".) */
 static void test_transformer_variants(void) {
-    static const char *kinds[] = {"flash", "linear", "efficient", "taylor", "linformer"};
     Config base, c;
     Err err;
+    int n = 0;
     EXPECT(config_load(&base, "configs/transformer.ini", &err) == STATUS_OK, "%s", err.msg);
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    for (int k = 1; k < ATTN_KIND_COUNT; k++) {
         char path[64], diff[2048];
-        snprintf(path, sizeof path, "configs/transformer_%s.ini", kinds[i]);
+        struct stat st;
+        snprintf(path, sizeof path, "configs/transformer_%s.ini", attention_kind_names[k]);
+        if (stat(path, &st) != 0) continue;
+        n++;
         if (config_load(&c, path, &err) != STATUS_OK || config_validate(&c, &err) != STATUS_OK) {
             EXPECT(0, "%s: %s", path, err.msg);
             continue;
@@ -638,6 +641,7 @@ static void test_transformer_variants(void) {
         EXPECT(config_diff(&base, &c, diff, sizeof diff) == 0,
                "%s is not configs/transformer.ini with other attention: %s", path, diff);
     }
+    EXPECT(n > 0, "no configs/transformer_<kind>.ini found (run from the repository root)");
 }
 
 /* A key given to a model that does not read it is refused, naming the key, the model type and
