@@ -45,8 +45,9 @@
  * memory functions and call the registrations, both from OP_FAMILIES. ops/params.h carves
  * parameters from one table. Every op is tested by tests/ops/test_backend_ops.c (one case per
  * OpKind; the attention cases in tests/ops/attention_softmax.c, attention_linear.c,
- * attention_taylor.c, attention_linformer.c and attention_local.c; pointwise_attn_* and
- * head_rmsnorm_*, the family attn_pointwise of sigmoid and rela, are rows of its harness).
+ * attention_taylor.c, attention_linformer.c and attention_local.c; the rows of the attention ops
+ * in tests/ops/rows_attention.c, where pointwise_attn_* and head_rmsnorm_*, the family
+ * attn_pointwise of sigmoid and rela, have their references; the harness in op_harness.c).
  */
 #ifndef TRAINER_OPS_H
 #define TRAINER_OPS_H

@@ -4,9 +4,11 @@ plain PyTorch float64 -- its parameters, a padded batch, the logits, the summed 
 loss and the gradient of that loss w.r.t. every parameter -- which tests/model/test_rnn_torch.c
 checks our forward and backward against.
 
-Usage (from the repository root; needs Debian's python3-torch, i.e. /usr/bin/python3):
+Usage (from the repository root; needs PyTorch, e.g. Debian's python3-torch, /usr/bin/python3):
 
-    /usr/bin/python3 tests/reference/make_rnn_fixture.py
+    /usr/bin/python3 tests/reference/make_rnn_fixture.py [NAME.txt ...]
+
+writes every case, or only the named ones.
 
 The model, written out with torch ops (no nn.LSTM, so that the masking and the state hand-over
 are explicit); gate order i, f, g, o; one bias per LSTM (our `b`, no separate b_hh); no dropout:
@@ -18,15 +20,21 @@ are explicit); gate order i, f, g, o; one bias per LSTM (our `b`, no separate b_
             [emb_tgt[y_{t-1}]; h~_{t-1}] (h~_{-1} = 0); layer l > 0 reads h of layer l-1.
   attention luong_general: score_s = (h_t W_a) . h_bar_s; luong_dot: h_t . h_bar_s; softmax over
             s < src_len; c_t = sum_s a_s h_bar_s.
+            sdp with NH heads of HS = H/NH (src/attention/mha.c, rnn_attn_*): q = h_t W_q,
+            k_s = h_bar_s W_k (W_q, W_k [H, H], no bias); head j takes columns j*HS .. (j+1)*HS - 1
+            of q, k_s and of the values h_bar_s (not projected); score_js = q_j . k_sj / sqrt(HS),
+            softmax over s < src_len per head; c_t = [sum_s a_1s h_bar_s1; ..; sum_s a_NHs h_bar_sNH]
+            (the heads concatenated, no output projection).
   output    h~_t = tanh(W_c [c_t; h_t]); logits = h~_t W_out^T + b_out.
   loss      sum over non-pad targets of  -(1-eps) log p_y - (eps/V) sum_v log p_v  (eps = 0.1).
-Parameters are drawn uniform in [-1, 1] (dec.attn.W_a in [-4, 4], so that the attention weights
-are visibly far from uniform even in this tiny model) from torch.manual_seed and rounded to
+Parameters are drawn uniform in [-1, 1] (dec.attn.W_a in [-4, 4], dec.attn.W_q and W_k in [-2, 2],
+so that the attention weights are visibly far from uniform even in this tiny model) from torch.manual_seed and rounded to
 float32, so the C test uses bit-identical weights; everything else is float64.
 
 File format (ASCII, whitespace-separated tokens; '#' starts a comment line, only at the top):
   rnn_fixture 1
-  config V E H enc_layers dec_layers attention smoothing    (attention: luong_general|luong_dot)
+  config V E H enc_layers dec_layers attention smoothing [heads]
+                                             (attention: luong_general|luong_dot|sdp; heads: 1 if absent)
   batch B S T
   src      S*B ints   time-major [S,B], PAD 0
   src_len  B ints
@@ -41,6 +49,7 @@ File format (ASCII, whitespace-separated tokens; '#' starts a comment line, only
 Parameter names, shapes and order are those of rnn_create's params_declare calls.
 """
 import os
+import sys
 
 import torch
 
@@ -66,6 +75,8 @@ def declare(V, E, H, Le, Ld, attention):
                   (f"dec.l{l}.b", (4 * H,))]
     if attention == "luong_general":
         specs.append(("dec.attn.W_a", (H, H)))
+    if attention == "sdp":
+        specs += [("dec.attn.W_q", (H, H)), ("dec.attn.W_k", (H, H))]
     specs += [("dec.W_c", (H, 2 * H)), ("out.W", (V, H)), ("out.b", (V,))]
     return specs
 
@@ -79,8 +90,25 @@ def lstm_cell(x, h, c, W_ih, W_hh, b):
     return o * torch.tanh(c2), c2
 
 
+def attend(P, attention, heads, h, hbar, keymask):
+    """The context c_t [B,H] of the decoder's top state h [B,H] over hbar [B,S,H] (keymask [B,S])."""
+    if attention == "sdp":
+        B, S, H = hbar.shape
+        hs = H // heads
+        q = (h @ P["dec.attn.W_q"]).reshape(B, heads, hs)
+        k = (hbar @ P["dec.attn.W_k"]).reshape(B, S, heads, hs)
+        v = hbar.reshape(B, S, heads, hs)
+        score = torch.einsum("bjd,bsjd->bjs", q, k) / (hs ** 0.5)
+        a = torch.softmax(score.masked_fill(~keymask[:, None, :], float("-inf")), dim=2)
+        return torch.einsum("bjs,bsjd->bjd", a, v).reshape(B, H)
+    q = h @ P["dec.attn.W_a"] if attention == "luong_general" else h  # [B,H]
+    score = torch.einsum("bh,bsh->bs", q, hbar).masked_fill(~keymask, float("-inf"))
+    a = torch.softmax(score, dim=1)
+    return torch.einsum("bs,bsh->bh", a, hbar)
+
+
 def model_loss(P, cfg, src, src_len, tgt_in, tgt_out, eps):
-    V, E, H, Le, Ld, attention = cfg
+    V, E, H, Le, Ld, attention, heads = cfg
     Hd = H // 2
     S, B = src.shape
     T = tgt_in.shape[0]
@@ -120,10 +148,7 @@ def model_loss(P, cfg, src, src_len, tgt_in, tgt_out, eps):
                              P[f"dec.l{l}.b"])
             state[l] = (h, c)
             inp = h
-        q = inp @ P["dec.attn.W_a"] if attention == "luong_general" else inp  # [B,H]
-        score = torch.einsum("bh,bsh->bs", q, hbar).masked_fill(~keymask, float("-inf"))
-        a = torch.softmax(score, dim=1)
-        ctx = torch.einsum("bs,bsh->bh", a, hbar)
+        ctx = attend(P, attention, heads, inp, hbar, keymask)
         htil = torch.tanh(torch.cat([ctx, inp], 1) @ P["dec.W_c"].T)
         logits.append(htil @ P["out.W"].T + P["out.b"])
     logits = torch.stack(logits)  # [T,B,V]
@@ -188,17 +213,18 @@ def write_body(f, dims, batch, loss, logits, specs, P):
     f.write("end\n")
 
 
-def make_case(fname, seed, V, E, H, Le, Ld, attention, src_lens, tgt_lens, eps=0.1):
+def make_case(fname, seed, V, E, H, Le, Ld, attention, src_lens, tgt_lens, eps=0.1, heads=1):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
     specs = declare(V, E, H, Le, Ld, attention)
     P = {}
     for name, shape in specs:
-        scale = 4.0 if name == "dec.attn.W_a" else 1.0
+        scale = {"dec.attn.W_a": 4.0, "dec.attn.W_q": 2.0, "dec.attn.W_k": 2.0}.get(name, 1.0)
         w = ((torch.rand(shape, dtype=torch.float64) * 2 - 1) * scale).float().double()  # exact f32
         P[name] = w.requires_grad_(True)
     src, src_len, tgt_in, tgt_out = make_batch(gen, V, src_lens, tgt_lens)
-    loss, logits = model_loss(P, (V, E, H, Le, Ld, attention), src, src_len, tgt_in, tgt_out, eps)
+    loss, logits = model_loss(P, (V, E, H, Le, Ld, attention, heads), src, src_len, tgt_in, tgt_out,
+                              eps)
     loss.backward()
     S, B = src.shape
     T = tgt_in.shape[0]
@@ -206,21 +232,36 @@ def make_case(fname, seed, V, E, H, Le, Ld, attention, src_lens, tgt_lens, eps=0
         f.write("# written by tests/reference/make_rnn_fixture.py (torch %s, seed %d); do not edit\n"
                 % (torch.__version__, seed))
         f.write("rnn_fixture 1\n")
-        f.write("config %d %d %d %d %d %s %s\n" % (V, E, H, Le, Ld, attention, repr(eps)))
+        f.write("config %d %d %d %d %d %s %s%s\n" % (V, E, H, Le, Ld, attention, repr(eps),
+                                                    " %d" % heads if heads != 1 else ""))
         write_body(f, (B, S, T, V), (src, src_len, tgt_in, tgt_out), loss, logits.detach(), specs,
                    P)
     print("%s: loss %.10f, %d parameters" % (fname, loss.item(), sum(p.numel() for p in P.values())))
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
+CASES = [
     # 2+2 layers, luong_general; sources of lengths 6, 4, 2 (padded to S 6), targets of 4, 2, 5
     # tokens (T 6); the encoder's final states initialise the decoder.
-    make_case("general_2x2.txt", 1234, 17, 5, 8, 2, 2, "luong_general", [6, 4, 2], [4, 2, 5])
+    ("general_2x2.txt", 1234, 17, 5, 8, 2, 2, "luong_general", [6, 4, 2], [4, 2, 5], {}),
     # 1+1 layer, luong_dot; the longest sentence is not first.
-    make_case("dot_1x1.txt", 4321, 17, 5, 8, 1, 1, "luong_dot", [3, 5, 1], [3, 4, 1])
+    ("dot_1x1.txt", 4321, 17, 5, 8, 1, 1, "luong_dot", [3, 5, 1], [3, 4, 1], {}),
     # 1 encoder layer, 2 decoder layers: the decoder starts from zeros.
-    make_case("general_1x2.txt", 777, 17, 5, 8, 1, 2, "luong_general", [2, 5, 4], [1, 3, 3])
+    ("general_1x2.txt", 777, 17, 5, 8, 1, 2, "luong_general", [2, 5, 4], [1, 3, 3], {}),
+    # 2+2 layers, sdp with 2 heads of 4 (learned W_q, W_k; scale 1/2); one source of length 1.
+    ("sdp_2x2.txt", 2468, 17, 5, 8, 2, 2, "sdp", [4, 6, 1], [3, 5, 2], {"heads": 2}),
+]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    names = sys.argv[1:]
+    unknown = set(names) - {c[0] for c in CASES}
+    if unknown:
+        sys.exit("make_rnn_fixture.py: no case %s (%s)" % (", ".join(sorted(unknown)),
+                                                          ", ".join(c[0] for c in CASES)))
+    for c in CASES:
+        if not names or c[0] in names:
+            make_case(*c[:-1], **c[-1])
 
 
 if __name__ == "__main__":
