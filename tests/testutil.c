@@ -273,7 +273,7 @@ double test_rel_err(const float *a, const float *b, size_t n, double *bmax_out) 
     double dmax = 0.0, bmax = 0.0;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)a[i] - (double)b[i]);
-        if (!(d <= dmax)) dmax = d; /* NaN propagates */
+        dmax = test_max_nan(dmax, d);
         if (fabs((double)b[i]) > bmax) bmax = fabs((double)b[i]);
     }
     if (bmax_out) *bmax_out = bmax;

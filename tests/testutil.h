@@ -5,6 +5,7 @@
  * Exit 77 means "skipped" (CTest SKIP_RETURN_CODE). */
 #ifndef TRAINER_TESTUTIL_H
 #define TRAINER_TESTUTIL_H
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -81,6 +82,9 @@ float *test_grad_copy(const ParamSet *ps);
 /* The normwise relative error of a against b, n floats each: max|a − b| / max|b| (the absolute
  * max|a − b| when b is all zero); a NaN in a − b gives NaN. *bmax_out, unless NULL, gets max|b|. */
 double test_rel_err(const float *a, const float *b, size_t n, double *bmax_out);
+/* The larger of m and x, NaN once either is NaN: a running maximum of errors that keeps a NaN
+ * met anywhere (`if (!(x <= m)) m = x` loses it at the next finite x). */
+static inline double test_max_nan(double m, double x) { return m != m || x != x ? NAN : (x > m ? x : m); }
 /* A copy of backend be whose alloc first calls hook(caller), caller being the return address of
  * that alloc call (inside the code that allocates), and then be's own alloc. The copy and the
  * hook are kept in statics of testutil.c: one such backend per program (a second call replaces

@@ -58,7 +58,7 @@ static double max_rel(const float *x, const float *y, int m, int n, int ldc, int
                 continue;
             }
             double e = fabs((double)x[o] - y[o]);
-            if (!(e <= d)) d = e;
+            d = test_max_nan(d, e);
             if (fabs(y[o]) > r) r = fabs(y[o]);
         }
     return r > 0 ? d / r : d;

@@ -89,7 +89,7 @@ static void check_case(const char *name, ModelSpec spec, const Backend *gpu, con
         double dmax = 0.0, omax = 0.0, cmax = 0.0;
         for (size_t j = sp->offset; j < sp->offset + sp->size; j++) {
             double d = fabs((double)gc[j] - (double)go[j]);
-            if (!(d <= dmax)) dmax = d;
+            dmax = test_max_nan(dmax, d);
             if (fabs((double)go[j]) > omax) omax = fabs((double)go[j]);
             if (fabs((double)gc[j]) > cmax) cmax = fabs((double)gc[j]);
         }

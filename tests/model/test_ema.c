@@ -100,7 +100,7 @@ int main(void) {
                 if (memcmp(&em[i], &plain, 4) && memcmp(&em[i], &fused, 4)) step_bad++;
                 ref[i] = d * ref[i] + (1.0f - d) * th[i];
                 double err_i = fabs((double)em[i] - ref[i]) / (1e-3 + fabs(ref[i]));
-                if (err_i > worst) worst = err_i;
+                worst = test_max_nan(worst, err_i);
             }
             memcpy(prev, em, sizeof(float) * n);
             free(th), free(em);
