@@ -578,8 +578,10 @@ def main():
         if args.id:
             mid = args.id
         else:
-            n = 1 + sum(m["id"].rsplit(".", 1)[0] == f"{os.path.basename(os.path.dirname(file))}/{stem}" for m in muts)
-            mid = f"{os.path.basename(os.path.dirname(file))}/{stem}.{n}"
+            series = f"{os.path.basename(os.path.dirname(file))}/{stem}"
+            nums = [int(m["id"].rsplit(".", 1)[1]) for m in muts
+                    if m["id"].rsplit(".", 1)[0] == series and m["id"].rsplit(".", 1)[1].isdigit()]
+            mid = f"{series}.{max(nums, default=0) + 1}"  # after the largest: ids of deleted rows stay unused
         if any(m["id"] == mid for m in muts):
             die(f"id {mid} exists")
         m = dict(id=mid, file=file, line=int(line), occ=args.occ, kind=kind, to=to, text=text.strip())
