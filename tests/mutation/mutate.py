@@ -45,9 +45,13 @@ Usage (from anywhere; paths are relative to the repository root):
   mutate.py --show ID            print the mutant's file, line and edit as a diff
   mutate.py --add FILE LINE KIND FROM TO [--occ N] [--id ID]    append a mutant to the list
   mutate.py --report RESULTS     the per-file table of a results file (markdown)
+  mutate.py --check              every mutant applies, and no two make the same edit
 
 --sample runs the ids of tests/mutation/ci_sample.txt and exits 1 unless every one is killed
-(scripts/test.sh's mutate step; its results in a fresh OUT/sample.tsv). Otherwise the exit code
+(scripts/test.sh's mutate step; its results in a fresh OUT/sample.tsv). It first checks the whole
+list, as --check does: every mutant's line is found (none stale) and no two mutants make the same
+edit (a line whose text occurs more than once in its file can draw a mutant to another copy when
+the code moves); either fault exits 2, naming the mutants. Otherwise the exit code
 is 0 when every mutant ran (killed, survived or not), 2 on a usage error, a stale mutant or a
 test that fails unmutated. Results go to RESULTS (default OUT/results.tsv; one row per mutant:
 id, file, line, kind, status, the test that killed it, seconds), appended as each mutant
@@ -151,6 +155,34 @@ def apply(m, text):
                              f"times")
     lines[i] = l[:pos] + m["to"] + l[pos + len(m["from"]):]
     return "\n".join(lines), i + 1
+
+
+def check_list(muts):
+    """The faults of the list: stale mutants, and mutants that make the same edit as an earlier
+    one (same file, same line, same mutated text); a list of messages, empty when none."""
+    faults, seen, texts = [], {}, {}
+    for m in muts:
+        if m["file"] not in texts:
+            try:
+                with open(os.path.join(ROOT, m["file"]), encoding="utf-8") as f:
+                    texts[m["file"]] = f.read()
+            except OSError as e:
+                texts[m["file"]] = None
+                faults.append(f"{m['id']}: {e}")
+        if texts[m["file"]] is None:
+            continue
+        try:
+            new, ln = apply(m, texts[m["file"]])
+        except ValueError as e:
+            faults.append(f"{m['id']}: stale: {e}")
+            continue
+        key = (m["file"], ln, new.split("\n")[ln - 1])
+        if key in seen:
+            faults.append(f"{m['id']}: the same edit as {seen[key]} ({m['file']}:{ln}); give it "
+                          f"its own line's number and text")
+        else:
+            seen[key] = m["id"]
+    return faults
 
 
 def show(m):
@@ -559,6 +591,7 @@ def main():
     ap.add_argument("--occ", type=int, default=1)
     ap.add_argument("--id")
     ap.add_argument("--report", metavar="RESULTS")
+    ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
 
     if args.report:
@@ -599,6 +632,16 @@ def main():
             die(f"no mutant {args.show} in {args.list}")
         show(m)
         return 0
+
+    if args.check or args.sample:
+        faults = check_list(muts)
+        for f in faults:
+            print(f"mutate: {f}", file=sys.stderr)
+        if faults:
+            die(f"{len(faults)} faults in {args.list}")
+        if args.check:
+            print(f"mutate: {len(muts)} mutants, each applies and makes its own edit")
+            return 0
 
     sel = muts
     if args.sample:
