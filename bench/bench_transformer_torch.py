@@ -44,6 +44,7 @@ Xavier-uniform matrices (as nn.Transformer._reset_parameters), embeddings N(0, 1
 uniform with the same variance), zero biases, unit layer-norm gains.
 """
 import argparse
+import inspect
 import math
 import os
 import sys
@@ -84,6 +85,8 @@ class Seq2SeqTransformer(nn.Module):
                                              norm=nn.LayerNorm(D) if pre else None)
         self.decoder = nn.TransformerDecoder(dec, dec_layers,
                                              norm=nn.LayerNorm(D) if pre else None)
+        self.decoder_knows_causal = ("tgt_is_causal" in
+                                     inspect.signature(nn.TransformerDecoder.forward).parameters)
         # ours has no dropout on attention weights: keep only the residual and FFN dropout
         for layer in self.encoder.layers:
             layer.self_attn.dropout = 0.0
@@ -114,11 +117,11 @@ class Seq2SeqTransformer(nn.Module):
         T = tgt_in.shape[1]
         causal = torch.triu(torch.ones(T, T, dtype=torch.bool, device=src.device), diagonal=1)
         mem = self.encoder(self.embed(self.src_emb, src), src_key_padding_mask=src_pad)
-        # tgt_is_causal: the mask is causal by construction (spares PyTorch its check, which
-        # torch.compile cannot trace)
+        # tgt_is_causal (torch >= 2.0): the mask is causal by construction (spares PyTorch its
+        # check, which torch.compile cannot trace); older releases have no such keyword
+        extra = {"tgt_is_causal": True} if self.decoder_knows_causal else {}
         y = self.decoder(self.embed(self.tgt_emb, tgt_in), mem, tgt_mask=causal,
-                         tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
-                         tgt_is_causal=True)
+                         tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad, **extra)
         return y
 
 

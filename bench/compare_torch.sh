@@ -22,6 +22,8 @@
 #   compile      with the shortcut: the Transformer's forward + loss through
 #                torch.compile(dynamic=True), the RNN's decoder step
 #   debian       Debian's /usr/bin/python3 torch, with the shortcut (only when installed)
+# A variant that fails (no tokens/s line) is left out of the later rounds, and the summary says
+# FAILED with the last line of its output; the other variants go on.
 # --precision bf16 (default fp32): the trainer runs train.precision = bf16 (bf16 inputs to its
 # products, fp32 accumulation; CPUs with AVX512_BF16) and PyTorch torch.autocast(cpu, bfloat16)
 # around forward and loss (bench_dump.py reads the precision from the dump's config).
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --variants) want_variants=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "compare_torch.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -140,7 +142,7 @@ for threads in ${threads_list//,/ }; do
   export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
   busy_before=$(busy_percent)
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  declare -A runs=()
+  declare -A runs=() failed=()
   for ((r = 1; r <= rounds; r++)); do
     echo "== round $r/$rounds, $threads threads: trainer =="
     "$build/bench_train" --config "$config" --batches "$batches" --warmup "$warmup" \
@@ -149,11 +151,16 @@ for threads in ${threads_list//,/ }; do
     [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from bench_train" >&2; exit 1; }
     runs[trainer]+="$tps "
     for v in "${variants[@]}"; do
+      [ -n "${failed[$v]:-}" ] && continue
       echo "== round $r/$rounds, $threads threads: pytorch $v =="
       # shellcheck disable=SC2046
-      $(variant_cmd "$v" "$dump" "$threads") | tee "$log"
+      $(variant_cmd "$v" "$dump" "$threads") 2>&1 | tee "$log" || true
       tps=$(awk '/^pytorch: [0-9.]+ tokens\/s/ {print $2}' "$log")
-      [ -n "$tps" ] || { echo "compare_torch.sh: no tokens/s figure from PyTorch $v" >&2; exit 1; }
+      if [ -z "$tps" ]; then  # a variant that fails is left out of the rest, not the sitting
+        failed[$v]="round $r: $(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-160)"
+        echo "compare_torch.sh: PyTorch $v gave no tokens/s figure; left out (${failed[$v]})" >&2
+        continue
+      fi
       runs[$v]+="$tps "
     done
   done
@@ -162,6 +169,11 @@ for threads in ${threads_list//,/ }; do
   lines=("trainer            median $tmed  min-max $tmin-$tmax  (${runs[trainer]% })")
   best=""; best_med=0
   for v in "${variants[@]}"; do
+    if [ -n "${failed[$v]:-}" ]; then
+      lines+=("$(printf 'pytorch %-10s FAILED (%s)%s' "$v" "${failed[$v]}" \
+        "${runs[$v]:+; its earlier runs: ${runs[$v]% }}")")
+      continue
+    fi
     read -r med mn mx <<<"$(tr ' ' '\n' <<<"${runs[$v]}" | grep . | stats)"
     tag=""
     if awk -v a="$med" -v b="$best_med" 'BEGIN { exit !(a > b) }'; then best=$v; best_med=$med; fi
@@ -181,7 +193,7 @@ for threads in ${threads_list//,/ }; do
       'BEGIN { printf "trainer / fastest PyTorch (%s) tokens/s, ratio of medians: %.3f", v, a / b }')")
   fi
   summary+=("CPUs busy in the 3 s before: $busy_before%; load average before: $load_before; after: $load_after -> $idle")
-  unset runs
+  unset runs failed
 done
 
 torch_info=$("$python" -c 'import torch

@@ -17,22 +17,14 @@
 #include <zlib.h>
 
 #include "core/machine.h"
+#include "core/sanitizers.h"
 #include "data/corpus.h"
 #include "testutil.h"
 
 #define MiB (1024.0 * 1024.0)
 
 /* A sanitizer's redzones and shadow memory make every allocation dearer: allow for it. */
-#if defined(__SANITIZE_ADDRESS__)
-#define ALLOC_FACTOR 4.0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define ALLOC_FACTOR 4.0
-#endif
-#endif
-#ifndef ALLOC_FACTOR
-#define ALLOC_FACTOR 2.0
-#endif
+#define ALLOC_FACTOR (TRAINER_ASAN || TRAINER_MSAN ? 4.0 : 2.0)
 
 /* Writes `lines` lines of `len` bytes (repeated text, then '\n'; no '\n' at all when newline is
  * 0) to a gzip file at level 1, in pieces of at most 64 KiB (so that writing does not raise the

@@ -19,17 +19,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "core/sanitizers.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define REPLAY_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define REPLAY_ASAN 1
-#endif
 #define REPLAY_MAX_GIB 8
 
 static long g_replayed;
@@ -90,7 +84,7 @@ static void replay_path(const char *path) {
 }
 
 int main(int argc, char **argv) {
-#ifndef REPLAY_ASAN
+#if !TRAINER_ASAN
     struct rlimit lim = {(rlim_t)REPLAY_MAX_GIB << 30, (rlim_t)REPLAY_MAX_GIB << 30};
     struct rlimit old;
     if (getrlimit(RLIMIT_AS, &old) == 0 && (old.rlim_cur == RLIM_INFINITY ||

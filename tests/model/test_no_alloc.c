@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sanitizers.h"
 #include "core/tokens.h"
 #include "data/batch.h"
 #include "model/model.h"
@@ -30,14 +31,6 @@
 #include "testutil.h"
 #include "train/config.h"
 #include "train/step.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_WRAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_WRAP 1
-#endif
-#endif
 
 /* ---- counting allocator ----
  * Three libraries allocate inside calls of ours, and that is their bookkeeping, not ours: the
@@ -100,7 +93,7 @@ static int find_libs(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-#ifndef NO_WRAP
+#if !TRAINER_ASAN
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);

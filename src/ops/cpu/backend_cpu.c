@@ -9,24 +9,15 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/sanitizers.h"
 #include "ops/cpu/cpu_internal.h"
 
 /* Under AddressSanitizer a buffer is exactly the bytes asked, so that a read or write one
  * element past it is reported; otherwise whole 64-byte lines. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CPU_ALLOC_EXACT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CPU_ALLOC_EXACT 1
-#endif
-#endif
-#ifndef CPU_ALLOC_EXACT
-#define CPU_ALLOC_EXACT 0
-#endif
 
 static void *cpu_alloc(size_t bytes) {
     void *p = NULL;
-    size_t n = CPU_ALLOC_EXACT ? bytes : (bytes + 63) / 64 * 64;
+    size_t n = TRAINER_ASAN ? bytes : (bytes + 63) / 64 * 64;
     CHECK(posix_memalign(&p, 64, n ? n : 64) == 0, "out of host memory");
     memset(p, 0, n);
     return p;

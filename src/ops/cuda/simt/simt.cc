@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -101,7 +101,7 @@ extern "C" void simt_ctx_entry(void);
 #endif
 
 /* Static __shared__ storage of the plain build (simt.h): the linker's bounds of the section. */
-#if !defined(SIMT_ASAN_BUILD) && !defined(SIMT_TSAN_BUILD)
+#if !TRAINER_ASAN && !defined(SIMT_TSAN_BUILD)
 extern "C" char __start_simt_shared[] __attribute__((weak));
 extern "C" char __stop_simt_shared[] __attribute__((weak));
 #endif
@@ -119,7 +119,7 @@ using simt::detail::WarpOp;
 
 enum State { ST_RUN, ST_BAR, ST_WARP, ST_DONE };
 
-#if defined(SIMT_ASAN_BUILD) || defined(SIMT_TSAN_BUILD)
+#if TRAINER_ASAN || defined(SIMT_TSAN_BUILD)
 const size_t kStackBytes = 512 * 1024;
 #else
 const size_t kStackBytes = 64 * 1024;
@@ -298,7 +298,7 @@ char *alloc_stack() {
 void resume(Exec *E, Fiber *f) {
     E->cur = f;
     simt::detail::g_ctx = &f->ctx;
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     void *fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, f->stack_lo, kStackBytes);
 #endif
@@ -310,7 +310,7 @@ void resume(Exec *E, Fiber *f) {
 #else
     swapcontext(&E->sched_uc, f->uc);
 #endif
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
     simt::detail::g_ctx = nullptr;
@@ -319,7 +319,7 @@ void resume(Exec *E, Fiber *f) {
 
 /* Fiber f -> scheduler (final: f has ended and is never resumed). */
 void yield(Exec *E, Fiber *f, bool final) {
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, E->sched_stack_bottom,
                                    E->sched_stack_size);
 #else
@@ -333,7 +333,7 @@ void yield(Exec *E, Fiber *f, bool final) {
 #else
     swapcontext(f->uc, &E->sched_uc);
 #endif
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     __sanitizer_finish_switch_fiber(f->asan_fake, nullptr, nullptr);
 #endif
 }
@@ -344,7 +344,7 @@ void uc_entry() { fiber_main(tl_exec->cur); }
 
 void fiber_main(Fiber *f) {
     Exec *E = tl_exec.get();
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     __sanitizer_finish_switch_fiber(nullptr, &E->sched_stack_bottom, &E->sched_stack_size);
 #endif
     E->L->fn(E->L->body);
@@ -356,7 +356,7 @@ void fiber_main(Fiber *f) {
 /* Makes f start the kernel body at its next resume. */
 void fiber_prepare(Fiber *f) {
     if (!f->stack_lo) f->stack_lo = alloc_stack();
-#if defined(SIMT_ASAN_BUILD)
+#if TRAINER_ASAN
     /* frames of a fiber abandoned by a failed launch leave poisoned redzones behind; a fiber
      * that ended leaves only its entry frames, at the top */
     if (f->state == ST_DONE)
@@ -572,7 +572,7 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
     unsigned n = L->nthreads;
     E->nthreads = n;
     E->block_failed = false;
-#if !defined(SIMT_ASAN_BUILD) && !defined(SIMT_TSAN_BUILD)
+#if !TRAINER_ASAN && !defined(SIMT_TSAN_BUILD)
     uintptr_t sh_lo = (uintptr_t)__start_simt_shared, sh_hi = (uintptr_t)__stop_simt_shared;
     if (sh_lo && sh_hi > sh_lo) memset(__start_simt_shared, 0xFF, sh_hi - sh_lo);
 #endif
@@ -919,7 +919,7 @@ int simt_take_error(char *msg, size_t len) {
 unsigned long long simt_threads_run(void) { return g_threads_run.load(); }
 
 int simt_static_shared_poisoned(void) {
-#if defined(SIMT_ASAN_BUILD) || defined(SIMT_TSAN_BUILD)
+#if TRAINER_ASAN || defined(SIMT_TSAN_BUILD)
     return 0;
 #else
     return 1;

@@ -55,6 +55,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/sanitizers.h"
 #include "simt_c.h"
 #include "simt_types.h"
 
@@ -64,13 +65,6 @@
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define SIMT_TSAN_BUILD 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define SIMT_ASAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIMT_ASAN_BUILD 1
 #endif
 #endif
 
@@ -87,7 +81,7 @@
 #endif
 #if defined(SIMT_TSAN_BUILD)
 #define __shared__ static thread_local
-#elif defined(SIMT_ASAN_BUILD)
+#elif TRAINER_ASAN
 #define __shared__ static
 #else
 #define __shared__ static __attribute__((section("simt_shared")))
