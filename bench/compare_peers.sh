@@ -34,14 +34,16 @@
 # (Wu et al. 2016 eq. 14), CTranslate2 by log p / |Y|^A (both |Y| counting </s>: CTranslate2 runs
 # with return_end_token); with A = 0 both rank by log p and their searches are the same.
 #
-# --part train: OpenNMT-py 3.5.1 and the trainer train the config's Transformer on its data at
+# --part train: OpenNMT-py 3.5.1 and the trainer train the config's model on its data at
 # the same time, one core each (taskset, --cores A,B: trainer on A, OpenNMT-py on B; default
 # 0,1), OMP/OpenBLAS/MKL threads 1, for the same wall time of training (--minutes M, default 25;
 # each side's clock starts with its own training loop), then each translates the config's
 # test_src greedily (--eval-beam K: beam K, length penalty 1 as Wu et al. on both sides) on its
 # core and both are scored by sacreBLEU against test_tgt.
-# Options: --config FILE (default configs/transformer.ini; a Transformer, pre-LN, sdp or flash,
-# lr_schedule = inverse_sqrt); --minutes M; --precision fp32|bf16 (the trainer's
+# Options: --config FILE (default configs/transformer.ini; a Transformer: pre-LN, sdp or flash,
+# lr_schedule = inverse_sqrt; or an RNN: LSTM or GRU, luong_dot, luong_general or luong_concat
+# attention with input feeding, as many encoder as decoder layers, lr_schedule = plateau, against
+# OpenNMT-py's brnn encoder and input-feeding rnn decoder at a constant rate); --minutes M; --precision fp32|bf16 (the trainer's
 # train.precision; OpenNMT-py stays float32 on the CPU); --spm FILE (the trainer's SentencePiece
 # model; default: a one-step trainer run trains it first, as any run of the config would);
 # --onmt-batch N (OpenNMT-py's batch_size in its tokens; default: the value whose batches per
@@ -401,20 +403,35 @@ if [ "$run_train" = 1 ]; then
     fail_log "$t/prep.log" "the trainer's one-step run of $config failed"
   echo "prep: $(since "$t0") s"
   spm=$t/prep/spm.model
-  [ "$(ini model type)" = transformer ] || die2 "--config $config: model.type = $(ini model type); OpenNMT-py is compared on a Transformer"
-  for k in self_attention dec_self_attention cross_attention; do
-    a=$(ini model $k)
-    [[ $a == sdp || $a == flash || ($k == dec_self_attention && $a == same) ]] ||
-      die2 "--config $config: model.$k = $a; OpenNMT-py's Transformer has scaled dot-product attention only (sdp, flash)"
-  done
-  [ "$(ini model norm)" = pre ] || die2 "--config $config: model.norm = $(ini model norm); OpenNMT-py 3.5's Transformer is pre-LN only"
-  [ "$(ini train lr_schedule)" = inverse_sqrt ] ||
-    die2 "--config $config: train.lr_schedule = $(ini train lr_schedule); OpenNMT-py has no plateau decay: compare an inverse_sqrt config"
-  D=$(ini model d_model) warm=$(ini train warmup_steps) lr=$(ini train lr)
-  [ "$warm" -ge 1 ] || die2 "--config $config: train.warmup_steps = 0; the noam schedule needs a warm-up"
+  mtype=$(ini model type)
+  D=$(ini model d_model) warm=$(ini train warmup_steps) lr=$(ini train lr) sched=$(ini train lr_schedule)
   tied=$(ini model tie_embeddings) ema=$(ini train ema_decay) clip=$(ini train clip_norm)
   bt=$(ini train batch_tokens) max_len=$(ini data max_len) every=$(ini train log_every)
-  onmt_lr=$(awk -v lr="$lr" -v d="$D" -v w="$warm" 'BEGIN { printf "%.9g", lr * sqrt(d * w) }')
+  case "$mtype" in
+  transformer)
+    for k in self_attention dec_self_attention cross_attention; do
+      a=$(ini model $k)
+      [[ $a == sdp || $a == flash || ($k == dec_self_attention && $a == same) ]] ||
+        die2 "--config $config: model.$k = $a; OpenNMT-py's Transformer has scaled dot-product attention only (sdp, flash)"
+    done
+    [ "$(ini model norm)" = pre ] || die2 "--config $config: model.norm = $(ini model norm); OpenNMT-py 3.5's Transformer is pre-LN only"
+    [ "$sched" = inverse_sqrt ] ||
+      die2 "--config $config: train.lr_schedule = $sched; OpenNMT-py has no plateau decay: compare an inverse_sqrt config"
+    [ "$warm" -ge 1 ] || die2 "--config $config: train.warmup_steps = 0; the noam schedule needs a warm-up"
+    onmt_lr=$(awk -v lr="$lr" -v d="$D" -v w="$warm" 'BEGIN { printf "%.9g", lr * sqrt(d * w) }') ;;
+  rnn)
+    cell=$(ini model cell) rattn=$(ini model attention) feed=$(ini model input_feeding)
+    [ "$cell" = lstm ] || [ "$cell" = gru ] || die2 "--config $config: model.cell = $cell; give lstm or gru"
+    case "$rattn" in
+      luong_dot) onmt_attn=dot ;; luong_general) onmt_attn=general ;; luong_concat) onmt_attn=mlp ;;
+      *) die2 "--config $config: model.attention = $rattn; OpenNMT-py's RNN decoder has Luong's global attention only (luong_dot, luong_general, luong_concat)" ;;
+    esac
+    [ "$feed" = true ] || die2 "--config $config: model.input_feeding = $feed; OpenNMT-py's RNN decoder is compared with input feeding (its input_feed 1)"
+    [ "$sched" = plateau ] || die2 "--config $config: train.lr_schedule = $sched; the RNN is compared with a constant learning rate (plateau)"
+    [ "$(ini model enc_layers)" = "$(ini model dec_layers)" ] ||
+      die2 "--config $config: model.enc_layers != model.dec_layers; OpenNMT-py passes the encoder's final states to the decoder layer by layer" ;;
+  *) die2 "--config $config: model.type = $mtype; OpenNMT-py is compared on a transformer or an rnn" ;;
+  esac
 
   # OpenNMT-py's data: the trainer's pairs, encoded with its SentencePiece model and filtered as
   # it filters them; its vocabulary; its batch size (the trainer's batches per epoch)
@@ -428,18 +445,8 @@ if [ "$run_train" = 1 ]; then
   [ "$tied" = true ] && shared=true
   avg=0
   awk -v e="$ema" 'BEGIN { exit !(e > 0) }' && avg=$(awk -v e="$ema" 'BEGIN { printf "%.9g", 1 - e }')
-  cat >"$t/onmt/config.yaml" <<EOF
-# OpenNMT-py 3.5.1: $config's recipe (compare_peers.sh)
-save_model: $t/onmt/model
-data:
-  corpus_1:
-    path_src: $t/onmt/train.src
-    path_tgt: $t/onmt/train.tgt
-src_vocab: $t/onmt/vocab.txt
-share_vocab: true
-vocab_size_multiple: 1
-skip_empty_level: silent
-seed: $(ini train seed)
+  if [ "$mtype" = transformer ]; then
+    model_yaml() { cat <<EOF
 encoder_type: transformer
 decoder_type: transformer
 enc_layers: $(ini model enc_layers)
@@ -463,12 +470,53 @@ share_embeddings: $shared
 share_decoder_embeddings: $shared
 param_init: 0.0
 param_init_glorot: true
+EOF
+    }
+    lr_yaml() { printf 'learning_rate: %s\ndecay_method: noam\nwarmup_steps: %s' "$onmt_lr" "$warm"; }
+  else
+    model_yaml() { cat <<EOF
+encoder_type: brnn
+decoder_type: rnn
+rnn_type: $(tr a-z A-Z <<<"$cell")
+enc_layers: $(ini model enc_layers)
+dec_layers: $(ini model dec_layers)
+hidden_size: $(ini model hidden)
+word_vec_size: $(ini model emb)
+bridge: false
+input_feed: 1
+global_attention: $onmt_attn
+global_attention_function: softmax
+coverage_attn: false
+copy_attn: false
+dropout: [$(ini model dropout)]
+dropout_steps: [0]
+share_embeddings: false
+share_decoder_embeddings: false
+param_init: 0.1
+param_init_glorot: false
+EOF
+    }
+    # a constant rate: no decay before step 10^9 (the trainer's plateau decay halves it only after
+    # a validation without a better score)
+    lr_yaml() { printf 'learning_rate: %s\ndecay_method: none\nstart_decay_steps: 1000000000' "$lr"; }
+  fi
+  cat >"$t/onmt/config.yaml" <<EOF
+# OpenNMT-py 3.5.1: $config's recipe (compare_peers.sh)
+save_model: $t/onmt/model
+data:
+  corpus_1:
+    path_src: $t/onmt/train.src
+    path_tgt: $t/onmt/train.tgt
+src_vocab: $t/onmt/vocab.txt
+share_vocab: true
+vocab_size_multiple: 1
+skip_empty_level: silent
+seed: $(ini train seed)
+$(model_yaml)
 optim: adam
 adam_beta1: $(ini train adam_beta1)
 adam_beta2: $(ini train adam_beta2)
-learning_rate: $onmt_lr
-decay_method: noam
-warmup_steps: $warm
+$(lr_yaml)
 max_grad_norm: $clip
 label_smoothing: $(ini train label_smoothing)
 normalization: tokens
@@ -565,7 +613,17 @@ EOF
   bleu_of() { sed -n "s/^$1 bleu=\([^ ]*\).*/\1/p" "$t/score.txt"; }
   par_tr=$(sed -n 's/^model: .*, \([0-9]*\) parameters,.*/\1/p' "$t/trainer.log" | head -n 1)
   par_onmt=$(sed -n 's/.* number of parameters: \([0-9]*\).*/\1/p' "$t/onmt.log" | head -n 1)
-  par_same=$([ -n "$par_tr" ] && [ "$par_tr" = "$par_onmt" ] && echo match || echo "DIFFER")
+  # OpenNMT-py's LSTM cells (torch's) have two bias vectors, b_ih and b_hh; the trainer's one:
+  # 4·h more a cell (the encoder's 2·L cells of H/2, the decoder's L of H). Its GRU has both too.
+  extra=0
+  [ "$mtype" = rnn ] && [ "$cell" = lstm ] && extra=$(( 4 * ($(ini model enc_layers) * $(ini model hidden) + $(ini model dec_layers) * $(ini model hidden)) ))
+  par_same=DIFFER
+  if [ -n "$par_tr" ] && [ -n "$par_onmt" ]; then
+    if [ "$par_tr" = "$par_onmt" ]; then par_same=match
+    elif [ "$extra" -gt 0 ] && [ $((par_onmt - par_tr)) = "$extra" ]; then
+      par_same="match but for OpenNMT-py's second LSTM bias vectors ($extra)"
+    fi
+  fi
   tok_step_tr=$(sed -n 's/.*trainer_tokens_per_step=\([0-9.]*\).*/\1/p' "$t/onmt-data.log")
   summary+=("-- train: $config, $minutes minutes of training each, at the same time; trainer on CPU $core_tr ($precision), OpenNMT-py 3.5.1 on CPU $core_onmt (fp32); one thread each --")
   summary+=("$(printf '%-11s %-28s %8s %-22s %s' side 'tokens/s median [min-max]' steps 'test BLEU (checkpoint)' 'windows')")
@@ -578,14 +636,24 @@ EOF
   summary+=("test: $(ini data test_src) against $(ini data test_tgt), $([ "$eval_beam" = 1 ] && echo "greedy" || echo "beam $eval_beam, length penalty ((5 + |Y|) / 6)^1 on both (OpenNMT-py -length_penalty wu -alpha 1)"), one thread each; sacreBLEU $("$python" -c 'import sacrebleu; print(sacrebleu.__version__)')")
   summary+=("tokens/s: per log window (the first, warm-up, left out unless it is the only one), non-padding source + target tokens (targets with </s>) over the window's wall time: the trainer's 'tok/s' (validations and saves not in its windows), OpenNMT-py's 'src/tgt tok/s' summed")
   summary+=("parameters: trainer ${par_tr:-?}, OpenNMT-py ${par_onmt:-?} -> $par_same")
-  summary+=("learning rate: trainer $lr * min(s / $warm, sqrt($warm / s)); OpenNMT-py noam: learning_rate * $D^-0.5 * min(s^-0.5, s * $warm^-1.5) with learning_rate = $lr * sqrt($D * $warm) = $onmt_lr: the same value at every step s")
-  summary+=("matched: layers $(ini model enc_layers)+$(ini model dec_layers), d_model $D, $(ini model heads) heads, d_ff $(ini model d_ff), dropout $(ini model dropout) (none on the attention weights), pre-LN (eps 1e-5), $([ "$shared" = true ] && echo "one embedding for source, target and output (with an output bias)" || echo "separate embeddings and output layer"), sinusoidal positions (interleaved sin/cos, x sqrt(d_model)), label smoothing $(ini train label_smoothing), Adam betas $(ini train adam_beta1)/$(ini train adam_beta2) eps 1e-8, clip norm $clip, moving average $ema with warm-up min(d, (1 + n) / (10 + n)) (OpenNMT-py average_decay $avg), the trainer's SentencePiece model and pairs (1 to $max_len pieces a side), seed $(ini train seed)")
+  if [ "$mtype" = transformer ]; then
+    summary+=("learning rate: trainer $lr * min(s / $warm, sqrt($warm / s)); OpenNMT-py noam: learning_rate * $D^-0.5 * min(s^-0.5, s * $warm^-1.5) with learning_rate = $lr * sqrt($D * $warm) = $onmt_lr: the same value at every step s")
+    summary+=("matched: layers $(ini model enc_layers)+$(ini model dec_layers), d_model $D, $(ini model heads) heads, d_ff $(ini model d_ff), dropout $(ini model dropout) (none on the attention weights), pre-LN (eps 1e-5), $([ "$shared" = true ] && echo "one embedding for source, target and output (with an output bias)" || echo "separate embeddings and output layer"), sinusoidal positions (interleaved sin/cos, x sqrt(d_model)), label smoothing $(ini train label_smoothing), Adam betas $(ini train adam_beta1)/$(ini train adam_beta2) eps 1e-8, clip norm $clip, moving average $ema with warm-up min(d, (1 + n) / (10 + n)) (OpenNMT-py average_decay $avg), the trainer's SentencePiece model and pairs (1 to $max_len pieces a side), seed $(ini train seed)")
+  else
+    summary+=("learning rate: trainer $lr after a linear warm-up of $warm steps, x $(ini train lr_decay) after a validation without a better score (plateau); OpenNMT-py $lr from the first step (decay_method none, no decay before step 10^9)")
+    summary+=("matched: a bidirectional $(ini model enc_layers)-layer $cell encoder of $(( $(ini model hidden) / 2 )) a direction (brnn), a $(ini model dec_layers)-layer $cell decoder of $(ini model hidden) started from the encoder's final states (both directions joined; no bridge), embeddings $(ini model emb) (source and target separate), input feeding, Luong et al.'s $onmt_attn attention (model.attention = $rattn) and h~ = tanh(W_c [c; h]) $([ "$onmt_attn" = mlp ] && echo "(with a bias on both sides)" || echo "without a bias"), softmax(W_out h~ + b_out), dropout $(ini model dropout) on the embeddings, between layers and on h~, uniform +-0.1 initialisation, label smoothing $(ini train label_smoothing), Adam betas $(ini train adam_beta1)/$(ini train adam_beta2) eps 1e-8, clip norm $clip, moving average $ema (OpenNMT-py average_decay $avg), the trainer's SentencePiece model and pairs (1 to $max_len pieces a side), seed $(ini train seed)")
+  fi
   diffs=("batches: trainer B * (S + T) <= $bt padded tokens (T with </s>); OpenNMT-py B * max(S, T + 2) <= batch_size (T + 2: <s> and </s>), and a source twice in one batch dropped; batch_size $onmt_batch gives the trainer's number of batches an epoch (onmt-data above), not its exact batches"
          "loss scale: both sum the smoothed loss over the targets with </s>; the trainer divides by those tokens, OpenNMT-py by the tokens without </s> (a gradient about (n + 1) / n larger, which Adam's normalisation removes but for eps and the clip threshold)"
-         "initialisation: both Xavier-uniform per matrix and zero biases, but OpenNMT-py also draws the embedding Xavier-uniform (variance 2 / (V + d_model)) where the trainer draws it with variance 1 / d_model; the random streams (weights, dropout, batch order) differ"
-         "validation: the trainer validates (greedy BLEU and perplexity on the validation set) at every epoch's end and saves checkpoints within its $minutes minutes ($vals); OpenNMT-py trains without validation; the test uses the trainer's best.ckpt (the moving average at its best validation) and OpenNMT-py's last checkpoint (the moving average at its stop)"
+         "validation: the trainer validates (greedy BLEU and perplexity on the validation set) at every epoch's end and saves checkpoints within its $minutes minutes ($vals); OpenNMT-py trains without validation; the test uses the trainer's best.ckpt (the weights, or their moving average, at its best validation) and OpenNMT-py's last checkpoint (those at its stop)"
          "the clock: each side's training loop; OpenNMT-py reads and batches its first epoch inside it, the trainer encodes and plans before it; both are stopped at the first step that ends after $minutes minutes"
          "test decoding: the trainer stops a batch at 2 * S + 10 pieces, OpenNMT-py at its -max_length 250; batches: the trainer's 6000 padded target tokens, OpenNMT-py 32 sentences")
+  if [ "$mtype" = transformer ]; then
+    diffs+=("initialisation: both Xavier-uniform per matrix and zero biases, but OpenNMT-py also draws the embedding Xavier-uniform (variance 2 / (V + d_model)) where the trainer draws it with variance 1 / d_model; the random streams (weights, dropout, batch order) differ")
+  else
+    diffs+=("initialisation: both uniform +-0.1, but OpenNMT-py's LSTM cells add a second bias vector (b_ih + b_hh, each +-0.1); the random streams (weights, dropout, batch order) differ"
+            "learning rate: the trainer's warm-up over its first $warm steps (OpenNMT-py has no warm-up without a decay schedule); its plateau decay halves the rate only after a validation that does not improve")
+  fi
   [ "$precision" = fp32 ] || diffs+=("precision: the trainer trains with train.precision = $precision (bf16 products, fp32 accumulation); OpenNMT-py in float32 (its CPU path has no bf16 training)")
   summary+=("recipe differences that remain:")
   for x in "${diffs[@]}"; do summary+=("  - $x"); done
