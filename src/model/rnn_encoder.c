@@ -20,6 +20,16 @@ static void transpose_weights(RnnModel *m) {
         be->transpose01_forward(L->W_ihT, L->W_ih.w, L->G * L->h, L->in, 1);
     }
     be->transpose01_forward(m->W_cT, m->W_c.w, m->H, m->style == DEC_NONE ? m->H : 2 * m->H, 1);
+    /* nothing writes the copies until the next pass: kept, the CPU at bf16 rounds each once a
+     * pass instead of once a time step (ops.h, backend_matmul_keep) */
+    for (int ld = 0; ld < 2 * m->Le; ld++)
+        backend_matmul_keep(be, m->enc[ld].W_hhT, (size_t)m->enc[ld].G * m->enc[ld].h * m->enc[ld].h);
+    for (int l = 0; l < m->Ld; l++) {
+        const RnnLayer *L = &m->dec[l];
+        backend_matmul_keep(be, L->W_hhT, (size_t)L->G * L->h * L->h);
+        backend_matmul_keep(be, L->W_ihT, (size_t)L->G * L->h * L->in);
+    }
+    backend_matmul_keep(be, m->W_cT, (size_t)m->H * (m->style == DEC_NONE ? m->H : 2 * m->H));
 }
 
 /* One direction of one encoder layer over all S steps. x[S,B,in] → h, c [S,B,Hd]. */
