@@ -2,6 +2,14 @@
  * (legend: rnn_internal.h). With model.rnn_impl = cudnn each layer runs through rnn_cudnn.c. */
 #include "model/rnn_internal.h"
 
+/* dst [cols, rows] = srcᵀ (src [rows, cols]), then kept for the pass: nothing writes it until the
+ * next one, so the CPU at bf16 rounds it once a pass, not once a time step (ops.h,
+ * backend_matmul_keep). */
+static void transpose_kept(const Backend *be, float *dst, const float *src, int rows, int cols) {
+    be->transpose01_forward(dst, src, rows, cols, 1);
+    backend_matmul_keep(be, dst, (size_t)rows * cols);
+}
+
 /* Refreshes the transposed copies of the weights the per-step products read (W_hhT of every
  * layer, W_ihT of the decoder layers, W_cT; model.rnn_impl = cudnn leaves some unread; the
  * buffers are rnn_reserve's). Called at the start of every pass
@@ -12,24 +20,14 @@ static void transpose_weights(RnnModel *m) {
     const Backend *be = m->be;
     for (int ld = 0; ld < 2 * m->Le; ld++) {
         RnnLayer *L = &m->enc[ld];
-        be->transpose01_forward(L->W_hhT, L->W_hh.w, L->G * L->h, L->h, 1);
+        transpose_kept(be, L->W_hhT, L->W_hh.w, L->G * L->h, L->h);
     }
     for (int l = 0; l < m->Ld; l++) {
         RnnLayer *L = &m->dec[l];
-        be->transpose01_forward(L->W_hhT, L->W_hh.w, L->G * L->h, L->h, 1);
-        be->transpose01_forward(L->W_ihT, L->W_ih.w, L->G * L->h, L->in, 1);
+        transpose_kept(be, L->W_hhT, L->W_hh.w, L->G * L->h, L->h);
+        transpose_kept(be, L->W_ihT, L->W_ih.w, L->G * L->h, L->in);
     }
-    be->transpose01_forward(m->W_cT, m->W_c.w, m->H, m->style == DEC_NONE ? m->H : 2 * m->H, 1);
-    /* nothing writes the copies until the next pass: kept, the CPU at bf16 rounds each once a
-     * pass instead of once a time step (ops.h, backend_matmul_keep) */
-    for (int ld = 0; ld < 2 * m->Le; ld++)
-        backend_matmul_keep(be, m->enc[ld].W_hhT, (size_t)m->enc[ld].G * m->enc[ld].h * m->enc[ld].h);
-    for (int l = 0; l < m->Ld; l++) {
-        const RnnLayer *L = &m->dec[l];
-        backend_matmul_keep(be, L->W_hhT, (size_t)L->G * L->h * L->h);
-        backend_matmul_keep(be, L->W_ihT, (size_t)L->G * L->h * L->in);
-    }
-    backend_matmul_keep(be, m->W_cT, (size_t)m->H * (m->style == DEC_NONE ? m->H : 2 * m->H));
+    transpose_kept(be, m->W_cT, m->W_c.w, m->H, m->style == DEC_NONE ? m->H : 2 * m->H);
 }
 
 /* One direction of one encoder layer over all S steps. x[S,B,in] → h, c [S,B,Hd]. */
