@@ -68,20 +68,29 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
     int R = m->dsrc.B, S = m->dsrc.S;
     if (m->attn.at.ops->save == ATTN_SAVE_WEIGHTS && m->attn.at.NH == 1)
         return rnn_step_save(m, t, R, S); /* the weights themselves */
-    if (m->attn.at.ops->save == ATTN_SAVE_WINDOW && m->attn.at.NH == 1) {
-        /* luong_local: each row's saved window placed over the S keys */
-        size_t n = rnn_attn_save_floats(&m->attn, 1, S);
-        float *sw = xmalloc(sizeof(float) * (size_t)R * n);
-        float *w = xmalloc(sizeof(float) * (size_t)R * S);
-        m->be->download(sw, rnn_step_save(m, t, R, S), sizeof(float) * (size_t)R * n);
-        for (int r = 0; r < R; r++)
-            attention_saved_weights_host(&m->attn.at, w + (size_t)r * S, sw + (size_t)r * n, S);
+    const Attention *a = &m->attn.at;
+    if (attention_saves_weights(a->ops) && (a->NH == 1 || !a->ops->weights_host)) {
+        /* luong_local's window, or the heads' weights of a kind without host weights (qknorm):
+         * each row's saved weights placed over the S keys, the mean over heads */
+        int NH = a->NH;
+        size_t n = rnn_attn_save_floats(&m->attn, 1, S) / NH;
+        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * n);
+        float *w = xmalloc(sizeof(float) * (size_t)R * S), *wh = xmalloc(sizeof(float) * S);
+        m->be->download(sw, rnn_step_save(m, t, R, S), sizeof(float) * (size_t)R * NH * n);
+        for (int r = 0; r < R; r++) {
+            float *wr = w + (size_t)r * S;
+            for (int s = 0; s < S; s++) wr[s] = 0.0f;
+            for (int h = 0; h < NH; h++) {
+                attention_saved_weights_host(a, wh, sw + ((size_t)r * NH + h) * n, S);
+                for (int s = 0; s < S; s++) wr[s] += wh[s] / NH;
+            }
+        }
         m->be->upload(m->attn_map, w, sizeof(float) * (size_t)R * S);
-        free(sw), free(w);
+        free(sw), free(w), free(wh);
         return m->attn_map;
     }
-    /* no weights kept (flash, linear, efficient, taylor) or one map per head: the kind's weights of
-     * step t's query, averaged over heads, on the host */
+    /* no weights kept (flash, linear, efficient, taylor) or one set per head: the kind's host
+     * weights of step t's query, averaged over heads */
     rnn_attn_weights(&m->attn, m->be, m->attn_map,
                      m->qsave + rnn_slot(m, t) * R * m->H, m->dsrc.enc_out,
                      m->dsrc.src_len, R, S);

@@ -218,7 +218,7 @@ const float *transformer_decode_attention(TfModel *m, int t) {
         be->download(va, a->at.v_a.w, sizeof(float) * D);
     }
     if (!a->at.ops->weights_host && attention_saves_weights(a->at.ops)) {
-        /* luong_local: its saved weights (one row of n floats per row and head), head mean */
+        /* luong_local, qknorm: the saved weights (n floats per row and head), head mean */
         int NH = a->at.NH;
         size_t n = attention_save_floats(&a->at, 1, S) / NH;
         float *sw = xmalloc(sizeof(float) * (size_t)R * NH * n), *wh = xmalloc(sizeof(float) * S);
