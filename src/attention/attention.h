@@ -50,7 +50,8 @@
     X(LINFORMER, linformer)           /* Wang et al. 2020 eq. 7, keys projected to r rows */   \
     X(LUONG_LOCAL, luong_local)       /* Luong et al. 2015 §3.2, local-m / local-p */        \
     X(SIGMOID, sigmoid)               /* Ramapuram et al. 2024, σ(q·k/√d − log n) */          \
-    X(RELA, rela)                     /* Zhang et al. 2021, RMSNorm(ReLU(q·k/√d) v) */
+    X(RELA, rela)                     /* Zhang et al. 2021, RMSNorm(ReLU(q·k/√d) v) */        \
+    X(QKNORM, qknorm)                 /* Henry et al. 2020, softmax(g q̂·k̂), g learned */
 
 #define ATTENTION_KIND_ENUM_(E, name) ATTN_##E,
 #define ATTENTION_KIND_NAME(E, name) #name,
@@ -157,7 +158,7 @@ typedef struct {
     AttentionOptions opt; /* attention_declare's opt, copied ({0} for NULL); luong_local reads
                            * its window, mode and score here */
     Param W_p, v_p; /* luong_local predictive: W_p [Dq, Dq], v_p [Dq] (Luong et al. 2015 eq. 9) */
-    Param gain;     /* rela: the RMSNorm gain [NH, HS], one per head (init 1) */
+    Param gain;     /* rela: the RMSNorm gain [NH, HS], one per head (init 1); qknorm: g − g0 [1] */
     int pos0;       /* luong_local monotonic: the position of query 0 (p_t = pos0 + t). The caller
                      * sets it before forward and backward: the RNN its decoding step t in
                      * per-step calls (Tq = 1), 0 when all T queries come at once */

@@ -29,6 +29,8 @@ The model, written out with torch ops so that every attention kind is explicit (
                                 of the query (Ramapuram et al. 2024)
                rela             RMSNorm(sum_s relu(q k_s / sqrt(HS)) v_s) * rms_gain[h], the norm
                                 over the head's HS values, eps 1e-8 (Zhang et al. 2021)
+               qknorm           softmax(g q^ k^) v, q^ = q / |q|, k^ = k / |k| per head,
+                                g = log2(100^2 - 100) + qk_gain (Henry et al. 2020)
              heads merged, times W_o^T, + b_o
   output     logits = y W^T + b_out, W = E when the embeddings are tied, else out.W
   loss       sum over non-pad targets of -(1-eps) log p_y - (eps/V) sum_v log p_v (eps 0.1).
@@ -70,6 +72,8 @@ def mha_specs(p, kind, D, NH):
         s.append((f"{p}.v_a", (NH, D // NH)))
     if kind == "rela":
         s.append((f"{p}.rms_gain", (NH, D // NH)))
+    if kind == "qknorm":
+        s.append((f"{p}.qk_gain", (1,)))
     return s
 
 
@@ -120,7 +124,7 @@ def layer_norm(x, w, b):
     return (x - mu) / torch.sqrt(var + 1e-5) * w + b
 
 
-def attend(kind, q, k, v, key_len, causal, v_a, gain=None):
+def attend(kind, q, k, v, key_len, causal, v_a, gain=None, qk_gain=None):
     """q [B,NH,Tq,HS], k, v [B,NH,Tk,HS] -> [B,NH,Tq,HS]"""
     B, NH, Tq, HS = q.shape
     Tk = k.shape[2]
@@ -128,8 +132,12 @@ def attend(kind, q, k, v, key_len, causal, v_a, gain=None):
     vis = keys[:, None, None, :].expand(B, NH, Tq, Tk)
     if causal:
         vis = vis & (torch.arange(Tk)[None, :] <= torch.arange(Tq)[:, None] + (Tk - Tq))
-    if kind in SOFTMAX_KINDS:
-        if kind in ("bahdanau", "luong_concat"):
+    if kind in SOFTMAX_KINDS + ("qknorm",):
+        if kind == "qknorm":
+            g = math.log2(100 * 100 - 100) + qk_gain[0]
+            e = g * torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(
+                k, dim=-1).transpose(-1, -2)
+        elif kind in ("bahdanau", "luong_concat"):
             e = (torch.tanh(q[:, :, :, None, :] + k[:, :, None, :, :]) * v_a[None, :, None, None, :]).sum(-1)
         else:
             e = q @ k.transpose(-1, -2) * (1 / math.sqrt(HS) if kind in ("sdp", "flash") else 1.0)
@@ -161,7 +169,8 @@ def mha(P, p, kind, xq, xkv, key_len, causal, NH):
     q = qm.view(B, Tq, NH, HS).transpose(1, 2)
     k = (xkv @ P[p + ".W_k"].T + P[p + ".b_k"]).view(B, Tk, NH, HS).transpose(1, 2)
     v = (xkv @ P[p + ".W_v"].T + P[p + ".b_v"]).view(B, Tk, NH, HS).transpose(1, 2)
-    o = attend(kind, q, k, v, key_len, causal, P.get(p + ".v_a"), P.get(p + ".rms_gain"))
+    o = attend(kind, q, k, v, key_len, causal, P.get(p + ".v_a"), P.get(p + ".rms_gain"),
+               P.get(p + ".qk_gain"))
     return o.transpose(1, 2).reshape(B, Tq, D) @ P[p + ".W_o"].T + P[p + ".b_o"]
 
 
@@ -316,6 +325,10 @@ def main(only):
          (V, D, NH, F, 2, 2, "pre", 1, "sigmoid", "rela", "sigmoid"), [6, 4, 2], [4, 2, 5]),
         ("rela_sigmoid_rela.txt", 17,
          (V, D, NH, F, 1, 2, "post", 0, "rela", "sigmoid", "rela"), [3, 5, 1], [3, 4, 1]),
+        ("qknorm_pre_tied.txt", 18,
+         (V, D, NH, F, 2, 2, "pre", 1, "qknorm", "qknorm", "qknorm"), [6, 4, 2], [4, 2, 5]),
+        ("qknorm_sdp_qknorm.txt", 19,
+         (V, D, NH, F, 1, 2, "post", 0, "qknorm", "sdp", "qknorm"), [3, 5, 1], [3, 4, 1]),
     ]
     for fname, seed, cfg, src_lens, tgt_lens in cases:
         if not only or fname in only:
