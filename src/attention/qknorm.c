@@ -37,8 +37,13 @@ typedef struct {
     float *qf, *qs, *kf, *dqs, *dkf, *attn;
 } QkWork;
 
+/* Floats of B·NH·T feature rows. */
+static size_t qk_floats(const Attention *a, int B, int T) {
+    return (size_t)B * a->NH * T * (a->HS + 1);
+}
+
 static QkWork qk_work(const Attention *a, float *work, int B, int Tq, int Tk) {
-    size_t F = (size_t)a->HS + 1, nq = (size_t)B * a->NH * Tq * F, nk = (size_t)B * a->NH * Tk * F;
+    size_t nq = qk_floats(a, B, Tq), nk = qk_floats(a, B, Tk);
     QkWork w = {work, work + nq, work + 2 * nq, work + 2 * nq + nk, work + 3 * nq + nk,
                 work + 3 * nq + 2 * nk};
     return w;
@@ -48,7 +53,7 @@ static QkWork qk_work(const Attention *a, float *work, int B, int Tq, int Tk) {
 static void qknorm_features(const Attention *a, const Backend *be, const QkWork *w,
                             const float *q, const float *k, int B, int Tq, int Tk) {
     int HS = a->HS, Nq = B * a->NH * Tq, Nk = B * a->NH * Tk;
-    size_t nq = (size_t)Nq * (HS + 1);
+    size_t nq = qk_floats(a, B, Tq);
     be->l2feature_forward(w->qf, q, Nq, HS);
     be->l2feature_forward(w->kf, k, Nk, HS);
     be->matmul(w->qs, w->qf, a->gain.w, (int)nq, 1, 1, 0, 0, 1.0f, 0.0f); /* (g − g0)·qf */
@@ -70,7 +75,7 @@ static void qknorm_backward(const Attention *a, const Backend *be, float *dq, fl
                             int causal, int B, int Tq, int Tk, float *work) {
     (void)o, (void)key_len, (void)causal; /* the saved weights carry the mask */
     int HS = a->HS, Nq = B * a->NH * Tq, Nk = B * a->NH * Tk;
-    size_t nq = (size_t)Nq * (HS + 1), nk = (size_t)Nk * (HS + 1);
+    size_t nq = qk_floats(a, B, Tq), nk = qk_floats(a, B, Tk);
     QkWork w = qk_work(a, work, B, Tq, Tk);
     qknorm_features(a, be, &w, q, k, B, Tq, Tk);
     be->zero(w.dqs, sizeof(float) * nq);
@@ -86,7 +91,7 @@ static void qknorm_backward(const Attention *a, const Backend *be, float *dq, fl
 }
 
 static size_t qknorm_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
-    size_t F = (size_t)a->HS + 1, nq = (size_t)B * a->NH * Tq * F, nk = (size_t)B * a->NH * Tk * F;
+    size_t nq = qk_floats(a, B, Tq), nk = qk_floats(a, B, Tk);
     return 3 * nq + 2 * nk + be->attn_workspace(B, a->NH, Tq, Tk, a->HS + 1, a->HS);
 }
 
