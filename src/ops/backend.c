@@ -106,8 +106,11 @@ Status backend_open(const BackendOptions *o, const Backend **be, char *line, siz
     }
     *be = backend_cpu();
     if (o->precision != BACKEND_KEEP) backend_cpu_set_precision(o->precision);
-    if (line && n)
-        snprintf(line, n, "device: cpu, precision %s, matmul: %s", precision_text[o->precision],
-                 backend_cpu_gemm_name());
+    if (line && n) {
+        const char *warn = backend_cpu_blas_warning();
+        snprintf(line, n, "device: cpu, precision %s, matmul: %s%s%s",
+                 precision_text[o->precision], backend_cpu_gemm_name(), warn ? "; warning: " : "",
+                 warn ? warn : "");
+    }
     return STATUS_OK;
 }

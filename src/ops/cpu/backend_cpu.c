@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/common.h"
@@ -75,6 +76,20 @@ static void build_table(void) {
 const Backend *backend_cpu(void) {
     pthread_once(&g_cpu_once, build_table);
     return &g_cpu;
+}
+
+const char *backend_cpu_blas_warning(void) {
+    static const char *const avx512_cores[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    if (!core) return NULL;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) return NULL;
+    for (size_t i = 0; i < sizeof avx512_cores / sizeof *avx512_cores; i++)
+        if (!strcasecmp(core, avx512_cores[i])) return NULL;
+    static char msg[192];
+    snprintf(msg, sizeof msg, "OPENBLAS_CORETYPE=%.32s from the environment keeps OpenBLAS off "
+             "its AVX-512 kernels on this CPU; unset it for faster attention products", core);
+    return msg;
 }
 
 void backend_cpu_prefer_fast_blas(char **argv) {

@@ -23,6 +23,11 @@ const Backend *backend_cpu(void);
  * A user's own OPENBLAS_CORETYPE wins. Returns only when no re-execution happened. */
 void backend_cpu_prefer_fast_blas(char **argv);
 
+/* NULL, or a one-line warning for logs when the environment's OPENBLAS_CORETYPE names a core
+ * without AVX-512 (e.g. Haswell) on a CPU that has it: OpenBLAS's small products (the
+ * attention's, which call it directly) then run at about half their speed. No errors. */
+const char *backend_cpu_blas_warning(void);
+
 /* Sets the precision of every later CPU matmul and matmul_bias_forward: BACKEND_PRECISION_FP32
  * (default) or _BF16, where both inputs are rounded to bfloat16 (nearest even) and the products
  * accumulated and stored in fp32 by oneDNN's matmul primitive; weights, gradients, Adam, layer
