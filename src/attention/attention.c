@@ -139,6 +139,21 @@ void attention_saved_weights_host(const Attention *a, float *w, const float *sav
         if (lo + j >= 0) w[lo + j] = saved[1 + j];
 }
 
+void attention_saved_map_host(const Attention *a, float *w, const float *saved, int R, int Tk) {
+    int NH = a->NH;
+    size_t n = attention_save_floats(a, 1, Tk) / NH;
+    float *wh = xmalloc(sizeof(float) * (Tk > 0 ? (size_t)Tk : 1));
+    for (int r = 0; r < R; r++) {
+        float *wr = w + (size_t)r * Tk;
+        memset(wr, 0, sizeof(float) * (size_t)Tk);
+        for (int h = 0; h < NH; h++) {
+            attention_saved_weights_host(a, wh, saved + ((size_t)r * NH + h) * n, Tk);
+            for (int s = 0; s < Tk; s++) wr[s] += wh[s] / NH;
+        }
+    }
+    free(wh);
+}
+
 size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
     return a->ops->workspace ? a->ops->workspace(a, be, B, Tq, Tk) : 0;
 }

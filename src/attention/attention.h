@@ -317,6 +317,10 @@ int attention_saves_weights(const AttentionOps *row);
  * CHECKs that the kind saves weights ("attention_saved_weights_host: the kind saves no
  * weights"). */
 void attention_saved_weights_host(const Attention *a, float *w, const float *saved, int Tk);
+/* Host arrays: w[R, Tk] = each of R query rows' weights, the mean over its NH heads of
+ * attention_saved_weights_host, from saved [R, NH, n] (n as above: a decoding step's save, one
+ * query a row): the attention map of a kind that keeps its weights. CHECKs as above; no errors. */
+void attention_saved_map_host(const Attention *a, float *w, const float *saved, int R, int Tk);
 /* Floats of workspace of one call (forward and backward; the CPU's depends on the thread
  * count). */
 size_t attention_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk);

@@ -72,21 +72,12 @@ const float *rnn_decode_attention(RnnModel *m, int t) {
     if (attention_saves_weights(a->ops) && (a->NH == 1 || !a->ops->weights_host)) {
         /* luong_local's window, or the heads' weights of a kind without host weights (qknorm):
          * each row's saved weights placed over the S keys, the mean over heads */
-        int NH = a->NH;
-        size_t n = rnn_attn_save_floats(&m->attn, 1, S) / NH;
-        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * n);
-        float *w = xmalloc(sizeof(float) * (size_t)R * S), *wh = xmalloc(sizeof(float) * S);
-        m->be->download(sw, rnn_step_save(m, t, R, S), sizeof(float) * (size_t)R * NH * n);
-        for (int r = 0; r < R; r++) {
-            float *wr = w + (size_t)r * S;
-            for (int s = 0; s < S; s++) wr[s] = 0.0f;
-            for (int h = 0; h < NH; h++) {
-                attention_saved_weights_host(a, wh, sw + ((size_t)r * NH + h) * n, S);
-                for (int s = 0; s < S; s++) wr[s] += wh[s] / NH;
-            }
-        }
+        size_t ns = (size_t)R * rnn_attn_save_floats(&m->attn, 1, S);
+        float *sw = xmalloc(sizeof(float) * ns), *w = xmalloc(sizeof(float) * (size_t)R * S);
+        m->be->download(sw, rnn_step_save(m, t, R, S), sizeof(float) * ns);
+        attention_saved_map_host(a, w, sw, R, S);
         m->be->upload(m->attn_map, w, sizeof(float) * (size_t)R * S);
-        free(sw), free(w), free(wh);
+        free(sw), free(w);
         return m->attn_map;
     }
     /* no weights kept (flash, linear, efficient, taylor) or one set per head: the kind's host

@@ -219,18 +219,11 @@ const float *transformer_decode_attention(TfModel *m, int t) {
     }
     if (!a->at.ops->weights_host && attention_saves_weights(a->at.ops)) {
         /* luong_local, qknorm: the saved weights (n floats per row and head), head mean */
-        int NH = a->at.NH;
-        size_t n = attention_save_floats(&a->at, 1, S) / NH;
-        float *sw = xmalloc(sizeof(float) * (size_t)R * NH * n), *wh = xmalloc(sizeof(float) * S);
-        be->download(sw, m->save1, sizeof(float) * (size_t)R * NH * n);
-        for (int r = 0; r < R; r++) {
-            for (int s = 0; s < S; s++) w[(size_t)r * S + s] = 0.0f;
-            for (int h = 0; h < NH; h++) {
-                attention_saved_weights_host(&a->at, wh, sw + ((size_t)r * NH + h) * n, S);
-                for (int s = 0; s < S; s++) w[(size_t)r * S + s] += wh[s] / NH;
-            }
-        }
-        free(sw), free(wh);
+        size_t ns = attention_save_floats(&a->at, R, S);
+        float *sw = xmalloc(sizeof(float) * ns);
+        be->download(sw, m->save1, sizeof(float) * ns);
+        attention_saved_map_host(&a->at, w, sw, R, S);
+        free(sw);
     } else {
         mha_weights_host(&a->at, w, q, k, va, m->h_rlen, R, S);
     }
