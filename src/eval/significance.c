@@ -191,27 +191,48 @@ void seed_boot_free(SeedBoot *b) {
     memset(b, 0, sizeof *b);
 }
 
+double f_test_p2(double f, double d1, double d2) {
+    if (isnan(f) || f < 0 || !(d1 > 0) || !(d2 > 0)) return NAN;
+    if (isinf(f)) return 0;
+    double upper = beta_inc(d2 / 2, d1 / 2, d2 / (d2 + d1 * f)); /* P(F >= f) */
+    return fmin(1, 2 * fmin(upper, 1 - upper));
+}
+
+/* The sample variance of runs ix[0..m) on the whole test set (m >= 2). */
+static double runs_var(const SeedBoot *b, const int *ix, int m) {
+    double xm = 0, ss = 0;
+    for (int i = 0; i < m; i++) {
+        CHECK(ix[i] >= 0 && ix[i] < b->nruns, "seed_pool: a run outside the bootstrap");
+        xm += b->full[ix[i]];
+    }
+    xm /= m;
+    for (int i = 0; i < m; i++) ss += (b->full[ix[i]] - xm) * (b->full[ix[i]] - xm);
+    return ss / (m - 1);
+}
+
 SeedPool seed_pool(const SeedBoot *b, const int *runs, const int *first, const int *size,
                    int ngroups) {
-    int R = b->resamples;
+    int R = b->resamples, ng = ngroups > 0 ? ngroups : 1;
     double ss = 0, ww = 0;
-    int df = 0;
+    int df = 0, nvar = 0;
     double *mean_r = xmalloc(sizeof *mean_r * (size_t)R);
+    double *v = xcalloc((size_t)ng, sizeof *v), *fp = xcalloc((size_t)ng, sizeof *fp);
+    SeedPool p = {NAN, 0, NAN, ngroups, NULL, NULL, NULL, NULL};
+    p.apart = xmalloc(sizeof *p.apart * (size_t)(b->nruns > 0 ? b->nruns : 1));
+    for (int i = 0; i < b->nruns; i++) p.apart[i] = -1;
+    p.group_var = v, p.group_p = fp;
+    p.group_df = xcalloc((size_t)ng, sizeof *p.group_df);
+    for (int g = 0; g < ngroups; g++) v[g] = NAN, p.group_df[g] = size[g] > 1 ? size[g] - 1 : 0;
     for (int g = 0; g < ngroups; g++) {
         int m = size[g];
         if (m < 2) continue;
         const int *ix = runs + first[g];
-        double xm = 0;
-        for (int i = 0; i < m; i++) {
-            CHECK(ix[i] >= 0 && ix[i] < b->nruns, "seed_pool: a run outside the bootstrap");
-            xm += b->full[ix[i]];
-        }
-        xm /= m;
-        for (int i = 0; i < m; i++) ss += (b->full[ix[i]] - xm) * (b->full[ix[i]] - xm);
+        v[g] = runs_var(b, ix, m);
+        ss += v[g] * (m - 1), df += m - 1, nvar++;
         for (int r = 0; r < R; r++) {
-            double v = 0;
-            for (int i = 0; i < m; i++) v += b->boot[(size_t)ix[i] * (size_t)R + (size_t)r];
-            mean_r[r] = v / m;
+            double x = 0;
+            for (int i = 0; i < m; i++) x += b->boot[(size_t)ix[i] * (size_t)R + (size_t)r];
+            mean_r[r] = x / m;
         }
         if (R >= 2)
             for (int i = 0; i < m; i++) { /* Var_r of run i's deviation from the seeds' mean */
@@ -222,16 +243,59 @@ SeedPool seed_pool(const SeedBoot *b, const int *runs, const int *first, const i
                 for (int r = 0; r < R; r++) q += (x[r] - mean_r[r] - e) * (x[r] - mean_r[r] - e);
                 ww += q / (R - 1);
             }
-        df += m - 1;
     }
     free(mean_r);
-    SeedPool p = {NAN, df, NAN};
-    if (df) p.seed_var = ss / df, p.noise_var = ww / df;
+    if (df) p.noise_var = ww / df;
+    /* Step by step: each config still pooled against the pool of the others still pooled (F,
+     * two-sided), Holm-adjusted over them; the one with the smallest p is set apart when that is
+     * below SEED_VAR_ALPHA, and the rest are tested again without it, while three remain. A
+     * config's group_p is its adjusted p at the last step that tested it. */
+    for (int g = 0; g < ngroups; g++) fp[g] = NAN;
+    double *q = xmalloc(sizeof *q * (size_t)ng);
+    int *out = xcalloc((size_t)ng, sizeof *out);
+    for (int left = nvar; left >= 3; left--) {
+        for (int g = 0; g < ngroups; g++) {
+            int d = size[g] - 1;
+            q[g] = NAN;
+            if (d < 1 || out[g]) continue;
+            double rest = (ss - v[g] * d) / (df - d);
+            q[g] = rest > 0 ? f_test_p2(v[g] / rest, d, df - d) : (v[g] > 0 ? 0 : 1);
+        }
+        holm_adjust(q, ngroups, q);
+        int worst = -1;
+        for (int g = 0; g < ngroups; g++) {
+            if (isnan(q[g])) continue;
+            fp[g] = q[g];
+            if (worst < 0 || q[g] < q[worst]) worst = g;
+        }
+        if (worst < 0 || !(q[worst] < SEED_VAR_ALPHA)) break;
+        out[worst] = 1;
+        ss -= v[worst] * (size[worst] - 1), df -= size[worst] - 1;
+        for (int i = 0; i < size[worst]; i++) p.apart[runs[first[worst] + i]] = worst;
+    }
+    free(q), free(out);
+    p.seed_df = df;
+    if (df) p.seed_var = ss / df;
     return p;
 }
 
-/* p of Δ with the seeds' variance vs and a test-set variance vt, and its df (seed_test) */
-static double t_p(double delta, double vs, double vt, int df_seed, double *df) {
+void seed_pool_free(SeedPool *p) {
+    if (!p) return;
+    free(p->apart), free(p->group_var), free(p->group_df), free(p->group_p);
+    p->apart = p->group_df = NULL, p->group_var = p->group_p = NULL;
+}
+
+/* A side's seed variance and its df: its config's own where seed_pool set it apart, else the
+ * pool's; *src that config, or −1 for the pool (two sides of one source share one estimate). */
+static double side_var(const SeedPool *pool, const int *ix, double *df, int *src) {
+    int g = pool->apart ? pool->apart[ix[0]] : -1;
+    *src = g;
+    *df = g >= 0 ? pool->group_df[g] : pool->seed_df;
+    return g >= 0 ? pool->group_var[g] : pool->seed_var;
+}
+
+/* p of Δ with the seeds' variance vs (df df_seed) and a test-set variance vt, and its df */
+static double t_p(double delta, double vs, double vt, double df_seed, double *df) {
     double v = vs + vt;
     *df = vs > 0 ? df_seed * v * v / (vs * vs) : 1e12;
     if (!(v > 0)) return delta == 0 ? 1 : 0;
@@ -274,23 +338,30 @@ SeedTest seed_test(const SeedBoot *b, const SeedPool *pool, const int *base, int
     t.var_boot_mc = sqrt(fmax(0, m4 / R - (m2 / R) * (m2 / R)) / R);
     t.p_sentences = t.var_boot > 0 ? erfc(fabs(t.delta) / sqrt(2 * t.var_boot))
                                    : (t.delta == 0 ? 1 : 0);
-    if (!pool->seed_df) {
+    double db, ds, df_seed;
+    int sb, sS;
+    double vb = side_var(pool, base, &db, &sb), vs = side_var(pool, sys, &ds, &sS);
+    if (!(db > 0 && ds > 0)) {
         t.var_seed = t.var_test = t.se = t.df = t.t = t.p = t.p_mc = t.lo = t.hi = NAN;
+        t.sd_base = t.sd_sys = NAN;
         return t;
     }
+    t.sd_base = sqrt(vb), t.sd_sys = sqrt(vs);
+    double a = vb / nb, c2 = vs / ns;
+    t.var_seed = a + c2;
+    if (sb == sS) df_seed = db; /* one estimate on both sides */
+    else df_seed = t.var_seed * t.var_seed / (a * a / db + c2 * c2 / ds); /* Welch–Satterthwaite */
+    if (!(df_seed > 0)) df_seed = db < ds ? db : ds;
     double c = 1.0 / ns + 1.0 / nb;
-    t.var_seed = pool->seed_var * c;
     t.var_test = fmax(0, t.var_boot - pool->noise_var * c);
     t.se = sqrt(t.var_seed + t.var_test);
-    t.p = t_p(t.delta, t.var_seed, t.var_test, pool->seed_df, &t.df);
+    t.p = t_p(t.delta, t.var_seed, t.var_test, df_seed, &t.df);
     t.t = t.se > 0 ? t.delta / t.se : (t.delta == 0 ? 0 : copysign(INFINITY, t.delta));
     double df1, df2;
     double p_hi = t_p(t.delta, t.var_seed,
-                      fmax(0, t.var_boot + t.var_boot_mc - pool->noise_var * c),
-                      pool->seed_df, &df1);
+                      fmax(0, t.var_boot + t.var_boot_mc - pool->noise_var * c), df_seed, &df1);
     double p_lo = t_p(t.delta, t.var_seed,
-                      fmax(0, t.var_boot - t.var_boot_mc - pool->noise_var * c),
-                      pool->seed_df, &df2);
+                      fmax(0, t.var_boot - t.var_boot_mc - pool->noise_var * c), df_seed, &df2);
     t.p_mc = 0.5 * fabs(p_hi - p_lo);
     double q = t.se > 0 ? student_t_quantile(0.975, t.df) * t.se : 0;
     t.lo = t.delta - q, t.hi = t.delta + q;

@@ -55,17 +55,26 @@ PairedBootstrap paired_bootstrap(const BleuStats *base, const BleuStats *sys, lo
  * variance has two parts.
  *  - Seeds: each run's score varies with its seed around its config's mean, with a variance s²
  *    pooled over the table's configs (a one-way ANOVA's within-group mean square, df = Σ_g (m_g −
- *    1)): V_seed = s² (1/k + 1/m). Pooling assumes one seed variance for every config of a table;
- *    it gives a config with few seeds the table's degrees of freedom (Dror et al. 2018 §4 on the
- *    choice of test; Bouthillier et al. 2021 on seed variance in ML benchmarks).
+ *    1)): V_seed = s² (1/k + 1/m). Pooling gives a config with few seeds the table's degrees of
+ *    freedom, and assumes one seed variance for every config. A config that is much more (or
+ *    less) stable across seeds than the rest breaks that: pooled, it would widen every other
+ *    config's test and narrow its own. So, while three configs or more with two runs remain
+ *    pooled, each one's sample variance s_g² (d_g = m_g − 1 df) is tested against the pool of
+ *    the others' by a two-sided F test, Holm-adjusted over them, and the config with the
+ *    smallest adjusted p, where that is below SEED_VAR_ALPHA, is set apart before the rest are
+ *    tested again. A config set apart takes s_g² with d_g df on its side of a comparison; s²
+ *    and its df are pooled over the rest. Then V_seed = v_A/k + v_B/m with each side's variance v,
+ *    and its df is the shared df where both sides take the same estimate, else
+ *    Welch–Satterthwaite's (Welch 1947). (Dror et al. 2018 §4 on the choice of test;
+ *    Bouthillier et al. 2021 on seed variance in ML benchmarks.)
  *  - Test sentences: the expected difference of the two configs on this test set is itself a
  *    draw from the population of sentences (Koehn 2004). The paired bootstrap over sentences
  *    (the same indices for every run) gives the variance V_boot of the resampled
  *    seed-averaged difference; it also holds each run's own sentence noise, which s² already
  *    counts (a run's score on a fixed test set is its model plus that noise). So
  *    V_test = max(0, V_boot − w (1/k + 1/m)), where w is the bootstrap variance of a run's
- *    deviation from its config's seed mean, pooled as s² (Σ_g Σ_i Var_r(x_ir − x̄_gr) / Σ_g
- *    (m_g − 1)).
+ *    deviation from its config's seed mean, pooled over the table (Σ_g Σ_i Var_r(x_ir − x̄_gr) /
+ *    Σ_g (m_g − 1)).
  * Then se = √(V_seed + V_test), t = Δ/se, df by Welch–Satterthwaite with V_test taken as known
  * (df = df_seed (V_seed + V_test)² / V_seed²), p two-sided from Student's t, and Δ's 95%
  * interval Δ ± t_{0.975,df} se. The only Monte Carlo part is V_boot: its standard error from the
@@ -94,22 +103,38 @@ void seed_boot_init(SeedBoot *b, const BleuStats *const *stats, int nruns, long 
                     int resamples, uint64_t seed);
 void seed_boot_free(SeedBoot *b);
 
-/* The table's pooled seed variance (above), from its configs: group g's runs are the indices
- * runs[first[g] .. first[g] + size[g]) into b. */
+/* The level of the F test that sets a config's seed variance apart from the pool (above). */
+#define SEED_VAR_ALPHA 0.05
+
+/* The table's seed variances (above), from its configs: group g's runs are the indices
+ * runs[first[g] .. first[g] + size[g]) into b. Host memory, freed by seed_pool_free. */
 typedef struct {
-    double seed_var;  /* s², BLEU², NAN when seed_df is 0 */
-    int seed_df;      /* Σ_g (m_g − 1) */
-    double noise_var; /* w, BLEU², NAN when seed_df is 0 */
+    double seed_var;  /* s², BLEU², pooled over the configs not set apart; NAN when seed_df is 0 */
+    int seed_df;      /* Σ_g (m_g − 1) over the same configs */
+    double noise_var; /* w, BLEU², over every config; NAN without two runs in a config */
+    int ngroups;
+    int *apart;       /* [b->nruns]: the group whose own variance run i's comparisons take, or −1 */
+    double *group_var;/* [ngroups]: s_g² (NAN under two runs) */
+    int *group_df;    /* [ngroups]: d_g */
+    double *group_p;  /* [ngroups]: the F test's Holm-adjusted p at the last step that tested
+                       * it (NAN where none did); below SEED_VAR_ALPHA: set apart */
 } SeedPool;
 
 SeedPool seed_pool(const SeedBoot *b, const int *runs, const int *first, const int *size,
                    int ngroups);
+void seed_pool_free(SeedPool *p);
+
+/* The two-sided p of a variance ratio f = s₁²/s₂² with d1 and d2 degrees of freedom under equal
+ * variances: 2 min(P(F >= f), P(F <= f)), at most 1, from Snedecor's F(d1, d2) through the
+ * regularised incomplete beta function. NAN for f < 0 or df <= 0. */
+double f_test_p2(double f, double d1, double d2);
 
 typedef struct {
     int nb, ns;                  /* runs of the baseline and of the system */
     double base_bleu, sys_bleu;  /* the seeds' means on the whole test set */
     double delta;                /* sys_bleu − base_bleu */
     double var_seed, var_test;   /* BLEU² (above) */
+    double sd_base, sd_sys;      /* each side's seed deviation √v (BLEU); NAN without */
     double var_boot, var_boot_mc;/* V_boot and its Monte Carlo standard error */
     double se, df, t;
     double p;                    /* two-sided; NAN without seed variance */
@@ -118,8 +143,8 @@ typedef struct {
     double p_sentences;          /* the sentences alone (two-sided normal test on V_boot) */
 } SeedTest;
 
-/* System runs sys[0..ns) against baseline runs base[0..nb) (indices into b), with the table's
- * pool. CHECKs ns, nb >= 1 and the indices. No other errors. */
+/* System runs sys[0..ns) against baseline runs base[0..nb) (indices into b), each a config's
+ * runs (or part of one), with the table's pool. CHECKs ns, nb >= 1 and the indices. No other errors. */
 SeedTest seed_test(const SeedBoot *b, const SeedPool *pool, const int *base, int nb,
                    const int *sys, int ns);
 

@@ -344,6 +344,7 @@ static void significance_at(const ReportOpts *o, Table *t, int R) {
         long n = archive_test(b->runs[0], o->tests[k])->n;
         TestFacts *f = &t->facts[k];
         free(f->ctl);
+        seed_pool_free(&f->pool);
         memset(f, 0, sizeof *f);
         f->ctl = xcalloc((size_t)t->ng, sizeof *f->ctl);
         if (n < 1) continue;
@@ -554,6 +555,22 @@ static const char *seed_list(char *buf, size_t n, const Group *g, int first, int
     return buf;
 }
 
+/* The configs seed_pool set apart on one test set: "- TEST: A (sd x BLEU, F test p = y after
+ * Holm), B (…) …", nothing when none. */
+static void write_apart(FILE *f, const char *test, const Table *t, const SeedPool *pool) {
+    int n = 0;
+    for (int gi = 0; gi < t->ng; gi++) {
+        if (!(pool->group_p && pool->group_p[gi] < SEED_VAR_ALPHA)) continue;
+        fprintf(f, "%s%s (seed standard deviation %.2f BLEU, F test p = %.2g after Holm)",
+                n++ ? ", " : "- ", t->g[gi].name, sqrt(pool->group_var[gi]), pool->group_p[gi]);
+    }
+    if (n)
+        fprintf(f, ": on %s, %s spread across seeds differs from the other configs', so %s "
+                   "comparisons take %s own seed variance and the pool below leaves %s out.\n",
+                test, n == 1 ? "its" : "their", n == 1 ? "its" : "their", n == 1 ? "its" : "their",
+                n == 1 ? "it" : "them");
+}
+
 static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int K) {
     const Group *b = &t->g[t->base];
     if (t->ng == 1) {
@@ -562,7 +579,8 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
     }
     fprintf(f, "Each config against %s on the beam-%d translations, over its training runs "
                "(docs/study.md): Δ is the difference of the seeds' mean BLEU. Its standard error "
-               "adds the seeds' variance, pooled over the table's configs, and the test set's "
+               "adds the seeds' variance, pooled over the table's configs (but for a config whose "
+               "spread across seeds an F test sets apart, which keeps its own), and the test set's "
                "sampling variance, from a paired bootstrap over the sentences (%d resamples, "
                "seed %d) less the runs' own sentence noise that the seed variance already "
                "holds. p is two-sided, from Student's t with Welch–Satterthwaite's degrees of "
@@ -603,6 +621,7 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
                    "is unknown and no verdict is given. The figure is the paired bootstrap over "
                    "the sentences alone: whether these trained models differ on these sentences, "
                    "not whether their configs do.\n\n");
+    for (int k = 0; k < o->ntests; k++) write_apart(f, o->tests[k], t, &t->facts[k].pool);
     for (int k = 0; k < o->ntests; k++) {
         const TestFacts *x = &t->facts[k];
         if (!x->pool.seed_df) continue;
@@ -722,6 +741,7 @@ static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int
             fprintf(f, ".\n");
         }
         const TestFacts *x = &t->facts[0];
+        for (int k = 0; k < o->ntests; k++) write_apart(f, o->tests[k], t, &t->facts[k].pool);
         if (x->pool.seed_df)
             fprintf(f, "- \"Indistinguishable\" is no proof of equality: on %s, with these seeds, "
                        "a difference under about %.2f BLEU is likely to go unseen (the minimum "
@@ -1199,7 +1219,10 @@ done:
         for (int g = 0; g < t[i].ng; g++) free(t[i].g[g].runs);
         free(t[i].g);
         free(t[i].sig);
-        for (int k = 0; t[i].facts && k < o->ntests; k++) free(t[i].facts[k].ctl);
+        for (int k = 0; t[i].facts && k < o->ntests; k++) {
+            free(t[i].facts[k].ctl);
+            seed_pool_free(&t[i].facts[k].pool);
+        }
         free(t[i].facts);
     }
     free(t);

@@ -15,6 +15,11 @@
  *     - Null on the population, not on the test set (τ > 0: each config is better on some
  *       sentences and worse on others, by nothing on average): again in [3%, 7%], while a
  *       t-test over seeds alone, blind to the test set's sampling, calls more than 7%.
+ *     - Null with one config four times as unstable across seeds as the rest (5 seeds): one
+ *       variance pooled over the table calls that config's comparisons more than 10% and the
+ *       others' under 3%; with the F test's step-down the others' lie in [3%, 7%] and the
+ *       unstable config's at most 9% and 3 points under the pool's (the test misses it in
+ *       about a third of the tables).
  *     - A planted difference: the power is reported and rises with the seeds (2, 3, 5, 8).
  * Every random draw is seeded: the same answer on every run. */
 #include <math.h>
@@ -50,6 +55,18 @@ static void t_values(void) {
     EXPECT(fabs(student_t_quantile(0.025, 7) + student_t_quantile(0.975, 7)) < 1e-12,
            "the quantile is not odd about 0.5");
     EXPECT(student_t_p2(0, 4) == 1, "p of t = 0 is %.17g, not 1", student_t_p2(0, 4));
+    /* scipy.stats.f (1.17.1): 2 min(sf(f, d1, d2), cdf(f, d1, d2)), at most 1 */
+    static const double fref[][4] = {
+        {3.0, 4, 40, 0.05909387338908334},   {0.2, 4, 40, 0.12623668036579994},
+        {16.0, 4, 48, 4.3383674527903248e-08}, {1.0, 4, 4, 1},
+        {0.05, 2, 10, 0.097068624786502467}, {2.5, 1, 1000, 0.22832503101795565},
+    };
+    for (size_t i = 0; i < sizeof fref / sizeof fref[0]; i++) {
+        double got = f_test_p2(fref[i][0], fref[i][1], fref[i][2]);
+        EXPECT(fabs(got - fref[i][3]) <= 1e-9 * fref[i][3] + 1e-15,
+               "F test p of %g with (%g, %g) df: %.15g, scipy %.15g", fref[i][0], fref[i][1],
+               fref[i][2], got, fref[i][3]);
+    }
 }
 
 static void holm(void) {
@@ -69,6 +86,7 @@ enum { N = 200, G = 5, MAXM = 8, R = 200 };
 
 typedef struct {
     double sigma_g, sigma_e, tau; /* seed, run-sentence noise, config-sentence strength */
+    double wide;                  /* the last config's σ_g is wide·σ_g (0 or 1: the same) */
 } Sim;
 
 static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
@@ -76,8 +94,8 @@ static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 /* One run's per-sentence statistics: config effect c, its per-sentence strengths u[N], the
  * sentences' difficulty beta[N] and lengths len[N]. */
 static void sim_run(BleuStats *s, const Sim *sim, double c, const double *u, const double *beta,
-                    const int *len, Rng *rng) {
-    double g = sim->sigma_g * rng_normal(rng);
+                    const int *len, int last, Rng *rng) {
+    double g = sim->sigma_g * (last && sim->wide > 0 ? sim->wide : 1) * rng_normal(rng);
     for (int j = 0; j < N; j++) {
         double th = 0.9 + c + beta[j] + u[j] + g + sim->sigma_e * rng_normal(rng);
         memset(&s[j], 0, sizeof s[j]);
@@ -93,6 +111,10 @@ static void sim_run(BleuStats *s, const Sim *sim, double c, const double *u, con
 
 typedef struct {
     int n, ours, sentences, seeds_only;  /* comparisons, and those called at 0.05 by each */
+    int n_last, ours_last, pooled_last;  /* the last config's comparisons: by ours, and by one
+                                          * variance pooled over the table */
+    int pooled;                          /* all comparisons called with the pooled variance */
+    int apart, apart_last;               /* configs set apart; the last config set apart */
     double seed_sd, noise_sd, bleu;      /* sums over tables: pooled sd, w's sd, baseline BLEU */
     int tables;
 } Tally;
@@ -114,7 +136,7 @@ static Tally simulate(const Sim *sim, int m, double delta, int tables, uint64_t 
             for (int j = 0; j < N; j++) u[j] = sim->tau * rng_normal(&rng);
             for (int i = 0; i < m; i++) {
                 BleuStats *s = runs + (size_t)(c * m + i) * N;
-                sim_run(s, sim, c ? delta : 0, u, beta, len, &rng);
+                sim_run(s, sim, c ? delta : 0, u, beta, len, c == G - 1, &rng);
                 ptr[c * m + i] = s;
             }
         }
@@ -125,13 +147,28 @@ static Tally simulate(const Sim *sim, int m, double delta, int tables, uint64_t 
         for (int c = 0; c < G; c++) first[c] = c * m, size[c] = m;
         SeedPool pool = seed_pool(&b, ix, first, size, G);
         t.seed_sd += sqrt(pool.seed_var), t.noise_sd += sqrt(pool.noise_var), t.tables++;
+        double anova = 0; /* the one-way ANOVA's within-group mean square */
+        for (int c = 0; c < G; c++) {
+            double xm = 0;
+            for (int i = 0; i < m; i++) xm += b.full[c * m + i] / m;
+            for (int i = 0; i < m; i++)
+                anova += (b.full[c * m + i] - xm) * (b.full[c * m + i] - xm) / pool.seed_df;
+        }
+        for (int c = 0; c < G; c++) t.apart += pool.group_p[c] < SEED_VAR_ALPHA;
+        t.apart_last += pool.group_p[G - 1] < SEED_VAR_ALPHA;
         for (int c = 1; c < G; c++) {
             SeedTest s = seed_test(&b, &pool, ix, m, ix + c * m, m);
             double p_seeds = student_t_p2(s.delta / sqrt(s.var_seed), pool.seed_df);
+            double vp = anova * 2.0 / m, p_pooled = student_t_p2(
+                s.delta / sqrt(vp + s.var_test), pool.seed_df * (vp + s.var_test) *
+                                                     (vp + s.var_test) / (vp * vp));
             t.n++;
             t.ours += s.p < 0.05, t.sentences += s.p_sentences < 0.05, t.seeds_only += p_seeds < 0.05;
+            t.pooled += p_pooled < 0.05;
+            if (c == G - 1) t.n_last++, t.ours_last += s.p < 0.05, t.pooled_last += p_pooled < 0.05;
             if (c == 1) t.bleu += s.base_bleu;
         }
+        seed_pool_free(&pool);
         seed_boot_free(&b);
     }
     free(runs);
@@ -147,7 +184,7 @@ static void print_tally(const char *what, const Tally *t) {
 
 static void calibration(void) {
     printf("calibration (%d sentences, %d configs a table, %d resamples):\n", N, G, R);
-    const Sim same = {0.04, 0.25, 0};
+    const Sim same = {0.04, 0.25, 0, 0};
     Tally a = simulate(&same, 3, 0, 500, 1);
     print_tally("null, one config, 3 seeds:", &a);
     double fa = (double)a.ours / a.n;
@@ -158,7 +195,7 @@ static void calibration(void) {
            "than 10%% of same-config comparisons here (%.3f): the simulation's seed variance is "
            "too small to show anything", (double)a.sentences / a.n);
 
-    const Sim pop = {0.04, 0.25, 0.4};
+    const Sim pop = {0.04, 0.25, 0.4, 0};
     Tally b = simulate(&pop, 3, 0, 500, 2);
     print_tally("null on the population, 3 seeds:", &b);
     double fb = (double)b.ours / b.n;
@@ -167,6 +204,30 @@ static void calibration(void) {
            "[0.03, 0.07]", fb, b.n);
     EXPECT((double)b.seeds_only / b.n > 0.07, "a t-test over seeds alone should be too liberal "
            "when the configs differ sentence by sentence (%.3f)", (double)b.seeds_only / b.n);
+
+    /* One config four times as unstable as the rest (a kind that diverges on some seeds): a
+     * pooled variance calls that config's null differences far too often and the others' too
+     * rarely; setting it apart keeps both near 5%. */
+    const Sim wide = {0.04, 0.25, 0, 4};
+    Tally w = simulate(&wide, 5, 0, 500, 3);
+    print_tally("null, last config 4x the seed sd:", &w);
+    double f_last = (double)w.ours_last / w.n_last, p_last = (double)w.pooled_last / w.n_last;
+    double f_rest = (double)(w.ours - w.ours_last) / (w.n - w.n_last);
+    double p_rest = (double)(w.pooled - w.pooled_last) / (w.n - w.n_last);
+    printf("  %-34s the wide config %5.1f%% (pooled %5.1f%%), the others %5.1f%% (pooled %5.1f%%); "
+           "the wide config set apart in %d of %d tables, another config in %d\n",
+           "  false positives at 0.05:", 100 * f_last, 100 * p_last, 100 * f_rest, 100 * p_rest,
+           w.apart_last, w.tables, w.apart - w.apart_last);
+    EXPECT(p_last > 0.10 && p_rest < 0.03, "the pooled variance should misjudge this table (wide "
+           "%.3f, others %.3f): the simulation's configs are not unequal enough", p_last, p_rest);
+    /* with 5 seeds the F test misses the wide config in about a third of the tables, where it
+     * is pooled: its rate falls well below the pool's, not to 5% */
+    EXPECT(f_last <= p_last - 0.03 && f_last <= 0.09 && f_rest >= 0.03 && f_rest <= 0.07,
+           "unequal seed variances: false positive rates %.3f (the wide config, %d comparisons; "
+           "pooled %.3f) and %.3f (the others): want at most 0.09 and 0.03 under the pool's, and "
+           "[0.03, 0.07]", f_last, w.n_last, p_last, f_rest);
+    EXPECT(a.apart <= 0.05 * a.tables, "equal seed variances: %d configs set apart in %d "
+           "tables (the F test's level is %.2f over the table)", a.apart, a.tables, SEED_VAR_ALPHA);
 
     static const int seeds[4] = {2, 3, 5, 8};
     double power[4];
@@ -194,14 +255,15 @@ static void edges(void) {
     double beta[N], u[N] = {0};
     int len[N];
     for (int j = 0; j < N; j++) len[j] = 10, beta[j] = rng_normal(&rng);
-    const Sim sim = {0.1, 0.3, 0};
-    for (int i = 0; i < 4; i++) sim_run(s[i], &sim, 0, u, beta, len, &rng);
+    const Sim sim = {0.1, 0.3, 0, 0};
+    for (int i = 0; i < 4; i++) sim_run(s[i], &sim, 0, u, beta, len, 0, &rng);
     const BleuStats *same[4] = {s[0], s[1], s[0], s[1]};
     SeedBoot b;
     seed_boot_init(&b, same, 4, N, 100, 5);
     int ix[4] = {0, 1, 2, 3}, first[2] = {0, 2}, size[2] = {2, 2};
     SeedPool pool = seed_pool(&b, ix, first, size, 2);
     SeedTest t = seed_test(&b, &pool, ix, 2, ix + 2, 2);
+    seed_pool_free(&pool);
     EXPECT(t.delta == 0 && t.p == 1 && t.var_boot == 0,
            "identical runs: Δ %.17g, p %.17g, bootstrap variance %.3g", t.delta, t.p, t.var_boot);
     EXPECT(pool.seed_df == 2 && pool.seed_var > 0, "two configs of two seeds: df %d, s² %.3g",
@@ -213,6 +275,7 @@ static void edges(void) {
     int f1[2] = {0, 1}, z1[2] = {1, 1};
     pool = seed_pool(&b, ix, f1, z1, 2);
     t = seed_test(&b, &pool, ix, 1, ix + 1, 1);
+    seed_pool_free(&pool);
     EXPECT(pool.seed_df == 0 && isnan(t.p) && isnan(t.lo) && t.p_sentences >= 0 &&
                t.p_sentences <= 1 && t.delta != 0,
            "one run a config: df %d, p %.3g, interval low %.3g, sentences' p %.3g, Δ %.3g",
@@ -220,7 +283,7 @@ static void edges(void) {
     EXPECT(isnan(seed_test_mde(&pool, 1, 1, 0.1, 0.05, 0.8)), "an MDE without seed variance");
     seed_boot_free(&b);
 
-    SeedPool known = {0.09, 40, 0.01};
+    SeedPool known = {0.09, 40, 0.01, 0, NULL, NULL, NULL, NULL};
     double mde = seed_test_mde(&known, 5, 5, 0, 0.05, 0.8);
     double want = (student_t_quantile(0.975, 40) + student_t_quantile(0.8, 40)) * sqrt(0.036);
     EXPECT(fabs(mde - want) < 1e-12 && mde > 0.5 && mde < 0.6, "MDE %.6f, want %.6f", mde, want);
