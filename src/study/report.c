@@ -566,7 +566,8 @@ static void write_apart(FILE *f, const char *test, const Table *t, const SeedPoo
     }
     if (n)
         fprintf(f, ": on %s, %s spread across seeds differs from the other configs', so %s "
-                   "comparisons take %s own seed variance and the table's pooled variance leaves %s out.\n",
+                   "comparisons take %s own seed variance and the table's pooled variance "
+                   "leaves %s out.\n",
                 test, n == 1 ? "its" : "their", n == 1 ? "its" : "their", n == 1 ? "its" : "their",
                 n == 1 ? "it" : "them");
 }
