@@ -187,6 +187,7 @@ static void calibration(void) {
     const Sim same = {0.04, 0.25, 0, 0};
     Tally a = simulate(&same, 3, 0, 500, 1);
     print_tally("null, one config, 3 seeds:", &a);
+    printf("  %-34s %d configs set apart in %d tables\n", "", a.apart, a.tables);
     double fa = (double)a.ours / a.n;
     EXPECT(a.n >= 1000 && fa >= 0.03 && fa <= 0.07,
            "same config: the false positive rate %.3f over %d comparisons is outside [0.03, 0.07]",
