@@ -343,10 +343,8 @@ SeedTest seed_test(const SeedBoot *b, const SeedPool *pool, const int *base, int
     double vb = side_var(pool, base, &db, &sb), vs = side_var(pool, sys, &ds, &sS);
     if (!(db > 0 && ds > 0)) {
         t.var_seed = t.var_test = t.se = t.df = t.t = t.p = t.p_mc = t.lo = t.hi = NAN;
-        t.sd_base = t.sd_sys = NAN;
         return t;
     }
-    t.sd_base = sqrt(vb), t.sd_sys = sqrt(vs);
     double a = vb / nb, c2 = vs / ns;
     t.var_seed = a + c2;
     if (sb == sS) df_seed = db; /* one estimate on both sides */

@@ -134,7 +134,6 @@ typedef struct {
     double base_bleu, sys_bleu;  /* the seeds' means on the whole test set */
     double delta;                /* sys_bleu − base_bleu */
     double var_seed, var_test;   /* BLEU² (above) */
-    double sd_base, sd_sys;      /* each side's seed deviation √v (BLEU); NAN without */
     double var_boot, var_boot_mc;/* V_boot and its Monte Carlo standard error */
     double se, df, t;
     double p;                    /* two-sided; NAN without seed variance */
