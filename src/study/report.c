@@ -65,22 +65,6 @@ void report_stem(const char *name, char *buf, size_t n) {
     if (k < len && k >= 3 && buf[k - 1] == 's' && buf[k - 2] == '_') buf[k - 2] = 0;
 }
 
-/* 1 when a and b train the same model the same way (report.h's keys aside). */
-static int same_config(const Config *a, const Config *b) {
-    Config x = *a, y = *b;
-    Config *c[2] = {&x, &y};
-    for (int i = 0; i < 2; i++) {
-        memset(c[i]->name, 0, sizeof c[i]->name);
-        memset(c[i]->save_dir, 0, sizeof c[i]->save_dir);
-        memset(c[i]->cache_dir, 0, sizeof c[i]->cache_dir);
-        memset(c[i]->spm_model, 0, sizeof c[i]->spm_model);
-        c[i]->seed = 0, c[i]->threads = 0, c[i]->device = DEVICE_CPU, c[i]->log_every = 1;
-        c[i]->save_every = 0, c[i]->max_nonfinite = 1, c[i]->dist_timeout = 0;
-        c[i]->dist_overlap = 0, c[i]->dist_bucket_mb = 1;
-    }
-    return config_diff(&x, &y, NULL, 0) == 0;
-}
-
 static double mean_of(const double *v, int n) {
     double m = 0;
     for (int i = 0; i < n; i++) m += v[i];
@@ -236,7 +220,7 @@ static Status build_table(const ReportOpts *o, const ReportTable *rt, Table *t, 
         for (int i = 0; i < rt->nruns; i++)
             for (int j = 0; j < rt->nruns; j++)
                 if (i != j && !strcmp(names + (size_t)i * 256, names + (size_t)j * 256) &&
-                    !same_config(&rt->runs[i]->cfg, &rt->runs[j]->cfg))
+                    config_diff_trained(&rt->runs[i]->cfg, &rt->runs[j]->cfg, NULL, 0))
                     snprintf(names + (size_t)i * 256, 256, "%s", rt->runs[i]->name);
     for (int i = 0; i < rt->nruns; i++) {
         const char *nm = names + (size_t)i * 256;

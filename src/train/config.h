@@ -233,6 +233,13 @@ const char *config_save_dir(const Config *c, char *buf, size_t n);
  * For checking a resumed run against its checkpoint's config. No errors. */
 int config_diff(const Config *a, const Config *b, char *buf, size_t n);
 
+/* config_diff over the keys that change what a run trains: without run.name, train.save_dir,
+ * data.cache_dir, data.spm_model (a path; compare the model by its spm_hash), train.seed,
+ * train.threads, train.device, train.log_every, train.save_every, train.max_nonfinite and
+ * dist.timeout, overlap and bucket_mb. For telling whether two runs (of any seeds, on any
+ * machines) are of one config. No errors. */
+int config_diff_trained(const Config *a, const Config *b, char *buf, size_t n);
+
 /* The most subword tokens a side of a training example may hold: data.max_len for each of its
  * data.concat sentences and two a separator (CORPUS_SEP and the word boundary before it):
  * concat · max_len + 2 (concat − 1). No errors. */

@@ -185,6 +185,24 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n) {
     return count;
 }
 
+int config_diff_trained(const Config *a, const Config *b, char *buf, size_t n) {
+    Config *x = xmalloc(sizeof *x), *y = xmalloc(sizeof *y);
+    *x = *a, *y = *b;
+    Config *c[2] = {x, y};
+    for (int i = 0; i < 2; i++) {
+        memset(c[i]->name, 0, sizeof c[i]->name);
+        memset(c[i]->save_dir, 0, sizeof c[i]->save_dir);
+        memset(c[i]->cache_dir, 0, sizeof c[i]->cache_dir);
+        memset(c[i]->spm_model, 0, sizeof c[i]->spm_model);
+        c[i]->seed = 0, c[i]->threads = 0, c[i]->device = DEVICE_CPU, c[i]->log_every = 1;
+        c[i]->save_every = 0, c[i]->max_nonfinite = 1, c[i]->dist_timeout = 0;
+        c[i]->dist_overlap = 0, c[i]->dist_bucket_mb = 1;
+    }
+    int k = config_diff(x, y, buf, n);
+    free(x), free(y);
+    return k;
+}
+
 BackendOptions config_backend_options(const Config *c) {
     return (BackendOptions){.device = (int)c->device, .precision = (int)c->precision,
                             .threads = c->threads, .ordinal = BACKEND_KEEP,

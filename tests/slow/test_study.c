@@ -34,7 +34,10 @@
  *     spm_hash, no uncommitted_changes) whose start was built from uncommitted changes, the
  *     report counts it ("1 of 6 runs trained from a tree with uncommitted changes"), marks its
  *     revision and counts it among the archives without the model's hash;
- *  4d. a config that also sets model.input_feeding = false is named with that key by --status
+ *  4d. an archive of a config edited since it was trained (dot.ini sets model.input_feeding =
+ *     false) is refused by --report and by the study before training (exit 1), naming the
+ *     archive and the key; with the config restored --prepare passes;
+ *  4e. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
  *  5. data.spm_model with another data.vocab_size is refused naming both.
@@ -506,7 +509,33 @@ int main(void) {
                "changes, or the archive without spm_hash", rc);
     }
 
-    /* 4d. a config that changes another key than the attention's is named with it; a config
+    /* 4d. a config edited after its runs were archived: every one of its archives is refused
+     * by --report and by the study before training, naming the archive and the key */
+    {
+        const char *dot = test_strdup(tr_fmt("%s/configs/dot.ini", dir));
+        char *was = test_read_file(dot, NULL);
+        test_write_text(dot, "include = ../../recipe.ini\n[model]\nattention = luong_dot\n"
+                             "input_feeding = false\n");
+        rc = study("edited_report", plan, "--report", NULL);
+        const char *e = tr_fmt("%s/edited_report.err", w);
+        EXPECT(rc == 1 && tr_file_contains(e, "archive/dot_s1/config.ini: the run was trained "
+                                              "with a config that differs from the plan's") &&
+                   tr_file_contains(e, "model.input_feeding: true -> false"),
+               "--report with an archive of a config edited since (exit %d) is not refused "
+               "naming the archive and the key", rc);
+        rc = study("edited_train", plan, NULL, NULL);
+        EXPECT(rc == 1 && tr_file_contains(tr_fmt("%s/edited_train.err", w),
+                                           "model.input_feeding: true -> false") &&
+                   !tr_file_contains(tr_fmt("%s/edited_train.out", w), "study: training"),
+               "a study with an archive of a config edited since: exit %d, expected 1 before "
+               "training anything", rc);
+        if (was) test_write_text(dot, was);
+        free(was);
+        rc = study("restored", plan, "--prepare", NULL);
+        EXPECT(rc == 0, "--prepare with the config restored: exit %d", rc);
+    }
+
+    /* 4e. a config that changes another key than the attention's is named with it; a config
      * that includes no file has no recipe */
     {
         test_write_text(tr_fmt("%s/configs/nofeed.ini", dir),
