@@ -64,6 +64,10 @@ double *test_dnew(size_t n);
  * test that must allow for the slower program there, or that cannot run under ASan at all (it
  * then prints why and exits 77). */
 int test_sanitized(void);
+/* How many elements of a tensor a finite-difference check samples: n, or 8 in the sanitizer build
+ * (test_sanitized), whose program is several times slower and which looks for memory errors, not
+ * gradient errors: every tensor is still perturbed, so every code path still runs. */
+int test_fd_samples(int n);
 /* tb = the batch of B sentences the tests write time-major: src [S,B] with lengths src_len [B];
  * tgt_in, tgt_out [T,B] with PAD after each sentence's end, or both NULL for a batch without
  * targets (decoding: T = 1, BOS in, PAD out). Every TokenBatch field is laid out batch-major in

@@ -4,15 +4,15 @@
  * any other kind in both cells and both feeds), both cells and both input-feeding settings, and the batched attention (input_feeding = false,
  * Tq = T) against the step-by-step one (Tq = 1).
  *
- * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with
- * padding; twice also a batch of sequences of at most two steps, S = T = 2) are perturbed by ±eps — every element of tensors up to 48 elements, 48 spread-out
- * elements of bigger ones — and the analytic gradient must match (loss in float32, so the
- * tolerance is |a − n| ≤ 2e-3 + 2e-2·|n|), and normwise, per tensor whose sampled gradient has a
- * norm of at least 1e-2, ‖a − n‖ ≤ 1e-2·‖n‖ (an error in every element, such as a wrong scale,
- * that the absolute floor lets through elementwise). sdp runs once more with its weights
- * initialised at scale 2, where its W_q and W_k gradients are far above the differences' noise.
- * Dropout is on (p = 0.2): masks are a pure function of the key, so the perturbed passes see the
- * same masks.
+ * Finite differences: parameter elements of a tiny model (V 13, E 4, H 6, batch of 3 with padding;
+ * twice also a batch of sequences of at most two steps, S = T = 2) are perturbed by ±eps — every
+ * element of tensors up to 48 elements, 48 spread-out elements of bigger ones (8 under a sanitizer:
+ * test_fd_samples) — and the analytic gradient must match (loss in float32, so the tolerance is
+ * |a − n| ≤ 2e-3 + 2e-2·|n|), and normwise, per tensor whose sampled gradient has a norm of at least
+ * 1e-2, ‖a − n‖ ≤ 1e-2·‖n‖ (an error in every element, such as a wrong scale, that the absolute
+ * floor lets through elementwise). sdp runs once more with its weights initialised at scale 2,
+ * where its W_q and W_k gradients are far above the differences' noise. Dropout is on (p = 0.2):
+ * masks are a pure function of the key, so the perturbed passes see the same masks.
  * Before the finite differences, a second training pass with grad_scale 0.5 and no zeroing must
  * add half of every gradient again (the gradients accumulate, scaled; testutil.h).
  * Batched vs step by step: the same model and batch with rnn_set_stepwise off and on must give
@@ -219,7 +219,7 @@ static void run(AttentionKind kind, int gru, int feed, int Le, int Ld) {
     double maxrel = 0;
     for (int i = 0; i < ps.n; i++) {
         ParamSpec *s = &ps.specs[i];
-        size_t stride = s->size <= 48 ? 1 : s->size / 48;
+        size_t ns = (size_t)test_fd_samples(48), stride = s->size <= ns ? 1 : s->size / ns;
         char what[256];
         snprintf(what, sizeof what, "%s %s", describe(kind, gru, feed, Le, Ld), s->name);
         FdResult r = fd_compare(what, ps.data + s->offset, s->size, stride, grad + s->offset,

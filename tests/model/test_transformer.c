@@ -1,6 +1,7 @@
 /* test_transformer.c — the whole tiny Transformer (model/transformer.h) on the CPU:
  *  1. Gradients: every parameter's analytic gradient against central finite differences
- *     (every element of tensors up to 40 elements, 40 spread-out elements of bigger ones;
+ *     (every element of tensors up to 40 elements, 40 spread-out elements of bigger ones, 8
+ *     under a sanitizer: test_fd_samples;
  *     ε = 1e-3 on float32, |a − n| ≤ 3e-3 + 3e-2·|n|, see check_grad for kinks), dropout on
  *     (p = 0.2; masks are a pure
  *     function of the key), for every attention kind in every slot where it is allowed, pre-LN
@@ -170,7 +171,7 @@ static void check_grad(Case c) {
     double maxrel = 0;
     for (int i = 0; i < ps->n; i++) {
         ParamSpec *s = &ps->specs[i];
-        size_t stride = s->size <= 40 ? 1 : s->size / 40;
+        size_t ns = (size_t)test_fd_samples(40), stride = s->size <= ns ? 1 : s->size / ns;
         char what[256];
         snprintf(what, sizeof what, "%s: %s", name(c), s->name);
         FdResult r = fd_compare(what, ps->data + s->offset, s->size, stride, grad + s->offset,
