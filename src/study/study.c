@@ -588,6 +588,21 @@ static void table_seeds_text(const Study *s, char *buf, size_t n) {
                         s->tables[t].nseeds, s->tables[t].nseeds == 1 ? "" : "s");
 }
 
+static Status archive_config_check(const Study *s, const StudyRun *r, const Config *had,
+                                   Err *err);
+
+/* 1 when the archive of run r cannot be read or was trained with another config than the plan
+ * gives r now (archive_config_check). */
+static int archive_stale(const Study *s, const StudyRun *r) {
+    Config *c = xmalloc(sizeof *c);
+    char p[PATH + 16];
+    Err err;
+    snprintf(p, sizeof p, "%s/config.ini", r->archive);
+    int stale = config_load(c, p, &err) || archive_config_check(s, r, c, &err);
+    free(c);
+    return stale;
+}
+
 static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     scan(runs, n);
     int count[3] = {0, 0, 0};
@@ -622,7 +637,7 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
         }
     }
     double left = 0;
-    int unknown = 0;
+    int unknown = 0, stale = 0;
     for (int t = 0; t < s->ntables; t++) {
         const Table *tb = &s->tables[t];
         fprintf(f, "\n%s (%s):\n", tb->title, tb->name);
@@ -636,7 +651,9 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                              : rate_n   ? rate_sum / rate_n * s->epochs
                                         : NAN;
                 if (runs[i].state == ARCHIVED) {
-                    fprintf(f, "  s%llu archived", runs[i].seed);
+                    int st = archive_stale(s, &runs[i]);
+                    fprintf(f, "  s%llu archived%s", runs[i].seed, st ? " (config differs)" : "");
+                    stale += st;
                     continue;
                 }
                 double done = runs[i].state == RUNNING ? run_secs(runs[i].dir, &e, NULL) : 0;
@@ -663,6 +680,11 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                want_gpu ? "on a GPU, one run at a time" : "on one thread each", h2, jobs,
                want_gpu ? "on a GPU" : "on a CPU",
                unknown ? "; runs without a measured config or table are not counted" : "");
+    if (stale)
+        fprintf(f, "%d archive%s trained with another config than %s config file gives now: "
+                "training and --report refuse %s, and --prepare names the keys\n", stale,
+                stale == 1 ? " was" : "s were", stale == 1 ? "its" : "their",
+                stale == 1 ? "it" : "them");
     free(cfg_secs), free(cfg_n);
 }
 

@@ -35,8 +35,8 @@
  *     report counts it ("1 of 6 runs trained from a tree with uncommitted changes"), marks its
  *     revision and counts it among the archives without the model's hash;
  *  4d. an archive of a config edited since it was trained (dot.ini sets model.input_feeding =
- *     false) is refused by --report and by the study before training (exit 1), naming the
- *     archive and the key; with the config restored --prepare passes;
+ *     false) is marked by --status and refused by --report and by the study before training
+ *     (exit 1), naming the archive and the key; with the config restored --prepare passes;
  *  4e. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
@@ -516,6 +516,11 @@ int main(void) {
         char *was = test_read_file(dot, NULL);
         test_write_text(dot, "include = ../../recipe.ini\n[model]\nattention = luong_dot\n"
                              "input_feeding = false\n");
+        rc = study("edited_status", plan, "--status", NULL);
+        const char *o = tr_fmt("%s/edited_status.out", w);
+        EXPECT(rc == 0 && tr_file_contains(o, "s1 archived (config differs)") &&
+                   tr_file_contains(o, "trained with another config than"),
+               "--status with an archive of a config edited since (exit %d) does not mark it", rc);
         rc = study("edited_report", plan, "--report", NULL);
         const char *e = tr_fmt("%s/edited_report.err", w);
         EXPECT(rc == 1 && tr_file_contains(e, "archive/dot_s1/config.ini: the run was trained "
