@@ -46,11 +46,11 @@ extern const Backend *cpu, *gpu;
  * costs there). */
 #define EW_GRID ((size_t)4096 * 256)
 
-/* Under the sanitizers (ASan, TSan) a shape whose largest buffer holds more than SANITIZE_ONCE
- * elements runs its first variant only (the first value of each of its enumerated dims): the
- * variants share the kernel's launch, blocks, barriers and loop turns, where the memory errors
- * and races those builds look for live, while each of its emulated threads costs there. The
- * plain emulated build and the CPU run every variant. */
+/* Under the sanitizers (ASan, TSan) a row runs one shape whose largest buffer holds more than
+ * SANITIZE_ONCE elements, its first such shape in its first variant (the first value of each of
+ * its enumerated dims): the big shapes share the kernel's launch, blocks, barriers and loop
+ * turns, where the memory errors and races those builds look for live, while each emulated
+ * thread costs there. The plain emulated build and the CPU run every shape. */
 #define SANITIZE_ONCE ((size_t)1 << 16)
 
 /* n floats uniform in [-1, 1) from optest_rng (frand). */

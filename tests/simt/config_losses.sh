@@ -3,26 +3,30 @@
 # config trains the same with train.device = cuda (the CUDA backend's kernels under the SIMT
 # emulation, cuBLAS on the host stand-in) as with train.device = cpu.
 #
-#   bash tests/simt/config_losses.sh BUILD_DIR CONFIG STEPS TOLERANCE
+#   bash tests/simt/config_losses.sh BUILD_DIR CONFIG STEPS TOLERANCE [SECTION.KEY=VALUE]...
 #
 # Runs BUILD_DIR/trainer twice for STEPS optimizer steps on one thread (log_every = 1, its own
 # save_dir in a temporary folder, the same seed), once per device, and compares the loss of every
 # step from metrics.jsonl: passes when every step is present on both and the largest relative
-# difference is below TOLERANCE. Prints each step's two losses. The runs set
+# difference is below TOLERANCE. Prints each step's two losses. Each SECTION.KEY=VALUE is one
+# more --set for both runs. The runs set
 # train.warmup_steps = 1, so that every step updates the weights at the full learning rate (inside
 # a warm-up of hundreds of steps they hardly move, and a wrong backward would not change the
 # losses): the check fails unless the learning rate of the steps never rises (past the warm-up).
 # Only the emulated build registers it, where the CUDA backend always exists: a trainer that
 # cannot start it fails the check (it is never skipped).
 set -euo pipefail
-[ $# -eq 4 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,18p' "$0"; exit 2; }
 build=$1 config=$2 steps=$3 tol=$4
+shift 4
+extra=()
+for kv in "$@"; do extra+=(--set "$kv"); done
 tmp=$(mktemp -d /tmp/config_losses.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 for dev in cuda cpu; do # cuda first: a backend that does not start fails at once
   if ! "$build/trainer" --config "$config" --set train.device=$dev --set train.max_steps="$steps" \
       --set train.warmup_steps=1 --set train.log_every=1 --set train.threads=1 \
-      --set train.save_dir="$tmp/$dev" --set data.cache_dir="$tmp/cache_$dev" \
+      --set train.save_dir="$tmp/$dev" --set data.cache_dir="$tmp/cache_$dev" "${extra[@]}" \
       > "$tmp/$dev.log" 2>&1; then
     tail -5 "$tmp/$dev.log"
     echo "config_losses.sh: training $config on $dev failed" >&2
