@@ -5,8 +5,11 @@
  *   openblas-pthread the same, pthread build
  *   blis-openmp      BLIS 0.9 (libblis4-openmp; its cblas_sgemm)
  *   onednn           oneDNN 2.6 (libdnnl2; dnnl_sgemm, row-major)
+ *   mkl              Intel oneMKL (PyPI's mkl: libmkl_rt.so.3, or the file BENCH_GEMM_MKL names;
+ *                    its cblas_sgemm on the GNU OpenMP threading layer, MKL_THREADING_LAYER=GNU),
+ *                    the BLAS of PyPI's PyTorch on x86
  * A library that is not installed is skipped with a note (apt-get install libblis4-openmp
- * libdnnl-dev; bench/README.md).
+ * libdnnl-dev; pip install mkl, with LD_LIBRARY_PATH holding its lib folder; bench/README.md).
  *
  *   bench_gemm [--threads T] [--reps R] [--min-seconds S] [--shape MxNxK[:TA:TB]]... [--model NAME]
  *
@@ -48,6 +51,7 @@ static Lib g_libs[] = {
     {"openblas-pthread", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", 0, 0, 0},
     {"blis-openmp", "/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4", 0, 0, 0},
     {"onednn", "libdnnl.so.2", 0, 0, 0},
+    {"mkl", "libmkl_rt.so.3", 0, 0, 0},
 };
 #define NLIBS ((int)(sizeof g_libs / sizeof g_libs[0]))
 
@@ -140,7 +144,9 @@ int main(int argc, char **argv) {
     char tbuf[16];
     snprintf(tbuf, sizeof tbuf, "%d", threads);
     setenv("OMP_NUM_THREADS", tbuf, 1), setenv("OPENBLAS_NUM_THREADS", tbuf, 1);
-    setenv("BLIS_NUM_THREADS", tbuf, 1);
+    setenv("BLIS_NUM_THREADS", tbuf, 1), setenv("MKL_NUM_THREADS", tbuf, 1);
+    setenv("MKL_THREADING_LAYER", "GNU", 1);
+    if (getenv("BENCH_GEMM_MKL")) g_libs[NLIBS - 1].path = getenv("BENCH_GEMM_MKL");
 
     int nl = 0;
     for (int i = 0; i < NLIBS; i++) {
