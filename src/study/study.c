@@ -588,19 +588,37 @@ static void table_seeds_text(const Study *s, char *buf, size_t n) {
                         s->tables[t].nseeds, s->tables[t].nseeds == 1 ? "" : "s");
 }
 
+/* Refuses the archive of run r when had, the config it was trained with, differs from the one
+ * the plan gives r now (its config file with run_sets) in a key that changes what a run trains
+ * (config_diff_trained): its scores would be reported as that config's. Errors: the config's
+ * load errors, and the difference, naming the archive, the keys and what to do. */
 static Status archive_config_check(const Study *s, const StudyRun *r, const Config *had,
-                                   Err *err);
+                                   Err *err) {
+    const StudyConfig *sc = &s->configs[r->config];
+    Config *now = xmalloc(sizeof *now);
+    char diff[2048];
+    Status rc = load_for_run(s, r, sc->path, now, err);
+    if (rc) err_prefix(err, "%s: config %s", s->file, sc->path);
+    else if (config_diff_trained(had, now, diff, sizeof diff))
+        rc = err_set(err, "%s/config.ini: the run was trained with a config that differs from "
+                     "the plan's %s (archived -> now: %s), so its scores are not %s's; move the "
+                     "archive folder %s out of the study so that it trains the run again, or "
+                     "give the config back the values the run was trained with", r->archive,
+                     sc->path, diff, sc->name, r->archive);
+    free(now);
+    return rc;
+}
 
-/* 1 when the archive of run r cannot be read or was trained with another config than the plan
- * gives r now (archive_config_check). */
-static int archive_stale(const Study *s, const StudyRun *r) {
+/* archive_config_check against the config.ini of run r's archive. Errors: its load errors,
+ * archive_config_check's. */
+static Status archive_file_config_check(const Study *s, const StudyRun *r, Err *err) {
     Config *c = xmalloc(sizeof *c);
     char p[PATH + 16];
-    Err err;
     snprintf(p, sizeof p, "%s/config.ini", r->archive);
-    int stale = config_load(c, p, &err) || archive_config_check(s, r, c, &err);
+    Status rc = config_load(c, p, err);
+    if (!rc) rc = archive_config_check(s, r, c, err);
     free(c);
-    return stale;
+    return rc;
 }
 
 static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
@@ -651,7 +669,8 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                              : rate_n   ? rate_sum / rate_n * s->epochs
                                         : NAN;
                 if (runs[i].state == ARCHIVED) {
-                    int st = archive_stale(s, &runs[i]);
+                    Err err;
+                    int st = archive_file_config_check(s, &runs[i], &err) != STATUS_OK;
                     fprintf(f, "  s%llu archived%s", runs[i].seed, st ? " (config differs)" : "");
                     stale += st;
                     continue;
@@ -843,27 +862,6 @@ static Status archive_model_differs(const Study *s, const char *dir, uint64_t ha
                    (unsigned long long)plan, dir);
 }
 
-/* Refuses the archive of run r when had, the config it was trained with, differs from the one
- * the plan gives r now (its config file with run_sets) in a key that changes what a run trains
- * (config_diff_trained): its scores would be reported as that config's. Errors: the config's
- * load errors, and the difference, naming the archive, the keys and what to do. */
-static Status archive_config_check(const Study *s, const StudyRun *r, const Config *had,
-                                   Err *err) {
-    const StudyConfig *sc = &s->configs[r->config];
-    Config *now = xmalloc(sizeof *now);
-    char diff[2048];
-    Status rc = load_for_run(s, r, sc->path, now, err);
-    if (rc) err_prefix(err, "%s: config %s", s->file, sc->path);
-    else if (config_diff_trained(had, now, diff, sizeof diff))
-        rc = err_set(err, "%s/config.ini: the run was trained with a config that differs from "
-                     "the plan's %s (archived -> now: %s), so its scores are not %s's; move the "
-                     "archive folder %s out of the study so that it trains the run again, or "
-                     "give the config back the values the run was trained with", r->archive,
-                     sc->path, diff, sc->name, r->archive);
-    free(now);
-    return rc;
-}
-
 /* Refuses, before any training, an archive that records another SentencePiece model than the
  * plan's (an archive without the record is let be) or was trained with another config
  * (archive_config_check), and a run folder to be resumed (a last.ckpt) whose spm.model, the copy
@@ -881,13 +879,7 @@ static Status check_models(const Study *s, StudyRun *runs, int n, Err *err) {
         if (r->state == ARCHIVED) {
             if (archive_spm_hash(r->archive, &known, &had, err)) return STATUS_ERR;
             if (known && had != plan) return archive_model_differs(s, r->archive, had, plan, err);
-            Config *c = xmalloc(sizeof *c);
-            char p[PATH + 16];
-            snprintf(p, sizeof p, "%s/config.ini", r->archive);
-            Status rc = config_load(c, p, err);
-            if (!rc) rc = archive_config_check(s, r, c, err);
-            free(c);
-            if (rc) return STATUS_ERR;
+            if (archive_file_config_check(s, r, err)) return STATUS_ERR;
         } else if (r->state == RUNNING && path_is_file(model)) {
             if (file_spm_hash(model, &had, err)) return STATUS_ERR;
             if (had != plan)

@@ -6,8 +6,8 @@
 #      translations of each) into OUT/archives.tar.gz, exit 0;
 #   2. a second call, with every run archived, exits 1 and says that no run was archived;
 #   3. a call stopped by its time limit (seed 2 alone, 500 epochs so that no run can end in time,
-#      0.02 min; the seed-1 archives, of 1 epoch, are not the plan's) ends the runner by SIGTERM (study.log says the runs resume from last.ckpt) and
-#      exits 1 without a tarball.
+#      0.02 min; the seed-1 archives, of 1 epoch, are not the plan's) ends the runner by SIGTERM
+#      (study.log says the runs resume from last.ckpt) and exits 1 without a tarball.
 #
 #   bash tests/slow/gpu_study.sh TRAINER        (from the repository root, data/multi30k fetched)
 set -uo pipefail

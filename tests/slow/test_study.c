@@ -509,8 +509,8 @@ int main(void) {
                "changes, or the archive without spm_hash", rc);
     }
 
-    /* 4d. a config edited after its runs were archived: every one of its archives is refused
-     * by --report and by the study before training, naming the archive and the key */
+    /* 4d. a config edited after its runs were archived: --status marks its archives, --report
+     * and the study (before training) refuse them, naming the archive and the key */
     {
         const char *dot = test_strdup(tr_fmt("%s/configs/dot.ini", dir));
         char *was = test_read_file(dot, NULL);
