@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.c) with clang, ASan and UBSan in build-fuzz/ and
-# runs each for FUZZ_SECONDS seconds (default 16: the seven targets take under 2 minutes).
+# runs each for FUZZ_SECONDS seconds (default 16), FUZZ_JOBS targets at once (default the CPUs, at
+# most 4: on 2 CPUs the seven targets take about a minute).
 # Exits non-zero if any target finds a crash, a leak, a sanitizer error, a timeout or an
 # out-of-memory; the input that caused it is saved as build-fuzz/findings/<target>/crash-*
 # (leak-*, timeout-*, oom-*). Prints the executions per target at the end.
@@ -40,16 +41,25 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
-failed=()
-summary=()
-for t in "${targets[@]}"; do
-  bin=build-fuzz/fuzz_$t
-  [ -x "$bin" ] || { echo "fuzz: no target '$t' (have: ${all[*]})" >&2; exit 2; }
+# one target: its log in build-fuzz/findings/T.log, libFuzzer's exit code in build-fuzz/findings/T.rc
+fuzz_one() {
+  local t=$1 bin=build-fuzz/fuzz_$1
   mkdir -p "build-fuzz/corpus/$t" "build-fuzz/findings/$t"
-  log=build-fuzz/findings/$t.log
-  dirs=("build-fuzz/corpus/$t" "tests/fuzz/corpus/$t")
+  local dirs=("build-fuzz/corpus/$t" "tests/fuzz/corpus/$t") dict=() rc=0
   [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
-  dict=()
+  [ -f "build-fuzz/$t.dict" ] && dict=(-dict="build-fuzz/$t.dict")
+  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+         -artifact_prefix="build-fuzz/findings/$t/" "${dict[@]}" "${dirs[@]}" \
+         >"build-fuzz/findings/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"build-fuzz/findings/$t.rc"
+}
+
+# FUZZ_JOBS targets at once (default: the CPUs, at most 4), each libFuzzer on one thread
+jobs=${FUZZ_JOBS:-$(nproc)}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_JOBS=$jobs: give a whole number, 1 or more" >&2; exit 2; }
+[ "$jobs" -le 4 ] || jobs=4
+for t in "${targets[@]}"; do
+  [ -x "build-fuzz/fuzz_$t" ] || { echo "fuzz: no target '$t' (have: ${all[*]})" >&2; exit 2; }
   if [ -f "tests/fuzz/$t.dict" ]; then
     # the committed words, and for the config parser the attention kinds' names, from the
     # table's rows X(ENUM, name) in src/attention/attention.h
@@ -60,15 +70,28 @@ for t in "${targets[@]}"; do
       grep -q '^"sdp"$' "build-fuzz/$t.dict" \
         || { echo "fuzz: no attention kinds read from src/attention/attention.h" >&2; exit 2; }
     fi
-    dict=(-dict="build-fuzz/$t.dict")
+  else
+    rm -f "build-fuzz/$t.dict"
   fi
+  rm -f "build-fuzz/findings/$t.rc"
+done
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
   echo "fuzz: $t for ${secs} s"
-  rc=0
-  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-         -artifact_prefix="build-fuzz/findings/$t/" "${dict[@]}" "${dirs[@]}" >"$log" 2>&1 || rc=$?
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  log=build-fuzz/findings/$t.log
+  rc=$(cat "build-fuzz/findings/$t.rc" 2>/dev/null || echo "?")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
-  if [ "$rc" -ne 0 ]; then
+  cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
+  if [ "$rc" != 0 ]; then
     failed+=("$t")
     echo "fuzz: $t FAILED (exit $rc); the log is $log:" >&2
     grep -E 'ERROR|FUZZ_ASSERT|CHECK failed|SUMMARY|runtime error|Test unit written' "$log" \

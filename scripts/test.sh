@@ -12,7 +12,7 @@
 #                launch bounds, shared memory) and that docs/cuda_kernels.md     --self-test, --check
 #                is current; skipped with a message when nvcc is absent
 #   6. sanitize  the whole CTest suite again under ASan + UBSan (clang)         scripts/sanitize.sh
-#   7. fuzz      every libFuzzer target for 16 s (under 2 minutes in all)       scripts/fuzz.sh
+#   7. fuzz      every libFuzzer target for 16 s, two at a time on 2 CPUs        scripts/fuzz.sh
 # Extra arguments go to the ctest runs. TEST_STEPS="prepare tests" (a subset, in this order)
 # runs only those steps. Stops at the first step that fails.
 set -euo pipefail

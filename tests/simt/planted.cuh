@@ -133,4 +133,18 @@ __global__ void p_racy_flag(const float *x, int *found, int n) {
     if (i < n && !std::isfinite(x[i])) *found = 1;
 }
 
+/* BUG: a race between blocks only: thread 0 of every block adds 1 to *count with a plain
+ * read-modify-write; the block's threads first sum in shared memory (barriers), so that each
+ * block takes long enough for the TSan build's workers to share the grid (tsan_race.cc). */
+__global__ void p_racy_blocks(int *count) {
+    __shared__ int s[64];
+    s[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+    for (int h = 32; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && s[0] == 63 * 64 / 2) *count += 1;
+}
+
 #endif

@@ -10,14 +10,20 @@
  * switch). Fiber stacks are pooled per OS thread, with a guard page.
  *
  * TSan mode (SIMT_TSAN defined; this file itself is not instrumented, the kernels are): blocks run
- * on 4 worker OS threads at once; every emulated thread is a TSan fiber, switched with the no-sync
+ * on 2 worker OS threads at once; every emulated thread is a TSan fiber, switched with the no-sync
  * flag, so TSan sees the threads of a block as distinct; the only happens-before edges are the
  * launch (start_sync), each completed barrier or warp collective (among its participants) and
  * the end of the grid (end_sync), and the end of a block before the next block on the same
- * worker (block_seq: that block reuses the thread_local __shared__ storage and the fibers).
- * Limit: so races between two blocks are seen only when they run on different workers (with 4
- * workers taking blocks from one counter, most pairs do); races within a block are all seen. Source: CUDA C++ Programming Guide §B.6, §B.22, §B.23 (semantics);
- * docs/gpu.md (design facts measured on this machine).
+ * worker (block_seq: that block reuses the thread_local __shared__ storage and the fibers). The
+ * launch and the block before reach a block's threads, and they reach the grid end, through the
+ * worker's own fiber (one acquire and one release of the shared objects a block, not a thread).
+ * Limit: so races between two blocks are seen only when they run on different workers (with 2
+ * workers taking blocks from one counter, most pairs do); races within a block are all seen.
+ * Two workers, not more: TSan's vector clocks have an entry for every fiber ever created (each
+ * worker keeps a block's worth), and every acquire and release walks them, so each further worker
+ * makes every synchronisation dearer.
+ * Source: CUDA C++ Programming Guide §B.6, §B.22, §B.23 (semantics); docs/gpu.md (design facts
+ * measured on this machine).
  */
 #include "simt.h"
 
@@ -578,6 +584,10 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
 #endif
     if (L->smem) poison_fill(E->dyn, L->smem);
     fiber_of(E, n - 1);
+#if defined(SIMT_TSAN_BUILD)
+    __tsan_acquire(&L->start_sync); /* the worker's main fiber: after the launch */
+    __tsan_release(&E->block_seq);  /* ... and before the block's threads */
+#endif
     for (unsigned i = 0; i < n; i++) {
         Fiber *f = E->fibers[i].get();
         f->ctx.tid = uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)};
@@ -589,9 +599,9 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
         f->state = ST_RUN;
 #if defined(SIMT_TSAN_BUILD)
         if (!f->tsan_fiber) f->tsan_fiber = __tsan_create_fiber(0);
-        /* the launch happens before every thread (and nothing else does) */
+        /* the launch (and the block before on this worker) happens before every thread, through
+         * this worker's main fiber (below), and nothing else does */
         __tsan_switch_to_fiber(f->tsan_fiber, kTsanNoSync);
-        __tsan_acquire(&L->start_sync);
         __tsan_acquire(&E->block_seq);
         __tsan_switch_to_fiber(E->tsan_main, kTsanNoSync);
 #endif
@@ -632,10 +642,11 @@ out:
      * next block of this OS thread, which reuses the shared memory and the fibers */
     for (unsigned i = 0; i < n; i++) {
         __tsan_switch_to_fiber(E->fibers[i]->tsan_fiber, kTsanNoSync);
-        __tsan_release(&L->end_sync);
         __tsan_release(&E->block_seq);
     }
     __tsan_switch_to_fiber(E->tsan_main, kTsanNoSync);
+    __tsan_acquire(&E->block_seq); /* the worker's main fiber joins the block's threads */
+    __tsan_release(&L->end_sync);
 #endif
     g_threads_run.fetch_add(n, std::memory_order_relaxed);
 }
@@ -654,15 +665,14 @@ void exec_begin_launch(Exec *E, Launch *L) {
         E->dyn_valid = true;
     }
 #if defined(SIMT_TSAN_BUILD)
-    E->tsan_main = __tsan_get_current_fiber();
-    __tsan_release(&E->block_seq); /* the (re)allocated dynamic shared buffer -> the threads */
+    E->tsan_main = __tsan_get_current_fiber(); /* run_block releases block_seq from it */
 #endif
 }
 
 #if defined(SIMT_TSAN_BUILD)
 /* TSan mode: kWorkers OS threads that run blocks, started at the first launch, kept for the
  * process (their TSan fibers are reused across blocks and launches: creating one is costly). */
-const unsigned kWorkers = 4;
+const unsigned kWorkers = 2;
 struct Pool {
     std::mutex mu;
     std::condition_variable cv, done_cv;

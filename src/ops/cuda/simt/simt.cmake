@@ -89,6 +89,10 @@ if(TRAINER_SIMT_TSAN)
   add_test(NAME test_simt_tsan_race COMMAND test_simt_tsan_race)
   set_tests_properties(test_simt_tsan_race PROPERTIES LABELS simt
     PASS_REGULAR_EXPRESSION "WARNING: ThreadSanitizer: data race")
+  # a race between two blocks (never within one) is seen where they ran on different workers
+  add_test(NAME test_simt_tsan_race_blocks COMMAND test_simt_tsan_race blocks)
+  set_tests_properties(test_simt_tsan_race_blocks PROPERTIES LABELS simt
+    PASS_REGULAR_EXPRESSION "WARNING: ThreadSanitizer: data race.*p_racy_blocks")
 endif()
 if(TRAINER_SIMT_TSAN)
   # the correct kernels must give no report: TSan's exit code 66 on a report fails the test

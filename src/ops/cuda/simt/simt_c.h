@@ -36,7 +36,7 @@ unsigned long long simt_threads_run(void);
  * (the plain build); 0 under ASan or TSan (see simt.h). */
 int simt_static_shared_poisoned(void);
 
-/* How many blocks run at once: 4 in the TSan build (one per worker OS thread), else 1. */
+/* How many blocks run at once: 2 in the TSan build (one per worker OS thread), else 1. */
 int simt_concurrent_blocks(void);
 
 /* The fiber switch of this build: "asm" (hand-written x86-64 register switch) or "ucontext". */
