@@ -588,35 +588,56 @@ static void table_seeds_text(const Study *s, char *buf, size_t n) {
                         s->tables[t].nseeds, s->tables[t].nseeds == 1 ? "" : "s");
 }
 
-/* Refuses the archive of run r when had, the config it was trained with, differs from the one
- * the plan gives r now (its config file with run_sets) in a key that changes what a run trains
- * (config_diff_trained): its scores would be reported as that config's. Errors: the config's
- * load errors, and the difference, naming the archive, the keys and what to do. */
-static Status archive_config_check(const Study *s, const StudyRun *r, const Config *had,
-                                   Err *err) {
+/* Refuses run r when had, the config its archive was trained with, differs from the one the plan
+ * gives r now (its config file with run_sets) in a key that changes what a run trains
+ * (config_diff_trained): its scores would be reported as that config's; or (!archived) when had,
+ * the config its run folder began with, differs from it in a key that a resumed run keeps
+ * (config_diff_resume): `trainer train --resume` would refuse it. Errors: the config's load
+ * errors, and the difference, naming the folder, the keys and what to do. */
+static Status run_config_check(const Study *s, const StudyRun *r, const Config *had, int archived,
+                               Err *err) {
     const StudyConfig *sc = &s->configs[r->config];
     Config *now = xmalloc(sizeof *now);
     char diff[2048];
     Status rc = load_for_run(s, r, sc->path, now, err);
     if (rc) err_prefix(err, "%s: config %s", s->file, sc->path);
-    else if (config_diff_trained(had, now, diff, sizeof diff))
+    else if (!(archived ? config_diff_trained(had, now, diff, sizeof diff)
+                        : config_diff_resume(had, now, diff, sizeof diff)))
+        rc = STATUS_OK;
+    else if (archived)
         rc = err_set(err, "%s/config.ini: the run was trained with a config that differs from "
                      "the plan's %s (archived -> now: %s), so its scores are not %s's; move the "
                      "archive folder %s out of the study so that it trains the run again, or "
                      "give the config back the values the run was trained with", r->archive,
                      sc->path, diff, sc->name, r->archive);
+    else
+        rc = err_set(err, "%s/config.ini: run %s began with a config that differs from the "
+                     "plan's %s (the run folder -> now: %s), and a resumed run keeps its own; "
+                     "remove the run folder %s so that the study trains the run afresh, or give "
+                     "the config back the values the run began with", r->dir, r->name, sc->path,
+                     diff, r->dir);
     free(now);
     return rc;
 }
 
-/* archive_config_check against the config.ini of run r's archive. Errors: its load errors,
- * archive_config_check's. */
-static Status archive_file_config_check(const Study *s, const StudyRun *r, Err *err) {
+/* 1 if run r's folder holds a run that `trainer train --resume` goes on with: a last.ckpt and
+ * the config.ini the run began with. */
+static int run_resumes(const StudyRun *r) {
+    char p[PATH + 16];
+    snprintf(p, sizeof p, "%s/last.ckpt", r->dir);
+    if (!path_is_file(p)) return 0;
+    snprintf(p, sizeof p, "%s/config.ini", r->dir);
+    return path_is_file(p);
+}
+
+/* run_config_check against the config.ini of run r's archive (archived) or of its run folder.
+ * Errors: its load errors, run_config_check's. */
+static Status run_file_config_check(const Study *s, const StudyRun *r, int archived, Err *err) {
     Config *c = xmalloc(sizeof *c);
     char p[PATH + 16];
-    snprintf(p, sizeof p, "%s/config.ini", r->archive);
+    snprintf(p, sizeof p, "%s/config.ini", archived ? r->archive : r->dir);
     Status rc = config_load(c, p, err);
-    if (!rc) rc = archive_config_check(s, r, c, err);
+    if (!rc) rc = run_config_check(s, r, c, archived, err);
     free(c);
     return rc;
 }
@@ -655,7 +676,7 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
         }
     }
     double left = 0;
-    int unknown = 0, stale = 0;
+    int unknown = 0, stale = 0, stale_dirs = 0;
     for (int t = 0; t < s->ntables; t++) {
         const Table *tb = &s->tables[t];
         fprintf(f, "\n%s (%s):\n", tb->title, tb->name);
@@ -670,14 +691,19 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                                         : NAN;
                 if (runs[i].state == ARCHIVED) {
                     Err err;
-                    int st = archive_file_config_check(s, &runs[i], &err) != STATUS_OK;
+                    int st = run_file_config_check(s, &runs[i], 1, &err) != STATUS_OK;
                     fprintf(f, "  s%llu archived%s", runs[i].seed, st ? " (config differs)" : "");
                     stale += st;
                     continue;
                 }
                 double done = runs[i].state == RUNNING ? run_secs(runs[i].dir, &e, NULL) : 0;
+                Err err;
+                int differs = runs[i].state == RUNNING && run_resumes(&runs[i]) &&
+                              run_file_config_check(s, &runs[i], 0, &err) != STATUS_OK;
+                stale_dirs += differs;
                 if (runs[i].state == RUNNING)
-                    fprintf(f, "  s%llu running (epoch %d of %d done)", runs[i].seed, e, s->epochs);
+                    fprintf(f, "  s%llu running (epoch %d of %d done%s)", runs[i].seed, e,
+                            s->epochs, differs ? "; config differs" : "");
                 else fprintf(f, "  s%llu missing", runs[i].seed);
                 if (isfinite(per)) left += fmax(per - (isfinite(done) ? done : 0), 0);
                 else unknown++;
@@ -704,6 +730,12 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
                 "training and --report refuse %s, and --prepare names the keys\n", stale,
                 stale == 1 ? " was" : "s were", stale == 1 ? "its" : "their",
                 stale == 1 ? "it" : "them");
+    if (stale_dirs)
+        fprintf(f, "%d run folder%s began with another config than %s config file gives now: "
+                "training refuses to resume %s (--prepare names the keys); remove %s to train "
+                "afresh\n", stale_dirs, stale_dirs == 1 ? "" : "s",
+                stale_dirs == 1 ? "its" : "their", stale_dirs == 1 ? "it" : "them",
+                stale_dirs == 1 ? "it" : "them");
     free(cfg_secs), free(cfg_n);
 }
 
@@ -864,9 +896,10 @@ static Status archive_model_differs(const Study *s, const char *dir, uint64_t ha
 
 /* Refuses, before any training, an archive that records another SentencePiece model than the
  * plan's (an archive without the record is let be) or was trained with another config
- * (archive_config_check), and a run folder to be resumed (a last.ckpt) whose spm.model, the copy
- * of the model it began with, is another: the runs it trains take the plan's model
- * (data.spm_model, run_sets), but a resumed run keeps its own. */
+ * (run_config_check), and a run folder to be resumed (a last.ckpt) whose spm.model, the copy
+ * of the model it began with, is another, or whose config.ini differs from the plan's: the runs
+ * it trains take the plan's model (data.spm_model, run_sets) and config, but a resumed run keeps
+ * its own. */
 static Status check_models(const Study *s, StudyRun *runs, int n, Err *err) {
     uint64_t plan, had;
     int known;
@@ -879,8 +912,11 @@ static Status check_models(const Study *s, StudyRun *runs, int n, Err *err) {
         if (r->state == ARCHIVED) {
             if (archive_spm_hash(r->archive, &known, &had, err)) return STATUS_ERR;
             if (known && had != plan) return archive_model_differs(s, r->archive, had, plan, err);
-            if (archive_file_config_check(s, r, err)) return STATUS_ERR;
-        } else if (r->state == RUNNING && path_is_file(model)) {
+            if (run_file_config_check(s, r, 1, err)) return STATUS_ERR;
+        } else if (r->state == RUNNING && run_resumes(r)) {
+            if (run_file_config_check(s, r, 0, err)) return STATUS_ERR;
+        }
+        if (r->state == RUNNING && path_is_file(model)) {
             if (file_spm_hash(model, &had, err)) return STATUS_ERR;
             if (had != plan)
                 return err_set(err, "%s: run %s began with the SentencePiece model of hash "
@@ -926,7 +962,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                 }
                 if (!rc && a[na].spm_hash_known && a[na].spm_hash != plan)
                     rc = archive_model_differs(s, runs[i].archive, a[na].spm_hash, plan, err);
-                if (!rc) rc = archive_config_check(s, &runs[i], &a[na].cfg, err);
+                if (!rc) rc = run_config_check(s, &runs[i], &a[na].cfg, 1, err);
                 ptr[na] = &a[na], groups[na] = s->configs[c].name;
                 na++;
             }

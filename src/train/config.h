@@ -240,6 +240,14 @@ int config_diff(const Config *a, const Config *b, char *buf, size_t n);
  * machines) are of one config. No errors. */
 int config_diff_trained(const Config *a, const Config *b, char *buf, size_t n);
 
+/* config_diff of start, the config a run began with (its checkpoint's), against now, the config
+ * it is to be resumed with, over the keys a resumed run keeps: all but train.max_epochs,
+ * max_steps, patience, max_hours, log_every, save_every, threads, val_max_sentences, device,
+ * max_nonfinite, keep_checkpoints, average_last and save_dir, and dist.timeout, overlap and
+ * bucket_mb (and train.init_from's recorded CRC where now has none). For `trainer train
+ * --resume`, and a study's check of a run folder before it resumes it. No errors. */
+int config_diff_resume(const Config *start, const Config *now, char *buf, size_t n);
+
 /* The most subword tokens a side of a training example may hold: data.max_len for each of its
  * data.concat sentences and two a separator (CORPUS_SEP and the word boundary before it):
  * concat · max_len + 2 (concat − 1). No errors. */

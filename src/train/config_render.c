@@ -203,6 +203,23 @@ int config_diff_trained(const Config *a, const Config *b, char *buf, size_t n) {
     return k;
 }
 
+int config_diff_resume(const Config *start, const Config *now, char *buf, size_t n) {
+    Config *c = xmalloc(sizeof *c);
+    *c = *start; /* the keys that may change on resume, from now */
+    c->max_epochs = now->max_epochs, c->max_steps = now->max_steps, c->patience = now->patience;
+    c->max_hours = now->max_hours;
+    c->log_every = now->log_every, c->save_every = now->save_every, c->threads = now->threads;
+    c->val_max_sentences = now->val_max_sentences, c->device = now->device;
+    c->max_nonfinite = now->max_nonfinite, c->dist_timeout = now->dist_timeout;
+    c->dist_overlap = now->dist_overlap, c->dist_bucket_mb = now->dist_bucket_mb;
+    c->keep_checkpoints = now->keep_checkpoints, c->average_last = now->average_last;
+    snprintf(c->save_dir, sizeof c->save_dir, "%s", now->save_dir);
+    if (!now->init_from_crc[0]) memset(c->init_from_crc, 0, sizeof c->init_from_crc);
+    int k = config_diff(c, now, buf, n);
+    free(c);
+    return k;
+}
+
 BackendOptions config_backend_options(const Config *c) {
     return (BackendOptions){.device = (int)c->device, .precision = (int)c->precision,
                             .threads = c->threads, .ordinal = BACKEND_KEEP,

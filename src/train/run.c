@@ -69,20 +69,11 @@ static Status open_local(Run *r, int resume, const Backend *be, Err *err) {
                            "state (Adam's moments) that resuming needs; resume from the run's own "
                            "last.ckpt, or start a new run from these weights with "
                            "train.init_from = %s", r->last, r->last);
-        /* keys that may change on resume; everything else must match the checkpoint */
-        c.max_epochs = cfg->max_epochs, c.max_steps = cfg->max_steps, c.patience = cfg->patience;
-        c.max_hours = cfg->max_hours;
-        c.log_every = cfg->log_every, c.save_every = cfg->save_every, c.threads = cfg->threads;
-        c.val_max_sentences = cfg->val_max_sentences, c.device = cfg->device;
-        c.max_nonfinite = cfg->max_nonfinite, c.dist_timeout = cfg->dist_timeout;
-        c.dist_overlap = cfg->dist_overlap, c.dist_bucket_mb = cfg->dist_bucket_mb;
-        c.keep_checkpoints = cfg->keep_checkpoints, c.average_last = cfg->average_last;
-        snprintf(c.save_dir, sizeof c.save_dir, "%s", cfg->save_dir);
         /* train.init_from was read at the run's start: the CRC it recorded stays the run's */
         if (!cfg->init_from_crc[0])
             memcpy(cfg->init_from_crc, c.init_from_crc, sizeof c.init_from_crc);
         char diff[2048];
-        if (config_diff(&c, cfg, diff, sizeof diff))
+        if (config_diff_resume(&c, cfg, diff, sizeof diff))
             return err_set(err, "--resume: the config differs from the one %s was trained with "
                            "(%s); resume with the original settings or start a new run in "
                            "another train.save_dir", r->last, diff);

@@ -36,7 +36,9 @@
  *     revision and counts it among the archives without the model's hash;
  *  4d. an archive of a config edited since it was trained (dot.ini sets model.input_feeding =
  *     false) is marked by --status and refused by --report and by the study before training
- *     (exit 1), naming the archive and the key; with the config restored --prepare passes;
+ *     (exit 1), naming the archive and the key; with the config restored --prepare passes; a
+ *     run folder to resume that began with another config is marked by --status and refused by
+ *     the study before resuming;
  *  4e. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
@@ -538,6 +540,30 @@ int main(void) {
         free(was);
         rc = study("restored", plan, "--prepare", NULL);
         EXPECT(rc == 0, "--prepare with the config restored: exit %d", rc);
+        /* a run folder to resume (a last.ckpt) that began with another config: --status marks
+         * it, and the study refuses it before resuming, naming the folder and the key */
+        const char *r7 = test_strdup(tr_fmt("%s/runs/dot_s7", dir));
+        EXPECT(system(tr_fmt("mkdir -p %s && sed 's/= luong_dot$/= luong_general/' "
+                             "%s/archive/dot_s1/config.ini > %s/config.ini", r7, dir, r7)) == 0 &&
+                   tr_file_contains(tr_fmt("%s/config.ini", r7), "= luong_general"),
+               "writing %s/config.ini", r7);
+        test_write_text(tr_fmt("%s/last.ckpt", r7), "a checkpoint\n");
+        rc = study("edited_dir_status", plan, "--status", NULL);
+        o = tr_fmt("%s/edited_dir_status.out", w);
+        EXPECT(rc == 0 && tr_file_contains(o, "s7 running (epoch 0 of 1 done; config differs)") &&
+                   tr_file_contains(o, "1 run folder began with another config than"),
+               "--status with a run folder begun with another config (exit %d) does not mark "
+               "it", rc);
+        rc = study("edited_dir_train", plan, NULL, NULL);
+        e = tr_fmt("%s/edited_dir_train.err", w);
+        EXPECT(rc == 1 &&
+                   tr_file_contains(e, "runs/dot_s7/config.ini: run dot_s7 began with a config "
+                                       "that differs from the plan's") &&
+                   tr_file_contains(e, "model.attention: luong_general -> luong_dot") &&
+                   !tr_file_contains(tr_fmt("%s/edited_dir_train.out", w), "study: resuming"),
+               "a study with a run folder begun with another config: exit %d, expected 1 "
+               "before resuming it, naming the folder and the key", rc);
+        EXPECT(system(tr_fmt("rm -r %s", r7)) == 0, "rm -r %s", r7);
     }
 
     /* 4e. a config that changes another key than the attention's is named with it; a config
