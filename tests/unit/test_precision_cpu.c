@@ -9,6 +9,9 @@
  * the rounding (the portable loop) and the refusal are checked, and the test exits 77 (skipped:
  * the products were not) unless one of those checks failed (exit 1). CTest's
  * test_precision_cpu_no_bf16 runs it with TRAINER_CPU_BF16=off (ops.h), as on such a CPU.
+ *   test_precision_cpu --products   the rounding and the products only (not the refusals);
+ *     CTest runs it with TRAINER_CPU_BF16_GEMM=onednn and =sgemm, both ways of the bf16 products
+ *     (ops/cpu/matmul.c), which must then be the ones the backend names.
  */
 #include <math.h>
 #include <stdio.h>
@@ -101,15 +104,19 @@ static void test_products(void) {
                     be->matmul(C, A, B, M, N, K, ta, tb, alpha, beta);
                     backend_cpu_set_precision(BACKEND_PRECISION_FP32);
                     be->matmul(C32, A, B, M, N, K, ta, tb, alpha, beta);
+                    /* the inputs rounded once, for the reference */
+                    float *Ar = malloc(sizeof(float) * M * K), *Br = malloc(sizeof(float) * K * N);
+                    for (int i = 0; i < M * K; i++) Ar[i] = bf(A[i]);
+                    for (int i = 0; i < K * N; i++) Br[i] = bf(B[i]);
                     double worst = 0;
                     for (int m = 0; m < M; m++)
                         for (int n = 0; n < N; n++) {
                             double sum = 0, mag = 0;
                             for (int k = 0; k < K; k++) {
-                                float a = ta ? A[(size_t)k * M + m] : A[(size_t)m * K + k];
-                                float b = tb ? B[(size_t)n * K + k] : B[(size_t)k * N + n];
-                                sum += (double)bf(a) * bf(b);
-                                mag += fabs((double)a * b);
+                                size_t ia = ta ? (size_t)k * M + m : (size_t)m * K + k;
+                                size_t ib = tb ? (size_t)n * K + k : (size_t)k * N + n;
+                                sum += (double)Ar[ia] * Br[ib];
+                                mag += fabs((double)A[ia] * B[ib]);
                             }
                             double ref = alpha * sum + beta * C0[(size_t)m * N + n];
                             double err = fabs(C[(size_t)m * N + n] - ref) /
@@ -122,15 +129,21 @@ static void test_products(void) {
                            "error %.3g against the rounded inputs' product", M, N, K, ta, tb,
                            alpha, beta, worst);
                     ncases++;
-                    free(A), free(B), free(C), free(C0), free(C32);
+                    free(A), free(B), free(Ar), free(Br), free(C), free(C0), free(C32);
                 }
     /* the inputs were rounded: somewhere the product differs from fp32's by more than fp32
      * summation order could (inputs in [-1, 1], K up to 257: bf16 errors ~1e-2) */
     EXPECT(max_fp32_diff > 1e-3, "bf16 products equal fp32's (largest difference %.3g)",
            max_fp32_diff);
+    backend_cpu_set_precision(BACKEND_PRECISION_BF16);
+    const char *name = backend_cpu_gemm_name(), *path = getenv("TRAINER_CPU_BF16_GEMM");
+    backend_cpu_set_precision(BACKEND_PRECISION_FP32);
+    EXPECT(!path || strcmp(path, "sgemm") != 0 || strstr(name, "sgemm on bf16-rounded inputs"),
+           "TRAINER_CPU_BF16_GEMM=sgemm, but the bf16 products ran on %s", name);
+    EXPECT(!path || strcmp(path, "onednn") != 0 || strstr(name, "onednn matmul"),
+           "TRAINER_CPU_BF16_GEMM=onednn, but the bf16 products ran on %s", name);
     printf("bf16 products: %d cases within 1e-5 of the rounded inputs' product; largest "
-           "difference from fp32 %.3g; matmul: %s\n", ncases, max_fp32_diff,
-           backend_cpu_gemm_name());
+           "difference from fp32 %.3g; matmul at bf16: %s\n", ncases, max_fp32_diff, name);
 }
 
 /* matmul_bias_forward at bf16 against the bf16 matmul, then the bias row and ReLU in fp32. */
@@ -328,7 +341,8 @@ static void test_config(int supported, const char *why) {
            "tf32 on cuda or bf16 on the cpu is not valid");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int products_only = argc > 1 && strcmp(argv[1], "--products") == 0;
     test_rounding();
     const char *why = "";
     int supported = backend_cpu_bf16_supported(&why);
@@ -337,7 +351,7 @@ int main(void) {
         test_bias_forward();
         test_reuse();
     }
-    test_config(supported, why);
+    if (!products_only) test_config(supported, why);
     int rc = test_report("test_precision_cpu");
     if (!supported && rc == 0) {
         printf("test_precision_cpu: skipped: the bf16 products were not checked here: %s\n", why);

@@ -43,8 +43,10 @@ void backend_cpu_set_precision(int precision);
 int backend_cpu_bf16_supported(const char **why);
 
 /* The library of the CPU's dense products, for logs: "openblas sgemm", "onednn sgemm" (fp32 on
- * AVX-512 CPUs in a build with oneDNN; TRAINER_CPU_GEMM = openblas | onednn overrides), or
- * "onednn matmul (bf16 inputs, fp32 accumulation)" at precision bf16. */
+ * AVX-512 CPUs in a build with oneDNN; TRAINER_CPU_GEMM = openblas | onednn overrides), or at
+ * precision bf16 "onednn matmul (bf16 inputs, fp32 accumulation)", or on an Intel CPU without
+ * AMX "onednn sgemm on bf16-rounded inputs (fp32 accumulation)" (or openblas's;
+ * TRAINER_CPU_BF16_GEMM = onednn | sgemm overrides). */
 const char *backend_cpu_gemm_name(void);
 
 /* dst[i] = src[i] rounded to bfloat16 (the high 16 bits after rounding to nearest, ties to

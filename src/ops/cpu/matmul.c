@@ -6,7 +6,11 @@
  *         TRAINER_CPU_GEMM = openblas | onednn overrides the choice (benchmarks, tests).
  *   bf16  (backend_cpu_set_precision) both inputs rounded to bfloat16 (round to nearest even),
  *         products accumulated and stored in fp32: oneDNN's matmul primitive (its JIT GEMM with
- *         AVX512_BF16's vdpbf16ps). The same rounding as the CUDA backend's bf16 (its kernel
+ *         AVX512_BF16's vdpbf16ps), or, on an Intel CPU without AMX, the fp32 product above on
+ *         the rounded inputs held as floats (the same inputs and exact products, summed in
+ *         another order): there vdpbf16ps has half the FMA's throughput, so the fp32 product is
+ *         the faster (docs/performance.md). TRAINER_CPU_BF16_GEMM = onednn | sgemm overrides
+ *         the choice. The same rounding as the CUDA backend's bf16 (its kernel
  *         k_round_bf16 before a CUDA_R_16BF product) and PyTorch's autocast: weights, their
  *         gradients and Adam stay fp32; only the product's inputs are rounded, each once where
  *         the caller allows it (Backend.matmul_run, matmul_hold, matmul_keep: kept roundings,
@@ -45,7 +49,24 @@ static int overlaps_held(const float *p, size_t n) {
     return 0;
 }
 static pthread_once_t g_gemm_once = PTHREAD_ONCE_INIT;
-static int g_use_dnnl; /* fp32 products on dnnl_sgemm */
+static int g_use_dnnl;    /* fp32 products on dnnl_sgemm */
+static int g_bf16_sgemm;  /* bf16 products: the fp32 product on the rounded inputs */
+
+#if defined(TRAINER_DNNL) && defined(__x86_64__)
+#include <cpuid.h>
+/* An Intel CPU without AMX-BF16 (CPUID leaf 7, EDX bit 22): its vdpbf16ps runs on one port, at
+ * half the rate of its two FMA ports. */
+static int intel_without_amx(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    int intel = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu; /* GenuineIntel */
+    if (!intel || a < 7) return intel;
+    __cpuid_count(7, 0, a, b, c, d);
+    return !((d >> 22) & 1u);
+}
+#elif defined(TRAINER_DNNL)
+static int intel_without_amx(void) { return 0; }
+#endif
 
 static void choose_gemm(void) {
 #ifdef TRAINER_DNNL
@@ -58,12 +79,22 @@ static void choose_gemm(void) {
         __builtin_cpu_init();
         g_use_dnnl = __builtin_cpu_supports("avx512f") != 0;
     }
+    const char *b16 = getenv("TRAINER_CPU_BF16_GEMM");
+    if (b16 && strcmp(b16, "sgemm") == 0)
+        g_bf16_sgemm = 1;
+    else if (b16 && strcmp(b16, "onednn") == 0)
+        g_bf16_sgemm = 0;
+    else
+        g_bf16_sgemm = intel_without_amx();
 #endif
 }
 
 const char *backend_cpu_gemm_name(void) {
     pthread_once(&g_gemm_once, choose_gemm);
-    if (g_precision == BACKEND_PRECISION_BF16) return "onednn matmul (bf16 inputs, fp32 accumulation)";
+    if (g_precision == BACKEND_PRECISION_BF16)
+        return !g_bf16_sgemm ? "onednn matmul (bf16 inputs, fp32 accumulation)"
+               : g_use_dnnl  ? "onednn sgemm on bf16-rounded inputs (fp32 accumulation)"
+                             : "openblas sgemm on bf16-rounded inputs (fp32 accumulation)";
     return g_use_dnnl ? "onednn sgemm" : "openblas sgemm";
 }
 
@@ -124,7 +155,44 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_avx512(uint
         dst[i] = v[0];
     }
 }
+
+/* The same rounding, each result widened back to a float (its low 16 bits zero). */
+__attribute__((target("avx512f,avx512bf16"))) static void round_bf16_f32_avx512(float *dst,
+                                                                                const float *src,
+                                                                                size_t n) {
+    const size_t n16 = n / 16 * 16;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n16; i += 16) {
+        __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+        _mm512_storeu_si512((void *)(dst + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    for (size_t i = n16; i < n; i++) {
+        __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(src[i]));
+        uint16_t v[8];
+        _mm_storeu_si128((__m128i *)v, (__m128i)h);
+        uint32_t u = (uint32_t)v[0] << 16;
+        memcpy(&dst[i], &u, sizeof u);
+    }
+}
 #endif
+
+/* dst[i] = src[i] rounded to bfloat16 as backend_cpu_round_bf16 does, held as a float. */
+static void round_bf16_f32(float *dst, const float *src, size_t n) {
+#if defined(__x86_64__)
+    if (cpu_has_bf16()) {
+        round_bf16_f32_avx512(dst, src, n);
+        return;
+    }
+#endif
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+        const uint32_t r = (nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+        memcpy(&dst[i], &r, sizeof r);
+    }
+}
 
 void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
 #if defined(__x86_64__)
@@ -240,8 +308,14 @@ static void *grow(Buf *b, size_t bytes) {
     return b->p;
 }
 
-/* src[n] rounded to bf16 into b (grown as needed); returns b's data. */
-static const uint16_t *round_into(Buf *b, const float *src, size_t n) {
+/* src[n] rounded to bf16 into b (grown as needed): bf16 values, or floats where the products
+ * run on sgemm (g_bf16_sgemm); returns b's data. */
+static const void *round_into(Buf *b, const float *src, size_t n) {
+    if (g_bf16_sgemm) {
+        float *d = grow(b, sizeof(float) * n + 64);
+        round_bf16_f32(d, src, n);
+        return d;
+    }
     uint16_t *d = grow(b, sizeof(uint16_t) * n + 64);
     backend_cpu_round_bf16(d, src, n);
     return d;
@@ -287,7 +361,7 @@ static int held(const float *p, size_t n) {
 /* src[n] rounded to bf16: from the held operands or the run's kept ones when it is one of them,
  * else rounded into a new held entry (inside a held range), a kept entry (inside a run) or
  * scratch. */
-static const uint16_t *rounded(const float *src, size_t n, Buf *scratch) {
+static const void *rounded(const float *src, size_t n, Buf *scratch) {
     if (held(src, n)) {
         for (int i = 0; i < t_hold.n; i++)
             if (t_hold.k[i].src == src && t_hold.k[i].n == n) return t_hold.k[i].buf.p;
@@ -335,16 +409,41 @@ static void cpu_matmul_keep(const float *p, size_t n) {
     t_nheld++;
 }
 
-/* Backend.matmul_transb_slower: sgemm at fp32 yes, oneDNN's bf16 matmul no (ops.h). */
-static int cpu_matmul_transb_slower(void) { return g_precision != BACKEND_PRECISION_BF16; }
+/* Backend.matmul_transb_slower: sgemm (fp32, or bf16 on sgemm) yes, oneDNN's bf16 matmul no
+ * (ops.h). */
+static int cpu_matmul_transb_slower(void) {
+    pthread_once(&g_gemm_once, choose_gemm);
+    return g_precision != BACKEND_PRECISION_BF16 || g_bf16_sgemm;
+}
 
 #ifdef TRAINER_DNNL
+/* A kept operand that a product's output C[n] overlaps is stale: forgets it. */
+static void forget_overlapped(const float *C, size_t n) {
+    for (int i = 0; i < RUN_KEEP; i++) {
+        Kept *k = &t_run.k[i];
+        if (k->src && k->src < C + n && C < k->src + k->n) k->src = NULL, k->used = 0;
+    }
+}
+
 static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc, int K,
                         int transA, int transB, float alpha, float beta) {
     static _Thread_local Buf abuf, bbuf, sbuf;
     static _Thread_local dnnl_stream_t stream;
-    const uint16_t *a16 = rounded(A, (size_t)M * K, &abuf);
-    const uint16_t *b16 = rounded(B, (size_t)K * Nc, &bbuf);
+    const void *a16 = rounded(A, (size_t)M * K, &abuf);
+    const void *b16 = rounded(B, (size_t)K * Nc, &bbuf);
+    if (g_bf16_sgemm) { /* the rounded inputs as floats: the fp32 product */
+        const float *a = a16, *b = b16;
+        int lda = transA ? M : K, ldb = transB ? K : Nc;
+        if (g_use_dnnl)
+            DNNL_OK(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, Nc, K, alpha, a, lda, b,
+                               ldb, beta, C, Nc));
+        else
+            cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                        transB ? CblasTrans : CblasNoTrans, M, Nc, K, alpha, a, lda, b, ldb, beta,
+                        C, Nc);
+        forget_overlapped(C, (size_t)M * Nc);
+        return;
+    }
     const Bf16Prim *p = bf16_prim(transA, transB, alpha, beta);
     if (!stream) DNNL_OK(dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags));
     dnnl_memory_desc_t md[4];
@@ -368,12 +467,7 @@ static void bf16_matmul(float *C, const float *A, const float *B, int M, int Nc,
     DNNL_OK(dnnl_primitive_execute(p->prim, stream, nargs, args));
     DNNL_OK(dnnl_stream_wait(stream));
     for (int i = 0; i < nargs; i++) dnnl_memory_destroy(args[i].memory);
-    /* a kept operand that C overlaps is stale: forget it */
-    const float *c_end = C + (size_t)M * Nc;
-    for (int i = 0; i < RUN_KEEP; i++) {
-        Kept *k = &t_run.k[i];
-        if (k->src && k->src < c_end && C < k->src + k->n) k->src = NULL, k->used = 0;
-    }
+    forget_overlapped(C, (size_t)M * Nc);
 }
 #endif
 
