@@ -134,8 +134,25 @@ void backend_cpu_set_precision(int precision) {
     g_precision = precision;
 }
 
+/* The bits of x rounded to bfloat16, in the high half (the low half zero): NaN stays NaN (quiet
+ * bit set); else round to nearest, ties to even. */
+static inline uint32_t bf16_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
+    return (nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
+/* AVX512_BF16's rounding of one float (vcvtneps2bf16), as the loops below round. */
+__attribute__((target("avx512f,avx512bf16"))) static inline uint16_t bf16_one_avx512(float x) {
+    __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(x));
+    uint16_t v[8];
+    _mm_storeu_si128((__m128i *)v, (__m128i)h);
+    return v[0];
+}
+
 /* AVX512_BF16's vcvtne2ps2bf16: 32 floats to bf16 per instruction, round to nearest even, NaN
  * kept quiet — the portable loop's results, except that it flushes subnormal inputs (below
  * 1.2e-38) to zero (Intel SDM, VCVTNE2PS2BF16). */
@@ -148,12 +165,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_avx512(uint
         __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
         _mm512_storeu_si512((void *)(dst + i), (__m512i)h);
     }
-    for (size_t i = n32; i < n; i++) {
-        __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(src[i]));
-        uint16_t v[8];
-        _mm_storeu_si128((__m128i *)v, (__m128i)h);
-        dst[i] = v[0];
-    }
+    for (size_t i = n32; i < n; i++) dst[i] = bf16_one_avx512(src[i]);
 }
 
 /* The same rounding, each result widened back to a float (its low 16 bits zero). */
@@ -167,51 +179,36 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_f32_avx512(
         _mm512_storeu_si512((void *)(dst + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
     for (size_t i = n16; i < n; i++) {
-        __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(src[i]));
-        uint16_t v[8];
-        _mm_storeu_si128((__m128i *)v, (__m128i)h);
-        uint32_t u = (uint32_t)v[0] << 16;
+        uint32_t u = (uint32_t)bf16_one_avx512(src[i]) << 16;
         memcpy(&dst[i], &u, sizeof u);
     }
 }
 #endif
 
-/* dst[i] = src[i] rounded to bfloat16 as backend_cpu_round_bf16 does, held as a float. */
-static void round_bf16_f32(float *dst, const float *src, size_t n) {
+/* src[n] rounded to bfloat16 into dst: bf16 values (as_float 0), or floats whose low 16 bits are
+ * zero (as_float 1); AVX512_BF16's instruction where the CPU has it, else the portable rule,
+ * vectorised (no branch) and on every thread past 64 Ki elements (a product's input of the output
+ * layer is up to rows × V, tens of millions). */
+static void round_bf16_into(void *dst, int as_float, const float *src, size_t n) {
 #if defined(__x86_64__)
     if (cpu_has_bf16()) {
-        round_bf16_f32_avx512(dst, src, n);
+        if (as_float) round_bf16_f32_avx512(dst, src, n);
+        else round_bf16_avx512(dst, src, n);
         return;
     }
 #endif
+    uint16_t *d16 = dst;
+    uint32_t *d32 = dst;
 #pragma omp parallel for simd schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], sizeof u);
-        const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
-        const uint32_t r = (nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-        memcpy(&dst[i], &r, sizeof r);
+        const uint32_t r = bf16_bits(src[i]);
+        if (as_float) d32[i] = r;
+        else d16[i] = (uint16_t)(r >> 16);
     }
 }
 
 void backend_cpu_round_bf16(uint16_t *dst, const float *src, size_t n) {
-#if defined(__x86_64__)
-    if (cpu_has_bf16()) {
-        round_bf16_avx512(dst, src, n);
-        return;
-    }
-#endif
-    /* vectorised (no branch), and on every thread past 64 Ki elements (a product's input of the
-     * output layer is up to rows × V, tens of millions) */
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], sizeof u);
-        /* NaN stays NaN (quiet bit set); else round to nearest, ties to even */
-        const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
-        const uint32_t r = nan ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u);
-        dst[i] = (uint16_t)(r >> 16);
-    }
+    round_bf16_into(dst, 0, src, n);
 }
 
 #ifdef TRAINER_DNNL
@@ -313,7 +310,7 @@ static void *grow(Buf *b, size_t bytes) {
 static const void *round_into(Buf *b, const float *src, size_t n) {
     if (g_bf16_sgemm) {
         float *d = grow(b, sizeof(float) * n + 64);
-        round_bf16_f32(d, src, n);
+        round_bf16_into(d, 1, src, n);
         return d;
     }
     uint16_t *d = grow(b, sizeof(uint16_t) * n + 64);
