@@ -7,7 +7,9 @@
  * announced to ASan (__sanitizer_start/finish_switch_fiber) and TSan (__tsan_switch_to_fiber):
  * the sanitizers need those annotations, not swapcontext itself (ASan's swapcontext interceptor
  * even clears the whole target stack's shadow on every switch, far slower than the register
- * switch). Fiber stacks are pooled per OS thread, with a guard page.
+ * switch). Fiber stacks are pooled per OS thread, with a guard page. Within a round of the
+ * scheduler a fiber that waits or ends switches straight to the next runnable fiber of the
+ * round's order, so the scheduler is entered once a round, not once a fiber.
  *
  * TSan mode (SIMT_TSAN defined; this file itself is not instrumented, the kernels are): blocks run
  * on 2 worker OS threads at once; every emulated thread is a TSan fiber, switched with the no-sync
@@ -178,6 +180,8 @@ struct Exec {
     std::vector<unsigned> order;
     Launch *L = nullptr;
     Fiber *cur = nullptr;
+    unsigned pos = 0;        /* the running fiber's place in order (this round) */
+    bool from_sched = false; /* the running fiber was entered from the scheduler */
     void *sched_sp = nullptr;
     ucontext_t sched_uc;
     const void *sched_stack_bottom = nullptr; /* ASan: the scheduler's stack */
@@ -300,9 +304,12 @@ char *alloc_stack() {
 
 [[noreturn]] void fiber_main(Fiber *f);
 
-/* Scheduler -> fiber f; returns when f waits or ends. */
+/* Scheduler -> fiber f (at place E->pos of this round's order); returns when the fibers that
+ * follow it in the round have each waited or ended (yield below chains them), or the block has
+ * failed. */
 void resume(Exec *E, Fiber *f) {
     E->cur = f;
+    E->from_sched = true;
     simt::detail::g_ctx = &f->ctx;
 #if TRAINER_ASAN
     void *fake = nullptr;
@@ -323,22 +330,53 @@ void resume(Exec *E, Fiber *f) {
     E->cur = nullptr;
 }
 
-/* Fiber f -> scheduler (final: f has ended and is never resumed). */
+/* Fiber f, which now waits or has ended (final: it is never resumed), hands over to the next
+ * runnable fiber of the round (after E->pos in E->order), or to the scheduler when there is none
+ * or the block has failed: one switch a fiber rather than two, in the order the round would
+ * resume them. Returns when f is resumed. */
 void yield(Exec *E, Fiber *f, bool final) {
-#if TRAINER_ASAN
-    __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, E->sched_stack_bottom,
-                                   E->sched_stack_size);
-#else
+    Fiber *g = nullptr;
+    if (!E->block_failed)
+        for (unsigned k = E->pos + 1; k < E->nthreads; k++) {
+            Fiber *h = E->fibers[E->order[k]].get();
+            if (h->state == ST_RUN) {
+                E->pos = k;
+                g = h;
+                break;
+            }
+        }
+#if !TRAINER_ASAN
     (void)final;
 #endif
+    if (g) {
+        E->cur = g;
+        E->from_sched = false;
+        simt::detail::g_ctx = &g->ctx;
+#if TRAINER_ASAN
+        __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, g->stack_lo, kStackBytes);
+#endif
 #if defined(SIMT_TSAN_BUILD)
-    __tsan_switch_to_fiber(E->tsan_main, kTsanNoSync);
+        __tsan_switch_to_fiber(g->tsan_fiber, kTsanNoSync);
 #endif
 #if defined(SIMT_FAST_SWITCH)
-    simt_ctx_switch(&f->sp, E->sched_sp);
+        simt_ctx_switch(&f->sp, g->sp);
 #else
-    swapcontext(f->uc, &E->sched_uc);
+        swapcontext(f->uc, g->uc);
 #endif
+    } else {
+#if TRAINER_ASAN
+        __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, E->sched_stack_bottom,
+                                       E->sched_stack_size);
+#endif
+#if defined(SIMT_TSAN_BUILD)
+        __tsan_switch_to_fiber(E->tsan_main, kTsanNoSync);
+#endif
+#if defined(SIMT_FAST_SWITCH)
+        simt_ctx_switch(&f->sp, E->sched_sp);
+#else
+        swapcontext(f->uc, &E->sched_uc);
+#endif
+    }
 #if TRAINER_ASAN
     __sanitizer_finish_switch_fiber(f->asan_fake, nullptr, nullptr);
 #endif
@@ -351,7 +389,11 @@ void uc_entry() { fiber_main(tl_exec->cur); }
 void fiber_main(Fiber *f) {
     Exec *E = tl_exec.get();
 #if TRAINER_ASAN
-    __sanitizer_finish_switch_fiber(nullptr, &E->sched_stack_bottom, &E->sched_stack_size);
+    /* the stack it came from: the scheduler's, to be recorded, or another fiber's */
+    const void *from_bottom = nullptr;
+    size_t from_size = 0;
+    __sanitizer_finish_switch_fiber(nullptr, &from_bottom, &from_size);
+    if (E->from_sched) E->sched_stack_bottom = from_bottom, E->sched_stack_size = from_size;
 #endif
     E->L->fn(E->L->body);
     f->state = ST_DONE;
@@ -625,9 +667,12 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
         }
         for (unsigned k = 0; k < n; k++) {
             Fiber *f = E->fibers[E->order[k]].get();
-            if (f->state == ST_RUN) resume(E, f);
-            if (E->block_failed) goto out;
+            if (f->state != ST_RUN) continue;
+            E->pos = k;
+            resume(E, f); /* and, chained, every runnable fiber after it */
+            break;
         }
+        if (E->block_failed) goto out;
         unsigned done = 0;
         for (unsigned i = 0; i < n; i++) done += E->fibers[i]->state == ST_DONE;
         if (done == n) break;
