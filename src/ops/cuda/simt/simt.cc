@@ -180,11 +180,10 @@ struct Exec {
     std::vector<unsigned> order;
     Launch *L = nullptr;
     Fiber *cur = nullptr;
-    unsigned pos = 0;        /* the running fiber's place in order (this round) */
-    bool from_sched = false; /* the running fiber was entered from the scheduler */
+    unsigned pos = 0; /* the running fiber's place in order (this round) */
     void *sched_sp = nullptr;
     ucontext_t sched_uc;
-    const void *sched_stack_bottom = nullptr; /* ASan: the scheduler's stack */
+    const void *sched_stack_bottom = nullptr; /* ASan: the scheduler's stack (this OS thread's) */
     size_t sched_stack_size = 0;
     void *tsan_main = nullptr;
     char block_seq = 0; /* TSan: block end -> the next block of this OS thread (reused storage) */
@@ -304,12 +303,24 @@ char *alloc_stack() {
 
 [[noreturn]] void fiber_main(Fiber *f);
 
+/* The first fiber at place >= k of this round's order that can run (E->pos = its place), or
+ * nullptr. */
+Fiber *next_runnable(Exec *E, unsigned k) {
+    for (; k < E->nthreads; k++) {
+        Fiber *f = E->fibers[E->order[k]].get();
+        if (f->state == ST_RUN) {
+            E->pos = k;
+            return f;
+        }
+    }
+    return nullptr;
+}
+
 /* Scheduler -> fiber f (at place E->pos of this round's order); returns when the fibers that
  * follow it in the round have each waited or ended (yield below chains them), or the block has
  * failed. */
 void resume(Exec *E, Fiber *f) {
     E->cur = f;
-    E->from_sched = true;
     simt::detail::g_ctx = &f->ctx;
 #if TRAINER_ASAN
     void *fake = nullptr;
@@ -335,22 +346,12 @@ void resume(Exec *E, Fiber *f) {
  * or the block has failed: one switch a fiber rather than two, in the order the round would
  * resume them. Returns when f is resumed. */
 void yield(Exec *E, Fiber *f, bool final) {
-    Fiber *g = nullptr;
-    if (!E->block_failed)
-        for (unsigned k = E->pos + 1; k < E->nthreads; k++) {
-            Fiber *h = E->fibers[E->order[k]].get();
-            if (h->state == ST_RUN) {
-                E->pos = k;
-                g = h;
-                break;
-            }
-        }
+    Fiber *g = E->block_failed ? nullptr : next_runnable(E, E->pos + 1);
 #if !TRAINER_ASAN
     (void)final;
 #endif
     if (g) {
         E->cur = g;
-        E->from_sched = false;
         simt::detail::g_ctx = &g->ctx;
 #if TRAINER_ASAN
         __sanitizer_start_switch_fiber(final ? nullptr : &f->asan_fake, g->stack_lo, kStackBytes);
@@ -389,11 +390,15 @@ void uc_entry() { fiber_main(tl_exec->cur); }
 void fiber_main(Fiber *f) {
     Exec *E = tl_exec.get();
 #if TRAINER_ASAN
-    /* the stack it came from: the scheduler's, to be recorded, or another fiber's */
+    /* the stack it came from: the first fiber an OS thread runs is entered from the scheduler,
+     * whose stack is then recorded; the others may come from another fiber */
     const void *from_bottom = nullptr;
     size_t from_size = 0;
     __sanitizer_finish_switch_fiber(nullptr, &from_bottom, &from_size);
-    if (E->from_sched) E->sched_stack_bottom = from_bottom, E->sched_stack_size = from_size;
+    if (!E->sched_stack_bottom) {
+        E->sched_stack_bottom = from_bottom;
+        E->sched_stack_size = from_size;
+    }
 #endif
     E->L->fn(E->L->body);
     f->state = ST_DONE;
@@ -665,13 +670,8 @@ void run_block(Exec *E, Launch *L, unsigned long long block_linear) {
                     E->order[j] = t;
                 }
         }
-        for (unsigned k = 0; k < n; k++) {
-            Fiber *f = E->fibers[E->order[k]].get();
-            if (f->state != ST_RUN) continue;
-            E->pos = k;
+        if (Fiber *f = next_runnable(E, 0))
             resume(E, f); /* and, chained, every runnable fiber after it */
-            break;
-        }
         if (E->block_failed) goto out;
         unsigned done = 0;
         for (unsigned i = 0; i < n; i++) done += E->fibers[i]->state == ST_DONE;
