@@ -84,9 +84,14 @@ extern const char *const linformer_share_names[LINFORMER_SHARE_COUNT]; /* "none"
 /* luong_local's window position and score (Luong et al. 2015 §3.2; model.local_mode,
  * model.local_score). */
 typedef enum { LOCAL_MONOTONIC, LOCAL_PREDICTIVE } LocalMode;      /* monotonic, predictive */
-typedef enum { LOCAL_SCORE_DOT, LOCAL_SCORE_GENERAL, LOCAL_SCORE_CONCAT } LocalScore;
+typedef enum {
+    LOCAL_SCORE_DOT,
+    LOCAL_SCORE_GENERAL,
+    LOCAL_SCORE_CONCAT,
+    LOCAL_SCORE_SCALED_DOT
+} LocalScore;
 extern const char *const local_mode_names[2];  /* "monotonic", "predictive" */
-extern const char *const local_score_names[3]; /* "dot", "general", "concat" */
+extern const char *const local_score_names[4]; /* "dot", "general", "concat", "scaled_dot" */
 
 /* The options of the kinds that have them (the [model] section's linformer_* and local_* keys,
  * model/spec.h), one struct for every kind: each kind reads its own fields.
@@ -100,7 +105,8 @@ typedef struct {
     LinformerShare linformer_share; /* sharing of E, F */
     int local_window;       /* D: the window [p_t − D, p_t + D], σ = D/2 (>= 1) */
     LocalMode local_mode;   /* local-m: p_t = t; local-p: p_t = S·σ(v_pᵀ tanh(W_p h_t)) */
-    LocalScore local_score; /* eq. 8: dot, general (h_t W_a), concat (additive) */
+    LocalScore local_score; /* eq. 8: dot, general (h_t W_a), concat (additive); scaled_dot:
+                               general / √HS (Vaswani et al. 2017 eq. 1) */
 } AttentionOptions;
 enum { LINFORMER_K_DEFAULT = 32, LINFORMER_MAX_LEN_DEFAULT = 128 };
 

@@ -9,14 +9,19 @@
  *     s in the window. The gradient reaches W_p, v_p and h_t through p_t in the Gaussian; window
  *     membership is piecewise constant in p_t and contributes none (as in the paper's model).
  * The score (model.local_score, eq. 8) is dot (h_tᵀ h̄_s), general (h_t W_a h̄_s: luong.c's
- * query transform) or concat (the additive score of bahdanau.c: W_q, U, v in the RNN, v_a per
- * head in the Transformer). c_t = Σ_s a_t(s) h̄_s; the weights are saved as each query's window
- * (ATTN_SAVE_WINDOW: [B,NH,Tq,2D+2], its first key and its 2D + 1 weights), O(Tq·D) a head. Ops: local_attn_forward / _backward (ops.h), matmul and tanh for p_t.
+ * query transform), concat (the additive score of bahdanau.c: W_q, U, v in the RNN, v_a per
+ * head in the Transformer) or scaled_dot: general divided by √HS (per head), so that local-m
+ * with a window over every key computes sdp's function of the query h_t W_a (Vaswani et al.
+ * 2017 eq. 1; unscaled, the head's h_t W_a · h̄_s grows as √HS and saturates the softmax,
+ * their §3.2.1). c_t = Σ_s a_t(s) h̄_s; the weights are saved as each query's window
+ * (ATTN_SAVE_WINDOW: [B,NH,Tq,2D+2], its first key and its 2D + 1 weights), O(Tq·D) a head.
+ * Ops: local_attn_forward / _backward (ops.h), matmul and tanh for p_t.
  *
  * The position needs the untransformed query h_t, so this row has no query transform of its own
  * for the model (q_transform = 0: the RNN's qsave and the Transformer's q heads are h_t itself);
- * forward and backward apply the score's query transform (general: W_a; concat in the RNN: W_q)
- * and eq. 9 themselves, on the merged query [B·Tq, Dq] (heads merged through work when NH > 1).
+ * forward and backward apply the score's query transform (general, scaled_dot: W_a; concat in
+ * the RNN: W_q) and eq. 9 themselves, on the merged query [B·Tq, Dq] (heads merged through work
+ * when NH > 1).
  * p_t is one position per query, shared by the heads (as the paper's one alignment); in the RNN
  * the kind runs with one head, like the other luong kinds. No causal form: decoder
  * self-attention is refused (local-m's window cut at t would be one; it is not implemented).
@@ -24,17 +29,24 @@
  * Legend: B batch, NH heads, Tq queries, Tk keys, HS head size, Dq query width, Dk key width,
  * A additive size, Nq = B·Tq, Wd the score query's merged width (Dk; concat in the RNN: A).
  * Workspace (floats), in this order: qm [Nq,Dq] merged query (NH > 1), qs [Nq,Wd] the score
- * query (general; concat in the RNN), qh [B,NH,Tq,HS] its heads (NH > 1), u [Nq,Dq] = tanh(qm
- * W_pᵀ) and z [Nq] (predictive); backward also dqh, dqs, dqm, dz, dpre, du of those sizes; then
- * local_attn_workspace. */
+ * query (general, scaled_dot; concat in the RNN), qh [B,NH,Tq,HS] its heads (NH > 1),
+ * u [Nq,Dq] = tanh(qm W_pᵀ) and z [Nq] (predictive); backward also dqh, dqs, dqm, dz, dpre, du
+ * of those sizes; then local_attn_workspace. */
+#include <math.h>
 #include <stdio.h>
 
 #include "attention/kinds.h"
 
 static int is_pred(const Attention *a) { return a->opt.local_mode == LOCAL_PREDICTIVE; }
-static int has_qs(const Attention *a) { /* the score transforms the query */
+static int has_wa(const Attention *a) { /* q' = q W_a (general, scaled_dot) */
     return a->opt.local_score == LOCAL_SCORE_GENERAL ||
-           (a->opt.local_score == LOCAL_SCORE_CONCAT && a->own_proj);
+           a->opt.local_score == LOCAL_SCORE_SCALED_DOT;
+}
+static int has_qs(const Attention *a) { /* the score transforms the query */
+    return has_wa(a) || (a->opt.local_score == LOCAL_SCORE_CONCAT && a->own_proj);
+}
+static float score_scale(const Attention *a) { /* the dot score's factor */
+    return a->opt.local_score == LOCAL_SCORE_SCALED_DOT ? 1.0f / sqrtf((float)a->HS) : 1.0f;
 }
 static int score_width(const Attention *a) { /* the op's D: per head q·k width */
     return a->opt.local_score == LOCAL_SCORE_CONCAT ? a->A : a->HS;
@@ -47,6 +59,7 @@ static void local_declare(Attention *a, ParamSet *ps, const char *prefix, ParamI
                                     "AttentionOptions to attention_declare)");
     switch (a->opt.local_score) {
     case LOCAL_SCORE_GENERAL: /* W_a [Dq, Dk], as luong_general (applied in forward here) */
+    case LOCAL_SCORE_SCALED_DOT:
         snprintf(name, sizeof name, "%s.W_a", prefix);
         params_declare(ps, &a->W_a, name, mat, 2, a->Dq, a->Dk);
         break;
@@ -116,7 +129,7 @@ static const float *local_prepare(const Attention *a, const Backend *be, LocalWo
         qm = w->qm;
     }
     qs = qm;
-    if (a->opt.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
+    if (has_wa(a)) /* q' = q W_a */
         attention_general_query_forward(a, be, w->qs, qm, Nq), qs = w->qs;
     else if (has_qs(a)) /* concat in the RNN: q' = q W_qᵀ */
         attention_additive_query_forward(a, be, w->qs, qm, Nq), qs = w->qs;
@@ -142,9 +155,9 @@ static void local_forward(const Attention *a, const Backend *be, float *o, float
     CHECK(!causal, "luong_local has no causal form (attention_supports refuses it)");
     LocalWork w = local_carve(a, work, B, Tq);
     const float *qh = local_prepare(a, be, &w, q, B, Tq);
-    be->local_attn_forward(o, save, qh, k, local_va(a), v, is_pred(a) ? w.z : NULL, key_len, 1.0f,
-                           a->opt.local_window, a->pos0, B, a->NH, Tq, Tk, score_width(a),
-                           a->HS);
+    be->local_attn_forward(o, save, qh, k, local_va(a), v, is_pred(a) ? w.z : NULL, key_len,
+                           score_scale(a), a->opt.local_window, a->pos0, B, a->NH, Tq, Tk,
+                           score_width(a), a->HS);
 }
 
 static void local_backward(const Attention *a, const Backend *be, float *dq, float *dk,
@@ -166,7 +179,7 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
     if (pred) be->zero(w.dz, sizeof(float) * Nq);
     be->local_attn_backward(dqh, dk, a->opt.local_score == LOCAL_SCORE_CONCAT ? a->v_a.g : NULL,
                             dv, pred ? w.dz : NULL, dout, qh, k, local_va(a), v,
-                            pred ? w.z : NULL, save, key_len, 1.0f, a->opt.local_window,
+                            pred ? w.z : NULL, save, key_len, score_scale(a), a->opt.local_window,
                             a->pos0, B, NH, Tq, Tk, score_width(a), a->HS, w.op);
     /* the score query: heads → merged (dqs), then back through its transform into dqm */
     float *dqs = dqh;
@@ -176,7 +189,7 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
         be->permute0213_backward(m, dqh, B, Tq, NH, score_width(a));
         dqs = m;
     }
-    if (a->opt.local_score == LOCAL_SCORE_GENERAL) /* q' = q W_a */
+    if (has_wa(a)) /* q' = q W_a */
         attention_general_query_backward(a, be, dqm, dqs, qm, Nq);
     else if (has_qs(a)) /* q' = q W_qᵀ */
         attention_additive_query_backward(a, be, dqm, dqs, qm, Nq);

@@ -49,7 +49,8 @@ typedef struct ModelSpec {
      * 1..100000), model.linformer_share = none | headwise | kv | layerwise (none; layerwise is
      * refused) — used where a slot (or the RNN's model.attention) is linformer; luong_local
      * (Luong et al. 2015 §3.2): model.local_window = D (10, 1..1000), model.local_mode =
-     * monotonic | predictive (predictive), model.local_score = dot | general | concat (general) */
+     * monotonic | predictive (predictive), model.local_score = dot | general | concat |
+     * scaled_dot (general) */
     AttentionOptions attn_opt;
 } ModelSpec;
 

@@ -131,7 +131,9 @@ const KeyDef config_keys[] = {
            "luong_local: monotonic (local-m, p_t = t) or predictive (local-p, p_t = S "
            "sigmoid(v_p' tanh(W_p h_t)) with a Gaussian around p_t)", R_LOCAL, NULL),
     K_ENUM("model", "local_score", model.attn_opt.local_score, "general", local_score_names,
-           "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat", R_LOCAL, NULL),
+           "luong_local's score (Luong et al. 2015 eq. 8): dot, general or concat; scaled_dot "
+           "is general over sqrt(head size), sdp's score (Vaswani et al. 2017 eq. 1)",
+           R_LOCAL, NULL),
 
     K_STR("data", "train_src", train_src, "data/multi30k/train.de.gz", "training source text"),
     K_STR("data", "train_tgt", train_tgt, "data/multi30k/train.en.gz", "training target text"),

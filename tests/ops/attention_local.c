@@ -26,10 +26,11 @@
  *    change no output or gradient bit; a row with an empty window has out = 0 and dq = dz = 0;
  *  - accumulate; bit-identical for 1 and 2 OpenMP threads;
  *  - the kind (RNN setting: one head, own projections; Transformer setting: 2 heads on
- *    projected heads) for dot / general / concat × monotonic / predictive: what it saves is
- *    B·Tq·NH·(2W + 2) floats and neither that nor its workspace grows with Tk; forward vs the
- *    reference from h_t, and its gradients (dq, dk, dv and every parameter it owns: W_a, W_q, v,
- *    v_a, W_p, v_p) vs central differences of the float kind.
+ *    projected heads) for dot / general / concat / scaled_dot × monotonic / predictive: what it
+ *    saves is B·Tq·NH·(2W + 2) floats and neither that nor its workspace grows with Tk; forward
+ *    vs the reference from h_t, and its gradients (dq, dk, dv and every parameter it owns: W_a,
+ *    W_q, v, v_a, W_p, v_p) vs central differences of the float kind;
+ *  - local-m with scaled_dot and a window over every key against the sdp kind (W_Q = W_a).
  * Runs on one OpenMP thread but for the thread check. */
 #include <math.h>
 #include <omp.h>
@@ -393,8 +394,9 @@ static double kind_loss(void *ctx) {
 }
 
 /* The reference from h_t: per (b, t) the merged query h [Dq] (heads merged when NH > 1), z =
- * v_pᵀ tanh(W_p h) (eq. 9), q' = h W_a (general) / W_q h (concat, own projections) / h, split
- * into heads; then ref_local per head with the kind's keys and values. */
+ * v_pᵀ tanh(W_p h) (eq. 9), q' = h W_a (general, scaled_dot; W_a [Dq, Dk]) / W_q h (concat, own
+ * projections) / h, split into heads; then ref_local per head with the kind's keys and values,
+ * scale 1/√HS for scaled_dot. */
 static void kind_ref(const KindProb *p, double *out) {
     const Attention *a = &p->at;
     const AttentionOptions *o = &a->opt;
@@ -405,7 +407,8 @@ static void kind_ref(const KindProb *p, double *out) {
     memset(&op, 0, sizeof op);
     op.B = p->B, op.NH = NH, op.Tq = p->Tq, op.Tk = p->Tk, op.D = D, op.Dv = p->HS;
     op.window = o->local_window, op.pos0 = a->pos0, op.additive = concat, op.pred = pred;
-    op.scale = 1.0f, op.key_len = p->key_len;
+    op.scale = sc == LOCAL_SCORE_SCALED_DOT ? (float)(1.0 / sqrt((double)p->HS)) : 1.0f;
+    op.key_len = p->key_len;
     op.nq = (size_t)p->B * NH * p->Tq * D, op.nk = (size_t)p->B * NH * p->Tk * D;
     op.nv = p->nv, op.no = p->no, op.nw = (size_t)p->B * NH * p->Tq * p->Tk;
     op.nz = (size_t)p->B * p->Tq, op.na = (size_t)NH * D;
@@ -429,7 +432,7 @@ static void kind_ref(const KindProb *p, double *out) {
             int W = NH * D; /* merged width of q' */
             for (int c = 0; c < W; c++) {
                 double acc = 0;
-                if (sc == LOCAL_SCORE_GENERAL) /* (h W_a)_c, W_a [Dq, Dk] */
+                if (sc == LOCAL_SCORE_GENERAL || sc == LOCAL_SCORE_SCALED_DOT) /* (h W_a)_c */
                     for (int j = 0; j < p->Dq; j++) acc += h[j] * a->W_a.w[(size_t)j * p->Dk + c];
                 else if (concat && p->own) /* (W_q h)_c, W_q [A, Dq] */
                     for (int j = 0; j < p->Dq; j++) acc += a->W_a.w[(size_t)c * p->Dq + j] * h[j];
@@ -513,6 +516,50 @@ static void test_kind(int own, int NH, int B, int Tq, int Tk, int Dq, int window
     params_free(&p->ps);
 }
 
+/* local-m with the scaled_dot score and a window over every key computes sdp's function with
+ * W_Q = W_a (Vaswani et al. 2017 eq. 1), padded keys included: the luong_local kind on h_t's
+ * heads against the sdp kind on the heads of h_t W_a, forward outputs within FWD_*. */
+static void test_scaled_dot_is_sdp(void) {
+    enum { B = 2, NH = 2, Tq = 5, Tk = 6, Dq = 8, HS = Dq / NH };
+    const int key_len[B] = {6, 4};
+    AttentionOptions opts = {.local_window = Tq + Tk, .local_mode = LOCAL_MONOTONIC,
+                             .local_score = LOCAL_SCORE_SCALED_DOT};
+    ParamSet ps;
+    Attention loc, sdp;
+    params_init_set(&ps, be);
+    attention_declare(&loc, &ps, "l", ATTN_LUONG_LOCAL, Dq, Dq, NH, 0, INIT_UNIFORM, &opts);
+    attention_declare(&sdp, &ps, "s", ATTN_SDP, Dq, Dq, NH, 0, INIT_UNIFORM, &opts);
+    params_allocate(&ps);
+    Rng rng;
+    rng_seed(&rng, 2017, 1);
+    params_initialise(&ps, &rng, 1.0f);
+    size_t nq = (size_t)B * Tq * Dq, nk = (size_t)B * Tk * Dq;
+    float *h = frand(nq, -1, 1), *k = frand(nk, -1, 1), *v = frand(nk, -1, 1), *q = fnew(nq);
+    for (int b = 0; b < B; b++) /* q = the heads of h_t W_a, h_t merged from h's heads */
+        for (int t = 0; t < Tq; t++)
+            for (int c = 0; c < Dq; c++) {
+                double acc = 0;
+                for (int j = 0; j < Dq; j++)
+                    acc += (double)h[(((size_t)b * NH + j / HS) * Tq + t) * HS + j % HS] *
+                           loc.W_a.w[(size_t)j * Dq + c];
+                q[(((size_t)b * NH + c / HS) * Tq + t) * HS + c % HS] = (float)acc;
+            }
+    float *ol = fnew(nq), *os = fnew(nq);
+    float *sl = fnew(attention_save_floats(&loc, (long)B * Tq, Tk) + 1);
+    float *ss = fnew(attention_save_floats(&sdp, (long)B * Tq, Tk) + 1);
+    float *wl = fnew(attention_workspace(&loc, be, B, Tq, Tk) + 1);
+    float *wsd = fnew(attention_workspace(&sdp, be, B, Tq, Tk) + 1);
+    attention_forward(&loc, be, ol, sl, h, k, v, key_len, 0, B, Tq, Tk, wl);
+    attention_forward(&sdp, be, os, ss, q, k, v, key_len, 0, B, Tq, Tk, wsd);
+    Stat st;
+    stat_begin(&st, "luong_local monotonic scaled_dot, window over every key = sdp with W_Q = W_a "
+                    "(B2 NH2 Tq5 Tk6, len 6/4)");
+    for (size_t i = 0; i < nq; i++) stat_add(&st, ol[i], os[i], FWD_ATOL, FWD_RTOL, "out", (long)i);
+    stat_end(&st);
+    free(h), free(k), free(v), free(q), free(ol), free(os), free(sl), free(ss), free(wl), free(wsd);
+    params_free(&ps);
+}
+
 void case_local_attn(void) {
     be = backend_cpu();
     rng_seed(&optest_rng, 20151103, 32);
@@ -538,10 +585,11 @@ void case_local_attn(void) {
         }
     const int kl[2] = {6, 4};
     for (int mode = 0; mode < 2; mode++)
-        for (int score = 0; score < 3; score++) {
+        for (int score = 0; score < 4; score++) {
             test_kind(1, 1, 2, 3, 6, 5, 2, 0, (LocalMode)mode, (LocalScore)score, kl); /* RNN */
             test_kind(1, 1, 2, 1, 6, 4, 1, 4, (LocalMode)mode, (LocalScore)score, kl); /* a step */
             test_kind(0, 2, 2, 4, 6, 6, 2, 0, (LocalMode)mode, (LocalScore)score, kl); /* heads */
         }
+    test_scaled_dot_is_sdp();
     omp_set_num_threads(threads0);
 }
