@@ -13,8 +13,8 @@
 
 const char *const attention_kind_names[ATTN_KIND_COUNT] = {
     "none", ATTENTION_KINDS(ATTENTION_KIND_NAME)};
-const char *const local_mode_names[2] = {"monotonic", "predictive"};
-const char *const local_score_names[4] = {"dot", "general", "concat", "scaled_dot"};
+const char *const local_mode_names[LOCAL_MODE_COUNT] = {"monotonic", "predictive"};
+const char *const local_score_names[LOCAL_SCORE_COUNT] = {LOCAL_SCORES(LOCAL_SCORE_NAME_)};
 static_assert(sizeof attention_kind_names / sizeof attention_kind_names[0] == ATTN_KIND_COUNT,
               "attention_kind_names must name every AttentionKind");
 

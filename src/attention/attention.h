@@ -83,15 +83,19 @@ extern const char *const linformer_share_names[LINFORMER_SHARE_COUNT]; /* "none"
 
 /* luong_local's window position and score (Luong et al. 2015 §3.2; model.local_mode,
  * model.local_score). */
-typedef enum { LOCAL_MONOTONIC, LOCAL_PREDICTIVE } LocalMode;      /* monotonic, predictive */
-typedef enum {
-    LOCAL_SCORE_DOT,
-    LOCAL_SCORE_GENERAL,
-    LOCAL_SCORE_CONCAT,
-    LOCAL_SCORE_SCALED_DOT
-} LocalScore;
-extern const char *const local_mode_names[2];  /* "monotonic", "predictive" */
-extern const char *const local_score_names[4]; /* "dot", "general", "concat", "scaled_dot" */
+typedef enum { LOCAL_MONOTONIC, LOCAL_PREDICTIVE, LOCAL_MODE_COUNT } LocalMode;
+extern const char *const local_mode_names[LOCAL_MODE_COUNT]; /* "monotonic", "predictive" */
+/* X(ENUM, name): the scores (eq. 8, and sdp's scaled one), their enum and config names from
+ * this one list */
+#define LOCAL_SCORES(X)                                                                         \
+    X(DOT, dot)               /* h_tᵀ h̄_s */                                                    \
+    X(GENERAL, general)       /* h_t W_a h̄_s */                                                 \
+    X(CONCAT, concat)         /* additive, as bahdanau */                                       \
+    X(SCALED_DOT, scaled_dot) /* general / √HS (Vaswani et al. 2017 eq. 1) */
+#define LOCAL_SCORE_ENUM_(E, name) LOCAL_SCORE_##E,
+#define LOCAL_SCORE_NAME_(E, name) #name,
+typedef enum { LOCAL_SCORES(LOCAL_SCORE_ENUM_) LOCAL_SCORE_COUNT } LocalScore;
+extern const char *const local_score_names[LOCAL_SCORE_COUNT]; /* LOCAL_SCORES' names */
 
 /* The options of the kinds that have them (the [model] section's linformer_* and local_* keys,
  * model/spec.h), one struct for every kind: each kind reads its own fields.

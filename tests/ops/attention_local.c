@@ -584,8 +584,8 @@ void case_local_attn(void) {
             test_op_threads(add, pred);
         }
     const int kl[2] = {6, 4};
-    for (int mode = 0; mode < 2; mode++)
-        for (int score = 0; score < 4; score++) {
+    for (int mode = 0; mode < LOCAL_MODE_COUNT; mode++)
+        for (int score = 0; score < LOCAL_SCORE_COUNT; score++) {
             test_kind(1, 1, 2, 3, 6, 5, 2, 0, (LocalMode)mode, (LocalScore)score, kl); /* RNN */
             test_kind(1, 1, 2, 1, 6, 4, 1, 4, (LocalMode)mode, (LocalScore)score, kl); /* a step */
             test_kind(0, 2, 2, 4, 6, 6, 2, 0, (LocalMode)mode, (LocalScore)score, kl); /* heads */
