@@ -17,15 +17,17 @@
  * forward and backward), then reads the peak again. Reported per (kind, L):
  *   planned MiB  model_activation_bytes: what model_reserve holds for a training pass
  *                (activations, what the attentions save, their workspace, the output layer's);
+ *   attention MiB  of planned, what depends on the kinds (transformer_attention_bytes: what the
+ *                attentions save for backward and their workspace): the kinds' extra memory;
  *   peak MiB     the peak resident set after the step minus before the reserve: the pages the
  *                step touched (4 KiB pages; the ops' stack scratch included);
  *   step s       the wall clock of that first and only step, page faults included: a rough
  *                figure, not a speed measurement (bench_train and bench_attention time);
  *   x2           planned MiB over that at L/2 (2.0: linear in L; 4.0: quadratic).
  * Output: a Markdown table per kind, then --csv FILE: kind,L,d_model,heads,layers,threads,
- * planned_mib,peak_mib,step_s,loss (a failed child: empty figures); --plot PNG: planned MiB
- * against L, log-log, one line per kind (gnuplot). The step's cost grows as
- * L² for the quadratic kinds: a full run to 4,096 takes minutes; --max 256 is a smoke run.
+ * planned_mib,peak_mib,step_s,loss,attention_mib (a failed child: empty figures); --plot PNG:
+ * planned MiB against L, log-log, one line per kind (gnuplot). The step's cost grows as L² for
+ * the quadratic kinds: a full run to 4,096 takes minutes; --max 256 is a smoke run.
  */
 #include <math.h>
 #include <omp.h>
@@ -41,6 +43,7 @@
 #include "eval/plot.h"
 #include "data/batch.h"
 #include "model/model.h"
+#include "model/transformer.h"
 #include "ops/cpu/cpu.h"
 
 enum { V = 64, MAXLEN = 16 };
@@ -51,7 +54,7 @@ typedef struct {
 
 typedef struct {
     int ok;
-    double planned_mib, peak_mib, step_s, loss;
+    double planned_mib, peak_mib, step_s, loss, attn_mib;
 } Result;
 
 static ModelSpec spec_for(AttentionKind k, const Setup *su, int L) {
@@ -102,12 +105,13 @@ static int step_at(AttentionKind k, int L, const Setup *su, Result *r) {
     double base = machine_peak_rss_mb();
     model_reserve(&m, 1, L, L, L, L);
     double planned = (double)model_activation_bytes(&m) / 1048576.0, t0 = now_seconds();
+    double attn = (double)transformer_attention_bytes(m.tf) / 1048576.0;
     params_zero_grad(&m.ps);
     double loss = model_loss(&m, &tb, 0.1f, 1, 5, 1.0f / (float)L);
     if (r) {
         r->step_s = now_seconds() - t0;
         r->peak_mib = machine_peak_rss_mb() - base;
-        r->planned_mib = planned, r->loss = loss, r->ok = isfinite(loss);
+        r->planned_mib = planned, r->attn_mib = attn, r->loss = loss, r->ok = isfinite(loss);
     }
     batch_free(&tb);
     model_free(&m);
@@ -191,7 +195,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_length: cannot write %s\n", csv);
         return 1;
     }
-    if (out) fprintf(out, "kind,L,d_model,heads,layers,threads,planned_mib,peak_mib,step_s,loss\n");
+    if (out) fprintf(out, "kind,L,d_model,heads,layers,threads,planned_mib,peak_mib,step_s,loss,"
+                     "attention_mib\n");
     printf("bench_length: the Transformer (d_model %d, %d heads, d_ff %d, %d + %d layers), one "
            "example of L pieces a side, one training step, %d threads, CPU\n",
            su.dm, su.heads, su.ff, su.layers, su.layers, omp_get_max_threads());
@@ -216,26 +221,27 @@ int main(int argc, char **argv) {
         printf("\n%s (decoder self-attention %s, cross-attention %s)\n\n", name,
                attention_kind_names[sp.dec_self_attention],
                attention_kind_names[sp.cross_attention]);
-        printf("| L | planned MiB | x2 | peak MiB | step s |\n|---|---|---|---|---|\n");
+        printf("| L | planned MiB | attention MiB | x2 | peak MiB | step s |\n"
+               "|---|---|---|---|---|---|\n");
         double prev = 0;
         if (pf) fprintf(pf, "$%s << EOD\n", name);
         for (int i = 0; i < nlen; i++) {
             Result r;
             if (run_child((AttentionKind)k, lens[i], &su, &r)) {
-                printf("| %d | failed | | | |\n", lens[i]);
-                if (out) fprintf(out, "%s,%d,%d,%d,%d,%d,,,,\n", name, lens[i], su.dm, su.heads,
+                printf("| %d | failed | | | | |\n", lens[i]);
+                if (out) fprintf(out, "%s,%d,%d,%d,%d,%d,,,,,\n", name, lens[i], su.dm, su.heads,
                                  su.layers, omp_get_max_threads());
                 failed++, prev = 0;
                 continue;
             }
             char ratio[32] = "";
             if (prev > 0) snprintf(ratio, sizeof ratio, "%.2f", r.planned_mib / prev);
-            printf("| %d | %.1f | %s | %.1f | %.2f |\n", lens[i], r.planned_mib, ratio,
-                   r.peak_mib, r.step_s);
+            printf("| %d | %.1f | %.2f | %s | %.1f | %.2f |\n", lens[i], r.planned_mib,
+                   r.attn_mib, ratio, r.peak_mib, r.step_s);
             if (out)
-                fprintf(out, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.4f,%.6f\n", name, lens[i], su.dm,
-                        su.heads, su.layers, omp_get_max_threads(), r.planned_mib, r.peak_mib,
-                        r.step_s, r.loss);
+                fprintf(out, "%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.4f,%.6f,%.4f\n", name, lens[i],
+                        su.dm, su.heads, su.layers, omp_get_max_threads(), r.planned_mib,
+                        r.peak_mib, r.step_s, r.loss, r.attn_mib);
             prev = r.planned_mib;
             if (pf) fprintf(pf, "%d %.6g\n", lens[i], r.planned_mib);
         }

@@ -6,7 +6,7 @@
 #                       the stand-ins' test, every CUDA op against the CPU under five schedules)
 #   2. build-simt-asan  the same under ASan + UBSan (clang, -DTRAINER_SANITIZE=ON), `ctest -L simt`
 #                       but the whole-config trainer runs (test_simt_config_*) and the
-#                       Transformer at 4,096 pieces (test_length_simt_long)
+#                       Transformer at 4,096 pieces (test_length_simt_long*)
 #   3. tsan             scripts/simt_tsan.sh: the emulation's own tests under ThreadSanitizer (gcc)
 #   4. tsan_ops         scripts/simt_tsan.sh --ops: every CUDA op against the CPU once, the whole
 #                       emulated backend under ThreadSanitizer; any race report fails it
@@ -40,7 +40,7 @@ asan() {
         -DTRAINER_SANITIZE=ON -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
   cmake --build build-simt-asan -j2 --target simt_tests -- --no-print-directory >/dev/null
   # the whole-config runs (test_simt_config_*) and the Transformer at 4,096 pieces
-  # (test_length_simt_long; at 128 it runs here) are left to the plain phase: minutes under ASan
+  # (test_length_simt_long*; at 128 it runs here) are left to the plain phase: minutes under ASan
   ctest --test-dir build-simt-asan -L simt -E "test_simt_config|test_length_simt_long" \
     --output-on-failure -j2 "$@"
 }

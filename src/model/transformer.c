@@ -135,11 +135,14 @@ static void reserve_layer(TfModel *m, LayerActs *la, const TfLayer *L, int dec, 
     }
     la->self_buf = act(m, mha_acts_floats(&L->self, N, N, Tk_self));
     la->cross_buf = dec ? act(m, mha_acts_floats(&L->cross, N, NK, m->cap.S)) : NULL;
+    m->attn_bytes += sizeof(float) * attention_save_floats(&L->self.at, N, Tk_self);
+    if (dec) m->attn_bytes += sizeof(float) * attention_save_floats(&L->cross.at, N, m->cap.S);
     la->hd = act(m, N * m->F);
 }
 
 void transformer_release(TfModel *m) {
     acts_free(&m->acts, m->be);
+    m->attn_bytes = 0;
     m->cap = (BatchBounds){0};
 }
 
@@ -158,6 +161,7 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
     if (!bounds_grow(&m->cap, (BatchBounds){B, S, T, NS, NT})) return;
     B = m->cap.B, S = m->cap.S, T = m->cap.T, NS = m->cap.NS, NT = m->cap.NT;
     acts_free(&m->acts, m->be);
+    m->attn_bytes = 0;
     tf_reserve_positions(m, S > T ? S : T);
     int D = m->D;
     long NM = NS > NT ? NS : NT;
@@ -191,10 +195,13 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT) {
         m->scr.work_cap = b > m->scr.work_cap ? b : m->scr.work_cap;
     }
     m->scr.work = act(m, m->scr.work_cap + 1);
+    m->attn_bytes += sizeof(float) * (m->scr.work_cap + 1);
     m->d_enc_out = act(m, NS * D);
 }
 
 size_t transformer_activation_bytes(const TfModel *m) { return m->acts.bytes; }
+
+size_t transformer_attention_bytes(const TfModel *m) { return m->attn_bytes; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* batches                                                                                  */

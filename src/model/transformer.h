@@ -53,6 +53,13 @@ void transformer_reserve(TfModel *m, int B, int S, int T, long NS, long NT);
 /* Bytes of backend memory transformer_reserve holds for training passes: every activation, the
  * attention ops' saved tensors and workspace, the output layer's. No errors. */
 size_t transformer_activation_bytes(const TfModel *m);
+/* The part of transformer_activation_bytes that depends on the attention kinds: what every
+ * attention saves for its backward (attention_save_floats: sdp's weights, NH·N·Tk floats; a local
+ * window's 2W + 2 a query; flash's row statistics) and the attention ops' shared workspace (the
+ * largest any layer's call asks for), in bytes; the queries, keys, values and outputs, the same
+ * for every kind, are not counted. A kind's extra memory against length. 0 before the first
+ * transformer_reserve and after transformer_release. No errors. Source: — (memory layout only). */
+size_t transformer_attention_bytes(const TfModel *m);
 /* Frees what transformer_reserve allocated (the training activations), keeping the parameters,
  * the positions and decoding's step buffers; capacity is zero again, so the next
  * transformer_reserve allocates for its own bounds, and until then a pass or a decode_begin

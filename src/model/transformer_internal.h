@@ -73,6 +73,7 @@ struct TfModel {
     BatchBounds cap;
     int capPos;
     Acts acts;               /* the training activations (transformer_reserve) */
+    size_t attn_bytes;       /* of acts: the attentions' saves and their workspace */
     int B, S, T;                                          /* the current batch */
     int NR; /* target positions that are not padding: the output layer's rows (row_ids) */
     /* the current batch's arrays, batch-major, in backend memory (model.c uploads them) */

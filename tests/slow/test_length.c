@@ -18,13 +18,17 @@
  *    sdp, the Luong scores, bahdanau, ...), and at most LINEAR_MAX (2.2) for the others, whose
  *    extra memory is O(L) (flash, linear, efficient, taylor, linformer) or O(L·D) (luong_local:
  *    its windows): the accounting sees an L² term where there is one, so the linear bound is a
- *    bound that can fail.
+ *    bound that can fail;
+ *  - sdp's attention bytes (transformer_attention_bytes: what the attentions save and their
+ *    workspace) hold at least its three attentions' weights, 3·NH·L² floats; and from L = 1,024,
+ *    where both ran, luong_local's are at most 1/8 of sdp's (LOCAL_OVER_SDP_MAX).
  * Options: --length N (a power of two >= 64; default 4,096), --linear-memory (only the kinds
- * whose extra memory is O(L) or O(L·D), growth 1 below) and --backend cuda, the CUDA backend:
- * CTest's test_length_simt runs the emulated one at N = 128 for every kind and
- * test_length_simt_long at 4,096 with --linear-memory (the emulation of the kernels that write
- * L x L weights would take hours there), test_length_cuda a device at 4,096 (label gpu). Without
- * a CUDA backend it exits 77, but in the emulated build, where that is a failure.
+ * whose extra memory is O(L) or O(L·D), growth 1 below), --quadratic-memory (only the others)
+ * and --backend cuda, the CUDA backend: CTest's test_length_simt runs the emulated one at
+ * N = 128 for every kind, test_length_simt_long and test_length_simt_long_quadratic at 4,096
+ * with one option each (two tests, so that `ctest -j` runs the halves at once: minutes of
+ * emulation each), test_length_cuda a device at 4,096 (label gpu). Without a CUDA backend it
+ * exits 77, but in the emulated build, where that is a failure.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +38,7 @@
 #include "core/tokens.h"
 #include "data/batch.h"
 #include "model/model.h"
+#include "model/transformer.h"
 #include "ops/cpu/cpu.h"
 #include "ops/cuda/cuda.h"
 #include "testutil.h"
@@ -41,6 +46,7 @@
 
 enum { V = 32, DM = 16, NH = 2, FF = 32, LOCAL_D = 10 };
 #define LINEAR_MAX 2.2
+#define LOCAL_OVER_SDP_MAX 0.125
 /* the L² term dominates the plan from about L = 1,024 (x3.9 at 4,096 with this model); at
  * shorter L the O(L) activations still weigh, and an L² term shows as more than x2.5 */
 #define QUADRATIC_MIN(L) ((L) >= 1024 ? 3.5 : 2.5)
@@ -86,14 +92,15 @@ static void make_batch(TokenBatch *tb, int L) {
     free(src), free(tin), free(tout);
 }
 
-static void check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb, int L) {
+/* Returns the kind's attention bytes at L (transformer_attention_bytes), or -1 if it failed. */
+static long long check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb, int L) {
     const char *name = attention_kind_names[k];
     ModelSpec spec = spec_for(k, be, L);
     Model m;
     Err err;
     if (model_create(&m, &spec, V, be, &err)) {
         EXPECT(0, "%s at L = %d: %s", name, L, err.msg);
-        return;
+        return -1;
     }
     model_init_params(&m, 11);
     int H = L / 2;
@@ -101,18 +108,18 @@ static void check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb,
     size_t half = model_activation_bytes(&m);
     model_release(&m);
     model_reserve(&m, 1, L, L, L, L);
-    size_t full = model_activation_bytes(&m);
+    size_t full = model_activation_bytes(&m), attn = transformer_attention_bytes(m.tf);
     double ratio = half ? (double)full / (double)half : INFINITY;
 
     double t0 = now_seconds();
     params_zero_grad(&m.ps);
     double loss = model_loss(&m, tb, 0.1f, 1, 5, 1.0f / (float)tb->tgt_tokens);
     double norm = optim_grad_norm(&m.ps), secs = now_seconds() - t0;
-    printf("  %-14s (dec self %s, cross %s): loss %.4f, |grad| %.3g, planned %.1f MiB at L = %d, "
-           "%.1f MiB at %d: x%.2f; the step %.1f s\n",
+    printf("  %-14s (dec self %s, cross %s): loss %.4f, |grad| %.3g, planned %.1f MiB at L = %d "
+           "(attention %.2f), %.1f MiB at %d: x%.2f; the step %.1f s\n",
            name, attention_kind_names[spec.dec_self_attention],
            attention_kind_names[spec.cross_attention], loss, norm, full / 1048576.0, L,
-           half / 1048576.0, H, ratio, secs);
+           attn / 1048576.0, half / 1048576.0, H, ratio, secs);
     EXPECT(isfinite(loss) && loss > 0, "%s at L = %d: loss %g", name, L, loss);
     EXPECT(isfinite(norm) && norm > 0, "%s at L = %d: gradient norm %g", name, L, norm);
     if (growth(k) == 1)
@@ -122,21 +129,24 @@ static void check_kind(AttentionKind k, const Backend *be, const TokenBatch *tb,
         EXPECT(ratio >= QUADRATIC_MIN(L), "%s: planned memory x%.2f from L = %d to %d (< %.1f: "
                "its L x L weights are not in the plan)", name, ratio, H, L, QUADRATIC_MIN(L));
     model_free(&m);
+    return (long long)attn;
 }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int L = 4096, cuda = 0, linear_only = 0;
+    int L = 4096, cuda = 0, only = 0; /* only the kinds of this growth (0: every kind) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
             cuda = 1, i++;
         else if (!strcmp(argv[i], "--length") && i + 1 < argc)
             L = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--linear-memory"))
-            linear_only = 1;
+            only = 1;
+        else if (!strcmp(argv[i], "--quadratic-memory"))
+            only = 2;
         else {
             fprintf(stderr, "usage: test_length [--backend cuda] [--length N] "
-                            "[--linear-memory]\n");
+                            "[--linear-memory | --quadratic-memory]\n");
             return 2;
         }
     }
@@ -163,6 +173,8 @@ int main(int argc, char **argv) {
     TokenBatch tb;
     make_batch(&tb, L);
     int n = 0;
+    long long attn[ATTN_KIND_COUNT];
+    for (int k = 0; k < ATTN_KIND_COUNT; k++) attn[k] = -1; /* not run */
     for (int k = 1; k < ATTN_KIND_COUNT; k++) {
         char why[512];
         if (!attention_supports((AttentionKind)k, ATTN_SLOT_ENC_SELF, 0, be, DM, DM, NH, why,
@@ -171,15 +183,25 @@ int main(int argc, char **argv) {
                    attention_kind_names[k], why);
             continue;
         }
-        if (linear_only && growth((AttentionKind)k) != 1) {
-            printf("  %-14s left out: its extra memory grows as L^2 (--linear-memory)\n",
-                   attention_kind_names[k]);
+        if (only && growth((AttentionKind)k) != only) {
+            printf("  %-14s left out: its extra memory grows as %s\n", attention_kind_names[k],
+                   only == 1 ? "L^2 (--linear-memory)" : "L (--quadratic-memory)");
             continue;
         }
-        check_kind((AttentionKind)k, be, &tb, L);
+        attn[k] = check_kind((AttentionKind)k, be, &tb, L);
         n++;
     }
     EXPECT(n >= 6, "only %d kinds ran", n);
+    long long sdp_weights = 3LL * NH * L * L * (long long)sizeof(float);
+    if (attn[ATTN_SDP] >= 0)
+        EXPECT(attn[ATTN_SDP] >= sdp_weights, "sdp's attention bytes at L = %d: %lld, fewer than "
+               "its three attentions' weights (%lld)", L, attn[ATTN_SDP], sdp_weights);
+    if (attn[ATTN_LUONG_LOCAL] >= 0 && attn[ATTN_SDP] > 0) {
+        double r = (double)attn[ATTN_LUONG_LOCAL] / (double)attn[ATTN_SDP];
+        printf("  luong_local's attention bytes over sdp's at L = %d: %.4f\n", L, r);
+        EXPECT(L < 1024 || r <= LOCAL_OVER_SDP_MAX, "luong_local's attention bytes are %.3f of "
+               "sdp's at L = %d (> %.3f)", r, L, LOCAL_OVER_SDP_MAX);
+    }
     batch_free(&tb);
     return test_report("test_length");
 }

@@ -6,11 +6,10 @@
  * weights [R,Tq,Tk], key_len [B] (NULL: all visible); head_rmsnorm: rows n = (b·NH + h)·T + t of
  * [B,NH,T,C], gain [NH,C], rstd [B,NH,T].
  *
- * Forward: one block per query row (r, t), as attn_sdp.cuh's k_attn_forward: scores one warp per
- * key (lane x sums d = x, x + 32, ... in ascending order, then warp_sum's fixed butterfly), each
- * weight f(scale·score + bias) written by its warp's lane 0, masked ones 0; then out, one thread
- * per value column, s ascending.
- * Backward: per query row, dP = dout vᵀ (one warp per key) and dS = f'(w) ⊙ dP · scale into the
+ * Forward: one block per query row (r, t), as attn_sdp.cuh's k_attn_forward: scores by
+ * attn_sdp.cuh's sdp_row_dots, each weight f(scale·score + bias) written by the thread that summed
+ * it, masked ones 0; then out, one thread per value column, s ascending.
+ * Backward: per query row, dP = dout vᵀ (sdp_row_dots) and dS = f'(w) ⊙ dP · scale into the
  * workspace [R,Tq,Tk]; then attn_sdp.cuh's k_attn_backward_inputs writes dq, dk, dv (each float
  * summed by its owning thread in a fixed order).
  * head_rmsnorm: one block per row (the sums of squares by block_reduce.cuh's fixed tree, in
@@ -48,15 +47,10 @@ __global__ void __launch_bounds__(SDP_THREADS)
     const float *qr = q + ((size_t)r * Tq + t) * D, *kb = k + (size_t)r * Tk * D,
                 *vb = v + (size_t)r * Tk * Dv;
     float *w = weights + ((size_t)r * Tq + t) * Tk, *o = out + ((size_t)r * Tq + t) * Dv;
-    const int lane = threadIdx.x % 32;
-    for (int s = threadIdx.x / 32; s < lim; s += SDP_WARPS) { /* lim is the block's: whole warps */
-        float acc = 0.0f;
-        for (int d = lane; d < D; d += 32) acc += qr[d] * kb[(size_t)s * D + d];
-        acc = warp_sum(acc);
-        if (lane == 0) w[s] = pw_weight(scale * acc, bias, fn);
-    }
+    sdp_row_dots(qr, kb, D, lim, D,
+                 [&](int s, float acc) { w[s] = pw_weight(scale * acc, bias, fn); });
     for (int s = lim + threadIdx.x; s < Tk; s += SDP_THREADS) w[s] = 0.0f;
-    __syncthreads(); /* w[s] was written by lane 0 of another warp */
+    __syncthreads(); /* w[s] was written by another thread */
     for (int e = threadIdx.x; e < Dv; e += SDP_THREADS) {
         float acc = 0.0f;
         for (int s = 0; s < lim; s++) acc += w[s] * vb[(size_t)s * Dv + e];
@@ -74,17 +68,10 @@ __global__ void __launch_bounds__(SDP_THREADS)
     const float *p = weights + ((size_t)r * Tq + t) * Tk, *g = dout + ((size_t)r * Tq + t) * Dv,
                 *vb = v + (size_t)r * Tk * Dv;
     float *ds = dS + ((size_t)r * Tq + t) * Tk;
-    const int lane = threadIdx.x % 32;
-    for (int s = threadIdx.x / 32; s < Tk; s += SDP_WARPS) {
-        float acc = 0.0f;
-        for (int e = lane; e < Dv; e += 32) acc += g[e] * vb[(size_t)s * Dv + e];
-        acc = warp_sum(acc);
-        if (lane == 0) {
-            float w = p[s];
-            ds[s] = fn == PW_SIGMOID ? w * (1.0f - w) * acc * scale
-                                     : (w > 0.0f ? acc * scale : 0.0f);
-        }
-    }
+    sdp_row_dots(g, vb, Dv, Tk, Dv, [&](int s, float acc) {
+        float w = p[s];
+        ds[s] = fn == PW_SIGMOID ? w * (1.0f - w) * acc * scale : (w > 0.0f ? acc * scale : 0.0f);
+    });
 }
 
 /* out = inp · rstd ⊙ gain[h] per row. Launch: grid N rows of RMS_THREADS. */

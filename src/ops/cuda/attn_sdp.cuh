@@ -9,14 +9,12 @@
  * the same sums in the same order. merged is each kernel's template argument, so that the split
  * layout's instances index as they did before the merged one existed.
  *
- * Forward: one block per query row (r, t): scores (one warp per key: lane x sums d = x, x + 32,
- * ... in ascending order, then warp_sum's fixed butterfly), the masked softmax by
+ * Forward: one block per query row (r, t): scores (sdp_row_dots), the masked softmax by
  * block_reduce.cuh's fixed trees, out (one thread per value column, s ascending).
- * Backward: per query row, dP = dout vᵀ (one warp per key, as the scores) and
+ * Backward: per query row, dP = dout vᵀ (sdp_row_dots, as the scores) and
  * dS = P ⊙ (dP − P·dP) · scale into the workspace [R,Tq,Tk]; then blocks (r, slice) write dq, dk,
  * dv, each float summed by its owning thread in a fixed order (over s or t ascending). No
- * atomics: deterministic under every schedule. A warp per key keeps every thread busy when a
- * row has few keys and a wide head (Luong attention: one query per decoder step, D = 512).
+ * atomics: deterministic under every schedule.
  */
 #ifndef TRAINER_CUDA_ATTN_SDP_CUH
 #define TRAINER_CUDA_ATTN_SDP_CUH
@@ -30,6 +28,37 @@
 constexpr int SDP_THREADS = 128;              /* threads per block (a power of two) */
 constexpr int SDP_WARPS = SDP_THREADS / 32;    /* warps per block: keys scored at once */
 constexpr int SDP_SLICES = 16;                 /* backward inputs: blocks per row r at most */
+constexpr int SDP_THREAD_DOT = 32;             /* sdp_row_dots: widths a thread sums alone */
+
+/* The dot products of one query row with n keys: emit(s, Σ_d a[d]·b[s·ld + d]) once for each
+ * s < n, by one thread. a [D], b [n rows ld floats apart]; D and n the same in every thread of
+ * the block, which must all call (the shuffles below need whole warps). D <= SDP_THREAD_DOT: one
+ * thread per key, d ascending (a warp would leave lanes idle and add five shuffles a key). Wider
+ * heads: one warp per key, lane x sums d = x, x + 32, ... ascending, then warp_sum's fixed
+ * butterfly, and lane 0 emits, which keeps every thread busy when a row has few keys and a wide
+ * head (Luong attention: one query per decoder step, D = 512). Either way the sums are fixed by
+ * D alone: the same bits under every schedule. No barrier: the caller publishes what emit
+ * wrote. No errors. */
+template <class Emit>
+__device__ inline void sdp_row_dots(const float *a, const float *b, int ld, int n, int D,
+                                    Emit emit) {
+    if (D <= SDP_THREAD_DOT) {
+        for (int s = threadIdx.x; s < n; s += SDP_THREADS) {
+            const float *bs = b + (size_t)s * ld;
+            float acc = 0.0f;
+            for (int d = 0; d < D; d++) acc += a[d] * bs[d];
+            emit(s, acc);
+        }
+        return;
+    }
+    const int lane = threadIdx.x % 32;
+    for (int s = threadIdx.x / 32; s < n; s += SDP_WARPS) { /* n is the block's: whole warps */
+        float acc = 0.0f;
+        for (int d = lane; d < D; d += 32) acc += a[d] * b[(size_t)s * ld + d];
+        acc = warp_sum(acc);
+        if (lane == 0) emit(s, acc);
+    }
+}
 
 /* Blocks per row r for k_attn_backward_inputs: about 8 outputs per thread for the largest of
  * dq [Tq,D], dk [Tk,D], dv [Tk,Dv], at most SDP_SLICES (host code; sdp's and pointwise
@@ -56,14 +85,8 @@ __global__ void __launch_bounds__(SDP_THREADS)
                 *kb = k + attn_row0(merged, r, NH, Tk, D), *vb = v + attn_row0(merged, r, NH, Tk, Dv);
     float *w = weights + ((size_t)r * Tq + t) * Tk,
           *o = out + attn_row0(merged, r, NH, Tq, Dv) + (size_t)t * ldv;
-    const int lane = threadIdx.x % 32;
-    for (int s = threadIdx.x / 32; s < lim; s += SDP_WARPS) { /* lim is the block's: whole warps */
-        float acc = 0.0f;
-        for (int d = lane; d < D; d += 32) acc += qr[d] * kb[(size_t)s * ld + d];
-        acc = warp_sum(acc);
-        if (lane == 0) w[s] = scale * acc;
-    }
-    __syncthreads(); /* w[s] was written by lane 0 of another warp */
+    sdp_row_dots(qr, kb, ld, lim, D, [&](int s, float acc) { w[s] = scale * acc; });
+    __syncthreads(); /* w[s] was written by another thread */
     float mx = -INFINITY;
     for (int s = threadIdx.x; s < lim; s += SDP_THREADS) mx = w[s] > mx ? w[s] : mx;
     mx = block_max<SDP_THREADS>(mx, fbuf);
@@ -93,14 +116,8 @@ __global__ void __launch_bounds__(SDP_THREADS)
                 *g = dout + attn_row0(merged, r, NH, Tq, Dv) + (size_t)t * ldv,
                 *vb = v + attn_row0(merged, r, NH, Tk, Dv);
     float *ds = dS + ((size_t)r * Tq + t) * Tk;
-    const int lane = threadIdx.x % 32;
-    for (int s = threadIdx.x / 32; s < Tk; s += SDP_WARPS) {
-        float acc = 0.0f;
-        for (int e = lane; e < Dv; e += 32) acc += g[e] * vb[(size_t)s * ldv + e];
-        acc = warp_sum(acc);
-        if (lane == 0) ds[s] = acc;
-    }
-    __syncthreads(); /* ds[s] was written by lane 0 of another warp */
+    sdp_row_dots(g, vb, ldv, Tk, Dv, [&](int s, float acc) { ds[s] = acc; });
+    __syncthreads(); /* ds[s] was written by another thread */
     float dot = 0.0f;
     for (int s = threadIdx.x; s < Tk; s += SDP_THREADS) dot += p[s] * ds[s];
     dot = block_sum<SDP_THREADS>(dot, fbuf);
