@@ -30,8 +30,10 @@
  * A additive size, Nq = B·Tq, Wd the score query's merged width (Dk; concat in the RNN: A).
  * Workspace (floats), in this order: qm [Nq,Dq] merged query (NH > 1), qs [Nq,Wd] the score
  * query (general, scaled_dot; concat in the RNN), qh [B,NH,Tq,HS] its heads (NH > 1),
- * u [Nq,Dq] = tanh(qm W_pᵀ) and z [Nq] (predictive); backward also dqh, dqs, dqm, dz, dpre, du
- * of those sizes; then local_attn_workspace. */
+ * u [Nq,Dq] = tanh(qm W_pᵀ) and z [Nq] (predictive); backward also dqh, dqm, dz, dpre, du of
+ * those sizes; then local_attn_workspace. The backward reuses what the op has read: dqs, the
+ * merged gradient of the score query, goes into qh, and dpre into dqh once that is merged (NH > 1,
+ * when dqh holds Nq·Dq floats). */
 #include <math.h>
 #include <stdio.h>
 
@@ -79,40 +81,47 @@ static void local_declare(Attention *a, ParamSet *ps, const char *prefix, ParamI
 
 typedef struct {
     float *qm, *qs, *qh, *u, *z;       /* forward pieces (aliases where not needed) */
-    float *dqh, *dqs, *dqm, *dz, *dpre, *du; /* backward */
+    float *dqh, *dqm, *dz, *dpre, *du; /* backward (dpre may be dqh: local_sizes) */
     float *op;                          /* local_attn_workspace */
 } LocalWork;
+
+enum { LOCAL_BUFS = 10 };
+
+/* dpre takes dqh's floats once dqh is merged: NH > 1 and dqh holds an [Nq, Dq] matrix. */
+static int dpre_in_dqh(const Attention *a) {
+    return a->NH > 1 && (size_t)a->NH * score_width(a) >= (size_t)a->Dq;
+}
 
 static size_t local_sizes(const Attention *a, int B, int Tq, size_t *sz) {
     size_t Nq = (size_t)B * Tq, nh = (size_t)a->NH * score_width(a) * Nq;
     int multi = a->NH > 1, pred = is_pred(a);
     sz[0] = multi ? Nq * a->Dq : 0;                  /* qm */
     sz[1] = has_qs(a) ? Nq * qs_width(a) : 0;        /* qs */
-    sz[2] = multi ? nh : 0;                          /* qh */
+    sz[2] = multi ? nh : 0;                          /* qh, then dqs (NH·Wd = Nq·qs_width) */
     sz[3] = pred ? Nq * a->Dq : 0;                   /* u */
     sz[4] = pred ? Nq : 0;                           /* z */
     sz[5] = nh;                                      /* dqh */
-    sz[6] = has_qs(a) && multi ? Nq * qs_width(a) : 0; /* dqs */
-    sz[7] = multi ? Nq * a->Dq : 0;                  /* dqm */
-    sz[8] = pred ? Nq : 0;                           /* dz */
-    sz[9] = pred ? Nq * a->Dq : 0;                   /* dpre */
-    sz[10] = pred ? Nq * a->Dq : 0;                  /* du */
+    sz[6] = multi ? Nq * a->Dq : 0;                  /* dqm */
+    sz[7] = pred ? Nq : 0;                           /* dz */
+    sz[8] = pred && !dpre_in_dqh(a) ? Nq * a->Dq : 0; /* dpre */
+    sz[9] = pred ? Nq * a->Dq : 0;                   /* du */
     size_t n = 0;
-    for (int i = 0; i < 11; i++) n += sz[i];
+    for (int i = 0; i < LOCAL_BUFS; i++) n += sz[i];
     return n;
 }
 
 static LocalWork local_carve(const Attention *a, float *work, int B, int Tq) {
-    size_t sz[11];
+    size_t sz[LOCAL_BUFS];
     local_sizes(a, B, Tq, sz);
-    float *p[11];
-    for (int i = 0; i < 11; i++) p[i] = work, work += sz[i];
-    LocalWork w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], work};
+    float *p[LOCAL_BUFS];
+    for (int i = 0; i < LOCAL_BUFS; i++) p[i] = work, work += sz[i];
+    LocalWork w = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], work};
+    if (is_pred(a) && dpre_in_dqh(a)) w.dpre = w.dqh;
     return w;
 }
 
 static size_t local_workspace(const Attention *a, const Backend *be, int B, int Tq, int Tk) {
-    size_t sz[11];
+    size_t sz[LOCAL_BUFS];
     return local_sizes(a, B, Tq, sz) +
            be->local_attn_workspace(B, a->NH, Tq, Tk, score_width(a), a->HS,
                                     a->opt.local_window);
@@ -181,10 +190,11 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
                             dv, pred ? w.dz : NULL, dout, qh, k, local_va(a), v,
                             pred ? w.z : NULL, save, key_len, score_scale(a), a->opt.local_window,
                             a->pos0, B, NH, Tq, Tk, score_width(a), a->HS, w.op);
-    /* the score query: heads → merged (dqs), then back through its transform into dqm */
+    /* the score query: heads → merged (dqs, in qh's floats: the op has read qh), then back
+     * through its transform into dqm */
     float *dqs = dqh;
     if (multi && dqh != dqm) {
-        float *m = has_qs(a) ? w.dqs : dqm;
+        float *m = has_qs(a) ? w.qh : dqm;
         if (m != dqm) be->zero(m, sizeof(float) * Nq * qs_width(a));
         be->permute0213_backward(m, dqh, B, Tq, NH, score_width(a));
         dqs = m;
@@ -197,7 +207,7 @@ static void local_backward(const Attention *a, const Backend *be, float *dq, flo
         size_t nu = (size_t)Nq * Dq;
         be->matmul(a->v_p.g, w.u, w.dz, Dq, 1, Nq, 1, 0, 1.0f, 1.0f);    /* dv_p += uᵀ dz */
         be->matmul(w.du, w.dz, a->v_p.w, Nq, Dq, 1, 0, 0, 1.0f, 0.0f);   /* du = dz v_pᵀ */
-        be->zero(w.dpre, sizeof(float) * nu);
+        be->zero(w.dpre, sizeof(float) * nu); /* dqh, merged above, or its own */
         be->tanh_backward(w.dpre, w.du, w.u, nu);                         /* dpre = du (1 − u²) */
         be->matmul(a->W_p.g, w.dpre, qm, Dq, Dq, Nq, 1, 0, 1.0f, 1.0f);  /* dW_p += dpreᵀ qm */
         be->matmul(dqm, w.dpre, a->W_p.w, Nq, Dq, Dq, 0, 0, 1.0f, 1.0f); /* dqm += dpre W_p */
