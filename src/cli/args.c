@@ -156,15 +156,21 @@ int cli_parse_eval_args(int argc, char **argv, EvalArgs *a, const char *cmd) {
     return 0;
 }
 
-Status cli_check_long_lines(char **src, long n, long first, long limit, int crop,
+Status cli_check_long_lines(char **src, long n, long first, long limit, int concat, int crop,
                             const char *what, long *cropped, Err *err) {
     for (long i = 0; limit > 0 && i < n; i++) {
         size_t len = strlen(src[i]);
         if (len <= (size_t)limit) continue;
-        if (!crop)
-            return err_set(err, "%s, line %ld: %zu bytes, longer than data.max_line_bytes = %ld "
-                           "of the model's config; shorten the line, or give --crop-long to cut "
-                           "such lines to %ld bytes", what, first + i + 1, len, limit, limit);
+        if (!crop) {
+            char joined[96] = "";
+            if (concat > 1)
+                snprintf(joined, sizeof joined, " for each of the data.concat = %d sentences "
+                         "of a line, and \" " CORPUS_SEP " \" between them", concat);
+            return err_set(err, "%s, line %ld: %zu bytes, longer than the %ld bytes the model reads "
+                           "a line (data.max_line_bytes of its config%s); shorten the line, or "
+                           "give --crop-long to cut such lines to %ld bytes", what, first + i + 1,
+                           len, limit, joined, limit);
+        }
         corpus_utf8_crop(src[i], (size_t)limit);
         (*cropped)++;
     }

@@ -105,12 +105,14 @@ void cli_eval_usage(FILE *f);
 void cli_translate_usage(FILE *f);
 void cli_score_usage(FILE *f);
 
-/* The source lines src[0..n) (of the file named what, for messages) against the model's
- * data.max_line_bytes = limit (<= 0: none): a longer line is refused ("WHAT, line N: B bytes,
- * longer than data.max_line_bytes = L ...; ... give --crop-long") unless crop, which cuts it to
- * limit bytes at a character boundary (corpus_utf8_crop) and adds it to *cropped. Returns
- * STATUS_OK or STATUS_ERR with err set. first: the number (from 0) of src[0] in the input. */
-Status cli_check_long_lines(char **src, long n, long first, long limit, int crop,
+/* The source lines src[0..n) (of the file named what, for messages) against limit bytes
+ * (<= 0: none): the model's data.max_line_bytes (concat 1), or its config_line_bytes for lines
+ * that join concat > 1 sentences. A longer line is refused ("WHAT, line N: B bytes, longer than
+ * the L bytes the model reads a line (data.max_line_bytes ...); ... give --crop-long") unless
+ * crop, which cuts it to limit bytes at a character boundary (corpus_utf8_crop) and adds it to
+ * *cropped. Returns STATUS_OK or STATUS_ERR with err set. first: the number (from 0) of src[0]
+ * in the input. */
+Status cli_check_long_lines(char **src, long n, long first, long limit, int concat, int crop,
                             const char *what, long *cropped, Err *err);
 /* The usage of `trainer average` to f (its --help; cli_usage prints it too). No errors. */
 void cli_average_usage(FILE *f);

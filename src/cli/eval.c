@@ -130,7 +130,7 @@ int cmd_eval(int argc, char **argv) {
      * with --crop-long cut to that many bytes */
     long limit = cfg.max_line_bytes, cropped_tok = 0;
     for (long i = 0; i < n; i++) empty += src[i][0] == '\0';
-    if (cli_check_long_lines(src, n, 0, limit, a.crop_long, tr_fmt_src(a.src), &cropped, &err))
+    if (cli_check_long_lines(src, n, 0, limit, 1, a.crop_long, tr_fmt_src(a.src), &cropped, &err))
         goto done;
     if (cropped)
         fprintf(stderr, "trainer eval: --crop-long: %ld line%s of --src %s cut to "

@@ -7,7 +7,8 @@
  * mean per token instead; --json one JSON object a line ({"line", "logp", "tokens",
  * "logp_per_token"}). exp(-Σ logp / Σ tokens) over a file is eval's perplexity of the same pairs.
  * Bytes that are not UTF-8 are read as U+FFFD, as eval reads them; a source line over the
- * model's data.max_line_bytes, or of more tokens than the model reads, is refused naming its
+ * model's data.max_line_bytes (config_line_bytes: times data.concat, with the separators, for a
+ * model of joined sentences), or of more tokens than the model reads, is refused naming its
  * line, or cut with --crop-long; an empty source line is refused (a model reads no empty
  * source). Source: translate.h score_ensemble. */
 #include <math.h>
@@ -76,7 +77,8 @@ int cmd_score(int argc, char **argv) {
     }
     char what[4200];
     snprintf(what, sizeof what, "--src %s", a.src);
-    if (cli_check_long_lines(src, n, 0, cfg.max_line_bytes, a.crop_long, what, &cropped, &err))
+    long limit = config_line_bytes(&cfg); /* a joined model's lines hold its data.concat */
+    if (cli_check_long_lines(src, n, 0, limit, cfg.concat, a.crop_long, what, &cropped, &err))
         goto done;
     logp = xmalloc(sizeof(double) * (n ? n : 1));
     ntok = xmalloc(sizeof(long) * (n ? n : 1));
@@ -99,9 +101,8 @@ int cmd_score(int argc, char **argv) {
         goto done;
     }
     if (cropped)
-        fprintf(stderr, "trainer score: --crop-long: %ld line%s of --src %s cut to "
-                "data.max_line_bytes = %d bytes\n", cropped, cropped == 1 ? "" : "s", a.src,
-                cfg.max_line_bytes);
+        fprintf(stderr, "trainer score: --crop-long: %ld line%s of --src %s cut to the %ld bytes "
+                "the model reads a line\n", cropped, cropped == 1 ? "" : "s", a.src, limit);
     if (cropped_tok)
         fprintf(stderr, "trainer score: --crop-long: %ld line%s of --src %s cut to the %d subword "
                 "tokens the model reads (model.linformer_max_len)\n", cropped_tok,

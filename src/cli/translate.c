@@ -7,7 +7,8 @@
  * Marian's n-best lists do; --sample draws the translations (back-translation); --alignment
  * appends each line's word alignment from the attention (" ||| i-j ...", translate.h
  * attn_map_alignment); --attention-map draws the first line's attention as a PNG (eval/plot.h).
- * A source line over the model's data.max_line_bytes, or of more subword tokens than the model
+ * A source line over the model's data.max_line_bytes (config_line_bytes: times data.concat, with
+ * the separators, for a model of joined sentences), or of more subword tokens than the model
  * reads, is refused naming its line, or cut with --crop-long (stderr counts them at the end).
  * A file read whole shows its progress on stderr when stderr is a terminal.
  *
@@ -93,14 +94,15 @@ typedef struct {
     const EvalArgs *a;
     FILE *out;                /* standard output, or --output's file */
     const char *out_name;     /* for messages: "standard output" or the file */
-    long max_line_bytes;      /* the model's data.max_line_bytes */
+    long max_line_bytes;      /* the model's config_line_bytes */
+    int concat;               /* the model's data.concat (for the message) */
     long bad_utf8, first_bad; /* lines read with U+FFFD so far, the first's number (from 1) */
     long cropped_bytes, cropped_tokens; /* lines cut by --crop-long so far */
 } Translator;
 
 /* Lines first .. first + n - 1 of the input (numbered from 0), lines[0..n): their bytes that are
  * not UTF-8 read as U+FFFD (counted in t; on a stream each such line is named on stderr at once),
- * a line over data.max_line_bytes refused or cut (--crop-long, counted in t), translated and
+ * a line over t->max_line_bytes refused or cut (--crop-long, counted in t), translated and
  * written to t->out as translate's output lines (with --alignment, " ||| " and the alignment
  * after each), then flushed; with --attention-map the map of input line 0 drawn when it is
  * among them. Errors: cli_check_long_lines's, translate_ensemble's, the map's
@@ -116,7 +118,7 @@ static Status translate_batch(Translator *t, char **lines, long n, long first, i
             fprintf(stderr, "trainer translate: warning: input line %ld is not valid UTF-8; its "
                     "invalid bytes were read as U+FFFD\n", first + i + 1);
     }
-    if (cli_check_long_lines(lines, n, first, t->max_line_bytes, a->crop_long,
+    if (cli_check_long_lines(lines, n, first, t->max_line_bytes, t->concat, a->crop_long,
                              a->input ? a->input : "standard input", &t->cropped_bytes, err))
         return STATUS_ERR;
     DecodeOpts dec = a->dec;
@@ -244,7 +246,8 @@ int cmd_translate(int argc, char **argv) {
         cli_free_models(m, nm, spm);
         return 1;
     }
-    Translator t = {mp, nm, spm, &a, stdout, "standard output", cfg.max_line_bytes, 0, 0, 0, 0};
+    Translator t = {mp, nm, spm, &a, stdout, "standard output", config_line_bytes(&cfg),
+                    cfg.concat, 0, 0, 0, 0};
     char **lines = NULL;
     long n = 0, done = 0;
     struct stat sb;
@@ -306,9 +309,9 @@ int cmd_translate(int argc, char **argv) {
         goto done;
     }
     if (t.cropped_bytes)
-        fprintf(stderr, "trainer translate: --crop-long: %ld line%s cut to data.max_line_bytes = "
-                "%d bytes\n", t.cropped_bytes, t.cropped_bytes == 1 ? "" : "s",
-                cfg.max_line_bytes);
+        fprintf(stderr, "trainer translate: --crop-long: %ld line%s cut to the %ld bytes the "
+                "model reads a line\n", t.cropped_bytes, t.cropped_bytes == 1 ? "" : "s",
+                t.max_line_bytes);
     if (t.cropped_tokens)
         fprintf(stderr, "trainer translate: --crop-long: %ld line%s cut to the %d subword tokens "
                 "the model reads (model.linformer_max_len)\n", t.cropped_tokens,

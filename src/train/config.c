@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/corpus.h" /* CORPUS_SEP */
 #include "train/config_keys.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -439,6 +440,11 @@ Status config_validate(const Config *c, Err *err) {
     return STATUS_OK;
 }
 
+
+long config_line_bytes(const Config *c) {
+    long k = c->concat > 1 ? c->concat : 1;
+    return k * c->max_line_bytes + (k - 1) * (long)(strlen(CORPUS_SEP) + 2);
+}
 
 int config_example_len(const Config *c) {
     long n = (long)c->concat * c->max_len + 2L * (c->concat - 1);

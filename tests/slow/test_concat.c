@@ -8,7 +8,9 @@
  *     one piece, and validates;
  *   - eval of its checkpoint joins the test lines as the model was trained (34 examples, JSON
  *     "concat": 3, split_mismatches within 0..34); --concat 1 scores the 100 lines one by one
- *     (no "concat" key); translate and score refuse --concat (exit 2, naming it);
+ *     (no "concat" key); translate and score refuse --concat (exit 2, naming it), and take a
+ *     line of 3 joined sentences over data.max_line_bytes but within 3 times it and the
+ *     separators (1,220 bytes; 3,100 refused naming the 3,014-byte limit and data.concat);
  *   - its archive holds 34 documents a file, without <sep>, and run.json says concat 3, 100
  *     lines, 34 documents and the split scores;
  *   - data.concat = 2 with data.spm_model = a model without <sep> (a data.concat = 1 run's) is
@@ -73,6 +75,35 @@ int main(void) {
     rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "score", "--checkpoint", ck, "--src", src,
                 "--ref", ref, "--concat", "2", NULL);
     EXPECT(rc == 2 && tr_file_contains(err, "--concat"), "score --concat: exit %d", rc);
+
+    /* a line that joins 3 sentences may hold 3 x data.max_line_bytes and the separators
+     * (config_line_bytes: 3014 bytes): one of 1,220 bytes is translated and scored, one of
+     * 3,100 refused naming the limit and data.concat */
+    const char *joined = test_strdup(tr_fmt("%s/joined.de", work));
+    const char *jref = test_strdup(tr_fmt("%s/joined.en", work));
+    const char *over = test_strdup(tr_fmt("%s/over.de", work));
+    FILE *fj = fopen(joined, "w"), *fr = fopen(jref, "w"), *fo = fopen(over, "w");
+    for (int snt = 0; snt < 3; snt++) { /* 402 bytes a sentence, " <sep> " between */
+        fprintf(fj, "%s", snt ? " <sep> " : ""), fprintf(fr, "%s", snt ? " <sep> " : "");
+        for (int w = 0; w < 44; w++) fprintf(fj, "Ein Hund "), fprintf(fr, "A dog ");
+        fprintf(fj, "bellt."), fprintf(fr, "barks.");
+    }
+    for (int w = 0; w < 310; w++) fprintf(fo, "Ein Hund. ");
+    fprintf(fj, "\n"), fprintf(fr, "\n"), fprintf(fo, "\n");
+    fclose(fj), fclose(fr), fclose(fo);
+    rc = tr_cmd(work, joined, &out, &err, TIMEOUT, "translate", "--checkpoint", ck, NULL);
+    EXPECT(rc == 0 && tr_count_lines(out) == 1,
+           "translate of a 3-sentence line of 1,220 bytes: exit %d", rc);
+    rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "score", "--checkpoint", ck, "--src", joined,
+                "--ref", jref, NULL);
+    EXPECT(rc == 0 && tr_count_lines(out) == 1,
+           "score of a 3-sentence line of 1,220 bytes: exit %d", rc);
+    rc = tr_cmd(work, over, &out, &err, TIMEOUT, "translate", "--checkpoint", ck, NULL);
+    EXPECT(rc == 1 && tr_file_contains(err, "3100 bytes") &&
+               tr_file_contains(err, "the 3014 bytes the model reads") &&
+               tr_file_contains(err, "data.concat = 3") && tr_file_contains(err, "--crop-long"),
+           "translate of a 3,100-byte line: exit %d, want 1 naming 3014 bytes and data.concat",
+           rc);
 
     /* the archive of a joined run holds documents, and says so */
     const char *arch = test_strdup(tr_fmt("%s/arch", work));
