@@ -166,10 +166,10 @@ Status cli_check_long_lines(char **src, long n, long first, long limit, int conc
             if (concat > 1)
                 snprintf(joined, sizeof joined, " for each of the data.concat = %d sentences "
                          "of a line, and \" " CORPUS_SEP " \" between them", concat);
-            return err_set(err, "%s, line %ld: %zu bytes, longer than the %ld bytes the model reads "
-                           "a line (data.max_line_bytes of its config%s); shorten the line, or "
-                           "give --crop-long to cut such lines to %ld bytes", what, first + i + 1,
-                           len, limit, joined, limit);
+            return err_set(err, "%s, line %ld: %zu bytes, longer than the %ld bytes the model "
+                           "reads a line (data.max_line_bytes of its config%s); shorten the line, "
+                           "or give --crop-long to cut such lines to %ld bytes", what,
+                           first + i + 1, len, limit, joined, limit);
         }
         corpus_utf8_crop(src[i], (size_t)limit);
         (*cropped)++;
