@@ -256,7 +256,7 @@ int config_example_len(const Config *c);
 /* The most bytes a source line given to translate or score may hold: data.max_line_bytes for
  * each of the data.concat sentences a joined line holds, and " " CORPUS_SEP " " between them:
  * concat · max_line_bytes + (concat − 1) · 7 (a model trained on examples of k sentences reads
- * lines of k joined). No errors. */
+ * lines of k joined). No errors. Source: — (the reader's limits). */
 long config_line_bytes(const Config *c);
 
 /* No errors. The model's attention in words, into buf (n bytes) and returned: the RNN's model.attention,
