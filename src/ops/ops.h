@@ -258,8 +258,8 @@ struct Backend {
                                    const float *v, const float *values, const float *weights,
                                    int B, int NH, int Tq, int Tk, int A, int Dv, float *work);
     /* Floats of work additive_attn_backward needs for these sizes (the CPU: 0, its scratch is
-     * per-thread stack rows; the CUDA backend: the score gradients [B·NH,Tq,Tk] and the rows'
-     * shares of dv [B·NH,A], so its sum over rows is deterministic). No errors. */
+     * per-thread stack rows; the CUDA backend: the score gradients [B·NH,Tq,Tk] and the
+     * queries' shares of dv [B·NH,Tq,A], so its sum over them is deterministic). No errors. */
     size_t (*additive_attn_workspace)(int B, int NH, int Tq, int Tk, int A, int Dv);
 
     /* ---- efficient attention kinds (multi-head; the Transformer and the RNN) ----

@@ -24,8 +24,9 @@
  *    workspace) hold at least its three attentions' weights, 3·NH·L² floats; and from L = 1,024,
  *    where both ran, luong_local's are at most 1/8 of sdp's (LOCAL_OVER_SDP_MAX).
  * Options: --length N (a power of two >= 128; default 4,096), --linear-memory (only the kinds
- * whose extra memory is O(L) or O(L·D), growth 1 below), --quadratic-memory (only the others)
- * and --backend cuda, the CUDA backend: CTest's test_length_simt runs the emulated one at
+ * whose extra memory is O(L) or O(L·D), growth 1 below), --quadratic-memory (only the others),
+ * --kinds a,b,... (only these kinds, by their config names; for timing one kind) and --backend
+ * cuda, the CUDA backend: CTest's test_length_simt runs the emulated one at
  * N = 128 for every kind, test_length_simt_long and test_length_simt_long_quadratic at 4,096
  * with one option each (two tests, so that `ctest -j` runs the halves at once: minutes of
  * emulation each), test_length_cuda a device at 4,096 (label gpu). Without a CUDA backend it
@@ -134,9 +135,23 @@ static long long check_kind(AttentionKind k, const Backend *be, const TokenBatch
     return (long long)attn;
 }
 
+/* 1 if name is one of list's comma-separated names. */
+static int name_in_list(const char *name, const char *list) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int L = 4096, cuda = 0, only = 0; /* only the kinds of this growth (0: every kind) */
+    const char *kinds = NULL;          /* --kinds: a comma-separated list (NULL: every kind) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "cuda"))
             cuda = 1, i++;
@@ -146,9 +161,11 @@ int main(int argc, char **argv) {
             only = 1;
         else if (!strcmp(argv[i], "--quadratic-memory"))
             only = 2;
+        else if (!strcmp(argv[i], "--kinds") && i + 1 < argc)
+            kinds = argv[++i];
         else {
             fprintf(stderr, "usage: test_length [--backend cuda] [--length N] "
-                            "[--linear-memory | --quadratic-memory]\n");
+                            "[--linear-memory | --quadratic-memory] [--kinds a,b,...]\n");
             return 2;
         }
     }
@@ -185,6 +202,7 @@ int main(int argc, char **argv) {
                    attention_kind_names[k], why);
             continue;
         }
+        if (kinds && !name_in_list(attention_kind_names[k], kinds)) continue;
         if (only && growth((AttentionKind)k) != only) {
             printf("  %-14s left out: its extra memory grows as %s\n", attention_kind_names[k],
                    only == 1 ? "L^2 (--linear-memory)" : "L (--quadratic-memory)");
@@ -193,7 +211,7 @@ int main(int argc, char **argv) {
         attn[k] = check_kind((AttentionKind)k, be, &tb, L);
         n++;
     }
-    EXPECT(n >= 6, "only %d kinds ran", n);
+    EXPECT(kinds ? n >= 1 : n >= 6, "only %d kinds ran", n);
     long long sdp_weights = 3LL * NH * L * L * (long long)sizeof(float);
     if (attn[ATTN_SDP] >= 0)
         EXPECT(attn[ATTN_SDP] >= sdp_weights, "sdp's attention bytes at L = %d: %lld, fewer than "

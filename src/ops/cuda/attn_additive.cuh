@@ -8,8 +8,10 @@
  * ascending), the masked softmax by fixed trees, out (one thread per value column, s ascending).
  * Backward: per query row dE = a ⊙ (dA − a·dA) into the caller's workspace [R,Tq,Tk]; per row
  * pair r the gradients of qp, kp and values (each float summed by one thread in a fixed order)
- * and this row's share of dv [R,A] (workspace too); then dv[h] summed over b in order. tanh
- * is recomputed: nothing of size R·Tq·Tk·A is stored. No atomics: deterministic under every schedule.
+ * and each query's share of dv, dvpart [R,Tq,A] (workspace too, from the same tanh as dqp's);
+ * then dv[h] summed over b and t in order. tanh is recomputed, twice in the backward (the qp
+ * pass and the kp pass): nothing of size R·Tq·Tk·A is stored. No atomics: deterministic under
+ * every schedule.
  */
 #ifndef TRAINER_CUDA_ATTN_ADDITIVE_CUH
 #define TRAINER_CUDA_ATTN_ADDITIVE_CUH
@@ -77,7 +79,8 @@ __global__ void __launch_bounds__(ADD_THREADS)
 }
 
 /* For row pair r: dvalues += aᵀ dout, dqp and dkp += the tanh backward of dE, and
- * dvpart[r, a] = Σ_t Σ_s dE u (this row's share of dv). Launch: R blocks of ADD_THREADS. */
+ * dvpart[r, t, a] = Σ_s dE[t,s] u[t,s,a] (query t's share of dv), summed in the qp pass.
+ * Launch: R blocks of ADD_THREADS. */
 __global__ void __launch_bounds__(ADD_THREADS)
     k_additive_backward_inputs(float *dqp, float *dkp, float *dvpart, float *dvalues,
                                const float *dE, const float *dout, const float *qp,
@@ -94,17 +97,19 @@ __global__ void __launch_bounds__(ADD_THREADS)
             for (int t = 0; t < Tq; t++) acc += w[(size_t)t * Tk + s] * g[(size_t)t * Dv + e];
             dvalues[(size_t)r * Tk * Dv + i] += acc;
         }
-    if (dqp)
+    if (dqp || dvpart)
         for (int i = threadIdx.x; i < Tq * A; i += ADD_THREADS) {
             int t = i / A, a = i % A;
-            float acc = 0.0f;
+            float acc = 0.0f, accv = 0.0f;
             for (int s = 0; s < Tk; s++) {
                 float d = de[(size_t)t * Tk + s];
                 if (d == 0.0f) continue;
                 float u = tanhf(qb[i] + kb[(size_t)s * A + a]);
                 acc += d * vh[a] * (1.0f - u * u);
+                accv += d * u;
             }
-            dqp[(size_t)r * Tq * A + i] += acc;
+            if (dqp) dqp[(size_t)r * Tq * A + i] += acc;
+            if (dvpart) dvpart[(size_t)r * Tq * A + i] = accv;
         }
     if (dkp)
         for (int i = threadIdx.x; i < Tk * A; i += ADD_THREADS) {
@@ -118,25 +123,17 @@ __global__ void __launch_bounds__(ADD_THREADS)
             }
             dkp[(size_t)r * Tk * A + i] += acc;
         }
-    if (dvpart)
-        for (int a = threadIdx.x; a < A; a += ADD_THREADS) {
-            float acc = 0.0f;
-            for (int t = 0; t < Tq; t++)
-                for (int s = 0; s < Tk; s++) {
-                    float d = de[(size_t)t * Tk + s];
-                    if (d != 0.0f) acc += d * tanhf(qb[(size_t)t * A + a] + kb[(size_t)s * A + a]);
-                }
-            dvpart[(size_t)r * A + a] = acc;
-        }
 }
 
-/* dv[h, a] += Σ_b dvpart[b·NH + h, a], b ascending. Launch: NH blocks of ADD_THREADS. */
+/* dv[h, a] += Σ_b Σ_t dvpart[b·NH + h, t, a], b then t ascending. Launch: NH blocks of
+ * ADD_THREADS. */
 __global__ void __launch_bounds__(ADD_THREADS)
-    k_additive_backward_v(float *dv, const float *dvpart, int B, int NH, int A) {
+    k_additive_backward_v(float *dv, const float *dvpart, int B, int NH, int Tq, int A) {
     const int h = blockIdx.x;
     for (int a = threadIdx.x; a < A; a += ADD_THREADS) {
         float acc = 0.0f;
-        for (int b = 0; b < B; b++) acc += dvpart[((size_t)b * NH + h) * A + a];
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < Tq; t++) acc += dvpart[(((size_t)b * NH + h) * Tq + t) * A + a];
         dv[(size_t)h * A + a] += acc;
     }
 }
