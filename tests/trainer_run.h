@@ -188,6 +188,17 @@ TR_FN long tr_count_lines(const char *path) {
     return c;
 }
 
+/* 1 if path starts with the 8-byte PNG signature. */
+TR_FN int tr_file_is_png(const char *path) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char b[8];
+    size_t r = fread(b, 1, 8, f);
+    fclose(f);
+    return r == 8 && memcmp(b, sig, 8) == 0;
+}
+
 TR_FN int tr_file_contains(const char *path, const char *needle) {
     char *t = test_read_file(path, NULL);
     int r = t && strstr(t, needle) != NULL;

@@ -375,6 +375,11 @@ Status plot_curves_png(const char *path, const char *title, int nruns, const cha
 
 /* one block per panel: a row "x y sd" per run, NaN x for a run without one (gnuplot skips it),
  * so that row i is run i in both panels; the number of runs drawn */
+/* Ten strong colours (Tableau's), shared by the figures with one colour per config. */
+static const char *const series_colour[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                              "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                              "#bcbd22", "#17becf"};
+
 static int tradeoff_block(FILE *f, const char *name, const RunPoint *runs, int n, int by_time) {
     int rows = 0;
     fprintf(f, "$%s << EOD\n", name);
@@ -426,15 +431,12 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
                        "notitle\nunset label 1\n");
             continue;
         }
-        /* ten strong colours (Tableau's) and point types 4–14, open and filled symbols in turn:
-         * a pair of its own for each of up to 110 configs */
-        static const char *const colour[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                               "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                                               "#bcbd22", "#17becf"};
+        /* ten colours and point types 4–14, open and filled symbols in turn: a pair of its
+         * own for each of up to 110 configs */
         fprintf(f, "plot ");
         for (int i = 0; i < n; i++) {
             fprintf(f, "%s$%s every ::%d::%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.5 "
-                       "title ", i ? ", " : "", names[k], i, i, colour[i % 10], 4 + i % 11);
+                       "title ", i ? ", " : "", names[k], i, i, series_colour[i % 10], 4 + i % 11);
             gp_str(f, runs[i].name);
         }
         fprintf(f, "\n");
@@ -442,6 +444,75 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
     fprintf(f, "unset multiplot\nunset output\n");
     fclose(f);
     Status rc = run_gnuplot(script, len, path, "trade-off plot", err);
+    free(script);
+    return rc;
+}
+
+Status plot_series_png(const char *path, const char *title, const char *xlabel,
+                       const char *ylabel, const char *const *panel_titles, int npanels,
+                       const PlotSeries *s, int ns, Err *err) {
+    CHECK(path != NULL && xlabel != NULL && ylabel != NULL && (ns == 0 || s != NULL) &&
+              (npanels <= 0 || panel_titles != NULL),
+          "plot_series_png: NULL argument");
+    if (npanels < 1 || ns < 1) return err_set(err, "plot %s: nothing to draw", path);
+    char *script = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&script, &len);
+    CHECK(f != NULL, "open_memstream failed (out of memory)");
+    gp_terminal(f, 420 * npanels + 240, 520, path);
+    double lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < ns; j++)
+        for (int i = 0; i < s[j].n; i++) lo = fmin(lo, s[j].x[i]), hi = fmax(hi, s[j].x[i]);
+    int logx = lo > 0 && hi > 10 * lo;
+    int *rows = xcalloc((size_t)npanels * (size_t)ns, sizeof *rows);
+    for (int p = 0; p < npanels; p++)
+        for (int j = 0; j < ns; j++) {
+            fprintf(f, "$s%d_%d << EOD\n", p, j);
+            for (int i = 0; i < s[j].n; i++) {
+                double y = s[j].y[p * s[j].n + i], sd = s[j].sd[p * s[j].n + i];
+                if (!isfinite(y) || !isfinite(s[j].x[i])) continue;
+                fprintf(f, "%.17g %.17g %.17g\n", s[j].x[i], y, isfinite(sd) ? sd : 0.0);
+                rows[p * ns + j]++;
+            }
+            fprintf(f, "EOD\n");
+        }
+    fprintf(f, "set multiplot layout 1,%d", npanels);
+    if (title) {
+        fprintf(f, " title ");
+        gp_str(f, title);
+    }
+    fprintf(f, "\nset grid\nset bars small\nset offsets graph 0.05, graph 0.05, graph 0.1, "
+               "graph 0.1\n%s\nset xlabel ", logx ? "set logscale x" : "unset logscale x");
+    gp_str(f, xlabel);
+    fprintf(f, "\nset ylabel ");
+    gp_str(f, ylabel);
+    fprintf(f, "\n");
+    for (int p = 0; p < npanels; p++) {
+        fprintf(f, "set title ");
+        gp_str(f, panel_titles[p]);
+        fprintf(f, "\n%s\n", p + 1 < npanels ? "unset key"
+                                               : "set key outside right top vertical Left reverse");
+        int any = 0;
+        for (int j = 0; j < ns; j++) any |= rows[p * ns + j] > 0;
+        if (!any) {
+            fprintf(f, "set label 1 'no data' at graph 0.5, graph 0.5 center\nplot [1:2] [0:1] 2 "
+                       "notitle\nunset label 1\n");
+            continue;
+        }
+        fprintf(f, "plot ");
+        for (int j = 0, first = 1; j < ns; j++) {
+            if (!rows[p * ns + j]) continue;
+            fprintf(f, "%s$s%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 title ",
+                    first ? "" : ", ", p, j, series_colour[j % 10], 4 + j % 11);
+            gp_str(f, s[j].name);
+            first = 0;
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "unset multiplot\nunset output\n");
+    fclose(f);
+    free(rows);
+    Status rc = run_gnuplot(script, len, path, "plot", err);
     free(script);
     return rc;
 }

@@ -74,6 +74,23 @@ Status plot_tradeoff_png(const char *path, const char *title, const RunPoint *ru
 Status plot_curves_png(const char *path, const char *title, int nruns, const char *const *names,
                        const CurvePoint *const *pts, const int *npts, Err *err);
 
+/* One series of plot_series_png: n points at x[0..n) (ascending), in each panel p the value
+ * y[p·n + i] ± sd[p·n + i] (y NaN: no point there; sd NaN: no bar). */
+typedef struct {
+    const char *name; /* the legend's entry */
+    int n;
+    const double *x, *y, *sd;
+} PlotSeries;
+
+/* Values against a quantity, npanels panels side by side (one per test set, say), panel p titled
+ * panel_titles[p]: each series a line through its points with bars of ± sd, its own colour and
+ * symbol, named in the legend right of the last panel. The x axis is log-scaled where every x
+ * is positive and they span more than a factor of 10. Size (420·npanels + 240)×520 px. title may
+ * be NULL. Errors: npanels < 1 or ns < 1; see the top of this file. */
+Status plot_series_png(const char *path, const char *title, const char *xlabel,
+                       const char *ylabel, const char *const *panel_titles, int npanels,
+                       const PlotSeries *s, int ns, Err *err);
+
 /* A figure of the caller's own: body is gnuplot commands (data blocks and plot commands, any
  * multiplot closed) that draw into the PNG file path, w×h px; this function puts the terminal
  * lines (as above) before it and `unset output` after it. The caller quotes its own strings

@@ -258,9 +258,9 @@ static Status report(Compare *c, Err *err) {
                                      : co->budget_kind == BUDGET_EPOCHS ? "max_epochs"
                                                                         : "max_hours",
                      co->budget);
-        ReportTable t = {"Results", "", co->baseline, NULL, p, NULL, c->nruns, NULL};
+        ReportTable t = {"Results", "", co->baseline, NULL, p, NULL, c->nruns, NULL, 0, 0.0};
         ReportOpts o = {co->out_dir, "compare.md", "compare.csv", title, intro[0] ? intro : NULL,
-                        NULL, tests, ntests, co->sentences, co->nsentences, co->echo};
+                        NULL, tests, ntests, co->sentences, co->nsentences, co->echo, NULL};
         rc = report_write(&o, &t, 1, err);
     }
     for (int i = 0; i < n; i++) archive_free(&a[i]);

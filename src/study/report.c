@@ -808,6 +808,94 @@ static Status write_tradeoff(const ReportOpts *o, const Table *t, const char *pn
     return rc;
 }
 
+/* The across-tables section (report.h): every attention's BLEU with beam K at each table's x,
+ * a table per test set and across.png. Nothing when fewer than two tables have an x. */
+static Status write_across(FILE *f, const ReportOpts *o, const Table *tables, int nt, int K,
+                           Err *err) {
+    int nx = 0, *tx = xcalloc((size_t)nt + 1, sizeof *tx); /* the tables with an x, by x */
+    for (int ti = 0; ti < nt; ti++)
+        if (tables[ti].t->has_x) {
+            int j = nx++;
+            for (; j > 0 && tables[tx[j - 1]].t->x > tables[ti].t->x; j--) tx[j] = tx[j - 1];
+            tx[j] = ti;
+        }
+    if (!o->x_label || nx < 2) {
+        free(tx);
+        return STATUS_OK;
+    }
+    /* the series: each attention, in the order of its first config */
+    int cap = 0, ns = 0;
+    for (int i = 0; i < nx; i++) cap += tables[tx[i]].ng;
+    char(*name)[64] = xcalloc((size_t)cap, sizeof *name);
+    for (int i = 0; i < nx; i++)
+        for (int gi = 0; gi < tables[tx[i]].ng; gi++) {
+            char a[64];
+            config_attention_text(&tables[tx[i]].g[gi].runs[0]->cfg, a, sizeof a);
+            int j = 0;
+            while (j < ns && strcmp(name[j], a)) j++;
+            if (j == ns) snprintf(name[ns++], sizeof name[0], "%s", a);
+        }
+    size_t cells = (size_t)ns * (size_t)o->ntests * (size_t)nx;
+    double *y = xcalloc(cells, sizeof *y), *sd = xcalloc(cells, sizeof *sd);
+    double *xs = xcalloc((size_t)nx, sizeof *xs);
+    int *seeds = xcalloc(cells, sizeof *seeds);
+    for (size_t c = 0; c < cells; c++) y[c] = sd[c] = NAN;
+    for (int i = 0; i < nx; i++) {
+        const Table *t = &tables[tx[i]];
+        xs[i] = t->t->x;
+        for (int gi = 0; gi < t->ng; gi++) {
+            const Group *g = &t->g[gi];
+            char a[64];
+            config_attention_text(&g->runs[0]->cfg, a, sizeof a);
+            int j = 0;
+            while (strcmp(name[j], a)) j++;
+            double *v = xcalloc((size_t)g->n, sizeof *v);
+            for (int k = 0; k < o->ntests; k++) {
+                size_t c = ((size_t)j * o->ntests + k) * nx + i;
+                if (isfinite(y[c])) continue; /* two configs of one attention: the first */
+                group_scores(g, o->tests[k], 2, v);
+                y[c] = mean_of(v, g->n), sd[c] = g->n > 1 ? sd_of(v, g->n) : NAN;
+                seeds[c] = g->n;
+            }
+            free(v);
+        }
+    }
+    fprintf(f, "## BLEU against %s\n\nEach attention's test BLEU with beam %d at each table's "
+               "%s: the mean ± the standard deviation over its seeds (their number in "
+               "brackets).\n\n", o->x_label, K, o->x_label);
+    for (int k = 0; k < o->ntests; k++) {
+        fprintf(f, "| %s | ", o->tests[k]);
+        for (int i = 0; i < nx; i++) fprintf(f, "%s%g (%s) |", i ? " " : "", xs[i],
+                                             tables[tx[i]].t->tag);
+        fprintf(f, "\n|---|");
+        for (int i = 0; i < nx; i++) fprintf(f, "--:|");
+        fprintf(f, "\n");
+        for (int j = 0; j < ns; j++) {
+            fprintf(f, "| %s |", name[j]);
+            for (int i = 0; i < nx; i++) {
+                size_t c = ((size_t)j * o->ntests + k) * nx + i;
+                if (!isfinite(y[c])) fprintf(f, " " DASH " |");
+                else if (!isfinite(sd[c])) fprintf(f, " %.2f (1) |", y[c]);
+                else fprintf(f, " %.2f ± %.2f (%d) |", y[c], sd[c], seeds[c]);
+            }
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "![test BLEU against %s](across.png)\n\n", o->x_label);
+    PlotSeries *ps = xcalloc((size_t)ns, sizeof *ps); /* y and sd are [series][test][x] */
+    for (int j = 0; j < ns; j++)
+        ps[j] = (PlotSeries){name[j], nx, xs, y + (size_t)j * o->ntests * nx,
+                             sd + (size_t)j * o->ntests * nx};
+    char path[1400], title[256], ylabel[64];
+    snprintf(path, sizeof path, "%s/across.png", o->out_dir);
+    snprintf(title, sizeof title, "test BLEU with beam %d, the mean over seeds", K);
+    snprintf(ylabel, sizeof ylabel, "BLEU, beam %d", K);
+    Status rc = plot_series_png(path, title, o->x_label, ylabel, o->tests, o->ntests, ps, ns, err);
+    free(ps), free(y), free(sd), free(xs), free(seeds), free(name), free(tx);
+    return rc;
+}
+
 /* 1 if map m of an archive is one the report draws: a chosen sentence of the first test set. */
 static int drawn_map(const ReportOpts *o, const ArchiveMap *m) {
     if (strcmp(m->test, o->tests[0])) return 0;
@@ -989,7 +1077,7 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
                "each run's own (metrics.jsonl), on the machine it trained on, and are averaged "
                "only over the runs of one machine.\n\n", K,
             (double)alpha);
-    Status rc = STATUS_OK;
+    Status rc = write_across(f, o, tables, nt, K, err);
     for (int ti = 0; ti < nt && !rc; ti++) {
         Table *t = &tables[ti];
         char png[600];

@@ -30,6 +30,10 @@
  * per epoch: curves[_TAG].png), test BLEU against parameters and training time
  * (tradeoff[_TAG].png; the times in both figures are those of the runs on the table's reference
  * machine, the one on which most configs have a run) and how peaked each config's attention is.
+ * Where x_label is given and two or more tables have an x, a section after the summary gives
+ * each attention (config_attention_text: a table's configs of one attention form one series)
+ * its BLEU with beam K on every test set at each table's x, mean ± sd over the seeds, as a table
+ * and a figure (across.png: a panel per test set, BLEU against x).
  * The attention heatmaps of the first run of each config (attention_<config>_<i>.png) are on a
  * page of their own, attention.md, that the report links. Then one table of every run (the
  * checkpoint scored, where and by which revision it trained, its archive), the line naming the
@@ -57,6 +61,8 @@ typedef struct {
     int nruns;
     const char *pending;        /* the plan's configs with no run archived yet, comma-separated
                                  * (the summary names them), or NULL */
+    int has_x;                  /* 1: the table stands at x on the across-tables axis */
+    double x;                   /* (ReportOpts.x_label), e.g. its examples' mean length */
 } ReportTable;
 
 typedef struct {
@@ -71,6 +77,8 @@ typedef struct {
     const int *sentences;       /* the heatmaps' sentences (of the first test set) */
     int nsentences;
     FILE *echo;                 /* NULL, or where the scores tables are also written (stdout) */
+    const char *x_label;        /* the quantity the tables' x measure (the across-tables
+                                 * section), or NULL */
 } ReportOpts;
 
 /* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file,

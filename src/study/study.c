@@ -31,6 +31,8 @@ typedef struct {
     int first, n; /* its configs: configs[first .. first + n) */
     unsigned long long seeds[MAX_SEEDS]; /* its own seeds (a check at one seed, say) */
     int nseeds;                          /* 0: the study's */
+    int has_x;                           /* x given: its place on the study's x_label axis */
+    double x;
 } Table;
 
 typedef struct {
@@ -54,7 +56,7 @@ typedef struct {
 
 struct Study {
     char file[PATH], dir[PATH];
-    char title[512], spm[PATH], notes[PATH];
+    char title[512], spm[PATH], notes[PATH], x_label[256];
     int epochs, precision, ntests;
     unsigned long long seeds[MAX_SEEDS];
     int nseeds;
@@ -160,6 +162,11 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
             join_path(s->dir, val, s->spm, sizeof s->spm);
         } else if (!strcmp(key, "notes")) {
             join_path(s->dir, val, s->notes, sizeof s->notes);
+        } else if (!strcmp(key, "x_label")) {
+            if (!val[0])
+                return err_set(err, "%s: x_label is empty; name what the tables' x measure, "
+                               "e.g. x_label = example length (pieces)", where);
+            snprintf(s->x_label, sizeof s->x_label, "%s", val);
         } else if (!strcmp(key, "beam")) {
             char *end;
             long k = strtol(val, &end, 10);
@@ -181,7 +188,7 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
         } else {
             return err_set(err, "%s: unknown key '%s' in [study]; valid keys: title, epochs, "
                            "precision, seeds, test_src, test_tgt, spm_model, beam, len_penalty, "
-                           "sentences, notes", where, key);
+                           "sentences, notes, x_label", where, key);
         }
         return STATUS_OK;
     }
@@ -217,9 +224,16 @@ static Status plan_key(Study *s, int table, char *key, char *val, const char *wh
         if (parse_u64_list(val, t->seeds, MAX_SEEDS, &t->nseeds, UINT64_MAX))
             return err_set(err, "%s: seeds = %s in [table %s]: give 1 to %d different seeds, "
                            "e.g. seeds = 1", where, val, t->name, MAX_SEEDS);
+    } else if (!strcmp(key, "x")) {
+        char *end;
+        double x = strtod(val, &end);
+        if (*end || end == val || !isfinite(x))
+            return err_set(err, "%s: x = %s in [table %s]: give a number, the table's place on "
+                           "the x_label axis (e.g. x = 65)", where, val, t->name);
+        t->x = x, t->has_x = 1;
     } else {
         return err_set(err, "%s: unknown key '%s' in [table %s]; valid keys: title, configs, "
-                       "baseline, seeds", where, key, t->name);
+                       "baseline, seeds, x", where, key, t->name);
     }
     return STATUS_OK;
 }
@@ -300,7 +314,15 @@ static Status plan_load(Study *s, const char *file, Err *err) {
         if (!found)
             return err_set(err, "%s: [table %s]: baseline = %s is none of its configs (write a "
                            "config's file name without .ini)", file, t->name, t->baseline);
+        if (t->has_x && !s->x_label[0])
+            return err_set(err, "%s: [table %s] gives x, but [study] has no x_label to say what "
+                           "it measures; add x_label or remove x", file, t->name);
     }
+    int nx = 0;
+    for (int i = 0; i < s->ntables; i++) nx += s->tables[i].has_x;
+    if (s->x_label[0] && !nx)
+        return err_set(err, "%s: x_label = %s, but no [table] gives x, so nothing reads it; give "
+                       "each table's x or remove x_label", file, s->x_label);
     return STATUS_OK;
 }
 
@@ -979,10 +1001,12 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
         const char *base = s->tables[t].baseline;
         int has_base = 0;
         for (int i = first; i < na; i++) has_base |= base[0] && !strcmp(groups[i], base);
-        tables[nt++] = (ReportTable){s->tables[t].title, s->tables[t].name,
+        tables[nt++] = (ReportTable){s->tables[t].title,   s->tables[t].name,
                                      has_base ? base : NULL,
-                                     !has_base && base[0] ? base : NULL, ptr + first,
-                                     groups + first, na - first, pend};
+                                     !has_base && base[0] ? base : NULL,
+                                     ptr + first,           groups + first,
+                                     na - first,            pend,
+                                     s->tables[t].has_x,    s->tables[t].x};
     }
     if (!rc && !nt) rc = err_set(err, "%s: no run is archived yet; nothing to report", s->file);
     if (!rc) {
@@ -1030,7 +1054,7 @@ static Status write_report(const Study *s, StudyRun *runs, int n, Err *err) {
                             "need" : "");
         ReportOpts o = {s->dir, "README.md", "results.csv", s->title, intro,
                         s->notes[0] ? s->notes : NULL, tests, s->ntests, s->sentences,
-                        s->nsentences, NULL};
+                        s->nsentences, NULL, s->x_label[0] ? s->x_label : NULL};
         rc = report_write(&o, tables, nt, err);
         if (!rc) printf("study: report written to %s/README.md (%d of %d runs)\n", s->dir,
                         n - nmissing, n);

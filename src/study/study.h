@@ -19,12 +19,17 @@
  *   len_penalty = 1.0             (default 1.0)
  *   sentences = 0 1 2             the attention heatmaps' test sentences (default 0 1 2)
  *   notes = notes.md              Markdown appended to the report (optional)
+ *   x_label = example length      what the tables' x measure: with two or more tables of an
+ *                                 x, the report gives each attention's BLEU against x
+ *                                 (report.h; optional, and then some table must give x)
  *
  *   [table NAME]                  one table of the report per section, in order
  *   title = Transformer           its heading (default NAME)
  *   configs = a.ini b.ini         its configs (trainer configs; each run is named
  *                                 <config file name>_s<seed>)
  *   baseline = a                  the config every other is tested against (optional)
+ *   x = 65                        the table's place on the x_label axis (a finite number;
+ *                                 only with x_label)
  *
  * A run's folder is runs/<run> in the study's folder (its checkpoints; not meant to be kept)
  * and its archive archive/<run>. study_train trains every run that has no archive yet, N at a

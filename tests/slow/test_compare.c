@@ -41,17 +41,6 @@
 
 static const char *g_work;
 
-static const unsigned char PNG_SIG[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
-
-static int is_png(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    unsigned char b[8];
-    size_t r = fread(b, 1, 8, f);
-    fclose(f);
-    return r == 8 && memcmp(b, PNG_SIG, 8) == 0;
-}
-
 /* Runs `trainer compare ARGS...` (NULL-terminated); stdout/stderr into tag.out / tag.err. */
 static int compare(const char *tag, ...) {
     TrArgv a = {0};
@@ -349,7 +338,7 @@ int main(void) {
             pngs[np++] = test_strdup(tr_fmt("attention_%s_%d.png", runs[r], i));
     for (int i = 0; i < np; i++) {
         const char *p = tr_fmt("%s/%s", out, pngs[i]);
-        EXPECT(is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));
+        EXPECT(tr_file_is_png(p), "%s is missing or not a PNG (size %ld)", p, tr_file_size(p));
     }
 
     /* ---- the same report from the archives alone ---- */

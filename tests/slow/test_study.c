@@ -42,6 +42,9 @@
  *  4e. a config that also sets model.input_feeding = false is named with that key by --status
  *     and the report (which no longer say "attention alone"); a config that includes no file is
  *     said to have no recipe;
+ *  4f. two tables with x (x_label in [study]): the report opens, after its summary, with each
+ *     attention's BLEU at each table's x (sorted by x, the seeds counted) and across.png; an x
+ *     that is no number, an x without x_label and an x_label without an x are refused (exit 2);
  *  5. data.spm_model with another data.vocab_size is refused naming both.
  */
 #include "data/spm.h"
@@ -601,6 +604,47 @@ int main(void) {
                                            "compare with; every other config differs from its "
                                            "recipe"),
                "--status (exit %d) does not say that plain has no recipe", rc);
+    }
+
+    /* 4f. tables at points of one quantity: the report's BLEU against x */
+    {
+        const char *head = "[study]\nepochs = 1\nprecision = fp32\nseeds = 1 2\n"
+                           "test_src = ../val.de ../val2.de\ntest_tgt = ../val.en ../val2.en\n"
+                           "beam = 2\n";
+        const char *px = test_strdup(tr_fmt("%s/across.ini", dir));
+        test_write_text(px, tr_fmt("%sx_label = example length\n[table a]\nx = 20\n"
+                                   "configs = configs/general.ini\n[table b]\nx = 10\n"
+                                   "configs = configs/dot.ini\n", head));
+        rc = study("across", px, "--report", NULL);
+        const char *md = tr_fmt("%s/README.md", dir), *png = tr_fmt("%s/across.png", dir);
+        char *text = test_read_file(md, NULL);
+        const char *sec = text ? strstr(text, "## BLEU against example length") : NULL;
+        const char *first = text ? strstr(text, "## a") : NULL; /* table a's section */
+        EXPECT(rc == 0 && sec && first && sec < first &&
+                   strstr(sec, "| val | 10 (b) | 20 (a) |") &&
+                   strstr(sec, "| luong_general | \xe2\x80\x94 | ") &&
+                   strstr(sec, "| luong_dot | ") && strstr(sec, " (2) |") &&
+                   strstr(sec, "| val2 | 10 (b) | 20 (a) |") && tr_file_is_png(png),
+               "the report (exit %d) of two tables with x lacks the section of BLEU against x "
+               "(before the tables, sorted by x, a row per attention, the seeds counted) or "
+               "%s", rc, png);
+        free(text);
+        test_write_text(px, tr_fmt("%sx_label = example length\n[table a]\nx = long\n"
+                                   "configs = configs/general.ini\n", head));
+        rc = study("bad_x", px, "--status", NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/bad_x.err", w), "x = long in [table a]: "
+                                                                      "give a number"),
+               "x = long: exit %d, expected 2 naming the key", rc);
+        test_write_text(px, tr_fmt("%s[table a]\nx = 20\nconfigs = configs/general.ini\n",
+                                   head));
+        rc = study("x_no_label", px, "--status", NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/x_no_label.err", w), "has no x_label"),
+               "x without x_label: exit %d, expected 2", rc);
+        test_write_text(px, tr_fmt("%sx_label = length\n[table a]\n"
+                                   "configs = configs/general.ini\n", head));
+        rc = study("label_no_x", px, "--status", NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/label_no_x.err", w), "nothing reads it"),
+               "x_label without an x: exit %d, expected 2", rc);
     }
 
     /* 5. data.spm_model of another size */
