@@ -5,7 +5,7 @@
  *
  *   bench_decode_length --config configs/transformer.ini [--kinds sdp,flash,linear,taylor]
  *       [--lengths 16,64,256,1024,4096] [--batch B] [--src-len S] [--rounds R] [--threads N]
- *       [--clock wall|cpu] [--csv FILE] [--set SECTION.KEY=VALUE]...
+ *       [--clock wall|cpu] [--csv FILE] [--plot PNG] [--set SECTION.KEY=VALUE]...
  *
  * For each kind K the config's model is built with model.dec_self_attention = K (the encoder's
  * self-attention and the cross-attention as the config says), parameters initialised from
@@ -20,12 +20,15 @@
  * R rounds (default 3): each round measures every (kind, L) once, kinds interleaved, after one
  * untimed warm-up call per kind at the shortest L. Prints per L and kind the median tokens/s and
  * min–max, and per kind the ratio of its median at the longest L to that at the shortest (1.0:
- * constant work per token); --csv writes one row per (kind, L). CPU or CUDA (train.device).
+ * constant work per token); --csv writes one row per (kind, L), --plot a figure of the median
+ * tokens/s against L, a line per kind, L log-scaled (gnuplot: eval/plot.h). CPU or
+ * CUDA (train.device).
  * --clock cpu (the CPU backend at --threads 1 only) times each call by the process's CPU time
  * instead of the wall clock, so that other jobs on a shared machine do not add to the figures
  * (bench_attention's option).
  * Errors (exit 2 on a bad command line or config, 1 on a model that cannot be built) on stderr.
  */
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,7 @@
 #include "data/batch.h"
 #include "data/encoded.h"
 #include "eval/decode.h"
+#include "eval/plot.h"
 #include "model/model.h"
 #include "train/config.h"
 
@@ -66,13 +70,14 @@ static int cmp_double(const void *a, const void *b) {
 static int usage(void) {
     fprintf(stderr, "usage: bench_decode_length --config FILE [--kinds k1,k2,...] "
                     "[--lengths L1,L2,...] [--batch B] [--src-len S] [--rounds R] "
-                    "[--threads N] [--clock wall|cpu] [--csv FILE] [--set SECTION.KEY=VALUE]...\n"
+                    "[--threads N] [--clock wall|cpu] [--csv FILE] [--plot PNG] "
+                    "[--set SECTION.KEY=VALUE]...\n"
                     "  (what it measures: the top of bench/bench_decode_length.c)\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *config = NULL, *csv = NULL, *kinds_arg = "sdp,flash,linear,taylor";
+    const char *config = NULL, *csv = NULL, *png = NULL, *kinds_arg = "sdp,flash,linear,taylor";
     const char *lengths_arg = "16,64,256,1024,4096", *sets[MAX_SETS];
     int B = 8, S = 32, rounds = 3, threads = -1, nsets = 0;
     for (int i = 1; i < argc; i++) {
@@ -86,6 +91,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--rounds")) rounds = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--csv")) csv = v;
+        else if (!strcmp(a, "--plot")) png = v;
         else if (!strcmp(a, "--clock") && (!strcmp(v, "cpu") || !strcmp(v, "wall")))
             g_cpu_clock = !strcmp(v, "cpu");
         else if (!strcmp(a, "--set") && nsets < MAX_SETS) sets[nsets++] = v;
@@ -105,6 +111,16 @@ int main(int argc, char **argv) {
         return usage();
 
     Err err = {{0}};
+    if (png && !plot_gnuplot_available(&err)) { /* before the measurements, not after */
+        fprintf(stderr, "bench_decode_length: --plot %s: %s\n", png, err.msg);
+        return 2;
+    }
+    for (int j = 1; j < nl; j++)
+        if (lens[j] <= lens[j - 1]) {
+            fprintf(stderr, "bench_decode_length: --lengths %s: give them in ascending order\n",
+                    lengths_arg);
+            return 2;
+        }
     Config cfg[MAX_KINDS];
     Model model[MAX_KINDS];
     memset(model, 0, sizeof model);
@@ -222,11 +238,30 @@ int main(int argc, char **argv) {
                                         k + 1 < nk ? "," : "\n");
     printf("bench_decode_length: peak resident memory %.1f MiB (the whole process)\n",
            machine_peak_rss_mb());
+    int rc = 0;
+    if (png) {
+        PlotSeries ps[MAX_KINDS];
+        double xs[MAX_LENGTHS], ys[MAX_KINDS][MAX_LENGTHS], nan[MAX_LENGTHS];
+        for (int j = 0; j < nl; j++) xs[j] = lens[j], nan[j] = NAN;
+        for (int k = 0; k < nk; k++) {
+            for (int j = 0; j < nl; j++) ys[k][j] = med[k][j];
+            ps[k] = (PlotSeries){kinds[k], nl, xs, ys[k], nan};
+        }
+        char title[160];
+        snprintf(title, sizeof title, "decoding %d sentences of %d source tokens, %s", B, S,
+                 be->name);
+        const char *panel = "median tokens/s against output length";
+        if (plot_series_png(png, title, "output length L (tokens)", "tokens/s", &panel, 1, ps, nk,
+                            &err)) {
+            fprintf(stderr, "bench_decode_length: --plot %s: %s\n", png, err.msg);
+            rc = 1;
+        }
+    }
     if (f && fclose(f)) fprintf(stderr, "bench_decode_length: cannot write %s\n", csv);
     batch_free(&tb);
     free(tgt), free(len), free(lp), free(idx), free(e.src_ids), free(e.src_off);
     for (int k = 0; k < nk; k++) model_free(&model[k]);
-    return 0;
+    return rc;
 bad:
     fprintf(stderr, "bench_decode_length: %s\n", err.msg);
     return 2;
