@@ -4,7 +4,7 @@
 #
 #   bash bench/study_speed.sh [PLAN] [--rounds R] [--warmup W] [--batches N] [--threads T]
 #                             [--precision P] [--out FILE.md] [--build DIR] [--only NAME,...]
-#                             [--clock wall|cpu] [--set SECTION.KEY=VALUE]...
+#                             [--clock wall|cpu] [--set SECTION.KEY=VALUE]... [--replot]
 #
 # PLAN: a study plan (src/study/study.h; default experiments/attention-multi30k/study.ini). Its
 # configs are the `configs =` lines of its [table NAME] sections, paths relative to the plan's
@@ -36,6 +36,9 @@
 # run). --only NAME,... measures those configs alone (a quick look; ratios need the baseline).
 # --clock cpu (with --threads 1): bench_train times the steps by the process's CPU time, for a
 # machine other jobs share (docs/performance.md, "Rules for a fair comparison"); no load warning.
+# Where the plan's tables give x (and [study] x_label: docs/study.md), FILE.png draws each
+# attention's median tokens/s against x, with bars from min to max (gnuplot); --replot redraws it
+# from an existing FILE.csv and measures nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shq() { if [[ $1 =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then printf ' %s' "$1"; else printf ' %q' "$1"; fi; }
@@ -43,7 +46,7 @@ cmdline="bash bench/study_speed.sh$(for a in "$@"; do shq "$a"; done)"
 die() { echo "study_speed.sh: $*" >&2; exit 2; }
 
 plan=experiments/attention-multi30k/study.ini rounds=5 warmup=3 batches=20 threads=1
-precision="" out="" build=build only="" sets=() clock=wall
+precision="" out="" build=build only="" sets=() clock=wall replot=0
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see the top of bench/study_speed.sh)"; }
 posint() { [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] || die "$1 $2: give a whole number, $3 or more"; }
 while [ $# -gt 0 ]; do
@@ -58,7 +61,8 @@ while [ $# -gt 0 ]; do
     --only) need "$@"; only=$2; shift 2 ;;
     --clock) need "$@"; [[ $2 =~ ^(wall|cpu)$ ]] || die "--clock $2: give wall or cpu"; clock=$2; shift 2 ;;
     --set) need "$@"; sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    --replot) replot=1; shift ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (see the top of bench/study_speed.sh)" ;;
     *) plan=$1; shift ;;
   esac
@@ -67,7 +71,8 @@ done
 planfile=$(realpath "$plan")
 plandir=$(dirname "$planfile")
 bench="$build/bench_train"
-[ -x "$bench" ] || die "no $bench; build it first: cmake --build $build --target bench_train"
+[ $replot = 1 ] || [ -x "$bench" ] ||
+  die "no $bench; build it first: cmake --build $build --target bench_train"
 
 # The plan, read as src/study/study.c reads it: '#' and ';' start comment lines, sections
 # [study] and [table NAME], key = value. Out: one "study<TAB>key<TAB>value" line per [study] key
@@ -91,6 +96,9 @@ parsed=$(awk '
   }
   END { exit bad }' "$planfile") || die "cannot read the plan $plan (above)"
 
+# 0 if $1 is one of the other arguments (no pipe: `grep -q` closing it early would make the
+# writer's SIGPIPE fail the pipeline under pipefail)
+in_list() { local x=$1 e; shift; for e in "$@"; do [ "$e" != "$x" ] || return 0; done; return 1; }
 study_key() { awk -F'\t' -v k="$1" '$1 == "study" && $2 == k { v = $3 } END { print v }' <<<"$parsed"; }
 plan_precision=$(study_key precision)
 seeds=$(study_key seeds)
@@ -108,7 +116,7 @@ spm=$(in_plan "${spm_rel:-spm.model}")
 
 # Tables: names in order; per table its title, baseline and configs (name<TAB>path lines).
 declare -a tnames=() cnames=() cpaths=() ctable=()
-declare -A ttitle=() tbase=() tseed=()
+declare -A ttitle=() tbase=() tseed=() tx=()
 while IFS=$'\t' read -r kind tname key val; do
   [ "$kind" = table ] || continue
   if [ -z "$key" ]; then tnames+=("$tname"); ttitle[$tname]=$tname; tbase[$tname]=""; continue; fi
@@ -128,15 +136,18 @@ while IFS=$'\t' read -r kind tname key val; do
         [ -f "$path" ] || die "$plan: [table $tname]: config $path does not exist"
         cnames+=("$name"); cpaths+=("$path"); ctable+=("$tname")
       done ;;
-    *) die "$plan: unknown key '$key' in [table $tname]; valid keys: title, configs, baseline, seeds" ;;
+    x) [[ $val =~ ^[0-9.eE+-]+$ ]] || die "$plan: [table $tname]: x = $val: give a number"
+       tx[$tname]=$val ;;
+    *) die "$plan: unknown key '$key' in [table $tname]; valid keys: title, configs, baseline," \
+           "seeds, x" ;;
   esac
 done <<<"$parsed"
 [ ${#tnames[@]} -gt 0 ] || die "$plan: no [table NAME] section"
 [ ${#cnames[@]} -gt 0 ] || die "$plan: its tables list no configs"
 for t in "${tnames[@]}"; do
-  printf '%s\n' "${ctable[@]}" | grep -qxF -- "$t" || die "$plan: [table $t] has no configs"
+  in_list "$t" "${ctable[@]}" || die "$plan: [table $t] has no configs"
   b=${tbase[$t]}
-  [ -z "$b" ] || printf '%s\n' "${cnames[@]}" | grep -qxF -- "$b" ||
+  [ -z "$b" ] || in_list "$b" "${cnames[@]}" ||
     die "$plan: [table $t]: baseline = $b is none of its configs (a config's file name without .ini)"
 done
 
@@ -148,14 +159,67 @@ done
 if [ -n "$only" ]; then
   IFS=, read -ra wanted <<<"$only"
   for w in "${wanted[@]}"; do
-    printf '%s\n' "${cnames[@]}" | grep -qxF -- "$w" || die "--only: $w is none of the plan's configs"
+    in_list "$w" "${cnames[@]}" || die "--only: $w is none of the plan's configs"
   done
 fi
 n=${#pick[@]}
 
 [ -n "$out" ] || out="$plandir/speed.md"
 base=${out%.md}
-csv="$base.csv" runs_csv="$base.runs.csv"
+csv="$base.csv" runs_csv="$base.runs.csv" png="$base.png"
+x_label=$(study_key x_label)
+
+# FILE.png from FILE.csv: each attention's median tokens/s (bars min–max) at its table's x;
+# nothing where fewer than two tables have an x and a row.
+plot_speed() {
+  [ -n "$x_label" ] || return 0
+  local rows="" t
+  while IFS=, read -r t _ at _ _ _ _ _ _ m lo hi _; do
+    [ "$t" != table ] && [ -n "${tx[$t]:-}" ] && [ -n "$m" ] || continue
+    rows+="${at}"$'\t'"${tx[$t]}"$'\t'"$m"$'\t'"$lo"$'\t'"$hi"$'\n'
+  done <"$csv"
+  local nx
+  nx=$(printf '%s' "$rows" | cut -f2 | sort -u | grep -c . || true)
+  [ "$nx" -ge 2 ] || return 0
+  command -v gnuplot >/dev/null || die "gnuplot is missing for $png (apt-get install gnuplot-nox)"
+  local q=${x_label//\\/\\\\}
+  q=${q//\"/\\\"}
+  {
+    echo "set encoding utf8"
+    echo "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {"
+    echo "  set terminal pngcairo noenhanced size 900,520 font 'DejaVu Sans,10'"
+    echo "} else { set terminal png noenhanced size 900,520 }"
+    echo "set output \"$png\""
+    echo "set grid; set bars small; set key outside right top vertical Left reverse"
+    echo "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1"
+    printf '%s' "$rows" | cut -f2 | sort -g |
+      awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (lo > 0 && hi > 10 * lo) print "set logscale x" }'
+    echo "set xlabel \"$q\"; set ylabel \"tokens/s (median; bars: min to max)\""
+    echo "set title \"training tokens/s, $threads thread(s), $precision\""
+    local plot="plot" i=0 a
+    while read -r a; do
+      echo "\$d$i << EOD"
+      printf '%s' "$rows" | awk -F'\t' -v a="$a" '$1 == a { print $2, $3, $4, $5 }' | sort -g
+      echo "EOD"
+      plot+="$([ $i = 0 ] || echo ,) \$d$i using 1:2:3:4 with yerrorlines"
+      plot+=" pt $((4 + i % 11)) ps 1.3 title \"$a\""
+      i=$((i + 1))
+    done < <(printf '%s' "$rows" | cut -f1 | awk '!seen[$0]++')
+    echo "$plot"
+  } >"$tmp/speed.gp"
+  gnuplot "$tmp/speed.gp" 2>"$tmp/speed.gp.log" ||
+    { cat "$tmp/speed.gp.log" >&2; die "gnuplot failed on $png (above)"; }
+  echo "wrote $png"
+}
+if [ $replot = 1 ]; then
+  [ -f "$csv" ] || die "--replot: no $csv to draw from"
+  tmp=$(mktemp -d /tmp/study_speed.XXXXXX)
+  trap 'rm -rf "$tmp"' EXIT
+  threads=$(awk -F, 'NR == 2 { print $6 }' "$csv")
+  precision=$(awk -F, 'NR == 2 { print $5 }' "$csv")
+  plot_speed
+  exit 0
+fi
 mkdir -p "$(dirname "$out")" || die "cannot create the folder of $out"
 : >"$out" 2>/dev/null || die "cannot write $out"
 tmp=$(mktemp -d /tmp/study_speed.XXXXXX)
@@ -255,3 +319,4 @@ echo
 cat "$out"
 echo
 echo "wrote $out, $csv, $runs_csv"
+plot_speed
