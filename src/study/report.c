@@ -642,17 +642,20 @@ static void write_significance(FILE *f, const ReportOpts *o, const Table *t, int
     fprintf(f, "\n");
 }
 
-/* The mean tokens/s of g's runs on the table's reference machine; NAN without one. */
-static double ref_tok_s(const Table *t, const Group *g) {
+/* The mean tokens/s (memory 0) or peak memory (memory 1) of g's runs on the table's reference
+ * machine; NAN without one. */
+static double ref_mean(const Table *t, const Group *g, int memory) {
     double s = 0;
     int n = 0;
-    for (int i = 0; i < g->n; i++)
-        if (on_ref(t, g->runs[i]) && isfinite(g->runs[i]->log.tok_s)) s += g->runs[i]->log.tok_s, n++;
+    for (int i = 0; i < g->n; i++) {
+        double v = memory ? run_peak(g->runs[i]) : g->runs[i]->log.tok_s;
+        if (on_ref(t, g->runs[i]) && isfinite(v)) s += v, n++;
+    }
     return n ? s / n : NAN;
 }
 
 /* The page's opening: for each table with a baseline, each config's Δ and verdict per test
- * set and its speed relative to the baseline, then the configs by verdict. */
+ * set and its speed and peak memory relative to the baseline, then the configs by verdict. */
 static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int nt) {
     int any = 0;
     for (int ti = 0; ti < nt; ti++) any |= tables[ti].base >= 0 && tables[ti].ng > 1;
@@ -662,16 +665,17 @@ static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int
         const Table *t = &tables[ti];
         if (t->base < 0 || t->ng < 2) continue;
         const Group *b = &t->g[t->base];
-        double base_tok = ref_tok_s(t, b);
+        double base_tok = ref_mean(t, b, 0), base_mem = ref_mean(t, b, 1);
         fprintf(f, "**%s**, against %s: Δ BLEU (beam) of the seeds' means, with the verdict "
-                   "after Holm's correction, and the training runs' own tokens/s relative to "
-                   "%s's on %s (runs trained at other times, loads and revisions: a benchmark "
-                   "of one sitting, bench/study_speed.sh, compares speed better).\n\n"
+                   "after Holm's correction, and the training runs' own tokens/s and peak "
+                   "memory relative to %s's on %s (runs trained at other times, loads and "
+                   "revisions: a benchmark of one sitting, bench/study_speed.sh, compares speed "
+                   "better).\n\n"
                    "| config |", t->t->title, b->name, b->name, t->ref);
         for (int k = 0; k < o->ntests; k++) fprintf(f, " %s |", o->tests[k]);
-        fprintf(f, " speed |\n|---|");
+        fprintf(f, " speed | memory |\n|---|");
         for (int k = 0; k < o->ntests; k++) fprintf(f, "---|");
-        fprintf(f, "--:|\n");
+        fprintf(f, "--:|--:|\n");
         /* cls: 0 the same on every test set, 1 better on all, 2 worse on all, 3 mixed, 4 none */
         int *cls = xcalloc((size_t)t->ng, sizeof *cls);
         for (int gi = 0; gi < t->ng; gi++) {
@@ -689,9 +693,12 @@ static void write_summary(FILE *f, const ReportOpts *o, const Table *tables, int
                 else if (v == V_NONE) fprintf(f, " %+.2f (no verdict) |", s->st.delta);
                 else fprintf(f, " %+.2f |", s->st.delta);
             }
-            double tok = ref_tok_s(t, &t->g[gi]);
+            double tok = ref_mean(t, &t->g[gi], 0), mem = ref_mean(t, &t->g[gi], 1);
             if (isfinite(tok) && isfinite(base_tok) && base_tok > 0)
-                fprintf(f, " %.2f× |\n", tok / base_tok);
+                fprintf(f, " %.2f× |", tok / base_tok);
+            else fprintf(f, " " DASH " |");
+            if (isfinite(mem) && isfinite(base_mem) && base_mem > 0)
+                fprintf(f, " %.2f× |\n", mem / base_mem);
             else fprintf(f, " " DASH " |\n");
             cls[gi] = seen[V_NONE] ? 4
                       : seen[V_BETTER] && !seen[V_WORSE] && !seen[V_SAME] ? 1

@@ -11,7 +11,8 @@
  * sample standard deviation over its runs (its seeds).
  *
  * The page opens with a summary per table with a baseline: each config's Δ BLEU per test set
- * with its verdict and its training speed relative to the baseline, then the configs grouped by
+ * with its verdict and its training speed and peak memory relative to the baseline (its runs'
+ * own, on the table's reference machine), then the configs grouped by
  * verdict, the minimum detectable effect and the seed control's count. Per table (a heading
  * each): a scores table (per config: parameters, seeds, best validation BLEU, and per test set
  * the BLEU greedy, BLEU and chrF with beam K, mean ± sd), a cost table (epochs, runs, training

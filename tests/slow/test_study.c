@@ -261,8 +261,10 @@ int main(void) {
         char *text = test_read_file(md, NULL);
         const char *sum = text ? strstr(text, "## Summary") : NULL;
         const char *scores = text ? strstr(text, "### Scores") : NULL;
-        EXPECT(sum && scores && sum < scores && strstr(sum, "| dot |"),
-               "%s does not open with the summary (before the scores, with a row for dot)", md);
+        EXPECT(sum && scores && sum < scores && strstr(sum, "| dot |") &&
+                   strstr(sum, " | speed | memory |"),
+               "%s does not open with the summary (before the scores, with a row for dot and "
+               "the speed and memory columns)", md);
         free(text);
     }
     EXPECT(tr_file_contains(md, "](attention.md") &&
