@@ -6,6 +6,7 @@
  *   bench_decode_length --config configs/transformer.ini [--kinds sdp,flash,linear,taylor]
  *       [--lengths 16,64,256,1024,4096] [--batch B] [--src-len S] [--rounds R] [--threads N]
  *       [--clock wall|cpu] [--csv FILE] [--plot PNG] [--set SECTION.KEY=VALUE]...
+ *   bench_decode_length --replot FILE.csv --plot PNG
  *
  * For each kind K the config's model is built with model.dec_self_attention = K (the encoder's
  * self-attention and the cross-attention as the config says), parameters initialised from
@@ -21,7 +22,8 @@
  * untimed warm-up call per kind at the shortest L. Prints per L and kind the median tokens/s and
  * min–max, and per kind the ratio of its median at the longest L to that at the shortest (1.0:
  * constant work per token); --csv writes one row per (kind, L), --plot a figure of the median
- * tokens/s against L, a line per kind, L log-scaled (gnuplot: eval/plot.h). CPU or
+ * tokens/s against L, a line per kind, L log-scaled (gnuplot: eval/plot.h); --replot draws it
+ * again from a --csv file and measures nothing. CPU or
  * CUDA (train.device).
  * --clock cpu (the CPU backend at --threads 1 only) times each call by the process's CPU time
  * instead of the wall clock, so that other jobs on a shared machine do not add to the figures
@@ -72,12 +74,75 @@ static int usage(void) {
                     "[--lengths L1,L2,...] [--batch B] [--src-len S] [--rounds R] "
                     "[--threads N] [--clock wall|cpu] [--csv FILE] [--plot PNG] "
                     "[--set SECTION.KEY=VALUE]...\n"
+                    "       bench_decode_length --replot FILE.csv --plot PNG\n"
                     "  (what it measures: the top of bench/bench_decode_length.c)\n");
     return 2;
 }
 
+/* The figure of --plot: med[k][j], kind k's median tokens/s at lens[j] (ascending), a line per
+ * kind against L. title may be NULL. Returns 0, or 1 after naming the failure on stderr. */
+static int draw(const char *png, const char *title, char (*kinds)[64], int nk, const int *lens,
+                int nl, double (*med)[MAX_LENGTHS]) {
+    PlotSeries ps[MAX_KINDS];
+    double xs[MAX_LENGTHS], nan[MAX_LENGTHS];
+    for (int j = 0; j < nl; j++) xs[j] = lens[j], nan[j] = NAN;
+    for (int k = 0; k < nk; k++) ps[k] = (PlotSeries){kinds[k], nl, xs, med[k], nan};
+    const char *panel = "median tokens/s against output length";
+    Err err = {{0}};
+    if (plot_series_png(png, title, "output length L (tokens)", "tokens/s", &panel, 1, ps, nk,
+                        &err)) {
+        fprintf(stderr, "bench_decode_length: --plot %s: %s\n", png, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* --replot CSV: the figure again from a --csv file (kind,L,median_tokens_per_s,...; a new L
+ * above the ones before it, as --csv writes them), measuring nothing. */
+static int replot(const char *csv, const char *png) {
+    FILE *f = fopen(csv, "r");
+    if (!f) {
+        fprintf(stderr, "bench_decode_length: --replot: cannot read %s\n", csv);
+        return 2;
+    }
+    char kinds[MAX_KINDS][64], line[512];
+    int lens[MAX_LENGTHS], nk = 0, nl = 0, bad = 0;
+    double med[MAX_KINDS][MAX_LENGTHS];
+    for (int k = 0; k < MAX_KINDS; k++)
+        for (int j = 0; j < MAX_LENGTHS; j++) med[k][j] = NAN; /* a (kind, L) with no row */
+    for (int row = 0; fgets(line, sizeof line, f); row++) {
+        char kind[64];
+        int L;
+        double m;
+        if (row == 0) continue; /* the header */
+        if (sscanf(line, "%63[^,],%d,%lf", kind, &L, &m) != 3) {
+            bad = row + 1;
+            break;
+        }
+        int k = 0, j = 0;
+        while (k < nk && strcmp(kinds[k], kind)) k++;
+        while (j < nl && lens[j] != L) j++;
+        if ((k == nk && nk == MAX_KINDS) ||
+            (j == nl && (nl == MAX_LENGTHS || (nl && L < lens[nl - 1])))) {
+            bad = row + 1; /* too many kinds or lengths, or a new length below the last */
+            break;
+        }
+        if (k == nk) snprintf(kinds[nk++], 64, "%s", kind);
+        if (j == nl) lens[nl++] = L;
+        med[k][j] = m;
+    }
+    fclose(f);
+    if (bad || nk < 1 || nl < 1) {
+        fprintf(stderr, "bench_decode_length: --replot %s: line %d is not a row of --csv "
+                        "(kind,L,median_tokens_per_s,...), or the file has none\n", csv, bad);
+        return 2;
+    }
+    return draw(png, NULL, kinds, nk, lens, nl, med);
+}
+
 int main(int argc, char **argv) {
-    const char *config = NULL, *csv = NULL, *png = NULL, *kinds_arg = "sdp,flash,linear,taylor";
+    const char *config = NULL, *csv = NULL, *png = NULL, *again = NULL;
+    const char *kinds_arg = "sdp,flash,linear,taylor";
     const char *lengths_arg = "16,64,256,1024,4096", *sets[MAX_SETS];
     int B = 8, S = 32, rounds = 3, threads = -1, nsets = 0;
     for (int i = 1; i < argc; i++) {
@@ -92,11 +157,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else if (!strcmp(a, "--csv")) csv = v;
         else if (!strcmp(a, "--plot")) png = v;
+        else if (!strcmp(a, "--replot")) again = v;
         else if (!strcmp(a, "--clock") && (!strcmp(v, "cpu") || !strcmp(v, "wall")))
             g_cpu_clock = !strcmp(v, "cpu");
         else if (!strcmp(a, "--set") && nsets < MAX_SETS) sets[nsets++] = v;
         else return usage();
         i++;
+    }
+    if (again) {
+        if (!png) return usage();
+        if (!plot_gnuplot_available(&(Err){{0}})) {
+            fprintf(stderr, "bench_decode_length: --plot needs gnuplot (apt-get install "
+                            "gnuplot-nox)\n");
+            return 2;
+        }
+        return replot(again, png);
     }
     char kinds[MAX_KINDS][64], lens_s[MAX_LENGTHS][64];
     int nk = parse_list(kinds_arg, kinds, MAX_KINDS), nl = parse_list(lengths_arg, lens_s,
@@ -240,22 +315,10 @@ int main(int argc, char **argv) {
            machine_peak_rss_mb());
     int rc = 0;
     if (png) {
-        PlotSeries ps[MAX_KINDS];
-        double xs[MAX_LENGTHS], ys[MAX_KINDS][MAX_LENGTHS], nan[MAX_LENGTHS];
-        for (int j = 0; j < nl; j++) xs[j] = lens[j], nan[j] = NAN;
-        for (int k = 0; k < nk; k++) {
-            for (int j = 0; j < nl; j++) ys[k][j] = med[k][j];
-            ps[k] = (PlotSeries){kinds[k], nl, xs, ys[k], nan};
-        }
         char title[160];
         snprintf(title, sizeof title, "decoding %d sentences of %d source tokens, %s", B, S,
                  be->name);
-        const char *panel = "median tokens/s against output length";
-        if (plot_series_png(png, title, "output length L (tokens)", "tokens/s", &panel, 1, ps, nk,
-                            &err)) {
-            fprintf(stderr, "bench_decode_length: --plot %s: %s\n", png, err.msg);
-            rc = 1;
-        }
+        rc = draw(png, title, kinds, nk, lens, nl, med);
     }
     if (f && fclose(f)) fprintf(stderr, "bench_decode_length: cannot write %s\n", csv);
     batch_free(&tb);

@@ -463,7 +463,9 @@ Status plot_series_png(const char *path, const char *title, const char *xlabel,
     double lo = INFINITY, hi = -INFINITY;
     for (int j = 0; j < ns; j++)
         for (int i = 0; i < s[j].n; i++) lo = fmin(lo, s[j].x[i]), hi = fmax(hi, s[j].x[i]);
-    int logx = lo > 0 && hi > 10 * lo;
+    int logx = lo > 0 && hi > 10 * lo, nonneg = 1; /* nonneg: every value >= 0, y from 0 */
+    for (int j = 0; j < ns; j++)
+        for (int i = 0; i < npanels * s[j].n; i++) nonneg &= !(s[j].y[i] < 0);
     int *rows = xcalloc((size_t)npanels * (size_t)ns, sizeof *rows);
     for (int p = 0; p < npanels; p++)
         for (int j = 0; j < ns; j++) {
@@ -482,7 +484,8 @@ Status plot_series_png(const char *path, const char *title, const char *xlabel,
         gp_str(f, title);
     }
     fprintf(f, "\nset grid\nset bars small\nset offsets graph 0.05, graph 0.05, graph 0.1, "
-               "graph 0.1\n%s\nset xlabel ", logx ? "set logscale x" : "unset logscale x");
+               "%s\n%s\nset xlabel ", nonneg ? "0\nset yrange [0:*]" : "graph 0.1",
+            logx ? "set logscale x" : "unset logscale x");
     gp_str(f, xlabel);
     fprintf(f, "\nset ylabel ");
     gp_str(f, ylabel);

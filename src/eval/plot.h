@@ -85,8 +85,9 @@ typedef struct {
 /* Values against a quantity, npanels panels side by side (one per test set, say), panel p titled
  * panel_titles[p]: each series a line through its points with bars of ± sd, its own colour and
  * symbol, named in the legend right of the last panel. The x axis is log-scaled where every x
- * is positive and they span more than a factor of 10. Size (420·npanels + 240)×520 px. title may
- * be NULL. Errors: npanels < 1 or ns < 1; see the top of this file. */
+ * is positive and they span more than a factor of 10; the y axis starts at 0 where no value is
+ * negative. Size (420·npanels + 240)×520 px. title may be NULL. Errors: npanels < 1 or ns < 1;
+ * see the top of this file. */
 Status plot_series_png(const char *path, const char *title, const char *xlabel,
                        const char *ylabel, const char *const *panel_titles, int npanels,
                        const PlotSeries *s, int ns, Err *err);
