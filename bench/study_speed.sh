@@ -191,7 +191,7 @@ plot_speed() {
     echo "} else { set terminal png noenhanced size 900,520 }"
     echo "set output \"$png\""
     echo "set grid; set bars small; set key outside right top vertical Left reverse"
-    echo "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1"
+    echo "set offsets graph 0.05, graph 0.05, graph 0.1, 0; set yrange [0:*]"
     printf '%s' "$rows" | cut -f2 | sort -g |
       awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (lo > 0 && hi > 10 * lo) print "set logscale x" }'
     echo "set xlabel \"$q\"; set ylabel \"tokens/s (median; bars: min to max)\""
