@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=${FUZZ_SECONDS:-16}
-all=(config ckpt checkpoint encoded corpus spm spm_encode)
+all=(config ckpt checkpoint encoded corpus spm spm_encode study)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
