@@ -32,9 +32,10 @@
  * (tradeoff[_TAG].png; the times in both figures are those of the runs on the table's reference
  * machine, the one on which most configs have a run) and how peaked each config's attention is.
  * Where x_label is given and two or more tables have an x, a section after the summary gives
- * each attention (config_attention_text: a table's configs of one attention form one series)
- * its BLEU with beam K on every test set at each table's x, mean ± sd over the seeds, as a table
- * and a figure (across.png: a panel per test set, BLEU against x).
+ * each attention (config_attention_text: the tables' configs of one attention form one series;
+ * where two configs of a table share an attention, the first in the plan stands for it) its
+ * BLEU with beam K on every test set at each table's x, mean ± sd over the seeds, as a table and
+ * a figure (across.png: a panel per test set, BLEU against x).
  * The attention heatmaps of the first run of each config (attention_<config>_<i>.png) are on a
  * page of their own, attention.md, that the report links. Then one table of every run (the
  * checkpoint scored, where and by which revision it trained, its archive), the line naming the
