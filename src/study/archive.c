@@ -661,6 +661,10 @@ static Status read_test(Archive *a, const cJSON *t, Err *err) {
     x->chrf_g = chrf_corpus((const char *const *)x->greedy, ref, x->n);
     x->bleu_b = bleu_corpus((const char *const *)x->beam, ref, x->n).score;
     x->chrf_b = chrf_corpus((const char *const *)x->beam, ref, x->n);
+    double k = jnum(t, "concat"), mis = jnum(t, "split_mismatches_beam");
+    x->concat = isfinite(k) && k >= 2 ? (int)k : 1;
+    x->split_mismatch_b = x->concat > 1 && isfinite(mis) && mis >= 0 ? (long)mis : -1;
+    x->split_bleu_b = x->concat > 1 ? jnum(t, "bleu_split_beam") : NAN;
     return STATUS_OK;
 }
 

@@ -25,7 +25,13 @@
  *   cpu},
  *   "decoding": {"beam", "len_penalty", "max_length": "2S+10"},
  *   "tests": [{"name", "src", "tgt", "sentences", "bleu_greedy", "chrf_greedy", "bleu_beam",
- *   "chrf_beam"}]}. The scores in the card are for a reader; reports score the files again.
+ *   "chrf_beam", and for a model of data.concat = k > 1, whose test lines are documents of k
+ *   sentences: "concat" (k), "lines" (the sentences before joining), "bleu_split_greedy" and
+ *   "bleu_split_beam" (the sentence BLEU of the documents whose translation splits at <sep>
+ *   into k sentences; null when none does), "split_mismatches_greedy" and
+ *   "split_mismatches_beam" (the documents that do not)}]}. The scores in the card are for a
+ *   reader; reports score the files again, but for the split scores, which need the
+ *   separators that the archived documents lack and are read from the card.
  *
  * The checkpoint scored: avg.ckpt when the run wrote one (train.average_last) and its validation
  * BLEU ("avg" line) is at least best.ckpt's, else best.ckpt, else last.ckpt (a run stopped before
@@ -57,6 +63,9 @@ typedef struct {
     long n;                      /* sentence pairs */
     char **ref, **greedy, **beam; /* [n] lines each */
     double bleu_g, chrf_g, bleu_b, chrf_b; /* recomputed by archive_read from the lines */
+    int concat;                  /* the card's "concat": sentences a document (1: not joined) */
+    long split_mismatch_b;       /* the card's "split_mismatches_beam"; -1 when it has none */
+    double split_bleu_b;         /* the card's "bleu_split_beam"; NaN when null or absent */
 } ArchiveTest;
 
 /* One attention map of an archive: the greedy translation of a test sentence. */

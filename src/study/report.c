@@ -443,6 +443,62 @@ static void write_scores(FILE *f, const ReportOpts *o, const Table *t, int K) {
     }
 }
 
+/* The table's largest data.concat over its runs' test sets (1: no joined documents). */
+static int table_concat(const ReportOpts *o, const Table *t) {
+    int k = 1;
+    for (int gi = 0; gi < t->ng; gi++)
+        for (int i = 0; i < t->g[gi].n; i++)
+            for (int j = 0; j < o->ntests; j++) {
+                const ArchiveTest *x = archive_test(t->g[gi].runs[i], o->tests[j]);
+                if (x->concat > k) k = x->concat;
+            }
+    return k;
+}
+
+/* Joined documents split at <sep> (the cards' split scores, archive.h): per config and test
+ * set, the documents whose beam translation has another number of sentences than its source,
+ * and the sentence BLEU of those that split right; mean ± sd over the seeds that record them. */
+static void write_split(FILE *f, const ReportOpts *o, const Table *t, int K) {
+    fprintf(f, "### Documents split into sentences\n\nEach document's beam-%d translation split "
+               "at the separator: how many documents come out with another number of "
+               "sentences than their source (of the test set's documents), and the sentence "
+               "BLEU over the sentences of the documents that split right. Each run scores its "
+               "own such documents, so this BLEU compares configs only roughly; a run that "
+               "drops or merges sentences shows in the first figure. Both are read from each "
+               "run's card (run.json), scored as the run was archived; mean ± sd over seeds.\n\n"
+               "| config |", K);
+    for (int k = 0; k < o->ntests; k++)
+        fprintf(f, " %s: split wrong | %s: sentence BLEU |", o->tests[k], o->tests[k]);
+    fprintf(f, "\n|---|");
+    for (int k = 0; k < o->ntests; k++) fprintf(f, "--:|--:|");
+    fprintf(f, "\n");
+    for (int gi = 0; gi < t->ng; gi++) {
+        const Group *g = &t->g[gi];
+        double *mis = xcalloc((size_t)g->n, sizeof *mis), *bl = xcalloc((size_t)g->n, sizeof *bl);
+        fprintf(f, "| %s |", g->name);
+        for (int k = 0; k < o->ntests; k++) {
+            int nm = 0, nb = 0;
+            long docs = 0;
+            for (int i = 0; i < g->n; i++) {
+                const ArchiveTest *x = archive_test(g->runs[i], o->tests[k]);
+                docs = x->n;
+                if (x->split_mismatch_b >= 0) mis[nm++] = (double)x->split_mismatch_b;
+                if (isfinite(x->split_bleu_b)) bl[nb++] = x->split_bleu_b;
+            }
+            char cm[64], cb[64];
+            double m = mean_of(mis, nm);
+            if (!nm) snprintf(cm, sizeof cm, DASH);
+            else if (nm == 1) snprintf(cm, sizeof cm, "%.0f of %ld", m, docs);
+            else snprintf(cm, sizeof cm, "%.1f ± %.1f of %ld", m, sd_of(mis, nm), docs);
+            fmt_ms(cb, sizeof cb, bl, nb);
+            fprintf(f, " %s | %s |", cm, cb);
+        }
+        fprintf(f, "\n");
+        free(mis), free(bl);
+    }
+    fprintf(f, "\n");
+}
+
 static void write_cost(FILE *f, const Table *t) {
     fprintf(f, "| config | model | epochs | runs | training time | tokens/s | peak memory (MiB) | "
                "precision | trained on |\n|---|---|--:|--:|--:|--:|--:|---|---|\n");
@@ -1095,7 +1151,9 @@ static Status write_md(const ReportOpts *o, Table *tables, int nt, int K, float 
             write_scores(o->echo, o, t, K);
             fprintf(o->echo, "\n");
         }
-        fprintf(f, "\n### Cost\n\n");
+        fprintf(f, "\n");
+        if (table_concat(o, t) > 1) write_split(f, o, t, K);
+        fprintf(f, "### Cost\n\n");
         write_cost(f, t);
         fprintf(f, "\n");
         if (t->base >= 0) {
@@ -1163,9 +1221,15 @@ static Status write_csv(const ReportOpts *o, const Table *tables, int nt, Err *e
     if (!f) return err_set(err, "%s: cannot write: %s", path, strerror(errno));
     fprintf(f, "table,config,run,seed,model,attention,parameters,precision,epochs,train_seconds,"
                "tok_s,peak_mib,best_val_ppl,best_val_bleu,checkpoint,checkpoint_val_bleu");
-    for (int k = 0; k < o->ntests; k++)
+    int joined = 0; /* the split scores' columns, when some table has joined documents */
+    for (int ti = 0; ti < nt; ti++) joined |= table_concat(o, &tables[ti]) > 1;
+    for (int k = 0; k < o->ntests; k++) {
         fprintf(f, ",%s_bleu_greedy,%s_chrf_greedy,%s_bleu_beam,%s_chrf_beam", o->tests[k],
                 o->tests[k], o->tests[k], o->tests[k]);
+        if (joined)
+            fprintf(f, ",%s_concat,%s_split_mismatches_beam,%s_bleu_split_beam", o->tests[k],
+                    o->tests[k], o->tests[k]);
+    }
     fprintf(f, "\n");
     for (int ti = 0; ti < nt; ti++)
         for (int gi = 0; gi < tables[ti].ng; gi++) {
@@ -1192,6 +1256,11 @@ static Status write_csv(const ReportOpts *o, const Table *tables, int nt, Err *e
                 for (int k = 0; k < o->ntests; k++) {
                     const ArchiveTest *x = archive_test(a, o->tests[k]);
                     fprintf(f, ",%.4f,%.4f,%.4f,%.4f", x->bleu_g, x->chrf_g, x->bleu_b, x->chrf_b);
+                    if (joined) {
+                        fprintf(f, ",%d,", x->concat);
+                        if (x->split_mismatch_b >= 0) fprintf(f, "%ld", x->split_mismatch_b);
+                        csv_num(f, x->split_bleu_b, "%.4f");
+                    }
                 }
                 fprintf(f, "\n");
             }

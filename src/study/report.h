@@ -15,7 +15,10 @@
  * own, on the table's reference machine), then the configs grouped by
  * verdict, the minimum detectable effect and the seed control's count. Per table (a heading
  * each): a scores table (per config: parameters, seeds, best validation BLEU, and per test set
- * the BLEU greedy, BLEU and chrF with beam K, mean ± sd), a cost table (epochs, runs, training
+ * the BLEU greedy, BLEU and chrF with beam K, mean ± sd), for a table whose test sets are
+ * joined documents (data.concat > 1) the documents whose beam translation does not split at <sep>
+ * into their source's sentences and the sentence BLEU of those that do (the cards' figures,
+ * archive.h; mean ± sd over seeds), a cost table (epochs, runs, training
  * time, tokens/s, peak memory, where it trained: a row per config and machine, so that no time
  * is averaged across machines), the significance of every config against the table's baseline
  * on every test set over its training runs (eval/significance.h, seed_test: the seeds' variance
@@ -83,8 +86,10 @@ typedef struct {
                                  * section), or NULL */
 } ReportOpts;
 
-/* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file,
- * significance.csv (when a table has a baseline: a row per config and test set against the
+/* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file (a row per
+ * run: its card's facts and per test set BLEU and chrF, greedy and beam; where some table's
+ * tests are joined documents, also per test set its concat, split_mismatches_beam and
+ * bleu_split_beam, empty where the card has none), significance.csv (when a table has a baseline: a row per config and test set against the
  * baseline, and one per seed control), attention.md and the PNG figures. Errors: see the top. */
 Status report_write(const ReportOpts *o, const ReportTable *tables, int ntables, Err *err);
 

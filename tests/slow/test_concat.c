@@ -12,7 +12,8 @@
  *     line of 3 joined sentences over data.max_line_bytes but within 3 times it and the
  *     separators (1,220 bytes; 3,100 refused naming the 3,014-byte limit and data.concat);
  *   - its archive holds 34 documents a file, without <sep>, and run.json says concat 3, 100
- *     lines, 34 documents and the split scores;
+ *     lines, 34 documents and the split scores; `trainer compare` of the archive reports the
+ *     card's documents split wrong (of 34) and puts the split columns in compare.csv;
  *   - data.concat = 2 with data.spm_model = a model without <sep> (a data.concat = 1 run's) is
  *     refused naming <sep> and data.concat;
  *   - data.concat = 2 over a training text that holds "<sep>" is refused naming the sentence;
@@ -117,7 +118,19 @@ int main(void) {
                strstr(card, "\"split_mismatches_beam\""),
            "archive of a data.concat = 3 run: exit %d, concat %g, %g lines in %g documents",
            rc, cc, lines, docs);
+    double mis_b = -1;
+    EXPECT(card && tr_json_number(card, "split_mismatches_beam", &mis_b) && mis_b >= 0,
+           "run.json lacks split_mismatches_beam");
     free(card);
+    /* the report of the archive gives the card's split scores */
+    const char *cmp = test_strdup(tr_fmt("%s/cmp", work));
+    rc = tr_cmd(work, NULL, &out, &err, TIMEOUT, "compare", arch, "--out", cmp, NULL);
+    const char *cmd = tr_fmt("%s/compare.md", cmp), *ccsv = tr_fmt("%s/compare.csv", cmp);
+    EXPECT(rc == 0 && tr_file_contains(cmd, "### Documents split into sentences") &&
+               tr_file_contains(cmd, tr_fmt("| %g of 34 |", mis_b)) &&
+               tr_file_contains(ccsv, ",val_concat,val_split_mismatches_beam,val_bleu_split_beam"),
+           "compare of the archive: exit %d; compare.md should give %g of 34 documents split "
+           "wrong, compare.csv the split columns", rc, mis_b);
     const char *refs = tr_fmt("%s/test/val.ref", arch);
     EXPECT(tr_count_lines(refs) == 34 && !tr_file_contains(refs, "<sep>"),
            "the archived references should be 34 documents without <sep> (%ld lines)",
