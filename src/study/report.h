@@ -89,8 +89,9 @@ typedef struct {
 /* Writes the report (see the top of this file) into o->out_dir: md_file, csv_file (a row per
  * run: its card's facts and per test set BLEU and chrF, greedy and beam; where some table's
  * tests are joined documents, also per test set its concat, split_mismatches_beam and
- * bleu_split_beam, empty where the card has none), significance.csv (when a table has a baseline: a row per config and test set against the
- * baseline, and one per seed control), attention.md and the PNG figures. Errors: see the top. */
+ * bleu_split_beam, empty where the card has none), significance.csv (when a table has a
+ * baseline: a row per config and test set against the baseline, and one per seed control),
+ * attention.md and the PNG figures. Errors: see the top. */
 Status report_write(const ReportOpts *o, const ReportTable *tables, int ntables, Err *err);
 
 /* The config name of a run without a given one: its name without a trailing "_s<digits>" into
