@@ -24,7 +24,8 @@
 #   gpu_check's.
 # study: unpacks the libraries as run does, then trains the missing runs of the study plan PLAN
 #   (docs/study.md) on the GPU: `BUNDLE/bin/trainer study PLAN --device cuda --jobs J`
-#   (GPU_STUDY_JOBS, default 4: runs at a time on the one GPU), sent SIGTERM after
+#   (GPU_STUDY_JOBS, default 4: runs at a time on the one GPU; with GPU_STUDY_ONLY=GLOBS also
+#   `--only GLOBS`, the runs it may take, e.g. '*_k64_*'), sent SIGTERM after
 #   GPU_STUDY_MINUTES (default 8) so that it ends inside a time limit (the runs in progress save
 #   their last.ckpt and stop; the finished ones are archived). OUT_DIR gets study.log (the
 #   runner's output) and archives.tar.gz: the archive folders this call wrote, relative to the
@@ -92,8 +93,10 @@ study() {
     dn=$(dirname "$(find /usr/local /usr/lib /opt -name 'libcudnn.so.9' 2>/dev/null | head -1)")
     echo "gpu_pack: cuBLAS from $cu, cuDNN from $dn; $jobs runs at a time for $minutes min"
     export LD_LIBRARY_PATH=/tmp/gpu_pack_lib/lib:$cu:$dn:${LD_LIBRARY_PATH:-}
+    local only=()
+    [ -n "${GPU_STUDY_ONLY:-}" ] && only=(--only "$GPU_STUDY_ONLY")
     timeout -s TERM -k 60 "${minutes}m" "$bundle/bin/trainer" study "$plan" --device "$dev" \
-        --jobs "$jobs" > "$out/study.log" 2>&1
+        --jobs "$jobs" "${only[@]}" > "$out/study.log" 2>&1
     echo "gpu_pack: trainer study ended with status $?"
     while read -r f; do new+=("$(basename "$(dirname "$f")")"); done < <(
         find "$archive" -mindepth 2 -maxdepth 2 -name run.json -newer "$marker" | sort)

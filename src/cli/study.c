@@ -2,14 +2,18 @@
  * machines are at hand, and reports from the runs' archives alone (study/study.h: the
  * plan's format, what runs where, and what is written).
  *
- *   trainer study STUDY.ini [--jobs N] [--status] [--report] [--prepare] [--device cpu|cuda]
+ *   trainer study STUDY.ini [--jobs N] [--only GLOBS] [--status] [--report] [--prepare]
+ *                           [--device cpu|cuda]
  *
- * --jobs N runs N at a time (default 1), one thread each; --status lists the runs archived,
+ * --jobs N runs N at a time (default 1), one thread each; --only GLOBS trains, or lists with
+ * --status, only the runs whose names (<config>_s<seed>) match one of the comma-separated shell
+ * globs (repeatable; study_only), and the report still covers every archive; --status lists the runs archived,
  * running and missing, what the configs change in their recipes, and the time left with N at a
  * time (default: this machine's CPUs); --report writes the report from the archives there are,
  * training nothing; --prepare trains the plan's shared SentencePiece model when it is missing
  * and checks the plan, training no run; --device cuda trains and decodes the missing runs on the GPU.
- * Exit codes: 2 for a bad command line or plan (a config that does not validate with the plan's
+ * Exit codes: 2 for a bad command line (--only with --report or --prepare, a glob that matches
+ * no run) or plan (a config that does not validate with the plan's
  * settings included, a test file that cannot be read), 1 when an archive or a run folder to
  * resume holds another SentencePiece model than the plan's, a run fails to train or archive or
  * the report fails, 0 otherwise.
@@ -23,13 +27,17 @@
 #include "study/study.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: trainer study STUDY.ini [--jobs N] [--status] [--report] [--prepare] "
-               "[--device cpu|cuda]\n"
+    fprintf(f, "usage: trainer study STUDY.ini [--jobs N] [--only GLOBS] [--status] [--report] "
+               "[--prepare] [--device cpu|cuda]\n"
                "  trains every run of the plan that has no archive yet (N at a time, one thread "
                "each),\n"
                "  archives each as it ends, then writes the report (README.md) in the plan's "
                "folder\n"
                "  --jobs N           runs at a time (default 1)\n"
+               "  --only GLOBS       train (or, with --status, list) only the runs whose names\n"
+               "                     (<config>_s<seed>) match a comma-separated shell glob,\n"
+               "                     e.g. '*_k64_s1,flash_*'; repeatable; the report still\n"
+               "                     covers every archive\n"
                "  --status           list the runs archived, running and missing, and the time "
                "left\n"
                "                     at --jobs N (default: this machine's CPUs)\n"
@@ -45,6 +53,7 @@ static void usage(FILE *f) {
 int cmd_study(int argc, char **argv) {
     const char *file = NULL;
     int jobs = 0, only_status = 0, only_report = 0, only_prepare = 0, device = -1;
+    char only[512] = "";
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -57,6 +66,14 @@ int cmd_study(int argc, char **argv) {
                 return 2;
             }
             jobs = (int)j;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            size_t have = strlen(only);
+            if (snprintf(only + have, sizeof only - have, "%s%s", have ? "," : "", argv[++i]) >=
+                (int)(sizeof only - have)) {
+                fprintf(stderr, "trainer study: --only: the globs are longer than %zu "
+                        "characters\n", sizeof only - 1);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--status")) {
             only_status = 1;
         } else if (!strcmp(argv[i], "--report")) {
@@ -79,10 +96,17 @@ int cmd_study(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (only[0] && (only_report || only_prepare)) {
+        fprintf(stderr, "trainer study: --only chooses the runs to train or list; %s covers "
+                "the whole plan, so give it without --only\n",
+                only_report ? "--report" : "--prepare");
+        return 2;
+    }
     Study *s = NULL;
     Err err;
     int rc = 2, failed = 0, stopped = 0;
     if (study_load(file, device, !only_status, &s, &err)) goto fail;
+    if (only[0] && study_only(s, only, &err)) goto fail;
     if (only_status) {
         if (!jobs) { /* the estimate for as many runs at a time as the machine has CPUs */
             long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -28,8 +28,8 @@ void cli_usage(FILE *f) {
             "                  [--threads N] [--config FILE] [--name NAME]\n"
             "      keep a run's card, config, metrics, test translations and attention in DIR,\n"
             "      without its checkpoints (a report reads it as a run)\n"
-            "  trainer study STUDY.ini [--jobs N] [--status] [--report] [--prepare]\n"
-            "                [--device cpu|cuda]\n"
+            "  trainer study STUDY.ini [--jobs N] [--only GLOBS] [--status] [--report]\n"
+            "                [--prepare] [--device cpu|cuda]\n"
             "      train the plan's missing runs, archive each and write its report\n");
     cli_average_usage(f);
     fprintf(f,

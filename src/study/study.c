@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ typedef struct {
     unsigned long long seed;
     char name[300], dir[PATH], archive[PATH], log[PATH + 8];
     int state;
+    int skip; /* left out by study_only: neither trained nor listed */
 } StudyRun;
 
 struct Study {
@@ -68,6 +70,7 @@ struct Study {
     StudyConfig configs[MAX_CONFIGS];
     int nconfigs;
     int device;      /* -1: the configs' own */
+    char only[512];  /* study_only's patterns, or "" */
     StudyRun *runs;  /* [nruns]: seed by seed, config by config */
     int nruns;
     Config first;    /* the first run's config (its data trains the SentencePiece model) */
@@ -666,13 +669,15 @@ static Status run_file_config_check(const Study *s, const StudyRun *r, int archi
 
 static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     scan(runs, n);
-    int count[3] = {0, 0, 0};
-    for (int i = 0; i < n; i++) count[runs[i].state]++;
+    int count[3] = {0, 0, 0}, chosen = 0;
+    for (int i = 0; i < n; i++)
+        if (!runs[i].skip) count[runs[i].state]++, chosen++;
     char own[256];
     table_seeds_text(s, own, sizeof own);
     fprintf(f, "%s: %d runs (%d configs x %d seed%s%s), %d epochs each, %s\n", s->file, n,
             s->nconfigs, s->nseeds, s->nseeds == 1 ? "" : "s", own, s->epochs,
             precision_names[s->precision]);
+    if (s->only[0]) fprintf(f, "--only %s: %d of the %d runs\n", s->only, chosen, n);
     fprintf(f, "archived %d, running %d, missing %d\n", count[ARCHIVED], count[RUNNING],
            count[MISSING]);
     char recipes[8192];
@@ -701,11 +706,15 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     int unknown = 0, stale = 0, stale_dirs = 0;
     for (int t = 0; t < s->ntables; t++) {
         const Table *tb = &s->tables[t];
-        fprintf(f, "\n%s (%s):\n", tb->title, tb->name);
+        int listed = 0;
         for (int c = tb->first; c < tb->first + tb->n; c++) {
+            int has = 0; /* a run of c that study_only kept */
+            for (int i = 0; i < n && !has; i++) has = runs[i].config == c && !runs[i].skip;
+            if (!has) continue;
+            if (!listed++) fprintf(f, "\n%s (%s):\n", tb->title, tb->name);
             fprintf(f, "  %-26s", s->configs[c].name);
             for (int i = 0; i < n; i++) {
-                if (runs[i].config != c) continue;
+                if (runs[i].config != c || runs[i].skip) continue;
                 int e = 0;
                 double per = cfg_n[c] ? cfg_secs[c] / cfg_n[c]
                              : tab_n[t] ? tab_sum[t] / tab_n[t]
@@ -736,11 +745,13 @@ static void status(const Study *s, StudyRun *runs, int n, int jobs, FILE *f) {
     char h1[32], h2[32];
     fmt_hours(h1, sizeof h1, left);
     fmt_hours(h2, sizeof h2, left / (jobs > 0 ? jobs : 1));
-    int missing = n - count[ARCHIVED];
-    if (count[ARCHIVED] == n) fprintf(f, "\nevery run is archived\n");
+    int missing = chosen - count[ARCHIVED];
+    if (count[ARCHIVED] == chosen)
+        fprintf(f, "\nevery run%s is archived\n", s->only[0] ? " of --only" : "");
     else if (unknown == missing)
-        fprintf(f, "\ntime left: unknown: no run of this plan has been archived %s or has "
-                   "finished an epoch yet\n", want_gpu ? "on a GPU" : "on a CPU");
+        fprintf(f, "\ntime left: unknown: no run of %s has been archived %s or has "
+                   "finished an epoch yet\n", s->only[0] ? "their configs or tables" : "this plan",
+                want_gpu ? "on a GPU" : "on a CPU");
     else
         fprintf(f, "\ntime left: about %s of training %s (%s with --jobs %d), from the times of "
                "the runs archived %s or running so far%s\n", h1,
@@ -838,7 +849,7 @@ static int run_all(const Study *s, StudyRun *runs, int n, int jobs) {
     for (;;) {
         while (!g_stop && active < jobs && next < n) {
             StudyRun *r = &runs[next++];
-            if (archive_is(r->archive)) continue;
+            if (r->skip || archive_is(r->archive)) continue;
             if (rundir_busy(r->dir)) {
                 printf("study: %s is being trained by another trainer; left to it\n", r->name);
                 continue;
@@ -1075,6 +1086,27 @@ Status study_load(const char *file, int device, int check, Study **out, Err *err
     make_runs(s, s->runs, &s->nruns);
     if (check && plan_check(s, s->runs, s->nruns, &s->first, err)) return STATUS_ERR;
     return recipe_diffs(s, err);
+}
+
+Status study_only(Study *s, const char *patterns, Err *err) {
+    char list[sizeof s->only];
+    if (snprintf(list, sizeof list, "%s", patterns) >= (int)sizeof list)
+        return err_set(err, "--only: the patterns are longer than %zu characters",
+                       sizeof list - 1);
+    snprintf(s->only, sizeof s->only, "%s", patterns);
+    for (int i = 0; i < s->nruns; i++) s->runs[i].skip = 1;
+    char *save = NULL;
+    for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        g = trim(g);
+        int hits = 0;
+        for (int i = 0; i < s->nruns; i++)
+            if (*g && !fnmatch(g, s->runs[i].name, 0)) s->runs[i].skip = 0, hits++;
+        if (!hits)
+            return err_set(err, "--only '%s' matches no run of %s: a run is named "
+                           "<config>_s<seed>, such as %s (`--status` lists them)", g, s->file,
+                           s->nruns ? s->runs[s->nruns - 1].name : "none");
+    }
+    return STATUS_OK;
 }
 
 void study_status(Study *s, int jobs, FILE *f) { status(s, s->runs, s->nruns, jobs, f); }

@@ -76,6 +76,12 @@ typedef struct Study Study;
  * the configs' validation (for study_status). */
 Status study_load(const char *file, int device, int check, Study **out, Err *err);
 
+/* Restricts study_train and study_status to the runs whose names (<config>_s<seed>) match one
+ * of patterns: shell globs (fnmatch(3), such as `*_k64_s1` or `flash_*`) separated by commas.
+ * The report still covers every archive of the plan. Errors: a pattern that matches no run of
+ * the plan (naming it, the plan and a run's name), patterns over 511 characters. */
+Status study_only(Study *s, const char *patterns, Err *err);
+
 /* Prints the runs archived, running and missing, what the configs change in their recipes, and
  * the time left at jobs runs at a time, to f: from the archived runs' times on the kind of
  * device the missing runs train on (the study's device, else the CPU) and the running runs'

@@ -20,7 +20,9 @@
  *  3. the plan's seeds become 1 and 3; general_s3 is started by hand with the study's own
  *     settings and stopped after 5 steps (train.max_steps), as an interrupted run: --status
  *     counts it running (and estimates the time left at as many runs at a time as the machine
- *     has CPUs), and the study resumes it from its last.ckpt and trains dot_s3 alone;
+ *     has CPUs); --only refuses a glob that matches no run and --report, --status --only '*_s3'
+ *     lists seed 3's runs alone, and --only 'dot_s*' trains dot_s3 alone, leaving general_s3;
+ *     then the study resumes general_s3 from its last.ckpt;
  *     the temporary folder of a killed archiving of dot_s3 (archive/dot_s3.tmp.<pid>, that pid
  *     dead) is removed when dot_s3 is archived;
  *  4. --status: every run archived; a second start trains nothing; --report rewrites the report;
@@ -67,19 +69,24 @@ static int drop_lines(char *text, const char *needle) {
     return n;
 }
 
-static int study(const char *tag, const char *plan, const char *a1, const char *a2) {
+/* `trainer study plan` with the arguments args[0 .. n), its output in tag.out and tag.err. */
+static int study_args(const char *tag, const char *plan, int n, const char *const *args) {
     TrArgv a = {{0}, 0};
     tr_arg(&a, "%s", tr_bin());
     tr_arg(&a, "study");
     tr_arg(&a, "%s", plan);
-    if (a1) tr_arg(&a, "%s", a1);
-    if (a2) tr_arg(&a, "%s", a2);
+    for (int i = 0; i < n; i++) tr_arg(&a, "%s", args[i]);
     tr_print_argv(tag, a.v);
     const char *out = tr_fmt("%s/%s.out", g_work, tag), *err = tr_fmt("%s/%s.err", g_work, tag);
     int rc = tr_wait(tr_spawn2(a.v, out, err, 0, NULL), TIMEOUT);
     tr_argv_free(&a);
     printf("  -> exit %d\n", rc);
     return rc;
+}
+
+static int study(const char *tag, const char *plan, const char *a1, const char *a2) {
+    const char *args[2] = {a1, a2};
+    return study_args(tag, plan, a2 ? 2 : a1 ? 1 : 0, args);
 }
 
 /* The plan, with extra lines in [study]. */
@@ -352,6 +359,37 @@ int main(void) {
     EXPECT(system(tr_fmt("mkdir -p %s/test && echo x > %s/test/t.greedy && echo {} > %s/run.json",
                          stale, stale, stale)) == 0,
            "mkdir %s", stale);
+    /* --only: a glob that matches no run, or with --report, is refused; --status --only lists
+     * the runs it keeps; the study trains dot_s3 alone and leaves general_s3 as it is */
+    {
+        static const char *const none[] = {"--only", "dot_s3,nosuch_*"};
+        rc = study_args("only_none", plan, 2, none);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/only_none.err", w),
+                                           "--only 'nosuch_*' matches no run of"),
+               "--only with a glob that matches no run: exit %d, expected 2 naming it", rc);
+        static const char *const rep[] = {"--report", "--only", "dot_*"};
+        rc = study_args("only_report", plan, 3, rep);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/only_report.err", w),
+                                           "--report covers the whole plan"),
+               "--only with --report: exit %d, expected 2", rc);
+        static const char *const st[] = {"--status", "--only", "*_s3"};
+        rc = study_args("only_status", plan, 3, st);
+        const char *so = tr_fmt("%s/only_status.out", w);
+        EXPECT(rc == 0 && tr_file_contains(so, "--only *_s3: 2 of the 4 runs") &&
+                   tr_file_contains(so, "archived 0, running 1, missing 1") &&
+                   !tr_file_contains(so, "s1 archived"),
+               "--status --only '*_s3' (exit %d) does not list seed 3's runs alone", rc);
+        static const char *const one[] = {"--only", "dot_s*", "--jobs", "1", "--only", "no*"};
+        rc = study_args("only_bad2", plan, 6, one);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/only_bad2.err", w), "--only 'no*'"),
+               "a second --only that matches no run: exit %d, expected 2", rc);
+        rc = study_args("only_dot", plan, 4, one);
+        const char *od = tr_fmt("%s/only_dot.out", w);
+        EXPECT(rc == 0 && tr_exists(tr_fmt("%s/archive/dot_s3/run.json", dir)) &&
+                   !tr_exists(tr_fmt("%s/archive/general_s3", dir)) &&
+                   !tr_file_contains(od, "general_s3") && tr_file_contains(od, "training dot_s3"),
+               "--only 'dot_s*' (exit %d) did not train dot_s3 alone", rc);
+    }
     rc = study("study3", plan, "--jobs", "2");
     EXPECT(rc == 0, "trainer study with seed 3 failed (exit %d)", rc);
     EXPECT(tr_file_contains(tr_fmt("%s/study3.out", w), "study: resuming general_s3") &&
