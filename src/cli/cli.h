@@ -143,8 +143,8 @@ int cmd_compare(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 /* trainer study STUDY.ini [--jobs N] [--only GLOBS] [--status] [--report] [--prepare]
  * [--device cpu|cuda] (cli/study.c, whose top comment describes it): 2 for a bad command line
- * (an --only glob that matches no run) or plan, 1 when a run fails to
- * train or archive or the report fails. */
+ * (an --only glob that matches no run) or plan, 1 when a run fails to train or archive or the
+ * report fails. */
 int cmd_study(int argc, char **argv);
 /* trainer average --out FILE CKPT... (cli/average.c): checkpoint_average of the CKPTs into FILE;
  * 0 also for --help or -h (its usage on stdout); 2 for a bad command line, 1 when a checkpoint

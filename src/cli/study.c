@@ -7,16 +7,17 @@
  *
  * --jobs N runs N at a time (default 1), one thread each; --only GLOBS trains, or lists with
  * --status, only the runs whose names (<config>_s<seed>) match one of the comma-separated shell
- * globs (repeatable; study_only), and the report still covers every archive; --status lists the runs archived,
- * running and missing, what the configs change in their recipes, and the time left with N at a
- * time (default: this machine's CPUs); --report writes the report from the archives there are,
- * training nothing; --prepare trains the plan's shared SentencePiece model when it is missing
- * and checks the plan, training no run; --device cuda trains and decodes the missing runs on the GPU.
+ * globs (repeatable; study_only), and the report still covers every archive; --status lists the
+ * runs archived, running and missing, what the configs change in their recipes, and the time
+ * left with N at a time (default: this machine's CPUs); --report writes the report from the
+ * archives there are, training nothing; --prepare trains the plan's shared SentencePiece model
+ * when it is missing and checks the plan, training no run; --device cuda trains and decodes the
+ * missing runs on the GPU.
  * Exit codes: 2 for a bad command line (--only with --report or --prepare, a glob that matches
- * no run) or plan (a config that does not validate with the plan's
- * settings included, a test file that cannot be read), 1 when an archive or a run folder to
- * resume holds another SentencePiece model than the plan's, a run fails to train or archive or
- * the report fails, 0 otherwise.
+ * no run) or plan (a config that does not validate with the plan's settings included, a table
+ * whose configs set different data.concat, a test file that cannot be read), 1 when an archive
+ * or a run folder to resume holds another SentencePiece model than the plan's, a run fails to
+ * train or archive or the report fails, 0 otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -368,13 +368,16 @@ static void make_runs(const Study *s, StudyRun *runs, int *n) {
 }
 
 /* Loads and validates every run's config with the plan's settings; the configs must share the
- * training data and vocabulary (one SentencePiece model). *first gets the first run's config,
+ * training data and vocabulary (one SentencePiece model), and those of a table one data.concat
+ * (a table compares its runs on the same test documents). *first gets the first run's config,
  * with data.concat the largest of the plan's (so that the shared model it trains holds <sep>
  * when any config joins sentences). */
 static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config *first,
                          Err *err) {
     Config *c = xmalloc(sizeof *c);
     char sets[16][1100];
+    int concat[MAX_TABLES], by[MAX_TABLES]; /* each table's data.concat, and the config giving it */
+    for (int t = 0; t < MAX_TABLES; t++) by[t] = -1;
     Status rc = STATUS_OK;
     for (int i = 0; i < nruns && !rc; i++) {
         const StudyConfig *sc = &s->configs[runs[i].config];
@@ -388,6 +391,15 @@ static Status plan_check(const Study *s, const StudyRun *runs, int nruns, Config
             rc = err_set(err, "config %s: %s", c->name, why);
         if (rc) {
             err_prefix(err, "%s: config %s (run %s)", s->file, sc->path, runs[i].name);
+            break;
+        }
+        int t = sc->table;
+        if (by[t] < 0) concat[t] = c->concat, by[t] = runs[i].config;
+        else if (c->concat != concat[t]) {
+            rc = err_set(err, "%s: table %s joins its test sets two ways: data.concat = %d in %s, "
+                         "%d in %s; a table compares its runs on the same test documents, so give "
+                         "each data.concat a table of its own", s->file, s->tables[t].name,
+                         concat[t], s->configs[by[t]].path, c->concat, sc->path);
             break;
         }
         if (i == 0) {

@@ -8,7 +8,8 @@
  *  1. --status before anything: 4 runs missing, every config differing from its recipe in the
  *     attention alone (a table with its own seeds = 3 adds one run, dot_check_s3); a plan with an unknown key, or whose precision this machine cannot train
  *     (tf32 on the CPU), is refused (exit 2) naming the line or key, and so is one whose test_tgt
- *     does not exist, naming the plan's line, the key and the path (also by --status), before
+ *     does not exist, naming the plan's line, the key and the path (also by --status), and so
+ *     is one with a table whose configs set data.concat 1 and 2 (also by --report), before
  *     anything trains;
  *  2. `trainer study --jobs 2` trains the shared SentencePiece model into the study folder,
  *     then the four runs, each loading it (data.spm_model; its run folder holds the same model),
@@ -194,6 +195,26 @@ int main(void) {
                "a plan whose test_tgt does not exist%s: exit %d, expected 2 naming the plan's "
                "line, the key and the path", i ? " (--status)" : "", rc);
     }
+    /* a table whose configs join the test sets two ways (data.concat 1 and 2): refused by the
+     * report, too, before anything trains, naming the table and both configs */
+    test_write_text(tr_fmt("%s/configs/dot_k2.ini", dir),
+                    "include = ../../recipe.ini\n[data]\nconcat = 2\n[model]\n"
+                    "attention = luong_dot\n");
+    test_write_text(bad, "[study]\nepochs = 1\nprecision = fp32\nseeds = 1\n"
+                         "test_src = ../val.de\ntest_tgt = ../val.en\n[table mixed]\n"
+                         "configs = configs/general.ini configs/dot_k2.ini\n");
+    for (int i = 0; i < 2; i++) {
+        const char *tag = i ? "mixed_concat_report" : "mixed_concat";
+        rc = study(tag, bad, i ? "--report" : NULL, NULL);
+        EXPECT(rc == 2 && tr_file_contains(tr_fmt("%s/%s.err", w, tag),
+                                           "table mixed joins its test sets two ways: "
+                                           "data.concat = 1 in ") &&
+                   tr_file_contains(tr_fmt("%s/%s.err", w, tag),
+                                    tr_fmt("2 in %s/configs/dot_k2.ini; a table compares", dir)),
+               "a table of data.concat 1 and 2%s: exit %d, expected 2 naming the table and "
+               "both configs", i ? " (--report)" : "", rc);
+    }
+    remove(tr_fmt("%s/configs/dot_k2.ini", dir));
     EXPECT(!tr_exists(tr_fmt("%s/runs", dir)) && !tr_exists(tr_fmt("%s/spm.model", dir)),
            "a refused plan started a run or trained its SentencePiece model");
 
