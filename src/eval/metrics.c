@@ -135,6 +135,37 @@ static int tok13a_punct(uint32_t c) {
            c == 0x2F;                   /* / */
 }
 
+/* Regex 2: ([^0-9])([\.,]) -> "\1 \2 " (period and comma unless preceded by a digit). */
+static int nondigit_then_period_comma(uint32_t a, uint32_t b) {
+    return !is_digit(a) && (b == '.' || b == ',');
+}
+/* Regex 3: ([\.,])([^0-9]) -> " \1 \2" (period and comma unless followed by a digit). */
+static int period_comma_then_nondigit(uint32_t a, uint32_t b) {
+    return (a == '.' || a == ',') && !is_digit(b);
+}
+/* Regex 4: ([0-9])(-) -> "\1 \2 " (dash after a digit). */
+static int digit_then_dash(uint32_t a, uint32_t b) { return is_digit(a) && b == '-'; }
+
+/* One re.sub of a two-character pattern over x (the result is left in x; y is scratch): positions
+ * are tried left to right, and a pair (a, b) with match(a, b) becomes "a b " (lead = 0) or " a b"
+ * (lead = 1), the scan resuming after b. */
+static void sub_pairs(CpBuf *x, CpBuf *y, int (*match)(uint32_t, uint32_t), int lead) {
+    y->n = 0;
+    for (size_t i = 0; i < x->n;) {
+        if (i + 1 < x->n && match(x->v[i], x->v[i + 1])) {
+            if (lead) cp_push(y, ' ');
+            cp_push(y, x->v[i]);
+            cp_push(y, ' ');
+            cp_push(y, x->v[i + 1]);
+            if (!lead) cp_push(y, ' ');
+            i += 2;
+        } else {
+            cp_push(y, x->v[i++]);
+        }
+    }
+    cp_swap(x, y);
+}
+
 typedef struct {
     CpBuf a, b;              /* scratch for the rewriting passes */
 } Tok13a;
@@ -173,50 +204,10 @@ static long tokenize_13a(Tok13a *t, CpBuf *line, CpBuf *out, CpBuf *starts) {
     cp_push(y, ' ');
     cp_swap(x, y); /* current text in x */
 
-    /* Regexes 2-4 are two-character patterns; re.sub tries each position left to right and, after
-     * a match, resumes after both characters. */
-    /* 2: ([^0-9])([\.,]) -> "\1 \2 " (period and comma unless preceded by a digit) */
-    y->n = 0;
-    for (size_t i = 0; i < x->n;) {
-        if (i + 1 < x->n && !is_digit(x->v[i]) && (x->v[i + 1] == '.' || x->v[i + 1] == ',')) {
-            cp_push(y, x->v[i]);
-            cp_push(y, ' ');
-            cp_push(y, x->v[i + 1]);
-            cp_push(y, ' ');
-            i += 2;
-        } else {
-            cp_push(y, x->v[i++]);
-        }
-    }
-    cp_swap(x, y);
-    /* 3: ([\.,])([^0-9]) -> " \1 \2" (period and comma unless followed by a digit) */
-    y->n = 0;
-    for (size_t i = 0; i < x->n;) {
-        if (i + 1 < x->n && (x->v[i] == '.' || x->v[i] == ',') && !is_digit(x->v[i + 1])) {
-            cp_push(y, ' ');
-            cp_push(y, x->v[i]);
-            cp_push(y, ' ');
-            cp_push(y, x->v[i + 1]);
-            i += 2;
-        } else {
-            cp_push(y, x->v[i++]);
-        }
-    }
-    cp_swap(x, y);
-    /* 4: ([0-9])(-) -> "\1 \2 " (dash after a digit) */
-    y->n = 0;
-    for (size_t i = 0; i < x->n;) {
-        if (i + 1 < x->n && is_digit(x->v[i]) && x->v[i + 1] == '-') {
-            cp_push(y, x->v[i]);
-            cp_push(y, ' ');
-            cp_push(y, '-');
-            cp_push(y, ' ');
-            i += 2;
-        } else {
-            cp_push(y, x->v[i++]);
-        }
-    }
-    cp_swap(x, y);
+    /* Regexes 2-4 of Tokenizer13a. */
+    sub_pairs(x, y, nondigit_then_period_comma, 0);
+    sub_pairs(x, y, period_comma_then_nondigit, 1);
+    sub_pairs(x, y, digit_then_dash, 0);
     /* ' '.join(line.split()) */
     out->n = 0;
     if (starts) starts->n = 0;
