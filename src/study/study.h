@@ -58,9 +58,9 @@
  * model it began with) is another; the runs it starts take the plan's (data.spm_model).
  * Errors: the plan's (naming FILE:LINE and the key), a config's or its recipe's (config_load,
  * config_validate), a table whose configs set different data.concat (its runs would be scored
- * on differently joined test documents), the SentencePiece model's training, loading or
- * hashing, an archive or run
- * folder of another SentencePiece model (naming it, both hashes and what to do), the report's.
+ * on differently joined test documents), the SentencePiece model's training, loading or hashing,
+ * an archive or run folder of another SentencePiece model (naming it, both hashes and what to
+ * do), the report's.
  * Host memory. Source: Clark et al. 2011 (why several seeds); docs/design.md §10.
  */
 #ifndef TRAINER_STUDY_STUDY_H
