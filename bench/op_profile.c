@@ -710,7 +710,7 @@ __attribute__((target("avx512f"))) static float fma_loop512(long iters) {
 
 /* bf16 dot products (AVX512_BF16 vdpbf16ps: 32 products and sums into 16 floats, 64 FLOPs per
  * instruction; 12 chains, 12 · 64 FLOPs per iteration). */
-__attribute__((target("avx512f,avx512bf16"))) static float dpbf16_loop(long iters) {
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static float dpbf16_loop(long iters) {
     __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3380);
     __m512 a[12];
     for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);

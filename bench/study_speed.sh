@@ -11,7 +11,7 @@
 # folder; each config is named by its file name without .ini, as the study names its runs.
 # Each config runs BUILD/bench_train (default build/bench_train) with the settings the study's
 # runs train with: train.precision = the plan's `precision` (--precision P overrides it, e.g.
-# fp32 on a CPU without AVX512_BF16), T threads (default 1, as the study trains: train.threads
+# fp32 to time a CPU without AVX512_BF16 at its float32 speed), T threads (default 1, as the study trains: train.threads
 # and bench_train --threads), the plan's SentencePiece model (`spm_model`, default spm.model in
 # the plan's folder; `trainer study PLAN --prepare` makes it), and train.seed = the first seed
 # of the config's table (its `seeds =`, else the plan's), so that each config times the first

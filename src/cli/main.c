@@ -33,7 +33,7 @@ static void print_version(FILE *f) {
     int bf16 = backend_cpu_bf16_supported(&why);
     fprintf(f, "trainer %s\n", trainer_revision());
     fprintf(f, "cpu: %s, %d OpenMP threads; bf16 products: %s%s\n", backend_cpu_gemm_name(),
-            omp_get_max_threads(), bf16 ? "yes" : "no: ", bf16 ? "" : why);
+            omp_get_max_threads(), !bf16 ? "no: " : *why ? "yes, " : "yes", why);
 #ifdef TRAINER_HAVE_CUDA
     BackendInfo cuda = backend_info(BACKEND_DEVICE_CUDA);
     fprintf(f, "cuda: %s; cuDNN %s; NCCL %s\n",

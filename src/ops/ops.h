@@ -793,7 +793,7 @@ enum { BACKEND_DEVICE_CPU = 0, BACKEND_DEVICE_CUDA = 1 }; /* train.device: cpu, 
 
 /* Precision of the matrix products (train.precision): only matmul's A and B inputs are rounded;
  * storage, accumulation, weights and Adam state stay fp32. fp32: not at all; tf32 (cuda only):
- * to 10 mantissa bits; bf16: to 7, nearest even (cuda; cpu on AVX512_BF16 with oneDNN). */
+ * to 10 mantissa bits; bf16: to 7, nearest even (cuda; cpu in a build with oneDNN). */
 enum { BACKEND_PRECISION_FP32 = 0, BACKEND_PRECISION_TF32 = 1, BACKEND_PRECISION_BF16 = 2 };
 
 enum { BACKEND_KEEP = -1 }; /* a BackendOptions field that leaves the process's setting alone */
@@ -822,8 +822,7 @@ int backend_precision_valid(int device, int precision, char *why, size_t n);
 /* Whether device can run products at precision here, without starting anything: 1 when it
  * can; else 0 with the reason and what to do in why (n bytes; why may be NULL):
  * backend_precision_valid's, or "train.precision = bf16 on train.device = cpu, but <this build
- * has no oneDNN ... | this CPU has no AVX512_BF16 ...>; set train.precision = fp32" (the CPU is
- * asked). Values out of range abort (programmer error). */
+ * has no oneDNN ...>; set train.precision = fp32". Values out of range abort (programmer error). */
 int backend_precision_runs(int device, int precision, char *why, size_t n);
 
 /* Whether this build and machine can run o, without starting anything: o->rnn_cudnn on a build

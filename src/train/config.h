@@ -99,7 +99,7 @@ typedef struct Config {
     Precision precision;     /* train.precision = fp32 | tf32 | bf16 (fp32): the matmuls'
                                 input rounding (ops.h BACKEND_PRECISION_*, set by backend_open);
                                 weights, Adam state and accumulation stay fp32; cpu: fp32, or
-                                bf16 on CPUs with AVX512_BF16 */
+                                bf16 in a build with oneDNN */
     uint64_t seed;           /* train.seed: any 64-bit value (1) */
     int max_epochs;          /* train.max_epochs (30, 1..1000000) */
     long max_steps;          /* train.max_steps: optimizer steps; 0 = no limit (0) */

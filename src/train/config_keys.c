@@ -164,7 +164,7 @@ const KeyDef config_keys[] = {
 
     K_ENUM("train", "device", device, "cpu", device_type_names, "compute backend", ALL),
     K_ENUM("train", "precision", precision, "fp32", precision_names,
-           "matmul input rounding: cuda fp32|tf32|bf16; cpu fp32|bf16 (AVX512_BF16, oneDNN)", ALL),
+           "matmul input rounding: cuda fp32|tf32|bf16; cpu fp32|bf16 (oneDNN; emulated without AVX512_BF16)", ALL),
     K_U64("train", "seed", seed, "1", "seed of the one PRNG (init, shuffling, dropout)"),
     K_INT("train", "max_epochs", max_epochs, "30", 1, 1000000, "epochs to train at most", ALL),
     K_LONG("train", "max_steps", max_steps, "0", 0, 1e15, "optimizer steps at most; 0 = no limit"),

@@ -36,10 +36,12 @@ const char *backend_cpu_blas_warning(void);
  * yes. Another value, or bf16 in a build without oneDNN, aborts (programmer error). */
 void backend_cpu_set_precision(int precision);
 
-/* 1 when bf16 products run natively here: a build with oneDNN (TRAINER_DNNL) on a CPU with
- * AVX512_BF16. Else 0, with *why (when why is not NULL) saying which is missing and what to do.
- * TRAINER_CPU_BF16=off in the environment makes the backend act as on a CPU without
- * AVX512_BF16 (here 0, and backend_cpu_round_bf16's portable loop), for tests. */
+/* 1 when bf16 products run here: a build with oneDNN (TRAINER_DNNL). On a CPU with AVX512_BF16
+ * they run natively and *why (when why is not NULL) is ""; on one without, they are emulated:
+ * fp32 sgemm on the inputs rounded by the portable loop, the same values (a product of two bf16
+ * values is exact in fp32; only the order of the fp32 sums may differ), slower than fp32, and
+ * *why says so. Else 0, with *why saying what is missing and what to do. TRAINER_CPU_BF16=off in
+ * the environment makes the backend act as on a CPU without AVX512_BF16, for tests. */
 int backend_cpu_bf16_supported(const char **why);
 
 /* The library of the CPU's dense products, for logs: "openblas sgemm", "onednn sgemm" (fp32 on

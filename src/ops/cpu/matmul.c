@@ -68,6 +68,20 @@ static int intel_without_amx(void) {
 static int intel_without_amx(void) { return 0; }
 #endif
 
+/* Whether the CPU has AVX512_BF16, unless TRAINER_CPU_BF16=off says to act as if it had not
+ * (ops.h: the refusal and the portable rounding, testable on any CPU). */
+static int g_bf16_cpu = -1;
+static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
+static void probe_bf16(void) {
+    const char *env = getenv("TRAINER_CPU_BF16");
+    __builtin_cpu_init();
+    g_bf16_cpu = __builtin_cpu_supports("avx512bf16") && !(env && strcmp(env, "off") == 0);
+}
+static int cpu_has_bf16(void) {
+    pthread_once(&g_bf16_once, probe_bf16);
+    return g_bf16_cpu;
+}
+
 static void choose_gemm(void) {
 #ifdef TRAINER_DNNL
     const char *env = getenv("TRAINER_CPU_GEMM");
@@ -80,8 +94,8 @@ static void choose_gemm(void) {
         g_use_dnnl = __builtin_cpu_supports("avx512f") != 0;
     }
     const char *b16 = getenv("TRAINER_CPU_BF16_GEMM");
-    if (b16 && strcmp(b16, "sgemm") == 0)
-        g_bf16_sgemm = 1;
+    if (!cpu_has_bf16() || (b16 && strcmp(b16, "sgemm") == 0))
+        g_bf16_sgemm = 1; /* oneDNN's bf16 matmul has no kernel without AVX512_BF16 */
     else if (b16 && strcmp(b16, "onednn") == 0)
         g_bf16_sgemm = 0;
     else
@@ -98,25 +112,13 @@ const char *backend_cpu_gemm_name(void) {
     return g_use_dnnl ? "onednn sgemm" : "openblas sgemm";
 }
 
-/* Whether the CPU has AVX512_BF16, unless TRAINER_CPU_BF16=off says to act as if it had not
- * (ops.h: the refusal and the portable rounding, testable on any CPU). */
-static int g_bf16_cpu = -1;
-static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
-static void probe_bf16(void) {
-    const char *env = getenv("TRAINER_CPU_BF16");
-    __builtin_cpu_init();
-    g_bf16_cpu = __builtin_cpu_supports("avx512bf16") && !(env && strcmp(env, "off") == 0);
-}
-static int cpu_has_bf16(void) {
-    pthread_once(&g_bf16_once, probe_bf16);
-    return g_bf16_cpu;
-}
-
 int backend_cpu_bf16_supported(const char **why) {
 #ifdef TRAINER_DNNL
-    if (cpu_has_bf16()) return 1;
-    if (why) *why = "this CPU has no AVX512_BF16 (bf16 products would run emulated, slower than fp32)";
-    return 0;
+    if (why)
+        *why = cpu_has_bf16() ? ""
+                              : "emulated: this CPU has no AVX512_BF16, so the products are fp32 "
+                                "sgemm on bf16-rounded inputs (the same values, slower than fp32)";
+    return 1;
 #else
     if (why)
         *why = "this build has no oneDNN (install Debian's libdnnl-dev and rebuild: cmake finds it)";
@@ -146,7 +148,7 @@ static inline uint32_t bf16_bits(float x) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 /* AVX512_BF16's rounding of one float (vcvtneps2bf16), as the loops below round. */
-__attribute__((target("avx512f,avx512bf16"))) static inline uint16_t bf16_one_avx512(float x) {
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static inline uint16_t bf16_one_avx512(float x) {
     __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(x));
     uint16_t v[8];
     _mm_storeu_si128((__m128i *)v, (__m128i)h);
@@ -156,7 +158,7 @@ __attribute__((target("avx512f,avx512bf16"))) static inline uint16_t bf16_one_av
 /* AVX512_BF16's vcvtne2ps2bf16: 32 floats to bf16 per instruction, round to nearest even, NaN
  * kept quiet — the portable loop's results, except that it flushes subnormal inputs (below
  * 1.2e-38) to zero (Intel SDM, VCVTNE2PS2BF16). */
-__attribute__((target("avx512f,avx512bf16"))) static void round_bf16_avx512(uint16_t *dst,
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_avx512(uint16_t *dst,
                                                                             const float *src,
                                                                             size_t n) {
     const size_t n32 = n / 32 * 32;
@@ -169,7 +171,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void round_bf16_avx512(uint
 }
 
 /* The same rounding, each result widened back to a float (its low 16 bits zero). */
-__attribute__((target("avx512f,avx512bf16"))) static void round_bf16_f32_avx512(float *dst,
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_f32_avx512(float *dst,
                                                                                 const float *src,
                                                                                 size_t n) {
     const size_t n16 = n / 16 * 16;
