@@ -55,8 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "attention/attention.h"
 #include "core/common.h"
@@ -218,25 +216,20 @@ static Result measure(int kind, int T, int causal, const Setup *su) {
     return res;
 }
 
+/* measure()'s arguments, for machine_run_forked. */
+typedef struct {
+    int kind, T, causal;
+    const Setup *su;
+} Job;
+static void measure_job(const void *arg, void *out) {
+    const Job *j = arg;
+    *(Result *)out = measure(j->kind, j->T, j->causal, j->su);
+}
+
 /* Runs measure() in a child so that each figure's peak memory is its own. */
 static int run_child(int kind, int T, int causal, const Setup *su, Result *out) {
-    int fd[2];
-    if (pipe(fd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        close(fd[0]);
-        Result r = measure(kind, T, causal, su);
-        ssize_t wr = write(fd[1], &r, sizeof r);
-        _exit(wr == (ssize_t)sizeof r ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t got = read(fd[0], out, sizeof *out);
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    return got == (ssize_t)sizeof *out && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    Job j = {kind, T, causal, su};
+    return machine_run_forked(measure_job, &j, out, sizeof *out);
 }
 
 /* The shortest T from which kind's fwd+bwd is below ref's at every longer T where both were

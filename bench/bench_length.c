@@ -34,8 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "core/common.h"
 #include "core/machine.h"
@@ -126,26 +124,22 @@ static Result measure(AttentionKind k, int L, const Setup *su) {
     return r;
 }
 
-/* measure() in a child, so that each figure's peak memory is its own. */
+/* measure()'s arguments, for machine_run_forked. */
+typedef struct {
+    AttentionKind k;
+    int L;
+    const Setup *su;
+} Job;
+static void measure_job(const void *arg, void *out) {
+    const Job *j = arg;
+    *(Result *)out = measure(j->k, j->L, j->su);
+}
+
+/* measure() in a child, so that each figure's peak memory is its own; -1 also when the step's
+ * loss was not finite. */
 static int run_child(AttentionKind k, int L, const Setup *su, Result *out) {
-    int fd[2];
-    if (pipe(fd)) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        close(fd[0]);
-        Result r = measure(k, L, su);
-        ssize_t wr = write(fd[1], &r, sizeof r);
-        _exit(wr == (ssize_t)sizeof r ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t got = read(fd[0], out, sizeof *out);
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    return got == (ssize_t)sizeof *out && WIFEXITED(st) && WEXITSTATUS(st) == 0 && out->ok ? 0
-                                                                                           : -1;
+    Job j = {k, L, su};
+    return machine_run_forked(measure_job, &j, out, sizeof *out) == 0 && out->ok ? 0 : -1;
 }
 
 static int usage(void) {

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The value after "key<blanks>:" on a /proc/cpuinfo line, or NULL when the line is another key. */
 static const char *cpuinfo_value(const char *line, const char *key) {
@@ -55,4 +57,38 @@ double machine_peak_rss_mb(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return ru.ru_maxrss / 1024.0;
+}
+
+int machine_run_forked(void (*fn)(const void *arg, void *out), const void *arg, void *out,
+                       size_t n) {
+    int fd[2];
+    if (pipe(fd)) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        fn(arg, out);
+        size_t done = 0;
+        while (done < n) {
+            ssize_t w = write(fd[1], (const char *)out + done, n - done);
+            if (w <= 0) _exit(1);
+            done += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd[0], (char *)out + got, n - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd[0]);
+    int st;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    return got == n && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }

@@ -15,6 +15,13 @@ const char *machine_cpu(char *buf, size_t n);
  * Linux); 0 where getrusage fails. */
 double machine_peak_rss_mb(void);
 
+/* Runs fn(arg, out) in a forked child and copies the n bytes it leaves in out back into the
+ * caller's out, so that what the child measures with machine_peak_rss_mb is its own peak, not
+ * this process's. 0 when the child wrote all n bytes and exited with status 0; -1 when pipe or
+ * fork failed or the child crashed or exited otherwise (out is then unspecified). POSIX only. */
+int machine_run_forked(void (*fn)(const void *arg, void *out), const void *arg, void *out,
+                       size_t n);
+
 /* The current UTC time as ISO 8601 ("2026-11-27T23:25:19Z") into buf (n >= 21); returns buf. */
 const char *machine_utc_now(char *buf, size_t n);
 
