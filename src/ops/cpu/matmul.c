@@ -148,7 +148,8 @@ static inline uint32_t bf16_bits(float x) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 /* AVX512_BF16's rounding of one float (vcvtneps2bf16), as the loops below round. */
-__attribute__((target("avx512f,avx512vl,avx512bf16"))) static inline uint16_t bf16_one_avx512(float x) {
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static inline uint16_t
+bf16_one_avx512(float x) {
     __m128bh h = _mm_cvtneps_pbh(_mm_set_ss(x));
     uint16_t v[8];
     _mm_storeu_si128((__m128i *)v, (__m128i)h);
@@ -157,12 +158,11 @@ __attribute__((target("avx512f,avx512vl,avx512bf16"))) static inline uint16_t bf
 
 /* AVX512_BF16's vcvtne2ps2bf16: 32 floats to bf16 per instruction, round to nearest even, NaN
  * kept quiet — the portable loop's results, except that it flushes subnormal inputs (below
- * 1.2e-38) to zero (Intel SDM, VCVTNE2PS2BF16). */
-__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_avx512(uint16_t *dst,
-                                                                            const float *src,
-                                                                            size_t n) {
+ * 1.2e-38) to zero (Intel SDM, VCVTNE2PS2BF16). One thread: an OpenMP region inside would be
+ * outlined into a function without this target. */
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void
+round_bf16_avx512(uint16_t *dst, const float *src, size_t n) {
     const size_t n32 = n / 32 * 32;
-#pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n32; i += 32) {
         __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
         _mm512_storeu_si512((void *)(dst + i), (__m512i)h);
@@ -171,11 +171,9 @@ __attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_av
 }
 
 /* The same rounding, each result widened back to a float (its low 16 bits zero). */
-__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_f32_avx512(float *dst,
-                                                                                const float *src,
-                                                                                size_t n) {
+__attribute__((target("avx512f,avx512vl,avx512bf16"))) static void
+round_bf16_f32_avx512(float *dst, const float *src, size_t n) {
     const size_t n16 = n / 16 * 16;
-#pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n16; i += 16) {
         __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
         _mm512_storeu_si512((void *)(dst + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -194,8 +192,14 @@ __attribute__((target("avx512f,avx512vl,avx512bf16"))) static void round_bf16_f3
 static void round_bf16_into(void *dst, int as_float, const float *src, size_t n) {
 #if defined(__x86_64__)
     if (cpu_has_bf16()) {
-        if (as_float) round_bf16_f32_avx512(dst, src, n);
-        else round_bf16_avx512(dst, src, n);
+        enum { BLOCK = 8192 }; /* elements a call, a multiple of 32 */
+        const size_t nblocks = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (size_t b = 0; b < nblocks; b++) {
+            const size_t lo = b * BLOCK, len = n - lo < BLOCK ? n - lo : BLOCK;
+            if (as_float) round_bf16_f32_avx512((float *)dst + lo, src + lo, len);
+            else round_bf16_avx512((uint16_t *)dst + lo, src + lo, len);
+        }
         return;
     }
 #endif
