@@ -69,7 +69,7 @@ static int intel_without_amx(void) { return 0; }
 #endif
 
 /* Whether the CPU has AVX512_BF16, unless TRAINER_CPU_BF16=off says to act as if it had not
- * (ops.h: the refusal and the portable rounding, testable on any CPU). */
+ * (cpu.h: the emulated products and the portable rounding, testable on any CPU). */
 static int g_bf16_cpu = -1;
 static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
 static void probe_bf16(void) {
